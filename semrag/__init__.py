@@ -1,0 +1,89 @@
+"""semrag: semantic-RAG methods for LangChain and LlamaIndex, with a framework-free core.
+
+``import semrag`` loads only numpy: the heavy parts (torch, sentence-transformers) are
+imported on first use of the names that need them.
+
+Example:
+    >>> from semrag import SemanticChunker, Document
+    >>> from semrag.testing import FakeEmbedder
+    >>> chunker = SemanticChunker(FakeEmbedder(), buffer_size=0, threshold=0.6)
+    >>> [c.text for c in chunker.chunk("Cats purr. Cats nap. Stocks fell. Stocks rose.")]
+    ['Cats purr. Cats nap.', 'Stocks fell. Stocks rose.']
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from semrag.errors import (
+    ConfigError,
+    EmbeddingError,
+    LLMError,
+    LLMOutputError,
+    MissingDependencyError,
+    NotFittedError,
+    SemragError,
+    StoreError,
+    StoreUnavailableError,
+)
+from semrag.types import Chunk, Document, ScoredChunk, Span
+
+if TYPE_CHECKING:
+    from semrag.chunking import ChunkingResult, ChunkingStats, SemanticChunker
+    from semrag.embeddings import Embedder, SentenceTransformerEmbedder
+    from semrag.llm import LLM
+    from semrag.text import split_sentences
+
+try:
+    __version__ = version("semrag")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+_LAZY = {
+    "SemanticChunker": "semrag.chunking",
+    "ChunkingResult": "semrag.chunking",
+    "ChunkingStats": "semrag.chunking",
+    "Embedder": "semrag.embeddings",
+    "SentenceTransformerEmbedder": "semrag.embeddings",
+    "LLM": "semrag.llm",
+    "split_sentences": "semrag.text",
+}
+
+__all__ = [
+    "LLM",
+    "Chunk",
+    "ChunkingResult",
+    "ChunkingStats",
+    "ConfigError",
+    "Document",
+    "Embedder",
+    "EmbeddingError",
+    "LLMError",
+    "LLMOutputError",
+    "MissingDependencyError",
+    "NotFittedError",
+    "ScoredChunk",
+    "SemanticChunker",
+    "SemragError",
+    "SentenceTransformerEmbedder",
+    "Span",
+    "StoreError",
+    "StoreUnavailableError",
+    "__version__",
+    "split_sentences",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'semrag' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

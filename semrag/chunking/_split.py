@@ -1,0 +1,304 @@
+"""Pure functions behind the chunkers: windows, distances, thresholds, merging, token cap.
+
+Nothing here takes an embedder or a framework object; inputs are numpy arrays, spans and
+plain callables, so each step can be tested on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.errors import ConfigError, SemragError
+from semrag.types import Span
+
+__all__ = [
+    "THRESHOLD_KINDS",
+    "Threshold",
+    "cosine_distances",
+    "mean_windows",
+    "merge_small_segments",
+    "resolve_threshold",
+    "segments_from_breaks",
+    "split_with_overlap",
+    "window_bounds",
+]
+
+Floats = npt.NDArray[np.float32]
+
+THRESHOLD_KINDS = ("absolute", "percentile", "std", "interquartile", "gradient", "target_chunks")
+_DEFAULT_AMOUNT = {"percentile": 95.0, "std": 3.0, "interquartile": 1.5, "gradient": 95.0}
+
+
+def window_bounds(n: int, buffer_size: int, window: str) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence ranges compared across each of the ``n - 1`` gaps of ``n`` sentences.
+
+    Args:
+        n: number of sentences.
+        buffer_size: neighbours on each side (SemRAG's ``b``).
+        window: ``"centered"``: gap ``i`` compares ``s[i-b..i+b]`` with ``s[i+1-b..i+1+b]``
+            (LangChain / SemRAG); ``"split"``: ``s[i-b..i]`` with ``s[i+1..i+1+b]``, so
+            the two sides never share a sentence, near the document's start included.
+
+    Returns:
+        ``(left, right)``, each an ``(n - 1, 2)`` int array of half-open sentence ranges.
+    """
+    gaps = np.arange(max(n - 1, 0))
+    b = buffer_size
+    if window == "centered":
+        left = np.stack([np.maximum(gaps - b, 0), np.minimum(gaps + b + 1, n)], axis=1)
+        right = np.stack([np.maximum(gaps + 1 - b, 0), np.minimum(gaps + b + 2, n)], axis=1)
+    elif window == "split":
+        left = np.stack([np.maximum(gaps - b, 0), gaps + 1], axis=1)
+        right = np.stack([gaps + 1, np.minimum(gaps + b + 2, n)], axis=1)
+    else:
+        raise ConfigError(f"window must be 'centered' or 'split', got {window!r}")
+    return left.reshape(-1, 2), right.reshape(-1, 2)
+
+
+def mean_windows(vectors: Floats, ranges: np.ndarray) -> Floats:
+    """Mean of ``vectors[a:b]`` for each ``(a, b)`` in ``ranges``, via prefix sums.
+
+    Cost is one pass over the sentence vectors whatever the window size.
+    """
+    prefix = np.zeros((vectors.shape[0] + 1, vectors.shape[1]), dtype=np.float64)
+    np.cumsum(vectors, axis=0, out=prefix[1:])
+    sums = prefix[ranges[:, 1]] - prefix[ranges[:, 0]]
+    counts = (ranges[:, 1] - ranges[:, 0]).astype(np.float64)[:, None]
+    return (sums / np.maximum(counts, 1)).astype(np.float32)
+
+
+def cosine_distances(left: Floats, right: Floats) -> Floats:
+    """Row-wise cosine distance ``1 - cos(left[i], right[i])``; zero vectors give 1."""
+    ln = np.linalg.norm(left, axis=1)
+    rn = np.linalg.norm(right, axis=1)
+    dots = np.einsum("ij,ij->i", left, right)
+    denom = ln * rn
+    cos = np.divide(dots, denom, out=np.zeros_like(dots), where=denom > 0)
+    return (1.0 - np.clip(cos, -1.0, 1.0)).astype(np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """How a chunker turns the distance curve into breaks."""
+
+    kind: str
+    """One of :data:`THRESHOLD_KINDS`."""
+    amount: float
+    """Absolute distance, percentile, k of mean+k*std or of mean+k*IQR, or chunk count."""
+
+    @classmethod
+    def of(cls, threshold: str | float, amount: float | None = None) -> Threshold:
+        """Build from the chunker's ``threshold`` / ``threshold_amount`` arguments.
+
+        A number means an absolute cosine distance; a name selects a statistic of the
+        document's own distances (with a default amount when ``amount`` is ``None``).
+
+        Raises:
+            ConfigError: on an unknown kind or an amount out of range.
+        """
+        if isinstance(threshold, bool):
+            raise ConfigError("threshold must be a number or a name, not a bool")
+        if isinstance(threshold, (int, float)):
+            if amount is not None:
+                raise ConfigError("give either a numeric threshold or threshold_amount, not both")
+            kind, value = "absolute", float(threshold)
+        elif threshold in THRESHOLD_KINDS:
+            kind = threshold
+            if amount is None:
+                if kind in ("absolute", "target_chunks"):
+                    raise ConfigError(f"threshold={kind!r} needs threshold_amount")
+                amount = _DEFAULT_AMOUNT[kind]
+            value = float(amount)
+        else:
+            raise ConfigError(
+                f"threshold must be a number or one of {THRESHOLD_KINDS}, got {threshold!r}"
+            )
+        if not np.isfinite(value):
+            raise ConfigError(f"threshold amount must be finite, got {value}")
+        if kind in ("percentile", "gradient") and not 0 <= value <= 100:
+            raise ConfigError(f"{kind} must be within [0, 100], got {value}")
+        if kind == "target_chunks" and (value < 1 or value != int(value)):
+            raise ConfigError(f"target_chunks must be a positive integer, got {value}")
+        return cls(kind, value)
+
+    def describe(self) -> str:
+        """A short human description, e.g. ``"percentile 95"``."""
+        return f"{self.kind} {self.amount:g}"
+
+
+def resolve_threshold(distances: Floats, threshold: Threshold) -> tuple[float, np.ndarray]:
+    """Apply ``threshold`` to one document's gap distances.
+
+    Returns:
+        ``(value, breaks)``: the cut-off actually used (for ``gradient`` it applies to the
+        gradient of the curve) and a boolean mask over the gaps, true where to break.
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    n = d.size
+    if n == 0:
+        return float("nan"), np.zeros(0, dtype=bool)
+    kind, amount = threshold.kind, threshold.amount
+    if kind == "absolute":
+        return amount, d > amount
+    if kind == "percentile":
+        value = float(np.percentile(d, amount))
+        return value, d > value
+    if kind == "std":
+        value = float(d.mean() + amount * d.std())
+        return value, d > value
+    if kind == "interquartile":
+        q1, q3 = np.percentile(d, [25, 75])
+        value = float(d.mean() + amount * (q3 - q1))
+        return value, d > value
+    if kind == "gradient":
+        g = np.gradient(d) if n > 1 else np.zeros(1)
+        value = float(np.percentile(g, amount))
+        return value, g > value
+    # target_chunks: break at the (k - 1) largest distances; ties go to the earlier gap.
+    k = min(int(amount) - 1, n)
+    mask = np.zeros(n, dtype=bool)
+    if k <= 0:
+        return float("inf"), mask
+    order = np.argsort(-d, kind="stable")[:k]
+    mask[order] = True
+    return float(d[order].min()), mask
+
+
+def segments_from_breaks(n_sentences: int, breaks: np.ndarray) -> list[tuple[int, int]]:
+    """Turn a break mask over the gaps into half-open sentence ranges."""
+    if n_sentences == 0:
+        return []
+    cuts = (np.flatnonzero(breaks) + 1).tolist()
+    bounds = [0, *cuts, n_sentences]
+    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+def merge_small_segments(
+    segments: Sequence[tuple[int, int]],
+    sentence_tokens: Sequence[int],
+    distances: Floats,
+    *,
+    min_tokens: int,
+    max_tokens: int,
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Merge segments under ``min_tokens`` into their more similar neighbour.
+
+    A small segment joins the neighbour across the gap with the smaller distance, unless
+    the result would pass ``max_tokens``; then it tries the other neighbour; if both
+    would, it stays alone.
+
+    Returns:
+        ``(segments, removed_gaps)``: the merged ranges and the gaps whose breaks were
+        removed.
+    """
+    segs = [list(s) for s in segments]
+    if min_tokens <= 0 or len(segs) < 2:
+        return [tuple(s) for s in segs], []  # type: ignore[misc]
+    prefix = np.concatenate([[0], np.cumsum(sentence_tokens)])
+
+    def size(seg: list[int]) -> int:
+        return int(prefix[seg[1]] - prefix[seg[0]])
+
+    removed: list[int] = []
+    changed = True
+    while changed and len(segs) > 1:
+        changed = False
+        for i in range(len(segs)):
+            if size(segs[i]) >= min_tokens:
+                continue
+            options = []
+            if i > 0:
+                options.append((float(distances[segs[i][0] - 1]), i - 1))
+            if i + 1 < len(segs):
+                options.append((float(distances[segs[i][1] - 1]), i + 1))
+            for _, j in sorted(options):
+                a, b = sorted((i, j))
+                if size([segs[a][0], segs[b][1]]) <= max_tokens:
+                    removed.append(segs[a][1] - 1)
+                    segs[a] = [segs[a][0], segs[b][1]]
+                    del segs[b]
+                    changed = True
+                    break
+            if changed:
+                break
+    return [(a, b) for a, b in segs], sorted(removed)
+
+
+def split_with_overlap(
+    text: str,
+    span: Span,
+    token_spans: Sequence[tuple[int, int]],
+    *,
+    max_tokens: int,
+    overlap_tokens: int,
+    count: Callable[[str], int],
+    preferred_starts: Sequence[int] = (),
+) -> list[Span]:
+    """Split ``text[span]`` into pieces of at most ``max_tokens`` tokens.
+
+    Consecutive pieces share ``overlap_tokens`` tokens (SemRAG eq. 2). A piece ends, when
+    it can, at a sentence start (``preferred_starts``) in the second half of its window,
+    so most pieces end at a sentence boundary. Every piece is recounted with ``count``
+    and shrunk if re-tokenising it alone gives more than ``max_tokens``, so the cap holds
+    for the piece's own text.
+
+    Args:
+        text: the whole document.
+        span: the range to split.
+        token_spans: absolute ``[start, end)`` of the range's tokens, in order.
+        max_tokens: the cap.
+        overlap_tokens: tokens shared by consecutive pieces; ``< max_tokens``.
+        count: token counter for one text.
+        preferred_starts: character offsets where a cut is preferred (sentence starts).
+
+    Returns:
+        Spans in order, trimmed of whitespace, covering every non-whitespace character of
+        ``span``; consecutive spans overlap only by the token overlap.
+
+    Raises:
+        ConfigError: if ``overlap_tokens >= max_tokens``.
+        SemragError: if a single token re-tokenises to more than ``max_tokens``.
+    """
+    if overlap_tokens >= max_tokens:
+        raise ConfigError("overlap_tokens must be smaller than max_tokens")
+    n = len(token_spans)
+    starts = [s for s, _ in token_spans]
+    preferred = set(preferred_starts)
+
+    def trimmed(a: int, b: int) -> Span:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        return Span(a, b)
+
+    pieces: list[Span] = []
+    i, piece_start = 0, span.start
+    while True:
+        j = min(i + max_tokens, n)
+        if j < n:
+            floor = i + max(1, max_tokens // 2)
+            for k in range(j, floor, -1):
+                if starts[k] in preferred:
+                    j = k
+                    break
+        while True:
+            piece = trimmed(piece_start, starts[j] if j < n else span.end)
+            if count(piece.of(text)) <= max_tokens:
+                break
+            j -= 1
+            if j <= i:
+                raise SemragError(
+                    f"cannot cut text at [{token_spans[i][0]}, {token_spans[i][1]}) under "
+                    f"{max_tokens} tokens: one token re-tokenises to more than the cap"
+                )
+        if piece.end > piece.start:
+            pieces.append(piece)
+        if j >= n:
+            return pieces
+        i = max(j - overlap_tokens, i + 1)
+        piece_start = starts[i]

@@ -1,0 +1,443 @@
+"""The pipeline every boundary-based chunker shares.
+
+A chunker here decides, for each gap between two sentences, whether to break. Subclasses
+say which texts to embed and how to score the gaps; :class:`BoundaryChunker` does the rest
+the same way for all of them:
+
+1. split every document into sentences with offsets (pluggable splitter);
+2. embed what the subclass asks for, **for all documents in one batched call**;
+3. score the gaps and choose the breaks (subclass);
+4. merge segments under ``min_tokens`` into their closer neighbour;
+5. enforce ``max_tokens``: a segment over the cap is cut into pieces overlapping by
+   ``overlap_tokens`` (a single over-long sentence too); no chunk exceeds the cap;
+6. return chunks with exact offsets, and per-document :class:`ChunkingStats`.
+
+The sync and async paths differ only in how embeddings are fetched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.chunking._split import merge_small_segments, segments_from_breaks, split_with_overlap
+from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.errors import ConfigError
+from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
+from semrag.text.tokens import Tokenizer, WhitespaceTokenizer
+from semrag.types import Chunk, Document, Span
+
+__all__ = ["BoundaryChunker", "Break", "ChunkingResult", "ChunkingStats", "GapDecision"]
+
+Floats = npt.NDArray[np.float32]
+_EMBED_BLOCK = 2048  # texts per embedding call when a progress bar is shown
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """One place where a chunk ends, and why."""
+
+    gap: int
+    """Gap index: the break falls between sentence ``gap`` and ``gap + 1``."""
+    offset: int
+    """Character offset of the first sentence after the break."""
+    score: float
+    """The gap's score (cosine distance, or p(same section) for trained models)."""
+    reason: str
+    """Why the chunker broke here, in words."""
+
+
+@dataclass(frozen=True, slots=True)
+class GapDecision:
+    """What a chunker decided about the gaps of one document (internal to subclasses)."""
+
+    scores: Floats
+    """One score per gap (length = sentences - 1)."""
+    breaks: np.ndarray
+    """Boolean mask over the gaps, true where to break."""
+    threshold: float
+    """The cut-off applied."""
+    reasons: tuple[str, ...]
+    """One reason per true entry of ``breaks``, in gap order."""
+    distances: Floats
+    """Dissimilarity per gap (lower = more alike), used to pick merge partners."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingStats:
+    """What happened while chunking one document."""
+
+    doc_id: str
+    """The document's id."""
+    sentences: tuple[Span, ...]
+    """Sentence spans found in the document."""
+    scores: Floats = field(compare=False)
+    """The gap curve: one score per gap between consecutive sentences."""
+    score_name: str
+    """What ``scores`` measure, e.g. ``"cosine distance"``."""
+    threshold: float
+    """The cut-off actually applied to ``scores`` (NaN when the document has no gap)."""
+    threshold_rule: str
+    """How the cut-off was chosen, e.g. ``"percentile 95"``."""
+    breaks: tuple[Break, ...]
+    """Breaks kept after merging, in order."""
+    merged_gaps: tuple[int, ...]
+    """Gaps whose break was removed because a segment was under ``min_tokens``."""
+    cap_splits: int
+    """Extra cuts made by the token cap (0 if no segment was over ``max_tokens``)."""
+    n_chunks: int
+    """Chunks returned for the document."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingResult:
+    """The chunks of one document and the statistics of how they were made."""
+
+    chunks: list[Chunk]
+    """Chunks in document order."""
+    stats: ChunkingStats
+    """Curve, threshold and the reason for each break."""
+
+
+@dataclass(slots=True)
+class _Prepared:
+    doc: Document
+    sentences: list[Span]
+    sentence_tokens: list[int]
+
+
+def _as_documents(documents: Iterable[Document | str]) -> list[Document]:
+    if isinstance(documents, (str, Document)):
+        raise TypeError("pass a list of documents, or use chunk() for a single text")
+    docs: list[Document] = []
+    for i, d in enumerate(documents):
+        if isinstance(d, Document):
+            docs.append(d)
+        elif isinstance(d, str):
+            docs.append(Document(id=str(i), text=d))
+        else:
+            raise TypeError(f"documents must be Document or str, got {type(d).__name__}")
+    return docs
+
+
+class BoundaryChunker:
+    """Base class of the chunkers that break between sentences.
+
+    Args:
+        embedder: any :class:`~semrag.embeddings.Embedder`; ``None`` loads the packaged
+            all-MiniLM-L6-v2 on first use.
+        max_tokens: cap on each chunk, in tokens counted by ``tokenizer``.
+        overlap_tokens: tokens shared by consecutive pieces of a segment over the cap.
+        min_tokens: segments with fewer tokens merge into their more similar neighbour.
+        tokenizer: token counter; default: the embedder's own (MiniLM word pieces), or
+            whitespace words if it has none.
+        sentence_splitter: callable returning sentence spans; default
+            :func:`~semrag.text.split_sentences`.
+        show_progress: show a progress bar while embedding and chunking.
+    """
+
+    score_name = "score"
+
+    def __init__(
+        self,
+        embedder: Any = None,
+        *,
+        max_tokens: int = 1024,
+        overlap_tokens: int = 128,
+        min_tokens: int = 0,
+        tokenizer: Tokenizer | None = None,
+        sentence_splitter: SentenceSplitter | None = None,
+        show_progress: bool = False,
+    ) -> None:
+        if max_tokens < 8:
+            raise ConfigError(f"max_tokens must be >= 8, got {max_tokens}")
+        if not 0 <= overlap_tokens < max_tokens:
+            raise ConfigError(
+                f"overlap_tokens must be in [0, max_tokens={max_tokens}), got {overlap_tokens}"
+            )
+        if not 0 <= min_tokens <= max_tokens:
+            raise ConfigError(f"min_tokens must be in [0, max_tokens], got {min_tokens}")
+        if tokenizer is not None and not isinstance(tokenizer, Tokenizer):
+            raise ConfigError("tokenizer must have count(texts) and offsets(text)")
+        self._embedder_arg = embedder
+        self._embedder: BaseEmbedder | None = None
+        self.max_tokens = max_tokens
+        self.overlap_tokens = overlap_tokens
+        self.min_tokens = min_tokens
+        self._tokenizer_arg = tokenizer
+        self.sentence_splitter = sentence_splitter
+        self.show_progress = show_progress
+
+    # -- components ---------------------------------------------------------------------
+    @property
+    def embedder(self) -> BaseEmbedder:
+        """The validated, cached embedder (created on first use)."""
+        if self._embedder is None:
+            self._embedder = as_embedder(self._embedder_arg)
+        return self._embedder
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The token counter used for ``max_tokens``, ``overlap_tokens`` and ``min_tokens``."""
+        if self._tokenizer_arg is None:
+            self._tokenizer_arg = self.embedder.tokenizer or WhitespaceTokenizer()
+        return self._tokenizer_arg
+
+    # -- to implement -------------------------------------------------------------------
+    def _texts_to_embed(self, doc: _Prepared) -> list[str]:
+        """Texts whose embeddings :meth:`_decide` needs for one document."""
+        raise NotImplementedError
+
+    def _decide(self, doc: _Prepared, vectors: Floats) -> GapDecision:
+        """Score the gaps of one document and choose the breaks."""
+        raise NotImplementedError
+
+    def _rule(self) -> str:
+        """Describe the break rule for the statistics."""
+        raise NotImplementedError
+
+    # -- public API ---------------------------------------------------------------------
+    def chunk(
+        self, text: str, *, doc_id: str = "0", metadata: Mapping[str, Any] | None = None
+    ) -> list[Chunk]:
+        """Chunk one text.
+
+        Args:
+            text: the text.
+            doc_id: id written on every chunk.
+            metadata: copied onto every chunk.
+
+        Returns:
+            Chunks in order; ``text[c.start:c.end] == c.text`` for each.
+
+        Raises:
+            TypeError: if ``text`` is not a ``str``.
+        """
+        doc = Document(id=doc_id, text=text, metadata=dict(metadata or {}))
+        return self.chunk_with_stats([doc])[0].chunks
+
+    async def achunk(
+        self, text: str, *, doc_id: str = "0", metadata: Mapping[str, Any] | None = None
+    ) -> list[Chunk]:
+        """Async twin of :meth:`chunk`."""
+        doc = Document(id=doc_id, text=text, metadata=dict(metadata or {}))
+        return (await self.achunk_with_stats([doc]))[0].chunks
+
+    def chunk_documents(self, documents: Iterable[Document | str]) -> list[Chunk]:
+        """Chunk many documents with one batched embedding pass.
+
+        Args:
+            documents: :class:`~semrag.types.Document` objects, or strings (their ids
+                become their positions, ``"0"``, ``"1"``, ...).
+
+        Returns:
+            The chunks of all documents, document by document, in order.
+        """
+        return [c for r in self.chunk_with_stats(documents) for c in r.chunks]
+
+    async def achunk_documents(self, documents: Iterable[Document | str]) -> list[Chunk]:
+        """Async twin of :meth:`chunk_documents`."""
+        return [c for r in await self.achunk_with_stats(documents) for c in r.chunks]
+
+    def chunk_with_stats(self, documents: Iterable[Document | str]) -> list[ChunkingResult]:
+        """Chunk documents and report, per document, the curve, threshold and breaks.
+
+        Returns:
+            One :class:`ChunkingResult` per document, in input order.
+        """
+        prepared = self._prepare(_as_documents(documents))
+        texts, owners = self._collect(prepared)
+        vectors = self._embed_blocks(texts)
+        return self._finish(prepared, vectors, owners)
+
+    async def achunk_with_stats(self, documents: Iterable[Document | str]) -> list[ChunkingResult]:
+        """Async twin of :meth:`chunk_with_stats`; CPU work runs in a worker thread."""
+        docs = _as_documents(documents)
+        prepared = await asyncio.to_thread(self._prepare, docs)
+        texts, owners = self._collect(prepared)
+        vectors = await self._aembed_blocks(texts)
+        return await asyncio.to_thread(self._finish, prepared, vectors, owners)
+
+    # -- pipeline -----------------------------------------------------------------------
+    def _prepare(self, docs: list[Document]) -> list[_Prepared]:
+        splitter = self.sentence_splitter
+        prepared: list[_Prepared] = []
+        for doc in docs:
+            if splitter is None:
+                spans = split_sentences(doc.text)
+            else:
+                spans = normalize_sentence_spans(doc.text, splitter(doc.text))
+            prepared.append(_Prepared(doc, spans, []))
+        all_texts = [s.of(p.doc.text) for p in prepared for s in p.sentences]
+        counts = self.tokenizer.count(all_texts)
+        pos = 0
+        for p in prepared:
+            p.sentence_tokens = counts[pos : pos + len(p.sentences)]
+            pos += len(p.sentences)
+        return prepared
+
+    def _collect(self, prepared: list[_Prepared]) -> tuple[list[str], list[tuple[int, int]]]:
+        texts: list[str] = []
+        owners: list[tuple[int, int]] = []
+        for p in prepared:
+            wanted = self._texts_to_embed(p) if len(p.sentences) > 1 else []
+            owners.append((len(texts), len(texts) + len(wanted)))
+            texts.extend(wanted)
+        return texts, owners
+
+    def _embed_blocks(self, texts: list[str]) -> Floats:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        if not self.show_progress:
+            return self.embedder.embed(texts)
+        from tqdm.auto import tqdm
+
+        blocks = []
+        with tqdm(total=len(texts), desc="Embedding", unit="text") as bar:
+            for i in range(0, len(texts), _EMBED_BLOCK):
+                blocks.append(self.embedder.embed(texts[i : i + _EMBED_BLOCK]))
+                bar.update(len(blocks[-1]))
+        return np.concatenate(blocks)
+
+    async def _aembed_blocks(self, texts: list[str]) -> Floats:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        if not self.show_progress:
+            return await self.embedder.aembed(texts)
+        from tqdm.auto import tqdm
+
+        blocks = []
+        with tqdm(total=len(texts), desc="Embedding", unit="text") as bar:
+            for i in range(0, len(texts), _EMBED_BLOCK):
+                blocks.append(await self.embedder.aembed(texts[i : i + _EMBED_BLOCK]))
+                bar.update(len(blocks[-1]))
+        return np.concatenate(blocks)
+
+    def _finish(
+        self, prepared: list[_Prepared], vectors: Floats, owners: list[tuple[int, int]]
+    ) -> list[ChunkingResult]:
+        plans = []
+        for p, (a, b) in zip(prepared, owners, strict=True):
+            plans.append(self._plan(p, vectors[a:b]))
+        # One batched count of every candidate chunk, to find those over the cap exactly.
+        candidates = [(i, span) for i, (_, spans, _m) in enumerate(plans) for span in spans]
+        counts = self.tokenizer.count([span.of(prepared[i].doc.text) for i, span in candidates])
+        results: list[ChunkingResult] = []
+        pos = 0
+        for p, (decision, spans, merged) in zip(prepared, plans, strict=True):
+            chunk_spans: list[tuple[Span, int]] = []
+            cap_splits = 0
+            for span, n_tokens in zip(spans, counts[pos : pos + len(spans)], strict=True):
+                if n_tokens <= self.max_tokens:
+                    chunk_spans.append((span, n_tokens))
+                    continue
+                pieces = self._cap(p, span)
+                cap_splits += len(pieces) - 1
+                piece_counts = self.tokenizer.count([s.of(p.doc.text) for s in pieces])
+                chunk_spans.extend(zip(pieces, piece_counts, strict=True))
+            pos += len(spans)
+            results.append(self._result(p, decision, chunk_spans, merged, cap_splits))
+        return results
+
+    def _plan(
+        self, p: _Prepared, vectors: Floats
+    ) -> tuple[GapDecision | None, list[Span], list[int]]:
+        n = len(p.sentences)
+        if n == 0:
+            return None, [], []
+        if n == 1:
+            return None, [p.sentences[0]], []
+        decision = self._decide(p, vectors)
+        segs = segments_from_breaks(n, decision.breaks)
+        segs, merged = merge_small_segments(
+            segs,
+            p.sentence_tokens,
+            decision.distances,
+            min_tokens=self.min_tokens,
+            max_tokens=self.max_tokens,
+        )
+        spans = [Span(p.sentences[a].start, p.sentences[b - 1].end) for a, b in segs]
+        return decision, spans, merged
+
+    def _cap(self, p: _Prepared, span: Span) -> list[Span]:
+        text = p.doc.text
+        local = self.tokenizer.offsets(span.of(text))
+        token_spans = [(span.start + s, span.start + e) for s, e in local]
+        starts = [s.start for s in p.sentences if span.start < s.start < span.end]
+        return split_with_overlap(
+            text,
+            span,
+            token_spans,
+            max_tokens=self.max_tokens,
+            overlap_tokens=self.overlap_tokens,
+            count=lambda t: self.tokenizer.count([t])[0],
+            preferred_starts=starts,
+        )
+
+    def _result(
+        self,
+        p: _Prepared,
+        decision: GapDecision | None,
+        chunk_spans: list[tuple[Span, int]],
+        merged: list[int],
+        cap_splits: int,
+    ) -> ChunkingResult:
+        doc = p.doc
+        sentence_starts = [s.start for s in p.sentences]
+        chunks = []
+        for index, (span, n_tokens) in enumerate(chunk_spans):
+            first = max(bisect.bisect_right(sentence_starts, span.start) - 1, 0)
+            last = bisect.bisect_left(sentence_starts, span.end)
+            chunks.append(
+                Chunk(
+                    doc_id=doc.id,
+                    start=span.start,
+                    end=span.end,
+                    text=span.of(doc.text),
+                    token_count=n_tokens,
+                    index=index,
+                    sentence_start=first,
+                    sentence_end=max(last, first + 1),
+                    metadata=doc.metadata,
+                )
+            )
+        breaks: list[Break] = []
+        if decision is not None:
+            merged_set = set(merged)
+            gaps = np.flatnonzero(decision.breaks).tolist()
+            for gap, reason in zip(gaps, decision.reasons, strict=True):
+                if gap in merged_set:
+                    continue
+                breaks.append(
+                    Break(gap, p.sentences[gap + 1].start, float(decision.scores[gap]), reason)
+                )
+        stats = ChunkingStats(
+            doc_id=doc.id,
+            sentences=tuple(p.sentences),
+            scores=decision.scores if decision is not None else np.zeros(0, dtype=np.float32),
+            score_name=self.score_name,
+            threshold=decision.threshold if decision is not None else float("nan"),
+            threshold_rule=self._rule(),
+            breaks=tuple(breaks),
+            merged_gaps=tuple(merged),
+            cap_splits=cap_splits,
+            n_chunks=len(chunks),
+        )
+        return ChunkingResult(chunks, stats)
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self.max_tokens,
+            "overlap_tokens": self.overlap_tokens,
+            "min_tokens": self.min_tokens,
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._config().items())
+        return f"{type(self).__name__}({args})"

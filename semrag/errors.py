@@ -1,0 +1,91 @@
+"""The one exception hierarchy of semrag.
+
+Every error semrag raises on purpose derives from :class:`SemragError`. Errors that
+mean "you passed a bad value" also derive from the matching builtin, so callers'
+``except ValueError:`` and ``except ImportError:`` keep working::
+
+    * SemragError
+      + ConfigError (ValueError)          bad argument or configuration
+      + NotFittedError (AttributeError)   a model or index used before fit/build
+      + MissingDependencyError (ImportError)
+      + EmbeddingError                    an embedder returned the wrong shape or non-finite values
+      + StoreError
+      |  - StoreUnavailableError          a graph store cannot be reached
+      + LLMError
+         - LLMOutputError                 an LLM reply failed validation after retries
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "EmbeddingError",
+    "LLMError",
+    "LLMOutputError",
+    "MissingDependencyError",
+    "NotFittedError",
+    "SemragError",
+    "StoreError",
+    "StoreUnavailableError",
+]
+
+
+class SemragError(Exception):
+    """Base class of every error semrag raises on purpose."""
+
+
+class ConfigError(SemragError, ValueError):
+    """An argument or configuration value is invalid."""
+
+
+class NotFittedError(SemragError, AttributeError):
+    """A model or index was used before it was fitted or built."""
+
+
+class MissingDependencyError(SemragError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class EmbeddingError(SemragError):
+    """An embedder returned vectors of the wrong count or dimension, or NaN/inf values."""
+
+
+class StoreError(SemragError):
+    """A graph or index store failed."""
+
+
+class StoreUnavailableError(StoreError):
+    """A store cannot be reached (server down, wrong address or credentials)."""
+
+
+class LLMError(SemragError):
+    """An LLM call failed."""
+
+
+class LLMOutputError(LLMError):
+    """An LLM reply could not be parsed or validated, even after a retry.
+
+    Attributes:
+        reply: the last raw reply of the LLM.
+        problem: what was wrong with it.
+    """
+
+    def __init__(self, message: str, *, reply: str = "", problem: str = "") -> None:
+        super().__init__(message)
+        self.reply = reply
+        self.problem = problem
+
+
+def missing_dependency(package: str, extra: str) -> MissingDependencyError:
+    """Build the error raised when an optional dependency is absent.
+
+    Args:
+        package: the import name that failed.
+        extra: the semrag extra that installs it.
+
+    Returns:
+        A :class:`MissingDependencyError` with the exact install command.
+    """
+    return MissingDependencyError(
+        f'{package!r} is not installed; install it with: pip install "semrag[{extra}]"'
+    )

@@ -1,0 +1,210 @@
+"""The LLM protocol and a validated-JSON helper.
+
+semrag never needs an LLM: every LLM step has a deterministic default. When one is given,
+it only has to implement :class:`LLM` (``complete`` and ``acomplete``); LangChain chat
+models and LLMs and LlamaIndex LLMs are bridged by ``langchain_semrag.LangChainLLM`` and
+``llama_index_semrag.LlamaIndexLLM``.
+
+:func:`complete_json` asks for JSON, extracts it from the reply (code fences and prose
+around it are tolerated), validates it against a small JSON-Schema subset, retries once
+with the validation error in the prompt, and raises :class:`~semrag.errors.LLMOutputError`
+if the second reply is still wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from semrag.errors import ConfigError, LLMOutputError
+
+__all__ = ["LLM", "acomplete_json", "complete_json", "extract_json", "validate_json"]
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A text-in, text-out language model."""
+
+    def complete(self, prompt: str) -> str:
+        """Return the model's reply to ``prompt``."""
+        ...
+
+    async def acomplete(self, prompt: str) -> str:
+        """Async twin of :meth:`complete`."""
+        ...
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_TYPES: Mapping[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def extract_json(reply: str) -> Any:
+    """Parse the JSON value in an LLM reply.
+
+    Tries, in order: the whole reply, the contents of a fenced code block, and the first
+    balanced ``{...}`` or ``[...]`` in the text.
+
+    Args:
+        reply: the raw reply.
+
+    Returns:
+        The parsed value.
+
+    Raises:
+        ValueError: if no JSON value can be parsed.
+    """
+    candidates = [reply.strip()]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(reply)]
+    decoder = json.JSONDecoder()
+    for text in candidates:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass
+    for i, ch in enumerate(reply):
+        if ch in "{[":
+            try:
+                value, _ = decoder.raw_decode(reply, i)
+            except json.JSONDecodeError:
+                continue
+            return value
+    raise ValueError("no JSON value found in the reply")
+
+
+def validate_json(value: Any, schema: Mapping[str, Any], path: str = "$") -> None:
+    """Validate ``value`` against a JSON-Schema subset.
+
+    Supported keywords: ``type`` (a name or a list of names), ``properties``, ``required``,
+    ``additionalProperties`` (bool), ``items``, ``enum``, ``minimum``, ``maximum``,
+    ``minItems``, ``maxItems``, ``minLength``.
+
+    Args:
+        value: the parsed JSON.
+        schema: the schema.
+        path: where ``value`` sits, for messages.
+
+    Raises:
+        ValueError: naming the first violation and its path.
+    """
+    kind = schema.get("type")
+    if kind is not None:
+        names = [kind] if isinstance(kind, str) else list(kind)
+        for name in names:
+            if name not in _TYPES:
+                raise ConfigError(f"unsupported schema type {name!r} at {path}")
+        ok = any(
+            isinstance(value, _TYPES[n])
+            and not (isinstance(value, bool) and n in ("integer", "number"))
+            for n in names
+        )
+        if not ok:
+            raise ValueError(f"{path}: expected {' or '.join(names)}, got {type(value).__name__}")
+    if "enum" in schema and value not in schema["enum"]:
+        raise ValueError(f"{path}: {value!r} is not one of {schema['enum']!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            raise ValueError(f"{path}: {value} is below the minimum {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise ValueError(f"{path}: {value} is above the maximum {schema['maximum']}")
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        raise ValueError(f"{path}: string shorter than {schema['minLength']}")
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", ()):
+            if key not in value:
+                raise ValueError(f"{path}: missing required key {key!r}")
+        if schema.get("additionalProperties", True) is False:
+            extra = sorted(set(value) - set(props))
+            if extra:
+                raise ValueError(f"{path}: unexpected keys {extra!r}")
+        for key, sub in props.items():
+            if key in value:
+                validate_json(value[key], sub, f"{path}.{key}")
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            raise ValueError(f"{path}: fewer than {schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            raise ValueError(f"{path}: more than {schema['maxItems']} items")
+        if "items" in schema:
+            for i, item in enumerate(value):
+                validate_json(item, schema["items"], f"{path}[{i}]")
+
+
+def _check(reply: Any, schema: Mapping[str, Any]) -> tuple[Any, str]:
+    if not isinstance(reply, str):
+        return None, f"the LLM returned {type(reply).__name__}, not text"
+    try:
+        value = extract_json(reply)
+        validate_json(value, schema)
+    except ValueError as exc:
+        return None, str(exc)
+    return value, ""
+
+
+def _retry_prompt(prompt: str, reply: str, problem: str) -> str:
+    return (
+        f"{prompt}\n\nYour previous reply was not valid: {problem}\n"
+        f"Previous reply:\n{reply[:2000]}\n\n"
+        "Answer again with only the JSON value, matching the schema exactly."
+    )
+
+
+def _fail(reply: Any, problem: str, attempts: int) -> LLMOutputError:
+    return LLMOutputError(
+        f"LLM reply failed validation after {attempts} attempts: {problem}",
+        reply=str(reply),
+        problem=problem,
+    )
+
+
+def complete_json(llm: LLM, prompt: str, schema: Mapping[str, Any], *, retries: int = 1) -> Any:
+    """Ask ``llm`` for JSON matching ``schema``.
+
+    Args:
+        llm: the model.
+        prompt: the request; it should describe the JSON wanted.
+        schema: a JSON-Schema subset (see :func:`validate_json`).
+        retries: extra attempts after an invalid reply, each told what was wrong.
+
+    Returns:
+        The parsed, validated JSON value.
+
+    Raises:
+        LLMOutputError: if every reply is unparsable or invalid; carries the last reply.
+    """
+    reply = llm.complete(prompt)
+    value, problem = _check(reply, schema)
+    for _ in range(retries):
+        if not problem:
+            break
+        reply = llm.complete(_retry_prompt(prompt, str(reply), problem))
+        value, problem = _check(reply, schema)
+    if problem:
+        raise _fail(reply, problem, retries + 1)
+    return value
+
+
+async def acomplete_json(
+    llm: LLM, prompt: str, schema: Mapping[str, Any], *, retries: int = 1
+) -> Any:
+    """Async twin of :func:`complete_json`."""
+    reply = await llm.acomplete(prompt)
+    value, problem = _check(reply, schema)
+    for _ in range(retries):
+        if not problem:
+            break
+        reply = await llm.acomplete(_retry_prompt(prompt, str(reply), problem))
+        value, problem = _check(reply, schema)
+    if problem:
+        raise _fail(reply, problem, retries + 1)
+    return value

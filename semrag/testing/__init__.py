@@ -1,0 +1,14 @@
+"""Deterministic fakes and contract checks, public so other projects can test with them.
+
+* :class:`FakeEmbedder` hashes words into vectors: texts that share words are similar,
+  texts that share none are orthogonal. No model, no network, instant.
+* :class:`FakeLLM` replays scripted replies and records the prompts it was sent.
+* :func:`check_chunker` asserts the invariants every semrag chunker must keep.
+"""
+
+from __future__ import annotations
+
+from semrag.testing.checks import check_chunker, check_chunks
+from semrag.testing.fakes import FakeEmbedder, FakeLLM
+
+__all__ = ["FakeEmbedder", "FakeLLM", "check_chunker", "check_chunks"]

@@ -1,0 +1,210 @@
+"""Sentence splitting with exact character offsets.
+
+:func:`split_sentences` is a rule-based splitter that returns :class:`~semrag.types.Span`
+objects, never strings, so nothing is lost or moved: every non-whitespace character of
+the input lies in exactly one span, spans are in order, and no span starts or ends with
+whitespace.
+
+Rules, in order of precedence:
+
+* A blank line always ends a sentence; so does a line break before a list item
+  (``-``, ``*``, ``•``, ``1.``, ``a)``). A Markdown heading (``# ...``) is a sentence
+  of its own.
+* CJK and other scripts' terminal punctuation (``。！？``, ``।``, ``؟``, ``።`` ...) ends a
+  sentence right away, whitespace or not.
+* ``.``, ``!``, ``?``, ``…`` and ``...`` end a sentence when followed (after any closing
+  quotes or brackets) by whitespace and a word that does not start in lower case, except
+  after a title abbreviation (``Dr.``, ``e.g.``, ``Fig.``), a single-letter initial
+  (``J. Smith``), a list number at the start of a line, or an ambiguous abbreviation
+  (``U.S.``, ``Inc.``, ``etc.``) unless the next word is a common sentence opener.
+* Decimals (``3.14``) never split, since no whitespace follows their dot.
+
+Any callable ``(text) -> Sequence[Span | tuple[int, int]]`` can replace this splitter in
+the chunkers; :func:`normalize_sentence_spans` makes its output safe.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from semrag.errors import ConfigError
+from semrag.types import Span
+
+__all__ = ["SentenceSplitter", "normalize_sentence_spans", "split_sentences"]
+
+SentenceSplitter = Callable[[str], Sequence["Span | tuple[int, int]"]]
+"""Any callable that returns the sentence spans of a text."""
+
+_CLOSERS = "\"'”’»)]}」』）〕】〉》›"
+_OPENERS = "\"'“‘«([{「『（〔【〈《‹"
+# Terminal punctuation of scripts that do not need whitespace after the stop.
+_CJK_STOPS = "。！？｡︒﹒﹗﹖"
+_OTHER_STOPS = "।॥؟۔።፧፨᙮჻܂꓿"
+_LATIN_STOPS = ".!?…‽"
+
+_C = re.escape(_CLOSERS)
+_CANDIDATE = re.compile(
+    rf"(?:[{re.escape(_CJK_STOPS + _OTHER_STOPS)}]+[{_C}]*)"  # break right after
+    rf"|(?:[{re.escape(_LATIN_STOPS)}]+[{_C}]*(?=\s|$))"
+    r"|(?:\n[ \t\r\f\v]*\n\s*)"  # blank line
+    r"|(?:\n(?=[ \t]*(?:[-*•‣◦·–]|\d{1,3}[.)]|[A-Za-z][.)])\s))"  # line break before a list item
+)
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+[^\n]*$", re.MULTILINE)
+
+# Abbreviations after which a period never ends a sentence.
+_TITLES = frozenset(
+    """mr mrs ms mx dr prof sr jr st rev fr gen col capt cpt lt sgt maj cmdr adm hon gov sen rep
+    pres supt no nos fig figs eq eqs vs cf e.g i.e al approx ca vol vols pp ch sec secs art
+    dept est viz ed eds op mt ft ave blvd rd mssrs messrs""".split()
+)
+# Abbreviations that may or may not end a sentence; they do when a common opener follows.
+_AMBIGUOUS = frozenset(
+    """etc inc ltd co corp bros llc plc a.m p.m u.s u.k u.n e.u u.s.a jan feb mar apr jun jul
+    aug sep sept oct nov dec ph.d m.d b.a m.a b.sc m.sc d.c""".split()
+)
+_OPENERS_WORDS = frozenset(
+    """the a an it its he she they we i you this that these those there here but and or so yet
+    however in on at for if when while after before as his her their our my your one some many
+    most all no not then thus also still such each both what which who why how""".split()
+)
+_DOTTED = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]$")
+
+
+def _previous_word(text: str, pos: int) -> tuple[str, int]:
+    """Return the run of non-space characters ending at ``pos`` and where it starts."""
+    start = pos
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    return text[start:pos], start
+
+
+def _next_word(text: str, pos: int) -> str:
+    """Return the next word after ``pos``, skipping whitespace and opening quotes."""
+    n = len(text)
+    i = pos
+    while i < n and (text[i].isspace() or text[i] in _OPENERS):
+        i += 1
+    j = i
+    while j < n and not text[j].isspace():
+        j += 1
+    return text[i:j]
+
+
+def _ends_latin_sentence(text: str, stop_start: int, end: int) -> bool:
+    """Decide whether a Latin stop ``text[stop_start:end]`` (plus closers) ends a sentence."""
+    nxt = _next_word(text, end)
+    if not nxt:
+        return True
+    first = nxt[0]
+    if first.islower():
+        return False
+    stops = text[stop_start:end].rstrip(_CLOSERS)
+    if stops != ".":
+        return True  # "!", "?", "...", "…" before a capital or non-cased word
+    word, word_start = _previous_word(text, stop_start)
+    word = word.lstrip(_OPENERS)
+    if not word:
+        return True
+    key = word.lower()
+    if key in _TITLES:
+        return False
+    if len(word) == 1 and word.isalpha() and word.isupper():
+        return False  # an initial: "J. Smith"
+    line_start = text.rfind("\n", 0, word_start) + 1
+    if word.isdigit() and not text[line_start:word_start].strip():
+        return False  # a numbered list marker: "1. First item"
+    if key in _AMBIGUOUS or _DOTTED.match(word):
+        return nxt.strip(_OPENERS).rstrip(",;:").lower() in _OPENERS_WORDS
+    return True
+
+
+def _cut_points(text: str) -> list[int]:
+    cuts: list[int] = []
+    for match in _CANDIDATE.finditer(text):
+        token = match.group()
+        if token[0] == "\n":
+            cuts.append(match.start())
+        elif token[0] in _LATIN_STOPS:
+            if _ends_latin_sentence(text, match.start(), match.end()):
+                cuts.append(match.end())
+        else:
+            cuts.append(match.end())
+    for match in _HEADING_LINE.finditer(text):
+        cuts += (match.start(), match.end())
+    return cuts
+
+
+def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _spans_from_cuts(text: str, cuts: Sequence[int]) -> list[Span]:
+    spans: list[Span] = []
+    prev = 0
+    for cut in sorted(set(cuts)) + [len(text)]:
+        if cut <= prev:
+            continue
+        start, end = _stripped(text, prev, cut)
+        if start < end:
+            spans.append(Span(start, end))
+        prev = cut
+    return spans
+
+
+def split_sentences(text: str) -> list[Span]:
+    """Split ``text`` into sentence spans.
+
+    Args:
+        text: any string, including empty, whitespace-only or binary-looking text.
+
+    Returns:
+        Spans in order, non-overlapping, none empty, none starting or ending with
+        whitespace; together they cover every non-whitespace character.
+
+    Raises:
+        TypeError: if ``text`` is not a ``str``.
+
+    Example:
+        >>> t = "Dr. Smith arrived at 3.30 p.m. on Monday. He was late!"
+        >>> [s.of(t) for s in split_sentences(t)]
+        ['Dr. Smith arrived at 3.30 p.m. on Monday.', 'He was late!']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    return _spans_from_cuts(text, _cut_points(text))
+
+
+def normalize_sentence_spans(text: str, spans: Sequence[Span | tuple[int, int]]) -> list[Span]:
+    """Make the output of any sentence splitter safe to chunk.
+
+    Only the start of each span is trusted: sentence ``i`` runs from the start of span
+    ``i`` to the start of span ``i + 1`` (whitespace trimmed), and text before the first
+    span joins the first sentence. So a splitter that skips characters cannot make a
+    chunker lose them.
+
+    Args:
+        text: the text that was split.
+        spans: what the splitter returned, as :class:`Span` or ``(start, end)`` pairs.
+
+    Returns:
+        Spans with the guarantees of :func:`split_sentences`.
+
+    Raises:
+        ConfigError: if the spans are out of bounds or out of order.
+    """
+    starts: list[int] = []
+    prev_end = 0
+    for item in spans:
+        start, end = (item.start, item.end) if isinstance(item, Span) else item
+        if not (0 <= start <= end <= len(text)):
+            raise ConfigError(f"sentence splitter returned span [{start}, {end}) outside the text")
+        if start < prev_end:
+            raise ConfigError("sentence splitter returned overlapping or unordered spans")
+        starts.append(start)
+        prev_end = end
+    return _spans_from_cuts(text, starts[1:])

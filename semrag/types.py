@@ -1,0 +1,113 @@
+"""Plain records shared by every part of semrag.
+
+All records are frozen dataclasses. Offsets are character offsets into the text of the
+document a record came from, half-open ``[start, end)``, so for any chunk ``c`` of a
+document ``d`` the invariant ``d.text[c.start:c.end] == c.text`` holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Chunk", "Document", "ScoredChunk", "Span"]
+
+
+def _check_text(text: object, what: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be str, got {type(text).__name__}")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A source document.
+
+    Example:
+        >>> Document(id="a", text="Hello world.").text
+        'Hello world.'
+    """
+
+    id: str
+    """Stable identifier; chunks refer to their document by it."""
+    text: str
+    """The full text. Offsets of every chunk index into it."""
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """Free-form metadata; chunkers copy it onto every chunk."""
+
+    def __post_init__(self) -> None:
+        _check_text(self.text, "Document.text")
+        if not isinstance(self.id, str):
+            raise TypeError(f"Document.id must be str, got {type(self.id).__name__}")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Span:
+    """A half-open character range ``[start, end)`` of a text.
+
+    Invariant: ``0 <= start <= end``.
+    """
+
+    start: int
+    """First character, inclusive."""
+    end: int
+    """Last character, exclusive."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start <= self.end:
+            raise ValueError(f"invalid span [{self.start}, {self.end})")
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def of(self, text: str) -> str:
+        """Return the characters of ``text`` this span covers."""
+        return text[self.start : self.end]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A span of one document.
+
+    Invariant: ``document.text[start:end] == text``; ``text`` never starts or ends with
+    whitespace and is never empty.
+    """
+
+    doc_id: str
+    """Id of the :class:`Document` the chunk came from."""
+    start: int
+    """Character offset of the first character, inclusive."""
+    end: int
+    """Character offset after the last character, exclusive."""
+    text: str
+    """The chunk's text, exactly ``document.text[start:end]``."""
+    token_count: int
+    """Tokens in ``text`` as counted by the chunker's tokenizer."""
+    index: int = 0
+    """Position of the chunk among its document's chunks (0-based)."""
+    sentence_start: int = 0
+    """Index of the first sentence of the document that the chunk touches."""
+    sentence_end: int = 0
+    """Index after the last sentence the chunk touches (exclusive)."""
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """The document's metadata, shared by all its chunks."""
+
+    @property
+    def span(self) -> Span:
+        """The chunk's character range as a :class:`Span`."""
+        return Span(self.start, self.end)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredChunk:
+    """A retrieved chunk with its score and the trail of why it was returned."""
+
+    chunk: Chunk
+    """The chunk itself, with exact offsets."""
+    score: float
+    """Final score; higher is better. Comparable only within one result list."""
+    channel_scores: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
+    """Score per retrieval channel (e.g. ``dense``, ``sparse``, ``graph``)."""
+    provenance: tuple[Mapping[str, Any], ...] = field(default=(), hash=False, compare=False)
+    """Steps that led to this chunk (channel, graph hops, repairs), in order."""
