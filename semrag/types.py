@@ -98,6 +98,21 @@ class Chunk:
         """The chunk's character range as a :class:`Span`."""
         return Span(self.start, self.end)
 
+    def provenance_metadata(self) -> dict[str, Any]:
+        """The chunk's provenance under the stable keys the adapters write into metadata.
+
+        Keys: ``semrag_doc_id``, ``semrag_chunk_index``, ``semrag_token_count``,
+        ``semrag_sentence_start``, ``semrag_sentence_end`` (offsets are written by each
+        adapter under its framework's own names).
+        """
+        return {
+            "semrag_doc_id": self.doc_id,
+            "semrag_chunk_index": self.index,
+            "semrag_token_count": self.token_count,
+            "semrag_sentence_start": self.sentence_start,
+            "semrag_sentence_end": self.sentence_end,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ScoredChunk:

@@ -133,7 +133,8 @@ class BoundaryChunker:
         embedder: any :class:`~semrag.embeddings.Embedder`; ``None`` loads the packaged
             all-MiniLM-L6-v2 on first use.
         max_tokens: cap on each chunk, in tokens counted by ``tokenizer``.
-        overlap_tokens: tokens shared by consecutive pieces of a segment over the cap.
+        overlap_tokens: tokens shared by consecutive pieces of a segment over the cap;
+            default 128, or ``max_tokens // 4`` when that is smaller.
         min_tokens: segments with fewer tokens merge into their more similar neighbour.
         tokenizer: token counter; default: the embedder's own (MiniLM word pieces), or
             whitespace words if it has none.
@@ -149,7 +150,7 @@ class BoundaryChunker:
         embedder: Any = None,
         *,
         max_tokens: int = 1024,
-        overlap_tokens: int = 128,
+        overlap_tokens: int | None = None,
         min_tokens: int = 0,
         tokenizer: Tokenizer | None = None,
         sentence_splitter: SentenceSplitter | None = None,
@@ -157,6 +158,8 @@ class BoundaryChunker:
     ) -> None:
         if max_tokens < 8:
             raise ConfigError(f"max_tokens must be >= 8, got {max_tokens}")
+        if overlap_tokens is None:
+            overlap_tokens = min(128, max_tokens // 4)
         if not 0 <= overlap_tokens < max_tokens:
             raise ConfigError(
                 f"overlap_tokens must be in [0, max_tokens={max_tokens}), got {overlap_tokens}"

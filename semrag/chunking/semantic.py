@@ -51,7 +51,8 @@ class SemanticChunker(BoundaryChunker):
         threshold_amount: the statistic's parameter: percentile (default 95), k (3 for
             std, 1.5 for IQR), or the number of chunks wanted for ``"target_chunks"``.
         max_tokens: cap per chunk, in tokens of ``tokenizer`` (paper: 1024).
-        overlap_tokens: overlap between pieces of an over-long chunk (paper: 128).
+        overlap_tokens: overlap between pieces of an over-long chunk (paper: 128); default
+            128, or ``max_tokens // 4`` when that is smaller.
         min_tokens: chunks under this many tokens merge into their closer neighbour.
         tokenizer: token counter; default the embedder's (MiniLM word pieces).
         sentence_splitter: callable returning sentence spans.
@@ -77,7 +78,7 @@ class SemanticChunker(BoundaryChunker):
         threshold: str | float = "percentile",
         threshold_amount: float | None = None,
         max_tokens: int = 1024,
-        overlap_tokens: int = 128,
+        overlap_tokens: int | None = None,
         min_tokens: int = 0,
         tokenizer: Tokenizer | None = None,
         sentence_splitter: SentenceSplitter | None = None,

@@ -1,0 +1,18 @@
+"""semrag components for LangChain: text splitters and model bridges.
+
+Install with ``pip install "semrag[langchain]"``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from langchain_semrag.embeddings import LangChainEmbedder, LangChainLLM
+from langchain_semrag.text_splitters import SemanticTextSplitter
+
+try:
+    __version__ = version("semrag")
+except PackageNotFoundError:  # pragma: no cover
+    __version__ = "0.0.0"
+
+__all__ = ["LangChainEmbedder", "LangChainLLM", "SemanticTextSplitter", "__version__"]

@@ -1,0 +1,77 @@
+"""Bridges between LangChain models and semrag's Embedder / LLM protocols."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.messages import BaseMessage
+
+from semrag.embeddings import BaseEmbedder
+
+__all__ = ["LangChainEmbedder", "LangChainLLM", "to_embedder"]
+
+
+class LangChainEmbedder(BaseEmbedder):
+    """Use any LangChain ``Embeddings`` as a semrag embedder (validated and cached).
+
+    Args:
+        embeddings: the LangChain embedding model.
+        cache_size: size of this bridge's embedding cache.
+    """
+
+    def __init__(self, embeddings: Embeddings, *, cache_size: int = 10_000) -> None:
+        if not isinstance(embeddings, Embeddings):
+            raise TypeError(f"expected a LangChain Embeddings, got {type(embeddings).__name__}")
+        super().__init__(cache_size=cache_size)
+        self.embeddings = embeddings
+        self.name = type(embeddings).__name__
+
+    def _embed_batch(self, texts: list[str]) -> Any:
+        return self.embeddings.embed_documents(texts)
+
+    async def _aembed_batch(self, texts: list[str]) -> Any:
+        return await self.embeddings.aembed_documents(texts)
+
+    def __repr__(self) -> str:
+        return f"LangChainEmbedder({self.name})"
+
+
+def to_embedder(obj: Any) -> Any:
+    """Wrap a LangChain ``Embeddings``; pass anything else through to the core."""
+    return LangChainEmbedder(obj) if isinstance(obj, Embeddings) else obj
+
+
+def _text_of(reply: Any) -> str:
+    if isinstance(reply, BaseMessage):
+        content = reply.content
+        if isinstance(content, str):
+            return content
+        parts = [p if isinstance(p, str) else p.get("text", "") for p in content]
+        return "".join(parts)
+    return str(reply)
+
+
+class LangChainLLM:
+    """Use a LangChain chat model or LLM as a semrag :class:`~semrag.llm.LLM`.
+
+    Args:
+        model: any ``BaseLanguageModel`` (chat models and completion LLMs alike).
+    """
+
+    def __init__(self, model: BaseLanguageModel) -> None:
+        if not isinstance(model, BaseLanguageModel):
+            raise TypeError(f"expected a LangChain language model, got {type(model).__name__}")
+        self.model = model
+
+    def complete(self, prompt: str) -> str:
+        """Send ``prompt`` and return the reply's text."""
+        return _text_of(self.model.invoke(prompt))
+
+    async def acomplete(self, prompt: str) -> str:
+        """Async twin of :meth:`complete`."""
+        return _text_of(await self.model.ainvoke(prompt))
+
+    def __repr__(self) -> str:
+        return f"LangChainLLM({type(self.model).__name__})"

@@ -1,0 +1,129 @@
+"""LangChain ``TextSplitter`` subclasses over the semrag chunkers.
+
+Offsets come from the core chunker: ``metadata["start_index"]`` and
+``metadata["end_index"]`` satisfy ``text[start_index:end_index] == page_content`` even when
+a passage repeats in the document (LangChain's base class would search with
+``str.find`` and can pick the wrong occurrence).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.documents import Document as LCDocument
+from langchain_text_splitters import TextSplitter
+
+from langchain_semrag.embeddings import to_embedder
+from semrag.chunking import BoundaryChunker, ChunkingResult, SemanticChunker
+from semrag.types import Document
+
+__all__ = ["SemanticTextSplitter"]
+
+
+class _CoreTextSplitter(TextSplitter):
+    """Translate between LangChain documents and a core chunker; no logic of its own."""
+
+    chunker: BoundaryChunker
+
+    def __init__(self, chunker: BoundaryChunker) -> None:
+        super().__init__(
+            chunk_size=chunker.max_tokens,
+            chunk_overlap=chunker.overlap_tokens,
+            add_start_index=True,
+        )
+        self.chunker = chunker
+
+    def split_text(self, text: str) -> list[str]:
+        """Split one text into chunk texts."""
+        return [c.text for c in self.chunker.chunk(text)]
+
+    def create_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[LCDocument]:
+        """Chunk ``texts`` (one batched pass) into documents with exact offsets."""
+        core = self._core_docs(texts, metadatas, None)
+        return self._to_lc(core, self.chunker.chunk_with_stats(core))
+
+    def split_documents(self, documents: Iterable[LCDocument]) -> list[LCDocument]:
+        """Split LangChain documents; chunk metadata copies each source's metadata."""
+        core = self._from_lc(documents)
+        return self._to_lc(core, self.chunker.chunk_with_stats(core))
+
+    def transform_documents(
+        self, documents: Sequence[LCDocument], **kwargs: Any
+    ) -> Sequence[LCDocument]:
+        """Same as :meth:`split_documents`."""
+        return self.split_documents(documents)
+
+    async def acreate_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[LCDocument]:
+        """Async twin of :meth:`create_documents`."""
+        core = self._core_docs(texts, metadatas, None)
+        return self._to_lc(core, await self.chunker.achunk_with_stats(core))
+
+    async def asplit_documents(self, documents: Iterable[LCDocument]) -> list[LCDocument]:
+        """Async twin of :meth:`split_documents`."""
+        core = self._from_lc(documents)
+        return self._to_lc(core, await self.chunker.achunk_with_stats(core))
+
+    async def atransform_documents(
+        self, documents: Sequence[LCDocument], **kwargs: Any
+    ) -> Sequence[LCDocument]:
+        """Async twin of :meth:`transform_documents`; does not block the event loop."""
+        return await self.asplit_documents(documents)
+
+    # -- translation ----------------------------------------------------------------------
+    @classmethod
+    def _from_lc(cls, documents: Iterable[LCDocument]) -> list[Document]:
+        docs = list(documents)
+        texts = [d.page_content for d in docs]
+        return cls._core_docs(texts, [d.metadata for d in docs], [d.id for d in docs])
+
+    @staticmethod
+    def _core_docs(
+        texts: list[str],
+        metadatas: Sequence[dict[Any, Any]] | None,
+        ids: Sequence[str | None] | None,
+    ) -> list[Document]:
+        metas = metadatas or [{}] * len(texts)
+        return [
+            Document(id=(ids[i] if ids and ids[i] else str(i)), text=t, metadata=metas[i])
+            for i, t in enumerate(texts)
+        ]
+
+    @staticmethod
+    def _to_lc(core: list[Document], results: list[ChunkingResult]) -> list[LCDocument]:
+        out: list[LCDocument] = []
+        for doc, result in zip(core, results, strict=True):
+            for c in result.chunks:
+                metadata = copy.deepcopy(dict(doc.metadata))
+                metadata.update(start_index=c.start, end_index=c.end, **c.provenance_metadata())
+                out.append(LCDocument(page_content=c.text, metadata=metadata))
+        return out
+
+
+class SemanticTextSplitter(_CoreTextSplitter):
+    """SemRAG semantic chunking as a LangChain ``TextSplitter``.
+
+    Args:
+        embeddings: a LangChain ``Embeddings``, a semrag embedder, or ``None`` for the
+            packaged all-MiniLM-L6-v2 (offline).
+        **chunker_args: keyword arguments of :class:`semrag.SemanticChunker`
+            (``buffer_size``, ``window``, ``pooling``, ``threshold``, ``threshold_amount``,
+            ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...). Unknown names raise
+            ``TypeError``.
+
+    Example:
+        >>> from semrag.testing import FakeEmbedder
+        >>> splitter = SemanticTextSplitter(embeddings=FakeEmbedder(), buffer_size=0,
+        ...                                 threshold=0.6)
+        >>> docs = splitter.create_documents(["Cats purr. Cats nap. Stocks fell. Stocks rose."])
+        >>> [(d.page_content, d.metadata["start_index"]) for d in docs]
+        [('Cats purr. Cats nap.', 0), ('Stocks fell. Stocks rose.', 21)]
+    """
+
+    def __init__(self, *, embeddings: Any = None, **chunker_args: Any) -> None:
+        super().__init__(SemanticChunker(to_embedder(embeddings), **chunker_args))

@@ -1,0 +1,18 @@
+"""semrag components for LlamaIndex: node parsers and model bridges.
+
+Install with ``pip install "semrag[llama-index]"``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from llama_index_semrag.embeddings import LlamaIndexEmbedder, LlamaIndexLLM
+from llama_index_semrag.node_parsers import SemanticNodeParser
+
+try:
+    __version__ = version("semrag")
+except PackageNotFoundError:  # pragma: no cover
+    __version__ = "0.0.0"
+
+__all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "SemanticNodeParser", "__version__"]

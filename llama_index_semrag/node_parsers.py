@@ -1,0 +1,137 @@
+"""LlamaIndex ``NodeParser`` subclasses over the semrag chunkers.
+
+``start_char_idx`` / ``end_char_idx`` come from the core chunker and index the parsed
+node's text exactly, even when a passage repeats (LlamaIndex's base class would
+recompute them with ``str.find``). Nodes get SOURCE, PREVIOUS and NEXT relationships.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.node_parser import NodeParser
+from llama_index.core.node_parser.node_utils import build_nodes_from_splits
+from llama_index.core.schema import BaseNode, MetadataMode, TextNode
+from llama_index.core.schema import Document as LIDocument
+
+from llama_index_semrag.embeddings import to_embedder
+from semrag.chunking import BoundaryChunker, ChunkingResult, SemanticChunker
+from semrag.types import Document
+
+__all__ = ["SemanticNodeParser"]
+
+_PROVENANCE_KEYS = [
+    "semrag_doc_id",
+    "semrag_chunk_index",
+    "semrag_token_count",
+    "semrag_sentence_start",
+    "semrag_sentence_end",
+]
+
+
+class _CoreNodeParser(NodeParser):
+    """Translate between LlamaIndex nodes and a core chunker; no logic of its own."""
+
+    _chunker: BoundaryChunker = PrivateAttr()
+
+    def __init__(self, chunker: BoundaryChunker, **node_parser_args: Any) -> None:
+        super().__init__(**node_parser_args)
+        self._chunker = chunker
+
+    @property
+    def chunker(self) -> BoundaryChunker:
+        """The core chunker doing the work."""
+        return self._chunker
+
+    def _parse_nodes(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        core = self._core_docs(nodes)
+        return self._to_nodes(nodes, self._chunker.chunk_with_stats(core))
+
+    async def _aparse_nodes(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        core = self._core_docs(nodes)
+        return self._to_nodes(nodes, await self._chunker.achunk_with_stats(core))
+
+    def _postprocess_parsed_nodes(
+        self, nodes: list[BaseNode], parent_doc_map: dict[str, LIDocument]
+    ) -> list[BaseNode]:
+        # The base class re-derives offsets with str.find; keep the core's exact ones.
+        offsets = [(n.start_char_idx, n.end_char_idx) for n in nodes if isinstance(n, TextNode)]
+        nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
+        text_nodes = [n for n in nodes if isinstance(n, TextNode)]
+        for node, (start, end) in zip(text_nodes, offsets, strict=True):
+            node.start_char_idx, node.end_char_idx = start, end
+        return nodes
+
+    @staticmethod
+    def _core_docs(nodes: Sequence[BaseNode]) -> list[Document]:
+        return [
+            Document(id=n.node_id, text=n.get_content(metadata_mode=MetadataMode.NONE))
+            for n in nodes
+        ]
+
+    def _to_nodes(self, nodes: Sequence[BaseNode], results: list[ChunkingResult]) -> list[BaseNode]:
+        out: list[BaseNode] = []
+        for parent, result in zip(nodes, results, strict=True):
+            chunks = result.chunks
+            built = build_nodes_from_splits([c.text for c in chunks], parent, id_func=self.id_func)
+            for node, c in zip(built, chunks, strict=True):
+                node.start_char_idx, node.end_char_idx = c.start, c.end
+                if self.include_metadata:
+                    node.metadata = {**parent.metadata, **c.provenance_metadata()}
+                else:
+                    node.metadata = c.provenance_metadata()
+                for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
+                    keys.extend(k for k in _PROVENANCE_KEYS if k not in keys)
+            out.extend(built)
+        return out
+
+
+class SemanticNodeParser(_CoreNodeParser):
+    """SemRAG semantic chunking as a LlamaIndex ``NodeParser``.
+
+    Usable on its own (``get_nodes_from_documents``) or as a transformation in an
+    ``IngestionPipeline``.
+
+    Args:
+        embed_model: a LlamaIndex ``BaseEmbedding``, a semrag embedder, or ``None`` for
+            the packaged all-MiniLM-L6-v2 (offline).
+        include_metadata: copy each source node's metadata onto its chunks.
+        include_prev_next_rel: link consecutive chunks with PREVIOUS / NEXT.
+        **chunker_args: keyword arguments of :class:`semrag.SemanticChunker`
+            (``buffer_size``, ``window``, ``pooling``, ``threshold``, ``max_tokens``, ...).
+            Unknown names raise ``TypeError``.
+
+    Example:
+        >>> from llama_index.core import Document
+        >>> from semrag.testing import FakeEmbedder
+        >>> parser = SemanticNodeParser(embed_model=FakeEmbedder(), buffer_size=0, threshold=0.6)
+        >>> nodes = parser.get_nodes_from_documents(
+        ...     [Document(text="Cats purr. Cats nap. Stocks fell. Stocks rose.")])
+        >>> [(n.text, n.start_char_idx) for n in nodes]
+        [('Cats purr. Cats nap.', 0), ('Stocks fell. Stocks rose.', 21)]
+    """
+
+    def __init__(
+        self,
+        *,
+        embed_model: Any = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        **chunker_args: Any,
+    ) -> None:
+        super().__init__(
+            SemanticChunker(to_embedder(embed_model), **chunker_args),
+            include_metadata=include_metadata,
+            include_prev_next_rel=include_prev_next_rel,
+        )
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name used by LlamaIndex serialisation."""
+        return "SemragSemanticNodeParser"
