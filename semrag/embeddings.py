@@ -23,6 +23,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -381,6 +382,11 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         """The loaded sentence-transformers model."""
         if self._model is None:
             path = self.model_path or packaged_model_path()
+            if not Path(path).is_dir():
+                raise ConfigError(
+                    f"no sentence-transformers model directory at {path!r}; semrag loads "
+                    "models from local paths only and never downloads them"
+                )
             with _MODELS_LOCK:
                 model = _MODELS.get((path, self.device))
                 if model is None:

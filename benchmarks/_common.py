@@ -1,0 +1,176 @@
+"""Shared helpers for the benchmarks: data paths, peers' embedding wrappers, measurement."""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as _dt
+import gc
+import os
+import platform
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DATA = Path(os.environ.get("SEMRAG_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+BATCH = 64
+
+
+def need(path: Path) -> Path:
+    if not path.exists():
+        sys.exit(f"data set missing: {path} (set SEMRAG_DATA to the shared data folder)")
+    return path
+
+
+def header(title: str, data: str) -> str:
+    cmd = "python " + " ".join([Path(sys.argv[0]).as_posix().split("/main/")[-1], *sys.argv[1:]])
+    cpu = platform.processor() or platform.machine()
+    return (
+        f"### {title}\n\n"
+        f"- command: `{cmd}`\n"
+        f"- data: {data}\n"
+        f"- date: {_dt.date.today().isoformat()}; machine: {os.cpu_count()} cores, {cpu}, "
+        f"Python {platform.python_version()}, no GPU\n"
+    )
+
+
+def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3f}" if abs(v) < 100 else f"{v:,.0f}"
+        return str(v)
+
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def load_model() -> Any:
+    from sentence_transformers import SentenceTransformer
+
+    from semrag.embeddings import packaged_model_path
+
+    return SentenceTransformer(packaged_model_path(), device="cpu", local_files_only=True)
+
+
+# Quality benchmarks share one text -> vector store across all contestants: the vectors
+# are the same whoever asks, and it saves re-embedding identical windows and sentences.
+STORE: dict[str, np.ndarray] = {}
+
+
+def encode_cached(model: Any, texts: list[str]) -> list[np.ndarray]:
+    todo = [t for t in dict.fromkeys(texts) if t not in STORE]
+    if todo:
+        vecs = model.encode(todo, batch_size=BATCH, normalize_embeddings=True)
+        STORE.update(zip(todo, vecs, strict=True))
+    return [STORE[t] for t in texts]
+
+
+def cached_semrag_embedder(model: Any) -> Any:
+    from semrag.embeddings import BaseEmbedder
+
+    class StoreEmbedder(BaseEmbedder):
+        def _embed_batch(self, texts: list[str]) -> Any:
+            return np.stack(encode_cached(model, texts))
+
+    return StoreEmbedder(cache_size=0)
+
+
+def lc_embeddings(model: Any, *, cache: bool = False) -> Any:
+    """A LangChain Embeddings over the shared model (optionally caching, for quality runs)."""
+    from langchain_core.embeddings import Embeddings
+
+    class STEmbeddings(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            if cache:
+                return [v.tolist() for v in encode_cached(model, texts)]
+            todo = list(dict.fromkeys(texts))
+            vecs = model.encode(todo, batch_size=BATCH, normalize_embeddings=True)
+            found = dict(zip(todo, vecs.tolist(), strict=True))
+            return [found[t] for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.embed_documents([text])[0]
+
+    return STEmbeddings()
+
+
+def li_embeddings(model: Any, *, cache: bool = False) -> Any:
+    """A LlamaIndex BaseEmbedding over the shared model."""
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+    lc = lc_embeddings(model, cache=cache)
+
+    class STEmbedding(BaseEmbedding):
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return lc.embed_documents([text])[0]
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return lc.embed_documents(texts)
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return lc.embed_documents([query])[0]
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+    return STEmbedding(embed_batch_size=BATCH)
+
+
+def chonkie_embeddings(model: Any, *, cache: bool = False) -> Any:
+    from chonkie.embeddings import SentenceTransformerEmbeddings
+
+    if not cache:
+        return SentenceTransformerEmbeddings(model)
+
+    class Cached(SentenceTransformerEmbeddings):
+        def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
+            return encode_cached(model, texts)
+
+        def embed(self, text: str) -> np.ndarray:
+            return self.embed_batch([text])[0]
+
+    return Cached(model)
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _trim() -> None:
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+
+
+def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """Run ``fn``; return (result, seconds, peak RSS growth in MB above the start)."""
+    _trim()
+    base = _rss_bytes()
+    peak = base
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, _rss_bytes())
+            time.sleep(0.005)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    start = time.perf_counter()
+    try:
+        result = fn()
+    finally:
+        elapsed = time.perf_counter() - start
+        stop.set()
+        t.join()
+    peak = max(peak, _rss_bytes())
+    return result, elapsed, (peak - base) / 2**20

@@ -1,0 +1,123 @@
+"""Segmentation metrics: Pk (Beeferman et al., 1999) and WindowDiff (Pevzner & Hearst, 2002).
+
+Segmentations are boolean arrays over the gaps between consecutive units (words or
+sentences): ``b[i]`` is true when a segment boundary falls between unit ``i`` and
+``i + 1``. Lower is better for both metrics; 0 is a perfect match.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from semrag.errors import ConfigError
+
+__all__ = ["boundaries_from_offsets", "default_k", "pk", "window_diff", "word_starts"]
+
+_WORD = re.compile(r"\S+")
+
+
+def _as_bool(b: Sequence[bool] | np.ndarray) -> np.ndarray:
+    return np.asarray(b, dtype=bool).ravel()
+
+
+def default_k(reference: Sequence[bool] | np.ndarray) -> int:
+    """Half the mean reference segment length, in units (at least 1)."""
+    ref = _as_bool(reference)
+    n_units = ref.size + 1
+    n_segments = int(ref.sum()) + 1
+    return max(1, round(n_units / n_segments / 2))
+
+
+def _window_counts(b: np.ndarray, k: int) -> np.ndarray:
+    """Boundaries inside each window of ``k`` consecutive gaps."""
+    c = np.concatenate([[0], np.cumsum(b, dtype=np.int64)])
+    return c[k:] - c[:-k]
+
+
+def _check(ref: np.ndarray, hyp: np.ndarray, k: int) -> None:
+    if ref.size != hyp.size:
+        raise ConfigError(f"reference has {ref.size} gaps, hypothesis {hyp.size}")
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+
+
+def pk(
+    reference: Sequence[bool] | np.ndarray,
+    hypothesis: Sequence[bool] | np.ndarray,
+    k: int | None = None,
+) -> float:
+    """Probability that a window of ``k`` units is judged differently by the two.
+
+    Args:
+        reference: gold boundary mask over the gaps.
+        hypothesis: predicted boundary mask, same length.
+        k: window size in units; default half the mean gold segment length.
+
+    Returns:
+        Pk in [0, 1]; 0 when the documents are too short for one window.
+
+    Example:
+        >>> pk([0, 0, 1, 0, 0], [0, 0, 1, 0, 0])
+        0.0
+    """
+    ref, hyp = _as_bool(reference), _as_bool(hypothesis)
+    k = default_k(ref) if k is None else k
+    _check(ref, hyp, k)
+    if ref.size < k:
+        return 0.0
+    r = _window_counts(ref, k) > 0
+    h = _window_counts(hyp, k) > 0
+    return float(np.mean(r != h))
+
+
+def window_diff(
+    reference: Sequence[bool] | np.ndarray,
+    hypothesis: Sequence[bool] | np.ndarray,
+    k: int | None = None,
+) -> float:
+    """Share of windows of ``k`` units whose boundary counts differ.
+
+    Args:
+        reference: gold boundary mask over the gaps.
+        hypothesis: predicted boundary mask, same length.
+        k: window size in units; default half the mean gold segment length.
+
+    Returns:
+        WindowDiff in [0, 1].
+    """
+    ref, hyp = _as_bool(reference), _as_bool(hypothesis)
+    k = default_k(ref) if k is None else k
+    _check(ref, hyp, k)
+    if ref.size < k:
+        return 0.0
+    return float(np.mean(_window_counts(ref, k) != _window_counts(hyp, k)))
+
+
+def word_starts(text: str) -> list[int]:
+    """Character offset of each whitespace-separated word of ``text``."""
+    return [m.start() for m in _WORD.finditer(text)]
+
+
+def boundaries_from_offsets(starts: Sequence[int], segment_starts: Sequence[int]) -> np.ndarray:
+    """Map segment start offsets (characters) to a boundary mask over word gaps.
+
+    A segment starting at character ``s`` puts a boundary before the first word that
+    starts at or after ``s`` (a segment starting mid-word counts from the next word).
+
+    Args:
+        starts: character offset of each unit (e.g. from :func:`word_starts`).
+        segment_starts: character offsets where segments (chunks) start.
+
+    Returns:
+        Boolean mask of length ``len(starts) - 1``.
+    """
+    mask = np.zeros(max(len(starts) - 1, 0), dtype=bool)
+    for s in segment_starts:
+        unit = bisect.bisect_left(starts, s)
+        if 0 < unit < len(starts):
+            mask[unit - 1] = True
+    return mask

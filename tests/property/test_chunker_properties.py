@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semrag import SemanticChunker
+from semrag.testing import FakeEmbedder, check_chunks
+from semrag.text import WhitespaceTokenizer
+from tests.strategies import any_text
+
+TOKENIZER = WhitespaceTokenizer()
+
+
+def count(text: str) -> int:
+    return TOKENIZER.count([text])[0]
+
+
+configs = st.fixed_dictionaries(
+    {
+        "buffer_size": st.integers(0, 4),
+        "window": st.sampled_from(["centered", "split"]),
+        "pooling": st.sampled_from(["mean", "concat"]),
+        "threshold": st.sampled_from(["percentile", "std", "interquartile", "gradient", 0.3]),
+        "max_tokens": st.integers(8, 40),
+        "min_tokens": st.integers(0, 8),
+    }
+)
+
+
+@given(text=any_text, config=configs, overlap=st.booleans())
+def test_chunks_tile_the_text_and_respect_the_cap(text, config, overlap):
+    overlap_tokens = config["max_tokens"] // 4 if overlap else 0
+    chunker = SemanticChunker(
+        FakeEmbedder(dim=32), tokenizer=TOKENIZER, overlap_tokens=overlap_tokens, **config
+    )
+    chunks = chunker.chunk(text)
+    check_chunks(text, chunks, max_tokens=config["max_tokens"], overlapping=overlap, count=count)
+    assert chunker.chunk(text) == chunks  # deterministic
+
+
+@given(texts=st.lists(any_text, max_size=5))
+def test_batched_equals_one_by_one(texts):
+    chunker = SemanticChunker(FakeEmbedder(dim=32), tokenizer=TOKENIZER, max_tokens=16)
+    batched = chunker.chunk_documents(texts)
+    single = [c for i, t in enumerate(texts) for c in chunker.chunk(t, doc_id=str(i))]
+    assert batched == single
+
+
+@pytest.mark.model
+@settings(max_examples=25)
+@given(text=any_text)
+def test_cap_holds_under_minilm_word_pieces(text, minilm_tokenizer):
+    chunker = SemanticChunker(
+        FakeEmbedder(dim=32), tokenizer=minilm_tokenizer, max_tokens=12, overlap_tokens=3
+    )
+    check_chunks(
+        text,
+        chunker.chunk(text),
+        max_tokens=12,
+        overlapping=True,
+        count=lambda t: minilm_tokenizer.count([t])[0],
+    )

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from semrag import SemanticChunker
+from semrag.cli import main
+from semrag.errors import ConfigError
+from semrag.testing import FakeEmbedder
+from semrag.viz import plot_breakpoints
+
+TEXT = (
+    "The cat sat on the mat. The cat sat on the rug. "
+    "Stock prices fell sharply today. Stock prices rose sharply later."
+)
+
+
+def test_plot_breakpoints_writes_a_png(tmp_path):
+    stats = SemanticChunker(FakeEmbedder(), threshold=0.6).chunk_with_stats([TEXT])[0].stats
+    out = plot_breakpoints(stats, tmp_path / "sub" / "curve.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_needs_a_curve(tmp_path):
+    stats = SemanticChunker(FakeEmbedder()).chunk_with_stats(["One sentence."])[0].stats
+    with pytest.raises(ConfigError, match="fewer than two sentences"):
+        plot_breakpoints(stats, tmp_path / "x.png")
+
+
+@pytest.mark.model
+def test_cli_chunk_json(tmp_path, capsys):
+    f = tmp_path / "a.txt"
+    f.write_text(TEXT + " " + TEXT, encoding="utf-8")
+    assert (
+        main(
+            [
+                "chunk",
+                str(f),
+                "--json",
+                "--buffer-size",
+                "0",
+                "--threshold",
+                "0.5",
+                "--plot",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    text = f.read_text(encoding="utf-8")
+    assert records and all(text[r["start"] : r["end"]] == r["text"] for r in records)
+    assert (tmp_path / "a.txt.breakpoints.png").exists()
+
+
+def test_cli_rejects_binary_and_missing_files(tmp_path, capsys):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\xff\xfe\x00\x81binary")
+    assert main(["chunk", str(junk)]) == 2
+    assert "not UTF-8 text" in capsys.readouterr().err
+    assert main(["chunk", str(tmp_path / "missing.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_cli_bad_option_is_reported(tmp_path, capsys):
+    f = tmp_path / "a.txt"
+    f.write_text(TEXT, encoding="utf-8")
+    assert main(["chunk", str(f), "--threshold", "median"]) == 2
+    assert "threshold must be" in capsys.readouterr().err
+
+
+def test_import_semrag_is_light():
+    code = (
+        "import sys, semrag; heavy = [m for m in ('torch', 'sentence_transformers', "
+        "'langchain_core', 'llama_index') if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

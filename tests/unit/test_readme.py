@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", README, flags=re.DOTALL)
+
+
+def test_two_setup_commands_at_the_top_and_ci_runs_the_test_command():
+    demo, test = (b.strip() for b in bash_blocks()[:2])
+    assert demo == 'pip install -e ".[viz]" && python examples/quickstart.py'
+    assert test.startswith("pip install -e") and "pytest" in test
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert test in ci.splitlines(), "the README's test command must be what .ci/run runs"
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("block", re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL))
+def test_readme_python_snippets_run(block, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    exec(compile(block, "README.md", "exec"), {})
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "examples").glob("*.py")))
+def test_examples_run(script):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip()

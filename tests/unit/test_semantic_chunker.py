@@ -1,0 +1,266 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from semrag import Document, SemanticChunker
+from semrag.embeddings import BaseEmbedder
+from semrag.errors import ConfigError, EmbeddingError
+from semrag.testing import FakeEmbedder, check_chunker, check_chunks
+from semrag.text import WhitespaceTokenizer
+from semrag.types import Span
+
+CATS = "The cat sat on the mat. The cat sat on the rug. The cat sat on the bed."
+STOCKS = (
+    "Stock prices fell sharply today. Stock prices rose sharply later. Stock prices moved sharply."
+)
+TWO_TOPICS = f"{CATS} {STOCKS}"
+
+
+def chunker(**kw):
+    kw.setdefault("threshold", 0.6)
+    return SemanticChunker(FakeEmbedder(), **kw)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "concat"])
+@pytest.mark.parametrize("window", ["centered", "split"])
+def test_breaks_at_the_topic_change(pooling, window):
+    chunks = chunker(
+        pooling=pooling, window=window, buffer_size=1, threshold="target_chunks", threshold_amount=2
+    ).chunk(TWO_TOPICS)
+    assert [c.text for c in chunks] == [CATS, STOCKS]
+    assert [(c.start, c.end) for c in chunks] == [(0, len(CATS)), (len(CATS) + 1, len(TWO_TOPICS))]
+    assert [(c.sentence_start, c.sentence_end) for c in chunks] == [(0, 3), (3, 6)]
+
+
+def test_split_window_sees_a_break_at_the_start():
+    # One odd sentence first: centered windows share sentences across gap 0 and blur it.
+    text = "Stock prices fell sharply today. " + CATS + " The cat sat on the sofa."
+    split = chunker(window="split", buffer_size=2).chunk_with_stats([text])[0].stats
+    centered = chunker(window="centered", buffer_size=2).chunk_with_stats([text])[0].stats
+    assert split.scores[0] == pytest.approx(1.0)
+    assert centered.scores[0] < 0.5
+
+
+def test_mean_pooling_embeds_each_sentence_once_whatever_the_buffer():
+    for b in (1, 5):
+        emb = FakeEmbedder()
+        SemanticChunker(emb, buffer_size=b).chunk(TWO_TOPICS)
+        assert emb.cache_info().misses == 6
+
+
+def test_concat_pooling_embeds_window_texts():
+    emb = FakeEmbedder()
+    SemanticChunker(emb, buffer_size=1, pooling="concat").chunk(TWO_TOPICS)
+    assert emb.cache_info().misses == 6  # six distinct centered windows of <= 3 sentences
+    emb = FakeEmbedder()
+    SemanticChunker(emb, buffer_size=1, pooling="concat", window="split").chunk(TWO_TOPICS)
+    assert emb.cache_info().misses == 7  # left/right windows of 1-2 sentences
+
+
+def test_statistics_explain_each_break():
+    result = chunker(buffer_size=0).chunk_with_stats([Document("d", TWO_TOPICS)])[0]
+    stats = result.stats
+    assert stats.doc_id == "d" and stats.n_chunks == len(result.chunks) == 2
+    assert stats.scores.shape == (5,)
+    assert stats.threshold == 0.6 and stats.threshold_rule == "absolute 0.6"
+    (br,) = stats.breaks
+    assert br.gap == 2 and br.offset == len(CATS) + 1
+    assert br.reason.startswith("distance 1.0000 above 0.6000")
+    assert stats.score_name == "cosine distance"
+
+
+def test_batches_all_documents_in_one_embedding_call():
+    emb = FakeEmbedder()
+    docs = [Document(str(i), TWO_TOPICS.replace("Cats", f"Cats{i}")) for i in range(20)]
+    chunks = SemanticChunker(emb, threshold=0.6).chunk_documents(docs)
+    assert emb.calls == 1
+    assert {c.doc_id for c in chunks} == {str(i) for i in range(20)}
+
+
+def test_metadata_is_copied_to_chunks():
+    chunks = chunker().chunk(TWO_TOPICS, doc_id="x", metadata={"source": "s.txt"})
+    assert all(c.metadata == {"source": "s.txt"} and c.doc_id == "x" for c in chunks)
+
+
+def test_token_cap_splits_long_chunks_with_overlap():
+    text = " ".join(f"Cats purr number {i}." for i in range(60))  # one topic, 240 words
+    c = SemanticChunker(
+        FakeEmbedder(),
+        threshold=0.99,
+        max_tokens=40,
+        overlap_tokens=8,
+        tokenizer=WhitespaceTokenizer(),
+    )
+    result = c.chunk_with_stats([text])[0]
+    check_chunks(
+        text, result.chunks, max_tokens=40, overlapping=True, count=lambda t: len(t.split())
+    )
+    assert result.stats.cap_splits == len(result.chunks) - 1 > 3
+    # Sub-chunks end at sentence boundaries when one lies in the second half of the window.
+    assert all(ch.text.endswith(".") for ch in result.chunks)
+
+
+def test_single_over_long_sentence_is_split():
+    text = "word " * 500
+    chunks = SemanticChunker(
+        FakeEmbedder(), max_tokens=64, overlap_tokens=0, tokenizer=WhitespaceTokenizer()
+    ).chunk(text)
+    assert len(chunks) == 8
+    check_chunks(text, chunks, max_tokens=64, overlapping=False, count=lambda t: len(t.split()))
+
+
+def test_min_tokens_merges_tiny_chunks():
+    text = f"{CATS} Gold. {STOCKS}"
+    loose = chunker(buffer_size=0, tokenizer=WhitespaceTokenizer()).chunk_with_stats([text])[0]
+    merged = chunker(buffer_size=0, min_tokens=3, tokenizer=WhitespaceTokenizer()).chunk_with_stats(
+        [text]
+    )[0]
+    assert [c.text for c in loose.chunks] == [CATS, "Gold.", STOCKS]
+    assert [c.text for c in merged.chunks] == [f"{CATS} Gold.", STOCKS]
+    assert merged.stats.merged_gaps == (2,)
+    assert [b.gap for b in merged.stats.breaks] == [3]
+
+
+def test_default_overlap_follows_small_caps():
+    assert SemanticChunker(FakeEmbedder(), max_tokens=100).overlap_tokens == 25
+    assert SemanticChunker(FakeEmbedder()).overlap_tokens == 128
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"buffer_size": -1},
+        {"buffer_size": 1.5},
+        {"window": "diagonal"},
+        {"pooling": "max"},
+        {"max_tokens": 4},
+        {"max_tokens": 100, "overlap_tokens": 100},
+        {"min_tokens": 5000},
+        {"threshold": "median"},
+    ],
+)
+def test_bad_configuration_raises_config_error(kwargs):
+    with pytest.raises(ConfigError):
+        SemanticChunker(FakeEmbedder(), **kwargs)
+
+
+def test_unknown_keyword_raises_type_error():
+    with pytest.raises(TypeError):
+        SemanticChunker(FakeEmbedder(), chunk_sise=512)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("bad", [b"bytes", None, 42])
+def test_non_str_text_raises_type_error(bad):
+    with pytest.raises(TypeError):
+        chunker().chunk(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        chunker().chunk_documents([bad])  # type: ignore[list-item]
+
+
+class Broken(BaseEmbedder):
+    def __init__(self, fn):
+        super().__init__(cache_size=0, dim=8)
+        self.fn = fn
+
+    def _embed_batch(self, texts):
+        return self.fn(texts)
+
+
+def test_wrong_dimension_raises_embedding_error():
+    c = SemanticChunker(Broken(lambda t: np.ones((len(t), 5))))
+    with pytest.raises(EmbeddingError, match="dimension 5; expected 8"):
+        c.chunk(TWO_TOPICS)
+
+
+def test_nan_embedding_raises_embedding_error():
+    c = SemanticChunker(Broken(lambda t: np.full((len(t), 8), np.nan)))
+    with pytest.raises(EmbeddingError, match="NaN or inf"):
+        c.chunk(TWO_TOPICS)
+
+
+def test_custom_sentence_splitter():
+    def by_semicolon(text):
+        spans, start = [], 0
+        for i, ch in enumerate(text):
+            if ch == ";":
+                spans.append(Span(start, i + 1))
+                start = i + 1
+        spans.append(Span(start, len(text)))
+        return spans
+
+    text = "cats purr; cats nap; stocks fell; stocks rose"
+    c = SemanticChunker(
+        FakeEmbedder(), buffer_size=0, threshold=0.6, sentence_splitter=by_semicolon
+    )
+    assert [ch.text for ch in c.chunk(text)] == ["cats purr; cats nap;", "stocks fell; stocks rose"]
+
+
+async def test_async_equals_sync():
+    docs = [Document(str(i), TWO_TOPICS * (i + 1)) for i in range(3)]
+    c = chunker()
+    sync = c.chunk_with_stats(docs)
+    asyn = await c.achunk_with_stats(docs)
+    assert [r.chunks for r in sync] == [r.chunks for r in asyn]
+    assert await c.achunk(TWO_TOPICS) == c.chunk(TWO_TOPICS)
+    assert await c.achunk_documents(docs) == c.chunk_documents(docs)
+
+
+def test_progress_bar_gives_the_same_chunks(capsys):
+    docs = [TWO_TOPICS] * 3
+    plain = chunker().chunk_documents(docs)
+    shown = chunker(show_progress=True).chunk_documents(docs)
+    assert plain == shown
+    assert "Embedding" in capsys.readouterr().err
+
+
+def test_contract_on_edge_cases():
+    texts = [
+        "",
+        "   \n ",
+        "One sentence only",
+        TWO_TOPICS,
+        "no punctuation " * 50,
+        "\x00\x01 binary \x00 junk",
+        "你好。我很好！" * 30,
+        f"{CATS}\n\n{CATS}",
+    ]
+    check_chunker(
+        SemanticChunker(
+            FakeEmbedder(), max_tokens=20, overlap_tokens=4, tokenizer=WhitespaceTokenizer()
+        ),
+        texts,
+    )
+
+
+def test_repr_shows_config():
+    r = repr(SemanticChunker(FakeEmbedder(), buffer_size=3, pooling="concat"))
+    assert "buffer_size=3" in r and "pooling='concat'" in r and "max_tokens=1024" in r
+
+
+@pytest.mark.model
+def test_minilm_token_cap_on_a_million_characters(minilm_tokenizer):
+    rng = np.random.default_rng(1)
+    words = np.array(["alpha", "beta", "gamma", "delta", "tokenization", "x" * 30, "é", "你"])
+    text = " ".join(rng.choice(words, size=150_000)) + "." + "z" * 50_000
+    assert len(text) > 1_000_000
+    c = SemanticChunker(FakeEmbedder(), tokenizer=minilm_tokenizer)
+    chunks = c.chunk(text)
+    check_chunks(
+        text,
+        chunks,
+        max_tokens=1024,
+        overlapping=True,
+        count=lambda t: minilm_tokenizer.count([t])[0],
+    )
+
+
+@pytest.mark.model
+def test_minilm_end_to_end(minilm):
+    text = (
+        "The mitochondria is the powerhouse of the cell. It produces ATP through respiration. "
+        "Cells need energy to live. The stock market crashed in 1929. Investors lost fortunes. "
+        "Banks failed across the country."
+    )
+    c = SemanticChunker(minilm, buffer_size=1, threshold="target_chunks", threshold_amount=2)
+    assert [ch.sentence_start for ch in c.chunk(text)] == [0, 3]
