@@ -27,7 +27,7 @@ def need(path: Path) -> Path:
 
 
 def header(title: str, data: str) -> str:
-    cmd = "python " + " ".join([Path(sys.argv[0]).as_posix().split("/main/")[-1], *sys.argv[1:]])
+    cmd = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     cpu = platform.processor() or platform.machine()
     return (
         f"### {title}\n\n"

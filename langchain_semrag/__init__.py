@@ -8,6 +8,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from langchain_semrag.embeddings import LangChainEmbedder, LangChainLLM
+from langchain_semrag.retrievers import SSGRetriever
 from langchain_semrag.text_splitters import SemanticTextSplitter
 
 try:
@@ -15,4 +16,10 @@ try:
 except PackageNotFoundError:  # pragma: no cover
     __version__ = "0.0.0"
 
-__all__ = ["LangChainEmbedder", "LangChainLLM", "SemanticTextSplitter", "__version__"]
+__all__ = [
+    "LangChainEmbedder",
+    "LangChainLLM",
+    "SSGRetriever",
+    "SemanticTextSplitter",
+    "__version__",
+]

@@ -9,10 +9,17 @@ from importlib.metadata import PackageNotFoundError, version
 
 from llama_index_semrag.embeddings import LlamaIndexEmbedder, LlamaIndexLLM
 from llama_index_semrag.node_parsers import SemanticNodeParser
+from llama_index_semrag.retrievers import SSGRetriever
 
 try:
     __version__ = version("semrag")
 except PackageNotFoundError:  # pragma: no cover
     __version__ = "0.0.0"
 
-__all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "SemanticNodeParser", "__version__"]
+__all__ = [
+    "LlamaIndexEmbedder",
+    "LlamaIndexLLM",
+    "SSGRetriever",
+    "SemanticNodeParser",
+    "__version__",
+]

@@ -33,7 +33,9 @@ from semrag.types import Chunk, Document, ScoredChunk, Span
 if TYPE_CHECKING:
     from semrag.chunking import ChunkingResult, ChunkingStats, SemanticChunker
     from semrag.embeddings import Embedder, SentenceTransformerEmbedder
+    from semrag.index import SemanticIndex
     from semrag.llm import LLM
+    from semrag.retrieval import SSGRetriever
     from semrag.text import split_sentences
 
 try:
@@ -48,6 +50,8 @@ _LAZY = {
     "Embedder": "semrag.embeddings",
     "SentenceTransformerEmbedder": "semrag.embeddings",
     "LLM": "semrag.llm",
+    "SemanticIndex": "semrag.index",
+    "SSGRetriever": "semrag.retrieval",
     "split_sentences": "semrag.text",
 }
 
@@ -65,7 +69,9 @@ __all__ = [
     "MissingDependencyError",
     "NotFittedError",
     "ScoredChunk",
+    "SSGRetriever",
     "SemanticChunker",
+    "SemanticIndex",
     "SemragError",
     "SentenceTransformerEmbedder",
     "Span",

@@ -126,3 +126,18 @@ class ScoredChunk:
     """Score per retrieval channel (e.g. ``dense``, ``sparse``, ``graph``)."""
     provenance: tuple[Mapping[str, Any], ...] = field(default=(), hash=False, compare=False)
     """Steps that led to this chunk (channel, graph hops, repairs), in order."""
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The document's metadata plus the stable keys the adapters expose.
+
+        Keys added: ``doc_id``, ``semrag_score``, ``semrag_channels``,
+        ``semrag_provenance`` and the chunk's :meth:`Chunk.provenance_metadata` keys.
+        """
+        return {
+            **dict(self.chunk.metadata),
+            "doc_id": self.chunk.doc_id,
+            **self.chunk.provenance_metadata(),
+            "semrag_score": self.score,
+            "semrag_channels": dict(self.channel_scores),
+            "semrag_provenance": [dict(p) for p in self.provenance],
+        }

@@ -267,16 +267,15 @@ class BoundaryChunker:
         vectors = await self._aembed_blocks(texts)
         return await asyncio.to_thread(self._finish, prepared, vectors, owners)
 
+    def sentences(self, text: str) -> list[Span]:
+        """The sentence spans this chunker works with (its splitter, normalised)."""
+        if self.sentence_splitter is None:
+            return split_sentences(text)
+        return normalize_sentence_spans(text, self.sentence_splitter(text))
+
     # -- pipeline -----------------------------------------------------------------------
     def _prepare(self, docs: list[Document]) -> list[_Prepared]:
-        splitter = self.sentence_splitter
-        prepared: list[_Prepared] = []
-        for doc in docs:
-            if splitter is None:
-                spans = split_sentences(doc.text)
-            else:
-                spans = normalize_sentence_spans(doc.text, splitter(doc.text))
-            prepared.append(_Prepared(doc, spans, []))
+        prepared = [_Prepared(doc, self.sentences(doc.text), []) for doc in docs]
         all_texts = [s.of(p.doc.text) for p in prepared for s in p.sentences]
         counts = self.tokenizer.count(all_texts)
         pos = 0

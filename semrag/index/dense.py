@@ -1,0 +1,183 @@
+"""FAISS inner-product index with integer ids (exact by default, HNSW for large corpora)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.errors import ConfigError, EmbeddingError, missing_dependency
+
+__all__ = ["DenseIndex"]
+
+
+def _faiss() -> Any:
+    try:
+        import faiss
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise missing_dependency("faiss", "all") from exc
+    return faiss
+
+
+class DenseIndex:
+    """Inner-product search over L2-normalised vectors (cosine similarity).
+
+    Args:
+        dim: vector dimension.
+        kind: ``"flat"`` (exact, the default) or ``"hnsw"`` (approximate, for large
+            corpora; removals rebuild the graph lazily on the next search).
+        hnsw_m: HNSW graph degree.
+        ef_search: HNSW search breadth (higher = more exact, slower).
+        ef_construction: HNSW build breadth.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        kind: str = "flat",
+        hnsw_m: int = 32,
+        ef_search: int = 128,
+        ef_construction: int = 80,
+    ) -> None:
+        if dim < 1:
+            raise ConfigError(f"dim must be >= 1, got {dim}")
+        if kind not in ("flat", "hnsw"):
+            raise ConfigError(f"kind must be 'flat' or 'hnsw', got {kind!r}")
+        self.dim = dim
+        self.kind = kind
+        self.hnsw_m = hnsw_m
+        self.ef_search = ef_search
+        self.ef_construction = ef_construction
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        self._index: Any = None  # built lazily
+
+    def __len__(self) -> int:
+        return int(self._ids.size)
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]:
+        """Ids in insertion order."""
+        return self._ids
+
+    @property
+    def vectors(self) -> npt.NDArray[np.float32]:
+        """Vectors aligned with :attr:`ids`."""
+        return self._vectors
+
+    def _new_index(self) -> Any:
+        faiss = _faiss()
+        if self.kind == "flat":
+            base = faiss.IndexFlatIP(self.dim)
+        else:
+            base = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            base.hnsw.efConstruction = self.ef_construction
+            base.hnsw.efSearch = self.ef_search
+        return faiss.IndexIDMap2(base)
+
+    def _built(self) -> Any:
+        if self._index is None:
+            self._index = self._new_index()
+            if len(self):
+                self._index.add_with_ids(self._vectors, self._ids)
+        return self._index
+
+    def add(self, ids: Sequence[int] | npt.NDArray[np.int64], vectors: npt.ArrayLike) -> None:
+        """Add vectors under the given ids.
+
+        Raises:
+            EmbeddingError: if the vectors have the wrong shape or are not finite.
+            ConfigError: if an id is already present.
+        """
+        ids_arr = np.asarray(ids, dtype=np.int64).ravel()
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape != (ids_arr.size, self.dim):
+            raise EmbeddingError(
+                f"expected vectors of shape ({ids_arr.size}, {self.dim}), got {vecs.shape}"
+            )
+        if not np.isfinite(vecs).all():
+            raise EmbeddingError("vectors contain NaN or inf")
+        if np.intersect1d(ids_arr, self._ids).size or np.unique(ids_arr).size != ids_arr.size:
+            raise ConfigError("duplicate ids in DenseIndex.add")
+        self._ids = np.concatenate([self._ids, ids_arr])
+        self._vectors = np.concatenate([self._vectors, vecs])
+        if self._index is not None and ids_arr.size:
+            self._index.add_with_ids(vecs, ids_arr)
+
+    def remove(self, ids: Sequence[int] | npt.NDArray[np.int64]) -> int:
+        """Remove ids; returns how many were present."""
+        ids_arr = np.asarray(ids, dtype=np.int64).ravel()
+        keep = ~np.isin(self._ids, ids_arr)
+        removed = int((~keep).sum())
+        if not removed:
+            return 0
+        self._ids, self._vectors = self._ids[keep], self._vectors[keep]
+        if self._index is not None:
+            if self.kind == "flat":
+                self._index.remove_ids(_faiss().IDSelectorBatch(ids_arr))
+            else:
+                self._index = None  # HNSW cannot delete: rebuild on next search
+        return removed
+
+    def search(
+        self, queries: npt.ArrayLike, k: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Return ``(scores, ids)`` of shape ``(n_queries, k)``; missing slots have id -1.
+
+        Raises:
+            EmbeddingError: if the queries have the wrong dimension.
+        """
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        if q.ndim == 1:
+            q = q[None, :]
+        if q.shape[1] != self.dim:
+            raise EmbeddingError(f"query dimension {q.shape[1]}; index dimension {self.dim}")
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        if not len(self):
+            return (np.full((q.shape[0], k), -np.inf, np.float32), np.full((q.shape[0], k), -1))
+        scores, ids = self._built().search(q, min(k, len(self)))
+        if ids.shape[1] < k:
+            pad = k - ids.shape[1]
+            scores = np.pad(scores, ((0, 0), (0, pad)), constant_values=-np.inf)
+            ids = np.pad(ids, ((0, 0), (0, pad)), constant_values=-1)
+        return scores.astype(np.float32), ids.astype(np.int64)
+
+    def save(self, directory: Path) -> list[str]:
+        """Write ``dense_ids.npy``, ``dense_vectors.npy`` (and ``dense.faiss`` for HNSW)."""
+        np.save(directory / "dense_ids.npy", self._ids, allow_pickle=False)
+        np.save(directory / "dense_vectors.npy", self._vectors, allow_pickle=False)
+        files = ["dense_ids.npy", "dense_vectors.npy"]
+        if self.kind == "hnsw" and len(self):
+            _faiss().write_index(self._built(), str(directory / "dense.faiss"))
+            files.append("dense.faiss")
+        return files
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> DenseIndex:
+        """Read what :meth:`save` wrote, with the config recorded next to it."""
+        index = cls(**config)
+        index._ids = np.load(directory / "dense_ids.npy", allow_pickle=False)
+        index._vectors = np.load(directory / "dense_vectors.npy", allow_pickle=False)
+        faiss_file = directory / "dense.faiss"
+        if index.kind == "hnsw" and faiss_file.exists():
+            index._index = _faiss().read_index(str(faiss_file))
+            index._index.index.hnsw.efSearch = index.ef_search  # type: ignore[attr-defined]
+        return index
+
+    def config(self) -> dict[str, Any]:
+        """Constructor arguments, for persistence."""
+        return {
+            "dim": self.dim,
+            "kind": self.kind,
+            "hnsw_m": self.hnsw_m,
+            "ef_search": self.ef_search,
+            "ef_construction": self.ef_construction,
+        }
+
+    def __repr__(self) -> str:
+        return f"DenseIndex(dim={self.dim}, kind={self.kind!r}, size={len(self)})"

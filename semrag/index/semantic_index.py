@@ -1,0 +1,694 @@
+"""SemanticIndex: documents, sentences, chunks, vectors, dense + BM25 indexes and the SSG.
+
+One object owns everything retrievers need, computed once and batched:
+
+* the documents and their sentence spans (from the chunker's splitter);
+* one vector per sentence (the chunker reuses them through the embedder's cache);
+* the chunks of the chunker, a vector per chunk, a FAISS index and a BM25 index over the
+  same integer ids;
+* the semantic similarity graph (window nodes, kNN edges, themes, bridges), rebuilt lazily
+  after ``add_documents`` / ``delete`` and persisted with the index.
+
+``save(dir)`` writes a versioned directory atomically; ``SemanticIndex.load(dir)`` checks
+format, checksums and the embedder's dimension.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.chunking._split import mean_windows
+from semrag.chunking.base import BoundaryChunker, _as_documents
+from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.errors import ConfigError
+from semrag.graph.ssg import (
+    SemanticSimilarityGraph,
+    SSGConfig,
+    build_edges,
+    fit_pca3,
+    keyword_themes,
+    window_ranges,
+)
+from semrag.index.dense import DenseIndex
+from semrag.index.persist import atomic_directory, read_manifest
+from semrag.index.sparse import BM25Index
+from semrag.llm import LLM, acomplete_json, complete_json
+from semrag.types import Chunk, Document, ScoredChunk, Span
+
+__all__ = ["SemanticIndex"]
+
+Floats = npt.NDArray[np.float32]
+FORMAT_VERSION = 1
+KIND = "semrag.SemanticIndex"
+
+_THEME_SCHEMA = {
+    "type": "object",
+    "required": ["themes"],
+    "properties": {"themes": {"type": "array", "items": {"type": "string", "minLength": 1}}},
+}
+_THEME_PROMPT = (
+    "Read the start of a document and name its {n} main themes, each in a few words.\n"
+    'Reply with JSON only: {{"themes": ["...", "..."]}}\n\nDOCUMENT:\n{text}\n'
+)
+
+
+@dataclass(slots=True)
+class _Entry:
+    doc: Document
+    sentences: list[Span]
+    sentence_vectors: Floats
+    chunks: list[Chunk]
+    chunk_ids: list[int]
+    node_ranges: list[tuple[int, int]]
+    node_vectors: Floats
+    themes: list[str]
+    theme_vector: Floats
+
+
+def _normalise(v: Floats) -> Floats:
+    norms = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0).astype(np.float32)
+
+
+class SemanticIndex:
+    """Everything the retrievers search, built once and kept in step.
+
+    Args:
+        chunker: any semrag chunker; default ``SemanticChunker(embedder)``.
+        embedder: the embedder for sentences, chunks and queries; default the chunker's,
+            or the packaged all-MiniLM-L6-v2.
+        ssg: an :class:`~semrag.graph.ssg.SSGConfig`, ``True`` for the defaults, or
+            ``False`` to skip the semantic similarity graph.
+        dense: ``"flat"`` (exact inner product) or ``"hnsw"`` for large corpora.
+        chunk_vectors: ``"embed"`` embeds each chunk's text (the model truncates long
+            chunks); ``"mean"`` averages the chunk's sentence vectors (no extra cost, no
+            truncation).
+        theme_llm: an :class:`~semrag.llm.LLM` that names document themes; without one,
+            themes are TF-IDF keywords.
+        show_progress: progress bars on long builds.
+
+    Example:
+        >>> from semrag.testing import FakeEmbedder
+        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> docs = [Document("a", "Cats purr. Cats nap."), Document("b", "Stocks fell.")]
+        >>> index.add_documents(docs)
+        >>> [h.chunk.doc_id for h in index.search("stocks", k=1)]
+        ['b']
+    """
+
+    def __init__(
+        self,
+        chunker: BoundaryChunker | None = None,
+        embedder: Any = None,
+        *,
+        ssg: SSGConfig | bool = True,
+        dense: str = "flat",
+        chunk_vectors: str = "embed",
+        theme_llm: LLM | None = None,
+        show_progress: bool = False,
+    ) -> None:
+        from semrag.chunking.semantic import SemanticChunker
+
+        if chunk_vectors not in ("embed", "mean"):
+            raise ConfigError(f"chunk_vectors must be 'embed' or 'mean', got {chunk_vectors!r}")
+        if embedder is None and chunker is not None:
+            self.embedder: BaseEmbedder = chunker.embedder
+        else:
+            self.embedder = as_embedder(embedder)
+        self.chunker = chunker if chunker is not None else SemanticChunker(self.embedder)
+        self.ssg_config = SSGConfig() if ssg is True else (ssg or None)
+        if self.ssg_config is not None and not isinstance(self.ssg_config, SSGConfig):
+            raise ConfigError("ssg must be an SSGConfig, True or False")
+        self.dense_kind = dense
+        self.chunk_vectors = chunk_vectors
+        self.theme_llm = theme_llm
+        self.show_progress = show_progress
+        self._entries: dict[str, _Entry] = {}
+        self._chunk_by_id: dict[int, Chunk] = {}
+        self._next_id = 0
+        self._dense: DenseIndex | None = None
+        self.sparse = BM25Index()
+        self._graph: SemanticSimilarityGraph | None = None
+        self._node_index: DenseIndex | None = None
+        self._sentence_matrix: Floats | None = None
+        self._sentence_offsets: list[int] = []
+
+    # -- read access ----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._entries
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Ids of the indexed documents, in insertion order."""
+        return list(self._entries)
+
+    def document(self, doc_id: str) -> Document:
+        """The indexed document ``doc_id`` (``KeyError`` if absent)."""
+        return self._entries[doc_id].doc
+
+    def sentences(self, doc_id: str) -> list[Span]:
+        """Sentence spans of ``doc_id``."""
+        return self._entries[doc_id].sentences
+
+    def chunks(self, doc_id: str | None = None) -> list[Chunk]:
+        """Chunks of one document, or of all documents in order."""
+        if doc_id is not None:
+            return list(self._entries[doc_id].chunks)
+        return [c for e in self._entries.values() for c in e.chunks]
+
+    def chunk(self, chunk_id: int) -> Chunk:
+        """The chunk stored under an integer id of the dense/BM25 indexes."""
+        return self._chunk_by_id[chunk_id]
+
+    def themes(self, doc_id: str) -> list[str]:
+        """Themes of ``doc_id`` (keywords, or the theme LLM's)."""
+        return list(self._entries[doc_id].themes)
+
+    @property
+    def dense(self) -> DenseIndex:
+        """The FAISS index over chunk vectors."""
+        if self._dense is None:
+            self._dense = DenseIndex(self.embedder.dim, kind=self.dense_kind)
+        return self._dense
+
+    # -- building ---------------------------------------------------------------------------
+    def _validate(self, documents: Iterable[Document | str]) -> list[Document]:
+        docs = _as_documents(documents)
+        ids = [d.id for d in docs]
+        if len(set(ids)) != len(ids):
+            raise ConfigError("duplicate document ids in one add_documents call")
+        for d in docs:
+            try:
+                json.dumps(dict(d.metadata))
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(
+                    f"metadata of document {d.id!r} is not JSON-serialisable"
+                ) from exc
+        return docs
+
+    def _blocks(self, docs: list[Document]) -> list[list[tuple[Document, list[Span]]]]:
+        """Group documents so each block's sentences fit the embedder's cache."""
+        budget = max(1, self.embedder.cache_size // 2)
+        blocks: list[list[tuple[Document, list[Span]]]] = [[]]
+        size = 0
+        for d in docs:
+            spans = self.chunker.sentences(d.text)
+            if blocks[-1] and size + len(spans) > budget:
+                blocks.append([])
+                size = 0
+            blocks[-1].append((d, spans))
+            size += len(spans)
+        return [b for b in blocks if b]
+
+    def _second_pass_texts(
+        self,
+        block: list[tuple[Document, list[Span]]],
+        chunk_lists: list[list[Chunk]],
+        themes: list[list[str]],
+    ) -> list[str]:
+        texts: list[str] = []
+        for (doc, spans), chunks, theme in zip(block, chunk_lists, themes, strict=True):
+            if self.chunk_vectors == "embed":
+                texts += [c.text for c in chunks]
+            if self.ssg_config is not None and self.ssg_config.node_pooling == "concat":
+                ranges = window_ranges(len(spans), self.ssg_config.window, self.ssg_config.step)
+                texts += [doc.text[spans[a].start : spans[b - 1].end] for a, b in ranges]
+            texts.append(", ".join(theme) if theme else doc.text[:500])
+        return texts
+
+    def _assemble(
+        self,
+        block: list[tuple[Document, list[Span]]],
+        sentence_vectors: Floats,
+        chunk_lists: list[list[Chunk]],
+        themes: list[list[str]],
+        second: Floats,
+    ) -> None:
+        s_pos = 0
+        t_pos = 0
+        cfg = self.ssg_config
+        for (doc, spans), chunks, theme in zip(block, chunk_lists, themes, strict=True):
+            svec = sentence_vectors[s_pos : s_pos + len(spans)]
+            s_pos += len(spans)
+            if self.chunk_vectors == "embed":
+                cvec = second[t_pos : t_pos + len(chunks)]
+                t_pos += len(chunks)
+            else:
+                ranges = np.array(
+                    [[c.sentence_start, c.sentence_end] for c in chunks], dtype=np.int64
+                )
+                cvec = (
+                    _normalise(mean_windows(svec, ranges))
+                    if len(chunks)
+                    else np.zeros(
+                        (0, svec.shape[1] if svec.ndim == 2 else self.embedder.dim), np.float32
+                    )
+                )
+            ranges_n = window_ranges(len(spans), cfg.window, cfg.step) if cfg else []
+            if cfg is not None and cfg.node_pooling == "concat":
+                nvec = second[t_pos : t_pos + len(ranges_n)]
+                t_pos += len(ranges_n)
+            elif ranges_n:
+                nvec = _normalise(mean_windows(svec, np.array(ranges_n, dtype=np.int64)))
+            else:
+                nvec = np.zeros((0, self.embedder.dim), np.float32)
+            theme_vec = second[t_pos]
+            t_pos += 1
+            ids = list(range(self._next_id, self._next_id + len(chunks)))
+            self._next_id += len(chunks)
+            self._entries[doc.id] = _Entry(
+                doc, spans, svec, list(chunks), ids, ranges_n, nvec, theme, theme_vec
+            )
+            for i, c in zip(ids, chunks, strict=True):
+                self._chunk_by_id[i] = c
+            if chunks:
+                self.dense.add(ids, cvec)
+                self.sparse.add(ids, [c.text for c in chunks])
+        self._invalidate()
+
+    def _keyword_themes(self, block: list[tuple[Document, list[Span]]]) -> list[list[str]]:
+        n = self.ssg_config.n_themes if self.ssg_config else 5
+        return keyword_themes([d.text for d, _ in block], n)
+
+    def _theme_prompt(self, doc: Document) -> str:
+        n = self.ssg_config.n_themes if self.ssg_config else 5
+        return _THEME_PROMPT.format(n=n, text=" ".join(doc.text.split()[:500]))
+
+    def _remove_existing(self, docs: list[Document]) -> None:
+        for d in docs:
+            if d.id in self._entries:
+                self.delete(d.id)
+
+    def add_documents(self, documents: Iterable[Document | str]) -> None:
+        """Index documents (a document whose id is already indexed is replaced).
+
+        Sentences of a block of documents are embedded in one call; the chunker then finds
+        them in the embedder's cache; chunk, window and theme texts go in a second call.
+
+        Raises:
+            TypeError: if an item is not a Document or str.
+            ConfigError: on duplicate ids in the call or metadata that is not JSON.
+            EmbeddingError: if the embedder misbehaves (nothing is added then).
+        """
+        docs = self._validate(documents)
+        blocks = self._blocks(docs)
+        bar = self._progress(len(docs))
+        self._remove_existing(docs)
+        for block in blocks:
+            sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
+            svecs = self.embedder.embed(sentence_texts)
+            results = self.chunker.chunk_with_stats([d for d, _ in block])
+            chunk_lists = [r.chunks for r in results]
+            if self.theme_llm is None:
+                themes = self._keyword_themes(block)
+            else:
+                themes = [
+                    self._llm_themes(
+                        complete_json(self.theme_llm, self._theme_prompt(d), _THEME_SCHEMA)
+                    )
+                    for d, _ in block
+                ]
+            second = self.embedder.embed(self._second_pass_texts(block, chunk_lists, themes))
+            self._assemble(block, svecs, chunk_lists, themes, second)
+            if bar is not None:
+                bar.update(len(block))
+        if bar is not None:
+            bar.close()
+
+    async def aadd_documents(self, documents: Iterable[Document | str]) -> None:
+        """Async twin of :meth:`add_documents`; theme LLM calls run concurrently."""
+        docs = self._validate(documents)
+        blocks = await asyncio.to_thread(self._blocks, docs)
+        self._remove_existing(docs)
+        for block in blocks:
+            sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
+            svecs = await self.embedder.aembed(sentence_texts)
+            results = await self.chunker.achunk_with_stats([d for d, _ in block])
+            chunk_lists = [r.chunks for r in results]
+            if self.theme_llm is None:
+                themes = self._keyword_themes(block)
+            else:
+                llm = self.theme_llm
+                replies = await asyncio.gather(
+                    *(acomplete_json(llm, self._theme_prompt(d), _THEME_SCHEMA) for d, _ in block)
+                )
+                themes = [self._llm_themes(r) for r in replies]
+            second = await self.embedder.aembed(self._second_pass_texts(block, chunk_lists, themes))
+            self._assemble(block, svecs, chunk_lists, themes, second)
+
+    def _llm_themes(self, reply: dict[str, Any]) -> list[str]:
+        n = self.ssg_config.n_themes if self.ssg_config else 5
+        return [t.strip() for t in reply["themes"] if t.strip()][:n]
+
+    def _progress(self, total: int) -> Any:
+        if not self.show_progress:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="Indexing", unit="doc")
+
+    def delete(self, doc_id: str) -> bool:
+        """Remove a document, its chunks and its graph nodes; ``False`` if it was absent."""
+        entry = self._entries.pop(doc_id, None)
+        if entry is None:
+            return False
+        if entry.chunk_ids:
+            self.dense.remove(entry.chunk_ids)
+            self.sparse.remove(entry.chunk_ids)
+        for i in entry.chunk_ids:
+            self._chunk_by_id.pop(i, None)
+        self._invalidate()
+        return True
+
+    def _invalidate(self) -> None:
+        self._graph = None
+        self._node_index = None
+        self._sentence_matrix = None
+
+    # -- search -------------------------------------------------------------------------------
+    def embed_query(self, query: str) -> Floats:
+        """The query's vector."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be str, got {type(query).__name__}")
+        return self.embedder.embed([query])[0]
+
+    async def aembed_query(self, query: str) -> Floats:
+        """Async twin of :meth:`embed_query`."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be str, got {type(query).__name__}")
+        return (await self.embedder.aembed([query]))[0]
+
+    def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for a query vector."""
+        scores, ids = self.dense.search(vector, k)
+        return [
+            ScoredChunk(
+                self._chunk_by_id[int(i)],
+                float(s),
+                {"dense": float(s)},
+                ({"channel": "dense", "rank": r},),
+            )
+            for r, (s, i) in enumerate(zip(scores[0], ids[0], strict=True))
+            if i >= 0
+        ]
+
+    def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for ``query`` (cosine similarity)."""
+        return self.search_vector(self.embed_query(query), k)
+
+    async def asearch(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """Async twin of :meth:`search`."""
+        return self.search_vector(await self.aembed_query(query), k)
+
+    def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be str, got {type(query).__name__}")
+        return [
+            ScoredChunk(self._chunk_by_id[i], s, {"sparse": s}, ({"channel": "sparse", "rank": r},))
+            for r, (i, s) in enumerate(self.sparse.search(query, k))
+        ]
+
+    # -- the semantic similarity graph ------------------------------------------------------
+    @property
+    def ssg(self) -> SemanticSimilarityGraph:
+        """The semantic similarity graph, (re)built on first use after a change.
+
+        Raises:
+            ConfigError: if the index was created with ``ssg=False``.
+        """
+        if self.ssg_config is None:
+            raise ConfigError("this index was built with ssg=False")
+        if self._graph is None:
+            self._graph = self._build_graph()
+        return self._graph
+
+    @property
+    def node_index(self) -> DenseIndex:
+        """A FAISS index over the SSG's window nodes (ids = node numbers)."""
+        if self._node_index is None:
+            graph = self.ssg
+            kind = "hnsw" if graph.n_nodes > 50_000 else "flat"
+            index = DenseIndex(self.embedder.dim, kind=kind)
+            if graph.n_nodes:
+                index.add(np.arange(graph.n_nodes), graph.node_vectors)
+            self._node_index = index
+        return self._node_index
+
+    @property
+    def sentence_matrix(self) -> Floats:
+        """All sentence vectors, documents in insertion order."""
+        if self._sentence_matrix is None:
+            parts = [e.sentence_vectors for e in self._entries.values()]
+            dim = self.embedder.dim if not parts else parts[0].shape[1]
+            self._sentence_matrix = (
+                np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
+            )
+            offsets = [0]
+            for e in self._entries.values():
+                offsets.append(offsets[-1] + len(e.sentences))
+            self._sentence_offsets = offsets
+        return self._sentence_matrix
+
+    def sentence_location(self, global_index: int) -> tuple[str, Span]:
+        """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
+        _ = self.sentence_matrix
+        import bisect
+
+        d = bisect.bisect_right(self._sentence_offsets, global_index) - 1
+        doc_id = list(self._entries)[d]
+        return doc_id, self._entries[doc_id].sentences[global_index - self._sentence_offsets[d]]
+
+    def _build_graph(self) -> SemanticSimilarityGraph:
+        cfg = self.ssg_config
+        assert cfg is not None
+        entries = list(self._entries.values())
+        dim = self.embedder.dim if not entries else entries[0].sentence_vectors.shape[1]
+        _ = self.sentence_matrix
+        node_doc, node_sent, vecs, offsets = [], [], [], [0]
+        for d, e in enumerate(entries):
+            base = self._sentence_offsets[d]
+            node_doc += [d] * len(e.node_ranges)
+            node_sent += [(base + a, base + b) for a, b in e.node_ranges]
+            vecs.append(e.node_vectors)
+            offsets.append(offsets[-1] + len(e.node_ranges))
+        vectors = (
+            np.concatenate(vecs).astype(np.float32) if vecs else np.zeros((0, dim), np.float32)
+        )
+        indptr, indices, scores, kinds = build_edges(vectors, offsets, cfg)
+        theme_vecs = (
+            _normalise(np.stack([e.theme_vector for e in entries]))
+            if entries
+            else np.zeros((0, dim), np.float32)
+        )
+        bridges: list[list[tuple[int, float]]] = []
+        if len(entries) > 1 and cfg.top_t:
+            sims = theme_vecs @ theme_vecs.T
+            np.fill_diagonal(sims, -np.inf)
+            for row in sims:
+                top = np.argsort(-row, kind="stable")[: cfg.top_t]
+                bridges.append([(int(j), float(row[j])) for j in top if math.isfinite(row[j])])
+        else:
+            bridges = [[] for _ in entries]
+        mean, comps = fit_pca3(vectors)
+        return SemanticSimilarityGraph(
+            config=cfg,
+            doc_ids=[e.doc.id for e in entries],
+            node_doc=np.asarray(node_doc, dtype=np.int64),
+            node_sentences=np.asarray(node_sent, dtype=np.int64).reshape(-1, 2),
+            node_vectors=vectors,
+            indptr=indptr,
+            indices=indices,
+            scores=scores,
+            kinds=kinds,
+            themes=[e.themes for e in entries],
+            theme_bridges=bridges,
+            pca_mean=mean,
+            pca_components=comps,
+        )
+
+    def node_chunk(self, node: int) -> Chunk:
+        """A window node of the SSG as a :class:`Chunk` with exact offsets."""
+        graph = self.ssg
+        doc_id = graph.doc_ids[int(graph.node_doc[node])]
+        entry = self._entries[doc_id]
+        a, b = graph.node_sentences[node] - self._sentence_offsets[int(graph.node_doc[node])]
+        start, end = entry.sentences[int(a)].start, entry.sentences[int(b) - 1].end
+        return Chunk(
+            doc_id=doc_id,
+            start=start,
+            end=end,
+            text=entry.doc.text[start:end],
+            token_count=int(self.chunker.tokenizer.count([entry.doc.text[start:end]])[0]),
+            index=node,
+            sentence_start=int(a),
+            sentence_end=int(b),
+            metadata=entry.doc.metadata,
+        )
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """Write the index to ``directory`` atomically (a versioned format, no pickle).
+
+        A crash during the write leaves the previous save intact (or nothing), never a
+        directory that loads with missing or corrupt parts.
+        """
+        from semrag import __version__
+
+        manifest = {
+            "kind": KIND,
+            "format_version": FORMAT_VERSION,
+            "library_version": __version__,
+            "embedder": repr(self.embedder),
+            "dim": self.embedder.dim,
+            "chunker": repr(self.chunker),
+            "ssg": self.ssg_config.to_dict() if self.ssg_config else None,
+            "dense": self.dense.config(),
+            "chunk_vectors": self.chunk_vectors,
+            "next_id": self._next_id,
+        }
+        graph = self._graph
+        with atomic_directory(directory, manifest) as tmp:
+            with open(tmp / "documents.jsonl", "w", encoding="utf-8") as f:
+                for e in self._entries.values():
+                    record = {
+                        "id": e.doc.id,
+                        "text": e.doc.text,
+                        "metadata": dict(e.doc.metadata),
+                        "sentences": [[s.start, s.end] for s in e.sentences],
+                        "chunks": [
+                            [c.start, c.end, c.token_count, c.sentence_start, c.sentence_end]
+                            for c in e.chunks
+                        ],
+                        "chunk_ids": e.chunk_ids,
+                        "node_ranges": [list(r) for r in e.node_ranges],
+                        "themes": e.themes,
+                    }
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            entries = list(self._entries.values())
+            dim = self.embedder.dim
+            for name, parts in (
+                ("sentence_vectors.npy", [e.sentence_vectors for e in entries]),
+                ("node_vectors.npy", [e.node_vectors for e in entries]),
+                ("theme_vectors.npy", [e.theme_vector[None, :] for e in entries]),
+            ):
+                arr = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
+                np.save(tmp / name, arr.astype(np.float32), allow_pickle=False)
+            self.dense.save(tmp)
+            self.sparse.save(tmp)
+            if graph is not None:
+                np.savez(tmp / "ssg.npz", **graph.arrays())
+                (tmp / "ssg.json").write_text(
+                    json.dumps({"bridges": graph.theme_bridges}), encoding="utf-8"
+                )
+        return Path(directory)
+
+    @classmethod
+    def load(
+        cls,
+        directory: str | Path,
+        *,
+        embedder: Any = None,
+        chunker: BoundaryChunker | None = None,
+        theme_llm: LLM | None = None,
+    ) -> SemanticIndex:
+        """Load an index written by :meth:`save`.
+
+        Args:
+            directory: the saved index.
+            embedder: the embedder for new documents and queries; default the packaged
+                MiniLM. Its dimension must match the saved one.
+            chunker: the chunker for documents added later; default ``SemanticChunker``.
+            theme_llm: optional theme LLM for documents added later.
+
+        Raises:
+            ConfigError: on a missing directory, a newer format or a dimension mismatch.
+            StoreError: if the save is incomplete or a file is corrupt.
+        """
+        from semrag import __version__
+
+        directory = Path(directory)
+        m = read_manifest(
+            directory, kind=KIND, format_version=FORMAT_VERSION, library_version=__version__
+        )
+        ssg_cfg = SSGConfig(**m["ssg"]) if m["ssg"] else False
+        index = cls(
+            chunker,
+            embedder,
+            ssg=ssg_cfg,
+            dense=m["dense"]["kind"],
+            chunk_vectors=m["chunk_vectors"],
+            theme_llm=theme_llm,
+        )
+        if index.embedder.dim != m["dim"]:
+            raise ConfigError(
+                f"the index was built with {m['dim']}-dimensional vectors ({m['embedder']}); "
+                f"the embedder gives {index.embedder.dim}"
+            )
+        svecs = np.load(directory / "sentence_vectors.npy", allow_pickle=False)
+        nvecs = np.load(directory / "node_vectors.npy", allow_pickle=False)
+        tvecs = np.load(directory / "theme_vectors.npy", allow_pickle=False)
+        s_pos = n_pos = 0
+        with open(directory / "documents.jsonl", encoding="utf-8") as f:
+            for t_pos, line in enumerate(f):
+                r = json.loads(line)
+                doc = Document(r["id"], r["text"], r["metadata"])
+                spans = [Span(a, b) for a, b in r["sentences"]]
+                chunks = [
+                    Chunk(doc.id, a, b, doc.text[a:b], tc, i, ss, se, doc.metadata)
+                    for i, (a, b, tc, ss, se) in enumerate(r["chunks"])
+                ]
+                ranges = [(a, b) for a, b in r["node_ranges"]]
+                entry = _Entry(
+                    doc,
+                    spans,
+                    svecs[s_pos : s_pos + len(spans)],
+                    chunks,
+                    list(r["chunk_ids"]),
+                    ranges,
+                    nvecs[n_pos : n_pos + len(ranges)],
+                    list(r["themes"]),
+                    tvecs[t_pos],
+                )
+                s_pos += len(spans)
+                n_pos += len(ranges)
+                index._entries[doc.id] = entry
+                for i, c in zip(entry.chunk_ids, chunks, strict=True):
+                    index._chunk_by_id[i] = c
+        index._next_id = int(m["next_id"])
+        index._dense = DenseIndex.load(directory, m["dense"])
+        index.sparse = BM25Index.load(directory)
+        if (directory / "ssg.npz").exists() and ssg_cfg:
+            index._graph = index._graph_from_saved(directory, ssg_cfg)
+        return index
+
+    def _graph_from_saved(self, directory: Path, cfg: SSGConfig) -> SemanticSimilarityGraph:
+        _ = self.sentence_matrix
+        with np.load(directory / "ssg.npz", allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        bridges = json.loads((directory / "ssg.json").read_text(encoding="utf-8"))["bridges"]
+        return SemanticSimilarityGraph(
+            config=cfg,
+            doc_ids=list(self._entries),
+            themes=[e.themes for e in self._entries.values()],
+            theme_bridges=[[(int(j), float(s)) for j, s in row] for row in bridges],
+            **arrays,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SemanticIndex(documents={len(self)}, chunks={len(self._chunk_by_id)}, "
+            f"chunker={self.chunker!r}, ssg={self.ssg_config is not None})"
+        )

@@ -1,0 +1,545 @@
+"""The seven retrieval algorithms over the semantic similarity graph (Lester, 2025).
+
+All algorithms start from an *anchor*: the window node most similar to the query, found
+with the index's FAISS node index. They visit nodes, extract each visited node's
+sentences (deduplicated), and stop by the paper's rules:
+
+* ``max_sentences`` extracted (default 15);
+* early stop, once ``early_stop_after`` sentences are in hand (8; 5 for
+  ``basic_retrieval``), when the best extracted sentence is closer to the query than the
+  best candidate node still available;
+* ``ssg_traversal`` stops when the next hop's similarity is no better than the last one.
+
+No node is visited twice. Every result carries its hop, the edge that led to it, the
+step score and the sentences it contributed (see :class:`SSGRetriever`).
+
+Algorithms (names as in the paper):
+
+``basic_retrieval``
+    No traversal: nodes in order of query similarity (the control).
+``query_traversal``
+    Best-first search on query similarity over a *global frontier* of every unvisited
+    node adjacent to a visited one (the paper's ``argmax over C_unvisited``; its code only
+    looked at the current node's neighbours).
+``ssg_traversal``
+    Follow the strongest edge from the current node, skipping nodes that share an already
+    extracted sentence.
+``triangulation_average``
+    Next node maximises ``(sim(q, c_t) + sim(q, n) + sim(c_t, n)) / 3``.
+``triangulation_geometric_3d``
+    In a 3-D PCA space fitted once when the graph is built, the next node is the one whose
+    triangle centroid ``(q + c_t + n) / 3`` is closest to ``q``.
+``triangulation_fulldim``
+    The same in the full space; since ``||(q + c + n)/3 - q|| = ||n - (2q - c)|| / 3`` it is a
+    vectorised nearest-neighbour query around ``2q - c``.
+``llm_guided_traversal``
+    The query traversal with an LLM choosing: it picks the next node among the five best
+    candidates of the frontier, or stops, with the paper's JSON prompt; an invalid reply
+    falls back to the best candidate; a budget caps the calls (after it is spent the
+    traversal continues greedily on query similarity).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.errors import ConfigError
+from semrag.llm import LLM, extract_json, validate_json
+from semrag.types import ScoredChunk
+
+__all__ = ["ALGORITHMS", "SSGRetriever", "Step", "Traversal"]
+
+Floats = npt.NDArray[np.float32]
+
+ALGORITHMS = (
+    "basic_retrieval",
+    "query_traversal",
+    "ssg_traversal",
+    "triangulation_average",
+    "triangulation_geometric_3d",
+    "triangulation_fulldim",
+    "llm_guided_traversal",
+)
+
+_CHOICE_SCHEMA = {
+    "type": "object",
+    "required": ["choice"],
+    "properties": {"choice": {"type": ["integer", "string"]}, "reasoning": {"type": "string"}},
+}
+
+# The paper's prompt, verbatim apart from the number of candidates.
+_LLM_PROMPT = (
+    (
+        "You are a semantic similarity graph traversal agent. "
+        "Your goal: find relevant content to answer the query.\n"
+    )
+    + """QUERY: {query}
+ALREADY EXTRACTED ({n} sentences):
+{extracted}
+CANDIDATE CHUNKS (pick ONE or STOP):
+{candidates}
+INSTRUCTIONS:
+- Choose the chunk number (1-{m}) that seems most relevant to answering the query
+- If you believe we have enough information to answer the query, respond with "stop"
+- Consider both what we've already extracted and what new information each candidate provides
+- Respond ONLY with a JSON object in this exact format:
+{{"choice": <number 1-{m} OR "stop">, "reasoning": "brief explanation"}}
+Your response:"""
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One visited node."""
+
+    node: int
+    """The window node visited."""
+    parent: int | None
+    """The node it was reached from (``None`` for the anchor and for basic retrieval)."""
+    edge: str
+    """``"anchor"``, ``"intra"``, ``"inter"`` or ``"rank"`` (basic retrieval)."""
+    edge_score: float
+    """Similarity on the edge used (NaN for the anchor and ranks)."""
+    step_score: float
+    """What the algorithm maximised to choose this node."""
+    sentences: tuple[int, ...]
+    """Global indices of the sentences this node added (deduplicated)."""
+    note: str = ""
+    """How the choice was made when it is not the algorithm's rule (e.g. an LLM fallback)."""
+
+
+@dataclass(slots=True)
+class Traversal:
+    """The visited nodes in order, and why the traversal stopped."""
+
+    steps: list[Step] = field(default_factory=list)
+    stop_reason: str = ""
+    llm_calls: int = 0
+
+
+class _Context:
+    """Query-side caches shared by the algorithms (similarities computed lazily)."""
+
+    def __init__(self, index: Any, q: Floats) -> None:
+        self.index = index
+        self.graph = index.ssg
+        self.q = q.astype(np.float32)
+        self.nodes = self.graph.node_vectors
+        self.sent = index.sentence_matrix
+        self._node_sim: dict[int, float] = {}
+        self.extracted: dict[int, float] = {}  # sentence -> sim(q, s)
+        self.visited: set[int] = set()
+
+    def node_sims(self, nodes: npt.NDArray[np.int64]) -> Floats:
+        todo = [int(n) for n in nodes if int(n) not in self._node_sim]
+        if todo:
+            sims = self.nodes[todo] @ self.q
+            self._node_sim.update(zip(todo, sims.tolist(), strict=True))
+        return np.array([self._node_sim[int(n)] for n in nodes], dtype=np.float32)
+
+    def node_sim(self, node: int) -> float:
+        return float(self.node_sims(np.array([node]))[0])
+
+    def sentences_of(self, node: int) -> range:
+        a, b = self.graph.node_sentences[node]
+        return range(int(a), int(b))
+
+    def visit(self, node: int) -> tuple[int, ...]:
+        self.visited.add(node)
+        new = [s for s in self.sentences_of(node) if s not in self.extracted]
+        if new:
+            sims = self.sent[new] @ self.q
+            self.extracted.update(zip(new, sims.tolist(), strict=True))
+        return tuple(new)
+
+    def best_sentence(self) -> float:
+        return max(self.extracted.values(), default=-np.inf)
+
+    def candidates(self, node: int) -> tuple[npt.NDArray[np.int64], Floats, npt.NDArray[np.int8]]:
+        ids, scores, kinds = self.graph.neighbours(node)
+        keep = np.array([int(i) not in self.visited for i in ids], dtype=bool)
+        return ids[keep], scores[keep], kinds[keep]
+
+
+def _edge(kind: int) -> str:
+    return "intra" if kind == 0 else "inter"
+
+
+class _Frontier:
+    """Every unvisited node adjacent to a visited one, best query similarity first."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+        # Entries: (-sim(q, node), node, parent, edge kind, edge score).
+        self.heap: list[tuple[float, int, int, int, float]] = []
+
+    def expand(self, node: int) -> None:
+        ids, scores, kinds = self.ctx.candidates(node)
+        if ids.size:
+            sims = self.ctx.node_sims(ids)
+            rows = zip(ids.tolist(), sims.tolist(), kinds.tolist(), scores.tolist(), strict=True)
+            for i, s, kd, e in rows:
+                heapq.heappush(self.heap, (-s, i, node, kd, e))
+
+    def best(self, n: int) -> list[tuple[float, int, int, int, float]]:
+        """The ``n`` best unvisited entries (one per node), without removing them."""
+        visited = self.ctx.visited
+        self.heap = [e for e in self.heap if e[1] not in visited]
+        heapq.heapify(self.heap)
+        out: list[tuple[float, int, int, int, float]] = []
+        seen: set[int] = set()
+        for entry in heapq.nsmallest(len(self.heap), self.heap):
+            if entry[1] not in seen:
+                seen.add(entry[1])
+                out.append(entry)
+                if len(out) == n:
+                    break
+        return out
+
+
+class SSGRetriever:
+    """Retrieve by traversing the semantic similarity graph of a :class:`SemanticIndex`.
+
+    Args:
+        index: a :class:`~semrag.index.SemanticIndex` built with ``ssg`` on.
+        algorithm: one of :data:`ALGORITHMS`.
+        k: most results returned (visited nodes, best query similarity first).
+        max_sentences: stop after extracting this many sentences; default
+            ``max(15, 3 * k)`` so that ``k`` three-sentence nodes can be collected.
+        early_stop: apply the paper's early-stopping rule.
+        early_stop_after: sentences needed before early stopping applies; default 8
+            (5 for ``basic_retrieval``, as in the paper).
+        llm: the LLM of ``llm_guided_traversal`` (required for it).
+        max_llm_calls: budget of LLM calls per query.
+        candidates_per_hop: candidates shown to the LLM (the paper: 5).
+
+    Example:
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.testing import FakeEmbedder
+        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index.add_documents([Document("a", "Cats purr. Cats nap. Cats eat fish.")])
+        >>> hits = SSGRetriever(index, algorithm="query_traversal", k=2).retrieve("cats nap")
+        >>> hits[0].chunk.doc_id, hits[0].provenance[0]["algorithm"]
+        ('a', 'query_traversal')
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        *,
+        algorithm: str = "query_traversal",
+        k: int = 10,
+        max_sentences: int | None = None,
+        early_stop: bool = True,
+        early_stop_after: int | None = None,
+        llm: LLM | None = None,
+        max_llm_calls: int = 8,
+        candidates_per_hop: int = 5,
+    ) -> None:
+        if algorithm not in ALGORITHMS:
+            raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        if algorithm == "llm_guided_traversal" and llm is None:
+            raise ConfigError("llm_guided_traversal needs an llm")
+        if index.ssg_config is None:
+            raise ConfigError("the index was built with ssg=False; SSG retrieval needs the graph")
+        self.index = index
+        self.algorithm = algorithm
+        self.k = k
+        self.max_sentences = max_sentences
+        self.early_stop = early_stop
+        self.early_stop_after = early_stop_after
+        self.llm = llm
+        self.max_llm_calls = max_llm_calls
+        self.candidates_per_hop = candidates_per_hop
+
+    # -- public -----------------------------------------------------------------------------
+    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Traverse from the query's anchor and return the best ``k`` visited nodes."""
+        k = k or self.k
+        q = self.index.embed_query(query)
+        return self._results(q, self._drive(self._run(query, q, k)), k)
+
+    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Async twin of :meth:`retrieve` (LLM calls are awaited)."""
+        k = k or self.k
+        q = await self.index.aembed_query(query)
+        gen = self._run(query, q, k)
+        reply = None
+        try:
+            while True:
+                prompt = gen.send(reply)
+                assert self.llm is not None
+                reply = await self.llm.acomplete(prompt)
+        except StopIteration as done:
+            traversal = done.value
+        return self._results(q, traversal, k)
+
+    def traverse(self, query: str, *, k: int | None = None) -> Traversal:
+        """The raw traversal (steps, stop reason, LLM calls) for ``query``."""
+        q = self.index.embed_query(query)
+        return self._drive(self._run(query, q, k or self.k))
+
+    def _drive(self, gen: Generator[str, str | None, Traversal]) -> Traversal:
+        reply = None
+        try:
+            while True:
+                prompt = gen.send(reply)
+                assert self.llm is not None
+                reply = self.llm.complete(prompt)
+        except StopIteration as done:
+            return done.value
+
+    # -- engine -------------------------------------------------------------------------------
+    def _limits(self, k: int) -> tuple[int, int]:
+        max_s = self.max_sentences or max(15, 3 * k)
+        after = self.early_stop_after
+        if after is None:
+            after = 5 if self.algorithm == "basic_retrieval" else 8
+        return max_s, after
+
+    def _run(self, query: str, q: Floats, k: int) -> Generator[str, str | None, Traversal]:
+        if self.index.ssg.n_nodes == 0:
+            return Traversal(stop_reason="empty index")
+        ctx = _Context(self.index, q)
+        max_s, after = self._limits(k)
+        if self.algorithm == "basic_retrieval":
+            return self._basic(ctx, max_s, after)
+        if self.algorithm == "llm_guided_traversal":
+            return (yield from self._llm_guided(ctx, query, max_s, after))
+        return self._greedy(ctx, max_s, after)
+
+    def _anchor(self, ctx: _Context) -> int:
+        _, ids = self.index.node_index.search(ctx.q, 1)
+        return int(ids[0, 0])
+
+    def _should_stop_early(self, ctx: _Context, after: int, best_available: float) -> bool:
+        return (
+            self.early_stop and len(ctx.extracted) >= after and ctx.best_sentence() > best_available
+        )
+
+    def _basic(self, ctx: _Context, max_s: int, after: int) -> Traversal:
+        n = ctx.graph.n_nodes
+        depth = min(n, 4 * max_s)
+        scores, ids = self.index.node_index.search(ctx.q, depth)
+        order = [int(i) for i in ids[0] if i >= 0]
+        t = Traversal()
+        for pos, node in enumerate(order):
+            if len(ctx.extracted) >= max_s:
+                t.stop_reason = "max_sentences"
+                break
+            if pos and self._should_stop_early(ctx, after, ctx.node_sim(node)):
+                t.stop_reason = "best sentence beats next chunk"
+                break
+            sim = ctx.node_sim(node)
+            t.steps.append(Step(node, None, "rank", float("nan"), sim, ctx.visit(node)))
+        else:
+            t.stop_reason = "ranking exhausted"
+        return t
+
+    def _greedy(self, ctx: _Context, max_s: int, after: int) -> Traversal:
+        algo = self.algorithm
+        anchor = self._anchor(ctx)
+        t = Traversal()
+        t.steps.append(
+            Step(anchor, None, "anchor", float("nan"), ctx.node_sim(anchor), ctx.visit(anchor))
+        )
+        current = anchor
+        frontier = _Frontier(ctx)
+        last_edge = -np.inf
+        q3 = None
+        if algo == "triangulation_geometric_3d":
+            q3 = ctx.graph.project_3d(ctx.q[None, :])[0]
+        if algo == "query_traversal":
+            frontier.expand(anchor)
+        while True:
+            if len(ctx.extracted) >= max_s:
+                t.stop_reason = "max_sentences"
+                break
+            if algo == "query_traversal":
+                best_entries = frontier.best(1)
+                if not best_entries:
+                    t.stop_reason = "frontier exhausted"
+                    break
+                neg, node, parent, kind, edge = best_entries[0]
+                if self._should_stop_early(ctx, after, -neg):
+                    t.stop_reason = "best sentence beats best available chunk"
+                    break
+                t.steps.append(Step(node, parent, _edge(kind), edge, -neg, ctx.visit(node)))
+                frontier.expand(node)
+                continue
+            ids, edges, kinds = ctx.candidates(current)
+            if algo == "ssg_traversal" and ids.size:
+                keep = np.array(
+                    [not any(s in ctx.extracted for s in ctx.sentences_of(int(i))) for i in ids],
+                    dtype=bool,
+                )
+                ids, edges, kinds = ids[keep], edges[keep], kinds[keep]
+            if not ids.size:
+                t.stop_reason = "no unvisited neighbour"
+                break
+            qs = ctx.node_sims(ids)
+            if algo == "ssg_traversal":
+                scores = edges.astype(np.float32)
+            elif algo == "triangulation_average":
+                scores = (ctx.node_sim(current) + qs + edges) / 3
+            elif algo == "triangulation_geometric_3d":
+                n3 = ctx.graph.project_3d(ctx.nodes[ids])
+                c3 = ctx.graph.project_3d(ctx.nodes[current][None, :])[0]
+                scores = -np.linalg.norm((q3 + c3 + n3) / 3 - q3, axis=1)
+            else:  # triangulation_fulldim: ||(q+c+n)/3 - q|| = ||n - (2q - c)|| / 3
+                target = 2 * ctx.q - ctx.nodes[current]
+                scores = -np.linalg.norm(ctx.nodes[ids] - target, axis=1) / 3
+            best = int(np.argmax(scores))
+            if algo == "ssg_traversal":
+                if edges[best] <= last_edge:
+                    t.stop_reason = "next hop no better than the last"
+                    break
+                last_edge = float(edges[best])
+            elif algo == "triangulation_average":
+                c_vec = ctx.nodes[current]
+                ext = list(ctx.extracted)
+                s_avg = (ctx.node_sim(current) + ctx.sent[ext] @ ctx.q + ctx.sent[ext] @ c_vec) / 3
+                if (
+                    self.early_stop
+                    and len(ext) >= after
+                    and float(s_avg.max()) > float(scores[best])
+                ):
+                    t.stop_reason = "best sentence average beats best chunk average"
+                    break
+            elif self._should_stop_early(ctx, after, float(qs.max())):
+                t.stop_reason = "best sentence beats best available chunk"
+                break
+            node = int(ids[best])
+            t.steps.append(
+                Step(
+                    node,
+                    current,
+                    _edge(int(kinds[best])),
+                    float(edges[best]),
+                    float(scores[best]),
+                    ctx.visit(node),
+                )
+            )
+            current = node
+        return t
+
+    def _llm_guided(
+        self, ctx: _Context, query: str, max_s: int, after: int
+    ) -> Generator[str, str | None, Traversal]:
+        anchor = self._anchor(ctx)
+        t = Traversal()
+        t.steps.append(
+            Step(anchor, None, "anchor", float("nan"), ctx.node_sim(anchor), ctx.visit(anchor))
+        )
+        frontier = _Frontier(ctx)
+        frontier.expand(anchor)
+        while len(ctx.extracted) < max_s:
+            entries = frontier.best(self.candidates_per_hop)
+            if not entries:
+                t.stop_reason = "frontier exhausted"
+                return t
+            ids = np.array([e[1] for e in entries], dtype=np.int64)
+            sims = np.array([-e[0] for e in entries], dtype=np.float32)
+            note = "LLM budget spent: best candidate by query similarity"
+            choice = 0
+            if t.llm_calls < self.max_llm_calls:
+                t.llm_calls += 1
+                reply = yield self._prompt(ctx, query, ids, sims)
+                decision = self._parse_choice(reply, len(entries))
+                if decision == "stop":
+                    t.stop_reason = "llm chose to stop"
+                    return t
+                if decision is None:
+                    note = "invalid LLM reply: fell back to the best candidate"
+                else:
+                    choice, note = int(decision), "llm choice"
+            neg, node, parent, kind, edge = entries[choice]
+            t.steps.append(Step(node, parent, _edge(kind), edge, -neg, ctx.visit(node), note))
+            frontier.expand(node)
+        t.stop_reason = "max_sentences"
+        return t
+
+    def _prompt(self, ctx: _Context, query: str, ids: np.ndarray, sims: np.ndarray) -> str:
+        first = sorted(ctx.extracted)[:5]
+        extracted = "\n".join(self._sentence_text(s) for s in first) or "(nothing yet)"
+        cands = []
+        for rank, (node, sim) in enumerate(zip(ids.tolist(), sims.tolist(), strict=True), 1):
+            chunk = self.index.node_chunk(node)
+            head = f"{rank}. [{chunk.doc_id}#{node}] (similarity: {sim:.2f})"
+            cands.append(f"{head}\nPreview: {chunk.text[:200]}...")
+        return _LLM_PROMPT.format(
+            query=query,
+            n=len(ctx.extracted),
+            extracted=extracted,
+            candidates="\n".join(cands),
+            m=len(ids),
+        )
+
+    def _sentence_text(self, s: int) -> str:
+        doc_id, span = self.index.sentence_location(s)
+        return span.of(self.index.document(doc_id).text)
+
+    @staticmethod
+    def _parse_choice(reply: Any, n: int) -> int | str | None:
+        """0-based choice, ``"stop"``, or ``None`` for an invalid reply."""
+        if not isinstance(reply, str):
+            return None
+        try:
+            value = extract_json(reply)
+            validate_json(value, _CHOICE_SCHEMA)
+        except ValueError:
+            return None
+        choice = value["choice"]
+        if isinstance(choice, str):
+            if choice.strip().lower() == "stop":
+                return "stop"
+            if not choice.strip().isdigit():
+                return None
+            choice = int(choice.strip())
+        return choice - 1 if 1 <= choice <= n else None
+
+    # -- results --------------------------------------------------------------------------------
+    def _results(self, q: Floats, traversal: Traversal, k: int) -> list[ScoredChunk]:
+        ctx_sent = self.index.sentence_matrix
+        path = [s.node for s in traversal.steps]
+        hits: list[ScoredChunk] = []
+        for hop, step in enumerate(traversal.steps):
+            chunk = self.index.node_chunk(step.node)
+            qsim = float(self.index.ssg.node_vectors[step.node] @ q)
+            sentences = []
+            for s in step.sentences:
+                doc_id, span = self.index.sentence_location(s)
+                sentences.append(
+                    {"start": span.start, "end": span.end, "score": float(ctx_sent[s] @ q)}
+                )
+            provenance = {
+                "channel": "ssg",
+                "algorithm": self.algorithm,
+                "hop": hop,
+                "node": step.node,
+                "from": step.parent,
+                "edge": step.edge,
+                "edge_score": None if np.isnan(step.edge_score) else step.edge_score,
+                "step_score": step.step_score,
+                "sentences": sentences,
+                "path": path,
+                "stop_reason": traversal.stop_reason,
+            }
+            if step.note:
+                provenance["note"] = step.note
+            hits.append(
+                ScoredChunk(chunk, qsim, {"dense": qsim, "step": step.step_score}, (provenance,))
+            )
+        hits.sort(key=lambda h: -h.score)
+        return hits[:k]
+
+    def __repr__(self) -> str:
+        return f"SSGRetriever(algorithm={self.algorithm!r}, k={self.k})"

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import functools
+
+import pytest
+from langchain_core.documents import Document as LCDocument
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+from llama_index.core.base.base_retriever import BaseRetriever as LIBaseRetriever
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import QueryBundle
+
+import langchain_semrag
+import llama_index_semrag
+from semrag import Document, SemanticChunker, SemanticIndex
+from semrag.graph import SSGConfig
+from semrag.testing import FakeEmbedder
+
+TEXTS = [
+    "The cat sat on the mat. The cat chased a mouse. The cat slept in the sun. A cat purrs.",
+    "The dog barked at the mailman. The dog chased a ball. The dog slept by the fire.",
+    "Stock prices fell sharply. Investors sold their shares. The market closed lower.",
+    "Rockets launch from Florida. The rocket reached orbit. Astronauts docked at the station.",
+]
+
+
+@functools.cache
+def shared_index() -> SemanticIndex:
+    emb = FakeEmbedder()
+    index = SemanticIndex(
+        embedder=emb, chunker=SemanticChunker(emb), ssg=SSGConfig(min_intra=0.0, min_inter=0.0)
+    )
+    index.add_documents([Document(f"doc{i}", t, {"n": i}) for i, t in enumerate(TEXTS)])
+    return index
+
+
+class TestLangChainSSGRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self):
+        return langchain_semrag.SSGRetriever
+
+    @property
+    def retriever_constructor_params(self):
+        return {
+            "index": shared_index(),
+            "algorithm": "query_traversal",
+            "options": {"max_sentences": 40, "early_stop": False},
+        }
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "the cat chased the dog"
+
+
+def test_langchain_documents_carry_offsets_and_provenance():
+    r = langchain_semrag.SSGRetriever(index=shared_index(), algorithm="triangulation_fulldim", k=3)
+    docs = r.invoke("rocket orbit")
+    assert docs and all(isinstance(d, LCDocument) for d in docs)
+    for d in docs:
+        text = shared_index().document(d.metadata["doc_id"]).text
+        assert text[d.metadata["start_index"] : d.metadata["end_index"]] == d.page_content
+        assert d.metadata["semrag_provenance"][0]["algorithm"] == "triangulation_fulldim"
+        assert set(d.metadata["semrag_channels"]) == {"dense", "step"}
+        assert "n" in d.metadata
+
+
+def test_langchain_rejects_unknown_fields_and_options():
+    with pytest.raises(Exception):  # noqa: B017 - pydantic's ValidationError
+        langchain_semrag.SSGRetriever(index=shared_index(), kk=3)
+    with pytest.raises(TypeError):
+        langchain_semrag.SSGRetriever(index=shared_index(), options={"max_sentnces": 3})
+
+
+async def test_llama_index_retriever_sync_async_and_query_engine():
+    r = llama_index_semrag.SSGRetriever(index=shared_index(), algorithm="query_traversal", k=2)
+    assert isinstance(r, LIBaseRetriever)
+    nodes = r.retrieve("dog ball")
+    anodes = await r.aretrieve(QueryBundle("dog ball"))
+    assert [n.node.text for n in nodes] == [n.node.text for n in anodes]
+    for n in nodes:
+        text = shared_index().document(n.node.metadata["doc_id"]).text
+        assert text[n.node.start_char_idx : n.node.end_char_idx] == n.node.text
+        assert n.score == pytest.approx(n.node.metadata["semrag_score"])
+    engine = RetrieverQueryEngine.from_args(r, llm=MockLLM())
+    response = engine.query("dog ball")
+    assert response.source_nodes and response.source_nodes[0].node.text == nodes[0].node.text

@@ -1,0 +1,259 @@
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from semrag import Document, SemanticChunker, SemanticIndex
+from semrag.errors import ConfigError, EmbeddingError, StoreError
+from semrag.graph import SSGConfig
+from semrag.index import BM25Index, DenseIndex, persist
+from semrag.testing import FakeEmbedder, FakeLLM
+
+CATS = "The cat sat on the mat. The cat chased a mouse. The cat slept in the sun."
+DOGS = "The dog barked at the mailman. The dog chased a ball. The dog slept by the fire."
+STOCKS = "Stock prices fell sharply. Investors sold their shares. The market closed lower."
+
+
+def make_index(**kw) -> SemanticIndex:
+    emb = kw.pop("embedder", FakeEmbedder())
+    kw.setdefault("chunker", SemanticChunker(emb, buffer_size=0, threshold=0.9))
+    index = SemanticIndex(embedder=emb, **kw)
+    index.add_documents(
+        [
+            Document("cats", CATS, {"topic": "pets"}),
+            Document("dogs", DOGS),
+            Document("stocks", STOCKS),
+        ]
+    )
+    return index
+
+
+def test_dense_index_add_search_remove():
+    idx = DenseIndex(3)
+    idx.add([10, 11], np.array([[1, 0, 0], [0, 1, 0]], dtype=np.float32))
+    scores, ids = idx.search(np.array([1, 0.1, 0], dtype=np.float32), 3)
+    assert ids[0].tolist() == [10, 11, -1]
+    assert idx.remove([10]) == 1 and len(idx) == 1
+    assert idx.search(np.array([1, 0, 0], dtype=np.float32), 1)[1][0].tolist() == [11]
+    with pytest.raises(ConfigError):
+        idx.add([11], np.ones((1, 3), np.float32))
+    with pytest.raises(EmbeddingError):
+        idx.add([12], np.ones((1, 4), np.float32))
+    with pytest.raises(EmbeddingError):
+        idx.add([12], np.full((1, 3), np.nan, np.float32))
+    with pytest.raises(EmbeddingError):
+        idx.search(np.ones(4, np.float32), 1)
+
+
+def test_dense_hnsw_matches_flat_on_small_data(tmp_path):
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(300, 16)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    flat, hnsw = DenseIndex(16), DenseIndex(16, kind="hnsw")
+    flat.add(np.arange(300), v)
+    hnsw.add(np.arange(300), v)
+    q = v[:20]
+    assert (flat.search(q, 1)[1] == hnsw.search(q, 1)[1]).mean() >= 0.95
+    hnsw.remove([0])
+    assert 0 not in hnsw.search(v[0], 5)[1][0]
+
+
+def test_bm25_differs_from_nothing_and_handles_empty():
+    bm = BM25Index()
+    assert bm.search("anything", 3) == []
+    bm.add([1, 2, 3], ["the cat sat", "dogs bark loudly", "cat and dog"])
+    hits = bm.search("cat", 3)
+    assert [i for i, _ in hits] in ([1, 3], [3, 1])
+    assert all(s > 0 for _, s in hits)
+    bm.remove([1])
+    assert [i for i, _ in bm.search("cat", 3)] == [3]
+    assert bm.search("", 3) == []
+
+
+def test_bm25_agrees_with_rank_bm25():
+    from rank_bm25 import BM25Okapi
+
+    from semrag.index import bm25_tokenize
+
+    docs = [CATS, DOGS, STOCKS, "cat dog stock"]
+    bm = BM25Index()
+    bm.add(list(range(4)), docs)
+    ref = BM25Okapi([bm25_tokenize(d) for d in docs])
+    ids, scores = bm.scores("cat chased the ball")
+    np.testing.assert_allclose(scores, ref.get_scores(bm25_tokenize("cat chased the ball")))
+
+
+def test_index_holds_everything():
+    index = make_index()
+    assert index.doc_ids == ["cats", "dogs", "stocks"]
+    assert len(index.sentences("cats")) == 3
+    assert all(index.document(c.doc_id).text[c.start : c.end] == c.text for c in index.chunks())
+    assert index.chunks("cats")[0].metadata == {"topic": "pets"}
+    assert index.search("stock market shares", k=1)[0].chunk.doc_id == "stocks"
+    assert index.search_sparse("mailman", k=1)[0].chunk.doc_id == "dogs"
+    assert index.themes("cats") and "cat" in " ".join(index.themes("cats"))
+
+
+def test_embeddings_are_computed_once_and_batched():
+    emb = FakeEmbedder()
+    index = SemanticIndex(embedder=emb, chunker=SemanticChunker(emb, buffer_size=0))
+    index.add_documents([Document(str(i), CATS + f" Extra{i}.") for i in range(10)])
+    # One call for all sentences, one for chunk/theme texts; the chunker hit the cache.
+    assert emb.calls == 2
+
+
+def test_ssg_edges_and_nodes():
+    index = make_index(ssg=SSGConfig(window=2, top_k=3, top_x=2, min_intra=0.0, min_inter=0.0))
+    g = index.ssg
+    assert g.n_nodes == 6  # 3 documents x 2 windows of 2 sentences
+    for node in range(g.n_nodes):
+        ids, scores, kinds = g.neighbours(node)
+        assert node not in ids
+        same = g.node_doc[ids] == g.node_doc[node]
+        assert np.array_equal(same, kinds == 0)
+        assert (kinds == 1).sum() <= 2
+    assert len(g.theme_bridges) == 3 and all(len(b) == 2 for b in g.theme_bridges)
+    chunk = index.node_chunk(0)
+    assert chunk.text == "The cat sat on the mat. The cat chased a mouse."
+
+
+def test_add_and_delete_update_the_graph():
+    index = make_index()
+    n_before = index.ssg.n_nodes
+    index.add_documents([Document("birds", "Birds sing at dawn. Birds fly south.")])
+    assert index.ssg.n_nodes == n_before + 1
+    assert index.delete("cats") is True and index.delete("cats") is False
+    assert "cats" not in index.ssg.doc_ids
+    assert all(h.chunk.doc_id != "cats" for h in index.search("cat mat mouse", k=10))
+    assert all(h.chunk.doc_id != "cats" for h in index.search_sparse("cat", k=10))
+
+
+def test_readding_a_document_replaces_it():
+    index = make_index()
+    index.add_documents([Document("cats", "Cats are now about something else entirely.")])
+    assert len(index) == 3
+    assert [c.text for c in index.chunks("cats")] == ["Cats are now about something else entirely."]
+    assert len(index.search("cat", k=50)) == len(index.chunks())
+
+
+def test_bad_input():
+    index = make_index()
+    with pytest.raises(ConfigError, match="duplicate"):
+        index.add_documents([Document("x", "a."), Document("x", "b.")])
+    with pytest.raises(ConfigError, match="JSON"):
+        index.add_documents([Document("y", "a.", {"bad": object()})])
+    with pytest.raises(TypeError):
+        index.add_documents([42])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        index.search(b"bytes")  # type: ignore[arg-type]
+    assert "y" not in index
+
+
+def test_empty_and_whitespace_documents():
+    index = make_index()
+    index.add_documents([Document("empty", ""), Document("blank", "   \n")])
+    assert index.chunks("empty") == [] and index.sentences("blank") == []
+    assert index.ssg.n_nodes == 3  # one 3-sentence window per non-empty document
+
+
+def test_save_load_round_trip(tmp_path):
+    index = make_index()
+    before = [(h.chunk, round(h.score, 5)) for h in index.search("dog ball", k=3)]
+    _ = index.ssg
+    index.save(tmp_path / "idx")
+    loaded = SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder())
+    assert loaded.doc_ids == index.doc_ids
+    assert [(h.chunk, round(h.score, 5)) for h in loaded.search("dog ball", k=3)] == before
+    assert loaded.search_sparse("mailman", 1)[0].chunk.doc_id == "dogs"
+    assert loaded._graph is not None  # the graph was persisted, not rebuilt
+    np.testing.assert_array_equal(loaded.ssg.indices, index.ssg.indices)
+    assert loaded.themes("cats") == index.themes("cats")
+    loaded.add_documents([Document("birds", "Birds sing at dawn.")])
+    ids = [c for d in loaded.doc_ids for c in loaded._entries[d].chunk_ids]
+    assert len(ids) == len(set(ids))
+
+
+def test_load_checks_dimension_and_format(tmp_path):
+    make_index().save(tmp_path / "idx")
+    with pytest.raises(ConfigError, match="256-dimensional"):
+        SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=32))
+    m = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    m["format_version"] = 99
+    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ConfigError, match="upgrade"):
+        SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder())
+    with pytest.raises(ConfigError, match="no saved"):
+        SemanticIndex.load(tmp_path / "missing", embedder=FakeEmbedder())
+
+
+def test_corrupt_file_is_detected(tmp_path):
+    make_index().save(tmp_path / "idx")
+    with open(tmp_path / "idx" / "documents.jsonl", "a") as f:
+        f.write("garbage\n")
+    with pytest.raises(StoreError, match="corrupt"):
+        SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder())
+
+
+def test_crash_during_save_leaves_the_previous_save(tmp_path, monkeypatch):
+    index = make_index()
+    index.save(tmp_path / "idx")
+    index.add_documents([Document("birds", "Birds sing at dawn.")])
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(BM25Index, "save", boom)
+    with pytest.raises(OSError, match="disk full"):
+        index.save(tmp_path / "idx")
+    monkeypatch.undo()
+    loaded = SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder())
+    assert loaded.doc_ids == ["cats", "dogs", "stocks"]
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".idx")], "temp dirs left behind"
+
+
+def test_crash_before_manifest_is_not_loadable(tmp_path, monkeypatch):
+    monkeypatch.setattr(persist, "_fsync_dir", lambda p: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        make_index().save(tmp_path / "idx")
+    assert not (tmp_path / "idx").exists()
+
+
+async def test_async_add_and_search_equal_sync():
+    sync = make_index()
+    emb = FakeEmbedder()
+    asyn = SemanticIndex(embedder=emb, chunker=SemanticChunker(emb, buffer_size=0, threshold=0.9))
+    await asyn.aadd_documents(
+        [
+            Document("cats", CATS, {"topic": "pets"}),
+            Document("dogs", DOGS),
+            Document("stocks", STOCKS),
+        ]
+    )
+    assert asyn.chunks() == sync.chunks()
+    assert [h.chunk for h in await asyn.asearch("dog", 2)] == [
+        h.chunk for h in sync.search("dog", 2)
+    ]
+
+
+def test_llm_themes_and_malformed_reply():
+    emb = FakeEmbedder()
+    llm = FakeLLM(['{"themes": ["felines", "rest"]}'])
+    index = SemanticIndex(embedder=emb, theme_llm=llm)
+    index.add_documents([Document("cats", CATS)])
+    assert index.themes("cats") == ["felines", "rest"]
+    bad = SemanticIndex(embedder=emb, theme_llm=FakeLLM(["no", "still no"]))
+    from semrag.errors import LLMOutputError
+
+    with pytest.raises(LLMOutputError):
+        bad.add_documents([Document("cats", CATS)])
+    assert "cats" not in bad
+
+
+def test_chunk_vectors_mean_option():
+    index = make_index(chunk_vectors="mean")
+    assert index.search("stock shares", k=1)[0].chunk.doc_id == "stocks"
+    with pytest.raises(ConfigError):
+        SemanticIndex(embedder=FakeEmbedder(), chunk_vectors="max")
