@@ -1,7 +1,10 @@
 """The ``semrag`` command line.
 
-``semrag chunk FILE... [--buffer-size N --threshold T --max-tokens N --json]`` prints the
-chunks of each file (or JSON lines with offsets and token counts).
+* ``semrag chunk FILE... [--buffer-size N --threshold T --max-tokens N --json]`` prints the
+  chunks of each file (or JSON lines with offsets and token counts).
+* ``semrag index DIR_OR_FILES... --out INDEX [--no-ssg]`` builds and saves a SemanticIndex.
+* ``semrag query INDEX "question" [--algorithm A --k K --plot PNG --json]`` retrieves with
+  an SSG traversal algorithm (or ``--algorithm dense`` / ``sparse``) and prints provenance.
 """
 
 from __future__ import annotations
@@ -77,6 +80,88 @@ def _cmd_chunk(args: argparse.Namespace) -> int:
     return 0
 
 
+_TEXT_SUFFIXES = {".txt", ".md", ".rst", ".text"}
+
+
+def _collect(paths: Sequence[str]) -> list[Document]:
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in _TEXT_SUFFIXES)
+        else:
+            files.append(p)
+    if not files:
+        raise SemragError("no text files found (looked for .txt, .md, .rst)")
+    return [_read(str(f)) for f in files]
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from semrag.chunking import SemanticChunker
+    from semrag.embeddings import SentenceTransformerEmbedder
+    from semrag.index import SemanticIndex
+
+    docs = _collect(args.paths)
+    embedder = SentenceTransformerEmbedder()
+    chunker = SemanticChunker(
+        embedder,
+        buffer_size=args.buffer_size,
+        max_tokens=args.max_tokens,
+        show_progress=args.progress,
+    )
+    index = SemanticIndex(chunker, embedder, ssg=not args.no_ssg, show_progress=args.progress)
+    index.add_documents(docs)
+    if not args.no_ssg:
+        _ = index.ssg
+    out = index.save(args.out)
+    n_chunks = len(index.chunks())
+    print(f"indexed {len(docs)} documents, {n_chunks} chunks -> {out}")
+    return 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from semrag.index import SemanticIndex
+    from semrag.retrieval import SSGRetriever
+
+    index = SemanticIndex.load(args.index)
+    if args.algorithm == "dense":
+        hits = index.search(args.question, k=args.k)
+    elif args.algorithm == "sparse":
+        hits = index.search_sparse(args.question, k=args.k)
+    else:
+        hits = SSGRetriever(index, algorithm=args.algorithm, k=args.k).retrieve(args.question)
+    for rank, hit in enumerate(hits, 1):
+        c = hit.chunk
+        if args.json:
+            record = {
+                "rank": rank,
+                "doc_id": c.doc_id,
+                "start": c.start,
+                "end": c.end,
+                "score": hit.score,
+                "channels": dict(hit.channel_scores),
+                "provenance": [dict(p) for p in hit.provenance],
+                "text": c.text,
+            }
+            print(json.dumps(record, ensure_ascii=False))
+            continue
+        p = hit.provenance[0] if hit.provenance else {}
+        how = ""
+        if p.get("channel") == "ssg":
+            how = f" hop {p['hop']}: " + (
+                "anchor" if p["from"] is None else f"{p['edge']} edge from node {p['from']}"
+            )
+        print(f"#{rank} {hit.score:.3f} {c.doc_id} [{c.start}:{c.end}]{how}")
+        print(f"    {c.text[:300]}")
+    if args.plot:
+        if args.algorithm in ("dense", "sparse"):
+            raise SemragError("--plot draws SSG traversals; pick an SSG algorithm")
+        from semrag.viz import plot_traversal
+
+        print(f"plot: {plot_traversal(hits, args.plot, index=index)}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``semrag`` command."""
     parser = argparse.ArgumentParser(prog="semrag", description=__doc__.splitlines()[0])
@@ -102,6 +187,31 @@ def build_parser() -> argparse.ArgumentParser:
     chunk.add_argument("--plot", metavar="DIR", help="write a breakpoint plot per file to DIR")
     chunk.add_argument("--progress", action="store_true", help="show a progress bar")
     chunk.set_defaults(func=_cmd_chunk)
+
+    index = sub.add_parser("index", help="build and save a SemanticIndex")
+    index.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
+    index.add_argument("--out", required=True, metavar="INDEX", help="directory to write")
+    index.add_argument("--chunker", choices=("semantic",), default="semantic")
+    index.add_argument("--buffer-size", type=int, default=1)
+    index.add_argument("--max-tokens", type=int, default=1024)
+    index.add_argument("--no-ssg", action="store_true", help="skip the similarity graph")
+    index.add_argument("--progress", action="store_true")
+    index.set_defaults(func=_cmd_index)
+
+    from semrag.retrieval.ssg import ALGORITHMS
+
+    query = sub.add_parser("query", help="retrieve from a saved index")
+    query.add_argument("index", metavar="INDEX")
+    query.add_argument("question")
+    query.add_argument(
+        "--algorithm",
+        choices=[a for a in ALGORITHMS if a != "llm_guided_traversal"] + ["dense", "sparse"],
+        default="query_traversal",
+    )
+    query.add_argument("--k", type=int, default=5)
+    query.add_argument("--json", action="store_true")
+    query.add_argument("--plot", metavar="PNG", help="draw the traversal to this PNG")
+    query.set_defaults(func=_cmd_query)
     return parser
 
 

@@ -11,9 +11,13 @@ import numpy as np
 from semrag.errors import ConfigError, missing_dependency
 
 if TYPE_CHECKING:
-    from semrag.chunking.base import ChunkingStats
+    from collections.abc import Sequence
 
-__all__ = ["plot_breakpoints"]
+    from semrag.chunking.base import ChunkingStats
+    from semrag.index import SemanticIndex
+    from semrag.types import ScoredChunk
+
+__all__ = ["plot_breakpoints", "plot_traversal"]
 
 
 def _pyplot():  # type: ignore[no-untyped-def]
@@ -63,6 +67,113 @@ def plot_breakpoints(stats: ChunkingStats, path: str | Path, *, title: str | Non
         ax.set_ylabel(stats.score_name)
         ax.set_title(title or f"{stats.doc_id}: {stats.n_chunks} chunks ({stats.threshold_rule})")
         ax.legend(loc="upper right", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_traversal(
+    result: Sequence[ScoredChunk],
+    path: str | Path,
+    *,
+    index: SemanticIndex | None = None,
+    max_neighbours: int = 6,
+    title: str | None = None,
+) -> Path:
+    """Draw an SSG traversal: the visited nodes numbered hop by hop, and their neighbourhood.
+
+    Args:
+        result: what :class:`~semrag.retrieval.SSGRetriever` returned (its provenance holds
+            the path, the hops and the edges taken).
+        path: where to write the PNG.
+        index: the index searched; with it, each visited node's strongest neighbours are
+            drawn too (grey), so one can see the alternatives the traversal passed over.
+        max_neighbours: neighbours drawn per visited node.
+        title: plot title.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ConfigError: if ``result`` is empty or does not come from an SSG retriever.
+    """
+    steps = [p for hit in result for p in hit.provenance if p.get("channel") == "ssg"]
+    if not steps:
+        raise ConfigError("nothing to draw: the result has no SSG provenance")
+    import networkx as nx
+
+    plt = _pyplot()
+    order = {p["node"]: p["hop"] for p in steps}
+    label = {hit.provenance[0]["node"]: hit.chunk for hit in result if hit.provenance}
+    g = nx.DiGraph()
+    hops: list[tuple[int, int]] = []
+    for p in steps:
+        g.add_node(p["node"])
+        if p.get("from") is not None:
+            g.add_edge(p["from"], p["node"], score=p.get("edge_score") or 0.0)
+            hops.append((p["from"], p["node"]))
+    neighbours: set[int] = set()
+    if index is not None:
+        graph = index.ssg
+        for node in list(order):
+            ids, scores, kinds = graph.neighbours(node)
+            for j, sc, kd in list(zip(ids.tolist(), scores.tolist(), kinds.tolist(), strict=True))[
+                :max_neighbours
+            ]:
+                if j not in order:
+                    neighbours.add(j)
+                if not g.has_edge(node, j) and not g.has_edge(j, node):
+                    g.add_edge(node, j, score=sc, context=True, inter=kd == 1)
+    pos = nx.spring_layout(g.to_undirected(), seed=0, weight="score")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(9, 7), dpi=110)
+    try:
+        context = [(u, v, d["inter"]) for u, v, d in g.edges(data=True) if d.get("context")]
+        for inter, colour, style in ((False, "#cccccc", "solid"), (True, "#e9b96e", "dashed")):
+            edges = [(u, v) for u, v, i in context if i == inter]
+            nx.draw_networkx_edges(
+                g, pos, edgelist=edges, ax=ax, edge_color=colour, style=style, arrows=False
+            )
+        nx.draw_networkx_nodes(
+            g, pos, nodelist=sorted(neighbours), ax=ax, node_size=60, node_color="#bbbbbb"
+        )
+        visited = sorted(order, key=order.get)
+        colours = ["#cc0000" if order[n] == 0 else "#3465a4" for n in visited]
+        nx.draw_networkx_nodes(g, pos, nodelist=visited, ax=ax, node_size=420, node_color=colours)
+        nx.draw_networkx_edges(
+            g, pos, edgelist=hops, ax=ax, edge_color="#204a87", width=2, arrows=True, arrowsize=16
+        )
+        nx.draw_networkx_labels(
+            g,
+            pos,
+            labels={n: str(order[n]) for n in visited},
+            ax=ax,
+            font_color="white",
+            font_size=9,
+        )
+        for n in visited:
+            chunk = label.get(n)
+            if chunk is not None:
+                x, y = pos[n]
+                name = Path(chunk.doc_id).name or chunk.doc_id
+                ax.annotate(
+                    f"{name}: {chunk.text[:40]}...",
+                    (x, y),
+                    fontsize=7,
+                    xytext=(8, -10),
+                    textcoords="offset points",
+                )
+        algorithm = steps[0].get("algorithm", "ssg")
+        ax.set_title(
+            title
+            or f"{algorithm}: {len(visited)} nodes visited (red = anchor, grey = neighbours, "
+            f"dashed = other document)\nstopped: {steps[0].get('stop_reason', '')}",
+            fontsize=10,
+        )
+        ax.axis("off")
         fig.tight_layout()
         fig.savefig(path)
     finally:

@@ -13,10 +13,20 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from semrag.errors import ConfigError
 
-__all__ = ["SectionedDocument", "read_choi", "read_squad_articles"]
+if TYPE_CHECKING:
+    from semrag.types import Document
+
+__all__ = [
+    "MultiHopQuestion",
+    "SectionedDocument",
+    "read_choi",
+    "read_musique",
+    "read_squad_articles",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +113,46 @@ def read_choi(
             if limit is not None and len(docs) >= limit:
                 break
     return docs
+
+
+@dataclass(frozen=True, slots=True)
+class MultiHopQuestion:
+    """A question with the ids of the paragraphs that support its answer."""
+
+    id: str
+    """Question id."""
+    question: str
+    """The question text."""
+    supporting: tuple[str, ...]
+    """Ids of the supporting paragraphs (documents)."""
+    answer: str
+    """The gold answer."""
+
+
+def read_musique(path: str | Path) -> tuple[list[Document], list[MultiHopQuestion]]:
+    """MuSiQue-Ans: the corpus (all paragraphs of all questions, deduplicated) and questions.
+
+    Each paragraph becomes a :class:`~semrag.types.Document` whose text is the title, a
+    blank line and the paragraph (so the title is a sentence of its own); its id is a hash
+    of title and text, so a paragraph shared by two questions is one document.
+    """
+    import hashlib
+
+    from semrag.types import Document
+
+    p = _need(Path(path))
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    docs: dict[str, Document] = {}
+    questions: list[MultiHopQuestion] = []
+    for q in data:
+        support = []
+        for para in q["paragraphs"]:
+            text = f"{para['title']}\n\n{para['paragraph_text']}"
+            pid = hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+            docs.setdefault(pid, Document(pid, text, {"title": para["title"]}))
+            if para["is_supporting"]:
+                support.append(pid)
+        questions.append(MultiHopQuestion(q["id"], q["question"], tuple(support), q["answer"]))
+    return list(docs.values()), questions

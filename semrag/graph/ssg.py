@@ -3,12 +3,12 @@
 Nodes are sliding windows of sentences (default 3 sentences, step 1) within each document;
 each node keeps its sentences as children. Edges connect each node to its ``top_k`` most
 similar nodes of the same document (cosine >= ``min_intra``) and its ``top_x`` most similar
-nodes of other documents (cosine >= ``min_inter``). Edges are found with FAISS, a document
-at a time, never with a dense N x N matrix: intra-document blocks are small, and the
-inter-document search excludes the query's own document with an id-range selector (node
-ids are contiguous per document). Documents carry themes (keywords, or an LLM's themes),
-and each document is bridged to its ``top_t`` most similar documents by theme vector.
-Edges are stored in CSR form.
+nodes of other documents (cosine >= ``min_inter``). Edges are found with FAISS, never with a
+dense N x N matrix: intra-document blocks are small, and the inter-document neighbours
+come from one batched kNN search deep enough to see past a node's own document (an id-range
+selector excludes the document for the rare rows that need more). Documents carry themes
+(keywords, or an LLM's themes), and each document is bridged to its ``top_t`` most
+similar documents by theme vector. Edges are stored in CSR form.
 
 References:
     E. Lester (2025), "Novel Semantic Similarity Graph Traversal Algorithms for Semantic
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag._deps import faiss as _faiss
 from semrag.errors import ConfigError
-from semrag.index.dense import _faiss
 
 __all__ = ["SSGConfig", "SemanticSimilarityGraph", "build_edges", "keyword_themes", "window_ranges"]
 
@@ -130,7 +130,19 @@ def build_edges(
         edges then its inter edges, each by decreasing score.
     """
     n = vectors.shape[0]
-    rows: list[list[tuple[int, float, int]]] = [[] for _ in range(n)]
+    src: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
+    val: list[np.ndarray] = []
+    kind: list[np.ndarray] = []
+
+    def collect(a: int, cols: np.ndarray, vals: np.ndarray, k: int, offset: int) -> None:
+        keep = cols >= 0
+        rows = np.broadcast_to(np.arange(a, a + cols.shape[0])[:, None], cols.shape)
+        src.append(rows[keep])
+        dst.append(cols[keep] + offset)
+        val.append(vals[keep].astype(np.float32))
+        kind.append(np.full(int(keep.sum()), k, dtype=np.int8))
+
     bounds = list(doc_offsets)
     # Intra-document: blocks are small; big documents go through a FAISS flat index.
     for a, b in zip(bounds, bounds[1:], strict=False):
@@ -142,52 +154,68 @@ def build_edges(
             np.fill_diagonal(sims, -np.inf)
             cols, vals = _topk_rows(sims, config.top_k, config.min_intra)
         else:
-            faiss = _faiss()
-            index = faiss.IndexFlatIP(block.shape[1])
+            index = _faiss().IndexFlatIP(block.shape[1])
             index.add(block)
             vals, cols = index.search(block, config.top_k + 1)
-            keep = cols != np.arange(b - a)[:, None]
-            vals = np.where(keep, vals, -np.inf)
+            vals = np.where(cols != np.arange(b - a)[:, None], vals, -np.inf)
             cols, vals = _topk_rows_from(cols, vals, config.top_k, config.min_intra)
-        for i in range(b - a):
-            rows[a + i].extend(
-                (a + int(c), float(v), 0) for c, v in zip(cols[i], vals[i], strict=True) if c >= 0
-            )
-    # Inter-document: one search per document with its own id range excluded.
+        collect(a, cols, vals, 0, a)
+    # Inter-document: one batched kNN search deep enough to see past a node's own
+    # document; the few rows still short of top_x (documents larger than the search depth)
+    # are searched again with their document's id range excluded.
     if config.top_x > 0 and len(bounds) > 2:
         faiss = _faiss()
-        kind = config.knn
-        if kind == "auto":
-            kind = "hnsw" if n > 50_000 else "flat"
-        if kind == "flat":
+        knn = config.knn if config.knn != "auto" else ("hnsw" if n > 50_000 else "flat")
+        if knn == "flat":
             index = faiss.IndexFlatIP(vectors.shape[1])
             params_cls = faiss.SearchParameters
         else:
-            index = faiss.IndexHNSWFlat(vectors.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = 64
+            index = faiss.IndexHNSWFlat(vectors.shape[1], 16, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = 40
             params_cls = faiss.SearchParametersHNSW
         index.add(vectors)
-        for a, b in zip(bounds, bounds[1:], strict=False):
-            if b <= a:
-                continue
-            selector = faiss.IDSelectorNot(faiss.IDSelectorRange(a, b))
-            params = params_cls(sel=selector)
-            if kind == "hnsw":
+        sizes = np.diff(bounds)
+        doc_of = np.repeat(np.arange(sizes.size), sizes)
+        depth = min(n, config.top_x + min(int(sizes.max()) - 1, 64))
+        if knn == "hnsw":
+            index.hnsw.efSearch = max(64, depth)
+        vals, cols = index.search(vectors, depth)
+        other = (cols >= 0) & (doc_of[np.maximum(cols, 0)] != doc_of[:, None])
+        rank = np.cumsum(other, axis=1)
+        take = other & (rank <= config.top_x)
+        short = np.flatnonzero(take.sum(axis=1) < np.minimum(config.top_x, n - sizes[doc_of]))
+        cols = np.where(take, cols, -1)
+        cols = np.where(vals >= config.min_inter, cols, -1)
+        keep = cols >= 0
+        keep[short] = False
+        rows = np.broadcast_to(np.arange(n)[:, None], cols.shape)
+        src.append(rows[keep])
+        dst.append(cols[keep].astype(np.int64))
+        val.append(vals[keep].astype(np.float32))
+        kind.append(np.ones(int(keep.sum()), dtype=np.int8))
+        for d in np.unique(doc_of[short]):
+            a, b = bounds[d], bounds[d + 1]
+            rows_d = short[doc_of[short] == d]
+            params = params_cls(sel=faiss.IDSelectorNot(faiss.IDSelectorRange(a, b)))
+            if knn == "hnsw":
                 params.efSearch = max(64, 4 * config.top_x)
-            vals, cols = index.search(vectors[a:b], config.top_x, params=params)
-            for i in range(b - a):
-                rows[a + i].extend(
-                    (int(c), float(v), 1)
-                    for c, v in zip(cols[i], vals[i], strict=True)
-                    if c >= 0 and v >= config.min_inter
-                )
+            v2, c2 = index.search(vectors[rows_d], config.top_x, params=params)
+            c2 = np.where(v2 >= config.min_inter, c2, -1)
+            ok = c2 >= 0
+            src.append(np.broadcast_to(rows_d[:, None], c2.shape)[ok])
+            dst.append(c2[ok].astype(np.int64))
+            val.append(v2[ok].astype(np.float32))
+            kind.append(np.ones(int(ok.sum()), dtype=np.int8))
+    if src:
+        s_all, d_all = np.concatenate(src), np.concatenate(dst)
+        v_all, k_all = np.concatenate(val), np.concatenate(kind)
+    else:
+        s_all = d_all = np.zeros(0, np.int64)
+        v_all, k_all = np.zeros(0, np.float32), np.zeros(0, np.int8)
+    order = np.lexsort((-v_all, k_all, s_all))  # by node, intra before inter, best first
     indptr = np.zeros(n + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum([len(r) for r in rows])
-    flat = [e for r in rows for e in r]
-    indices = np.fromiter((e[0] for e in flat), dtype=np.int64, count=len(flat))
-    scores = np.fromiter((e[1] for e in flat), dtype=np.float32, count=len(flat))
-    kinds = np.fromiter((e[2] for e in flat), dtype=np.int8, count=len(flat))
-    return indptr, indices, scores, kinds
+    np.cumsum(np.bincount(s_all, minlength=n), out=indptr[1:])
+    return indptr, d_all[order].astype(np.int64), v_all[order], k_all[order]
 
 
 def _topk_rows_from(
@@ -233,7 +261,7 @@ def keyword_themes(texts: Sequence[str], n_themes: int) -> list[list[str]]:
 
     Example:
         >>> keyword_themes(["Honey bees dance. Honey bees fly.", "Rockets fly to the Moon."], 2)
-        [['honey bees', 'dance'], ['rockets', 'moon']]
+        [['honey bees', 'dance'], ['moon', 'rockets']]
     """
     counts = [Counter(_phrases(t)) for t in texts]
     df = Counter(p for c in counts for p in c)

@@ -9,17 +9,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from semrag.errors import ConfigError, EmbeddingError, missing_dependency
+from semrag._deps import faiss as _faiss
+from semrag.errors import ConfigError, EmbeddingError
 
 __all__ = ["DenseIndex"]
-
-
-def _faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as exc:  # pragma: no cover - a core dependency
-        raise missing_dependency("faiss", "all") from exc
-    return faiss
 
 
 class DenseIndex:

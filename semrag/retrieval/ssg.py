@@ -267,6 +267,17 @@ class SSGRetriever:
         q = self.index.embed_query(query)
         return self._results(q, self._drive(self._run(query, q, k)), k)
 
+    def retrieve_vector(
+        self, vector: Floats, *, k: int | None = None, query: str = ""
+    ) -> list[ScoredChunk]:
+        """Like :meth:`retrieve`, for a query vector you already have.
+
+        ``query`` is only shown to the LLM of ``llm_guided_traversal``.
+        """
+        k = k or self.k
+        q = np.asarray(vector, dtype=np.float32).ravel()
+        return self._results(q, self._drive(self._run(query, q, k)), k)
+
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve` (LLM calls are awaited)."""
         k = k or self.k

@@ -257,3 +257,52 @@ def test_chunk_vectors_mean_option():
     assert index.search("stock shares", k=1)[0].chunk.doc_id == "stocks"
     with pytest.raises(ConfigError):
         SemanticIndex(embedder=FakeEmbedder(), chunk_vectors="max")
+
+
+def test_build_edges_matches_brute_force():
+    from semrag.graph.ssg import build_edges
+
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(60, 12)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    offsets = [0, 20, 45, 60]
+    cfg = SSGConfig(top_k=4, top_x=3, min_intra=-1.0, min_inter=-1.0)
+    indptr, indices, scores, kinds = build_edges(v, offsets, cfg)
+    doc = np.repeat(np.arange(3), np.diff(offsets))
+    sims = v @ v.T
+    for i in range(60):
+        got = indices[indptr[i] : indptr[i + 1]]
+        k = kinds[indptr[i] : indptr[i + 1]]
+        same = np.flatnonzero((doc == doc[i]) & (np.arange(60) != i))
+        other = np.flatnonzero(doc != doc[i])
+        want_intra = same[np.argsort(-sims[i, same])][:4]
+        want_inter = other[np.argsort(-sims[i, other])][:3]
+        assert got[k == 0].tolist() == want_intra.tolist()
+        assert got[k == 1].tolist() == want_inter.tolist()
+    np.testing.assert_allclose(scores, sims[np.repeat(np.arange(60), np.diff(indptr)), indices],
+                               rtol=1e-5)
+
+
+def test_build_edges_thresholds():
+    from semrag.graph.ssg import build_edges
+
+    v = np.eye(4, dtype=np.float32)  # all pairs orthogonal: similarity 0
+    indptr, indices, _, _ = build_edges(v, [0, 2, 4], SSGConfig(min_intra=0.4, min_inter=0.3))
+    assert indices.size == 0 and indptr.tolist() == [0, 0, 0, 0, 0]
+
+
+def test_build_edges_fallback_for_documents_larger_than_the_search_depth():
+    from semrag.graph.ssg import build_edges
+
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=12)
+    big = base + 0.05 * rng.normal(size=(100, 12))  # 100 near-identical nodes: one document
+    small = rng.normal(size=(10, 12))
+    v = np.concatenate([big, small]).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    indptr, indices, _, kinds = build_edges(v, [0, 100, 110], SSGConfig(top_x=3, min_inter=-1.0))
+    sims = v @ v.T
+    for i in range(100):
+        got = indices[indptr[i] : indptr[i + 1]][kinds[indptr[i] : indptr[i + 1]] == 1]
+        want = 100 + np.argsort(-sims[i, 100:])[:3]
+        assert got.tolist() == want.tolist()

@@ -1,0 +1,144 @@
+"""Multi-hop retrieval on MuSiQue: the seven SSG algorithms against LangChain peers.
+
+Corpus: every paragraph of the 100 questions (deduplicated), title + paragraph text.
+Every system turns its results into a ranked list of distinct paragraphs; for k in
+(2, 5, 10, 20) we report paragraph recall@k (share of supporting paragraphs in the first
+k) and full-support recall@k (share of questions with all supporting paragraphs in the
+first k). SSG retrievers return window nodes; they are asked for 3k nodes (so that k
+distinct paragraphs can be reached) and keep the paper's stopping rules otherwise.
+Same packaged MiniLM for everyone. llm_guided_traversal needs an LLM and is not run
+offline.
+
+    python benchmarks/ssg_retrieval.py [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+from _common import BATCH, DATA, header, lc_embeddings, need, table  # noqa: E402
+
+from semrag import SemanticIndex, SSGRetriever  # noqa: E402
+from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
+from semrag.eval.datasets import read_musique  # noqa: E402
+from semrag.retrieval import ALGORITHMS  # noqa: E402
+
+KS = (2, 5, 10, 20)
+
+
+def distinct(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def evaluate(name: str, ranked_lists: list[list[str]], questions) -> dict:
+    row: dict = {"retriever": name}
+    for k in KS:
+        para, full = [], []
+        for ranked, q in zip(ranked_lists, questions, strict=True):
+            top = set(ranked[:k])
+            hit = sum(p in top for p in q.supporting)
+            para.append(hit / len(q.supporting))
+            full.append(float(hit == len(q.supporting)))
+        row[f"full@{k}"] = float(np.mean(full))
+        row[f"para@{k}"] = float(np.mean(para))
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    docs, questions = read_musique(need(DATA / "musique" / "musique_ans_100.json.gz"))
+    emb = SentenceTransformerEmbedder(batch_size=BATCH)
+    index = SemanticIndex(embedder=emb)
+    t0 = time.perf_counter()
+    index.add_documents(docs)
+    _ = index.ssg
+    build = time.perf_counter() - t0
+    qvecs = emb.embed([q.question for q in questions])
+    rows = []
+
+    def ranked_ssg(retriever: SSGRetriever, k: int) -> list[list[str]]:
+        return [
+            distinct([h.chunk.doc_id for h in retriever.retrieve_vector(v, k=3 * k)]) for v in qvecs
+        ]
+
+    for algorithm in ALGORITHMS:
+        if algorithm == "llm_guided_traversal":
+            continue
+        for early in (True, False):
+            retriever = SSGRetriever(index, algorithm=algorithm, early_stop=early)
+            # Ask once per k: max_sentences grows with k, as a user setting k would see.
+            per_k = {k: ranked_ssg(retriever, k) for k in KS}
+            name = f"semrag {algorithm}" + ("" if early else " (no early stop)")
+            row = {"retriever": name}
+            for k in KS:
+                row.update(
+                    {
+                        c: v
+                        for c, v in evaluate(name, per_k[k], questions).items()
+                        if c.endswith(f"@{k}")
+                    }
+                )
+            rows.append(row)
+            print(row, flush=True)
+
+    dense = [distinct([h.chunk.doc_id for h in index.search_vector(v, 60)]) for v in qvecs]
+    rows.append(evaluate("semrag dense (SemanticIndex.search)", dense, questions))
+
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_community.retrievers import BM25Retriever
+    from langchain_community.vectorstores import FAISS
+    from langchain_core.documents import Document as LCDocument
+
+    lc_docs = [LCDocument(page_content=d.text, metadata={"pid": d.id}) for d in docs]
+    store = FAISS.from_documents(lc_docs, lc_embeddings(emb.model))
+    faiss_ret = store.as_retriever(search_kwargs={"k": 20})
+    bm25_ret = BM25Retriever.from_documents(lc_docs, k=20)
+    ensemble = EnsembleRetriever(retrievers=[faiss_ret, bm25_ret], weights=[0.5, 0.5])
+    for name, ret in (
+        ("LangChain FAISS (dense)", faiss_ret),
+        ("LangChain BM25Retriever", bm25_ret),
+        ("LangChain EnsembleRetriever (RRF, equal weights)", ensemble),
+    ):
+        ranked = [distinct([d.metadata["pid"] for d in ret.invoke(q.question)]) for q in questions]
+        rows.append(evaluate(name, ranked, questions))
+        print(rows[-1], flush=True)
+
+    cols = ["retriever"] + [f"full@{k}" for k in KS] + [f"para@{k}" for k in KS]
+    best = max(
+        (r for r in rows if r["retriever"].startswith("semrag ") and "dense" not in r["retriever"]),
+        key=lambda r: r["full@10"],
+    )
+    dense_peer = next(r for r in rows if r["retriever"] == "LangChain FAISS (dense)")
+    report = "\n".join(
+        [
+            header(
+                "Multi-hop retrieval on MuSiQue (SSG traversal vs peers)",
+                f"MuSiQue-Ans, 100 questions; corpus = {len(docs)} distinct paragraphs; "
+                f"index build incl. embedding {build:.1f} s",
+            ),
+            "",
+            table(rows, cols),
+            "",
+            f"Best traversal on full-support recall@10: {best['retriever']} "
+            f"({best['full@10']:.3f}) vs LangChain FAISS dense {dense_peer['full@10']:.3f} "
+            f"({100 * (best['full@10'] - dense_peer['full@10']):+.1f} points).",
+            "",
+        ]
+    )
+    print(report)
+    if args.out:
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.write(report + "\n")
+
+
+if __name__ == "__main__":
+    main()
