@@ -169,13 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     chunk = sub.add_parser("chunk", help="split files into semantic chunks")
     chunk.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
     chunk.add_argument("--buffer-size", type=int, default=1, help="sentences of context per side")
-    chunk.add_argument("--window", choices=("centered", "split"), default="centered")
+    chunk.add_argument("--window", choices=("centered", "split"), default="split")
     chunk.add_argument("--pooling", choices=("mean", "concat"), default="mean")
     chunk.add_argument(
         "--threshold",
         type=_threshold,
-        default="percentile",
-        help="a cosine distance, or percentile|std|interquartile|gradient|target_chunks",
+        default="std",
+        help="a cosine distance, or std|percentile|interquartile|gradient|target_chunks",
     )
     chunk.add_argument("--threshold-amount", type=float, default=None)
     chunk.add_argument("--max-tokens", type=int, default=1024)

@@ -79,3 +79,39 @@ def test_import_semrag_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_plot_traversal_writes_a_png(tmp_path):
+    from semrag import Document, SemanticIndex, SSGRetriever
+    from semrag.viz import plot_traversal
+
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents([Document("a", TEXT), Document("b", TEXT.replace("cat", "dog"))])
+    hits = SSGRetriever(index, algorithm="ssg_traversal", k=3).retrieve("cat mat")
+    for kwargs in ({}, {"index": index}):
+        out = plot_traversal(hits, tmp_path / f"t{len(kwargs)}.png", **kwargs)
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ConfigError, match="no SSG provenance"):
+        plot_traversal(index.search("cat", 2), tmp_path / "x.png")
+
+
+@pytest.mark.model
+def test_cli_index_and_query(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(TEXT, encoding="utf-8")
+    (docs / "b.md").write_text("Rockets launch into orbit. Astronauts live on the station.",
+                               encoding="utf-8")
+    (docs / "skip.bin").write_bytes(b"\x00\xff")
+    assert main(["index", str(docs), "--out", str(tmp_path / "idx")]) == 0
+    assert "indexed 2 documents" in capsys.readouterr().out
+    assert main(["query", str(tmp_path / "idx"), "Where do astronauts live?", "--k", "2",
+                 "--json", "--plot", str(tmp_path / "t.png")]) == 0
+    out = capsys.readouterr()
+    records = [json.loads(line) for line in out.out.splitlines()]
+    assert records[0]["doc_id"].endswith("b.md")
+    assert records[0]["provenance"][0]["algorithm"] == "query_traversal"
+    assert (tmp_path / "t.png").exists()
+    assert main(["query", str(tmp_path / "idx"), "rockets", "--algorithm", "sparse"]) == 0
+    assert "b.md" in capsys.readouterr().out
+    assert main(["query", str(tmp_path / "missing"), "x"]) == 2

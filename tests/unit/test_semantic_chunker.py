@@ -51,7 +51,7 @@ def test_mean_pooling_embeds_each_sentence_once_whatever_the_buffer():
 
 def test_concat_pooling_embeds_window_texts():
     emb = FakeEmbedder()
-    SemanticChunker(emb, buffer_size=1, pooling="concat").chunk(TWO_TOPICS)
+    SemanticChunker(emb, buffer_size=1, pooling="concat", window="centered").chunk(TWO_TOPICS)
     assert emb.cache_info().misses == 6  # six distinct centered windows of <= 3 sentences
     emb = FakeEmbedder()
     SemanticChunker(emb, buffer_size=1, pooling="concat", window="split").chunk(TWO_TOPICS)
