@@ -22,9 +22,7 @@ def main() -> None:
     text = (HERE / "data" / "three_topics.txt").read_text(encoding="utf-8")
     doc = Document(id="three_topics", text=text, metadata={"source": "three_topics.txt"})
 
-    chunker = SemanticChunker(
-        buffer_size=1, window="split", threshold="target_chunks", threshold_amount=3
-    )
+    chunker = SemanticChunker()  # split windows, mean pooling, buffer 1, std threshold
     (result,) = chunker.chunk_with_stats([doc])
 
     for chunk in result.chunks:
