@@ -38,6 +38,14 @@ def header(title: str, data: str) -> str:
     )
 
 
+def emit(report: str, out: str | None) -> None:
+    """Print the report and, with ``out``, append it to that markdown file."""
+    print(report)
+    if out:
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(report + "\n")
+
+
 def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     def fmt(v: Any) -> str:
         if isinstance(v, float):

@@ -26,6 +26,7 @@ from _common import (  # noqa: E402
     DATA,
     cached_semrag_embedder,
     chonkie_embeddings,
+    emit,
     header,
     lc_embeddings,
     li_embeddings,
@@ -214,10 +215,7 @@ def main() -> None:
             "",
         ]
     )
-    print(report)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as f:
-            f.write(report + "\n")
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

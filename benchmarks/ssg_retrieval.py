@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from _common import BATCH, DATA, header, lc_embeddings, need, table  # noqa: E402
+from _common import BATCH, DATA, emit, header, lc_embeddings, need, table  # noqa: E402
 
 from semrag import SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
@@ -134,10 +134,7 @@ def main() -> None:
             "",
         ]
     )
-    print(report)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as f:
-            f.write(report + "\n")
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import hashlib
 import time
 
 import numpy as np
-from _common import header, measure, table
+from _common import emit, header, measure, table
 
 from semrag import Document, SemanticIndex, SSGRetriever
 from semrag.chunking import SemanticChunker
@@ -172,10 +172,7 @@ def main() -> None:
             "",
         ]
     )
-    print(report)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as f:
-            f.write(report + "\n")
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

@@ -38,11 +38,19 @@ def _window_counts(b: np.ndarray, k: int) -> np.ndarray:
     return c[k:] - c[:-k]
 
 
-def _check(ref: np.ndarray, hyp: np.ndarray, k: int) -> None:
+def _window_pair(
+    reference: Sequence[bool] | np.ndarray, hypothesis: Sequence[bool] | np.ndarray, k: int | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Boundary counts per window of both segmentations (``None`` if too short)."""
+    ref, hyp = _as_bool(reference), _as_bool(hypothesis)
+    k = default_k(ref) if k is None else k
     if ref.size != hyp.size:
         raise ConfigError(f"reference has {ref.size} gaps, hypothesis {hyp.size}")
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
+    if ref.size < k:
+        return None
+    return _window_counts(ref, k), _window_counts(hyp, k)
 
 
 def pk(
@@ -64,14 +72,11 @@ def pk(
         >>> pk([0, 0, 1, 0, 0], [0, 0, 1, 0, 0])
         0.0
     """
-    ref, hyp = _as_bool(reference), _as_bool(hypothesis)
-    k = default_k(ref) if k is None else k
-    _check(ref, hyp, k)
-    if ref.size < k:
+    counts = _window_pair(reference, hypothesis, k)
+    if counts is None:
         return 0.0
-    r = _window_counts(ref, k) > 0
-    h = _window_counts(hyp, k) > 0
-    return float(np.mean(r != h))
+    r, h = counts
+    return float(np.mean((r > 0) != (h > 0)))
 
 
 def window_diff(
@@ -89,12 +94,11 @@ def window_diff(
     Returns:
         WindowDiff in [0, 1].
     """
-    ref, hyp = _as_bool(reference), _as_bool(hypothesis)
-    k = default_k(ref) if k is None else k
-    _check(ref, hyp, k)
-    if ref.size < k:
+    counts = _window_pair(reference, hypothesis, k)
+    if counts is None:
         return 0.0
-    return float(np.mean(_window_counts(ref, k) != _window_counts(hyp, k)))
+    r, h = counts
+    return float(np.mean(r != h))
 
 
 def word_starts(text: str) -> list[int]:

@@ -100,13 +100,27 @@ def test_cli_index_and_query(tmp_path, capsys):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text(TEXT, encoding="utf-8")
-    (docs / "b.md").write_text("Rockets launch into orbit. Astronauts live on the station.",
-                               encoding="utf-8")
+    (docs / "b.md").write_text(
+        "Rockets launch into orbit. Astronauts live on the station.", encoding="utf-8"
+    )
     (docs / "skip.bin").write_bytes(b"\x00\xff")
     assert main(["index", str(docs), "--out", str(tmp_path / "idx")]) == 0
     assert "indexed 2 documents" in capsys.readouterr().out
-    assert main(["query", str(tmp_path / "idx"), "Where do astronauts live?", "--k", "2",
-                 "--json", "--plot", str(tmp_path / "t.png")]) == 0
+    assert (
+        main(
+            [
+                "query",
+                str(tmp_path / "idx"),
+                "Where do astronauts live?",
+                "--k",
+                "2",
+                "--json",
+                "--plot",
+                str(tmp_path / "t.png"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr()
     records = [json.loads(line) for line in out.out.splitlines()]
     assert records[0]["doc_id"].endswith("b.md")

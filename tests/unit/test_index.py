@@ -279,8 +279,9 @@ def test_build_edges_matches_brute_force():
         want_inter = other[np.argsort(-sims[i, other])][:3]
         assert got[k == 0].tolist() == want_intra.tolist()
         assert got[k == 1].tolist() == want_inter.tolist()
-    np.testing.assert_allclose(scores, sims[np.repeat(np.arange(60), np.diff(indptr)), indices],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        scores, sims[np.repeat(np.arange(60), np.diff(indptr)), indices], rtol=1e-5
+    )
 
 
 def test_build_edges_thresholds():
