@@ -32,6 +32,7 @@ from semrag.types import Chunk, Document, ScoredChunk, Span
 
 if TYPE_CHECKING:
     from semrag.chunking import ChunkingResult, ChunkingStats, SemanticChunker
+    from semrag.chunking.boundary import MFCChunker, PSCChunker
     from semrag.embeddings import Embedder, SentenceTransformerEmbedder
     from semrag.index import SemanticIndex
     from semrag.llm import LLM
@@ -45,6 +46,8 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 _LAZY = {
     "SemanticChunker": "semrag.chunking",
+    "PSCChunker": "semrag.chunking.boundary",
+    "MFCChunker": "semrag.chunking.boundary",
     "ChunkingResult": "semrag.chunking",
     "ChunkingStats": "semrag.chunking",
     "Embedder": "semrag.embeddings",
@@ -66,8 +69,10 @@ __all__ = [
     "EmbeddingError",
     "LLMError",
     "LLMOutputError",
+    "MFCChunker",
     "MissingDependencyError",
     "NotFittedError",
+    "PSCChunker",
     "ScoredChunk",
     "SSGRetriever",
     "SemanticChunker",

@@ -1,7 +1,8 @@
 """Readers for the sectioned data sets used by the benchmarks (../shared/data).
 
-Each reader returns :class:`SectionedDocument` records: a text built by joining units with
-a single space, and the character offset where each gold section starts. Nothing is
+Each sectioned reader returns :class:`SectionedDocument` records: human-authored sections
+of sentences, the text they make joined with single spaces, and where each section starts.
+They serve both the boundary benchmarks and the training of the PSC/MFC models. Nothing is
 copied into the package; pass the path of the data folder.
 """
 
@@ -13,7 +14,7 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from semrag.errors import ConfigError
 
@@ -22,32 +23,70 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MultiHopQuestion",
+    "PubMedQAItem",
     "SectionedDocument",
     "read_choi",
+    "read_csabstruct",
     "read_musique",
+    "read_nicta",
+    "read_pubmedqa",
     "read_squad_articles",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class SectionedDocument:
-    """A document with gold section boundaries."""
+    """A document as human-authored sections of sentences.
+
+    ``text`` joins every sentence with one space; ``section_starts`` are the character
+    offsets in ``text`` where sections begin (the first is 0).
+    """
 
     id: str
     """Identifier within the data set."""
-    text: str
-    """Sections joined with a single space."""
-    section_starts: tuple[int, ...]
-    """Character offset where each section starts (the first is 0)."""
+    sections: tuple[tuple[str, ...], ...]
+    """Sections, each a tuple of sentences (gold sentence boundaries where the data has them)."""
+
+    @property
+    def text(self) -> str:
+        """All sentences joined with single spaces."""
+        return " ".join(s for section in self.sections for s in section)
+
+    @property
+    def section_starts(self) -> tuple[int, ...]:
+        """Character offset of each section in :attr:`text`."""
+        starts, pos = [], 0
+        for section in self.sections:
+            starts.append(pos)
+            pos += sum(len(s) + 1 for s in section)
+        return tuple(starts)
 
 
-def _join(doc_id: str, sections: list[str]) -> SectionedDocument:
-    starts, parts, pos = [], [], 0
-    for s in sections:
-        starts.append(pos)
-        parts.append(s)
-        pos += len(s) + 1
-    return SectionedDocument(doc_id, " ".join(parts), tuple(starts))
+def _clean(sentences: list[str]) -> tuple[str, ...]:
+    return tuple(" ".join(s.split()) for s in sentences if s.strip())
+
+
+def _sectioned(doc_id: str, sections: list[list[str]]) -> SectionedDocument:
+    kept = tuple(c for c in (_clean(s) for s in sections) if c)
+    return SectionedDocument(doc_id, kept)
+
+
+def _split(text: str) -> list[str]:
+    from semrag.text import split_sentences
+
+    return [s.of(text) for s in split_sentences(text)]
+
+
+def _runs(labels: list[str], sentences: list[str]) -> list[list[str]]:
+    """Consecutive sentences with the same label form a section."""
+    sections: list[list[str]] = []
+    last = None
+    for label, sentence in zip(labels, sentences, strict=True):
+        if label != last or not sections:
+            sections.append([])
+        sections[-1].append(sentence)
+        last = label
+    return sections
 
 
 def _need(path: Path) -> Path:
@@ -56,26 +95,28 @@ def _need(path: Path) -> Path:
     return path
 
 
+def _open_text(path: Path) -> Any:
+    return (
+        gzip.open(path, "rt", encoding="utf-8")
+        if path.suffix == ".gz"
+        else open(path, encoding="utf-8")
+    )
+
+
 def read_squad_articles(path: str | Path) -> list[SectionedDocument]:
-    """SQuAD articles: paragraphs of an article joined with one space; paragraphs are sections.
+    """SQuAD articles: each paragraph is a section (sentences by :func:`split_sentences`).
 
     Args:
         path: ``dev-v1.1.json`` or ``dev-v1.1.json.gz``.
     """
-    p = _need(Path(path))
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8") as f:
+    with _open_text(_need(Path(path))) as f:
         data = json.load(f)["data"]
-    return [
-        _join(article["title"], [para["context"].strip() for para in article["paragraphs"]])
-        for article in data
-    ]
+    return [_sectioned(a["title"], [_split(p["context"]) for p in a["paragraphs"]]) for a in data]
 
 
 def _choi_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
     members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".ref")]
 
-    # Stable order: folder, then numeric file name.
     def key(m: tarfile.TarInfo) -> tuple[str, int]:
         folder, _, name = m.name.rpartition("/")
         stem = name.split(".")[0]
@@ -100,19 +141,84 @@ def read_choi(
             if i % every:
                 continue
             raw = tar.extractfile(member)
-            assert raw is not None
-            lines = raw.read().decode("utf-8", "replace").splitlines()
+            if raw is None:
+                continue
             sections: list[list[str]] = []
-            for line in lines:
+            for line in raw.read().decode("utf-8", "replace").splitlines():
                 if line.startswith("=========="):
                     sections.append([])
                 elif line.strip() and sections:
                     sections[-1].append(line.strip())
-            texts = [" ".join(s) for s in sections if s]
-            docs.append(_join(member.name, texts))
+            docs.append(_sectioned(member.name, sections))
             if limit is not None and len(docs) >= limit:
                 break
     return docs
+
+
+def read_nicta(path: str | Path) -> list[SectionedDocument]:
+    """NICTA-PIBOSO (PubMed-RCT format): runs of one label are a section."""
+    docs: list[SectionedDocument] = []
+    doc_id, labels, sentences = "", [], []
+
+    def flush() -> None:
+        if doc_id and sentences:
+            docs.append(_sectioned(doc_id, _runs(labels, sentences)))
+
+    with _open_text(_need(Path(path))) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("###"):
+                flush()
+                doc_id, labels, sentences = line[3:].strip(), [], []
+            elif "\t" in line:
+                label, sentence = line.split("\t", 1)
+                labels.append(label)
+                sentences.append(sentence)
+    flush()
+    return docs
+
+
+def read_csabstruct(path: str | Path) -> list[SectionedDocument]:
+    """CSAbstruct (JSON lines): runs of one label are a section."""
+    docs = []
+    with _open_text(_need(Path(path))) as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                docs.append(_sectioned(str(r["abstract_id"]), _runs(r["labels"], r["sentences"])))
+    return docs
+
+
+@dataclass(frozen=True, slots=True)
+class PubMedQAItem:
+    """One PubMedQA PQA-L question with its abstract."""
+
+    pmid: str
+    """PubMed id; also the document id."""
+    question: str
+    """The question (the article's title)."""
+    document: SectionedDocument
+    """The abstract: each labelled context is a section."""
+    contexts: tuple[str, ...]
+    """The gold context passages (each a labelled part of the abstract)."""
+
+
+def read_pubmedqa(path: str | Path) -> list[PubMedQAItem]:
+    """PubMedQA PQA-L: abstracts whose labelled contexts are sections, with their questions."""
+    with _open_text(_need(Path(path))) as f:
+        data = json.load(f)
+    items = []
+    for pmid, r in data.items():
+        contexts = [" ".join(c.split()) for c in r["CONTEXTS"]]
+        items.append(
+            PubMedQAItem(
+                pmid,
+                r["QUESTION"],
+                _sectioned(pmid, [_split(c) for c in contexts]),
+                tuple(contexts),
+            )
+        )
+    return items
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +246,7 @@ def read_musique(path: str | Path) -> tuple[list[Document], list[MultiHopQuestio
 
     from semrag.types import Document
 
-    p = _need(Path(path))
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8") as f:
+    with _open_text(_need(Path(path))) as f:
         data = json.load(f)
     docs: dict[str, Document] = {}
     questions: list[MultiHopQuestion] = []
