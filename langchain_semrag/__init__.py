@@ -9,7 +9,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 from langchain_semrag.embeddings import LangChainEmbedder, LangChainLLM
 from langchain_semrag.retrievers import SSGRetriever
-from langchain_semrag.text_splitters import SemanticTextSplitter
+from langchain_semrag.text_splitters import (
+    MFCTextSplitter,
+    PSCTextSplitter,
+    SemanticTextSplitter,
+)
 
 try:
     __version__ = version("semrag")
@@ -19,6 +23,8 @@ except PackageNotFoundError:  # pragma: no cover
 __all__ = [
     "LangChainEmbedder",
     "LangChainLLM",
+    "MFCTextSplitter",
+    "PSCTextSplitter",
     "SSGRetriever",
     "SemanticTextSplitter",
     "__version__",

@@ -19,7 +19,7 @@ from langchain_semrag.embeddings import to_embedder
 from semrag.chunking import BoundaryChunker, ChunkingResult, SemanticChunker
 from semrag.types import Document
 
-__all__ = ["SemanticTextSplitter"]
+__all__ = ["MFCTextSplitter", "PSCTextSplitter", "SemanticTextSplitter"]
 
 
 class _CoreTextSplitter(TextSplitter):
@@ -127,3 +127,29 @@ class SemanticTextSplitter(_CoreTextSplitter):
 
     def __init__(self, *, embeddings: Any = None, **chunker_args: Any) -> None:
         super().__init__(SemanticChunker(to_embedder(embeddings), **chunker_args))
+
+
+class PSCTextSplitter(_CoreTextSplitter):
+    """PSC trained-boundary chunking as a LangChain ``TextSplitter``.
+
+    Args:
+        embeddings: the encoder the model was trained on (``None``: the packaged MiniLM,
+            which the shipped weights are for); a LangChain ``Embeddings`` works too.
+        model: a directory from ``semrag train-boundary`` (``None``: shipped weights).
+        **chunker_args: more keyword arguments of :class:`semrag.PSCChunker`
+            (``threshold``, ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...).
+    """
+
+    def __init__(self, *, embeddings: Any = None, model: Any = None, **chunker_args: Any) -> None:
+        from semrag.chunking.boundary import PSCChunker
+
+        super().__init__(PSCChunker(to_embedder(embeddings), model=model, **chunker_args))
+
+
+class MFCTextSplitter(_CoreTextSplitter):
+    """MFC trained-boundary chunking as a LangChain ``TextSplitter`` (see PSCTextSplitter)."""
+
+    def __init__(self, *, embeddings: Any = None, model: Any = None, **chunker_args: Any) -> None:
+        from semrag.chunking.boundary import MFCChunker
+
+        super().__init__(MFCChunker(to_embedder(embeddings), model=model, **chunker_args))

@@ -8,7 +8,11 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from llama_index_semrag.embeddings import LlamaIndexEmbedder, LlamaIndexLLM
-from llama_index_semrag.node_parsers import SemanticNodeParser
+from llama_index_semrag.node_parsers import (
+    MFCNodeParser,
+    PSCNodeParser,
+    SemanticNodeParser,
+)
 from llama_index_semrag.retrievers import SSGRetriever
 
 try:
@@ -19,6 +23,8 @@ except PackageNotFoundError:  # pragma: no cover
 __all__ = [
     "LlamaIndexEmbedder",
     "LlamaIndexLLM",
+    "MFCNodeParser",
+    "PSCNodeParser",
     "SSGRetriever",
     "SemanticNodeParser",
     "__version__",

@@ -20,7 +20,7 @@ from llama_index_semrag.embeddings import to_embedder
 from semrag.chunking import BoundaryChunker, ChunkingResult, SemanticChunker
 from semrag.types import Document
 
-__all__ = ["SemanticNodeParser"]
+__all__ = ["MFCNodeParser", "PSCNodeParser", "SemanticNodeParser"]
 
 _PROVENANCE_KEYS = [
     "semrag_doc_id",
@@ -135,3 +135,63 @@ class SemanticNodeParser(_CoreNodeParser):
     def class_name(cls) -> str:
         """Name used by LlamaIndex serialisation."""
         return "SemragSemanticNodeParser"
+
+
+class PSCNodeParser(_CoreNodeParser):
+    """PSC trained-boundary chunking as a LlamaIndex ``NodeParser``.
+
+    Args:
+        embed_model: the encoder the model was trained on (``None``: the packaged MiniLM).
+        model: a directory from ``semrag train-boundary`` (``None``: shipped weights).
+        include_metadata: copy each source node's metadata onto its chunks.
+        include_prev_next_rel: link consecutive chunks with PREVIOUS / NEXT.
+        **chunker_args: more keyword arguments of :class:`semrag.PSCChunker`.
+    """
+
+    def __init__(
+        self,
+        *,
+        embed_model: Any = None,
+        model: Any = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        **chunker_args: Any,
+    ) -> None:
+        from semrag.chunking.boundary import PSCChunker
+
+        super().__init__(
+            PSCChunker(to_embedder(embed_model), model=model, **chunker_args),
+            include_metadata=include_metadata,
+            include_prev_next_rel=include_prev_next_rel,
+        )
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name used by LlamaIndex serialisation."""
+        return "SemragPSCNodeParser"
+
+
+class MFCNodeParser(_CoreNodeParser):
+    """MFC trained-boundary chunking as a LlamaIndex ``NodeParser`` (see PSCNodeParser)."""
+
+    def __init__(
+        self,
+        *,
+        embed_model: Any = None,
+        model: Any = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        **chunker_args: Any,
+    ) -> None:
+        from semrag.chunking.boundary import MFCChunker
+
+        super().__init__(
+            MFCChunker(to_embedder(embed_model), model=model, **chunker_args),
+            include_metadata=include_metadata,
+            include_prev_next_rel=include_prev_next_rel,
+        )
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name used by LlamaIndex serialisation."""
+        return "SemragMFCNodeParser"

@@ -5,6 +5,9 @@
 * ``semrag index DIR_OR_FILES... --out INDEX [--no-ssg]`` builds and saves a SemanticIndex.
 * ``semrag query INDEX "question" [--algorithm A --k K --plot PNG --json]`` retrieves with
   an SSG traversal algorithm (or ``--algorithm dense`` / ``sparse``) and prints provenance.
+* ``semrag train-boundary --data KIND:PATH... --dev KIND:PATH... --model psc|mfc --out DIR``
+  trains a PSC or MFC boundary model on sectioned data (KIND: nicta, csabstruct, pubmedqa,
+  squad, choi).
 """
 
 from __future__ import annotations
@@ -162,6 +165,62 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sectioned(specs: Sequence[str]) -> list:  # type: ignore[type-arg]
+    from semrag.eval import datasets as ds
+
+    readers = {
+        "nicta": ds.read_nicta,
+        "csabstruct": ds.read_csabstruct,
+        "squad": ds.read_squad_articles,
+        "choi": ds.read_choi,
+        "pubmedqa": lambda p: [item.document for item in ds.read_pubmedqa(p)],
+    }
+    docs = []
+    for spec in specs:
+        kind, sep, path = spec.partition(":")
+        if not sep or kind not in readers:
+            raise SemragError(
+                f"--data/--dev take KIND:PATH with KIND in {sorted(readers)}; got {spec!r}"
+            )
+        docs += readers[kind](path)
+    return docs
+
+
+def _cmd_train_boundary(args: argparse.Namespace) -> int:
+    import json as _json
+
+    from semrag.chunking.boundary.data import sample_pairs
+    from semrag.chunking.boundary.train import TrainConfig, config_record, fit_boundary_model
+    from semrag.embeddings import SentenceTransformerEmbedder
+
+    train = sample_pairs(_sectioned(args.data), seed=args.seed, hard_negatives=args.hard_negatives)
+    dev = sample_pairs(_sectioned(args.dev), seed=args.seed + 1)
+    config = TrainConfig(epochs=args.epochs, lr=args.lr, proj_dim=args.proj_dim, seed=args.seed)
+    embedder = SentenceTransformerEmbedder(model_path=args.encoder, cache_size=0)
+    model, history = fit_boundary_model(
+        args.model, train, dev, embedder, config=config, cache_dir=args.cache, show_progress=True
+    )
+    out = model.save(args.out)
+    best = min(history, key=lambda h: h["dev_loss"])
+    record = {
+        "model": args.model,
+        "data": list(args.data),
+        "dev": list(args.dev),
+        "hard_negatives": args.hard_negatives,
+        "train_pairs": len(train),
+        "dev_pairs": len(dev),
+        "config": config_record(config),
+        "best_epoch": best["epoch"],
+        "history": history,
+    }
+    (Path(out) / "training.json").write_text(_json.dumps(record, indent=1), encoding="utf-8")
+    print(
+        f"{args.model}: {len(train)} training pairs, best epoch {best['epoch']} "
+        f"(dev loss {best['dev_loss']:.4f}, dev accuracy {best['dev_acc']:.3f}) -> {out}"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``semrag`` command."""
     parser = argparse.ArgumentParser(prog="semrag", description=__doc__.splitlines()[0])
@@ -212,6 +271,20 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--json", action="store_true")
     query.add_argument("--plot", metavar="PNG", help="draw the traversal to this PNG")
     query.set_defaults(func=_cmd_query)
+
+    tb = sub.add_parser("train-boundary", help="train a PSC or MFC boundary model")
+    tb.add_argument("--data", nargs="+", required=True, metavar="KIND:PATH")
+    tb.add_argument("--dev", nargs="+", required=True, metavar="KIND:PATH")
+    tb.add_argument("--model", choices=("psc", "mfc"), required=True)
+    tb.add_argument("--out", required=True, metavar="DIR")
+    tb.add_argument("--encoder", default=None, help="sentence-transformers model directory")
+    tb.add_argument("--epochs", type=int, default=8)
+    tb.add_argument("--lr", type=float, default=1e-3)
+    tb.add_argument("--proj-dim", type=int, default=256)
+    tb.add_argument("--seed", type=int, default=0)
+    tb.add_argument("--hard-negatives", type=float, default=0.0)
+    tb.add_argument("--cache", default=None, metavar="DIR", help="sentence-embedding cache")
+    tb.set_defaults(func=_cmd_train_boundary)
     return parser
 
 

@@ -15,7 +15,14 @@ import numpy as np
 
 from semrag.errors import ConfigError
 
-__all__ = ["boundaries_from_offsets", "default_k", "pk", "window_diff", "word_starts"]
+__all__ = [
+    "boundaries_from_offsets",
+    "boundary_f1",
+    "default_k",
+    "pk",
+    "window_diff",
+    "word_starts",
+]
 
 _WORD = re.compile(r"\S+")
 
@@ -125,3 +132,35 @@ def boundaries_from_offsets(starts: Sequence[int], segment_starts: Sequence[int]
         if 0 < unit < len(starts):
             mask[unit - 1] = True
     return mask
+
+
+def boundary_f1(
+    reference: Sequence[bool] | np.ndarray,
+    hypothesis: Sequence[bool] | np.ndarray,
+    *,
+    tolerance: int = 0,
+) -> tuple[float, float, float]:
+    """Precision, recall and F1 of predicted boundaries, each gold boundary matched once.
+
+    A predicted boundary counts as correct when an unmatched gold boundary lies within
+    ``tolerance`` units of it (greedy matching, nearest first).
+
+    Example:
+        >>> boundary_f1([0, 1, 0, 0, 1], [0, 1, 0, 1, 0], tolerance=1)
+        (1.0, 1.0, 1.0)
+    """
+    ref = np.flatnonzero(_as_bool(reference))
+    hyp = np.flatnonzero(_as_bool(hypothesis))
+    if len(_as_bool(reference)) != len(_as_bool(hypothesis)):
+        raise ConfigError("reference and hypothesis differ in length")
+    unmatched = set(ref.tolist())
+    tp = 0
+    for h in hyp.tolist():
+        near = [r for r in unmatched if abs(r - h) <= tolerance]
+        if near:
+            unmatched.discard(min(near, key=lambda r: (abs(r - h), r)))
+            tp += 1
+    precision = tp / hyp.size if hyp.size else (1.0 if not ref.size else 0.0)
+    recall = tp / ref.size if ref.size else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1

@@ -69,3 +69,16 @@ def test_readers(tmp_path):
 def test_missing_data_set_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         read_squad_articles(tmp_path / "nope.json")
+
+
+def test_boundary_f1():
+    from semrag.eval.metrics import boundary_f1
+
+    assert boundary_f1([0, 1, 0, 1], [0, 1, 0, 1]) == (1.0, 1.0, 1.0)
+    p, r, f = boundary_f1([0, 1, 0, 0, 0, 1], [1, 0, 0, 0, 0, 0])
+    assert (p, r) == (0.0, 0.0) and f == 0.0
+    p, r, f = boundary_f1([0, 1, 0, 0, 0, 1], [1, 0, 0, 0, 0, 0], tolerance=1)
+    assert (p, r) == (1.0, 0.5)
+    # One gold boundary cannot be matched twice.
+    assert boundary_f1([0, 1, 0], [1, 1, 1], tolerance=1)[0] == pytest.approx(1 / 3)
+    assert boundary_f1([0, 0], [0, 0]) == (1.0, 1.0, 1.0)

@@ -161,7 +161,7 @@ def fit_boundary_model(
             loss = loss_fn(model(ltr[idx], rtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
         model.eval()
         with torch.no_grad():
             logits = model(ldv, rdv)

@@ -1,0 +1,270 @@
+"""PSC and MFC against the other chunkers: boundary quality, PubMedQA retrieval, speed.
+
+1. Boundary quality (Pk, WindowDiff, boundary F1 with a 3-word tolerance; lower Pk/WD is
+   better) on test data never used for training: NICTA-PIBOSO test, CSAbstruct test,
+   PubMedQA abstracts (labelled contexts are sections), SQuAD v1.1 dev articles
+   (paragraphs), Choi (every 10th document). Contestants: PSC and MFC (shipped weights),
+   semrag SemanticChunker (shipped defaults), LangChain SemanticChunker (its defaults, and
+   its best setting from boundary_quality.py: standard_deviation 1), and fixed-size chunks
+   of the data set's mean gold section length in words.
+2. Retrieval in the paper's setting (Allamraju et al., Table 1): PubMedQA questions against
+   the chunks of all 1,000 abstracts, dense retrieval with the same MiniLM; a hit is a
+   chunk of the question's own abstract that overlaps a gold context. Hits@3, Hits@5, MRR.
+3. Speed: characters per second of PSC and MFC next to SemanticChunker (mean pooling) on
+   SQuAD articles, in one process, embeddings not cached between contestants.
+
+    python benchmarks/boundary_models.py [--out FILE] [--squad-articles N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+from _common import (  # noqa: E402
+    BATCH,
+    DATA,
+    cached_semrag_embedder,
+    emit,
+    header,
+    lc_embeddings,
+    need,
+    table,
+)
+
+from semrag import MFCChunker, PSCChunker, SemanticChunker  # noqa: E402
+from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
+from semrag.eval.datasets import (  # noqa: E402
+    read_choi,
+    read_csabstruct,
+    read_nicta,
+    read_pubmedqa,
+    read_squad_articles,
+)
+from semrag.eval.metrics import (  # noqa: E402
+    boundaries_from_offsets,
+    boundary_f1,
+    pk,
+    window_diff,
+    word_starts,
+)
+
+BIG = 100_000
+
+
+def locate(text: str, pieces: list[str]) -> list[int]:
+    starts, pos = [], 0
+    for piece in pieces:
+        probe = piece.strip()
+        at = text.find(probe, pos)
+        if at < 0:
+            at = text.find(probe[:40], pos)
+        starts.append(max(at, pos) if at >= 0 else pos)
+        pos = starts[-1] + 1
+    return starts
+
+
+def fixed_size_starts(text: str, words_per_chunk: int) -> list[int]:
+    ws = word_starts(text)
+    return ws[::words_per_chunk]
+
+
+def quality(docs, starts_per_doc) -> dict:
+    pks, wds, f1s = [], [], []
+    for doc, starts in zip(docs, starts_per_doc, strict=True):
+        words = word_starts(doc.text)
+        gold = boundaries_from_offsets(words, doc.section_starts)
+        hyp = boundaries_from_offsets(words, starts)
+        pks.append(pk(gold, hyp))
+        wds.append(window_diff(gold, hyp))
+        f1s.append(boundary_f1(gold, hyp, tolerance=3)[2])
+    return {"Pk": float(np.mean(pks)), "WD": float(np.mean(wds)), "F1": float(np.mean(f1s))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--squad-articles", type=int, default=48)
+    ap.add_argument("--speed-articles", type=int, default=12)
+    args = ap.parse_args()
+
+    pubmed = read_pubmedqa(need(DATA / "pubmedqa" / "ori_pqal.json.gz"))
+    sets = {
+        "NICTA test": read_nicta(need(DATA / "nicta_piboso" / "test_clean.txt")),
+        "CSAbstruct test": read_csabstruct(need(DATA / "csabstruct" / "test.jsonl.gz")),
+        "PubMedQA": [item.document for item in pubmed],
+        "SQuAD": read_squad_articles(need(DATA / "squad_dev" / "dev-v1.1.json.gz"))[
+            : args.squad_articles
+        ],
+        "Choi": read_choi(need(DATA / "choi_segmentation" / "choi.tar.gz"), every=10),
+    }
+    base = SentenceTransformerEmbedder(batch_size=BATCH)
+    model = base.model
+    emb = cached_semrag_embedder(model)
+    tok = base.tokenizer
+
+    from langchain_experimental.text_splitter import SemanticChunker as LCSemantic
+
+    lc_emb = lc_embeddings(model, cache=True)
+    ours = {
+        "PSC (shipped)": PSCChunker(emb, tokenizer=tok, max_tokens=BIG, overlap_tokens=0),
+        "MFC (shipped)": MFCChunker(emb, tokenizer=tok, max_tokens=BIG, overlap_tokens=0),
+        "semrag SemanticChunker (defaults)": SemanticChunker(
+            emb, tokenizer=tok, max_tokens=BIG, overlap_tokens=0
+        ),
+    }
+    lc = {
+        "LangChain SemanticChunker (defaults)": LCSemantic(lc_emb),
+        "LangChain SemanticChunker (std 1)": LCSemantic(
+            lc_emb, breakpoint_threshold_type="standard_deviation", breakpoint_threshold_amount=1
+        ),
+    }
+    rows = []
+    for set_name, docs in sets.items():
+        texts = [d.text for d in docs]
+        mean_words = max(
+            1, round(np.mean([len(" ".join(s).split()) for d in docs for s in d.sections]))
+        )
+        results = {}
+        for name, chunker in ours.items():
+            results[name] = [[c.start for c in r.chunks] for r in chunker.chunk_with_stats(texts)]
+        for name, splitter in lc.items():
+            results[name] = [locate(t, splitter.split_text(t)) for t in texts]
+        results[f"fixed size ({mean_words} words)"] = [
+            fixed_size_starts(t, mean_words) for t in texts
+        ]
+        for name, starts in results.items():
+            rows.append({"data": set_name, "chunker": name, **quality(docs, starts)})
+            print(rows[-1], flush=True)
+
+    # 2. Retrieval on PubMedQA.
+    from langchain_text_splitters import CharacterTextSplitter, RecursiveCharacterTextSplitter
+
+    from semrag.text import split_sentences
+
+    abstracts = [item.document.text for item in pubmed]
+    size = round(float(np.mean([len(t) for t in abstracts])) / 3)
+    overlap = round(size * 0.2)
+    char = CharacterTextSplitter(separator="", chunk_size=size, chunk_overlap=overlap)
+    recursive = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
+
+    def spans_of(text: str, pieces: list[str]) -> list[tuple[int, int]]:
+        return [(s, s + len(p.strip())) for s, p in zip(locate(text, pieces), pieces, strict=True)]
+
+    lc_default = lc["LangChain SemanticChunker (defaults)"]
+    chunked = {
+        f"character {size}/{overlap} (1000/200 scaled)": [
+            spans_of(t, char.split_text(t)) for t in abstracts
+        ],
+        "sentence": [[(s.start, s.end) for s in split_sentences(t)] for t in abstracts],
+        f"recursive {size}/{overlap}": [spans_of(t, recursive.split_text(t)) for t in abstracts],
+        "LangChain SemanticChunker": [spans_of(t, lc_default.split_text(t)) for t in abstracts],
+    }
+    for name in ("semrag SemanticChunker (defaults)", "PSC (shipped)", "MFC (shipped)"):
+        results = ours[name].chunk_with_stats(abstracts)
+        chunked[name] = [[(c.start, c.end) for c in r.chunks] for r in results]
+    questions = base.embed([item.question for item in pubmed])
+    gold = []
+    for item in pubmed:
+        text, spans, pos = item.document.text, [], 0
+        for ctx in item.contexts:
+            first = ctx.split(". ")[0][:60]
+            at = text.find(first, pos)
+            if at >= 0:
+                spans.append((at, at + len(ctx)))
+                pos = at
+        gold.append(spans)
+    ret_rows = []
+    for name, per_abstract in chunked.items():
+        owner, chunk_texts, chunk_spans = [], [], []
+        for d, (text, spans_d) in enumerate(zip(abstracts, per_abstract, strict=True)):
+            for a, b in spans_d:
+                if b > a:
+                    owner.append(d)
+                    chunk_texts.append(text[a:b])
+                    chunk_spans.append((a, b))
+        vecs = np.stack(emb.embed(chunk_texts))
+        owner_arr = np.asarray(owner)
+        ranks = []
+        for q, (qv, spans) in enumerate(zip(questions, gold, strict=True)):
+            order = np.argsort(-(vecs @ qv))
+            rank = None
+            for r, c in enumerate(order[:100]):
+                if owner_arr[c] == q and any(
+                    chunk_spans[c][0] < e and s < chunk_spans[c][1] for s, e in spans
+                ):
+                    rank = r + 1
+                    break
+            ranks.append(rank)
+        hits = lambda k: float(np.mean([r is not None and r <= k for r in ranks]))  # noqa: E731
+        mrr = float(np.mean([1 / r if r else 0.0 for r in ranks]))
+        ret_rows.append(
+            {
+                "chunker": name,
+                "chunks": len(chunk_texts),
+                "Hits@3": hits(3),
+                "Hits@5": hits(5),
+                "MRR": mrr,
+            }
+        )
+        print(ret_rows[-1], flush=True)
+
+    # 3. Speed (no shared cache: each contestant embeds for itself).
+    from semrag.embeddings import SentenceTransformerEmbedder as STE
+
+    squad = [d.text for d in sets["SQuAD"][: args.speed_articles]]
+    n_chars = sum(len(t) for t in squad)
+    speed_rows = []
+    for name, cls in (
+        ("semrag SemanticChunker (mean pooling)", SemanticChunker),
+        ("PSC", PSCChunker),
+        ("MFC", MFCChunker),
+    ):
+        fresh = STE(batch_size=BATCH, cache_size=0)
+        chunker = cls(fresh)
+        chunker.chunk("Warm up the model. Then measure.")
+        t0 = time.perf_counter()
+        chunker.chunk_documents(squad)
+        secs = time.perf_counter() - t0
+        speed_rows.append({"chunker": name, "seconds": secs, "chars/s": n_chars / secs})
+    base_t = speed_rows[0]["seconds"]
+    for r in speed_rows:
+        r["x SemanticChunker"] = r["seconds"] / base_t
+
+    report = "\n".join(
+        [
+            header(
+                "PSC / MFC boundary quality",
+                "NICTA-PIBOSO test (200 abstracts), CSAbstruct test (226), PubMedQA PQA-L "
+                f"(1,000 abstracts), SQuAD v1.1 dev ({len(sets['SQuAD'])} articles), Choi "
+                f"({len(sets['Choi'])} documents, every 10th file)",
+            ),
+            "",
+            table(rows, ["data", "chunker", "Pk", "WD", "F1"]),
+            "",
+            header(
+                "PSC / MFC retrieval on PubMedQA (paper's Table 1 setting)",
+                "PubMedQA PQA-L: 1,000 questions against the chunks of all 1,000 abstracts",
+            ),
+            "",
+            table(ret_rows, ["chunker", "chunks", "Hits@3", "Hits@5", "MRR"]),
+            "",
+            header(
+                "PSC / MFC chunking speed",
+                f"SQuAD v1.1 dev, {len(squad)} articles, {n_chars:,} characters",
+            ),
+            "",
+            table(speed_rows, ["chunker", "seconds", "chars/s", "x SemanticChunker"]),
+            "",
+        ]
+    )
+    emit(report, args.out)
+
+
+if __name__ == "__main__":
+    main()
