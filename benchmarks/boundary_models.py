@@ -201,15 +201,14 @@ def main() -> None:
                     rank = r + 1
                     break
             ranks.append(rank)
-        hits = lambda k: float(np.mean([r is not None and r <= k for r in ranks]))  # noqa: E731
-        mrr = float(np.mean([1 / r if r else 0.0 for r in ranks]))
+        found = np.array([r if r is not None else 0 for r in ranks])
         ret_rows.append(
             {
                 "chunker": name,
                 "chunks": len(chunk_texts),
-                "Hits@3": hits(3),
-                "Hits@5": hits(5),
-                "MRR": mrr,
+                "Hits@3": float(np.mean((found > 0) & (found <= 3))),
+                "Hits@5": float(np.mean((found > 0) & (found <= 5))),
+                "MRR": float(np.mean(np.where(found > 0, 1.0 / np.maximum(found, 1), 0.0))),
             }
         )
         print(ret_rows[-1], flush=True)
