@@ -70,6 +70,9 @@ class PairModelChunker(BoundaryChunker):
             sentence_splitter=sentence_splitter,
             show_progress=show_progress,
         )
+        self.threshold = threshold
+        self._model_arg = model
+        self._model: Any = None
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"threshold must be within (0, 1), got {threshold}")
         if model is None:
@@ -78,9 +81,7 @@ class PairModelChunker(BoundaryChunker):
             model = shipped_weights(self.preset)
         if isinstance(model, (str, Path)) and not Path(model).is_dir():
             raise ConfigError(f"no boundary model directory at {model}")
-        self.threshold = threshold
         self._model_arg = model
-        self._model: Any = None
 
     @property
     def model(self) -> Any:
@@ -125,8 +126,10 @@ class PSCChunker(PairModelChunker):
     """Projected Similarity Chunking with the shipped MiniLM weights (or ``model=``).
 
     Example:
-        >>> chunker = PSCChunker()  # doctest: +SKIP
-        >>> [c.text for c in chunker.chunk(text)]  # doctest: +SKIP
+        >>> text = "Bees make honey. Bees live in hives. The rocket reached orbit."
+        >>> chunks = PSCChunker().chunk(text)
+        >>> all(text[c.start : c.end] == c.text for c in chunks)
+        True
     """
 
     preset = "psc"
