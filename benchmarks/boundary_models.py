@@ -13,7 +13,7 @@
 3. Speed: characters per second of PSC and MFC next to SemanticChunker (mean pooling) on
    SQuAD articles, in one process, embeddings not cached between contestants.
 
-    python benchmarks/boundary_models.py [--out FILE] [--squad-articles N]
+    python benchmarks/boundary_models.py [--out FILE] [--squad-articles N] [--parts ...]
 """
 
 from __future__ import annotations
@@ -91,6 +91,12 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--squad-articles", type=int, default=48)
     ap.add_argument("--speed-articles", type=int, default=12)
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        default=["quality", "retrieval", "speed"],
+        choices=["quality", "retrieval", "speed"],
+    )
     args = ap.parse_args()
 
     pubmed = read_pubmedqa(need(DATA / "pubmedqa" / "ori_pqal.json.gz"))
@@ -125,118 +131,129 @@ def main() -> None:
         ),
     }
     rows = []
-    for set_name, docs in sets.items():
-        texts = [d.text for d in docs]
-        mean_words = max(
-            1, round(np.mean([len(" ".join(s).split()) for d in docs for s in d.sections]))
-        )
-        results = {}
-        for name, chunker in ours.items():
-            results[name] = [[c.start for c in r.chunks] for r in chunker.chunk_with_stats(texts)]
-        for name, splitter in lc.items():
-            results[name] = [locate(t, splitter.split_text(t)) for t in texts]
-        results[f"fixed size ({mean_words} words)"] = [
-            fixed_size_starts(t, mean_words) for t in texts
-        ]
-        for name, starts in results.items():
-            rows.append({"data": set_name, "chunker": name, **quality(docs, starts)})
-            print(rows[-1], flush=True)
+    if "quality" in args.parts:
+        for set_name, docs in sets.items():
+            texts = [d.text for d in docs]
+            mean_words = max(
+                1, round(np.mean([len(" ".join(s).split()) for d in docs for s in d.sections]))
+            )
+            results = {}
+            for name, chunker in ours.items():
+                results[name] = [
+                    [c.start for c in r.chunks] for r in chunker.chunk_with_stats(texts)
+                ]
+            for name, splitter in lc.items():
+                results[name] = [locate(t, splitter.split_text(t)) for t in texts]
+            results[f"fixed size ({mean_words} words)"] = [
+                fixed_size_starts(t, mean_words) for t in texts
+            ]
+            for name, starts in results.items():
+                rows.append({"data": set_name, "chunker": name, **quality(docs, starts)})
+                print(rows[-1], flush=True)
 
     # 2. Retrieval on PubMedQA.
-    from langchain_text_splitters import CharacterTextSplitter, RecursiveCharacterTextSplitter
-
-    from semrag.text import split_sentences
-
-    abstracts = [item.document.text for item in pubmed]
-    size = round(float(np.mean([len(t) for t in abstracts])) / 3)
-    overlap = round(size * 0.2)
-    char = CharacterTextSplitter(separator="", chunk_size=size, chunk_overlap=overlap)
-    recursive = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
-
-    def spans_of(text: str, pieces: list[str]) -> list[tuple[int, int]]:
-        return [(s, s + len(p.strip())) for s, p in zip(locate(text, pieces), pieces, strict=True)]
-
-    lc_default = lc["LangChain SemanticChunker (defaults)"]
-    chunked = {
-        f"character {size}/{overlap} (1000/200 scaled)": [
-            spans_of(t, char.split_text(t)) for t in abstracts
-        ],
-        "sentence": [[(s.start, s.end) for s in split_sentences(t)] for t in abstracts],
-        f"recursive {size}/{overlap}": [spans_of(t, recursive.split_text(t)) for t in abstracts],
-        "LangChain SemanticChunker": [spans_of(t, lc_default.split_text(t)) for t in abstracts],
-    }
-    for name in ("semrag SemanticChunker (defaults)", "PSC (shipped)", "MFC (shipped)"):
-        results = ours[name].chunk_with_stats(abstracts)
-        chunked[name] = [[(c.start, c.end) for c in r.chunks] for r in results]
-    questions = base.embed([item.question for item in pubmed])
-    gold = []
-    for item in pubmed:
-        text, spans, pos = item.document.text, [], 0
-        for ctx in item.contexts:
-            first = ctx.split(". ")[0][:60]
-            at = text.find(first, pos)
-            if at >= 0:
-                spans.append((at, at + len(ctx)))
-                pos = at
-        gold.append(spans)
     ret_rows = []
-    for name, per_abstract in chunked.items():
-        owner, chunk_texts, chunk_spans = [], [], []
-        for d, (text, spans_d) in enumerate(zip(abstracts, per_abstract, strict=True)):
-            for a, b in spans_d:
-                if b > a:
-                    owner.append(d)
-                    chunk_texts.append(text[a:b])
-                    chunk_spans.append((a, b))
-        vecs = np.stack(emb.embed(chunk_texts))
-        owner_arr = np.asarray(owner)
-        ranks = []
-        for q, (qv, spans) in enumerate(zip(questions, gold, strict=True)):
-            order = np.argsort(-(vecs @ qv))
-            rank = None
-            for r, c in enumerate(order[:100]):
-                if owner_arr[c] == q and any(
-                    chunk_spans[c][0] < e and s < chunk_spans[c][1] for s, e in spans
-                ):
-                    rank = r + 1
-                    break
-            ranks.append(rank)
-        found = np.array([r if r is not None else 0 for r in ranks])
-        ret_rows.append(
-            {
-                "chunker": name,
-                "chunks": len(chunk_texts),
-                "Hits@3": float(np.mean((found > 0) & (found <= 3))),
-                "Hits@5": float(np.mean((found > 0) & (found <= 5))),
-                "MRR": float(np.mean(np.where(found > 0, 1.0 / np.maximum(found, 1), 0.0))),
-            }
-        )
-        print(ret_rows[-1], flush=True)
+    if "retrieval" in args.parts:
+        from langchain_text_splitters import CharacterTextSplitter, RecursiveCharacterTextSplitter
+
+        from semrag.text import split_sentences
+
+        abstracts = [item.document.text for item in pubmed]
+        size = round(float(np.mean([len(t) for t in abstracts])) / 3)
+        overlap = round(size * 0.2)
+        char = CharacterTextSplitter(separator="", chunk_size=size, chunk_overlap=overlap)
+        recursive = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
+
+        def spans_of(text: str, pieces: list[str]) -> list[tuple[int, int]]:
+            return [
+                (s, s + len(p.strip())) for s, p in zip(locate(text, pieces), pieces, strict=True)
+            ]
+
+        lc_default = lc["LangChain SemanticChunker (defaults)"]
+        chunked = {
+            f"character {size}/{overlap} (1000/200 scaled)": [
+                spans_of(t, char.split_text(t)) for t in abstracts
+            ],
+            "sentence": [[(s.start, s.end) for s in split_sentences(t)] for t in abstracts],
+            f"recursive {size}/{overlap}": [
+                spans_of(t, recursive.split_text(t)) for t in abstracts
+            ],
+            "LangChain SemanticChunker": [spans_of(t, lc_default.split_text(t)) for t in abstracts],
+        }
+        for name in ("semrag SemanticChunker (defaults)", "PSC (shipped)", "MFC (shipped)"):
+            results = ours[name].chunk_with_stats(abstracts)
+            chunked[name] = [[(c.start, c.end) for c in r.chunks] for r in results]
+        questions = base.embed([item.question for item in pubmed])
+        gold = []
+        for item in pubmed:
+            text, spans, pos = item.document.text, [], 0
+            for ctx in item.contexts:
+                first = ctx.split(". ")[0][:60]
+                at = text.find(first, pos)
+                if at >= 0:
+                    spans.append((at, at + len(ctx)))
+                    pos = at
+            gold.append(spans)
+        for name, per_abstract in chunked.items():
+            owner, chunk_texts, chunk_spans = [], [], []
+            for d, (text, spans_d) in enumerate(zip(abstracts, per_abstract, strict=True)):
+                for a, b in spans_d:
+                    if b > a:
+                        owner.append(d)
+                        chunk_texts.append(text[a:b])
+                        chunk_spans.append((a, b))
+            vecs = np.stack(emb.embed(chunk_texts))
+            owner_arr = np.asarray(owner)
+            ranks = []
+            for q, (qv, spans) in enumerate(zip(questions, gold, strict=True)):
+                order = np.argsort(-(vecs @ qv))
+                rank = None
+                for r, c in enumerate(order[:100]):
+                    if owner_arr[c] == q and any(
+                        chunk_spans[c][0] < e and s < chunk_spans[c][1] for s, e in spans
+                    ):
+                        rank = r + 1
+                        break
+                ranks.append(rank)
+            found = np.array([r if r is not None else 0 for r in ranks])
+            ret_rows.append(
+                {
+                    "chunker": name,
+                    "chunks": len(chunk_texts),
+                    "Hits@3": float(np.mean((found > 0) & (found <= 3))),
+                    "Hits@5": float(np.mean((found > 0) & (found <= 5))),
+                    "MRR": float(np.mean(np.where(found > 0, 1.0 / np.maximum(found, 1), 0.0))),
+                }
+            )
+            print(ret_rows[-1], flush=True)
 
     # 3. Speed (no shared cache: each contestant embeds for itself).
-    from semrag.embeddings import SentenceTransformerEmbedder as STE
-
-    squad = [d.text for d in sets["SQuAD"][: args.speed_articles]]
-    n_chars = sum(len(t) for t in squad)
     speed_rows = []
-    for name, cls in (
-        ("semrag SemanticChunker (mean pooling)", SemanticChunker),
-        ("PSC", PSCChunker),
-        ("MFC", MFCChunker),
-    ):
-        fresh = STE(batch_size=BATCH, cache_size=0)
-        chunker = cls(fresh)
-        chunker.chunk("Warm up the model. Then measure.")
-        t0 = time.perf_counter()
-        chunker.chunk_documents(squad)
-        secs = time.perf_counter() - t0
-        speed_rows.append({"chunker": name, "seconds": secs, "chars/s": n_chars / secs})
-    base_t = speed_rows[0]["seconds"]
-    for r in speed_rows:
-        r["x SemanticChunker"] = r["seconds"] / base_t
+    n_chars = 0
+    if "speed" in args.parts:
+        from semrag.embeddings import SentenceTransformerEmbedder as STE
 
-    report = "\n".join(
-        [
+        squad = [d.text for d in sets["SQuAD"][: args.speed_articles]]
+        n_chars = sum(len(t) for t in squad)
+        for name, cls in (
+            ("semrag SemanticChunker (mean pooling)", SemanticChunker),
+            ("PSC", PSCChunker),
+            ("MFC", MFCChunker),
+        ):
+            fresh = STE(batch_size=BATCH, cache_size=0)
+            chunker = cls(fresh)
+            chunker.chunk("Warm up the model. Then measure.")
+            t0 = time.perf_counter()
+            chunker.chunk_documents(squad)
+            secs = time.perf_counter() - t0
+            speed_rows.append({"chunker": name, "seconds": secs, "chars/s": n_chars / secs})
+        base_t = speed_rows[0]["seconds"]
+        for r in speed_rows:
+            r["x SemanticChunker"] = r["seconds"] / base_t
+
+    parts = []
+    if rows:
+        parts += [
             header(
                 "PSC / MFC boundary quality",
                 "NICTA-PIBOSO test (200 abstracts), CSAbstruct test (226), PubMedQA PQA-L "
@@ -246,6 +263,9 @@ def main() -> None:
             "",
             table(rows, ["data", "chunker", "Pk", "WD", "F1"]),
             "",
+        ]
+    if ret_rows:
+        parts += [
             header(
                 "PSC / MFC retrieval on PubMedQA (paper's Table 1 setting)",
                 "PubMedQA PQA-L: 1,000 questions against the chunks of all 1,000 abstracts",
@@ -253,15 +273,18 @@ def main() -> None:
             "",
             table(ret_rows, ["chunker", "chunks", "Hits@3", "Hits@5", "MRR"]),
             "",
+        ]
+    if speed_rows:
+        parts += [
             header(
                 "PSC / MFC chunking speed",
-                f"SQuAD v1.1 dev, {len(squad)} articles, {n_chars:,} characters",
+                f"SQuAD v1.1 dev, {args.speed_articles} articles, {n_chars:,} characters",
             ),
             "",
             table(speed_rows, ["chunker", "seconds", "chars/s", "x SemanticChunker"]),
             "",
         ]
-    )
+    report = "\n".join(parts)
     emit(report, args.out)
 
 
