@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,13 @@ class _Entry:
     node_vectors: Floats
     themes: list[str]
     theme_vector: Floats
+
+
+def _mean_of(vectors: Floats, ranges: Sequence[Sequence[int]], dim: int) -> Floats:
+    """Unit-norm mean of ``vectors[a:b]`` for each ``(a, b)``; ``(0, dim)`` when none."""
+    if not len(ranges):
+        return np.zeros((0, dim), np.float32)
+    return _normalise(mean_windows(vectors, np.asarray(ranges, dtype=np.int64)))
 
 
 def _normalise(v: Floats) -> Floats:
@@ -246,26 +253,17 @@ class SemanticIndex:
                 cvec = second[t_pos : t_pos + len(chunks)]
                 t_pos += len(chunks)
             else:
-                ranges = np.array(
-                    [[c.sentence_start, c.sentence_end] for c in chunks], dtype=np.int64
-                )
-                cvec = (
-                    _normalise(mean_windows(svec, ranges))
-                    if len(chunks)
-                    else np.zeros(
-                        (0, svec.shape[1] if svec.ndim == 2 else self.embedder.dim), np.float32
-                    )
-                )
+                ranges = [[c.sentence_start, c.sentence_end] for c in chunks]
+                cvec = _mean_of(svec, ranges, self.embedder.dim)
             ranges_n = window_ranges(len(spans), cfg.window, cfg.step) if cfg else []
             if cfg is not None and cfg.node_pooling == "concat":
                 nvec = second[t_pos : t_pos + len(ranges_n)]
                 t_pos += len(ranges_n)
-            elif ranges_n:
-                nvec = _normalise(mean_windows(svec, np.array(ranges_n, dtype=np.int64)))
             else:
-                nvec = np.zeros((0, self.embedder.dim), np.float32)
+                nvec = _mean_of(svec, ranges_n, self.embedder.dim)
             theme_vec = second[t_pos]
             t_pos += 1
+            self.delete(doc.id)  # replace a re-added document, only now that all is computed
             ids = list(range(self._next_id, self._next_id + len(chunks)))
             self._next_id += len(chunks)
             self._entries[doc.id] = _Entry(
@@ -286,16 +284,14 @@ class SemanticIndex:
         n = self.ssg_config.n_themes if self.ssg_config else 5
         return _THEME_PROMPT.format(n=n, text=" ".join(doc.text.split()[:500]))
 
-    def _remove_existing(self, docs: list[Document]) -> None:
-        for d in docs:
-            if d.id in self._entries:
-                self.delete(d.id)
-
     def add_documents(self, documents: Iterable[Document | str]) -> None:
         """Index documents (a document whose id is already indexed is replaced).
 
         Sentences of a block of documents are embedded in one call; the chunker then finds
         them in the embedder's cache; chunk, window and theme texts go in a second call.
+        A block is stored only once everything for it is computed, so an error (a failing
+        embedder or LLM) leaves the documents already indexed, old versions included, as
+        they were.
 
         Raises:
             TypeError: if an item is not a Document or str.
@@ -305,7 +301,6 @@ class SemanticIndex:
         docs = self._validate(documents)
         blocks = self._blocks(docs)
         bar = self._progress(len(docs))
-        self._remove_existing(docs)
         for block in blocks:
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
             svecs = self.embedder.embed(sentence_texts)
@@ -331,7 +326,6 @@ class SemanticIndex:
         """Async twin of :meth:`add_documents`; theme LLM calls run concurrently."""
         docs = self._validate(documents)
         blocks = await asyncio.to_thread(self._blocks, docs)
-        self._remove_existing(docs)
         for block in blocks:
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
             svecs = await self.embedder.aembed(sentence_texts)

@@ -252,6 +252,21 @@ def test_llm_themes_and_malformed_reply():
     assert "cats" not in bad
 
 
+def test_failed_replacement_keeps_the_old_version():
+    index = make_index()
+    old = index.chunks("cats")
+
+    class Broken(FakeEmbedder):
+        def _embed_batch(self, texts):
+            return np.full((len(texts), 256), np.nan)
+
+    index.embedder = Broken()
+    with pytest.raises(EmbeddingError):
+        index.add_documents([Document("cats", "A brand new text about cats.")])
+    assert index.chunks("cats") == old
+    assert index.search_sparse("mat", 1)[0].chunk.doc_id == "cats"
+
+
 def test_chunk_vectors_mean_option():
     index = make_index(chunk_vectors="mean")
     assert index.search("stock shares", k=1)[0].chunk.doc_id == "stocks"
