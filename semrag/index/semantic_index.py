@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +149,10 @@ class SemanticIndex:
         self._node_index: DenseIndex | None = None
         self._sentence_matrix: Floats | None = None
         self._sentence_offsets: list[int] = []
+        self._doc_order: list[str] = []
+        # Writers (add, delete) and the lazy builds of derived state take this lock, so
+        # concurrent calls from several threads never see a half-updated index.
+        self._lock = threading.RLock()
 
     # -- read access ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -236,6 +241,17 @@ class SemanticIndex:
         return texts
 
     def _assemble(
+        self,
+        block: list[tuple[Document, list[Span]]],
+        sentence_vectors: Floats,
+        chunk_lists: list[list[Chunk]],
+        themes: list[list[str]],
+        second: Floats,
+    ) -> None:
+        with self._lock:
+            self._store_block(block, sentence_vectors, chunk_lists, themes, second)
+
+    def _store_block(
         self,
         block: list[tuple[Document, list[Span]]],
         sentence_vectors: Floats,
@@ -355,16 +371,17 @@ class SemanticIndex:
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document, its chunks and its graph nodes; ``False`` if it was absent."""
-        entry = self._entries.pop(doc_id, None)
-        if entry is None:
-            return False
-        if entry.chunk_ids:
-            self.dense.remove(entry.chunk_ids)
-            self.sparse.remove(entry.chunk_ids)
-        for i in entry.chunk_ids:
-            self._chunk_by_id.pop(i, None)
-        self._invalidate()
-        return True
+        with self._lock:
+            entry = self._entries.pop(doc_id, None)
+            if entry is None:
+                return False
+            if entry.chunk_ids:
+                self.dense.remove(entry.chunk_ids)
+                self.sparse.remove(entry.chunk_ids)
+            for i in entry.chunk_ids:
+                self._chunk_by_id.pop(i, None)
+            self._invalidate()
+            return True
 
     def _invalidate(self) -> None:
         self._graph = None
@@ -386,17 +403,18 @@ class SemanticIndex:
 
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector."""
-        scores, ids = self.dense.search(vector, k)
-        return [
-            ScoredChunk(
-                self._chunk_by_id[int(i)],
-                float(s),
-                {"dense": float(s)},
-                ({"channel": "dense", "rank": r},),
-            )
-            for r, (s, i) in enumerate(zip(scores[0], ids[0], strict=True))
-            if i >= 0
-        ]
+        with self._lock:
+            scores, ids = self.dense.search(vector, k)
+            return [
+                ScoredChunk(
+                    self._chunk_by_id[int(i)],
+                    float(s),
+                    {"dense": float(s)},
+                    ({"channel": "dense", "rank": r},),
+                )
+                for r, (s, i) in enumerate(zip(scores[0], ids[0], strict=True))
+                if i >= 0
+            ]
 
     def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for ``query`` (cosine similarity)."""
@@ -410,10 +428,14 @@ class SemanticIndex:
         """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
         if not isinstance(query, str):
             raise TypeError(f"query must be str, got {type(query).__name__}")
-        return [
-            ScoredChunk(self._chunk_by_id[i], s, {"sparse": s}, ({"channel": "sparse", "rank": r},))
-            for r, (i, s) in enumerate(self.sparse.search(query, k))
-        ]
+        with self._lock:
+            found = self.sparse.search(query, k)
+            return [
+                ScoredChunk(
+                    self._chunk_by_id[i], s, {"sparse": s}, ({"channel": "sparse", "rank": r},)
+                )
+                for r, (i, s) in enumerate(found)
+            ]
 
     # -- the semantic similarity graph ------------------------------------------------------
     @property
@@ -425,13 +447,18 @@ class SemanticIndex:
         """
         if self.ssg_config is None:
             raise ConfigError("this index was built with ssg=False")
-        if self._graph is None:
-            self._graph = self._build_graph()
-        return self._graph
+        with self._lock:
+            if self._graph is None:
+                self._graph = self._build_graph()
+            return self._graph
 
     @property
     def node_index(self) -> DenseIndex:
         """A FAISS index over the SSG's window nodes (ids = node numbers)."""
+        with self._lock:
+            return self._build_node_index()
+
+    def _build_node_index(self) -> DenseIndex:
         if self._node_index is None:
             graph = self.ssg
             kind = "hnsw" if graph.n_nodes > 50_000 else "flat"
@@ -444,6 +471,10 @@ class SemanticIndex:
     @property
     def sentence_matrix(self) -> Floats:
         """All sentence vectors, documents in insertion order."""
+        with self._lock:
+            return self._build_sentence_matrix()
+
+    def _build_sentence_matrix(self) -> Floats:
         if self._sentence_matrix is None:
             parts = [e.sentence_vectors for e in self._entries.values()]
             dim = self.embedder.dim if not parts else parts[0].shape[1]
@@ -454,6 +485,7 @@ class SemanticIndex:
             for e in self._entries.values():
                 offsets.append(offsets[-1] + len(e.sentences))
             self._sentence_offsets = offsets
+            self._doc_order = list(self._entries)
         return self._sentence_matrix
 
     def sentence_location(self, global_index: int) -> tuple[str, Span]:
@@ -462,7 +494,7 @@ class SemanticIndex:
         import bisect
 
         d = bisect.bisect_right(self._sentence_offsets, global_index) - 1
-        doc_id = list(self._entries)[d]
+        doc_id = self._doc_order[d]
         return doc_id, self._entries[doc_id].sentences[global_index - self._sentence_offsets[d]]
 
     def _build_graph(self) -> SemanticSimilarityGraph:

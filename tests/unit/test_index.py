@@ -322,3 +322,39 @@ def test_build_edges_fallback_for_documents_larger_than_the_search_depth():
         got = indices[indptr[i] : indptr[i + 1]][kinds[indptr[i] : indptr[i + 1]] == 1]
         want = 100 + np.argsort(-sims[i, 100:])[:3]
         assert got.tolist() == want.tolist()
+
+
+def test_concurrent_adds_and_searches():
+    import threading
+
+    index = make_index()
+    errors: list[BaseException] = []
+
+    def writer(n):
+        try:
+            for i in range(5):
+                index.add_documents(
+                    [Document(f"w{n}-{i}", f"Writer {n} wrote note {i}. It is short.")]
+                )
+                index.delete(f"w{n}-{i - 1}")
+        except BaseException as exc:  # noqa: BLE001 - collected and re-raised below
+            errors.append(exc)
+
+    def reader():
+        try:
+            for _ in range(30):
+                index.search("writer note", k=5)
+                index.search_sparse("note", k=5)
+                _ = index.ssg.n_nodes
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    threads += [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert sorted(d for d in index.doc_ids if d.startswith("w")) == ["w0-4", "w1-4", "w2-4"]
+    assert len(index.search("writer", k=100)) == len(index.chunks())
