@@ -5,9 +5,9 @@
 * ``semrag index DIR_OR_FILES... --out INDEX [--no-ssg]`` builds and saves a SemanticIndex.
 * ``semrag query INDEX "question" [--algorithm A --k K --plot PNG --json]`` retrieves with
   an SSG traversal algorithm (or ``--algorithm dense`` / ``sparse``) and prints provenance.
-* ``semrag train-boundary --data KIND:PATH... --dev KIND:PATH... --model psc|mfc --out DIR``
+* ``semrag train-boundary --data KIND:PATH[@START:STOP]... --dev ... --model psc|mfc --out DIR``
   trains a PSC or MFC boundary model on sectioned data (KIND: nicta, csabstruct, pubmedqa,
-  squad, choi).
+  squad, choi; ``@24:40`` keeps documents 24 to 39 of the file).
 """
 
 from __future__ import annotations
@@ -177,12 +177,18 @@ def _sectioned(specs: Sequence[str]) -> list:  # type: ignore[type-arg]
     }
     docs = []
     for spec in specs:
-        kind, sep, path = spec.partition(":")
+        kind, sep, rest = spec.partition(":")
+        path, at, window = rest.partition("@")
         if not sep or kind not in readers:
             raise SemragError(
-                f"--data/--dev take KIND:PATH with KIND in {sorted(readers)}; got {spec!r}"
+                f"--data/--dev take KIND:PATH[@START:STOP] with KIND in {sorted(readers)}; "
+                f"got {spec!r}"
             )
-        docs += readers[kind](path)
+        loaded = readers[kind](path)
+        if at:
+            start, _, stop = window.partition(":")
+            loaded = loaded[int(start or 0) : int(stop) if stop else None]
+        docs += loaded
     return docs
 
 

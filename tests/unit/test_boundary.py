@@ -184,12 +184,18 @@ def test_shipped_weights_exist_and_load(cls):
 
 @pytest.mark.model
 @pytest.mark.parametrize("cls", [PSCChunker, MFCChunker])
-def test_shipped_chunkers_split_topics(cls, minilm):
+def test_shipped_chunkers_score_every_gap(cls, minilm):
     text = (
         "Honeybees live in colonies with a single queen. Workers build wax comb and store "
-        "honey. Foragers collect pollen from flowers. "
-        "The rocket lifted off from the launch pad. Its boosters separated two minutes "
-        "later. The crew reached orbit safely."
+        "honey. Foragers collect pollen from flowers. The rocket lifted off from the launch "
+        "pad. Its boosters separated two minutes later. The crew reached orbit safely."
     )
-    chunks = cls(minilm).chunk(text)
-    assert any(c.text.startswith("The rocket") for c in chunks)
+    chunker = cls(minilm)
+    (result,) = chunker.chunk_with_stats([text])
+    probs = result.stats.scores
+    assert probs.shape == (5,) and np.all((probs > 0) & (probs < 1))
+    breaks = sorted(b.gap for b in result.stats.breaks)
+    assert breaks == np.flatnonzero(probs < 0.5).tolist()
+    starts = [c.start for c in result.chunks][1:]
+    assert starts == [result.stats.sentences[g + 1].start for g in breaks]
+    check_chunker(chunker, ["", text, "One sentence."])
