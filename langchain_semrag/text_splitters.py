@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document as LCDocument
 from langchain_text_splitters import TextSplitter
@@ -129,27 +129,33 @@ class SemanticTextSplitter(_CoreTextSplitter):
         super().__init__(SemanticChunker(to_embedder(embeddings), **chunker_args))
 
 
-class PSCTextSplitter(_CoreTextSplitter):
-    """PSC trained-boundary chunking as a LangChain ``TextSplitter``.
+class _PairModelTextSplitter(_CoreTextSplitter):
+    """A trained-boundary chunker (PSC or MFC) as a LangChain ``TextSplitter``.
 
     Args:
         embeddings: the encoder the model was trained on (``None``: the packaged MiniLM,
             which the shipped weights are for); a LangChain ``Embeddings`` works too.
         model: a directory from ``semrag train-boundary`` (``None``: shipped weights).
-        **chunker_args: more keyword arguments of :class:`semrag.PSCChunker`
-            (``threshold``, ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...).
+        **chunker_args: more keyword arguments of the core chunker (``threshold``,
+            ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...).
     """
 
-    def __init__(self, *, embeddings: Any = None, model: Any = None, **chunker_args: Any) -> None:
-        from semrag.chunking.boundary import PSCChunker
-
-        super().__init__(PSCChunker(to_embedder(embeddings), model=model, **chunker_args))
-
-
-class MFCTextSplitter(_CoreTextSplitter):
-    """MFC trained-boundary chunking as a LangChain ``TextSplitter`` (see PSCTextSplitter)."""
+    preset: ClassVar[str] = ""
 
     def __init__(self, *, embeddings: Any = None, model: Any = None, **chunker_args: Any) -> None:
-        from semrag.chunking.boundary import MFCChunker
+        from semrag.chunking.boundary import MFCChunker, PSCChunker
 
-        super().__init__(MFCChunker(to_embedder(embeddings), model=model, **chunker_args))
+        cls = {"psc": PSCChunker, "mfc": MFCChunker}[self.preset]
+        super().__init__(cls(to_embedder(embeddings), model=model, **chunker_args))
+
+
+class PSCTextSplitter(_PairModelTextSplitter):
+    """PSC trained-boundary chunking (:class:`semrag.PSCChunker`) as a LangChain splitter."""
+
+    preset: ClassVar[str] = "psc"
+
+
+class MFCTextSplitter(_PairModelTextSplitter):
+    """MFC trained-boundary chunking (:class:`semrag.MFCChunker`) as a LangChain splitter."""
+
+    preset: ClassVar[str] = "mfc"

@@ -8,7 +8,7 @@ recompute them with ``str.find``). Nodes get SOURCE, PREVIOUS and NEXT relations
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.node_parser import NodeParser
@@ -137,16 +137,19 @@ class SemanticNodeParser(_CoreNodeParser):
         return "SemragSemanticNodeParser"
 
 
-class PSCNodeParser(_CoreNodeParser):
-    """PSC trained-boundary chunking as a LlamaIndex ``NodeParser``.
+class _PairModelNodeParser(_CoreNodeParser):
+    """A trained-boundary chunker (PSC or MFC) as a LlamaIndex ``NodeParser``.
 
     Args:
         embed_model: the encoder the model was trained on (``None``: the packaged MiniLM).
         model: a directory from ``semrag train-boundary`` (``None``: shipped weights).
         include_metadata: copy each source node's metadata onto its chunks.
         include_prev_next_rel: link consecutive chunks with PREVIOUS / NEXT.
-        **chunker_args: more keyword arguments of :class:`semrag.PSCChunker`.
+        **chunker_args: more keyword arguments of the core chunker (``threshold``,
+            ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...).
     """
+
+    preset: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -157,13 +160,20 @@ class PSCNodeParser(_CoreNodeParser):
         include_prev_next_rel: bool = True,
         **chunker_args: Any,
     ) -> None:
-        from semrag.chunking.boundary import PSCChunker
+        from semrag.chunking.boundary import MFCChunker, PSCChunker
 
+        cls = {"psc": PSCChunker, "mfc": MFCChunker}[self.preset]
         super().__init__(
-            PSCChunker(to_embedder(embed_model), model=model, **chunker_args),
+            cls(to_embedder(embed_model), model=model, **chunker_args),
             include_metadata=include_metadata,
             include_prev_next_rel=include_prev_next_rel,
         )
+
+
+class PSCNodeParser(_PairModelNodeParser):
+    """PSC trained-boundary chunking (:class:`semrag.PSCChunker`) as a LlamaIndex ``NodeParser``."""
+
+    preset: ClassVar[str] = "psc"
 
     @classmethod
     def class_name(cls) -> str:
@@ -171,25 +181,10 @@ class PSCNodeParser(_CoreNodeParser):
         return "SemragPSCNodeParser"
 
 
-class MFCNodeParser(_CoreNodeParser):
-    """MFC trained-boundary chunking as a LlamaIndex ``NodeParser`` (see PSCNodeParser)."""
+class MFCNodeParser(_PairModelNodeParser):
+    """MFC trained-boundary chunking (:class:`semrag.MFCChunker`) as a LlamaIndex ``NodeParser``."""
 
-    def __init__(
-        self,
-        *,
-        embed_model: Any = None,
-        model: Any = None,
-        include_metadata: bool = True,
-        include_prev_next_rel: bool = True,
-        **chunker_args: Any,
-    ) -> None:
-        from semrag.chunking.boundary import MFCChunker
-
-        super().__init__(
-            MFCChunker(to_embedder(embed_model), model=model, **chunker_args),
-            include_metadata=include_metadata,
-            include_prev_next_rel=include_prev_next_rel,
-        )
+    preset: ClassVar[str] = "mfc"
 
     @classmethod
     def class_name(cls) -> str:
