@@ -38,6 +38,19 @@ def header(title: str, data: str) -> str:
     )
 
 
+def locate(text: str, pieces: list[str]) -> list[int]:
+    """Start offsets of chunk strings that a peer returned without offsets (in order)."""
+    starts, pos = [], 0
+    for piece in pieces:
+        probe = piece.strip()
+        at = text.find(probe, pos)
+        if at < 0:
+            at = text.find(probe[:40], pos)
+        starts.append(max(at, pos) if at >= 0 else pos)
+        pos = starts[-1] + 1
+    return starts
+
+
 def emit(report: str, out: str | None) -> None:
     """Print the report and, with ``out``, append it to that markdown file."""
     print(report)

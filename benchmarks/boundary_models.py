@@ -33,6 +33,7 @@ from _common import (  # noqa: E402
     emit,
     header,
     lc_embeddings,
+    locate,
     need,
     table,
 )
@@ -55,18 +56,6 @@ from semrag.eval.metrics import (  # noqa: E402
 )
 
 BIG = 100_000
-
-
-def locate(text: str, pieces: list[str]) -> list[int]:
-    starts, pos = [], 0
-    for piece in pieces:
-        probe = piece.strip()
-        at = text.find(probe, pos)
-        if at < 0:
-            at = text.find(probe[:40], pos)
-        starts.append(max(at, pos) if at >= 0 else pos)
-        pos = starts[-1] + 1
-    return starts
 
 
 def fixed_size_starts(text: str, words_per_chunk: int) -> list[int]:

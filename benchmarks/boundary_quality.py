@@ -30,6 +30,7 @@ from _common import (  # noqa: E402
     header,
     lc_embeddings,
     li_embeddings,
+    locate,
     need,
     table,
 )
@@ -51,21 +52,6 @@ THRESHOLDS = [
 ]
 _OURS = {"standard_deviation": "std"}
 BIG = 100_000
-
-
-def locate(text: str, pieces: list[str]) -> list[int]:
-    """Start offsets of chunk strings that a peer returned without offsets."""
-    starts, pos = [], 0
-    for piece in pieces:
-        probe = piece.strip()
-        at = text.find(probe, pos)
-        if at < 0:
-            at = text.find(probe[:40], pos)
-        if at < 0:
-            at = pos
-        starts.append(at)
-        pos = at + 1
-    return starts
 
 
 def score(docs: list[SectionedDocument], starts_per_doc: list[list[int]]) -> tuple[float, float]:

@@ -223,7 +223,7 @@ def real_index():
 @pytest.mark.parametrize("algorithm", [a for a in ALGORITHMS if a != "llm_guided_traversal"])
 def test_real_index_provenance_and_invariants(real_index, algorithm):
     hits = SSGRetriever(real_index, algorithm=algorithm, k=4).retrieve("the cat chased the dog")
-    assert 1 <= len(hits) <= 4
+    assert 0 < len(hits) <= 4
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     seen: set[tuple[str, int]] = set()
     for h in hits:
