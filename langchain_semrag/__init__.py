@@ -1,4 +1,4 @@
-"""semrag components for LangChain: text splitters and model bridges.
+"""semrag components for LangChain: text splitters, retrievers, a compressor, model bridges.
 
 Install with ``pip install "semrag[langchain]"``.
 """
@@ -7,8 +7,13 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from langchain_semrag.compressors import SPCCompressor
 from langchain_semrag.embeddings import LangChainEmbedder, LangChainLLM
-from langchain_semrag.retrievers import SSGRetriever
+from langchain_semrag.retrievers import (
+    IntentAwareRetriever,
+    RetrieveAndCheckRetriever,
+    SSGRetriever,
+)
 from langchain_semrag.text_splitters import (
     MFCTextSplitter,
     PSCTextSplitter,
@@ -21,10 +26,13 @@ except PackageNotFoundError:  # pragma: no cover
     __version__ = "0.0.0"
 
 __all__ = [
+    "IntentAwareRetriever",
     "LangChainEmbedder",
     "LangChainLLM",
     "MFCTextSplitter",
     "PSCTextSplitter",
+    "RetrieveAndCheckRetriever",
+    "SPCCompressor",
     "SSGRetriever",
     "SemanticTextSplitter",
     "__version__",

@@ -75,3 +75,8 @@ class LangChainLLM:
 
     def __repr__(self) -> str:
         return f"LangChainLLM({type(self.model).__name__})"
+
+
+def to_llm(obj: Any) -> Any:
+    """Wrap a LangChain language model; pass a semrag LLM (or ``None``) through."""
+    return LangChainLLM(obj) if isinstance(obj, BaseLanguageModel) else obj

@@ -1,4 +1,9 @@
-"""LangChain ``BaseRetriever`` subclasses over the semrag retrievers."""
+"""LangChain ``BaseRetriever`` subclasses over the semrag retrievers.
+
+Each class is a few lines: its fields are the core retriever's arguments, the core object
+is built once after validation, and results become LangChain documents with exact
+offsets, scores and provenance in metadata (:func:`to_lc_documents`).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,19 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr
 
+from langchain_semrag.embeddings import to_llm
+from semrag.postprocess import SPC
+from semrag.retrieval import IntentAwareRetriever as CoreIntentAwareRetriever
+from semrag.retrieval import RetrieveAndCheck
 from semrag.retrieval import SSGRetriever as CoreSSGRetriever
 from semrag.types import ScoredChunk
 
-__all__ = ["SSGRetriever", "to_lc_documents"]
+__all__ = [
+    "IntentAwareRetriever",
+    "RetrieveAndCheckRetriever",
+    "SSGRetriever",
+    "to_lc_documents",
+]
 
 
 def to_lc_documents(hits: list[ScoredChunk]) -> list[LCDocument]:
@@ -28,30 +42,20 @@ def to_lc_documents(hits: list[ScoredChunk]) -> list[LCDocument]:
     return out
 
 
-class SSGRetriever(BaseRetriever):
-    """Semantic-similarity-graph traversal (Lester) as a LangChain retriever.
-
-    Args:
-        index: a :class:`semrag.SemanticIndex` with its graph.
-        algorithm: one of ``semrag.retrieval.ALGORITHMS``.
-        k: documents returned; ``invoke(query, k=...)`` overrides it per call.
-        options: more keyword arguments of :class:`semrag.SSGRetriever`
-            (``max_sentences``, ``early_stop``, ``llm``, ``max_llm_calls``, ...).
-    """
+class _CoreRetriever(BaseRetriever):
+    """Shared plumbing: build the core retriever once, translate its results."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    index: Any
-    algorithm: str = "query_traversal"
     k: int = 10
-    options: dict[str, Any] = {}
-    _core: CoreSSGRetriever = PrivateAttr()
+    _core: Any = PrivateAttr()
 
     def model_post_init(self, __context: Any) -> None:
-        """Build the core retriever (validates the options)."""
-        self._core = CoreSSGRetriever(
-            self.index, algorithm=self.algorithm, k=self.k, **self.options
-        )
+        """Build the core retriever (validates the arguments)."""
+        self._core = self._build()
+
+    def _build(self) -> Any:
+        raise NotImplementedError
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
@@ -66,3 +70,76 @@ class SSGRetriever(BaseRetriever):
         k: int | None = None,
     ) -> list[LCDocument]:
         return to_lc_documents(await self._core.aretrieve(query, k=k or self.k))
+
+
+class SSGRetriever(_CoreRetriever):
+    """Semantic-similarity-graph traversal (Lester) as a LangChain retriever.
+
+    Args:
+        index: a :class:`semrag.SemanticIndex` with its graph.
+        algorithm: one of ``semrag.retrieval.ALGORITHMS``.
+        k: documents returned; ``invoke(query, k=...)`` overrides it per call.
+        options: more keyword arguments of :class:`semrag.SSGRetriever`
+            (``max_sentences``, ``early_stop``, ``llm``, ``max_llm_calls``, ...).
+    """
+
+    index: Any
+    algorithm: str = "query_traversal"
+    options: dict[str, Any] = {}
+
+    def _build(self) -> Any:
+        options = {**self.options, "llm": to_llm(self.options.get("llm"))}
+        return CoreSSGRetriever(self.index, algorithm=self.algorithm, k=self.k, **options)
+
+
+class IntentAwareRetriever(_CoreRetriever):
+    """Intent-aware hybrid retrieval (dense + BM25 + graph, per-query weights; InSemRAG).
+
+    Each document's metadata holds the query's plan (``semrag_provenance[0]``: intent,
+    weights, sub-queries) and its per-channel scores (``semrag_channels``).
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        k: documents returned; ``invoke(query, k=...)`` overrides it per call.
+        m: candidates kept after fusion, before refinement.
+        llm: a LangChain chat model or LLM (or a semrag LLM) for query enrichment and
+            weights; without one, the documented rules decide.
+        options: more keyword arguments of :class:`semrag.retrieval.IntentAwareRetriever`.
+    """
+
+    index: Any
+    m: int = 20
+    llm: Any = None
+    options: dict[str, Any] = {}
+
+    def _build(self) -> Any:
+        return CoreIntentAwareRetriever(
+            self.index, k=self.k, m=self.m, llm=to_llm(self.llm), **self.options
+        )
+
+
+class RetrieveAndCheckRetriever(_CoreRetriever):
+    """The retrieve-and-check loop (IAR + SPC, re-querying missing elements) as a retriever.
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        k: most evidence documents returned.
+        llm: a LangChain model (or semrag LLM) used by both IAR and SPC.
+        max_rounds: rounds of the loop.
+        retriever_options: keyword arguments of the core ``IntentAwareRetriever``.
+        spc_options: keyword arguments of :class:`semrag.postprocess.SPC`.
+    """
+
+    index: Any
+    llm: Any = None
+    max_rounds: int = 3
+    retriever_options: dict[str, Any] = {}
+    spc_options: dict[str, Any] = {}
+
+    def _build(self) -> Any:
+        llm = to_llm(self.llm)
+        retriever = CoreIntentAwareRetriever(
+            self.index, k=self.k, llm=llm, **self.retriever_options
+        )
+        spc = SPC(self.index, k=self.k, llm=llm, **self.spc_options)
+        return RetrieveAndCheck(retriever, spc, self.max_rounds)

@@ -1,4 +1,4 @@
-"""semrag components for LlamaIndex: node parsers and model bridges.
+"""semrag components for LlamaIndex: node parsers, retrievers, a postprocessor, model bridges.
 
 Install with ``pip install "semrag[llama-index]"``.
 """
@@ -13,7 +13,12 @@ from llama_index_semrag.node_parsers import (
     PSCNodeParser,
     SemanticNodeParser,
 )
-from llama_index_semrag.retrievers import SSGRetriever
+from llama_index_semrag.postprocessors import SPCPostprocessor
+from llama_index_semrag.retrievers import (
+    IntentAwareRetriever,
+    RetrieveAndCheckRetriever,
+    SSGRetriever,
+)
 
 try:
     __version__ = version("semrag")
@@ -21,10 +26,13 @@ except PackageNotFoundError:  # pragma: no cover
     __version__ = "0.0.0"
 
 __all__ = [
+    "IntentAwareRetriever",
     "LlamaIndexEmbedder",
     "LlamaIndexLLM",
     "MFCNodeParser",
     "PSCNodeParser",
+    "RetrieveAndCheckRetriever",
+    "SPCPostprocessor",
     "SSGRetriever",
     "SemanticNodeParser",
     "__version__",

@@ -66,3 +66,8 @@ class LlamaIndexLLM:
 
     def __repr__(self) -> str:
         return f"LlamaIndexLLM({type(self.llm).__name__})"
+
+
+def to_llm(obj: Any) -> Any:
+    """Wrap a LlamaIndex LLM; pass a semrag LLM (or ``None``) through."""
+    return LlamaIndexLLM(obj) if isinstance(obj, LIBaseLLM) else obj

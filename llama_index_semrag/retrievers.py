@@ -1,4 +1,8 @@
-"""LlamaIndex ``BaseRetriever`` subclasses over the semrag retrievers."""
+"""LlamaIndex ``BaseRetriever`` subclasses over the semrag retrievers.
+
+Each class builds its core retriever once and turns results into scored ``TextNode``s with
+exact offsets, scores and provenance in metadata (:func:`to_nodes`).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,14 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from llama_index_semrag.embeddings import to_llm
+from semrag.postprocess import SPC
+from semrag.retrieval import IntentAwareRetriever as CoreIntentAwareRetriever
+from semrag.retrieval import RetrieveAndCheck
 from semrag.retrieval import SSGRetriever as CoreSSGRetriever
 from semrag.types import ScoredChunk
 
-__all__ = ["SSGRetriever", "to_nodes"]
+__all__ = ["IntentAwareRetriever", "RetrieveAndCheckRetriever", "SSGRetriever", "to_nodes"]
 
 _HIDDEN = [
     "semrag_provenance",
@@ -20,6 +28,8 @@ _HIDDEN = [
     "semrag_chunk_index",
     "semrag_sentence_start",
     "semrag_sentence_end",
+    "semrag_spc",
+    "semrag_coverage",
 ]
 
 
@@ -31,8 +41,8 @@ def to_nodes(hits: list[ScoredChunk]) -> list[NodeWithScore]:
         node = TextNode(
             id_=f"{c.doc_id}:{c.start}-{c.end}",
             text=c.text,
-            start_char_idx=c.start,
-            end_char_idx=c.end,
+            start_char_idx=c.start if c.start >= 0 else None,
+            end_char_idx=c.end if c.start >= 0 else None,
             metadata=h.to_metadata(),
             excluded_embed_metadata_keys=list(_HIDDEN),
             excluded_llm_metadata_keys=list(_HIDDEN),
@@ -41,7 +51,19 @@ def to_nodes(hits: list[ScoredChunk]) -> list[NodeWithScore]:
     return out
 
 
-class SSGRetriever(BaseRetriever):
+class _CoreRetriever(BaseRetriever):
+    """Shared plumbing: the core retriever is built by the subclass's ``__init__``."""
+
+    _core: Any
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return to_nodes(self._core.retrieve(query_bundle.query_str))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return to_nodes(await self._core.aretrieve(query_bundle.query_str))
+
+
+class SSGRetriever(_CoreRetriever):
     """Semantic-similarity-graph traversal (Lester) as a LlamaIndex retriever.
 
     Works inside a ``RetrieverQueryEngine``; ``aretrieve`` is truly asynchronous.
@@ -50,17 +72,60 @@ class SSGRetriever(BaseRetriever):
         index: a :class:`semrag.SemanticIndex` with its graph.
         algorithm: one of ``semrag.retrieval.ALGORITHMS``.
         k: nodes returned.
-        **options: more keyword arguments of :class:`semrag.SSGRetriever`.
+        **options: more keyword arguments of :class:`semrag.SSGRetriever` (``llm`` may
+            be a LlamaIndex LLM).
     """
 
     def __init__(
         self, *, index: Any, algorithm: str = "query_traversal", k: int = 10, **options: Any
     ) -> None:
+        options["llm"] = to_llm(options.get("llm"))
         self._core = CoreSSGRetriever(index, algorithm=algorithm, k=k, **options)
         super().__init__()
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(self._core.retrieve(query_bundle.query_str))
 
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(await self._core.aretrieve(query_bundle.query_str))
+class IntentAwareRetriever(_CoreRetriever):
+    """Intent-aware hybrid retrieval (dense + BM25 + graph, per-query weights; InSemRAG).
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        k: nodes returned.
+        m: candidates kept after fusion, before refinement.
+        llm: a LlamaIndex LLM (or semrag LLM) for query enrichment and weights.
+        **options: more keyword arguments of :class:`semrag.retrieval.IntentAwareRetriever`.
+    """
+
+    def __init__(
+        self, *, index: Any, k: int = 10, m: int = 20, llm: Any = None, **options: Any
+    ) -> None:
+        self._core = CoreIntentAwareRetriever(index, k=k, m=m, llm=to_llm(llm), **options)
+        super().__init__()
+
+
+class RetrieveAndCheckRetriever(_CoreRetriever):
+    """The retrieve-and-check loop (IAR + SPC, re-querying missing elements) as a retriever.
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        k: results per retrieval and chunks kept by SPC.
+        llm: a LlamaIndex LLM (or semrag LLM) used by both IAR and SPC.
+        max_rounds: rounds of the loop.
+        retriever_options: keyword arguments of the core ``IntentAwareRetriever``.
+        spc_options: keyword arguments of :class:`semrag.postprocess.SPC`.
+    """
+
+    def __init__(
+        self,
+        *,
+        index: Any,
+        k: int = 10,
+        llm: Any = None,
+        max_rounds: int = 3,
+        retriever_options: dict[str, Any] | None = None,
+        spc_options: dict[str, Any] | None = None,
+    ) -> None:
+        llm = to_llm(llm)
+        retriever = CoreIntentAwareRetriever(index, k=k, llm=llm, **(retriever_options or {}))
+        spc = SPC(index, k=k, llm=llm, **(spc_options or {}))
+        self._core = RetrieveAndCheck(retriever, spc, max_rounds)
+        super().__init__()

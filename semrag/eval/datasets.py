@@ -30,7 +30,9 @@ __all__ = [
     "read_musique",
     "read_nicta",
     "read_pubmedqa",
+    "SquadQuestion",
     "read_squad_articles",
+    "read_squad_questions",
 ]
 
 
@@ -112,6 +114,59 @@ def read_squad_articles(path: str | Path) -> list[SectionedDocument]:
     with _open_text(_need(Path(path))) as f:
         data = json.load(f)["data"]
     return [_sectioned(a["title"], [_split(p["context"]) for p in a["paragraphs"]]) for a in data]
+
+
+@dataclass(frozen=True, slots=True)
+class SquadQuestion:
+    """A SQuAD question with its gold answers located in its article's text."""
+
+    id: str
+    """Question id."""
+    question: str
+    """The question text."""
+    doc_id: str
+    """Id of the article (its title)."""
+    answers: tuple[tuple[int, int], ...]
+    """``(start, end)`` of each gold answer in the article's :class:`Document` text."""
+    answer_texts: tuple[str, ...]
+    """The gold answer strings."""
+
+
+def read_squad_questions(
+    path: str | Path, *, articles: int | None = None
+) -> tuple[list[Document], list[SquadQuestion]]:
+    """SQuAD v1.1 articles as documents (paragraphs joined by blank lines) and their questions.
+
+    Answer offsets are moved from the paragraph into the article, so
+    ``doc.text[start:end]`` is the answer text for every gold answer.
+
+    Args:
+        path: ``dev-v1.1.json`` or ``dev-v1.1.json.gz``.
+        articles: keep the first ``articles`` articles only.
+    """
+    from semrag.types import Document
+
+    with _open_text(_need(Path(path))) as f:
+        data = json.load(f)["data"][:articles]
+    docs: list[Document] = []
+    questions: list[SquadQuestion] = []
+    for article in data:
+        parts, pos = [], 0
+        for para in article["paragraphs"]:
+            context = para["context"]
+            for qa in para["qas"]:
+                spans = tuple(
+                    (pos + a["answer_start"], pos + a["answer_start"] + len(a["text"]))
+                    for a in qa["answers"]
+                )
+                texts = tuple(a["text"] for a in qa["answers"])
+                questions.append(
+                    SquadQuestion(qa["id"], qa["question"], article["title"], spans, texts)
+                )
+            parts.append(context)
+            pos += len(context) + 2
+        docs.append(Document(article["title"], "\n\n".join(parts)))
+    return docs, questions
 
 
 def _choi_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:

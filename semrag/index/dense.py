@@ -54,13 +54,27 @@ class DenseIndex:
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:
-        """Ids in insertion order."""
+        """Ids in increasing order."""
         return self._ids
 
     @property
     def vectors(self) -> npt.NDArray[np.float32]:
         """Vectors aligned with :attr:`ids`."""
         return self._vectors
+
+    def vectors_of(self, ids: Sequence[int] | npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """The stored vectors of ``ids``, in the order given.
+
+        Raises:
+            KeyError: if an id is not in the index.
+        """
+        want = np.asarray(ids, dtype=np.int64).ravel()
+        pos = np.searchsorted(self._ids, want)  # ids are kept in increasing order
+        pos = np.minimum(pos, max(len(self) - 1, 0))
+        if not len(self) or (self._ids[pos] != want).any():
+            missing = want if not len(self) else want[self._ids[pos] != want]
+            raise KeyError(f"ids not in the index: {missing[:5].tolist()}")
+        return self._vectors[pos]
 
     def _new_index(self) -> Any:
         faiss = _faiss()
@@ -98,6 +112,9 @@ class DenseIndex:
             raise ConfigError("duplicate ids in DenseIndex.add")
         self._ids = np.concatenate([self._ids, ids_arr])
         self._vectors = np.concatenate([self._vectors, vecs])
+        if self._ids.size > 1 and (np.diff(self._ids) < 0).any():
+            order = np.argsort(self._ids, kind="stable")
+            self._ids, self._vectors = self._ids[order], self._vectors[order]
         if self._index is not None and ids_arr.size:
             self._index.add_with_ids(vecs, ids_arr)
 

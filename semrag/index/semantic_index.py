@@ -184,6 +184,40 @@ class SemanticIndex:
         """The chunk stored under an integer id of the dense/BM25 indexes."""
         return self._chunk_by_id[chunk_id]
 
+    def chunk_ids(self, doc_id: str) -> list[int]:
+        """Integer ids of ``doc_id``'s chunks, in document order."""
+        return list(self._entries[doc_id].chunk_ids)
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
+        """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
+        with self._lock:
+            return self.dense.vectors_of(chunk_ids)
+
+    def sentence_vectors(self, doc_id: str) -> Floats:
+        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`."""
+        return self._entries[doc_id].sentence_vectors
+
+    def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
+        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
+        entry = self._entries.get(doc_id)
+        if entry is None:
+            return []
+        return [
+            i
+            for i, c in zip(entry.chunk_ids, entry.chunks, strict=True)
+            if c.start < end and start < c.end
+        ]
+
+    def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
+        """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
+        with self._lock:
+            ids, scores = self.sparse.scores(query)
+            want = np.asarray(chunk_ids, dtype=np.int64)
+            pos = np.clip(np.searchsorted(ids, want), 0, max(len(ids) - 1, 0))
+            if len(want) and (not len(ids) or (ids[pos] != want).any()):
+                raise KeyError("chunk ids not in the sparse index")
+            return scores[pos] if len(want) else np.zeros(0)
+
     def themes(self, doc_id: str) -> list[str]:
         """Themes of ``doc_id`` (keywords, or the theme LLM's)."""
         return list(self._entries[doc_id].themes)

@@ -1,0 +1,508 @@
+"""Intent-aware hybrid retrieval (IAR, InSemRAG §3.2.1) over a :class:`SemanticIndex`.
+
+The query is *enriched* into dense sub-queries ``P_d`` (the query and its paraphrases) and
+sparse sub-queries ``P_s`` (keywords, entities, rare terms), and *weighted*: a per-query
+``w = [dense, sparse, extended]`` sums to 1. Each channel scores the candidates by the max
+over its sub-queries (eqs. 6-7), the scores are normalised per channel and fused with
+``w`` (eq. 8); the top ``m`` are refined to the top ``k``.
+
+Without an LLM, both steps are rules (:func:`plan_query`):
+
+* ``P_d`` = the query, plus its content words with the question words removed (a
+  declarative form closer to how passages are written), when that differs.
+* ``P_s`` = all content words of the query as one keyword query, plus each entity
+  (capitalised run, quoted string, number) on its own, so a rare name is not drowned by
+  common words.
+* The intent decides ``w`` (:data:`INTENT_WEIGHTS`), by the first rule that fires:
+
+  ============  ======================================================  ==================
+  intent        rule                                                     w (dense, sparse,
+                                                                         extended)
+  ============  ======================================================  ==================
+  explanatory   opens with why / how (not how many/much/long/...) /      0.60, 0.15, 0.25
+                explain / describe / what causes ..., or asks for a
+                reason, cause, effect, difference or purpose
+  multi_hop     two or more entities, or a nested relation ("the         0.40, 0.30, 0.30
+                performer of X", "the country where ...", "X's
+                father's ...")
+  entity        at least one entity, or a factoid question word (who,    0.35, 0.50, 0.15
+                when, where, which, how many ...)
+  general       none of the above                                        0.50, 0.30, 0.20
+  ============  ======================================================  ==================
+
+With an LLM, one JSON call returns the paraphrases, the keywords, the intent and the
+weights; an invalid reply (after one retry) falls back to the rules and says so in the
+metadata (or raises :class:`~semrag.errors.LLMOutputError` with ``on_llm_error="raise"``).
+
+The *extended* channel is any retriever with ``retrieve``/``aretrieve`` returning
+:class:`~semrag.types.ScoredChunk` (the SSG query traversal by default, a knowledge-graph
+retriever when you have one); its hits are mapped onto the index's chunks by offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.errors import ConfigError, LLMOutputError
+from semrag.index.fusion import fuse_weighted, normalise_scores, normalise_weights
+from semrag.llm import LLM, acomplete_json, complete_json
+from semrag.text.phrases import QUESTION_WORDS, content_words, entities
+from semrag.types import ScoredChunk
+
+__all__ = [
+    "CHANNELS",
+    "INTENTS",
+    "INTENT_WEIGHTS",
+    "IntentAwareRetriever",
+    "QueryPlan",
+    "classify_intent",
+    "plan_query",
+]
+
+logger = logging.getLogger(__name__)
+
+CHANNELS = ("dense", "sparse", "extended")
+INTENTS = ("entity", "explanatory", "multi_hop", "general")
+INTENT_WEIGHTS: Mapping[str, tuple[float, float, float]] = {
+    "entity": (0.35, 0.50, 0.15),
+    "explanatory": (0.60, 0.15, 0.25),
+    "multi_hop": (0.40, 0.30, 0.30),
+    "general": (0.50, 0.30, 0.20),
+}
+"""Channel weights ``(dense, sparse, extended)`` of each intent when no LLM is given."""
+
+_FACTOID_HOW = "many much long old far big tall often large high deep wide fast few".split()
+_EXPLAIN_OPEN = re.compile(
+    r"^\s*(why\b|how\b(?!\s+(?:" + "|".join(_FACTOID_HOW) + r")\b)|explain\b|describe\b"
+    r"|what\s+(?:causes?|caused|happens|happened|leads?\s+to|led\s+to)\b"
+    r"|what\s+(?:is|are|was|were)\s+the\s+(?:reasons?|causes?|effects?|purpose|benefits?"
+    r"|advantages?|consequences?|significance|importance)\b|in\s+what\s+way)",
+    re.IGNORECASE,
+)
+_EXPLAIN_ANY = re.compile(
+    r"\b(difference between|reasons? (?:for|why)|cause of|effects? of|impact of|purpose of"
+    r"|explain|compared? to)\b",
+    re.IGNORECASE,
+)
+# "the performer of X", "the country where ...", "the man who ...": a relation to resolve.
+_NESTED = re.compile(
+    r"\bthe\s+(?!name\b|type\b|number\b|term\b|title\b|kind\b|part\b|size\b|percentage\b"
+    r"|amount\b|year\b|date\b|first\b|last\b|most\b)[a-z]\w*\s+"
+    r"(?:of\s+(?:the\s+)?[A-Z\"“]|who\b|that\b|which\b|where\b|whose\b)"
+)
+_POSSESSIVE_CHAIN = re.compile(r"\w(?:'s|’s)\s+\w+(?:'s|’s)\s")
+_FACTOID_OPEN = re.compile(
+    r"^\s*(who|whom|whose|when|where|which|what\s+(?:year|date|city|country|name|number)"
+    r"|how\s+(?:" + "|".join(_FACTOID_HOW) + r"))\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """How one query is searched: its sub-queries, its intent and the channel weights."""
+
+    query: str
+    """The original query."""
+    dense_queries: tuple[str, ...]
+    """``P_d``: the query and its paraphrases (each embedded)."""
+    sparse_queries: tuple[str, ...]
+    """``P_s``: keyword/entity queries for BM25."""
+    intent: str
+    """One of :data:`INTENTS`."""
+    weights: Mapping[str, float]
+    """``{"dense": a, "sparse": b, "extended": c}``, summing to 1."""
+    rules: tuple[str, ...] = ()
+    """Why this intent (the rules that fired), or ``("llm",)``."""
+    source: str = "rules"
+    """``"rules"``, ``"llm"`` or ``"fixed"`` (weights given by the user)."""
+    note: str = ""
+    """Set when the LLM's reply was invalid and the rules were used instead."""
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The plan as plain JSON-able values."""
+        return {
+            "intent": self.intent,
+            "weights": dict(self.weights),
+            "dense_queries": list(self.dense_queries),
+            "sparse_queries": list(self.sparse_queries),
+            "rules": list(self.rules),
+            "plan_source": self.source,
+            **({"note": self.note} if self.note else {}),
+        }
+
+
+def classify_intent(query: str) -> tuple[str, tuple[str, ...]]:
+    """The query's intent and the rules that decided it (see the module docstring).
+
+    Example:
+        >>> classify_intent("Why did the Roman Empire fall?")[0]
+        'explanatory'
+        >>> classify_intent("When was the performer of Sexy Back born?")[0]
+        'multi_hop'
+        >>> classify_intent("Where is the Eiffel Tower?")[0]
+        'entity'
+    """
+    if _EXPLAIN_OPEN.search(query):
+        return "explanatory", ("explanatory opener",)
+    if _EXPLAIN_ANY.search(query):
+        return "explanatory", ("asks for a reason, cause, effect or difference",)
+    ents = [p for p in entities(query) if p.kind != "number"]
+    fired = []
+    if len(ents) >= 2:
+        fired.append(f"{len(ents)} entities")
+    if _NESTED.search(query):
+        fired.append("nested relation")
+    if _POSSESSIVE_CHAIN.search(query):
+        fired.append("possessive chain")
+    if fired:
+        return "multi_hop", tuple(fired)
+    if ents or any(p.kind == "number" for p in entities(query)):
+        return "entity", ("names an entity",)
+    if _FACTOID_OPEN.search(query):
+        return "entity", ("factoid question word",)
+    return "general", ()
+
+
+def _declarative(query: str) -> str:
+    words = [w for w in re.findall(r"[\w'’\-]+", query) if w.lower() not in QUESTION_WORDS]
+    aux = {"is", "are", "was", "were", "did", "does", "do", "has", "have", "had"}
+    while words and words[0].lower() in aux:
+        words.pop(0)
+    return " ".join(words)
+
+
+def plan_query(
+    query: str, *, weights: Mapping[str, tuple[float, float, float]] | None = None
+) -> QueryPlan:
+    """The rule-based plan of ``query`` (no LLM).
+
+    Args:
+        query: the user's query.
+        weights: intent -> ``(dense, sparse, extended)``; default :data:`INTENT_WEIGHTS`.
+
+    Example:
+        >>> plan = plan_query("Who founded the University of Chicago?")
+        >>> plan.intent, plan.sparse_queries
+        ('entity', ('founded university chicago', 'University of Chicago'))
+    """
+    table = {**INTENT_WEIGHTS, **(weights or {})}
+    intent, rules = classify_intent(query)
+    dense = [query]
+    declarative = _declarative(query)
+    if declarative and declarative.lower() != query.strip(" ?!.").lower():
+        dense.append(declarative)
+    sparse = [" ".join(content_words(query))] if content_words(query) else []
+    for p in entities(query):
+        if p.key not in (s.lower() for s in sparse):
+            sparse.append(p.text)
+    if not sparse and query.strip():
+        sparse = [query]
+    w = normalise_weights(dict(zip(CHANNELS, table[intent], strict=True)))
+    return QueryPlan(query, tuple(dense), tuple(sparse), intent, w, rules)
+
+
+_PLAN_SCHEMA = {
+    "type": "object",
+    "required": ["paraphrases", "keywords", "weights"],
+    "properties": {
+        "intent": {"type": "string"},
+        "paraphrases": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+        "keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 16},
+        "weights": {
+            "type": "object",
+            "required": ["dense", "sparse", "extended"],
+            "properties": {c: {"type": "number", "minimum": 0, "maximum": 1} for c in CHANNELS},
+        },
+    },
+}
+
+_PLAN_PROMPT = """You prepare a search query for a hybrid retriever with three channels:
+dense (semantic similarity), sparse (BM25 keywords) and extended (graph neighbours).
+QUERY: {query}
+Reply with JSON only, in this format:
+{{"intent": "entity" | "explanatory" | "multi_hop" | "general",
+ "paraphrases": ["up to {n_para} rewrites of the query with the same meaning"],
+ "keywords": ["up to {n_kw} keywords, named entities or rare terms from the query"],
+ "weights": {{"dense": <0-1>, "sparse": <0-1>, "extended": <0-1>}}}}
+Give "sparse" more weight for questions about named entities, "dense" for explanations,
+and balance all three for questions that chain several facts.
+Your response:"""
+
+
+@dataclass(slots=True)
+class _Candidates:
+    ids: list[int] = field(default_factory=list)
+    extended: dict[int, float] = field(default_factory=dict)
+
+
+class IntentAwareRetriever:
+    """Hybrid dense + BM25 + graph retrieval with per-query weights (InSemRAG IAR).
+
+    Args:
+        index: the :class:`~semrag.index.SemanticIndex` to search.
+        k: results returned.
+        m: candidates kept after fusion, before refinement (the paper: 20).
+        llm: an :class:`~semrag.llm.LLM` for query enrichment and weights; without one the
+            rules of :func:`plan_query` are used.
+        extended: the extended channel: ``"ssg"`` (the SSG query traversal, when the index
+            has its graph), ``None`` (off; its weight is shared out to the other two), or
+            any object with ``retrieve(query, k=...)`` and ``aretrieve``.
+        weights: fixed ``{"dense", "sparse", "extended"}`` weights for every query (turns
+            intent weighting off; for ablations).
+        intent_weights: override rows of :data:`INTENT_WEIGHTS`.
+        n_candidates: candidates each sub-query contributes to the pool that is scored.
+        refine: ``"sentence"`` blends the fused score with the best sentence similarity in
+            the chunk (a finer-grained second look at the top ``m``); ``"none"`` keeps the
+            fused order.
+        refine_weight: weight of the sentence score in ``"sentence"`` refinement.
+        max_paraphrases: dense sub-queries taken from the LLM.
+        max_keywords: sparse sub-queries taken from the LLM.
+        on_llm_error: ``"fallback"`` (use the rules, note it in the metadata) or
+            ``"raise"``.
+
+    Each hit's ``channel_scores`` hold the normalised ``dense``, ``sparse`` and
+    ``extended`` scores, the ``fused`` score and (with refinement) ``sentence``; its first
+    provenance entry holds the :class:`QueryPlan` (intent, weights, sub-queries).
+
+    Example:
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.testing import FakeEmbedder
+        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index.add_documents([Document("a", "Paris is in France."),
+        ...                      Document("b", "Tides follow the Moon.")])
+        >>> hit = IntentAwareRetriever(index, k=1).retrieve("Where is Paris?")[0]
+        >>> hit.chunk.doc_id, hit.provenance[0]["intent"]
+        ('a', 'entity')
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        *,
+        k: int = 10,
+        m: int = 20,
+        llm: LLM | None = None,
+        extended: Any = "ssg",
+        weights: Mapping[str, float] | None = None,
+        intent_weights: Mapping[str, tuple[float, float, float]] | None = None,
+        n_candidates: int = 50,
+        refine: str = "sentence",
+        refine_weight: float = 0.5,
+        max_paraphrases: int = 3,
+        max_keywords: int = 8,
+        on_llm_error: str = "fallback",
+    ) -> None:
+        if k < 1 or m < 1:
+            raise ConfigError(f"k and m must be >= 1, got k={k}, m={m}")
+        if refine not in ("sentence", "none"):
+            raise ConfigError(f"refine must be 'sentence' or 'none', got {refine!r}")
+        if on_llm_error not in ("fallback", "raise"):
+            raise ConfigError(f"on_llm_error must be 'fallback' or 'raise', got {on_llm_error!r}")
+        for intent in intent_weights or {}:
+            if intent not in INTENTS:
+                raise ConfigError(f"unknown intent {intent!r}; intents are {INTENTS}")
+        self.index = index
+        self.k = k
+        self.m = m
+        self.llm = llm
+        self.weights = (
+            normalise_weights({c: weights.get(c, 0.0) for c in CHANNELS}) if weights else None
+        )
+        self.intent_weights = dict(intent_weights or {})
+        self.n_candidates = n_candidates
+        self.refine = refine
+        self.refine_weight = refine_weight
+        self.max_paraphrases = max_paraphrases
+        self.max_keywords = max_keywords
+        self.on_llm_error = on_llm_error
+        self.extended = self._extended_channel(extended)
+
+    def _extended_channel(self, extended: Any) -> Any:
+        if extended == "ssg":
+            if self.index.ssg_config is None:
+                return None
+            from semrag.retrieval.ssg import SSGRetriever
+
+            return SSGRetriever(self.index, algorithm="query_traversal", k=self.m)
+        if extended is not None and not (
+            hasattr(extended, "retrieve") and hasattr(extended, "aretrieve")
+        ):
+            raise ConfigError("extended must be 'ssg', None or a retriever with retrieve/aretrieve")
+        return extended
+
+    # -- planning -----------------------------------------------------------------------------
+    def plan(self, query: str) -> QueryPlan:
+        """The sub-queries, intent and weights for ``query`` (LLM when given)."""
+        _check_query(query)
+        if self.llm is None:
+            return self._finish(plan_query(query, weights=self.intent_weights))
+        try:
+            reply = complete_json(self.llm, self._prompt(query), _PLAN_SCHEMA)
+        except LLMOutputError as exc:
+            return self._llm_failed(query, exc)
+        return self._finish(self._from_llm(query, reply))
+
+    async def aplan(self, query: str) -> QueryPlan:
+        """Async twin of :meth:`plan`."""
+        _check_query(query)
+        if self.llm is None:
+            return self._finish(plan_query(query, weights=self.intent_weights))
+        try:
+            reply = await acomplete_json(self.llm, self._prompt(query), _PLAN_SCHEMA)
+        except LLMOutputError as exc:
+            return self._llm_failed(query, exc)
+        return self._finish(self._from_llm(query, reply))
+
+    def _prompt(self, query: str) -> str:
+        return _PLAN_PROMPT.format(query=query, n_para=self.max_paraphrases, n_kw=self.max_keywords)
+
+    def _llm_failed(self, query: str, exc: LLMOutputError) -> QueryPlan:
+        if self.on_llm_error == "raise":
+            raise exc
+        logger.warning("IAR: invalid LLM plan, using the rules instead: %s", exc.problem)
+        plan = plan_query(query, weights=self.intent_weights)
+        return self._finish(replace(plan, note=f"LLM reply invalid ({exc.problem}); rules used"))
+
+    def _from_llm(self, query: str, reply: Mapping[str, Any]) -> QueryPlan:
+        try:
+            w = normalise_weights({c: reply["weights"][c] for c in CHANNELS})
+        except ConfigError:  # all zero: the reply says nothing about the channels
+            w = plan_query(query).weights
+        dense = [query] + [p for p in reply["paraphrases"] if p.strip()][: self.max_paraphrases]
+        sparse = [s for s in reply["keywords"] if s.strip()][: self.max_keywords]
+        intent = reply.get("intent") if reply.get("intent") in INTENTS else "general"
+        return QueryPlan(
+            query,
+            tuple(dict.fromkeys(dense)),
+            tuple(dict.fromkeys(sparse or [query])),
+            intent,
+            w,
+            ("llm",),
+            "llm",
+        )
+
+    def _finish(self, plan: QueryPlan) -> QueryPlan:
+        w = dict(self.weights) if self.weights else dict(plan.weights)
+        source = "fixed" if self.weights else plan.source
+        if self.extended is None and w.get("extended", 0.0) > 0 and (w["dense"] + w["sparse"]) > 0:
+            w["extended"] = 0.0
+        return replace(plan, weights=normalise_weights(w), source=source)
+
+    # -- retrieval ------------------------------------------------------------------------------
+    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """The top ``k`` chunks for ``query``, fused with the query's own weights."""
+        plan = self.plan(query)
+        vectors = self.index.embedder.embed(list(plan.dense_queries))
+        ext = self.extended.retrieve(query, k=self.m) if self._use_extended(plan) else []
+        return self._fuse(plan, vectors, ext, k or self.k)
+
+    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Async twin of :meth:`retrieve`; the channels run concurrently."""
+        plan = await self.aplan(query)
+        ext_task = (
+            self.extended.aretrieve(query, k=self.m) if self._use_extended(plan) else _nothing()
+        )
+        vectors, ext = await asyncio.gather(
+            self.index.embedder.aembed(list(plan.dense_queries)), ext_task
+        )
+        return await asyncio.to_thread(self._fuse, plan, vectors, ext, k or self.k)
+
+    def _use_extended(self, plan: QueryPlan) -> bool:
+        return self.extended is not None and plan.weights.get("extended", 0.0) > 0
+
+    def _fuse(
+        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
+    ) -> list[ScoredChunk]:
+        index = self.index
+        if not len(index.dense):
+            return []
+        cands = self._candidates(plan, vectors, ext)
+        ids = cands.ids
+        dense = (index.vectors_of(ids) @ vectors.T).max(axis=1).astype(np.float64)
+        sparse = np.zeros(len(ids))
+        for sub in plan.sparse_queries:
+            sparse = np.maximum(sparse, index.sparse_scores(sub, ids))
+        extended = np.array([cands.extended.get(i, np.nan) for i in ids])
+        raw = {"dense": dense, "sparse": sparse, "extended": extended}
+        methods = {"dense": "minmax", "sparse": "max", "extended": "max"}
+        norm = {c: normalise_scores(raw[c], methods[c]) for c in CHANNELS}
+        fused = fuse_weighted(raw, plan.weights, methods=methods)
+        top = np.argsort(-fused, kind="stable")[: self.m]
+        final = fused[top]
+        sentence = np.full(len(top), np.nan)
+        if self.refine == "sentence" and len(top) > 1:
+            sentence = self._sentence_scores([ids[i] for i in top], vectors[0])
+            final = final + self.refine_weight * normalise_scores(sentence)
+        order = np.argsort(-final, kind="stable")[:k]
+        meta = plan.to_metadata()
+        hits = []
+        for rank, j in enumerate(order):
+            i = top[j]
+            scores = {c: float(norm[c][i]) for c in CHANNELS}
+            scores["fused"] = float(fused[i])
+            if not np.isnan(sentence[j]):
+                scores["sentence"] = float(sentence[j])
+            prov = {
+                "channel": "iar",
+                **meta,
+                "rank": rank,
+                "fused_rank": int(j),
+                "raw": {c: (None if np.isnan(raw[c][i]) else float(raw[c][i])) for c in CHANNELS},
+            }
+            hits.append(ScoredChunk(index.chunk(ids[i]), float(final[j]), scores, (prov,)))
+        return hits
+
+    def _candidates(
+        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk]
+    ) -> _Candidates:
+        index = self.index
+        n = self.n_candidates
+        pool: dict[int, None] = {}
+        _, found = index.dense.search(vectors, n)
+        for row in found:
+            pool.update((int(i), None) for i in row if i >= 0)
+        for sub in plan.sparse_queries:
+            pool.update((i, None) for i, _ in index.sparse.search(sub, n))
+        cands = _Candidates()
+        for hit in ext:
+            for i in index.overlapping_chunks(hit.chunk.doc_id, hit.chunk.start, hit.chunk.end):
+                cands.extended[i] = max(cands.extended.get(i, -np.inf), hit.score)
+                pool[i] = None
+        cands.ids = list(pool)
+        return cands
+
+    def _sentence_scores(
+        self, ids: list[int], q: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float64]:
+        out = np.empty(len(ids))
+        for j, i in enumerate(ids):
+            chunk = self.index.chunk(i)
+            vecs = self.index.sentence_vectors(chunk.doc_id)[
+                chunk.sentence_start : chunk.sentence_end
+            ]
+            out[j] = float((vecs @ q).max()) if len(vecs) else np.nan
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"IntentAwareRetriever(k={self.k}, m={self.m}, llm={self.llm is not None}, "
+            f"extended={type(self.extended).__name__ if self.extended else None})"
+        )
+
+
+def _check_query(query: object) -> None:
+    if not isinstance(query, str):
+        raise TypeError(f"query must be str, got {type(query).__name__}")
+
+
+async def _nothing() -> list[ScoredChunk]:
+    return []

@@ -1,0 +1,208 @@
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_core.documents import Document as LCDocument
+from langchain_core.language_models.fake import FakeListLLM
+from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+from llama_index.core import Document as LIDocument
+from llama_index.core.llms import MockLLM
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+import langchain_semrag
+import llama_index_semrag
+from semrag import Document, SemanticIndex
+from semrag.testing import FakeEmbedder
+
+TEXT = (
+    "Prime Minister John Smith faced an inquiry into party funding. "
+    "He then announced his resignation shortly after the investigation concluded. "
+    "The election was held in June. Turnout reached a record high of 71 percent."
+)
+OTHER = "Honey bees dance to tell the hive where flowers grow. The queen lays the eggs."
+
+
+@functools.cache
+def shared_index() -> SemanticIndex:
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents([Document("pm", TEXT, {"kind": "news"}), Document("bees", OTHER)])
+    return index
+
+
+def damaged_lc_doc(**meta) -> LCDocument:
+    fragment = "He then announced his resignation shortly after the investigation concluded."
+    return LCDocument(fragment, metadata={"start_index": TEXT.index(fragment), **meta})
+
+
+def plan_reply() -> str:
+    return json.dumps(
+        {
+            "intent": "entity",
+            "paraphrases": ["John Smith resignation"],
+            "keywords": ["resignation"],
+            "weights": {"dense": 0.2, "sparse": 0.8, "extended": 0.0},
+        }
+    )
+
+
+# -- LangChain ----------------------------------------------------------------------------------
+class TestLangChainIntentAwareRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self):
+        return langchain_semrag.IntentAwareRetriever
+
+    @property
+    def retriever_constructor_params(self):
+        return {"index": shared_index()}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "Why did John Smith resign?"
+
+
+def test_langchain_iar_metadata_and_llm_path():
+    docs = langchain_semrag.IntentAwareRetriever(index=shared_index(), k=2).invoke(
+        "Where do honey bees dance?"
+    )
+    assert docs[0].metadata["doc_id"] == "bees"
+    plan = docs[0].metadata["semrag_provenance"][0]
+    assert plan["intent"] in ("entity", "general", "multi_hop", "explanatory")
+    assert {"dense", "sparse", "extended"} <= set(docs[0].metadata["semrag_channels"])
+    src = shared_index().document(docs[0].metadata["doc_id"]).text
+    assert (
+        src[docs[0].metadata["start_index"] : docs[0].metadata["end_index"]] == docs[0].page_content
+    )
+
+    llm = FakeListLLM(responses=[plan_reply()])
+    docs = langchain_semrag.IntentAwareRetriever(index=shared_index(), k=1, llm=llm).invoke(
+        "Who quit?"
+    )
+    assert docs[0].metadata["doc_id"] == "pm"
+    assert docs[0].metadata["semrag_provenance"][0]["plan_source"] == "llm"
+    assert docs[0].metadata["semrag_provenance"][0]["weights"]["sparse"] == pytest.approx(0.8)
+
+
+def test_langchain_iar_llm_malformed_json_falls_back():
+    llm = FakeListLLM(responses=["certainly! here you go", "{broken"])
+    docs = langchain_semrag.IntentAwareRetriever(index=shared_index(), k=1, llm=llm).invoke(
+        "Where do honey bees dance?"
+    )
+    plan = docs[0].metadata["semrag_provenance"][0]
+    assert plan["plan_source"] == "rules" and "LLM reply invalid" in plan["note"]
+
+
+def test_langchain_spc_compressor_in_contextual_compression_retriever():
+    class Fixed(LCBaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager):
+            return [damaged_lc_doc(doc_id="pm")]
+
+    retriever = ContextualCompressionRetriever(
+        base_compressor=langchain_semrag.SPCCompressor(index=shared_index()),
+        base_retriever=Fixed(),
+    )
+    (doc,) = retriever.invoke("Why did John Smith resign?")
+    assert doc.page_content.startswith("Prime Minister John Smith")
+    assert TEXT[doc.metadata["start_index"] : doc.metadata["end_index"]] == doc.page_content
+    assert doc.metadata["semrag_spc"]["action"] == "repaired"
+    assert "missing" in doc.metadata["semrag_coverage"]
+
+
+async def test_langchain_spc_compressor_sources_async_and_unavailable():
+    compressor = langchain_semrag.SPCCompressor(
+        sources={"news.txt": TEXT}, embeddings=FakeEmbedder()
+    )
+    docs = [damaged_lc_doc(source="news.txt"), damaged_lc_doc(source="elsewhere.txt")]
+    out = await compressor.acompress_documents(docs, "Why did John Smith resign?")
+    actions = {d.metadata["source"]: d.metadata["semrag_spc"]["action"] for d in out}
+    assert actions == {"news.txt": "repaired", "elsewhere.txt": "source_unavailable"}
+    kept = next(d for d in out if d.metadata["source"] == "elsewhere.txt")
+    assert kept.page_content == docs[1].page_content  # no invented neighbours
+    sync = compressor.compress_documents(docs, "Why did John Smith resign?")
+    assert [d.page_content for d in sync] == [d.page_content for d in out]
+
+
+def test_langchain_spc_compressor_with_fake_llm():
+    replies = [
+        json.dumps({"score": 0.1, "problems": ["He"]}),
+        json.dumps({"text": "John Smith resigned after the inquiry."}),
+        json.dumps({"elements": ["John Smith"]}),
+        json.dumps({"scores": [0.9]}),
+    ]
+    compressor = langchain_semrag.SPCCompressor(
+        index=shared_index(), llm=FakeListLLM(responses=replies)
+    )
+    (doc,) = compressor.compress_documents([damaged_lc_doc(doc_id="pm")], "Why did he resign?")
+    assert doc.page_content == "John Smith resigned after the inquiry."
+    assert doc.metadata["semrag_spc"]["method"] == "llm"
+    assert doc.metadata["semrag_coverage"]["missing"] == []
+
+
+def test_langchain_retrieve_and_check_retriever():
+    r = langchain_semrag.RetrieveAndCheckRetriever(index=shared_index(), k=1, max_rounds=2)
+    docs = r.invoke("When did John Smith resign, and what do honey bees do?")
+    assert docs and {d.metadata["doc_id"] for d in docs} <= {"pm", "bees"}
+    assert any(p.get("step") == "spc" for p in docs[0].metadata["semrag_provenance"])
+
+
+# -- LlamaIndex ---------------------------------------------------------------------------------
+async def test_llama_index_iar_sync_async_and_query_engine():
+    r = llama_index_semrag.IntentAwareRetriever(index=shared_index(), k=2)
+    nodes = r.retrieve("Where do honey bees dance?")
+    anodes = await r.aretrieve(QueryBundle("Where do honey bees dance?"))
+    assert [n.node.text for n in nodes] == [n.node.text for n in anodes]
+    assert nodes[0].node.metadata["doc_id"] == "bees"
+    assert nodes[0].node.metadata["semrag_provenance"][0]["channel"] == "iar"
+    engine = RetrieverQueryEngine.from_args(r, llm=MockLLM())
+    assert engine.query("honey bees").source_nodes
+
+
+def test_llama_index_iar_with_mock_llm_falls_back_on_its_non_json_reply():
+    # MockLLM echoes the prompt: not the JSON asked for, so the rules are used and noted.
+    r = llama_index_semrag.IntentAwareRetriever(index=shared_index(), k=1, llm=MockLLM())
+    (node,) = r.retrieve("Where do honey bees dance?")
+    assert node.node.metadata["semrag_provenance"][0]["plan_source"] == "rules"
+    assert "note" in node.node.metadata["semrag_provenance"][0]
+
+
+async def test_llama_index_spc_postprocessor_on_foreign_nodes():
+    doc = LIDocument(text=TEXT, id_="news")
+    nodes = SentenceSplitter(chunk_size=20, chunk_overlap=0).get_nodes_from_documents([doc])
+    damaged = next(n for n in nodes if n.get_content().startswith("He then"))
+    post = llama_index_semrag.SPCPostprocessor(sources={"news": TEXT}, embed_model=FakeEmbedder())
+    (out,) = post.postprocess_nodes(
+        [NodeWithScore(node=damaged, score=0.5)], query_str="Why did John Smith resign?"
+    )
+    assert out.node.metadata["semrag_spc"]["action"] == "repaired"
+    assert TEXT[out.node.start_char_idx : out.node.end_char_idx] == out.node.get_content()
+    assert "John Smith" in out.node.get_content()
+    (aout,) = await post.apostprocess_nodes(
+        [NodeWithScore(node=damaged, score=0.5)], query_str="Why did John Smith resign?"
+    )
+    assert aout.node.get_content() == out.node.get_content()
+    with pytest.raises(ValueError):
+        post.postprocess_nodes([NodeWithScore(node=damaged, score=0.5)])
+
+
+def test_llama_index_spc_postprocessor_in_a_query_engine():
+    r = llama_index_semrag.IntentAwareRetriever(index=shared_index(), k=2)
+    engine = RetrieverQueryEngine.from_args(
+        r,
+        llm=MockLLM(),
+        node_postprocessors=[llama_index_semrag.SPCPostprocessor(index=shared_index(), k=1)],
+    )
+    response = engine.query("Why did John Smith resign?")
+    (node,) = response.source_nodes
+    assert "semrag_spc" in node.node.metadata
+    assert node.node.metadata["semrag_coverage"]["llm_calls"] == 0
+
+
+def test_llama_index_retrieve_and_check_retriever():
+    r = llama_index_semrag.RetrieveAndCheckRetriever(index=shared_index(), k=1, max_rounds=2)
+    nodes = r.retrieve("When did John Smith resign, and what do honey bees do?")
+    assert nodes and nodes[0].node.metadata["doc_id"] in ("pm", "bees")

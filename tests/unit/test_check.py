@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError
+from semrag.postprocess import SPC
+from semrag.retrieval import IntentAwareRetriever, RetrieveAndCheck
+from semrag.testing import FakeEmbedder
+
+DOCS = [
+    Document("ada", "Ada Lovelace wrote the first published program."),
+    Document("babbage", "Charles Babbage designed the Analytical Engine in London."),
+    Document("bees", "Honey bees dance to share where flowers grow."),
+]
+
+
+@pytest.fixture()
+def index():
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx.add_documents(DOCS)
+    return idx
+
+
+class Recorder:
+    """Wraps a retriever and records the queries it was asked."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.queries: list[str] = []
+
+    def retrieve(self, query, k=None):
+        self.queries.append(query)
+        return self.inner.retrieve(query, k=k)
+
+    async def aretrieve(self, query, k=None):
+        self.queries.append(query)
+        return await self.inner.aretrieve(query, k=k)
+
+
+def test_missing_element_is_requeried_and_merged(index):
+    ret = Recorder(IntentAwareRetriever(index, k=1))
+    result = RetrieveAndCheck(ret, SPC(index, k=1)).run("Did Ada Lovelace know Charles Babbage?")
+    assert ret.queries[0] == "Did Ada Lovelace know Charles Babbage?"
+    assert "Charles Babbage" in ret.queries[1:]
+    assert {h.chunk.doc_id for h in result.chunks} >= {"ada", "babbage"}
+    added = [h for h in result.chunks if h.provenance[-1].get("step") == "retrieve_and_check"]
+    assert added and added[0].provenance[-1]["round"] == 2
+    assert "Charles Babbage" not in result.missing
+
+
+def test_stops_when_nothing_is_missing(index):
+    ret = Recorder(IntentAwareRetriever(index, k=1))
+    result = RetrieveAndCheck(ret, SPC(index, k=1)).run("Honey bees dance")
+    assert result.stop_reason == "covered"
+    assert len(result.rounds) == 1 and ret.queries == ["Honey bees dance"]
+
+
+def test_stops_after_max_rounds(index):
+    class Alternating:
+        """Returns a different document every call, so every round adds evidence."""
+
+        def __init__(self):
+            self.calls = 0
+
+        def retrieve(self, query, k=None):
+            doc = DOCS[self.calls % len(DOCS)].id
+            self.calls += 1
+            return index.search(index.document(doc).text, k=1)
+
+        async def aretrieve(self, query, k=None):
+            return self.retrieve(query, k)
+
+    ret = Alternating()
+    result = RetrieveAndCheck(ret, SPC(index, k=1), max_rounds=2).run("Who is Zebulon Quux?")
+    assert result.missing and "Zebulon Quux" in result.missing
+    assert result.stop_reason == "max_rounds"
+    assert len(result.rounds) == 2
+
+
+def test_stops_when_a_round_adds_nothing(index):
+    ret = IntentAwareRetriever(index, k=1)
+    result = RetrieveAndCheck(ret, SPC(index, k=1), max_rounds=3).run("Who is Zebulon Quux?")
+    assert result.stop_reason in ("no new evidence", "max_rounds")
+    assert len(result.rounds) <= 3
+    meta = result.to_metadata()
+    assert meta["rounds"][0]["round"] == 1 and meta["stop_reason"] == result.stop_reason
+
+
+def test_async_equals_sync(index):
+    q = "Did Ada Lovelace know Charles Babbage?"
+    loop = RetrieveAndCheck(IntentAwareRetriever(index, k=1), SPC(index, k=1))
+    sync = loop.run(q)
+    async_ = asyncio.run(loop.arun(q))
+    assert [h.chunk for h in sync.chunks] == [h.chunk for h in async_.chunks]
+    assert sync.stop_reason == async_.stop_reason and sync.missing == async_.missing
+    assert [h.chunk for h in loop.retrieve(q, k=1)] == [sync.chunks[0].chunk]
+
+
+def test_bad_arguments(index):
+    spc = SPC(index)
+    with pytest.raises(ConfigError):
+        RetrieveAndCheck(IntentAwareRetriever(index), spc, max_rounds=0)
+    with pytest.raises(ConfigError):
+        RetrieveAndCheck(object(), spc)

@@ -1,0 +1,214 @@
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError, LLMOutputError
+from semrag.index.fusion import fuse_rrf, fuse_weighted, normalise_scores, normalise_weights
+from semrag.retrieval import IntentAwareRetriever, classify_intent, plan_query
+from semrag.testing import FakeEmbedder, FakeLLM
+from semrag.text.phrases import content_words, entities, key_phrases
+
+CORPUS = [
+    Document("paris", "Paris is the capital of France. The Eiffel Tower stands in Paris."),
+    Document("tides", "Ocean tides are caused by the gravity of the Moon. The Sun adds a little."),
+    Document("zq", "The Zorblax 9000 is a rare gadget sold by Quibble Inc in 1999."),
+    Document("bees", "Honey bees dance to tell others where flowers are."),
+]
+
+
+@pytest.fixture()
+def index():
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx.add_documents(CORPUS)
+    return idx
+
+
+# -- phrases -----------------------------------------------------------------------------
+def test_entities_keep_offsets_and_skip_sentence_openers():
+    text = 'However, Barack Obama met the "Red Cross" in 2009. The meeting ended.'
+    found = entities(text)
+    assert [p.text for p in found] == ["Barack Obama", "Red Cross", "2009"]
+    assert all(text[p.start : p.end] == p.text for p in found)
+
+
+def test_key_phrases_split_at_stop_words():
+    assert [p.text for p in key_phrases("the cause of the ocean tides")] == ["cause", "ocean tides"]
+    assert content_words("Who is the Queen?") == ["queen"]
+
+
+# -- intent rules ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("query", "intent"),
+    [
+        ("Why do ocean tides happen?", "explanatory"),
+        ("How does photosynthesis work?", "explanatory"),
+        ("What is the difference between bees and wasps?", "explanatory"),
+        ("How many moons does Mars have?", "entity"),
+        ("Where is the Eiffel Tower?", "entity"),
+        ("who wrote it?", "entity"),
+        ("When was the performer of Sexy Back born?", "multi_hop"),
+        ("Did Barack Obama meet Angela Merkel?", "multi_hop"),
+        ("tell me something nice", "general"),
+    ],
+)
+def test_intent_rules(query, intent):
+    assert classify_intent(query)[0] == intent
+
+
+def test_plan_weights_follow_the_intent_and_sum_to_one():
+    entity = plan_query("Where does the Eiffel Tower stand?")
+    explain = plan_query("Why do ocean tides happen?")
+    assert entity.weights["sparse"] > entity.weights["dense"]
+    assert explain.weights["dense"] > explain.weights["sparse"]
+    for plan in (entity, explain):
+        assert sum(plan.weights.values()) == pytest.approx(1.0)
+    assert entity.sparse_queries == ("eiffel tower stand", "Eiffel Tower")
+    assert entity.dense_queries == ("Where does the Eiffel Tower stand?", "the Eiffel Tower stand")
+
+
+# -- fusion ------------------------------------------------------------------------------
+def test_fusion_functions():
+    assert normalise_scores([1.0, 3.0]).tolist() == [0.0, 1.0]
+    assert normalise_scores([0.0, 4.0, float("nan")], "max").tolist() == [0.0, 1.0, 0.0]
+    assert normalise_weights({"a": 1, "b": 3}) == {"a": 0.25, "b": 0.75}
+    with pytest.raises(ConfigError):
+        normalise_weights({"a": 0, "b": 0})
+    with pytest.raises(ConfigError):
+        normalise_weights({"a": float("nan")})
+    fused = fuse_weighted({"x": np.array([1.0, 0.0]), "y": np.array([0.0, 1.0])}, {"x": 3, "y": 1})
+    assert fused.tolist() == [0.75, 0.25]
+    with pytest.raises(ConfigError):
+        fuse_weighted({"x": [1.0], "y": [1.0, 2.0]}, {"x": 1, "y": 1})
+    assert [d for d, _ in fuse_rrf([["a", "b"], ["c", "b"]])][0] == "b"
+
+
+# -- the retriever -----------------------------------------------------------------------
+def test_retrieve_returns_plan_and_channel_scores(index):
+    hits = IntentAwareRetriever(index, k=2).retrieve("Where is the Eiffel Tower?")
+    assert hits[0].chunk.doc_id == "paris"
+    prov = hits[0].provenance[0]
+    assert prov["channel"] == "iar" and prov["intent"] == "entity"
+    assert set(prov["weights"]) == {"dense", "sparse", "extended"}
+    assert {"dense", "sparse", "extended", "fused"} <= set(hits[0].channel_scores)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_rare_entity_is_found_through_the_sparse_channel(index):
+    hits = IntentAwareRetriever(index, k=1, extended=None).retrieve("Who sells the Zorblax 9000?")
+    assert hits[0].chunk.doc_id == "zq"
+    assert hits[0].channel_scores["sparse"] == 1.0
+
+
+def test_weights_change_the_ranking(index):
+    # "moon gravity" matches "tides" in both channels; fixed weights select the channel.
+    query = "Paris gravity Moon"
+    dense_only = IntentAwareRetriever(
+        index, k=4, weights={"dense": 1}, extended=None, refine="none"
+    )
+    sparse_only = IntentAwareRetriever(
+        index, k=4, weights={"sparse": 1}, extended=None, refine="none"
+    )
+    d = [h.chunk.doc_id for h in dense_only.retrieve(query)]
+    s = [h.chunk.doc_id for h in sparse_only.retrieve(query)]
+    assert dense_only.retrieve(query)[0].provenance[0]["plan_source"] == "fixed"
+    hits = sparse_only.retrieve(query)
+    assert [h.channel_scores["sparse"] for h in hits] == sorted(
+        (h.channel_scores["sparse"] for h in hits), reverse=True
+    )
+    assert set(d) == set(s)
+
+
+def test_no_extended_channel_shares_its_weight_out(index):
+    plan = IntentAwareRetriever(index, extended=None).plan("Where is the Eiffel Tower?")
+    assert plan.weights["extended"] == 0.0
+    assert sum(plan.weights.values()) == pytest.approx(1.0)
+
+
+def test_extended_channel_maps_hits_onto_chunks(index):
+    class Fixed:
+        def retrieve(self, query, k=10):
+            return index.search("bees flowers", k=1)
+
+        async def aretrieve(self, query, k=10):
+            return self.retrieve(query, k)
+
+    hits = IntentAwareRetriever(index, k=4, extended=Fixed(), weights={"extended": 1}).retrieve("x")
+    assert hits[0].chunk.doc_id == "bees"
+    assert hits[0].channel_scores["extended"] == 1.0
+
+
+def test_empty_index_and_bad_arguments():
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    assert IntentAwareRetriever(idx).retrieve("anything") == []
+    with pytest.raises(ConfigError):
+        IntentAwareRetriever(idx, k=0)
+    with pytest.raises(ConfigError):
+        IntentAwareRetriever(idx, refine="llm")
+    with pytest.raises(ConfigError):
+        IntentAwareRetriever(idx, extended=object())
+    with pytest.raises(ConfigError):
+        IntentAwareRetriever(idx, intent_weights={"nonsense": (1, 1, 1)})
+    with pytest.raises(TypeError):
+        IntentAwareRetriever(idx).retrieve(None)
+
+
+def test_async_equals_sync(index):
+    ret = IntentAwareRetriever(index, k=3)
+    for q in ("Where is the Eiffel Tower?", "Why are there tides?"):
+        sync = ret.retrieve(q)
+        async_ = asyncio.run(ret.aretrieve(q))
+        assert [(h.chunk.doc_id, h.chunk.start, round(h.score, 6)) for h in sync] == [
+            (h.chunk.doc_id, h.chunk.start, round(h.score, 6)) for h in async_
+        ]
+
+
+# -- the LLM path ------------------------------------------------------------------------
+def _plan_reply(weights=None, keywords=("Zorblax",)):
+    return json.dumps(
+        {
+            "intent": "entity",
+            "paraphrases": ["which company sells the Zorblax gadget"],
+            "keywords": list(keywords),
+            "weights": weights or {"dense": 0.2, "sparse": 0.7, "extended": 0.1},
+        }
+    )
+
+
+def test_llm_plan_sets_subqueries_and_weights(index):
+    llm = FakeLLM([_plan_reply()])
+    ret = IntentAwareRetriever(index, k=1, llm=llm)
+    plan = ret.plan("Who sells it?")
+    assert plan.source == "llm"
+    assert plan.dense_queries == ("Who sells it?", "which company sells the Zorblax gadget")
+    assert plan.sparse_queries == ("Zorblax",)
+    assert plan.weights["sparse"] == pytest.approx(0.7)
+    hit = IntentAwareRetriever(index, k=1, llm=FakeLLM([_plan_reply()])).retrieve("Who sells it?")
+    assert hit[0].chunk.doc_id == "zq"
+    assert "QUERY: Who sells it?" in llm.prompts[0]
+
+
+def test_malformed_llm_plan_falls_back_to_rules_and_says_so(index):
+    llm = FakeLLM(["not json at all", '{"paraphrases": "wrong type"}'])
+    plan = IntentAwareRetriever(index, llm=llm).plan("Where is the Eiffel Tower?")
+    assert plan.source == "rules" and plan.intent == "entity"
+    assert "LLM reply invalid" in plan.note
+    assert len(llm.prompts) == 2  # one retry
+    with pytest.raises(LLMOutputError):
+        IntentAwareRetriever(index, llm=FakeLLM(["nope"], cycle=True), on_llm_error="raise").plan(
+            "Where?"
+        )
+
+
+def test_llm_path_async_equals_sync(index):
+    q = "Who sells it?"
+    sync = IntentAwareRetriever(index, k=2, llm=FakeLLM([_plan_reply()])).retrieve(q)
+    async_ = asyncio.run(
+        IntentAwareRetriever(index, k=2, llm=FakeLLM([_plan_reply()])).aretrieve(q)
+    )
+    assert [h.chunk.doc_id for h in sync] == [h.chunk.doc_id for h in async_]
+    assert sync[0].provenance[0]["plan_source"] == "llm"

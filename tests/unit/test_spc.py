@@ -1,0 +1,298 @@
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError, LLMOutputError
+from semrag.postprocess import SPC, assess, key_elements
+from semrag.postprocess.coverage import follow_up_query, lexical_support
+from semrag.testing import FakeEmbedder, FakeLLM
+from semrag.text import WhitespaceTokenizer
+from semrag.types import Chunk, ScoredChunk
+
+TEXT = (
+    "Prime Minister John Smith faced an inquiry into party funding. "
+    "He then announced his resignation shortly after the investigation concluded. "
+    "The election was held in June. "
+    'Critics said "the process was rushed. '
+    "Turnout reached a record high of 71 percent."
+)
+
+
+@pytest.fixture()
+def index():
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx.add_documents([Document("pm", TEXT), Document("other", "Bees make honey in hives.")])
+    return idx
+
+
+def hit_of(text: str, fragment: str, doc_id: str = "pm", score: float = 1.0) -> ScoredChunk:
+    start = text.index(fragment)
+    return ScoredChunk(
+        Chunk(doc_id, start, start + len(fragment), fragment, len(fragment.split())), score
+    )
+
+
+# -- damage detection on labelled fixtures -----------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "signal"),
+    [
+        (
+            "He then announced his resignation shortly after the investigation concluded.",
+            "dangling_reference",
+        ),
+        ("This led to a significant shift in public opinion.", "dangling_reference"),
+        ("As a result, the policy was widely criticized by experts.", "discourse_marker"),
+        ("announced his resignation shortly after the", "cut_start"),
+        ("The election was held in", "cut_end"),
+        ('Critics said "the process was rushed.', "unbalanced"),
+        ("The figures (from 2019 were revised.", "unbalanced"),
+        ("The main reasons include economic pressure, social factors.", "dangling_enumeration"),
+        ("The steps are as follows:", "dangling_enumeration"),
+    ],
+)
+def test_damaged_fixtures(text, signal):
+    found = assess(text)
+    assert found.damaged(0.5)
+    assert signal in {s.name for s in found.signals}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The election was held in June.",
+        "Prime Minister John Smith faced an inquiry into party funding.",
+        'Critics said "the process was rushed."',
+        "The main reasons include economic pressure and social factors.",
+    ],
+)
+def test_clean_fixtures(text):
+    found = assess(text)
+    assert found.score == 1.0 and not found.signals
+
+
+def test_source_offsets_decide_cuts(index):
+    spc = SPC(index)
+    inside = hit_of(TEXT, "inquiry into party funding.").chunk
+    whole = hit_of(TEXT, "The election was held in June.").chunk
+    assert "cut_start" in {s.name for s in spc.assess(inside).signals}
+    assert spc.assess(whole).score == 1.0
+
+
+# -- repair ------------------------------------------------------------------------------
+def test_repair_restores_the_exact_source_text(index):
+    result = SPC(index, audit=False).process(
+        "Why did John Smith resign?",
+        [
+            hit_of(
+                TEXT, "He then announced his resignation shortly after the investigation concluded."
+            )
+        ],
+    )
+    (chunk,) = [h.chunk for h in result.chunks]
+    (action,) = result.actions
+    assert action.action == "repaired" and action.method == "extractive"
+    assert TEXT[chunk.start : chunk.end] == chunk.text
+    assert chunk.text.startswith("Prime Minister John Smith")  # the antecedent is back
+    assert "He then announced" in chunk.text
+    assert action.completeness_after == 1.0
+    prov = result.chunks[0].provenance[-1]
+    assert prov["step"] == "spc" and prov["exact"] is True
+    assert prov["before"] != prov["after"]
+
+
+def test_cut_chunk_is_extended_to_whole_sentences(index):
+    result = SPC(index, audit=False, neighbours=0).process(
+        "When was the election?", [hit_of(TEXT, "election was held")]
+    )
+    assert result.chunks[0].chunk.text == "The election was held in June."
+
+
+@pytest.mark.parametrize("budget", [8, 12, 20, 40])
+def test_compression_stays_within_budget(index, budget):
+    tok = WhitespaceTokenizer()
+    result = SPC(index, budget=budget, tokenizer=tok, audit=False).process(
+        "Why did he resign?",
+        [
+            hit_of(
+                TEXT, "He then announced his resignation shortly after the investigation concluded."
+            )
+        ],
+    )
+    chunk = result.chunks[0].chunk
+    assert tok.count([chunk.text])[0] <= budget
+    assert TEXT[chunk.start : chunk.end] == chunk.text
+
+
+def test_intact_chunks_are_left_alone(index):
+    hit = hit_of(TEXT, "The election was held in June.")
+    result = SPC(index, audit=False).process("When was the election?", [hit])
+    assert result.actions[0].action == "intact"
+    assert result.chunks[0].chunk == hit.chunk
+
+
+def test_no_source_means_no_invented_neighbours():
+    emb = FakeEmbedder()
+    hit = hit_of(
+        TEXT, "He then announced his resignation shortly after the investigation concluded."
+    )
+    result = SPC(embedder=emb, audit=False).process("Why?", [hit])
+    assert result.actions[0].action == "source_unavailable"
+    assert result.chunks[0].chunk == hit.chunk
+    # with the text as a source, the same chunk is repaired
+    result = SPC(embedder=emb, sources={"pm": TEXT}, audit=False).process("Why?", [hit])
+    assert result.actions[0].action == "repaired"
+    assert (
+        TEXT[result.chunks[0].chunk.start : result.chunks[0].chunk.end]
+        == result.chunks[0].chunk.text
+    )
+
+
+def test_stale_offsets_are_reported(index):
+    hit = hit_of(TEXT, "He then announced his resignation")
+    moved = ScoredChunk(Chunk("pm", 0, 33, hit.chunk.text, 5), 1.0)
+    result = SPC(index, audit=False).process("Why?", [moved])
+    assert result.actions[0].action == "source_mismatch"
+    unknown = ScoredChunk(Chunk("pm", -1, -1, "in", 1), 1.0)  # occurs many times
+    assert SPC(index, audit=False).process("Why?", [unknown]).actions[0].action == "offsets_unknown"
+
+
+def test_chunks_without_offsets_are_located_when_unique(index):
+    hit = hit_of(TEXT, "He then announced his resignation")
+    unknown = ScoredChunk(Chunk("pm", -1, -1, hit.chunk.text, 5), 1.0)
+    result = SPC(index, audit=False).process("Why did John Smith resign?", [unknown])
+    assert result.actions[0].before == (hit.chunk.start, hit.chunk.end)
+    assert result.actions[0].action == "repaired"
+
+
+def test_refine_keeps_top_k_by_query_similarity(index):
+    hits = [
+        hit_of("Bees make honey in hives.", "Bees make honey in hives.", "other", 9.0),
+        hit_of(TEXT, "The election was held in June.", score=1.0),
+    ]
+    result = SPC(index, k=1, audit=False).process("When was the election held?", hits)
+    assert [h.chunk.doc_id for h in result.chunks] == ["pm"]
+    assert "refine" in result.chunks[0].channel_scores
+
+
+def test_contained_chunks_are_dropped(index):
+    hits = [
+        hit_of(
+            TEXT, "He then announced his resignation shortly after the investigation concluded."
+        ),
+        hit_of(TEXT, "Prime Minister John Smith faced an inquiry into party funding.", score=0.5),
+    ]
+    result = SPC(index, refine=False, audit=False).process("Why did John Smith resign?", hits)
+    assert len(result.chunks) == 1 and len(result.actions) == 1
+
+
+# -- coverage audit ----------------------------------------------------------------------
+def test_audit_flags_an_absent_element_and_passes_a_present_one(index):
+    hits = [hit_of(TEXT, "The election was held in June.")]
+    result = SPC(index).process("When was the election held, and who won Wimbledon?", hits)
+    assert result.coverage["election held"] >= 0.6
+    assert "Wimbledon" in result.missing and "election held" not in result.missing
+    assert any("Wimbledon" in q for q in result.follow_up_queries)
+
+
+def test_key_elements_and_support_helpers():
+    assert key_elements("Who founded the University of Chicago in 1890?") == [
+        "University of Chicago",
+        "1890",
+        "founded",
+    ]
+    assert lexical_support("party funding", "An inquiry into party funding.") == 1.0
+    assert lexical_support("Wimbledon", "An inquiry into party funding.") == 0.0
+    assert follow_up_query("born", "When was the performer of Sexy Back born?") == "born Sexy Back"
+
+
+# -- the LLM path ------------------------------------------------------------------------
+def _script(prompt: str) -> str:
+    if "Rate how useful" in prompt:
+        return json.dumps({"scores": [2, 9]})
+    if "semantically complete" in prompt:
+        return json.dumps({"score": 0.2 if "He then" in prompt else 0.9, "problems": []})
+    if "Rewrite the text" in prompt:
+        return json.dumps({"text": "John Smith resigned after the funding inquiry concluded."})
+    if "key information elements" in prompt:
+        return json.dumps({"elements": ["John Smith", "reason for resignation", "Wimbledon"]})
+    if "how well the evidence supports" in prompt:
+        return json.dumps({"scores": [1.0, 0.8, 0.0], "follow_up": ["", "", "Wimbledon winner"]})
+    raise AssertionError(prompt)
+
+
+def test_llm_path_end_to_end(index):
+    llm = FakeLLM(_script)
+    hits = [
+        hit_of(TEXT, "The election was held in June."),
+        hit_of(
+            TEXT, "He then announced his resignation shortly after the investigation concluded."
+        ),
+    ]
+    result = SPC(index, llm=llm).process("Why did John Smith resign?", hits)
+    assert result.chunks[0].chunk.text == "John Smith resigned after the funding inquiry concluded."
+    assert result.chunks[0].provenance[-1]["exact"] is False
+    assert result.actions[0].method == "llm"
+    assert result.actions[0].completeness["source"] == "llm"
+    assert result.missing == ["Wimbledon"]
+    assert result.follow_up_queries == ["Wimbledon winner"]
+    assert result.llm_calls == len(llm.prompts) == 1 + 2 + 1 + 2
+
+
+def test_malformed_llm_replies_fall_back_and_are_noted(index):
+    llm = FakeLLM(["{not json", '{"nope": 1}'], cycle=True)
+    hits = [
+        hit_of(TEXT, "He then announced his resignation shortly after the investigation concluded.")
+    ]
+    result = SPC(index, llm=llm).process("Why did John Smith resign?", hits)
+    assert result.actions[0].action == "repaired" and result.actions[0].method == "extractive"
+    assert result.actions[0].completeness["source"] == "heuristic"
+    assert any("damage" in n for n in result.notes)
+    assert any("compress" in n for n in result.notes)
+    assert any("audit" in n for n in result.notes)
+    with pytest.raises(LLMOutputError):
+        SPC(index, llm=FakeLLM(["x"], cycle=True), on_llm_error="raise").process("Why?", hits)
+
+
+def test_llm_compression_over_budget_is_rejected(index):
+    long = json.dumps({"text": "word " * 500})
+
+    def script(prompt: str) -> str:
+        return long if "Rewrite" in prompt else _script(prompt)
+
+    hits = [
+        hit_of(TEXT, "He then announced his resignation shortly after the investigation concluded.")
+    ]
+    result = SPC(index, llm=FakeLLM(script), refine=False).process("Why?", hits)
+    assert result.actions[0].method == "extractive"
+    assert any("over the budget" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("with_llm", [False, True])
+def test_async_equals_sync(index, with_llm):
+    hits = [
+        hit_of(TEXT, "The election was held in June."),
+        hit_of(
+            TEXT, "He then announced his resignation shortly after the investigation concluded."
+        ),
+    ]
+    make = lambda: SPC(index, llm=FakeLLM(_script) if with_llm else None)  # noqa: E731
+    sync = make().process("Why did John Smith resign?", hits)
+    async_ = asyncio.run(make().aprocess("Why did John Smith resign?", hits))
+    assert [h.chunk for h in sync.chunks] == [h.chunk for h in async_.chunks]
+    assert sync.missing == async_.missing and sync.coverage == async_.coverage
+
+
+def test_bad_arguments(index):
+    with pytest.raises(ConfigError):
+        SPC(index, k=0)
+    with pytest.raises(ConfigError):
+        SPC(index, delta=2)
+    with pytest.raises(ConfigError):
+        SPC()
+    with pytest.raises(TypeError):
+        SPC(index).process(None, [])
+    assert SPC(index).process("anything", []).chunks == []
