@@ -24,7 +24,7 @@ Without an LLM, both steps are rules (:func:`plan_query`):
                 reason, cause, effect, difference or purpose
   multi_hop     two or more entities, or a nested relation ("the         0.40, 0.30, 0.30
                 performer of X", "the country where ...", "X's
-                father's ...")
+                successor")
   entity        at least one entity, or a factoid question word (who,    0.35, 0.50, 0.15
                 when, where, which, how many ...)
   general       none of the above                                        0.50, 0.30, 0.20
@@ -99,6 +99,8 @@ _NESTED = re.compile(
     r"(?:of\s+(?:the\s+)?[A-Z\"“]|who\b|that\b|which\b|where\b|whose\b)"
 )
 _POSSESSIVE_CHAIN = re.compile(r"\w(?:'s|’s)\s+\w+(?:'s|’s)\s")
+# "John Smith's successor": a relation of a named entity to resolve first.
+_POSSESSIVE_RELATION = re.compile(r"[A-Z][\w.]*(?:'s|’s)\s+(?!own\b)[a-z]\w+")
 _FACTOID_OPEN = re.compile(
     r"^\s*(who|whom|whose|when|where|which|what\s+(?:year|date|city|country|name|number)"
     r"|how\s+(?:" + "|".join(_FACTOID_HOW) + r"))\b",
@@ -161,8 +163,8 @@ def classify_intent(query: str) -> tuple[str, tuple[str, ...]]:
         fired.append(f"{len(ents)} entities")
     if _NESTED.search(query):
         fired.append("nested relation")
-    if _POSSESSIVE_CHAIN.search(query):
-        fired.append("possessive chain")
+    if _POSSESSIVE_CHAIN.search(query) or _POSSESSIVE_RELATION.search(query):
+        fired.append("possessive relation")
     if fired:
         return "multi_hop", tuple(fired)
     if ents or any(p.kind == "number" for p in entities(query)):

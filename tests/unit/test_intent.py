@@ -53,6 +53,7 @@ def test_key_phrases_split_at_stop_words():
         ("who wrote it?", "entity"),
         ("When was the performer of Sexy Back born?", "multi_hop"),
         ("Did Barack Obama meet Angela Merkel?", "multi_hop"),
+        ("Where was John Smith's successor born?", "multi_hop"),
         ("tell me something nice", "general"),
     ],
 )
