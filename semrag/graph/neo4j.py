@@ -1,0 +1,489 @@
+"""A :class:`~semrag.graph.GraphStore` on Neo4j 5 through the official ``neo4j`` driver.
+
+Schema (created idempotently, ``IF NOT EXISTS``):
+
+* ``(:Entity {id, name, type, description})`` with a uniqueness constraint on ``id`` and a
+  full-text index ``semrag_entity_names`` on ``name``;
+* ``(:Chunk {key, doc_id, start, end})`` with a uniqueness constraint on ``key`` and an
+  index on ``doc_id``; optionally a vector index ``semrag_chunk_vectors`` on ``embedding``;
+* ``(:Entity)-[:RELATES {type, evidence, weight}]->(:Entity)``: the relation type is a
+  *property*, so no label or type is ever built from data;
+* ``(:Entity)-[:MENTIONED_IN {count}]->(:Chunk)``;
+* ``(:Community {id, level, title, summary, rank, parent})`` and
+  ``(:Entity)-[:IN_COMMUNITY]->(:Community)``.
+
+Every statement is a constant string with ``$parameters``: entity names, relation types
+and LLM output only ever travel as parameters. Writes are ``UNWIND $rows ... MERGE`` in
+batches of ``batch_size`` rows, each batch one managed transaction (all of it or none),
+retried by the driver on transient errors for up to ``retry_seconds``. A server that is
+down, or refuses the credentials, raises :class:`~semrag.errors.StoreUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
+from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, Subgraph, entity_key
+
+__all__ = ["Neo4jGraphStore"]
+
+_SCHEMA = (
+    "CREATE CONSTRAINT semrag_entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
+    "CREATE CONSTRAINT semrag_chunk_key IF NOT EXISTS FOR (c:Chunk) REQUIRE c.key IS UNIQUE",
+    "CREATE CONSTRAINT semrag_community_id IF NOT EXISTS FOR (c:Community) REQUIRE c.id IS UNIQUE",
+    "CREATE INDEX semrag_chunk_doc IF NOT EXISTS FOR (c:Chunk) ON (c.doc_id)",
+    "CREATE FULLTEXT INDEX semrag_entity_names IF NOT EXISTS FOR (e:Entity) ON EACH [e.name]",
+)
+_VECTOR_INDEX = (
+    "CREATE VECTOR INDEX semrag_chunk_vectors IF NOT EXISTS FOR (c:Chunk) ON (c.embedding) "
+    "OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}}"
+)
+_UPSERT_ENTITIES = (
+    "UNWIND $rows AS row MERGE (e:Entity {id: row.id}) "
+    "SET e.name = row.name, e.type = row.type, e.description = row.description"
+)
+_UPSERT_RELATIONS = (
+    "UNWIND $rows AS row MATCH (a:Entity {id: row.source}) MATCH (b:Entity {id: row.target}) "
+    "MERGE (a)-[r:RELATES {type: row.type}]->(b) "
+    "SET r.evidence = row.evidence, r.weight = row.weight"
+)
+_UPSERT_MENTIONS = (
+    "UNWIND $rows AS row MATCH (e:Entity {id: row.entity_id}) "
+    "MERGE (c:Chunk {key: row.key}) "
+    "SET c.doc_id = row.doc_id, c.start = row.start, c.end = row.end "
+    "MERGE (e)-[m:MENTIONED_IN]->(c) SET m.count = row.count"
+)
+_COUNT_KNOWN = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN count(e) AS n"
+_GET = (
+    "UNWIND $ids AS id MATCH (e:Entity {id: id}) "
+    "RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description"
+)
+_ALL_ENTITIES = (
+    "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.type AS type, "
+    "e.description AS description ORDER BY e.id"
+)
+_ALL_RELATIONS = (
+    "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id AS source, b.id AS target, "
+    "r.type AS type, r.evidence AS evidence, r.weight AS weight"
+)
+_FULLTEXT = (
+    "CALL db.index.fulltext.queryNodes('semrag_entity_names', $q, {limit: $limit}) "
+    "YIELD node, score RETURN node.id AS id, node.name AS name, node.type AS type, "
+    "node.description AS description, score"
+)
+_NEIGHBOURS = (
+    "UNWIND $ids AS id MATCH (e:Entity {id: id})-[:RELATES]-(n:Entity) "
+    "RETURN DISTINCT n.id AS id ORDER BY id"
+)
+_RELATIONS_AMONG = (
+    "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids "
+    "RETURN a.id AS source, b.id AS target, r.type AS type, r.evidence AS evidence, "
+    "r.weight AS weight"
+)
+_CHUNKS_FOR = (
+    "UNWIND $ids AS id MATCH (e:Entity {id: id})-[:MENTIONED_IN]->(c:Chunk) "
+    "RETURN e.id AS entity, c.doc_id AS doc_id, c.start AS start, c.end AS end "
+    "ORDER BY entity, doc_id, start"
+)
+_DOC_ENTITIES = (
+    "MATCH (e:Entity)-[:MENTIONED_IN]->(:Chunk {doc_id: $doc_id}) RETURN DISTINCT e.id AS id"
+)
+_DELETE_CHUNKS = "MATCH (c:Chunk {doc_id: $doc_id}) DETACH DELETE c"
+_DELETE_ORPHANS = (
+    "UNWIND $ids AS id MATCH (e:Entity {id: id}) WHERE NOT (e)-[:MENTIONED_IN]->() DETACH DELETE e"
+)
+_COUNT_DOC_CHUNKS = "MATCH (c:Chunk {doc_id: $doc_id}) RETURN count(c) AS n"
+_DROP_COMMUNITIES = "MATCH (c:Community) DETACH DELETE c"
+_WRITE_COMMUNITIES = (
+    "UNWIND $rows AS row MERGE (c:Community {id: row.id}) "
+    "SET c.level = row.level, c.title = row.title, c.summary = row.summary, "
+    "c.rank = row.rank, c.parent = row.parent "
+    "WITH c, row UNWIND row.entity_ids AS eid MATCH (e:Entity {id: eid}) "
+    "MERGE (e)-[:IN_COMMUNITY]->(c)"
+)
+_READ_COMMUNITIES = (
+    "MATCH (c:Community) WHERE $level IS NULL OR c.level = $level "
+    "OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c) "
+    "WITH c, collect(e.id) AS members ORDER BY c.level, c.id "
+    "RETURN c.id AS id, c.level AS level, c.title AS title, c.summary AS summary, "
+    "c.rank AS rank, c.parent AS parent, members"
+)
+_COUNTS = (
+    "CALL { MATCH (e:Entity) RETURN count(e) AS entities } "
+    "CALL { MATCH (:Entity)-[r:RELATES]->(:Entity) RETURN count(r) AS relations } "
+    "CALL { MATCH (c:Chunk) RETURN count(c) AS chunks } "
+    "CALL { MATCH (:Entity)-[m:MENTIONED_IN]->(:Chunk) RETURN count(m) AS mentions } "
+    "CALL { MATCH (c:Community) RETURN count(c) AS communities } "
+    "RETURN entities, relations, chunks, mentions, communities"
+)
+_CLEAR = "MATCH (n) WHERE n:Entity OR n:Chunk OR n:Community DETACH DELETE n"
+_SET_VECTORS = (
+    "UNWIND $rows AS row MERGE (c:Chunk {key: row.key}) "
+    "SET c.doc_id = row.doc_id, c.start = row.start, c.end = row.end, c.embedding = row.vector"
+)
+_SEARCH_VECTORS = (
+    "CALL db.index.vector.queryNodes('semrag_chunk_vectors', $k, $vector) YIELD node, score "
+    "RETURN node.doc_id AS doc_id, node.start AS start, node.end AS end, score"
+)
+# Lucene's query syntax: these characters are escaped so a name is searched as text.
+_LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
+
+
+def _lucene_query(name: str, fuzzy: bool) -> str:
+    words = [_LUCENE_SPECIAL.sub(r"\\\1", w) for w in name.split() if w.strip()]
+    words = [w for w in words if w.upper() not in ("AND", "OR", "NOT", "TO")] or words
+    if not words:
+        return ""
+    if fuzzy:
+        return " AND ".join(f"{w}~" if len(w) > 3 else w for w in words)
+    return '"' + " ".join(words) + '"'
+
+
+class Neo4jGraphStore:
+    """Knowledge graph on a Neo4j 5 server.
+
+    Args:
+        uri: ``bolt://host:7687``, ``neo4j://host:7687`` (routing, for clusters), or the
+            ``+s``/``+ssc`` variants.
+        user: user name.
+        password: password.
+        database: database name (default: the server's default database).
+        batch_size: rows per write transaction.
+        vector_dimensions: create the chunk vector index with this dimension (off by default).
+        retry_seconds: how long the driver retries a transaction on transient errors.
+        connection_timeout: seconds to wait for a connection.
+        driver: an existing ``neo4j.Driver`` to use instead of ``uri``/``user``/``password``.
+
+    Raises:
+        StoreUnavailableError: if the server cannot be reached or refuses the credentials.
+        MissingDependencyError: without ``pip install "semrag[neo4j]"``.
+    """
+
+    supports_fulltext = True
+
+    def __init__(
+        self,
+        uri: str = "bolt://localhost:7687",
+        user: str = "neo4j",
+        password: str = "",
+        *,
+        database: str | None = None,
+        batch_size: int = 1000,
+        vector_dimensions: int | None = None,
+        retry_seconds: float = 15.0,
+        connection_timeout: float = 10.0,
+        driver: Any = None,
+    ) -> None:
+        try:
+            import neo4j
+        except ImportError as exc:
+            raise missing_dependency("neo4j", "neo4j") from exc
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        self._neo4j = neo4j
+        self.uri = uri
+        self.database = database
+        self.batch_size = batch_size
+        self.vector_dimensions = vector_dimensions
+        self._driver = driver or neo4j.GraphDatabase.driver(
+            uri,
+            auth=(user, password),
+            max_transaction_retry_time=retry_seconds,
+            connection_timeout=connection_timeout,
+            connection_acquisition_timeout=connection_timeout,
+        )
+        try:
+            self._call(self._driver.verify_connectivity)
+            self.ensure_schema()
+        except BaseException:
+            if driver is None:
+                self._driver.close()
+            raise
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        exc_mod = self._neo4j.exceptions
+        try:
+            return fn(*args, **kwargs)
+        except exc_mod.AuthError as exc:
+            raise StoreUnavailableError(
+                f"Neo4j at {self.uri} refused the credentials: {exc.message}"
+            ) from exc
+        except (exc_mod.ServiceUnavailable, exc_mod.SessionExpired, OSError) as exc:
+            raise StoreUnavailableError(f"Neo4j at {self.uri} is unavailable: {exc}") from exc
+        except exc_mod.DriverError as exc:
+            raise StoreUnavailableError(f"Neo4j driver error at {self.uri}: {exc}") from exc
+        except exc_mod.Neo4jError as exc:
+            raise StoreError(f"Neo4j rejected a statement: {exc.code}: {exc.message}") from exc
+
+    def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        def work(tx: Any) -> list[dict[str, Any]]:
+            return [r.data() for r in tx.run(query, params)]
+
+        def run() -> list[dict[str, Any]]:
+            with self._driver.session(database=self.database) as session:
+                return session.execute_read(work)
+
+        return self._call(run)
+
+    def _write(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        def work(tx: Any) -> list[dict[str, Any]]:
+            return [r.data() for r in tx.run(query, params)]
+
+        def run() -> list[dict[str, Any]]:
+            with self._driver.session(database=self.database) as session:
+                return session.execute_write(work)
+
+        return self._call(run)
+
+    def _write_batches(self, query: str, rows: list[dict[str, Any]]) -> None:
+        for i in range(0, len(rows), self.batch_size):
+            self._write(query, rows=rows[i : i + self.batch_size])
+
+    def ensure_schema(self) -> None:
+        """Create the constraints and indexes if they are missing (idempotent)."""
+        for statement in _SCHEMA:
+            self._write(statement)
+        if self.vector_dimensions:
+            self._write(_VECTOR_INDEX, dim=int(self.vector_dimensions))
+
+    def close(self) -> None:
+        """Close the driver."""
+        self._driver.close()
+
+    def __enter__(self) -> Neo4jGraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writes ---------------------------------------------------------------------------------
+    def upsert(
+        self,
+        entities: Iterable[Entity] = (),
+        relations: Iterable[Relation] = (),
+        mentions: Iterable[Mention] = (),
+    ) -> None:
+        """Insert or update records with batched ``UNWIND ... MERGE``.
+
+        Every relation and mention must name an entity given here or already stored
+        (checked before any write). Each batch is one transaction.
+        """
+        entities, relations, mentions = list(entities), list(relations), list(mentions)
+        for e in entities:
+            if not e.id:
+                raise ConfigError(f"entity without an id: {e!r}")
+        given = {e.id for e in entities}
+        needed = sorted(
+            (
+                {r.source for r in relations}
+                | {r.target for r in relations}
+                | {m.entity_id for m in mentions}
+            )
+            - given
+        )
+        if needed:
+            found = self._read(_COUNT_KNOWN, ids=needed)[0]["n"]
+            if found != len(needed):
+                raise ConfigError(f"relations or mentions name unknown entities among {needed[:5]}")
+        self._write_batches(
+            _UPSERT_ENTITIES,
+            [
+                {"id": e.id, "name": e.name, "type": e.type, "description": e.description}
+                for e in entities
+            ],
+        )
+        self._write_batches(
+            _UPSERT_RELATIONS,
+            [
+                {
+                    "source": r.source,
+                    "target": r.target,
+                    "type": r.type,
+                    "evidence": r.evidence,
+                    "weight": float(r.weight),
+                }
+                for r in relations
+            ],
+        )
+        self._write_batches(
+            _UPSERT_MENTIONS,
+            [
+                {
+                    "entity_id": m.entity_id,
+                    "key": m.chunk.key,
+                    "doc_id": m.chunk.doc_id,
+                    "start": m.chunk.start,
+                    "end": m.chunk.end,
+                    "count": m.count,
+                }
+                for m in mentions
+            ],
+        )
+
+    def delete_document(self, doc_id: str) -> int:
+        """Remove the document's chunks and mentions, then entities left unmentioned."""
+
+        def work(tx: Any) -> int:
+            n = tx.run(_COUNT_DOC_CHUNKS, doc_id=doc_id).single()["n"]
+            ids = [r["id"] for r in tx.run(_DOC_ENTITIES, doc_id=doc_id)]
+            tx.run(_DELETE_CHUNKS, doc_id=doc_id).consume()
+            tx.run(_DELETE_ORPHANS, ids=ids).consume()
+            return int(n)
+
+        def run() -> int:
+            with self._driver.session(database=self.database) as session:
+                return session.execute_write(work)
+
+        return self._call(run)
+
+    def write_communities(self, communities: Sequence[Community]) -> None:
+        """Replace the stored communities."""
+        self._write(_DROP_COMMUNITIES)
+        self._write_batches(
+            _WRITE_COMMUNITIES,
+            [
+                {
+                    "id": c.id,
+                    "level": c.level,
+                    "title": c.title,
+                    "summary": c.summary,
+                    "rank": float(c.rank),
+                    "parent": c.parent,
+                    "entity_ids": list(c.entity_ids),
+                }
+                for c in communities
+            ],
+        )
+
+    def clear(self) -> None:
+        """Delete semrag's nodes (entities, chunks, communities) from the database."""
+        self._write(_CLEAR)
+
+    def upsert_chunk_vectors(self, chunks: Sequence[ChunkRef], vectors: Any) -> None:
+        """Store chunk embeddings for the vector index (needs ``vector_dimensions``)."""
+        if not self.vector_dimensions:
+            raise ConfigError("create the store with vector_dimensions=... to store vectors")
+        rows = [
+            {
+                "key": c.key,
+                "doc_id": c.doc_id,
+                "start": c.start,
+                "end": c.end,
+                "vector": [float(x) for x in v],
+            }
+            for c, v in zip(chunks, vectors, strict=True)
+        ]
+        for row in rows:
+            if len(row["vector"]) != self.vector_dimensions:
+                raise ConfigError(
+                    f"vector of dimension {len(row['vector'])}; "
+                    f"the index has {self.vector_dimensions}"
+                )
+        self._write_batches(_SET_VECTORS, rows)
+
+    def search_chunk_vectors(
+        self, vector: Sequence[float], k: int = 10
+    ) -> list[tuple[ChunkRef, float]]:
+        """Nearest chunks by the vector index (cosine)."""
+        if not self.vector_dimensions:
+            raise ConfigError("create the store with vector_dimensions=... to search vectors")
+        rows = self._read(_SEARCH_VECTORS, k=int(k), vector=[float(x) for x in vector])
+        return [(ChunkRef(r["doc_id"], r["start"], r["end"]), float(r["score"])) for r in rows]
+
+    # -- reads ------------------------------------------------------------------------------------
+    @staticmethod
+    def _entity(row: dict[str, Any]) -> Entity:
+        return Entity(row["id"], row["name"] or "", row["type"] or "", row["description"] or "")
+
+    @staticmethod
+    def _relation(row: dict[str, Any]) -> Relation:
+        return Relation(
+            row["source"], row["target"], row["type"], row["evidence"] or "", float(row["weight"])
+        )
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        """The entities with these ids (absent ids skipped), in the order given."""
+        found = {r["id"]: self._entity(r) for r in self._read(_GET, ids=list(ids))}
+        return [found[i] for i in ids if i in found]
+
+    def entities(self) -> list[Entity]:
+        """Every entity (by id)."""
+        return [self._entity(r) for r in self._read(_ALL_ENTITIES)]
+
+    def relations(self) -> list[Relation]:
+        """Every relation."""
+        return [self._relation(r) for r in self._read(_ALL_RELATIONS)]
+
+    def find_entities(
+        self, names: Sequence[str], *, fuzzy: bool = True, limit: int = 10
+    ) -> list[Entity]:
+        """Exact key matches first, then the full-text index (fuzzy terms with ``fuzzy``)."""
+        keys = [entity_key(n) for n in names]
+        exact = self.get_entities(list(dict.fromkeys(k for k in keys if k)))
+        scored: dict[str, tuple[float, Entity]] = {e.id: (1e9, e) for e in exact}
+        for name in names:
+            q = _lucene_query(name, fuzzy)
+            if not q:
+                continue
+            for row in self._read(_FULLTEXT, q=q, limit=int(limit)):
+                e = self._entity(row)
+                if e.id not in scored or scored[e.id][0] < row["score"]:
+                    scored[e.id] = (float(row["score"]), e)
+        best = sorted(scored.values(), key=lambda se: (-se[0], se[1].id))[:limit]
+        return [e for _, e in best]
+
+    def neighbourhood(
+        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+    ) -> Subgraph:
+        """Entities up to ``depth`` hops away (both directions) and the relations among them.
+
+        Breadth-first; at most ``limit`` entities.
+        """
+        seeds = [e.id for e in self.get_entities(list(dict.fromkeys(entity_ids)))]
+        hops = {e: 0 for e in seeds}
+        frontier = list(seeds)
+        for hop in range(1, depth + 1):
+            if not frontier or len(hops) >= limit:
+                break
+            nxt = []
+            for row in self._read(_NEIGHBOURS, ids=frontier):
+                if row["id"] not in hops and len(hops) < limit:
+                    hops[row["id"]] = hop
+                    nxt.append(row["id"])
+            frontier = nxt
+        ids = list(hops)
+        rels = [self._relation(r) for r in self._read(_RELATIONS_AMONG, ids=ids)]
+        return Subgraph(self.get_entities(ids), rels, hops)
+
+    def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
+        """Chunks mentioning each entity, in document order."""
+        out: dict[str, list[ChunkRef]] = {e.id: [] for e in self.get_entities(list(entity_ids))}
+        for r in self._read(_CHUNKS_FOR, ids=list(out)):
+            out[r["entity"]].append(ChunkRef(r["doc_id"], r["start"], r["end"]))
+        return out
+
+    def read_communities(self, level: int | None = None) -> list[Community]:
+        """Stored communities (of one level)."""
+        return [
+            Community(
+                r["id"],
+                int(r["level"]),
+                tuple(sorted(r["members"])),
+                r["parent"],
+                r["summary"] or "",
+                r["title"] or "",
+                float(r["rank"] or 0.0),
+            )
+            for r in self._read(_READ_COMMUNITIES, level=level)
+        ]
+
+    def counts(self) -> dict[str, int]:
+        """Numbers of entities, relations, chunks, mentions and communities."""
+        return {k: int(v) for k, v in self._read(_COUNTS)[0].items()}
+
+    def __repr__(self) -> str:
+        return f"Neo4jGraphStore(uri={self.uri!r}, database={self.database!r})"

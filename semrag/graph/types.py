@@ -1,0 +1,212 @@
+"""Knowledge-graph records and the :class:`GraphStore` protocol.
+
+Entities are keyed by a normalised form of their name (:func:`entity_key`), so the same
+name written twice is one node. Relations are keyed by ``(source, type, target)``;
+mentions link an entity to the chunk (:class:`ChunkRef`, a document span) it occurs in.
+Every write is an idempotent upsert: writing the same records again changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "ChunkRef",
+    "Community",
+    "Entity",
+    "GraphStore",
+    "Mention",
+    "Relation",
+    "Subgraph",
+    "entity_key",
+]
+
+_SPACE = re.compile(r"\s+")
+_EDGE_PUNCT = "\"'“”‘’.,;:!?()[]{}"
+
+
+def entity_key(name: str) -> str:
+    """The normalised key of an entity name.
+
+    NFKC, case-folded, single spaces, no edge punctuation, no leading article.
+
+    Example:
+        >>> entity_key("  The  Beatles. ")
+        'beatles'
+        >>> entity_key("x'}) DETACH DELETE n //")
+        "x'}) detach delete n //"
+    """
+    text = _SPACE.sub(" ", unicodedata.normalize("NFKC", name)).strip().casefold()
+    stripped = text.strip(_EDGE_PUNCT + " ")
+    text = stripped or text
+    for article in ("the ", "a ", "an "):
+        if text.startswith(article) and len(text) > len(article):
+            text = text[len(article) :]
+            break
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRef:
+    """A chunk of a document, by offsets. Invariant: ``0 <= start <= end``."""
+
+    doc_id: str
+    """The document."""
+    start: int
+    """First character, inclusive."""
+    end: int
+    """Last character, exclusive."""
+
+    @property
+    def key(self) -> str:
+        """A stable string key: ``doc_id:start-end``."""
+        return f"{self.doc_id}:{self.start}-{self.end}"
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A node of the knowledge graph."""
+
+    id: str
+    """The key: :func:`entity_key` of the name."""
+    name: str
+    """The name as first written."""
+    type: str = ""
+    """Entity type (``PERSON``, ``PLACE`` ...; empty when unknown)."""
+    description: str = ""
+    """A short description (LLM extraction) or the first evidence sentence."""
+
+    @classmethod
+    def of(cls, name: str, type: str = "", description: str = "") -> Entity:
+        """An entity keyed by its normalised name."""
+        return cls(entity_key(name), name, type, description)
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A directed, typed edge between two entities (keyed by source, type, target)."""
+
+    source: str
+    """Source entity id."""
+    target: str
+    """Target entity id."""
+    type: str = "RELATED_TO"
+    """Relation type; stored as data, never as a Cypher label."""
+    evidence: str = ""
+    """The sentence that states it."""
+    weight: float = 1.0
+    """Strength (e.g. co-occurrence count)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """An entity occurring in a chunk."""
+
+    entity_id: str
+    """The entity."""
+    chunk: ChunkRef
+    """Where it occurs."""
+    count: int = 1
+    """How many times."""
+
+
+@dataclass(slots=True)
+class Subgraph:
+    """Entities around some seeds, the relations among them, and each entity's hop distance."""
+
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    hops: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Community:
+    """A community of entities at one level of the hierarchy."""
+
+    id: str
+    """Unique id, e.g. ``"L0-3"``."""
+    level: int
+    """0 = the finest level."""
+    entity_ids: tuple[str, ...]
+    """Members."""
+    parent: str | None = None
+    """Id of the community one level up."""
+    summary: str = ""
+    """The community report (LLM, or extractive)."""
+    title: str = ""
+    """A short title."""
+    rank: float = 0.0
+    """Centrality / importance used by global search."""
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Where a knowledge graph lives.
+
+    Implemented by :class:`~semrag.graph.InMemoryGraphStore` and
+    :class:`~semrag.graph.Neo4jGraphStore`, which pass one contract test suite.
+    """
+
+    supports_fulltext: bool
+    """Whether :meth:`find_entities` uses a real full-text index."""
+
+    def upsert(
+        self,
+        entities: Iterable[Entity] = (),
+        relations: Iterable[Relation] = (),
+        mentions: Iterable[Mention] = (),
+    ) -> None:
+        """Insert or update records (idempotent, batched)."""
+        ...
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        """The entities with these ids (absent ids are skipped)."""
+        ...
+
+    def entities(self) -> list[Entity]:
+        """Every entity."""
+        ...
+
+    def relations(self) -> list[Relation]:
+        """Every relation."""
+        ...
+
+    def find_entities(
+        self, names: Sequence[str], *, fuzzy: bool = True, limit: int = 10
+    ) -> list[Entity]:
+        """Entities whose names match ``names`` (exact key first, then fuzzy)."""
+        ...
+
+    def neighbourhood(
+        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+    ) -> Subgraph:
+        """Entities within ``depth`` hops of the seeds and the relations among them."""
+        ...
+
+    def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
+        """Chunks mentioning each entity."""
+        ...
+
+    def delete_document(self, doc_id: str) -> int:
+        """Remove a document's chunks and mentions, and entities left with no mention."""
+        ...
+
+    def write_communities(self, communities: Sequence[Community]) -> None:
+        """Replace the stored communities."""
+        ...
+
+    def read_communities(self, level: int | None = None) -> list[Community]:
+        """Stored communities (of one level)."""
+        ...
+
+    def counts(self) -> Mapping[str, int]:
+        """Numbers of entities, relations, chunks, mentions and communities."""
+        ...
+
+    def clear(self) -> None:
+        """Delete everything."""
+        ...

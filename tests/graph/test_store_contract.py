@@ -1,0 +1,266 @@
+"""One contract suite for every GraphStore: the in-memory store and a real Neo4j server."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from semrag.errors import ConfigError, StoreUnavailableError
+from semrag.graph import (
+    ChunkRef,
+    Community,
+    Entity,
+    GraphStore,
+    InMemoryGraphStore,
+    Mention,
+    Neo4jGraphStore,
+    Relation,
+)
+
+NEO4J = pytest.param(
+    "neo4j", marks=[pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
+)
+EVIL = "x'}) DETACH DELETE n //"
+
+
+@pytest.fixture(params=["memory", NEO4J])
+def store(request):
+    if request.param == "memory":
+        yield InMemoryGraphStore()
+        return
+    server = request.getfixturevalue("neo4j_server")
+    s = Neo4jGraphStore(server.uri, server.user, server.password, batch_size=3)
+    s.clear()
+    yield s
+    s.close()
+
+
+def sample():
+    ada, bab, eng = (
+        Entity.of("Ada Lovelace", "PERSON"),
+        Entity.of("Charles Babbage", "PERSON"),
+        Entity.of("Analytical Engine", "MACHINE"),
+    )
+    rels = [
+        Relation(ada.id, bab.id, "WORKED_WITH", "Ada worked with Babbage.", 2.0),
+        Relation(bab.id, eng.id, "DESIGNED", "Babbage designed the Engine."),
+    ]
+    c1, c2 = ChunkRef("d1", 0, 40), ChunkRef("d2", 10, 50)
+    mentions = [Mention(ada.id, c1), Mention(bab.id, c1), Mention(bab.id, c2), Mention(eng.id, c2)]
+    return [ada, bab, eng], rels, mentions
+
+
+def test_is_a_graph_store(store):
+    assert isinstance(store, GraphStore)
+
+
+def test_upsert_is_idempotent(store):
+    ents, rels, ments = sample()
+    store.upsert(ents, rels, ments)
+    first = store.counts()
+    store.upsert(ents, rels, ments)
+    assert store.counts() == first
+    assert first == {"entities": 3, "relations": 2, "chunks": 2, "mentions": 4, "communities": 0}
+    # an update changes properties, not counts
+    store.upsert([Entity(ents[0].id, "Ada Lovelace", "PERSON", "Mathematician")])
+    assert store.get_entities([ents[0].id])[0].description == "Mathematician"
+    assert store.counts() == first
+
+
+def test_relations_and_mentions_need_known_entities(store):
+    with pytest.raises(ConfigError):
+        store.upsert(relations=[Relation("nobody", "nothing")])
+    with pytest.raises(ConfigError):
+        store.upsert(mentions=[Mention("nobody", ChunkRef("d", 0, 1))])
+    assert store.counts()["entities"] == 0
+
+
+def test_neighbourhood_by_depth(store):
+    ents, rels, ments = sample()
+    store.upsert(ents, rels, ments)
+    one = store.neighbourhood([ents[0].id], depth=1)
+    assert one.hops == {"ada lovelace": 0, "charles babbage": 1}
+    assert {(r.source, r.type, r.target) for r in one.relations} == {
+        ("ada lovelace", "WORKED_WITH", "charles babbage")
+    }
+    two = store.neighbourhood([ents[0].id], depth=2)
+    assert two.hops["analytical engine"] == 2 and len(two.relations) == 2
+    assert store.neighbourhood(["missing"], depth=2).hops == {}
+    assert len(store.neighbourhood([ents[0].id], depth=2, limit=2).hops) == 2
+
+
+def test_chunks_for_and_find(store):
+    ents, rels, ments = sample()
+    store.upsert(ents, rels, ments)
+    chunks = store.chunks_for([ents[1].id, "missing"])
+    assert chunks == {"charles babbage": [ChunkRef("d1", 0, 40), ChunkRef("d2", 10, 50)]}
+    assert [e.id for e in store.find_entities(["Charles Babbage"], fuzzy=False)] == [
+        "charles babbage"
+    ]
+    assert "charles babbage" in [e.id for e in store.find_entities(["Babbage"])]
+    assert "ada lovelace" in [e.id for e in store.find_entities(["Ada Lovelac"])]
+    assert store.find_entities(["zzzz qqqq"]) == []
+
+
+def test_delete_document(store):
+    ents, rels, ments = sample()
+    store.upsert(ents, rels, ments)
+    assert store.delete_document("d2") == 1
+    # the engine was only in d2; Babbage is still in d1
+    assert {e.id for e in store.entities()} == {"ada lovelace", "charles babbage"}
+    assert store.chunks_for(["charles babbage"]) == {"charles babbage": [ChunkRef("d1", 0, 40)]}
+    assert store.counts()["relations"] == 1
+    assert store.delete_document("d-unknown") == 0
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        EVIL,
+        "Ünïcödé Straße 東京",
+        'He said "hi"',
+        "back`tick`",
+        "a\\b",
+        "MATCH (n) RETURN n",
+        "ÉCOLE",
+    ],
+)
+def test_hostile_and_unicode_names_are_stored_verbatim(store, name):
+    keep = Entity.of("Bystander")
+    store.upsert([keep])
+    odd = Entity.of(name, "THING", description=name)
+    store.upsert([odd], [Relation(odd.id, keep.id, name)], [Mention(odd.id, ChunkRef(name, 0, 1))])
+    (back,) = store.get_entities([odd.id])
+    assert back.name == name and back.description == name
+    assert odd.id in [e.id for e in store.find_entities([name])]
+    assert store.counts()["entities"] == 2  # nothing deleted
+    assert store.relations()[0].type == name
+    assert store.chunks_for([odd.id])[odd.id] == [ChunkRef(name, 0, 1)]
+
+
+def test_communities_round_trip(store):
+    ents, rels, ments = sample()
+    store.upsert(ents, rels, ments)
+    comms = [
+        Community("L0-0", 0, ("ada lovelace", "charles babbage"), "L1-0", "People.", "people", 0.7),
+        Community("L0-1", 0, ("analytical engine",), "L1-0", "Machines.", "machines", 0.3),
+        Community("L1-0", 1, tuple(sorted(e.id for e in ents)), None, "All.", "all", 1.0),
+    ]
+    store.write_communities(comms)
+    assert store.read_communities() == comms
+    assert store.read_communities(level=1) == comms[2:]
+    store.write_communities(comms[:1])
+    assert store.read_communities() == comms[:1]
+
+
+def test_batches_larger_than_batch_size(store):
+    many = [Entity.of(f"entity {i}") for i in range(10)]
+    store.upsert(many, [Relation(a.id, b.id) for a, b in zip(many, many[1:], strict=False)])
+    assert store.counts()["entities"] == 10 and store.counts()["relations"] == 9
+
+
+def test_concurrent_upserts(store):
+    def work(i):
+        ents = [Entity.of(f"thread {i} entity {j}") for j in range(5)]
+        store.upsert(ents, mentions=[Mention(e.id, ChunkRef(f"doc{i}", 0, 5)) for e in ents])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.counts()["entities"] == 20
+
+
+def test_memory_store_saves_and_loads(tmp_path):
+    store = InMemoryGraphStore()
+    ents, rels, ments = sample()
+    store.upsert(ents, rels, ments)
+    store.write_communities([Community("c", 0, (ents[0].id,), summary=EVIL)])
+    store.save(tmp_path / "kg")
+    back = InMemoryGraphStore.load(tmp_path / "kg")
+    assert back.counts() == store.counts()
+    assert back.read_communities()[0].summary == EVIL
+    assert (
+        back.neighbourhood([ents[0].id], depth=2).hops
+        == store.neighbourhood([ents[0].id], depth=2).hops
+    )
+
+
+# -- Neo4j only ----------------------------------------------------------------------------------
+@pytest.mark.neo4j
+@pytest.mark.integration
+@pytest.mark.enable_socket
+def test_wrong_credentials_and_down_server_raise_store_unavailable(neo4j_server):
+    with pytest.raises(StoreUnavailableError, match="credentials"):
+        Neo4jGraphStore(neo4j_server.uri, "neo4j", "wrong-password")
+    from tests.neo4j_server.server import free_port
+
+    with pytest.raises(StoreUnavailableError, match="unavailable"):
+        Neo4jGraphStore(f"bolt://127.0.0.1:{free_port()}", "neo4j", "x", connection_timeout=2)
+
+
+@pytest.mark.neo4j
+@pytest.mark.integration
+@pytest.mark.enable_socket
+def test_schema_is_idempotent_and_vector_index_works(neo4j_server):
+    store = Neo4jGraphStore(
+        neo4j_server.uri, neo4j_server.user, neo4j_server.password, vector_dimensions=3
+    )
+    store.ensure_schema()
+    store.ensure_schema()
+    store.clear()
+    refs = [ChunkRef("d", 0, 5), ChunkRef("d", 5, 9)]
+    store.upsert_chunk_vectors(refs, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    deadline = time.monotonic() + 30
+    found: list = []
+    while time.monotonic() < deadline and not found:  # the vector index fills asynchronously
+        found = store.search_chunk_vectors([0.9, 0.1, 0.0], k=1)
+        time.sleep(0.2)
+    assert found and found[0][0] == refs[0]
+    with pytest.raises(ConfigError):
+        store.upsert_chunk_vectors(refs[:1], [[1.0, 0.0]])
+    store.clear()
+    store.close()
+
+
+@pytest.mark.neo4j
+@pytest.mark.integration
+@pytest.mark.enable_socket
+def test_dropped_connection_mid_write_is_clear_and_leaves_no_partial_batch(neo4j_server):
+    store = Neo4jGraphStore(
+        neo4j_server.uri,
+        neo4j_server.user,
+        neo4j_server.password,
+        batch_size=50_000,
+        retry_seconds=1,
+        connection_timeout=2,
+    )
+    store.clear()
+    many = [Entity.of(f"bulk entity {i}", description="x" * 200) for i in range(40_000)]
+    errors: list[BaseException] = []
+
+    def write():
+        try:
+            store.upsert(many)
+        except BaseException as exc:  # noqa: BLE001 - handed to the assertion below
+            errors.append(exc)
+
+    t = threading.Thread(target=write)
+    t.start()
+    time.sleep(0.5)  # the single 40,000-row transaction is under way
+    neo4j_server.kill()
+    t.join(120)
+    try:
+        assert errors and isinstance(errors[0], StoreUnavailableError)
+        with pytest.raises(StoreUnavailableError):
+            store.counts()
+    finally:
+        store.close()
+        neo4j_server.start()  # same data directory and port
+    after = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+    assert after.counts()["entities"] in (0, len(many))  # the batch is all or nothing
+    after.clear()
+    after.close()
