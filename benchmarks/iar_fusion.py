@@ -12,7 +12,9 @@ Each system returns its top k chunks, k in (2, 5, 10, 20).
   of questions with a gold answer span inside one of the top k chunks.
 
 IAR runs with no LLM. Ablations: fixed equal weights (no intent), no extended channel,
-no sentence refinement.
+no sentence refinement; semrag's own dense and BM25 channels are listed too (its BM25
+lower-cases and splits on word characters; LangChain's BM25Retriever splits on whitespace
+by default, which is part of the gap to the LangChain rows).
 
 Latency (``--parts latency``): p50/p95 per query on SQuAD of IAR, of SPC on IAR's
 results, and of EnsembleRetriever, one query at a time after a warm-up.
@@ -94,6 +96,13 @@ def ranked_lists(index: SemanticIndex, emb, queries: list[str]) -> dict[str, lis
     for name, ret in systems(index).items():
         out[name] = [[(h.chunk.doc_id, h.chunk.start) for h in ret.retrieve(q)] for q in queries]
         print(name, "done", flush=True)
+    for name, search in (
+        ("semrag dense (SemanticIndex.search)", index.search),
+        ("semrag BM25 (SemanticIndex.search_sparse)", index.search_sparse),
+    ):
+        out[name] = [
+            [(h.chunk.doc_id, h.chunk.start) for h in search(q, k=max(KS))] for q in queries
+        ]
     for name, ret in lc_peers(index, emb).items():
         out[name] = [
             [(d.metadata["doc_id"], d.metadata["start"]) for d in ret.invoke(q)] for q in queries

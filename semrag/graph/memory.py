@@ -22,7 +22,11 @@ _FORMAT = 1
 
 
 def _tokens(key: str) -> set[str]:
-    return {t for t in key.replace("-", " ").split() if t}
+    """Name tokens, plus the name without spaces ("sexy back" also finds "sexyback")."""
+    words = {t for t in key.replace("-", " ").split() if t}
+    if len(words) > 1:
+        words.add("".join(key.replace("-", " ").split()))
+    return words
 
 
 class InMemoryGraphStore:

@@ -452,19 +452,42 @@ class SPC:
     def _refine_rules(self, q: np.ndarray, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         if not self.refine or len(hits) <= 1:
             return hits[: self.k]
-        texts = [h.chunk.text for h in hits]
-        chunk_sim = self.embedder.embed(texts) @ q
-        best_sentence = []
-        for h in hits:
+        chunk_sim = self.embedder.embed([h.chunk.text for h in hits]) @ q
+        best_sentence = np.empty(len(hits))
+        todo: list[tuple[int, list[str]]] = []
+        for i, h in enumerate(hits):
+            stored = self._stored_sentence_vectors(h.chunk)
+            if stored is not None:
+                best_sentence[i] = float((stored @ q).max())
+                continue
             spans = split_sentences(h.chunk.text)
-            sents = [s.of(h.chunk.text) for s in spans] or [h.chunk.text]
-            best_sentence.append(float((self.embedder.embed(sents) @ q).max()))
+            todo.append((i, [sp.of(h.chunk.text) for sp in spans] or [h.chunk.text]))
+        if todo:  # one embedding call for every sentence the index does not hold
+            flat = [t for _, sents in todo for t in sents]
+            sims = self.embedder.embed(flat) @ q
+            pos = 0
+            for i, sents in todo:
+                best_sentence[i] = float(sims[pos : pos + len(sents)].max())
+                pos += len(sents)
         score = (chunk_sim + np.asarray(best_sentence)) / 2
         order = np.argsort(-score, kind="stable")[: self.k]
         return [
             replace(hits[i], channel_scores={**hits[i].channel_scores, "refine": float(score[i])})
             for i in order
         ]
+
+    def _stored_sentence_vectors(self, chunk: Chunk) -> np.ndarray | None:
+        """The index's vectors of the sentences exactly covering ``chunk``, if it has them."""
+        if self.index is None or chunk.doc_id not in self.index or chunk.start < 0:
+            return None
+        spans = self.index.sentences(chunk.doc_id)
+        doc = self.index.document(chunk.doc_id).text
+        if doc[chunk.start : chunk.end] != chunk.text or not spans:
+            return None
+        a, b = covering_sentences(spans, chunk.start, chunk.end)
+        if spans[a].start != chunk.start or spans[b - 1].end != chunk.end:
+            return None
+        return self.index.sentence_vectors(chunk.doc_id)[a:b]
 
     # -- sources ----------------------------------------------------------------------------------
     def _source_text(self, doc_id: str) -> tuple[str | None, bool]:

@@ -1,0 +1,250 @@
+"""The knowledge graph of a :class:`SemanticIndex`: extraction, resolution, store, communities."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from semrag.errors import ConfigError
+from semrag.graph.communities import community_reports, detect_communities
+from semrag.graph.extract import (
+    Extraction,
+    HeuristicGraphExtractor,
+    merge_extractions,
+    resolve_entities,
+)
+from semrag.graph.memory import InMemoryGraphStore
+from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, entity_key
+from semrag.llm import LLM
+from semrag.types import Chunk
+
+__all__ = ["KnowledgeGraph"]
+
+
+class KnowledgeGraph:
+    """Entities, relations and communities of an index's chunks, in a :class:`GraphStore`.
+
+    Build one with :meth:`build`; open an existing store with ``KnowledgeGraph(store,
+    index=index)``.
+
+    Args:
+        store: where the graph lives (default a new :class:`InMemoryGraphStore`).
+        index: the :class:`~semrag.index.SemanticIndex` whose chunks the graph describes
+            (its embedder embeds entity names).
+        embedder: embedder for entity names when there is no index.
+
+    Example:
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.testing import FakeEmbedder
+        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index.add_documents([Document("a", "Ada Lovelace met Charles Babbage in London.")])
+        >>> kg = KnowledgeGraph.build(index)
+        >>> sorted(e.name for e in kg.store.entities())
+        ['Ada Lovelace', 'Charles Babbage', 'London']
+    """
+
+    def __init__(self, store: Any = None, *, index: Any = None, embedder: Any = None) -> None:
+        self.store = store if store is not None else InMemoryGraphStore()
+        self.index = index
+        if embedder is None and index is not None:
+            embedder = index.embedder
+        self.embedder = embedder
+        self.timings: dict[str, float] = {}
+        self.notes: list[str] = []
+        self.algorithm = ""
+        self._vectors: tuple[list[Entity], np.ndarray] | None = None
+        self._lock = threading.RLock()
+
+    # -- building ----------------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        index: Any,
+        *,
+        extractor: Any = None,
+        store: Any = None,
+        resolve: bool = True,
+        resolution_threshold: float = 0.92,
+        communities: bool = True,
+        community_levels: int = 2,
+        community_algorithm: str = "auto",
+        community_llm: LLM | None = None,
+        show_progress: bool = False,
+    ) -> KnowledgeGraph:
+        """Extract, resolve and store the graph of ``index``'s chunks; then communities.
+
+        Args:
+            index: the :class:`~semrag.index.SemanticIndex`.
+            extractor: :class:`HeuristicGraphExtractor` (default) or :class:`LLMGraphExtractor`.
+            store: the :class:`GraphStore` (default in memory).
+            resolve: merge entities whose names embed closer than ``resolution_threshold``.
+            resolution_threshold: cosine similarity needed to merge two entity names.
+            communities: detect communities and write their reports.
+            community_levels: levels of the community hierarchy.
+            community_algorithm: ``"auto"``, ``"leiden"`` or ``"louvain"``.
+            community_llm: an LLM for community reports (extractive without one).
+            show_progress: a progress bar over the chunks.
+        """
+        kg = cls(store, index=index)
+        extractor = extractor or HeuristicGraphExtractor()
+        chunks = index.chunks()
+        t0 = time.perf_counter()
+        parts = [extractor.extract(c) for c in _progress(chunks, show_progress, "extracting")]
+        kg.timings["extract_s"] = time.perf_counter() - t0
+        kg._ingest(merge_extractions(parts), resolve, resolution_threshold)
+        if communities:
+            kg.build_communities(
+                levels=community_levels, algorithm=community_algorithm, llm=community_llm
+            )
+        return kg
+
+    @classmethod
+    async def abuild(
+        cls,
+        index: Any,
+        *,
+        extractor: Any = None,
+        store: Any = None,
+        resolve: bool = True,
+        resolution_threshold: float = 0.92,
+        communities: bool = True,
+        community_levels: int = 2,
+        community_algorithm: str = "auto",
+        community_llm: LLM | None = None,
+    ) -> KnowledgeGraph:
+        """Async twin of :meth:`build`: LLM extraction runs concurrently (up to its limit)."""
+        kg = cls(store, index=index)
+        extractor = extractor or HeuristicGraphExtractor()
+        chunks = index.chunks()
+        t0 = time.perf_counter()
+        if hasattr(extractor, "aextract_many"):
+            parts = await extractor.aextract_many(chunks)
+        else:
+            parts = [await extractor.aextract(c) for c in chunks]
+        kg.timings["extract_s"] = time.perf_counter() - t0
+        await asyncio.to_thread(kg._ingest, merge_extractions(parts), resolve, resolution_threshold)
+        if communities:
+            await asyncio.to_thread(
+                kg.build_communities,
+                levels=community_levels,
+                algorithm=community_algorithm,
+                llm=community_llm,
+            )
+        return kg
+
+    def add_chunks(
+        self, chunks: Sequence[Chunk], extractor: Any = None, *, resolve: bool = True
+    ) -> None:
+        """Extract and add the graph of more chunks (communities are not recomputed)."""
+        extractor = extractor or HeuristicGraphExtractor()
+        self._ingest(merge_extractions([extractor.extract(c) for c in chunks]), resolve, 0.92)
+
+    def _ingest(self, extraction: Extraction, resolve: bool, threshold: float) -> None:
+        if resolve and self.embedder is not None and len(extraction.entities) > 1:
+            t0 = time.perf_counter()
+            vectors = self.embedder.embed([e.name for e in extraction.entities])
+            extraction = resolve_entities(extraction, vectors, threshold=threshold)
+            self.timings["resolve_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.store.upsert(extraction.entities, extraction.relations, extraction.mentions)
+        self.timings["write_s"] = time.perf_counter() - t0
+        self.notes.extend(extraction.notes)
+        with self._lock:
+            self._vectors = None
+
+    def add_graph_documents(self, graph_documents: Iterable[Any], *, resolve: bool = False) -> int:
+        """Ingest LangChain ``GraphDocument``s (e.g. from ``LLMGraphTransformer``).
+
+        Nodes become entities (``id`` as the name, ``type``, a ``description`` property if
+        any); relationships become relations (``type``, an ``evidence`` property if any);
+        each document's source (``metadata["doc_id"]`` or ``"source"``, and
+        ``start_index``) gives the chunk every node is mentioned in. Duck-typed: the core
+        does not import LangChain. Returns the number of documents ingested.
+        """
+        parts = []
+        n = 0
+        for gd in graph_documents:
+            n += 1
+            src = getattr(gd, "source", None)
+            meta = dict(getattr(src, "metadata", {}) or {})
+            text = getattr(src, "page_content", "") or ""
+            doc_id = str(meta.get("doc_id", meta.get("source", "")))
+            start = meta.get("start_index")
+            start = int(start) if isinstance(start, int) else 0
+            ref = ChunkRef(doc_id, start, start + len(text))
+            ents = []
+            for node in gd.nodes:
+                props = dict(getattr(node, "properties", {}) or {})
+                ents.append(
+                    Entity.of(str(node.id), str(node.type or ""), str(props.get("description", "")))
+                )
+            rels = []
+            for rel in gd.relationships:
+                props = dict(getattr(rel, "properties", {}) or {})
+                a, b = entity_key(str(rel.source.id)), entity_key(str(rel.target.id))
+                if a and b and a != b:
+                    rels.append(
+                        Relation(
+                            a, b, str(rel.type or "RELATED_TO"), str(props.get("evidence", ""))
+                        )
+                    )
+            ments = [Mention(e.id, ref) for e in ents] if doc_id else []
+            parts.append(Extraction(ents, rels, ments))
+        self._ingest(merge_extractions(parts), resolve, 0.92)
+        return n
+
+    # -- communities --------------------------------------------------------------------------
+    def build_communities(
+        self,
+        *,
+        levels: int = 2,
+        algorithm: str = "auto",
+        llm: LLM | None = None,
+        resolution: float = 1.0,
+    ) -> list[Community]:
+        """Detect communities, write their reports, store them; returns them."""
+        t0 = time.perf_counter()
+        ents = self.store.entities()
+        rels = self.store.relations()
+        comms, self.algorithm = detect_communities(
+            [e.id for e in ents], rels, algorithm=algorithm, levels=levels, resolution=resolution
+        )
+        self.timings["communities_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        comms, notes = community_reports(comms, ents, rels, llm=llm)
+        self.notes.extend(notes)
+        self.store.write_communities(comms)
+        self.timings["reports_s"] = time.perf_counter() - t0
+        return comms
+
+    # -- lookups --------------------------------------------------------------------------------
+    def entity_vectors(self) -> tuple[list[Entity], np.ndarray]:
+        """Every entity and the unit vector of its name (computed once per change)."""
+        if self.embedder is None:
+            raise ConfigError("this KnowledgeGraph has no embedder (give index= or embedder=)")
+        with self._lock:
+            if self._vectors is None:
+                ents = self.store.entities()
+                vecs = (
+                    self.embedder.embed([e.name for e in ents])
+                    if ents
+                    else np.zeros((0, self.embedder.dim), np.float32)
+                )
+                self._vectors = (ents, np.asarray(vecs, dtype=np.float32))
+            return self._vectors
+
+    def __repr__(self) -> str:
+        return f"KnowledgeGraph(store={self.store!r})"
+
+
+def _progress(items: Sequence[Any], show: bool, desc: str) -> Iterable[Any]:
+    if not show:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, unit="chunk")

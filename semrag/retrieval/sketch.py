@@ -1,0 +1,438 @@
+"""SKETCH hybrid retrieval: a knowledge graph plus vector search over small semantic chunks.
+
+Mahalingam et al. (2024), §3.2.2:
+
+* **Structured side.** The query's entities (an LLM's NER, or, without one, the query's
+  entity phrases matched fuzzily and its key phrases matched exactly against the store's
+  entity names) seed a neighbourhood of up to ``depth`` hops in the
+  :class:`~semrag.graph.GraphStore`; its relations are the *facts*. The neighbours most
+  tied to the query's entities (relation weight, discounted for entities mentioned
+  everywhere) are *bridges*: the chunks mentioning a query entity or a bridge are
+  candidates, and each bridge gets its own query, the original with its entity phrases
+  replaced by the bridge's name ("When was the performer of Sexy Back born?" ->
+  "When was the performer of born? Justin Timberlake"), so a second-hop passage is
+  judged by what the question asks of the bridge. A chunk's graph score is the sum over
+  the query entities and bridges it mentions of ``hop_decay ** hop``, capped at 1.
+* **Unstructured side.** Vector search over the index's chunks cut again into small
+  pieces (the paper: 100 tokens with a 16-token overlap; ``split=None`` searches the
+  index's own chunks).
+* **Merge.** Every candidate's score is its best cosine similarity to the query or to the
+  query of a bridge it mentions, plus ``graph_weight`` times its graph score, plus
+  ``boost`` when both sides found it (a small piece inside a graph chunk confirms it; the
+  piece is kept). Duplicates and pieces inside
+  a kept item are dropped, and the list is cut at ``k`` items or ``token_budget`` tokens.
+
+Each result's provenance says which side found it (``"structured"``, ``"unstructured"``
+or ``"both"``), through which entities (with their hop), and the facts among them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from semrag.chunking._split import split_with_overlap
+from semrag.errors import ConfigError, LLMOutputError
+from semrag.graph.types import Entity
+from semrag.index.dense import DenseIndex
+from semrag.llm import LLM, acomplete_json, complete_json
+from semrag.text.phrases import content_words, entities, key_phrases
+from semrag.types import Chunk, ScoredChunk, Span
+
+__all__ = ["SketchRetriever", "query_phrases"]
+
+_NER_SCHEMA = {
+    "type": "object",
+    "required": ["entities"],
+    "properties": {"entities": {"type": "array", "items": {"type": "string"}, "maxItems": 20}},
+}
+_NER_PROMPT = """List the named entities (people, organisations, places, works, events,
+products) and key concepts in the query, as written.
+QUERY: {query}
+Reply with JSON only: {{"entities": ["...", "..."]}}
+Your response:"""
+
+
+def query_phrases(query: str, *, max_ngram: int = 3) -> tuple[list[str], list[str]]:
+    """The query's phrases to look up: entities (fuzzily) and key phrases and n-grams (exactly).
+
+    Example:
+        >>> query_phrases("When was the performer of Sexy Back born?")[0]
+        ['Sexy Back']
+    """
+    fuzzy = [p.text for p in entities(query) if p.kind != "number"]
+    exact = [p.text for p in key_phrases(query)]
+    words = content_words(query)
+    for n in range(1, max_ngram + 1):
+        exact += [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
+    return list(dict.fromkeys(fuzzy)), list(dict.fromkeys(e for e in exact if e not in fuzzy))
+
+
+@dataclass(slots=True)
+class _Item:
+    chunk: Chunk
+    vector: np.ndarray
+    structured: bool = False
+    unstructured: bool = False
+    graph: float = 0.0
+    entities: dict[str, int] = field(default_factory=dict)
+    piece_of: int | None = None  # index chunk id a small piece came from
+
+
+class SketchRetriever:
+    """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
+
+    Args:
+        index: the :class:`~semrag.index.SemanticIndex`.
+        kg: the :class:`~semrag.graph.KnowledgeGraph` built from it.
+        k: results returned.
+        depth: hops around the query's entities.
+        llm: an LLM for query NER; without one, phrase matching.
+        split: ``(max_tokens, overlap_tokens)`` of the small pieces searched by vector
+            (the paper: ``(100, 16)``), or ``None`` to search the index's chunks.
+        n_vector: pieces the unstructured side returns (default ``2 * k``).
+        max_entities: query entities kept.
+        max_graph_chunks: structured candidates kept (by similarity plus graph score).
+        max_bridges: neighbours used as bridges (each costs one query embedding).
+        fuzzy_matches: fuzzy matches kept per query entity without an exact match.
+        hop_decay: weight of an entity ``h`` hops from a query entity: ``hop_decay ** h``.
+        graph_weight: weight of the graph score against cosine similarity.
+        boost: added to items both sides found.
+        token_budget: stop adding results past this many tokens (``None``: only ``k``).
+        max_facts: facts (relations) reported in provenance.
+        on_llm_error: ``"fallback"`` (phrase matching, noted) or ``"raise"``.
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        kg: Any,
+        *,
+        k: int = 10,
+        depth: int = 1,
+        llm: LLM | None = None,
+        split: tuple[int, int] | None = (100, 16),
+        n_vector: int | None = None,
+        max_entities: int = 10,
+        max_graph_chunks: int = 50,
+        max_bridges: int = 20,
+        fuzzy_matches: int = 2,
+        hop_decay: float = 0.5,
+        graph_weight: float = 0.05,
+        boost: float = 0.1,
+        token_budget: int | None = None,
+        max_facts: int = 20,
+        on_llm_error: str = "fallback",
+    ) -> None:
+        if k < 1 or depth < 0:
+            raise ConfigError(f"need k >= 1 and depth >= 0, got k={k}, depth={depth}")
+        if split is not None and not 0 <= split[1] < split[0]:
+            raise ConfigError(f"split must be (max_tokens, overlap < max_tokens), got {split}")
+        if on_llm_error not in ("fallback", "raise"):
+            raise ConfigError(f"on_llm_error must be 'fallback' or 'raise', got {on_llm_error!r}")
+        self.index = index
+        self.kg = kg
+        self.k = k
+        self.depth = depth
+        self.llm = llm
+        self.split = split
+        self.n_vector = n_vector
+        self.max_entities = max_entities
+        self.max_graph_chunks = max_graph_chunks
+        self.max_bridges = max_bridges
+        self.fuzzy_matches = fuzzy_matches
+        self.hop_decay = hop_decay
+        self.graph_weight = graph_weight
+        self.boost = boost
+        self.token_budget = token_budget
+        self.max_facts = max_facts
+        self.on_llm_error = on_llm_error
+        self._pieces: tuple[list[Chunk], list[int], DenseIndex] | None = None
+        self._lock = threading.Lock()
+
+    # -- the small pieces ------------------------------------------------------------------------
+    def pieces(self) -> tuple[list[Chunk], list[int], DenseIndex]:
+        """The small pieces searched by vector, the index chunk each came from, their index.
+
+        Built on first use (one embedding per piece); chunks already within the size are
+        reused with their stored vectors.
+        """
+        with self._lock:
+            if self._pieces is None:
+                self._pieces = self._build_pieces()
+            return self._pieces
+
+    def _build_pieces(self) -> tuple[list[Chunk], list[int], DenseIndex]:
+        index = self.index
+        tok = index.chunker.tokenizer
+        pieces: list[Chunk] = []
+        parents: list[int] = []
+        reuse: list[int] = []
+        for doc_id in index.doc_ids:
+            text = index.document(doc_id).text
+            starts = [s.start for s in index.sentences(doc_id)]
+            for cid, c in zip(index.chunk_ids(doc_id), index.chunks(doc_id), strict=True):
+                if self.split is None or c.token_count <= self.split[0]:
+                    pieces.append(c)
+                    parents.append(cid)
+                    reuse.append(len(pieces) - 1)
+                    continue
+                local = tok.offsets(c.text)
+                spans = split_with_overlap(
+                    text,
+                    Span(c.start, c.end),
+                    [(c.start + a, c.start + b) for a, b in local],
+                    max_tokens=self.split[0],
+                    overlap_tokens=self.split[1],
+                    count=lambda t: tok.count([t])[0],
+                    preferred_starts=[s for s in starts if c.start < s < c.end],
+                )
+                for j, sp in enumerate(spans):
+                    piece_text = sp.of(text)
+                    pieces.append(
+                        replace(
+                            c,
+                            start=sp.start,
+                            end=sp.end,
+                            text=piece_text,
+                            token_count=tok.count([piece_text])[0],
+                            index=j,
+                        )
+                    )
+                    parents.append(cid)
+        vectors = np.zeros((len(pieces), index.embedder.dim), np.float32)
+        reuse_set = set(reuse)
+        if reuse:
+            vectors[reuse] = index.vectors_of([parents[i] for i in reuse])
+        todo = [i for i in range(len(pieces)) if i not in reuse_set]
+        if todo:
+            vectors[todo] = index.embedder.embed([pieces[i].text for i in todo])
+        dense = DenseIndex(index.embedder.dim, kind=index.dense_kind)
+        if pieces:
+            dense.add(np.arange(len(pieces)), vectors)
+        return pieces, parents, dense
+
+    # -- query entities --------------------------------------------------------------------------
+    def query_entities(self, query: str) -> tuple[list[Entity], str]:
+        """The store's entities the query names, and a note (LLM fallback) or ``""``."""
+        if self.llm is None:
+            return self._match(*query_phrases(query)), ""
+        try:
+            names = complete_json(self.llm, _NER_PROMPT.format(query=query), _NER_SCHEMA)[
+                "entities"
+            ]
+        except LLMOutputError as exc:
+            return self._ner_failed(query, exc)
+        return self._match(names, []), ""
+
+    async def aquery_entities(self, query: str) -> tuple[list[Entity], str]:
+        """Async twin of :meth:`query_entities`."""
+        if self.llm is None:
+            return await asyncio.to_thread(self._match, *query_phrases(query)), ""
+        try:
+            reply = await acomplete_json(self.llm, _NER_PROMPT.format(query=query), _NER_SCHEMA)
+        except LLMOutputError as exc:
+            return self._ner_failed(query, exc)
+        return await asyncio.to_thread(self._match, reply["entities"], []), ""
+
+    def _ner_failed(self, query: str, exc: LLMOutputError) -> tuple[list[Entity], str]:
+        if self.on_llm_error == "raise":
+            raise exc
+        return self._match(*query_phrases(query)), f"LLM NER invalid ({exc.problem}); phrases used"
+
+    def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[Entity]:
+        """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches."""
+        store = self.kg.store
+        found: dict[str, Entity] = {}
+        for phrase in fuzzy:
+            hit = store.find_entities([phrase], fuzzy=False, limit=1)
+            for e in hit or store.find_entities([phrase], fuzzy=True, limit=self.fuzzy_matches):
+                found.setdefault(e.id, e)
+        if exact and len(found) < self.max_entities:
+            for e in store.find_entities(list(exact), fuzzy=False, limit=self.max_entities):
+                found.setdefault(e.id, e)
+        return list(found.values())[: self.max_entities]
+
+    # -- retrieval ---------------------------------------------------------------------------------
+    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """The top ``k`` merged items for ``query``."""
+        _check(query)
+        seeds, note = self.query_entities(query)
+        q = self.index.embed_query(query)
+        return self._merge(query, q, seeds, note, k or self.k)
+
+    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Async twin of :meth:`retrieve` (NER and the query embedding run concurrently)."""
+        _check(query)
+        (seeds, note), q = await asyncio.gather(
+            self.aquery_entities(query), self.index.aembed_query(query)
+        )
+        return await asyncio.to_thread(self._merge, query, q, seeds, note, k or self.k)
+
+    def _merge(
+        self, query: str, q: np.ndarray, seeds: list[Entity], note: str, k: int
+    ) -> list[ScoredChunk]:
+        index = self.index
+        pieces, parents, dense = self.pieces()
+        items: dict[tuple[str, int, int], _Item] = {}
+        # unstructured side
+        if len(dense):
+            _, ids = dense.search(q, self.n_vector or 2 * k)
+            for i in (int(i) for i in ids[0] if i >= 0):
+                c = pieces[i]
+                items[(c.doc_id, c.start, c.end)] = _Item(
+                    c, dense.vectors_of([i])[0], unstructured=True, piece_of=parents[i]
+                )
+        # structured side
+        store = self.kg.store
+        sub = store.neighbourhood([e.id for e in seeds], depth=self.depth)
+        facts = sorted(sub.relations, key=lambda r: -r.weight)[: self.max_facts]
+        names = {e.id: e.name for e in sub.entities}
+        refs = store.chunks_for(list(sub.hops))
+        per_chunk: dict[int, dict[str, int]] = {}
+        for eid, chunk_refs in refs.items():
+            for ref in chunk_refs:
+                for cid in index.overlapping_chunks(ref.doc_id, ref.start, ref.end):
+                    per_chunk.setdefault(cid, {})[eid] = sub.hops[eid]
+        bridges = self._bridges(sub, refs)
+        bridge_q = self._bridge_queries(query, seeds, [names[b] for b in bridges])
+        bridge_vec = dict(zip(bridges, bridge_q, strict=True))
+        graph_score = {
+            cid: min(
+                1.0, sum(self.hop_decay**h for e, h in ents.items() if h == 0 or e in bridge_vec)
+            )
+            for cid, ents in per_chunk.items()
+        }
+        cids = [c for c, g in graph_score.items() if g > 0]
+        if cids:
+            vecs = index.vectors_of(cids)
+            best = [self._sim(vecs[j], q, per_chunk[c], bridge_vec) for j, c in enumerate(cids)]
+            order = sorted(
+                range(len(cids)), key=lambda j: -best[j] - self.graph_weight * graph_score[cids[j]]
+            )
+            confirmed = {it.piece_of: key for key, it in items.items()}
+            for j in order[: self.max_graph_chunks]:
+                cid = cids[j]
+                if cid in confirmed:  # a small piece of this chunk was found by vector
+                    it = items[confirmed[cid]]
+                    it.structured, it.graph, it.entities = True, graph_score[cid], per_chunk[cid]
+                    continue
+                c = index.chunk(cid)
+                items[(c.doc_id, c.start, c.end)] = _Item(
+                    c, vecs[j], structured=True, graph=graph_score[cid], entities=per_chunk[cid]
+                )
+        return self._ranked(q, list(items.values()), names, facts, seeds, bridge_vec, note, k)
+
+    def _bridges(self, sub: Any, refs: Mapping[str, list[Any]]) -> list[str]:
+        """Neighbours most tied to the query's entities, rare entities first among equals."""
+        strength: dict[str, float] = {}
+        for r in sub.relations:
+            a, b = sub.hops.get(r.source, 99), sub.hops.get(r.target, 99)
+            if a == b:
+                continue
+            far, near = (r.target, a) if b > a else (r.source, b)
+            strength[far] = strength.get(far, 0.0) + r.weight * self.hop_decay**near
+        score = {e: w / math.log(2 + len(refs.get(e, ()))) for e, w in strength.items()}
+        return sorted(score, key=lambda e: (-score[e], e))[: self.max_bridges]
+
+    def _bridge_queries(
+        self, query: str, seeds: list[Entity], names: list[str]
+    ) -> list[np.ndarray]:
+        """The query with its entity phrases replaced by each bridge entity's name."""
+        if not names:
+            return []
+        rest = query
+        for phrase in query_phrases(query)[0]:
+            rest = rest.replace(phrase, " ")
+        for e in seeds:
+            rest = re.sub(re.escape(e.name), " ", rest, flags=re.IGNORECASE)
+        rest = " ".join(rest.split())
+        return list(self.index.embedder.embed([f"{rest} {n}".strip() for n in names]))
+
+    @staticmethod
+    def _sim(
+        vec: np.ndarray,
+        q: np.ndarray,
+        ents: Mapping[str, int],
+        bridge_vec: Mapping[str, np.ndarray],
+    ) -> float:
+        sims = [float(vec @ q)] + [float(vec @ bridge_vec[e]) for e in ents if e in bridge_vec]
+        return max(sims)
+
+    def _ranked(
+        self,
+        q: np.ndarray,
+        items: list[_Item],
+        names: Mapping[str, str],
+        facts: list[Any],
+        seeds: list[Entity],
+        bridge_vec: Mapping[str, np.ndarray],
+        note: str,
+        k: int,
+    ) -> list[ScoredChunk]:
+        scored = []
+        for it in items:
+            sim = self._sim(it.vector, q, it.entities, bridge_vec)
+            both = it.structured and it.unstructured
+            score = sim + self.graph_weight * it.graph + (self.boost if both else 0.0)
+            scored.append((score, sim, it))
+        scored.sort(key=lambda t: -t[0])
+        out: list[ScoredChunk] = []
+        tokens = 0
+        for score, sim, it in scored:
+            c = it.chunk
+            if any(
+                h.chunk.doc_id == c.doc_id and h.chunk.start <= c.start and c.end <= h.chunk.end
+                for h in out
+            ):
+                continue
+            if self.token_budget is not None and out and tokens + c.token_count > self.token_budget:
+                break
+            side = (
+                "both"
+                if it.structured and it.unstructured
+                else ("structured" if it.structured else "unstructured")
+            )
+            in_chunk = set(it.entities)
+            prov = {
+                "channel": "sketch",
+                "side": side,
+                "entities": [
+                    {"id": e, "name": names.get(e, e), "hop": h, "bridge": e in bridge_vec}
+                    for e, h in it.entities.items()
+                ],
+                "query_entities": [e.name for e in seeds],
+                "facts": [
+                    {
+                        "source": names.get(r.source, r.source),
+                        "type": r.type,
+                        "target": names.get(r.target, r.target),
+                        "evidence": r.evidence,
+                    }
+                    for r in facts
+                    if r.source in in_chunk or r.target in in_chunk
+                ],
+            }
+            if note:
+                prov["note"] = note
+            channels = {"dense": float(it.vector @ q), "graph": it.graph, "sim": sim}
+            out.append(ScoredChunk(c, score, channels, (prov,)))
+            tokens += c.token_count
+            if len(out) >= k:
+                break
+        return out
+
+    def __repr__(self) -> str:
+        return f"SketchRetriever(k={self.k}, depth={self.depth}, split={self.split})"
+
+
+def _check(query: object) -> None:
+    if not isinstance(query, str):
+        raise TypeError(f"query must be str, got {type(query).__name__}")
