@@ -10,8 +10,11 @@ from importlib.metadata import PackageNotFoundError, version
 from langchain_semrag.compressors import SPCCompressor
 from langchain_semrag.embeddings import LangChainEmbedder, LangChainLLM
 from langchain_semrag.retrievers import (
+    CommunityRetriever,
+    GraphRetriever,
     IntentAwareRetriever,
     RetrieveAndCheckRetriever,
+    SketchRetriever,
     SSGRetriever,
 )
 from langchain_semrag.text_splitters import (
@@ -26,6 +29,8 @@ except PackageNotFoundError:  # pragma: no cover
     __version__ = "0.0.0"
 
 __all__ = [
+    "CommunityRetriever",
+    "GraphRetriever",
     "IntentAwareRetriever",
     "LangChainEmbedder",
     "LangChainLLM",
@@ -34,6 +39,7 @@ __all__ = [
     "RetrieveAndCheckRetriever",
     "SPCCompressor",
     "SSGRetriever",
+    "SketchRetriever",
     "SemanticTextSplitter",
     "__version__",
 ]

@@ -19,15 +19,21 @@ from pydantic import ConfigDict, PrivateAttr
 
 from langchain_semrag.embeddings import to_llm
 from semrag.postprocess import SPC
+from semrag.retrieval import CommunityRetriever as CoreCommunityRetriever
+from semrag.retrieval import GraphRetriever as CoreGraphRetriever
 from semrag.retrieval import IntentAwareRetriever as CoreIntentAwareRetriever
 from semrag.retrieval import RetrieveAndCheck
+from semrag.retrieval import SketchRetriever as CoreSketchRetriever
 from semrag.retrieval import SSGRetriever as CoreSSGRetriever
 from semrag.types import ScoredChunk
 
 __all__ = [
+    "CommunityRetriever",
+    "GraphRetriever",
     "IntentAwareRetriever",
     "RetrieveAndCheckRetriever",
     "SSGRetriever",
+    "SketchRetriever",
     "to_lc_documents",
 ]
 
@@ -143,3 +149,80 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
         )
         spc = SPC(self.index, k=self.k, llm=llm, **self.spc_options)
         return RetrieveAndCheck(retriever, spc, self.max_rounds)
+
+
+class SketchRetriever(_CoreRetriever):
+    """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
+
+    Each document's ``semrag_provenance[0]`` says which side found it (``structured``,
+    ``unstructured`` or ``both``), through which entities, and the facts among them.
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        graph: the :class:`semrag.graph.KnowledgeGraph` built from it.
+        k: documents returned; ``invoke(query, k=...)`` overrides it per call.
+        llm: a LangChain model (or semrag LLM) for query NER.
+        options: more keyword arguments of :class:`semrag.retrieval.SketchRetriever`.
+    """
+
+    index: Any
+    graph: Any
+    llm: Any = None
+    options: dict[str, Any] = {}
+
+    def _build(self) -> Any:
+        return CoreSketchRetriever(
+            self.index, self.graph, k=self.k, llm=to_llm(self.llm), **self.options
+        )
+
+
+class CommunityRetriever(_CoreRetriever):
+    """SemRAG community search: ``mode="local"`` (eq. 4) or ``"global"`` (eq. 5).
+
+    Local: entities similar to the query, then their chunks. Global: community reports,
+    then their sentences.
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        graph: the :class:`semrag.graph.KnowledgeGraph` (with communities for global).
+        mode: ``"local"`` or ``"global"``.
+        k: documents returned.
+        options: more keyword arguments of :class:`semrag.retrieval.CommunityRetriever`.
+    """
+
+    index: Any
+    graph: Any
+    mode: str = "local"
+    options: dict[str, Any] = {}
+
+    def _build(self) -> Any:
+        return CoreCommunityRetriever(
+            self.index, self.graph, mode=self.mode, k=self.k, **self.options
+        )
+
+
+class GraphRetriever(_CoreRetriever):
+    """Every graph strategy behind one retriever.
+
+    Strategies: ``"sketch"``, ``"local"``, ``"global"`` or ``"ssg:<algorithm>"``.
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        graph: the :class:`semrag.graph.KnowledgeGraph` (not needed for ``ssg:*``).
+        strategy: the strategy.
+        k: documents returned.
+        options: more keyword arguments of the retriever the strategy selects.
+    """
+
+    index: Any
+    graph: Any = None
+    strategy: str = "sketch"
+    options: dict[str, Any] = {}
+
+    def _build(self) -> Any:
+        options = dict(self.options)
+        if "llm" in options:
+            options["llm"] = to_llm(options["llm"])
+        return CoreGraphRetriever(
+            self.index, self.graph, strategy=self.strategy, k=self.k, **options
+        )

@@ -15,8 +15,11 @@ from llama_index_semrag.node_parsers import (
 )
 from llama_index_semrag.postprocessors import SPCPostprocessor
 from llama_index_semrag.retrievers import (
+    CommunityRetriever,
+    GraphRetriever,
     IntentAwareRetriever,
     RetrieveAndCheckRetriever,
+    SketchRetriever,
     SSGRetriever,
 )
 
@@ -26,6 +29,8 @@ except PackageNotFoundError:  # pragma: no cover
     __version__ = "0.0.0"
 
 __all__ = [
+    "CommunityRetriever",
+    "GraphRetriever",
     "IntentAwareRetriever",
     "LlamaIndexEmbedder",
     "LlamaIndexLLM",
@@ -34,6 +39,7 @@ __all__ = [
     "RetrieveAndCheckRetriever",
     "SPCPostprocessor",
     "SSGRetriever",
+    "SketchRetriever",
     "SemanticNodeParser",
     "__version__",
 ]

@@ -13,12 +13,23 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_semrag.embeddings import to_llm
 from semrag.postprocess import SPC
+from semrag.retrieval import CommunityRetriever as CoreCommunityRetriever
+from semrag.retrieval import GraphRetriever as CoreGraphRetriever
 from semrag.retrieval import IntentAwareRetriever as CoreIntentAwareRetriever
 from semrag.retrieval import RetrieveAndCheck
+from semrag.retrieval import SketchRetriever as CoreSketchRetriever
 from semrag.retrieval import SSGRetriever as CoreSSGRetriever
 from semrag.types import ScoredChunk
 
-__all__ = ["IntentAwareRetriever", "RetrieveAndCheckRetriever", "SSGRetriever", "to_nodes"]
+__all__ = [
+    "CommunityRetriever",
+    "GraphRetriever",
+    "IntentAwareRetriever",
+    "RetrieveAndCheckRetriever",
+    "SSGRetriever",
+    "SketchRetriever",
+    "to_nodes",
+]
 
 _HIDDEN = [
     "semrag_provenance",
@@ -128,4 +139,66 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
         retriever = CoreIntentAwareRetriever(index, k=k, llm=llm, **(retriever_options or {}))
         spc = SPC(index, k=k, llm=llm, **(spc_options or {}))
         self._core = RetrieveAndCheck(retriever, spc, max_rounds)
+        super().__init__()
+
+
+class SketchRetriever(_CoreRetriever):
+    """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        graph: the :class:`semrag.graph.KnowledgeGraph` built from it.
+        k: nodes returned.
+        llm: a LlamaIndex LLM (or semrag LLM) for query NER.
+        **options: more keyword arguments of :class:`semrag.retrieval.SketchRetriever`.
+    """
+
+    def __init__(self, *, index: Any, graph: Any, k: int = 10, llm: Any = None, **options: Any):
+        self._core = CoreSketchRetriever(index, graph, k=k, llm=to_llm(llm), **options)
+        super().__init__()
+
+
+class CommunityRetriever(_CoreRetriever):
+    """SemRAG community search, ``mode="local"`` (eq. 4) or ``"global"`` (eq. 5).
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        graph: the :class:`semrag.graph.KnowledgeGraph`.
+        mode: ``"local"`` or ``"global"``.
+        k: nodes returned.
+        **options: more keyword arguments of :class:`semrag.retrieval.CommunityRetriever`.
+    """
+
+    def __init__(
+        self, *, index: Any, graph: Any, mode: str = "local", k: int = 10, **options: Any
+    ) -> None:
+        self._core = CoreCommunityRetriever(index, graph, mode=mode, k=k, **options)
+        super().__init__()
+
+
+class GraphRetriever(_CoreRetriever):
+    """Every graph strategy behind one retriever.
+
+    Strategies: ``"sketch"``, ``"local"``, ``"global"`` or ``"ssg:<algorithm>"``.
+
+    Args:
+        index: a :class:`semrag.SemanticIndex`.
+        graph: the :class:`semrag.graph.KnowledgeGraph` (not needed for ``ssg:*``).
+        strategy: the strategy.
+        k: nodes returned.
+        **options: more keyword arguments of the retriever the strategy selects.
+    """
+
+    def __init__(
+        self,
+        *,
+        index: Any,
+        graph: Any = None,
+        strategy: str = "sketch",
+        k: int = 10,
+        **options: Any,
+    ) -> None:
+        if "llm" in options:
+            options["llm"] = to_llm(options["llm"])
+        self._core = CoreGraphRetriever(index, graph, strategy=strategy, k=k, **options)
         super().__init__()

@@ -7,6 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from semrag.graph.communities import community_reports, detect_communities
+from semrag.graph.extract import (
+    Extraction,
+    HeuristicGraphExtractor,
+    LLMGraphExtractor,
+    merge_extractions,
+    resolve_entities,
+)
+from semrag.graph.knowledge import KnowledgeGraph
 from semrag.graph.memory import InMemoryGraphStore
 from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
 from semrag.graph.types import (
@@ -24,16 +33,24 @@ __all__ = [
     "ChunkRef",
     "Community",
     "Entity",
+    "Extraction",
     "GraphStore",
+    "HeuristicGraphExtractor",
     "InMemoryGraphStore",
+    "KnowledgeGraph",
+    "LLMGraphExtractor",
     "Mention",
     "Neo4jGraphStore",
     "Relation",
     "SSGConfig",
     "SemanticSimilarityGraph",
     "Subgraph",
+    "community_reports",
+    "detect_communities",
     "entity_key",
     "keyword_themes",
+    "merge_extractions",
+    "resolve_entities",
     "window_ranges",
 ]
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from semrag.retrieval.check import CheckResult, RetrieveAndCheck, Round
+from semrag.retrieval.community import CommunityRetriever
+from semrag.retrieval.graph import STRATEGIES, GraphRetriever
 from semrag.retrieval.intent import (
     INTENT_WEIGHTS,
     INTENTS,
@@ -11,11 +13,15 @@ from semrag.retrieval.intent import (
     classify_intent,
     plan_query,
 )
+from semrag.retrieval.sketch import SketchRetriever
 from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever, Step, Traversal
 
 __all__ = [
     "ALGORITHMS",
+    "STRATEGIES",
     "CheckResult",
+    "CommunityRetriever",
+    "GraphRetriever",
     "INTENTS",
     "INTENT_WEIGHTS",
     "IntentAwareRetriever",
@@ -23,6 +29,7 @@ __all__ = [
     "RetrieveAndCheck",
     "Round",
     "SSGRetriever",
+    "SketchRetriever",
     "Step",
     "Traversal",
     "classify_intent",

@@ -1,0 +1,209 @@
+"""SemRAG community search over a knowledge graph: local (eq. 4) and global (eq. 5).
+
+* ``mode="local"``: entities ``v`` whose name is similar to the query (``sim(v, Q) >
+  tau_e``, the ``max_entities`` best), then the chunks ``g`` that mention them and are
+  similar to them (``sim(g, v) > tau_d``); chunks are ranked by ``sim(g, Q) + sim(v, Q)``
+  and cut at ``k`` items or ``window`` tokens (the paper's window ``L``).
+* ``mode="global"``: community reports ranked by ``relevance + centrality_weight * rank``
+  (relevance = similarity of the query to the report's title and summary; rank = the
+  community's PageRank share), the top ``top_communities``; then their *points*: the
+  sentences of the chunks that mention their members, ranked by similarity to the query;
+  the top ``k`` are returned as sentence-sized chunks with exact offsets.
+
+Every result's provenance names the entities (local) or the community and its report
+(global) that led to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+
+from semrag.errors import ConfigError
+from semrag.postprocess.stitch import covering_sentences
+from semrag.types import Chunk, ScoredChunk
+
+__all__ = ["CommunityRetriever"]
+
+
+class CommunityRetriever:
+    """Local or global community search (SemRAG §3.2.3).
+
+    Args:
+        index: the :class:`~semrag.index.SemanticIndex`.
+        kg: the :class:`~semrag.graph.KnowledgeGraph` (with communities for ``"global"``).
+        mode: ``"local"`` or ``"global"``.
+        k: results returned.
+        tau_e: least query-entity similarity (local).
+        tau_d: least chunk-entity similarity (local).
+        max_entities: entities kept (local).
+        window: token budget of the results (local; ``None``: only ``k``).
+        top_communities: reports kept (global).
+        centrality_weight: weight of a community's rank against its relevance (global).
+        level: community level searched (global; default all levels).
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        kg: Any,
+        *,
+        mode: str = "local",
+        k: int = 10,
+        tau_e: float = 0.3,
+        tau_d: float = 0.2,
+        max_entities: int = 20,
+        window: int | None = None,
+        top_communities: int = 5,
+        centrality_weight: float = 0.2,
+        level: int | None = None,
+    ) -> None:
+        if mode not in ("local", "global"):
+            raise ConfigError(f"mode must be 'local' or 'global', got {mode!r}")
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        self.index = index
+        self.kg = kg
+        self.mode = mode
+        self.k = k
+        self.tau_e = tau_e
+        self.tau_d = tau_d
+        self.max_entities = max_entities
+        self.window = window
+        self.top_communities = top_communities
+        self.centrality_weight = centrality_weight
+        self.level = level
+        self._reports: tuple[list[Any], np.ndarray] | None = None
+
+    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Top ``k`` results for ``query``."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be str, got {type(query).__name__}")
+        q = self.index.embed_query(query)
+        return self._run(q, k or self.k)
+
+    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Async twin of :meth:`retrieve`."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be str, got {type(query).__name__}")
+        q = await self.index.aembed_query(query)
+        return await asyncio.to_thread(self._run, q, k or self.k)
+
+    def _run(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
+        return self._local(q, k) if self.mode == "local" else self._global(q, k)
+
+    # -- local (eq. 4) -------------------------------------------------------------------------
+    def _local(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
+        ents, vecs = self.kg.entity_vectors()
+        if not ents:
+            return []
+        sims = vecs @ q
+        order = [i for i in np.argsort(-sims)[: self.max_entities] if sims[i] > self.tau_e]
+        chosen = {ents[i].id: (ents[i], float(sims[i]), vecs[i]) for i in order}
+        best: dict[int, tuple[float, float, list[dict[str, Any]]]] = {}
+        for eid, refs in self.kg.store.chunks_for(list(chosen)).items():
+            ent, e_sim, e_vec = chosen[eid]
+            cids = sorted(
+                {c for r in refs for c in self.index.overlapping_chunks(r.doc_id, r.start, r.end)}
+            )
+            if not cids:
+                continue
+            cvecs = self.index.vectors_of(cids)
+            for cid, g_v, g_q in zip(cids, cvecs @ e_vec, cvecs @ q, strict=True):
+                if g_v <= self.tau_d:
+                    continue
+                score = float(g_q) + e_sim
+                why = {"id": eid, "name": ent.name, "sim_query": e_sim, "sim_chunk": float(g_v)}
+                old = best.get(cid)
+                if old is None:
+                    best[cid] = (score, float(g_q), [why])
+                else:
+                    best[cid] = (max(old[0], score), old[1], [*old[2], why])
+        ranked = sorted(best.items(), key=lambda kv: -kv[1][0])
+        out: list[ScoredChunk] = []
+        tokens = 0
+        for cid, (score, g_q, why) in ranked:
+            c = self.index.chunk(cid)
+            if self.window is not None and out and tokens + c.token_count > self.window:
+                break
+            prov = {"channel": "community", "mode": "local", "entities": why}
+            out.append(
+                ScoredChunk(c, score, {"dense": g_q, "entity": why[0]["sim_query"]}, (prov,))
+            )
+            tokens += c.token_count
+            if len(out) >= k:
+                break
+        return out
+
+    # -- global (eq. 5) ------------------------------------------------------------------------
+    def reports(self) -> tuple[list[Any], np.ndarray]:
+        """The stored communities (of ``level``) and the vectors of their reports."""
+        if self._reports is None:
+            comms = self.kg.store.read_communities(self.level)
+            texts = [f"{c.title}. {c.summary}" for c in comms]
+            vecs = (
+                self.index.embedder.embed(texts)
+                if texts
+                else np.zeros((0, self.index.embedder.dim), np.float32)
+            )
+            self._reports = (comms, np.asarray(vecs, np.float32))
+        return self._reports
+
+    def _global(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
+        comms, vecs = self.reports()
+        if not comms:
+            raise ConfigError(
+                "global search needs communities: build the graph with communities=True"
+            )
+        relevance = vecs @ q
+        score = relevance + self.centrality_weight * np.array([c.rank for c in comms])
+        top = [comms[i] for i in np.argsort(-score)[: self.top_communities]]
+        rel = {c.id: float(relevance[comms.index(c)]) for c in top}
+        points: dict[tuple[str, int], tuple[float, Any]] = {}
+        for comm in top:
+            refs = self.kg.store.chunks_for(list(comm.entity_ids))
+            for doc_id, start, end in {
+                (r.doc_id, r.start, r.end) for rs in refs.values() for r in rs
+            }:
+                if doc_id not in self.index:
+                    continue
+                spans = self.index.sentences(doc_id)
+                a, b = covering_sentences(spans, start, end)
+                sims = self.index.sentence_vectors(doc_id)[a:b] @ q
+                for j, s in enumerate(sims, start=a):
+                    key = (doc_id, j)
+                    if key not in points or points[key][0] < s:
+                        points[key] = (float(s), comm)
+        ranked = sorted(points.items(), key=lambda kv: -kv[1][0])[:k]
+        out = []
+        for (doc_id, j), (s, comm) in ranked:
+            span = self.index.sentences(doc_id)[j]
+            text = span.of(self.index.document(doc_id).text)
+            chunk = Chunk(
+                doc_id,
+                span.start,
+                span.end,
+                text,
+                int(self.index.chunker.tokenizer.count([text])[0]),
+                index=j,
+                sentence_start=j,
+                sentence_end=j + 1,
+                metadata=self.index.document(doc_id).metadata,
+            )
+            prov = {
+                "channel": "community",
+                "mode": "global",
+                "community": comm.id,
+                "level": comm.level,
+                "title": comm.title,
+                "summary": comm.summary,
+                "relevance": rel[comm.id],
+                "rank": comm.rank,
+            }
+            out.append(ScoredChunk(chunk, s, {"dense": s, "community": rel[comm.id]}, (prov,)))
+        return out
+
+    def __repr__(self) -> str:
+        return f"CommunityRetriever(mode={self.mode!r}, k={self.k})"

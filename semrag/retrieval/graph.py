@@ -1,0 +1,68 @@
+"""One front door to every graph retrieval strategy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from semrag.errors import ConfigError
+from semrag.retrieval.community import CommunityRetriever
+from semrag.retrieval.sketch import SketchRetriever
+from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever
+from semrag.types import ScoredChunk
+
+__all__ = ["STRATEGIES", "GraphRetriever"]
+
+STRATEGIES = ("sketch", "local", "global", *(f"ssg:{a}" for a in ALGORITHMS))
+"""Every value ``strategy`` accepts."""
+
+
+class GraphRetriever:
+    """Graph retrieval by strategy: a thin façade over the graph retrievers.
+
+    ``"sketch"`` -> :class:`SketchRetriever`, ``"local"``/``"global"`` ->
+    :class:`CommunityRetriever`, ``"ssg:<algorithm>"`` -> :class:`SSGRetriever` (the
+    semantic similarity graph; no knowledge graph needed). Extra keyword arguments go to
+    the retriever chosen; :attr:`retriever` is that retriever.
+
+    Example:
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.testing import FakeEmbedder
+        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index.add_documents([Document("a", "Cats purr. Cats nap. Cats eat fish.")])
+        >>> hits = GraphRetriever(index, strategy="ssg:query_traversal", k=1).retrieve("cats")
+        >>> hits[0].chunk.doc_id
+        'a'
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        graph: Any = None,
+        *,
+        strategy: str = "sketch",
+        k: int = 10,
+        **options: Any,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ConfigError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+        self.strategy = strategy
+        if strategy.startswith("ssg:"):
+            self.retriever: Any = SSGRetriever(index, algorithm=strategy[4:], k=k, **options)
+            return
+        if graph is None:
+            raise ConfigError(f"strategy {strategy!r} needs a KnowledgeGraph (graph=...)")
+        if strategy == "sketch":
+            self.retriever = SketchRetriever(index, graph, k=k, **options)
+        else:
+            self.retriever = CommunityRetriever(index, graph, mode=strategy, k=k, **options)
+
+    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """The chosen retriever's results."""
+        return self.retriever.retrieve(query, k=k)
+
+    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Async twin of :meth:`retrieve`."""
+        return await self.retriever.aretrieve(query, k=k)
+
+    def __repr__(self) -> str:
+        return f"GraphRetriever(strategy={self.strategy!r}, retriever={self.retriever!r})"

@@ -1,0 +1,382 @@
+"""Extraction, resolution, communities and the graph retrievers, in the core and both frameworks."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import warnings
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document as LCDocument
+from langchain_core.language_models.fake import FakeListLLM
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import QueryBundle
+
+import langchain_semrag
+import llama_index_semrag
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError, LLMOutputError
+from semrag.graph import (
+    Entity,
+    HeuristicGraphExtractor,
+    InMemoryGraphStore,
+    KnowledgeGraph,
+    LLMGraphExtractor,
+    Neo4jGraphStore,
+    Relation,
+    community_reports,
+    detect_communities,
+    resolve_entities,
+)
+from semrag.graph.extract import Extraction
+from semrag.retrieval import CommunityRetriever, GraphRetriever, SketchRetriever
+from semrag.testing import FakeEmbedder, FakeLLM
+from semrag.types import Chunk
+
+DOCS = [
+    Document(
+        "sexyback",
+        "SexyBack\n\nSexyBack is a song by Justin Timberlake. It was released in 2006 "
+        "with Timbaland as producer.",
+    ),
+    Document(
+        "timberlake",
+        "Justin Timberlake\n\nJustin Timberlake was born in Memphis on January 31, 1981. "
+        "He rose to fame with NSync.",
+    ),
+    Document(
+        "bees",
+        "Honey bee\n\nHoney bees dance to tell the hive where flowers grow. "
+        "Karl von Frisch studied the dance in Munich.",
+    ),
+]
+
+
+@functools.cache
+def shared() -> tuple[SemanticIndex, KnowledgeGraph]:
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents(DOCS)
+    return index, KnowledgeGraph.build(index)
+
+
+def chunk_of(text: str) -> Chunk:
+    return Chunk("d", 0, len(text), text, len(text.split()))
+
+
+# -- extraction --------------------------------------------------------------------------
+def test_heuristic_extraction_entities_relations_evidence():
+    text = "Ada Lovelace worked with Charles Babbage. The Analytical Engine was his design."
+    out = HeuristicGraphExtractor().extract(chunk_of(text))
+    names = {e.name for e in out.entities}
+    assert {"Ada Lovelace", "Charles Babbage", "Analytical Engine"} <= names
+    (rel,) = [
+        r for r in out.relations if {r.source, r.target} == {"ada lovelace", "charles babbage"}
+    ]
+    assert rel.type == "CO_OCCURS" and rel.evidence == "Ada Lovelace worked with Charles Babbage."
+    assert not any(
+        {r.source, r.target} == {"ada lovelace", "analytical engine"} for r in out.relations
+    )
+    assert {m.entity_id for m in out.mentions} >= {"ada lovelace", "charles babbage"}
+
+
+def test_heuristic_titles_and_noun_phrases():
+    text = "Attics to Eden\n\nThe album was recorded by the band in a small studio."
+    out = HeuristicGraphExtractor(noun_phrases=True).extract(chunk_of(text))
+    names = {e.name: e.type for e in out.entities}
+    assert names["Attics to Eden"] == "TITLE"
+    assert names.get("small studio") == "CONCEPT"
+
+
+def _extraction_reply():
+    return json.dumps(
+        {
+            "entities": [
+                {"name": "Ada Lovelace", "type": "PERSON", "description": "A mathematician."},
+                {"name": "Analytical Engine", "type": "MACHINE", "description": "A computer."},
+            ],
+            "relations": [
+                {
+                    "source": "Ada Lovelace",
+                    "target": "Analytical Engine",
+                    "type": "WROTE_FOR",
+                    "evidence": "She wrote programs for it.",
+                },
+                {"source": "Ada Lovelace", "target": "Charles Babbage", "type": "KNEW"},
+            ],
+        }
+    )
+
+
+def test_llm_extraction_with_fake_llm_and_cache():
+    llm = FakeLLM([_extraction_reply()])
+    ex = LLMGraphExtractor(llm)
+    text = "Ada Lovelace wrote programs for the Analytical Engine of Charles Babbage."
+    out = ex.extract(chunk_of(text))
+    by_id = {e.id: e for e in out.entities}
+    assert by_id["ada lovelace"].type == "PERSON"
+    assert "charles babbage" in by_id  # named only by a relation
+    assert {(r.source, r.type, r.target) for r in out.relations} >= {
+        ("ada lovelace", "WROTE_FOR", "analytical engine")
+    }
+    assert ex.extract(chunk_of(text)).entities == out.entities  # cached: no second call
+    assert len(llm.prompts) == 1
+
+
+def test_llm_extraction_malformed_json_falls_back_or_raises():
+    text = "Ada Lovelace met Charles Babbage."
+    ex = LLMGraphExtractor(FakeLLM(["no json", '{"entities": 3}']))
+    out = ex.extract(chunk_of(text))
+    assert {e.name for e in out.entities} == {"Ada Lovelace", "Charles Babbage"}
+    assert out.notes and "heuristic used" in out.notes[0]
+    with pytest.raises(LLMOutputError):
+        LLMGraphExtractor(FakeLLM(["nope"], cycle=True), on_error="raise").extract(chunk_of(text))
+
+
+def test_llm_extraction_async_concurrency_limit():
+    active, peak = 0, 0
+
+    class Slow:
+        def complete(self, prompt):
+            return _extraction_reply()
+
+        async def acomplete(self, prompt):
+            nonlocal active, peak
+            active += 1
+            peak = max(peak, active)
+            await asyncio.sleep(0.01)
+            active -= 1
+            return _extraction_reply()
+
+    ex = LLMGraphExtractor(Slow(), max_concurrency=2)
+    chunks = [chunk_of(f"Text number {i} about Ada Lovelace.") for i in range(6)]
+    outs = asyncio.run(ex.aextract_many(chunks))
+    assert len(outs) == 6 and peak == 2
+
+
+def test_llm_extraction_with_langchain_fake_llm():
+    from langchain_semrag import LangChainLLM
+
+    ex = LLMGraphExtractor(LangChainLLM(FakeListLLM(responses=[_extraction_reply()])))
+    out = ex.extract(chunk_of("Ada Lovelace and the Analytical Engine."))
+    assert "analytical engine" in {e.id for e in out.entities}
+
+
+def test_entity_resolution_merges_close_names():
+    ents = [Entity.of("Justin Timberlake"), Entity.of("J. Timberlake"), Entity.of("Memphis")]
+    ext = Extraction(ents, [Relation("j. timberlake", "memphis")], [])
+    vecs = np.array([[1, 0, 0], [0.99, 0.14, 0], [0, 0, 1]], np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    out = resolve_entities(ext, vecs, threshold=0.95)
+    assert {e.id for e in out.entities} == {"justin timberlake", "memphis"}
+    assert out.relations[0].source == "justin timberlake"
+    with pytest.raises(ConfigError):
+        resolve_entities(ext, vecs[:2])
+
+
+# -- communities -------------------------------------------------------------------------
+@pytest.mark.parametrize("algorithm", ["leiden", "louvain"])
+def test_communities_on_known_structure(algorithm):
+    # two 4-cliques joined by one weak edge
+    a, b = [f"a{i}" for i in range(4)], [f"b{i}" for i in range(4)]
+    rels = [
+        Relation(x, y, weight=3) for grp in (a, b) for i, x in enumerate(grp) for y in grp[i + 1 :]
+    ]
+    rels.append(Relation("a0", "b0", weight=0.1))
+    comms, used = detect_communities(a + b, rels, algorithm=algorithm, levels=2)
+    assert used == algorithm
+    level0 = sorted(sorted(c.entity_ids) for c in comms if c.level == 0)
+    assert level0 == [sorted(a), sorted(b)]
+    assert all(0 < c.rank <= 1 for c in comms)
+    ents = [Entity(e, e.upper(), "", f"{e} desc") for e in a + b]
+    reports, notes = community_reports([c for c in comms if c.level == 0], ents, rels)
+    assert all(r.title and r.summary for r in reports) and not notes
+    llm_reports, notes = community_reports(
+        [c for c in comms if c.level == 0][:1],
+        ents,
+        rels,
+        llm=FakeLLM(['{"title": "T", "summary": "S."}']),
+    )
+    assert (llm_reports[0].title, llm_reports[0].summary) == ("T", "S.")
+    bad, notes = community_reports(comms[:1], ents, rels, llm=FakeLLM(["x"], cycle=True))
+    assert bad[0].summary and notes
+
+
+def test_knowledge_graph_build_and_communities_in_store():
+    index, kg = shared()
+    ids = {e.id for e in kg.store.entities()}
+    assert {"justin timberlake", "sexyback", "memphis"} <= ids
+    assert kg.store.read_communities() and kg.timings["extract_s"] >= 0
+    assert kg.algorithm in ("leiden", "louvain")
+
+
+def test_graph_documents_ingestion():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langchain_community.graphs.graph_document import GraphDocument, Node, Relationship
+    src = LCDocument("Ada met Charles.", metadata={"doc_id": "d9", "start_index": 5})
+    ada, bab = Node(id="Ada", type="Person"), Node(id="Charles", type="Person")
+    gd = GraphDocument(
+        nodes=[ada, bab],
+        relationships=[Relationship(source=ada, target=bab, type="MET")],
+        source=src,
+    )
+    kg = KnowledgeGraph(InMemoryGraphStore(), embedder=FakeEmbedder())
+    assert kg.add_graph_documents([gd]) == 1
+    assert kg.store.relations()[0].type == "MET"
+    assert kg.store.chunks_for(["ada"])["ada"][0].key == "d9:5-21"
+
+
+# -- retrievers --------------------------------------------------------------------------
+def test_sketch_finds_the_second_hop_through_a_bridge():
+    index, kg = shared()
+    hits = SketchRetriever(index, kg, k=3).retrieve("When was the performer of SexyBack born?")
+    docs = [h.chunk.doc_id for h in hits]
+    assert "timberlake" in docs and "sexyback" in docs
+    prov = next(h for h in hits if h.chunk.doc_id == "timberlake").provenance[0]
+    assert prov["side"] in ("structured", "both")
+    assert any(e["name"] == "Justin Timberlake" for e in prov["entities"])
+    assert "SexyBack" in prov["query_entities"]
+    for h in hits:
+        assert index.document(h.chunk.doc_id).text[h.chunk.start : h.chunk.end] == h.chunk.text
+
+
+def test_sketch_token_budget_llm_ner_and_async():
+    index, kg = shared()
+    budget = SketchRetriever(index, kg, k=10, token_budget=20).retrieve("Justin Timberlake")
+    assert sum(h.chunk.token_count for h in budget[1:]) <= 20
+    llm = FakeLLM(['{"entities": ["Karl von Frisch"]}'])
+    hits = SketchRetriever(index, kg, k=2, llm=llm).retrieve("Who studied the dance?")
+    assert hits[0].chunk.doc_id == "bees"
+    assert hits[0].provenance[0]["query_entities"] == ["Karl von Frisch"]
+    bad = SketchRetriever(index, kg, k=2, llm=FakeLLM(["?"], cycle=True)).retrieve(
+        "Karl von Frisch"
+    )
+    assert "LLM NER invalid" in bad[0].provenance[0]["note"]
+    r = SketchRetriever(index, kg, k=3)
+    q = "When was the performer of SexyBack born?"
+    assert [h.chunk for h in r.retrieve(q)] == [h.chunk for h in asyncio.run(r.aretrieve(q))]
+
+
+def test_community_local_and_global():
+    index, kg = shared()
+    local = CommunityRetriever(index, kg, mode="local", k=2, tau_e=0.0, tau_d=0.0)
+    hits = local.retrieve("Justin Timberlake")
+    assert hits[0].chunk.doc_id in ("timberlake", "sexyback")
+    assert hits[0].provenance[0]["entities"][0]["name"]
+    glob = CommunityRetriever(index, kg, mode="global", k=3)
+    ghits = glob.retrieve("honey bees dance")
+    assert ghits and ghits[0].provenance[0]["community"].startswith("L")
+    for h in ghits:  # points are sentences with exact offsets
+        assert index.document(h.chunk.doc_id).text[h.chunk.start : h.chunk.end] == h.chunk.text
+    assert [h.chunk for h in ghits] == [
+        h.chunk for h in asyncio.run(glob.aretrieve("honey bees dance"))
+    ]
+    with pytest.raises(ConfigError):
+        CommunityRetriever(index, kg, mode="nope")
+    empty = KnowledgeGraph(InMemoryGraphStore(), index=index)
+    with pytest.raises(ConfigError):
+        CommunityRetriever(index, empty, mode="global").retrieve("x")
+
+
+def test_graph_retriever_front_door():
+    index, kg = shared()
+    for strategy in ("sketch", "local", "global", "ssg:query_traversal"):
+        r = GraphRetriever(index, kg, strategy=strategy, k=2)
+        assert r.retrieve("Justin Timberlake born"), strategy
+    with pytest.raises(ConfigError):
+        GraphRetriever(index, kg, strategy="magic")
+    with pytest.raises(ConfigError):
+        GraphRetriever(index, None, strategy="sketch")
+
+
+# -- adapters ----------------------------------------------------------------------------
+class TestLangChainSketchRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self):
+        return langchain_semrag.SketchRetriever
+
+    @property
+    def retriever_constructor_params(self):
+        index, kg = shared()
+        return {"index": index, "graph": kg}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "When was Justin Timberlake born?"
+
+
+class TestLangChainCommunityRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self):
+        return langchain_semrag.CommunityRetriever
+
+    @property
+    def retriever_constructor_params(self):
+        index, kg = shared()
+        return {
+            "index": index,
+            "graph": kg,
+            "mode": "local",
+            "options": {"tau_e": -1.0, "tau_d": -1.0},  # every entity and chunk qualifies
+        }
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "Justin Timberlake"
+
+
+async def test_langchain_graph_adapters_sync_async_and_provenance():
+    index, kg = shared()
+    r = langchain_semrag.GraphRetriever(index=index, graph=kg, strategy="global", k=2)
+    docs = r.invoke("honey bees")
+    adocs = await r.ainvoke("honey bees")
+    assert [d.page_content for d in docs] == [d.page_content for d in adocs]
+    assert docs[0].metadata["semrag_provenance"][0]["mode"] == "global"
+    s = langchain_semrag.SketchRetriever(
+        index=index, graph=kg, k=2, llm=FakeListLLM(responses=['{"entities": ["SexyBack"]}'])
+    )
+    (doc, *_) = s.invoke("Who made it?")
+    assert doc.metadata["semrag_provenance"][0]["query_entities"] == ["SexyBack"]
+
+
+async def test_llama_index_graph_adapters():
+    index, kg = shared()
+    for retriever in (
+        llama_index_semrag.SketchRetriever(index=index, graph=kg, k=2),
+        llama_index_semrag.CommunityRetriever(index=index, graph=kg, mode="global", k=2),
+        llama_index_semrag.GraphRetriever(
+            index=index, graph=kg, strategy="local", k=2, tau_e=0.0, tau_d=0.0
+        ),
+    ):
+        nodes = retriever.retrieve("Justin Timberlake")
+        anodes = await retriever.aretrieve(QueryBundle("Justin Timberlake"))
+        assert nodes and [n.node.text for n in nodes] == [n.node.text for n in anodes]
+        assert nodes[0].node.metadata["semrag_provenance"][0]["channel"] in ("sketch", "community")
+    engine = RetrieverQueryEngine.from_args(
+        llama_index_semrag.SketchRetriever(index=index, graph=kg, k=2), llm=MockLLM()
+    )
+    assert engine.query("SexyBack").source_nodes
+
+
+# -- on a real Neo4j ---------------------------------------------------------------------
+@pytest.mark.neo4j
+@pytest.mark.integration
+@pytest.mark.enable_socket
+def test_sketch_and_communities_on_neo4j(neo4j_server):
+    index, _ = shared()
+    store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+    store.clear()
+    try:
+        kg = KnowledgeGraph.build(index, store=store)
+        assert store.counts()["communities"] > 0
+        hits = SketchRetriever(index, kg, k=3).retrieve("When was the performer of SexyBack born?")
+        assert "timberlake" in [h.chunk.doc_id for h in hits]
+        ghits = CommunityRetriever(index, kg, mode="global", k=2).retrieve("honey bees")
+        assert ghits
+    finally:
+        store.clear()
+        store.close()
