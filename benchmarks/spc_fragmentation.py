@@ -1,4 +1,6 @@
-"""Fragmentation: answer coverage and context size with and without SPC (InSemRAG Table 4 in spirit).
+"""Fragmentation: answer coverage and context size with and without SPC.
+
+InSemRAG Table 4 in spirit.
 
 SQuAD v1.1 dev articles (paragraphs joined by blank lines) are cut into fixed-size chunks
 of 64, 128 and 256 MiniLM tokens: a SemanticChunker whose distance threshold never fires

@@ -2,9 +2,14 @@
 
 * ``semrag chunk FILE... [--buffer-size N --threshold T --max-tokens N --json]`` prints the
   chunks of each file (or JSON lines with offsets and token counts).
-* ``semrag index DIR_OR_FILES... --out INDEX [--no-ssg]`` builds and saves a SemanticIndex.
-* ``semrag query INDEX "question" [--algorithm A --k K --plot PNG --json]`` retrieves with
-  an SSG traversal algorithm (or ``--algorithm dense`` / ``sparse``) and prints provenance.
+* ``semrag index DIR_OR_FILES... --out INDEX [--no-ssg] [--graph memory|neo4j
+  --extractor heuristic|llm --llm MODULE:NAME --neo4j-uri URI ...]`` builds and saves a
+  SemanticIndex and, with ``--graph``, its knowledge graph (in memory: saved in
+  ``INDEX/graph``; on Neo4j: the connection, never the password, in ``INDEX/graph.json``).
+* ``semrag query INDEX "question" [--retriever ssg|sketch|local|global|iar --algorithm A
+  --k K --plot PNG --json]`` retrieves (an SSG traversal algorithm by default, or
+  ``--algorithm dense`` / ``sparse``) and prints provenance. The Neo4j password comes from
+  ``--neo4j-password`` or the ``NEO4J_PASSWORD`` environment variable.
 * ``semrag train-boundary --data KIND:PATH[@START:STOP]... --dev ... --model psc|mfc --out DIR``
   trains a PSC or MFC boundary model on sectioned data (KIND: nicta, csabstruct, pubmedqa,
   squad, choi; ``@24:40`` keeps documents 24 to 39 of the file).
@@ -119,7 +124,82 @@ def _cmd_index(args: argparse.Namespace) -> int:
     out = index.save(args.out)
     n_chunks = len(index.chunks())
     print(f"indexed {len(docs)} documents, {n_chunks} chunks -> {out}")
+    if args.graph != "none":
+        _build_graph(args, index, Path(out))
     return 0
+
+
+def _load_llm(spec: str | None) -> object:
+    """``module:name`` -> the object (called if it is a class or factory)."""
+    if not spec:
+        raise SemragError("--extractor llm needs --llm MODULE:NAME (an LLM object or factory)")
+    import importlib
+
+    module, _, name = spec.partition(":")
+    try:
+        obj = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise SemragError(f"--llm {spec}: cannot import it ({exc})") from exc
+    if callable(obj) and not hasattr(obj, "complete"):
+        obj = obj()
+    if not hasattr(obj, "complete"):
+        try:  # a LangChain model
+            from langchain_semrag import LangChainLLM
+
+            obj = LangChainLLM(obj)
+        except (ImportError, TypeError) as exc:
+            raise SemragError(f"--llm {spec}: not an LLM (needs complete/acomplete)") from exc
+    return obj
+
+
+def _neo4j_store(args: argparse.Namespace, info: dict | None = None) -> object:
+    import os
+
+    from semrag.graph import Neo4jGraphStore
+
+    info = info or {}
+    password = args.neo4j_password or os.environ.get("NEO4J_PASSWORD", "")
+    return Neo4jGraphStore(
+        info.get("uri", args.neo4j_uri),
+        info.get("user", args.neo4j_user),
+        password,
+        database=info.get("database", args.neo4j_database),
+    )
+
+
+def _build_graph(args: argparse.Namespace, index: object, out: Path) -> None:
+    from semrag.graph import HeuristicGraphExtractor, InMemoryGraphStore, KnowledgeGraph
+    from semrag.graph.extract import LLMGraphExtractor
+
+    if args.extractor == "llm":
+        extractor: object = LLMGraphExtractor(_load_llm(args.llm))
+    else:
+        extractor = HeuristicGraphExtractor()
+    store = InMemoryGraphStore() if args.graph == "memory" else _neo4j_store(args)
+    kg = KnowledgeGraph.build(index, extractor=extractor, store=store, show_progress=args.progress)
+    counts = kg.store.counts()
+    if args.graph == "memory":
+        store.save(out / "graph")  # type: ignore[attr-defined]
+    else:
+        info = {"uri": args.neo4j_uri, "user": args.neo4j_user, "database": args.neo4j_database}
+        (out / "graph.json").write_text(json.dumps(info), encoding="utf-8")
+        store.close()  # type: ignore[attr-defined]
+    print(
+        f"graph ({args.graph}): {counts['entities']} entities, {counts['relations']} relations, "
+        f"{counts['communities']} communities"
+    )
+
+
+def _open_graph(args: argparse.Namespace, index: object) -> object:
+    from semrag.graph import InMemoryGraphStore, KnowledgeGraph
+
+    root = Path(args.index)
+    if (root / "graph").is_dir():
+        return KnowledgeGraph(InMemoryGraphStore.load(root / "graph"), index=index)
+    if (root / "graph.json").exists():
+        info = json.loads((root / "graph.json").read_text(encoding="utf-8"))
+        return KnowledgeGraph(_neo4j_store(args, info), index=index)
+    raise SemragError(f"{root} has no knowledge graph: index it with --graph memory|neo4j")
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
@@ -127,7 +207,16 @@ def _cmd_query(args: argparse.Namespace) -> int:
     from semrag.retrieval import SSGRetriever
 
     index = SemanticIndex.load(args.index)
-    if args.algorithm == "dense":
+    if args.retriever in ("sketch", "local", "global"):
+        from semrag.retrieval import GraphRetriever
+
+        kg = _open_graph(args, index)
+        hits = GraphRetriever(index, kg, strategy=args.retriever, k=args.k).retrieve(args.question)
+    elif args.retriever == "iar":
+        from semrag.retrieval import IntentAwareRetriever
+
+        hits = IntentAwareRetriever(index, k=args.k).retrieve(args.question)
+    elif args.algorithm == "dense":
         hits = index.search(args.question, k=args.k)
     elif args.algorithm == "sparse":
         hits = index.search_sparse(args.question, k=args.k)
@@ -150,14 +239,19 @@ def _cmd_query(args: argparse.Namespace) -> int:
             continue
         p = hit.provenance[0] if hit.provenance else {}
         how = ""
-        if p.get("channel") == "ssg":
+        if p.get("channel") == "sketch":
+            ents = ", ".join(e["name"] for e in p["entities"][:4])
+            how = f" {p['side']}" + (f" via {ents}" if ents else "")
+        elif p.get("channel") == "community":
+            how = f" {p['mode']}" + (f" community {p['community']}" if "community" in p else "")
+        elif p.get("channel") == "ssg":
             how = f" hop {p['hop']}: " + (
                 "anchor" if p["from"] is None else f"{p['edge']} edge from node {p['from']}"
             )
         print(f"#{rank} {hit.score:.3f} {c.doc_id} [{c.start}:{c.end}]{how}")
         print(f"    {c.text[:300]}")
     if args.plot:
-        if args.algorithm in ("dense", "sparse"):
+        if args.algorithm in ("dense", "sparse") or args.retriever != "ssg":
             raise SemragError("--plot draws SSG traversals; pick an SSG algorithm")
         from semrag.viz import plot_traversal
 
@@ -261,6 +355,15 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--max-tokens", type=int, default=1024)
     index.add_argument("--no-ssg", action="store_true", help="skip the similarity graph")
     index.add_argument("--progress", action="store_true")
+    index.add_argument(
+        "--graph",
+        choices=("none", "memory", "neo4j"),
+        default="none",
+        help="also build the knowledge graph, in memory or on Neo4j",
+    )
+    index.add_argument("--extractor", choices=("heuristic", "llm"), default="heuristic")
+    index.add_argument("--llm", metavar="MODULE:NAME", help="the LLM of --extractor llm")
+    _neo4j_options(index)
     index.set_defaults(func=_cmd_index)
 
     from semrag.retrieval.ssg import ALGORITHMS
@@ -273,7 +376,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[a for a in ALGORITHMS if a != "llm_guided_traversal"] + ["dense", "sparse"],
         default="query_traversal",
     )
+    query.add_argument(
+        "--retriever",
+        choices=("ssg", "sketch", "local", "global", "iar"),
+        default="ssg",
+        help="ssg uses --algorithm; the graph ones need --graph",
+    )
     query.add_argument("--k", type=int, default=5)
+    _neo4j_options(query)
     query.add_argument("--json", action="store_true")
     query.add_argument("--plot", metavar="PNG", help="draw the traversal to this PNG")
     query.set_defaults(func=_cmd_query)
@@ -292,6 +402,13 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("--cache", default=None, metavar="DIR", help="sentence-embedding cache")
     tb.set_defaults(func=_cmd_train_boundary)
     return parser
+
+
+def _neo4j_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--neo4j-uri", default="bolt://localhost:7687")
+    p.add_argument("--neo4j-user", default="neo4j")
+    p.add_argument("--neo4j-password", default=None, help="default: $NEO4J_PASSWORD")
+    p.add_argument("--neo4j-database", default=None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

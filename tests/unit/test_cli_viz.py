@@ -129,3 +129,41 @@ def test_cli_index_and_query(tmp_path, capsys):
     assert main(["query", str(tmp_path / "idx"), "rockets", "--algorithm", "sparse"]) == 0
     assert "b.md" in capsys.readouterr().out
     assert main(["query", str(tmp_path / "missing"), "x"]) == 2
+
+
+@pytest.mark.model
+def test_cli_graph_index_and_graph_retrievers(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "song.txt").write_text(
+        "SexyBack is a song by Justin Timberlake. Timbaland produced it.", encoding="utf-8"
+    )
+    (docs / "bio.txt").write_text(
+        "Justin Timberlake was born in Memphis. He sang with NSync.", encoding="utf-8"
+    )
+    idx = str(tmp_path / "idx")
+    assert main(["index", str(docs), "--out", idx, "--graph", "memory"]) == 0
+    assert "graph (memory):" in capsys.readouterr().out
+    for retriever in ("sketch", "local", "global", "iar"):
+        assert (
+            main(
+                [
+                    "query",
+                    idx,
+                    "Where was Justin Timberlake born?",
+                    "--retriever",
+                    retriever,
+                    "--json",
+                    "--k",
+                    "2",
+                ]
+            )
+            == 0
+        )
+        records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert records and records[0]["doc_id"].endswith(".txt")
+    assert main(["index", str(docs), "--out", idx, "--graph", "memory", "--extractor", "llm"]) == 2
+    assert "--llm" in capsys.readouterr().err
+    assert (
+        main(["query", str(tmp_path / "idx"), "x", "--retriever", "sketch", "--plot", "p.png"]) == 2
+    )
