@@ -44,14 +44,19 @@ def normalise_scores(scores: npt.ArrayLike, method: str = "minmax") -> Floats:
     if not known.any():
         return out
     vals = s[known]
-    if method == "max":
-        top = vals.max()
-        out[known] = np.clip(vals / top, 0.0, 1.0) if top > 0 else 0.0
-    elif method == "minmax":
-        lo, hi = vals.min(), vals.max()
-        out[known] = (vals - lo) / (hi - lo) if hi > lo else (vals > 0).astype(np.float64)
-    else:
+    if method not in ("minmax", "max"):
         raise ConfigError(f"method must be 'minmax' or 'max', got {method!r}")
+    # A tiny (subnormal) spread overflows the division; the clip maps it back into [0, 1].
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if method == "max":
+            top = vals.max()
+            out[known] = np.clip(vals / top, 0.0, 1.0) if top > 0 else 0.0
+        else:
+            lo, hi = vals.min(), vals.max()
+            if hi > lo:
+                out[known] = np.clip(np.nan_to_num((vals - lo) / (hi - lo), nan=0.0), 0.0, 1.0)
+            else:
+                out[known] = (vals > 0).astype(np.float64)
     return out
 
 

@@ -452,7 +452,13 @@ class SPC:
     def _refine_rules(self, q: np.ndarray, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         if not self.refine or len(hits) <= 1:
             return hits[: self.k]
-        chunk_sim = self.embedder.embed([h.chunk.text for h in hits]) @ q
+        chunk_vecs: list[np.ndarray | None] = [self._stored_chunk_vector(h.chunk) for h in hits]
+        todo_chunks = [i for i, v in enumerate(chunk_vecs) if v is None]
+        if todo_chunks:
+            fresh = self.embedder.embed([hits[i].chunk.text for i in todo_chunks])
+            for i, v in zip(todo_chunks, fresh, strict=True):
+                chunk_vecs[i] = v
+        chunk_sim = np.asarray(chunk_vecs) @ q
         best_sentence = np.empty(len(hits))
         todo: list[tuple[int, list[str]]] = []
         for i, h in enumerate(hits):
@@ -475,6 +481,40 @@ class SPC:
             replace(hits[i], channel_scores={**hits[i].channel_scores, "refine": float(score[i])})
             for i in order
         ]
+
+    def _stored_chunk_vector(self, chunk: Chunk) -> np.ndarray | None:
+        """The index's vector of ``chunk`` when it is one of the index's chunks."""
+        if self.index is None or chunk.doc_id not in self.index or chunk.start < 0:
+            return None
+        for cid in self.index.overlapping_chunks(chunk.doc_id, chunk.start, chunk.end):
+            c = self.index.chunk(cid)
+            if (c.start, c.end) == (chunk.start, chunk.end) and c.text == chunk.text:
+                return self.index.vectors_of([cid])[0]
+        return None
+
+    def _evidence(self, hits: Sequence[ScoredChunk]) -> tuple[list[str], list[np.ndarray | None]]:
+        """Evidence sentences, with the index's vectors where it holds them."""
+        texts: list[str] = []
+        vecs: list[np.ndarray | None] = []
+        for h in hits:
+            c = h.chunk
+            stored = None
+            if self.index is not None and c.doc_id in self.index and c.start >= 0:
+                spans = self.index.sentences(c.doc_id)
+                doc = self.index.document(c.doc_id).text
+                if spans and doc[c.start : c.end] == c.text:
+                    a, b = covering_sentences(spans, c.start, c.end)
+                    if spans[a].start >= c.start and spans[b - 1].end <= c.end:
+                        stored = (spans[a:b], self.index.sentence_vectors(c.doc_id)[a:b], doc)
+            if stored is not None:
+                for sp, v in zip(stored[0], stored[1], strict=True):
+                    texts.append(sp.of(stored[2]))
+                    vecs.append(v)
+                continue
+            for sp in split_sentences(c.text):
+                texts.append(sp.of(c.text))
+                vecs.append(None)
+        return texts, vecs
 
     def _stored_sentence_vectors(self, chunk: Chunk) -> np.ndarray | None:
         """The index's vectors of the sentences exactly covering ``chunk``, if it has them."""
@@ -646,9 +686,7 @@ class SPC:
                 elements = [e for e in reply["elements"] if e.strip()] or elements
         if not elements:
             return
-        sentences = [
-            s.of(h.chunk.text) for h in result.chunks for s in split_sentences(h.chunk.text)
-        ]
+        sentences, stored = self._evidence(result.chunks)
         scores: list[float] | None = None
         follow: list[str] = []
         if self.llm is not None and sentences:
@@ -665,13 +703,17 @@ class SPC:
                 scores = [float(s) for s in reply["scores"]]
                 follow = list(reply.get("follow_up", []))
         if scores is None:
-            vecs = self.embedder.embed(elements + sentences) if sentences else None
-            scores, _ = support_scores(
-                elements,
-                sentences,
-                vecs[: len(elements)] if vecs is not None else [],
-                vecs[len(elements) :] if vecs is not None else [],
+            element_vecs = self.embedder.embed(elements)
+            missing = [i for i, v in enumerate(stored) if v is None]
+            if missing:  # embed only the sentences the index does not hold
+                for i, v in zip(
+                    missing, self.embedder.embed([sentences[i] for i in missing]), strict=True
+                ):
+                    stored[i] = v
+            sentence_vecs = (
+                np.asarray(stored) if sentences else np.zeros((0, element_vecs.shape[1]))
             )
+            scores, _ = support_scores(elements, sentences, element_vecs, sentence_vecs)
         result.coverage = dict(zip(elements, scores, strict=True))
         result.missing = [e for e, s in result.coverage.items() if s < self.epsilon]
         if len(follow) == len(elements):
