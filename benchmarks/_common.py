@@ -195,3 +195,26 @@ def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
         t.join()
     peak = max(peak, _rss_bytes())
     return result, elapsed, (peak - base) / 2**20
+
+
+MULTIHOP_KS = (2, 5, 10, 20)
+
+
+def distinct(ids: list[str]) -> list[str]:
+    """Ids in first-seen order without repeats (chunks -> ranked paragraphs)."""
+    return list(dict.fromkeys(ids))
+
+
+def evaluate_multihop(name: str, ranked_lists: list[list[str]], questions: Any) -> dict:
+    """full@k (every supporting paragraph in the first k) and para@k (their share)."""
+    row: dict = {"retriever": name}
+    for k in MULTIHOP_KS:
+        para, full = [], []
+        for ranked, q in zip(ranked_lists, questions, strict=True):
+            top = set(ranked[:k])
+            hit = sum(p in top for p in q.supporting)
+            para.append(hit / len(q.supporting))
+            full.append(float(hit == len(q.supporting)))
+        row[f"full@{k}"] = float(np.mean(full))
+        row[f"para@{k}"] = float(np.mean(para))
+    return row

@@ -30,7 +30,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from _common import BATCH, DATA, emit, header, lc_embeddings, need, table  # noqa: E402
+from _common import (
+    BATCH,
+    DATA,
+    MULTIHOP_KS,
+    distinct,
+    emit,
+    evaluate_multihop,
+    header,
+    lc_embeddings,
+    need,
+    table,
+)  # noqa: E402
 
 from semrag import SemanticIndex  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
@@ -38,7 +49,7 @@ from semrag.eval.datasets import read_musique  # noqa: E402
 from semrag.graph import InMemoryGraphStore, KnowledgeGraph, Neo4jGraphStore  # noqa: E402
 from semrag.retrieval import CommunityRetriever, SketchRetriever  # noqa: E402
 
-KS = (2, 5, 10, 20)
+KS = MULTIHOP_KS
 TUNING = " ".join(
     [
         "SketchRetriever's defaults (graph_weight 0.05, 20 bridges) were chosen on these same",
@@ -46,24 +57,6 @@ TUNING = " ".join(
     ]
 )
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def distinct(ids: list[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
-
-
-def evaluate(name: str, ranked_lists: list[list[str]], questions) -> dict:
-    row: dict = {"retriever": name}
-    for k in KS:
-        para, full = [], []
-        for ranked, q in zip(ranked_lists, questions, strict=True):
-            top = set(ranked[:k])
-            hit = sum(p in top for p in q.supporting)
-            para.append(hit / len(q.supporting))
-            full.append(float(hit == len(q.supporting)))
-        row[f"full@{k}"] = float(np.mean(full))
-        row[f"para@{k}"] = float(np.mean(para))
-    return row
 
 
 def start_neo4j():
@@ -169,21 +162,21 @@ def main() -> None:
                     row.update(
                         {
                             c: v
-                            for c, v in evaluate(name, per_k[k], questions).items()
+                            for c, v in evaluate_multihop(name, per_k[k], questions).items()
                             if c.endswith(f"@{k}")
                         }
                     )
                 rows.append(row)
                 print(row, flush=True)
             rows.append(
-                evaluate(
+                evaluate_multihop(
                     "semrag dense (SemanticIndex.search)",
                     [distinct([h.chunk.doc_id for h in index.search(q, 60)]) for q in qtexts],
                     questions,
                 )
             )
             rows.append(
-                evaluate(
+                evaluate_multihop(
                     "semrag BM25 (SemanticIndex.search_sparse)",
                     [
                         distinct([h.chunk.doc_id for h in index.search_sparse(q, 60)])
@@ -206,7 +199,7 @@ def main() -> None:
                 ("LangChain BM25Retriever", bm25),
             ):
                 lists = [distinct([d.metadata["pid"] for d in ret.invoke(q)]) for q in qtexts]
-                rows.append(evaluate(name, lists, questions))
+                rows.append(evaluate_multihop(name, lists, questions))
             cols = ["retriever"] + [f"full@{k}" for k in KS] + [f"para@{k}" for k in KS]
             sk = rows[0]
             peer = next(r for r in rows if r["retriever"] == "LangChain FAISS (dense)")

@@ -20,33 +20,25 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
-from _common import BATCH, DATA, emit, header, lc_embeddings, need, table  # noqa: E402
+from _common import (
+    BATCH,
+    DATA,
+    MULTIHOP_KS,
+    distinct,
+    emit,
+    evaluate_multihop,
+    header,
+    lc_embeddings,
+    need,
+    table,
+)  # noqa: E402
 
 from semrag import SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
 from semrag.eval.datasets import read_musique  # noqa: E402
 from semrag.retrieval import ALGORITHMS  # noqa: E402
 
-KS = (2, 5, 10, 20)
-
-
-def distinct(ids: list[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
-
-
-def evaluate(name: str, ranked_lists: list[list[str]], questions) -> dict:
-    row: dict = {"retriever": name}
-    for k in KS:
-        para, full = [], []
-        for ranked, q in zip(ranked_lists, questions, strict=True):
-            top = set(ranked[:k])
-            hit = sum(p in top for p in q.supporting)
-            para.append(hit / len(q.supporting))
-            full.append(float(hit == len(q.supporting)))
-        row[f"full@{k}"] = float(np.mean(full))
-        row[f"para@{k}"] = float(np.mean(para))
-    return row
+KS = MULTIHOP_KS
 
 
 def main() -> None:
@@ -80,7 +72,7 @@ def main() -> None:
                 row.update(
                     {
                         c: v
-                        for c, v in evaluate(name, per_k[k], questions).items()
+                        for c, v in evaluate_multihop(name, per_k[k], questions).items()
                         if c.endswith(f"@{k}")
                     }
                 )
@@ -88,7 +80,7 @@ def main() -> None:
             print(row, flush=True)
 
     dense = [distinct([h.chunk.doc_id for h in index.search_vector(v, 60)]) for v in qvecs]
-    rows.append(evaluate("semrag dense (SemanticIndex.search)", dense, questions))
+    rows.append(evaluate_multihop("semrag dense (SemanticIndex.search)", dense, questions))
 
     from langchain_classic.retrievers import EnsembleRetriever
     from langchain_community.retrievers import BM25Retriever
@@ -106,7 +98,7 @@ def main() -> None:
         ("LangChain EnsembleRetriever (RRF, equal weights)", ensemble),
     ):
         ranked = [distinct([d.metadata["pid"] for d in ret.invoke(q.question)]) for q in questions]
-        rows.append(evaluate(name, ranked, questions))
+        rows.append(evaluate_multihop(name, ranked, questions))
         print(rows[-1], flush=True)
 
     cols = ["retriever"] + [f"full@{k}" for k in KS] + [f"para@{k}" for k in KS]
