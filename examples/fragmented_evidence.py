@@ -68,9 +68,8 @@ def main() -> None:
     loop = RetrieveAndCheck(IntentAwareRetriever(index, k=1), SPC(index, k=1), max_rounds=3)
     checked = loop.run("Who succeeded John Smith, and where was Mary Jones born?")
     for r in checked.rounds:
-        print(
-            f"\nround {r.number}: queries={list(r.queries)} added={r.added} missing={list(r.missing)}"
-        )
+        missing = list(r.missing)
+        print(f"\nround {r.number}: queries={list(r.queries)} added={r.added} missing={missing}")
     print("stop:", checked.stop_reason, "| evidence:", [h.chunk.doc_id for h in checked.chunks])
 
 
