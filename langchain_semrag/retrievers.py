@@ -110,17 +110,19 @@ class IntentAwareRetriever(_CoreRetriever):
         m: candidates kept after fusion, before refinement.
         llm: a LangChain chat model or LLM (or a semrag LLM) for query enrichment and
             weights; without one, the documented rules decide.
+        graph: a :class:`semrag.graph.KnowledgeGraph`: SKETCH becomes the extended channel.
         options: more keyword arguments of :class:`semrag.retrieval.IntentAwareRetriever`.
     """
 
     index: Any
     m: int = 20
     llm: Any = None
+    graph: Any = None
     options: dict[str, Any] = {}
 
     def _build(self) -> Any:
         return CoreIntentAwareRetriever(
-            self.index, k=self.k, m=self.m, llm=to_llm(self.llm), **self.options
+            self.index, k=self.k, m=self.m, llm=to_llm(self.llm), graph=self.graph, **self.options
         )
 
 

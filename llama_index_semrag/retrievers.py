@@ -103,13 +103,23 @@ class IntentAwareRetriever(_CoreRetriever):
         k: nodes returned.
         m: candidates kept after fusion, before refinement.
         llm: a LlamaIndex LLM (or semrag LLM) for query enrichment and weights.
+        graph: a :class:`semrag.graph.KnowledgeGraph`: SKETCH becomes the extended channel.
         **options: more keyword arguments of :class:`semrag.retrieval.IntentAwareRetriever`.
     """
 
     def __init__(
-        self, *, index: Any, k: int = 10, m: int = 20, llm: Any = None, **options: Any
+        self,
+        *,
+        index: Any,
+        k: int = 10,
+        m: int = 20,
+        llm: Any = None,
+        graph: Any = None,
+        **options: Any,
     ) -> None:
-        self._core = CoreIntentAwareRetriever(index, k=k, m=m, llm=to_llm(llm), **options)
+        self._core = CoreIntentAwareRetriever(
+            index, k=k, m=m, llm=to_llm(llm), graph=graph, **options
+        )
         super().__init__()
 
 

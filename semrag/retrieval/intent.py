@@ -35,8 +35,9 @@ weights; an invalid reply (after one retry) falls back to the rules and says so 
 metadata (or raises :class:`~semrag.errors.LLMOutputError` with ``on_llm_error="raise"``).
 
 The *extended* channel is any retriever with ``retrieve``/``aretrieve`` returning
-:class:`~semrag.types.ScoredChunk` (the SSG query traversal by default, a knowledge-graph
-retriever when you have one); its hits are mapped onto the index's chunks by offsets.
+:class:`~semrag.types.ScoredChunk`: SKETCH over the knowledge graph when ``graph=`` is
+given, else the SSG query traversal; its hits are mapped onto the index's chunks by
+offsets.
 """
 
 from __future__ import annotations
@@ -255,9 +256,11 @@ class IntentAwareRetriever:
         m: candidates kept after fusion, before refinement (the paper: 20).
         llm: an :class:`~semrag.llm.LLM` for query enrichment and weights; without one the
             rules of :func:`plan_query` are used.
-        extended: the extended channel: ``"ssg"`` (the SSG query traversal, when the index
-            has its graph), ``None`` (off; its weight is shared out to the other two), or
-            any object with ``retrieve(query, k=...)`` and ``aretrieve``.
+        extended: the extended channel: ``"auto"`` (SKETCH over ``graph`` when one is
+            given, else the SSG query traversal when the index has its graph), ``"ssg"``,
+            ``"sketch"``, ``None`` (off; its weight is shared out to the other two), or any
+            object with ``retrieve(query, k=...)`` and ``aretrieve``.
+        graph: a :class:`~semrag.graph.KnowledgeGraph` of the index, for the SKETCH channel.
         weights: fixed ``{"dense", "sparse", "extended"}`` weights for every query (turns
             intent weighting off; for ablations).
         intent_weights: override rows of :data:`INTENT_WEIGHTS`.
@@ -293,7 +296,8 @@ class IntentAwareRetriever:
         k: int = 10,
         m: int = 20,
         llm: LLM | None = None,
-        extended: Any = "ssg",
+        extended: Any = "auto",
+        graph: Any = None,
         weights: Mapping[str, float] | None = None,
         intent_weights: Mapping[str, tuple[float, float, float]] | None = None,
         n_candidates: int = 50,
@@ -326,9 +330,17 @@ class IntentAwareRetriever:
         self.max_paraphrases = max_paraphrases
         self.max_keywords = max_keywords
         self.on_llm_error = on_llm_error
-        self.extended = self._extended_channel(extended)
+        self.extended = self._extended_channel(extended, graph)
 
-    def _extended_channel(self, extended: Any) -> Any:
+    def _extended_channel(self, extended: Any, graph: Any) -> Any:
+        if extended == "auto":
+            extended = "sketch" if graph is not None else "ssg"
+        if extended == "sketch":
+            if graph is None:
+                raise ConfigError("extended='sketch' needs graph=<KnowledgeGraph>")
+            from semrag.retrieval.sketch import SketchRetriever
+
+            return SketchRetriever(self.index, graph, k=self.m)
         if extended == "ssg":
             if self.index.ssg_config is None:
                 return None
@@ -338,7 +350,10 @@ class IntentAwareRetriever:
         if extended is not None and not (
             hasattr(extended, "retrieve") and hasattr(extended, "aretrieve")
         ):
-            raise ConfigError("extended must be 'ssg', None or a retriever with retrieve/aretrieve")
+            raise ConfigError(
+                "extended must be 'auto', 'ssg', 'sketch', None or a retriever with "
+                "retrieve/aretrieve"
+            )
         return extended
 
     # -- planning -----------------------------------------------------------------------------

@@ -380,3 +380,13 @@ def test_sketch_and_communities_on_neo4j(neo4j_server):
     finally:
         store.clear()
         store.close()
+
+
+def test_intent_aware_adapters_take_the_graph():
+    index, kg = shared()
+    lc = langchain_semrag.IntentAwareRetriever(index=index, graph=kg, k=2)
+    li = llama_index_semrag.IntentAwareRetriever(index=index, graph=kg, k=2)
+    q = "When was the performer of SexyBack born?"
+    lc_ids = [d.metadata["doc_id"] for d in lc.invoke(q)]
+    li_ids = [n.node.metadata["doc_id"] for n in li.retrieve(q)]
+    assert lc_ids == li_ids and set(lc_ids) == {"sexyback", "timberlake"}

@@ -213,3 +213,28 @@ def test_llm_path_async_equals_sync(index):
     )
     assert [h.chunk.doc_id for h in sync] == [h.chunk.doc_id for h in async_]
     assert sync[0].provenance[0]["plan_source"] == "llm"
+
+
+def test_knowledge_graph_becomes_the_extended_channel():
+    from semrag.graph import KnowledgeGraph
+    from semrag.retrieval import SketchRetriever
+
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx.add_documents(
+        [
+            Document("song", "SexyBack is a song by Justin Timberlake."),
+            Document("bio", "Justin Timberlake was born in Memphis."),
+            Document("bees", "Honey bees dance to share where flowers are."),
+        ]
+    )
+    kg = KnowledgeGraph.build(idx, communities=False)
+    ret = IntentAwareRetriever(idx, k=3, graph=kg)
+    assert isinstance(ret.extended, SketchRetriever)
+    hits = ret.retrieve("When was the performer of SexyBack born?")
+    assert {"song", "bio"} <= {h.chunk.doc_id for h in hits[:2]}
+    assert any(h.channel_scores["extended"] > 0 for h in hits)
+    with pytest.raises(ConfigError):
+        IntentAwareRetriever(idx, extended="sketch")
+    assert IntentAwareRetriever(idx, graph=kg, extended="ssg").extended.__class__.__name__ == (
+        "SSGRetriever"
+    )
