@@ -114,8 +114,8 @@ class HeuristicGraphExtractor:
     """Entities and co-occurrence relations by rules (no LLM).
 
     Args:
-        noun_phrases: also take multi-word noun phrases (content-word runs of 2 to
-            ``max_phrase_words`` words) as ``CONCEPT`` entities.
+        noun_phrases: also take multi-word lower-case noun phrases (content-word runs of 2
+            to ``max_phrase_words`` words) as ``CONCEPT`` entities.
         numbers: also take numbers and years as entities.
         max_phrase_words: longest noun phrase kept.
         max_per_sentence: at most this many entities of a sentence are linked pairwise.
@@ -136,7 +136,7 @@ class HeuristicGraphExtractor:
     def __init__(
         self,
         *,
-        noun_phrases: bool = False,
+        noun_phrases: bool = True,
         numbers: bool = False,
         max_phrase_words: int = 4,
         max_per_sentence: int = 8,
