@@ -462,9 +462,9 @@ class SPC:
         best_sentence = np.empty(len(hits))
         todo: list[tuple[int, list[str]]] = []
         for i, h in enumerate(hits):
-            stored = self._stored_sentence_vectors(h.chunk)
-            if stored is not None:
-                best_sentence[i] = float((stored @ q).max())
+            block = self._aligned_sentences(h.chunk)
+            if block is not None:
+                best_sentence[i] = float((block[1] @ q).max())
                 continue
             spans = split_sentences(h.chunk.text)
             todo.append((i, [sp.of(h.chunk.text) for sp in spans] or [h.chunk.text]))
@@ -497,37 +497,30 @@ class SPC:
         texts: list[str] = []
         vecs: list[np.ndarray | None] = []
         for h in hits:
-            c = h.chunk
-            stored = None
-            if self.index is not None and c.doc_id in self.index and c.start >= 0:
-                spans = self.index.sentences(c.doc_id)
-                doc = self.index.document(c.doc_id).text
-                if spans and doc[c.start : c.end] == c.text:
-                    a, b = covering_sentences(spans, c.start, c.end)
-                    if spans[a].start >= c.start and spans[b - 1].end <= c.end:
-                        stored = (spans[a:b], self.index.sentence_vectors(c.doc_id)[a:b], doc)
-            if stored is not None:
-                for sp, v in zip(stored[0], stored[1], strict=True):
-                    texts.append(sp.of(stored[2]))
-                    vecs.append(v)
+            block = self._aligned_sentences(h.chunk)
+            if block is not None:
+                spans, vectors, doc = block
+                texts += [sp.of(doc) for sp in spans]
+                vecs += list(vectors)
                 continue
-            for sp in split_sentences(c.text):
-                texts.append(sp.of(c.text))
+            for sp in split_sentences(h.chunk.text):
+                texts.append(sp.of(h.chunk.text))
                 vecs.append(None)
         return texts, vecs
 
-    def _stored_sentence_vectors(self, chunk: Chunk) -> np.ndarray | None:
-        """The index's vectors of the sentences exactly covering ``chunk``, if it has them."""
-        if self.index is None or chunk.doc_id not in self.index or chunk.start < 0:
+    def _aligned_sentences(self, chunk: Chunk) -> tuple[list[Span], np.ndarray, str] | None:
+        """The index's sentences making up ``chunk``, their vectors and the document text.
+
+        ``None`` unless the chunk is an exact span of an indexed document on sentence
+        boundaries.
+        """
+        source, _ = self._source(chunk)
+        if source is None or source.vectors is None or not source.sentences:
             return None
-        spans = self.index.sentences(chunk.doc_id)
-        doc = self.index.document(chunk.doc_id).text
-        if doc[chunk.start : chunk.end] != chunk.text or not spans:
+        a, b = covering_sentences(source.sentences, chunk.start, chunk.end)
+        if source.sentences[a].start < chunk.start or source.sentences[b - 1].end > chunk.end:
             return None
-        a, b = covering_sentences(spans, chunk.start, chunk.end)
-        if spans[a].start != chunk.start or spans[b - 1].end != chunk.end:
-            return None
-        return self.index.sentence_vectors(chunk.doc_id)[a:b]
+        return source.sentences[a:b], source.vectors[a:b], source.text
 
     # -- sources ----------------------------------------------------------------------------------
     def _source_text(self, doc_id: str) -> tuple[str | None, bool]:
