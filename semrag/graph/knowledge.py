@@ -23,7 +23,10 @@ from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, e
 from semrag.llm import LLM
 from semrag.types import Chunk
 
-__all__ = ["KnowledgeGraph"]
+__all__ = ["RESOLUTION_THRESHOLD", "KnowledgeGraph"]
+
+RESOLUTION_THRESHOLD = 0.92
+"""Cosine similarity of two entity names' vectors above which they are one entity."""
 
 
 class KnowledgeGraph:
@@ -69,7 +72,7 @@ class KnowledgeGraph:
         extractor: Any = None,
         store: Any = None,
         resolve: bool = True,
-        resolution_threshold: float = 0.92,
+        resolution_threshold: float = RESOLUTION_THRESHOLD,
         communities: bool = True,
         community_levels: int = 2,
         community_algorithm: str = "auto",
@@ -111,7 +114,7 @@ class KnowledgeGraph:
         extractor: Any = None,
         store: Any = None,
         resolve: bool = True,
-        resolution_threshold: float = 0.92,
+        resolution_threshold: float = RESOLUTION_THRESHOLD,
         communities: bool = True,
         community_levels: int = 2,
         community_algorithm: str = "auto",
@@ -142,7 +145,9 @@ class KnowledgeGraph:
     ) -> None:
         """Extract and add the graph of more chunks (communities are not recomputed)."""
         extractor = extractor or HeuristicGraphExtractor()
-        self._ingest(merge_extractions([extractor.extract(c) for c in chunks]), resolve, 0.92)
+        self._ingest(
+            merge_extractions([extractor.extract(c) for c in chunks]), resolve, RESOLUTION_THRESHOLD
+        )
 
     def _ingest(self, extraction: Extraction, resolve: bool, threshold: float) -> None:
         if resolve and self.embedder is not None and len(extraction.entities) > 1:
@@ -195,7 +200,7 @@ class KnowledgeGraph:
                     )
             ments = [Mention(e.id, ref) for e in ents] if doc_id else []
             parts.append(Extraction(ents, rels, ments))
-        self._ingest(merge_extractions(parts), resolve, 0.92)
+        self._ingest(merge_extractions(parts), resolve, RESOLUTION_THRESHOLD)
         return n
 
     # -- communities --------------------------------------------------------------------------

@@ -50,6 +50,10 @@ class InMemoryGraphStore:
 
     def __init__(self, *, fuzzy_cutoff: float = 0.5) -> None:
         self.fuzzy_cutoff = fuzzy_cutoff
+        self._lock = threading.RLock()
+        self._reset()
+
+    def _reset(self) -> None:
         self.graph = nx.MultiDiGraph()
         self._entities: dict[str, Entity] = {}
         self._relations: dict[tuple[str, str, str], Relation] = {}
@@ -58,7 +62,6 @@ class InMemoryGraphStore:
         self._by_entity: dict[str, set[str]] = defaultdict(set)  # entity -> chunk keys
         self._by_token: dict[str, set[str]] = defaultdict(set)  # name token -> entity ids
         self._communities: list[Community] = []
-        self._lock = threading.RLock()
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(
@@ -99,11 +102,11 @@ class InMemoryGraphStore:
         Returns the number of chunks removed.
         """
         with self._lock:
-            keys = [k for k, c in self._chunks.items() if c.doc_id == doc_id]
+            keys = {k for k, c in self._chunks.items() if c.doc_id == doc_id}
             touched: set[str] = set()
             for key in keys:
                 del self._chunks[key]
-            for ent, ck in [m for m in self._mentions if m[1] in set(keys)]:
+            for ent, ck in [m for m in self._mentions if m[1] in keys]:
                 del self._mentions[(ent, ck)]
                 self._by_entity[ent].discard(ck)
                 touched.add(ent)
@@ -134,7 +137,7 @@ class InMemoryGraphStore:
     def clear(self) -> None:
         """Delete everything."""
         with self._lock:
-            self.__init__(fuzzy_cutoff=self.fuzzy_cutoff)  # type: ignore[misc]
+            self._reset()
 
     # -- reads ------------------------------------------------------------------------------------
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:

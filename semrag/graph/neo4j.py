@@ -219,25 +219,21 @@ class Neo4jGraphStore:
         except exc_mod.Neo4jError as exc:
             raise StoreError(f"Neo4j rejected a statement: {exc.code}: {exc.message}") from exc
 
-    def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        def work(tx: Any) -> list[dict[str, Any]]:
-            return [r.data() for r in tx.run(query, params)]
+    def _transact(self, work: Callable[[Any], Any], *, write: bool) -> Any:
+        """Run ``work(tx)`` in one managed transaction (retried by the driver)."""
 
-        def run() -> list[dict[str, Any]]:
+        def run() -> Any:
             with self._driver.session(database=self.database) as session:
-                return session.execute_read(work)
+                execute = session.execute_write if write else session.execute_read
+                return execute(work)
 
         return self._call(run)
+
+    def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        return self._transact(lambda tx: [r.data() for r in tx.run(query, params)], write=False)
 
     def _write(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        def work(tx: Any) -> list[dict[str, Any]]:
-            return [r.data() for r in tx.run(query, params)]
-
-        def run() -> list[dict[str, Any]]:
-            with self._driver.session(database=self.database) as session:
-                return session.execute_write(work)
-
-        return self._call(run)
+        return self._transact(lambda tx: [r.data() for r in tx.run(query, params)], write=True)
 
     def _write_batches(self, query: str, rows: list[dict[str, Any]]) -> None:
         for i in range(0, len(rows), self.batch_size):
@@ -334,11 +330,7 @@ class Neo4jGraphStore:
             tx.run(_DELETE_ORPHANS, ids=ids).consume()
             return int(n)
 
-        def run() -> int:
-            with self._driver.session(database=self.database) as session:
-                return session.execute_write(work)
-
-        return self._call(run)
+        return self._transact(work, write=True)
 
     def write_communities(self, communities: Sequence[Community]) -> None:
         """Replace the stored communities."""

@@ -159,8 +159,9 @@ class CommunityRetriever:
             )
         relevance = vecs @ q
         score = relevance + self.centrality_weight * np.array([c.rank for c in comms])
-        top = [comms[i] for i in np.argsort(-score)[: self.top_communities]]
-        rel = {c.id: float(relevance[comms.index(c)]) for c in top}
+        best = np.argsort(-score)[: self.top_communities]
+        top = [comms[i] for i in best]
+        rel = {comms[i].id: float(relevance[i]) for i in best}
         points: dict[tuple[str, int], tuple[float, Any]] = {}
         for comm in top:
             refs = self.kg.store.chunks_for(list(comm.entity_ids))

@@ -285,10 +285,11 @@ class SketchRetriever:
         # unstructured side
         if len(dense):
             _, ids = dense.search(q, self.n_vector or 2 * k)
-            for i in (int(i) for i in ids[0] if i >= 0):
+            found = [int(i) for i in ids[0] if i >= 0]
+            for i, vec in zip(found, dense.vectors_of(found), strict=True):
                 c = pieces[i]
                 items[(c.doc_id, c.start, c.end)] = _Item(
-                    c, dense.vectors_of([i])[0], unstructured=True, piece_of=parents[i]
+                    c, vec, unstructured=True, piece_of=parents[i]
                 )
         # structured side
         store = self.kg.store
