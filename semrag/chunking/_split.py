@@ -242,16 +242,21 @@ def split_with_overlap(
 ) -> list[Span]:
     """Split ``text[span]`` into pieces of at most ``max_tokens`` tokens.
 
-    Consecutive pieces share ``overlap_tokens`` tokens (SemRAG eq. 2). A piece ends, when
-    it can, at a sentence start (``preferred_starts``) in the second half of its window,
-    so most pieces end at a sentence boundary. Every piece is recounted with ``count``
-    and shrunk if re-tokenising it alone gives more than ``max_tokens``, so the cap holds
-    for the piece's own text.
+    Consecutive pieces share about ``overlap_tokens`` tokens (SemRAG eq. 2). Each piece is
+    the longest run of units (``token_spans``) whose text, counted alone with ``count``,
+    fits the cap; it then ends, when it can, at a sentence start (``preferred_starts``) in
+    the second half of its window, so most pieces end at a sentence boundary. The next
+    piece starts at the earliest unit whose text up to the piece's end counts at most
+    ``overlap_tokens``. When the units are the counter's own tokens the first guesses are
+    exact and each search costs one or two extra counts; when they are finer (characters
+    measured by a user's length function) the searches gallop, then bisect. ``count`` must
+    not shrink when text is added.
 
     Args:
         text: the whole document.
         span: the range to split.
-        token_spans: absolute ``[start, end)`` of the range's tokens, in order.
+        token_spans: absolute ``[start, end)`` of the range's units (tokens or
+            characters), in order.
         max_tokens: the cap.
         overlap_tokens: tokens shared by consecutive pieces; ``< max_tokens``.
         count: token counter for one text.
@@ -263,7 +268,7 @@ def split_with_overlap(
 
     Raises:
         ConfigError: if ``overlap_tokens >= max_tokens``.
-        SemragError: if a single token re-tokenises to more than ``max_tokens``.
+        SemragError: if a single unit counts more than ``max_tokens``.
     """
     if overlap_tokens >= max_tokens:
         raise ConfigError("overlap_tokens must be smaller than max_tokens")
@@ -278,29 +283,94 @@ def split_with_overlap(
             b -= 1
         return Span(a, b)
 
+    def end_of(j: int) -> int:
+        return starts[j] if j < n else span.end
+
     pieces: list[Span] = []
-    i, piece_start = 0, span.start
+    i = 0
     while True:
-        j = min(i + max_tokens, n)
+        piece_start = starts[i]
+
+        def fits(j: int, a: int = piece_start) -> bool:
+            return count(trimmed(a, end_of(j)).of(text)) <= max_tokens
+
+        j = _largest(fits, i + 1, min(i + max_tokens, n), n)
+        if j is None:
+            a, b = token_spans[i]
+            raise SemragError(
+                f"cannot cut text at [{a}, {b}) under {max_tokens} tokens: "
+                "one unit counts more than the cap"
+            )
         if j < n:
-            floor = i + max(1, max_tokens // 2)
+            floor = i + max(1, (j - i) // 2)
             for k in range(j, floor, -1):
                 if starts[k] in preferred:
                     j = k
                     break
-        while True:
-            piece = trimmed(piece_start, starts[j] if j < n else span.end)
-            if count(piece.of(text)) <= max_tokens:
-                break
-            j -= 1
-            if j <= i:
-                raise SemragError(
-                    f"cannot cut text at [{token_spans[i][0]}, {token_spans[i][1]}) under "
-                    f"{max_tokens} tokens: one token re-tokenises to more than the cap"
-                )
+        piece = trimmed(piece_start, end_of(j))
         if piece.end > piece.start:
             pieces.append(piece)
         if j >= n:
             return pieces
-        i = max(j - overlap_tokens, i + 1)
-        piece_start = starts[i]
+        end = piece.end
+
+        def small(k: int, end: int = end) -> bool:
+            return starts[k] >= end or count(trimmed(starts[k], end).of(text)) <= overlap_tokens
+
+        i = max(_smallest(small, i + 1, max(j - overlap_tokens, i + 1), j), i + 1)
+
+
+def _largest(ok: Callable[[int], bool], lo: int, guess: int, hi: int) -> int | None:
+    """Largest ``j`` in ``[lo, hi]`` with ``ok(j)`` (monotone: true, then false), or None.
+
+    Starts at ``guess``: gallops up from it while ``ok`` holds, bisects below it otherwise.
+    """
+    guess = min(max(guess, lo), hi)
+    if ok(guess):
+        good, step = guess, 1
+        while good < hi:
+            probe = min(good + step, hi)
+            if not ok(probe):
+                bad = probe
+                break
+            good, step = probe, step * 2
+        else:
+            return good
+    else:
+        if guess == lo:
+            return None
+        good, bad = lo - 1, guess
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if mid >= lo and ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good if good >= lo else None
+
+
+def _smallest(ok: Callable[[int], bool], lo: int, guess: int, hi: int) -> int:
+    """Smallest ``k`` in ``[lo, hi]`` with ``ok(k)`` (monotone: false, then true), or ``hi``.
+
+    Starts at ``guess``: gallops down from it while ``ok`` holds, bisects above it otherwise.
+    """
+    guess = min(max(guess, lo), hi)
+    if ok(guess):
+        good, step = guess, 1
+        while good > lo:
+            probe = max(good - step, lo)
+            if not ok(probe):
+                bad = probe
+                break
+            good, step = probe, step * 2
+        else:
+            return good
+    else:
+        bad, good = guess, hi
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good

@@ -30,7 +30,7 @@ from semrag.chunking._split import merge_small_segments, segments_from_breaks, s
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
-from semrag.text.tokens import Tokenizer, WhitespaceTokenizer
+from semrag.text.tokens import Tokenizer, WhitespaceTokenizer, as_tokenizer
 from semrag.types import Chunk, Document, Span
 
 __all__ = ["BoundaryChunker", "Break", "ChunkingResult", "ChunkingStats", "GapDecision"]
@@ -136,8 +136,10 @@ class BoundaryChunker:
         overlap_tokens: tokens shared by consecutive pieces of a segment over the cap;
             default 128, or ``max_tokens // 4`` when that is smaller.
         min_tokens: segments with fewer tokens merge into their more similar neighbour.
-        tokenizer: token counter; default: the embedder's own (MiniLM word pieces), or
-            whitespace words if it has none.
+        tokenizer: token counter: a :class:`~semrag.text.Tokenizer`, or any length
+            function ``(text) -> int`` / token-list function (e.g. ``len`` caps chunks in
+            characters); default: the embedder's own (MiniLM word pieces), or whitespace
+            words if it has none.
         sentence_splitter: callable returning sentence spans; default
             :func:`~semrag.text.split_sentences`.
         show_progress: show a progress bar while embedding and chunking.
@@ -166,8 +168,7 @@ class BoundaryChunker:
             )
         if not 0 <= min_tokens <= max_tokens:
             raise ConfigError(f"min_tokens must be in [0, max_tokens], got {min_tokens}")
-        if tokenizer is not None and not isinstance(tokenizer, Tokenizer):
-            raise ConfigError("tokenizer must have count(texts) and offsets(text)")
+        tokenizer = as_tokenizer(tokenizer)
         self._embedder_arg = embedder
         self._embedder: BaseEmbedder | None = None
         self.max_tokens = max_tokens

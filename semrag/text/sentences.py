@@ -18,6 +18,10 @@ Rules, in order of precedence:
   (``J. Smith``), a list number at the start of a line, or an ambiguous abbreviation
   (``U.S.``, ``Inc.``, ``etc.``) unless the next word is a common sentence opener.
 * Decimals (``3.14``) never split, since no whitespace follows their dot.
+* **Line structure.** In a line-structured text every line break ends a sentence, so
+  transcripts, subtitles, lists, poems and exported notes with one utterance per line
+  and little or no punctuation still get sentences (see :func:`is_line_structured`
+  for the rule; ``lines="always" | "never"`` overrides it).
 
 Any callable ``(text) -> Sequence[Span | tuple[int, int]]`` can replace this splitter in
 the chunkers; :func:`normalize_sentence_spans` makes its output safe.
@@ -31,7 +35,13 @@ from collections.abc import Callable, Sequence
 from semrag.errors import ConfigError
 from semrag.types import Span
 
-__all__ = ["SentenceSplitter", "normalize_sentence_spans", "split_sentences"]
+__all__ = [
+    "LINE_MODES",
+    "SentenceSplitter",
+    "is_line_structured",
+    "normalize_sentence_spans",
+    "split_sentences",
+]
 
 SentenceSplitter = Callable[[str], Sequence["Span | tuple[int, int]"]]
 """Any callable that returns the sentence spans of a text."""
@@ -69,6 +79,17 @@ _OPENERS_WORDS = frozenset(
     most all no not then thus also still such each both what which who why how""".split()
 )
 _DOTTED = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]$")
+
+LINE_MODES = ("auto", "always", "never")
+"""Values of ``split_sentences(lines=...)``."""
+_TERMINAL = frozenset(_LATIN_STOPS + _CJK_STOPS + _OTHER_STOPS)
+# Thresholds of the line-structure rule (see is_line_structured).
+_MIN_LINE_BREAKS = 2
+_UNPUNCTUATED_SHARE = 0.5
+_WRAP_MIN_WIDTH = 30
+_WRAP_NEAR_WIDTH = 0.75
+_WRAP_LINE_SHARE = 0.8
+_WRAP_LOWER_SHARE = 0.3
 
 
 def _previous_word(text: str, pos: int) -> tuple[str, int]:
@@ -119,8 +140,51 @@ def _ends_latin_sentence(text: str, stop_start: int, end: int) -> bool:
     return True
 
 
-def _cut_points(text: str) -> list[int]:
+def is_line_structured(text: str) -> bool:
+    r"""Whether ``text`` puts one sentence or utterance per line.
+
+    The rule looks at the line breaks inside paragraphs (a line followed by another
+    non-blank line); blank lines always end a sentence anyway. The text is
+    line-structured when
+
+    1. it has at least two such line breaks, and
+    2. at least half of those lines end without terminal punctuation (``.!?…`` and the
+       CJK / other scripts' stops, after closing quotes or brackets), and
+    3. it does not look like hard-wrapped prose. Hard-wrapped prose has lines cut near
+       one width: at least 80% of the lines reach 75% of the width (the 90th percentile
+       line length, at least 30 characters), and, where the next line starts with a
+       cased letter, at least 30% of them continue in lower case.
+
+    So a transcript, a subtitle file, a list or a poem is line-structured; a novel
+    wrapped at 70 columns or a punctuated text is not.
+
+    Example:
+        >>> is_line_structured("so welcome back\ntoday we talk about waves\nfirst some history")
+        True
+        >>> is_line_structured("One sentence.\nAnother sentence.\nA third one.")
+        False
+    """
+    lines = [line.strip() for line in text.split("\n")]
+    pairs = [(a, b) for a, b in zip(lines, lines[1:], strict=False) if a and b]
+    if len(pairs) < _MIN_LINE_BREAKS:
+        return False
+    unpunctuated = sum(a.rstrip(_CLOSERS)[-1:] not in _TERMINAL for a, _ in pairs)
+    if unpunctuated < _UNPUNCTUATED_SHARE * len(pairs):
+        return False
+    widths = sorted(len(a) for a, _ in pairs)
+    width = widths[int(0.9 * (len(widths) - 1))]
+    if width < _WRAP_MIN_WIDTH:
+        return True
+    near = sum(w >= _WRAP_NEAR_WIDTH * width for w in widths) / len(widths)
+    cased = [b[0] for _, b in pairs if b[0].islower() or b[0].isupper()]
+    lower = sum(c.islower() for c in cased) / len(cased) if cased else 1.0
+    return not (near >= _WRAP_LINE_SHARE and lower >= _WRAP_LOWER_SHARE)
+
+
+def _cut_points(text: str, lines: str) -> list[int]:
     cuts: list[int] = []
+    if lines == "always" or (lines == "auto" and is_line_structured(text)):
+        cuts += [m.start() for m in re.finditer("\n", text)]
     for match in _CANDIDATE.finditer(text):
         token = match.group()
         if token[0] == "\n":
@@ -156,11 +220,15 @@ def _spans_from_cuts(text: str, cuts: Sequence[int]) -> list[Span]:
     return spans
 
 
-def split_sentences(text: str) -> list[Span]:
+def split_sentences(text: str, *, lines: str = "auto") -> list[Span]:
     """Split ``text`` into sentence spans.
 
     Args:
         text: any string, including empty, whitespace-only or binary-looking text.
+        lines: ``"auto"`` ends a sentence at every line break when
+            :func:`is_line_structured` says the text is line-structured; ``"always"``
+            does so in any text; ``"never"`` uses punctuation (and blank lines, list
+            items and headings) only.
 
     Returns:
         Spans in order, non-overlapping, none empty, none starting or ending with
@@ -168,6 +236,7 @@ def split_sentences(text: str) -> list[Span]:
 
     Raises:
         TypeError: if ``text`` is not a ``str``.
+        ConfigError: if ``lines`` is not one of :data:`LINE_MODES`.
 
     Example:
         >>> t = "Dr. Smith arrived at 3.30 p.m. on Monday. He was late!"
@@ -176,7 +245,9 @@ def split_sentences(text: str) -> list[Span]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
-    return _spans_from_cuts(text, _cut_points(text))
+    if lines not in LINE_MODES:
+        raise ConfigError(f"lines must be one of {LINE_MODES}, got {lines!r}")
+    return _spans_from_cuts(text, _cut_points(text, lines))
 
 
 def normalize_sentence_spans(text: str, spans: Sequence[Span | tuple[int, int]]) -> list[Span]:

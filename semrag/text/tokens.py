@@ -5,18 +5,29 @@ chunkers can cut text at token boundaries without moving a character. Two
 implementations ship: :class:`HuggingFaceTokenizer` (the embedder's own word pieces, used
 by default with the packaged MiniLM) and :class:`WhitespaceTokenizer` (runs of
 non-whitespace characters, used when an embedder has no tokenizer).
+:class:`LengthFunctionTokenizer` measures with any ``length_function`` (LangChain's
+convention, ``len`` by default: characters) or token-list function (LlamaIndex's
+``tokenizer``), so a framework's ``chunk_size`` caps chunks in the user's own units.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer as _HFTokenizer
 
-__all__ = ["HuggingFaceTokenizer", "Tokenizer", "WhitespaceTokenizer"]
+from semrag.errors import ConfigError
+
+__all__ = [
+    "HuggingFaceTokenizer",
+    "LengthFunctionTokenizer",
+    "Tokenizer",
+    "WhitespaceTokenizer",
+    "as_tokenizer",
+]
 
 
 @runtime_checkable
@@ -100,3 +111,73 @@ class HuggingFaceTokenizer:
 
     def __repr__(self) -> str:
         return f"HuggingFaceTokenizer({self.name!r})"
+
+
+class LengthFunctionTokenizer:
+    """Measure texts with a user's length function; cut anywhere between characters.
+
+    ``count`` is ``length_function(text)``: an ``int`` (LangChain's ``length_function``,
+    e.g. ``len`` or a tiktoken counter) or a sized sequence whose length is taken
+    (LlamaIndex's ``tokenizer``, which returns the token list). ``offsets`` gives one unit
+    per character, so the chunkers' cap step can end a piece at any character; it then
+    searches for the longest piece whose measured length fits, so the cap holds in the
+    user's units whatever they are (the function should not shrink when text is added).
+
+    Args:
+        length_function: ``(text) -> int`` or ``(text) -> Sequence``.
+        name: shown in ``repr`` (default: the function's name).
+
+    Example:
+        >>> LengthFunctionTokenizer(len).count(["abc", ""])
+        [3, 0]
+        >>> LengthFunctionTokenizer(str.split).count(["two words"])
+        [2]
+    """
+
+    def __init__(self, length_function: Callable[[str], Any] = len, *, name: str = "") -> None:
+        if not callable(length_function):
+            raise ConfigError(
+                f"length_function must be callable, got {type(length_function).__name__}"
+            )
+        self.length_function = length_function
+        self.name = name or getattr(length_function, "__name__", type(length_function).__name__)
+
+    def _measure(self, text: str) -> int:
+        value = self.length_function(text)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            value = len(value)
+        if value < 0 or value != int(value):
+            raise ConfigError(
+                f"length_function {self.name!r} returned {value!r}; expected an int >= 0"
+            )
+        return int(value)
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        """Return ``length_function`` of each text."""
+        return [self._measure(t) for t in texts]
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        """Return one unit per character."""
+        return [(i, i + 1) for i in range(len(text))]
+
+    def __repr__(self) -> str:
+        return f"LengthFunctionTokenizer({self.name})"
+
+
+def as_tokenizer(tokenizer: Any) -> Tokenizer | None:
+    """Accept a :class:`Tokenizer`, a length function or token-list function, or ``None``.
+
+    A plain callable (``len``, ``lambda t: len(enc.encode(t))``, LlamaIndex's
+    ``tokenizer``) becomes a :class:`LengthFunctionTokenizer`.
+
+    Raises:
+        ConfigError: for anything else.
+    """
+    if tokenizer is None or isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    if callable(tokenizer):
+        return LengthFunctionTokenizer(tokenizer)
+    raise ConfigError(
+        "tokenizer must have count(texts) and offsets(text), or be a callable "
+        f"(text) -> int | token list; got {type(tokenizer).__name__}"
+    )

@@ -61,3 +61,31 @@ def test_cap_holds_under_minilm_word_pieces(text, minilm_tokenizer):
         overlapping=True,
         count=lambda t: minilm_tokenizer.count([t])[0],
     )
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+@given(
+    text=any_text,
+    length_function=st.sampled_from([len, _words]),
+    cap=st.integers(8, 120),
+    overlap_share=st.sampled_from([0, 4, 2]),
+)
+def test_cap_holds_in_the_units_of_a_users_length_function(
+    text, length_function, cap, overlap_share
+):
+    # LangChain measures chunk_size with length_function (characters by default); the cap
+    # step cuts between characters and searches for the longest piece that fits.
+    overlap = cap // overlap_share if overlap_share else 0
+    chunker = SemanticChunker(
+        FakeEmbedder(dim=32),
+        tokenizer=length_function,
+        max_tokens=cap,
+        overlap_tokens=overlap,
+        threshold=0.5,
+    )
+    chunks = chunker.chunk(text)
+    check_chunks(text, chunks, max_tokens=cap, overlapping=bool(overlap), count=length_function)
+    assert all(length_function(c.text) <= cap for c in chunks)

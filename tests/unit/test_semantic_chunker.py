@@ -7,7 +7,7 @@ from semrag import Document, SemanticChunker
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError, EmbeddingError
 from semrag.testing import FakeEmbedder, check_chunker, check_chunks
-from semrag.text import WhitespaceTokenizer
+from semrag.text import WhitespaceTokenizer, split_sentences
 from semrag.types import Span
 
 CATS = "The cat sat on the mat. The cat sat on the rug. The cat sat on the bed."
@@ -264,3 +264,26 @@ def test_minilm_end_to_end(minilm):
     )
     c = SemanticChunker(minilm, buffer_size=1, threshold="target_chunks", threshold_amount=2)
     assert [ch.sentence_start for ch in c.chunk(text)] == [0, 3]
+
+
+def test_a_transcript_without_punctuation_gets_semantic_breaks():
+    # One utterance per line and no terminal punctuation: the sentence splitter uses the
+    # lines, so the chunker can break where the topic changes (not only at the cap).
+    text = (
+        "cats purr on warm mats\n"
+        "cats nap on warm mats all day\n"
+        "stocks fell sharply in trading\n"
+        "stocks rose again in trading"
+    )
+    chunker = SemanticChunker(FakeEmbedder(dim=256), buffer_size=0, threshold=0.6)
+    never = SemanticChunker(
+        FakeEmbedder(dim=256),
+        buffer_size=0,
+        threshold=0.6,
+        sentence_splitter=lambda t: split_sentences(t, lines="never"),
+    )
+    assert len(never.chunk(text)) == 1  # what the splitter gave before the line rule
+    assert [c.text for c in chunker.chunk(text)] == [
+        "cats purr on warm mats\ncats nap on warm mats all day",
+        "stocks fell sharply in trading\nstocks rose again in trading",
+    ]

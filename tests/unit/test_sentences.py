@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from semrag.errors import ConfigError
-from semrag.text import normalize_sentence_spans, split_sentences
+from semrag.text import is_line_structured, normalize_sentence_spans, split_sentences
 from semrag.types import Span
 
 
@@ -70,3 +70,65 @@ def test_normalize_rejects_bad_spans():
         normalize_sentence_spans("abc", [(0, 10)])
     with pytest.raises(ConfigError):
         normalize_sentence_spans("abc def", [(4, 7), (0, 3)])
+
+
+TRANSCRIPT = (
+    "so welcome back everyone\n"
+    "today we look at waves on a string\n"
+    "first a quick reminder of last week\n"
+    "we had the harmonic oscillator\n"
+    "and its energy"
+)
+WRAPPED = (
+    "It was the best of times, it was the worst of times, it was the age of\n"
+    "wisdom, it was the age of foolishness, it was the epoch of belief, it\n"
+    "was the epoch of incredulity, it was the season of Light, it was the\n"
+    "season of Darkness, it was the spring of hope, it was the winter of\n"
+    "despair, we had everything before us, we had nothing before us."
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        (TRANSCRIPT, 5),  # unpunctuated speech, one utterance per line
+        ("Milk\nEggs\nFresh bread\nTwo lemons", 4),  # a shopping list
+        ("00:01 Hello there\n00:03 how are you\n00:05 fine thanks", 3),  # subtitles
+        ("Shall I compare thee to a summer's day\nThou art more lovely\nAnd more temperate", 3),
+        ("ok see you at five\nbring the slides\nthe projector is broken", 3),  # all lower case
+    ],
+)
+def test_line_structured_text_ends_a_sentence_at_each_line(text, lines):
+    assert is_line_structured(text)
+    spans = texts(text)
+    assert spans == [line.strip() for line in text.split("\n")]
+    assert len(spans) == lines
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        WRAPPED,  # hard-wrapped prose: lines cut near one width, continuing in lower case
+        "One sentence.\nAnother sentence.\nA third one.",  # punctuated lines
+        "Wrapped line\ncontinues here.",  # a single line break decides nothing
+        "A paragraph with no line breaks and no final stop",
+    ],
+)
+def test_prose_is_not_line_structured(text):
+    assert not is_line_structured(text)
+
+
+def test_wrapped_prose_keeps_its_sentences_across_lines():
+    assert texts(WRAPPED) == [WRAPPED]
+
+
+def test_lines_option_overrides_the_rule():
+    assert len(split_sentences(TRANSCRIPT, lines="never")) == 1
+    assert [s.of(WRAPPED) for s in split_sentences(WRAPPED, lines="always")] == WRAPPED.split("\n")
+    with pytest.raises(ConfigError, match="lines must be one of"):
+        split_sentences("x", lines="sometimes")
+
+
+def test_punctuation_still_splits_inside_a_line_of_a_line_structured_text():
+    text = "hello\nwell. That was quick\nbye now\nsee you"
+    assert texts(text) == ["hello", "well.", "That was quick", "bye now", "see you"]

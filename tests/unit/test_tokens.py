@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from semrag.text import HuggingFaceTokenizer, Tokenizer, WhitespaceTokenizer
+from semrag.errors import ConfigError
+from semrag.text import (
+    HuggingFaceTokenizer,
+    LengthFunctionTokenizer,
+    Tokenizer,
+    WhitespaceTokenizer,
+    as_tokenizer,
+)
 
 
 def test_whitespace_counts_and_offsets():
@@ -34,3 +41,29 @@ def test_minilm_counts_beyond_model_max_length(minilm_tokenizer):
 def test_hf_tokenizer_rejects_other_objects():
     with pytest.raises(TypeError):
         HuggingFaceTokenizer(object())
+
+
+def test_length_function_tokenizer_counts_in_the_users_units():
+    chars = LengthFunctionTokenizer(len)
+    assert chars.count(["abc", "", "a b"]) == [3, 0, 3]
+    assert chars.offsets("ab c") == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert isinstance(chars, Tokenizer)
+    # A LlamaIndex-style tokenizer returns the token list: its length is the count.
+    assert LengthFunctionTokenizer(str.split).count(["two words", ""]) == [2, 0]
+    assert repr(chars) == "LengthFunctionTokenizer(len)"
+
+
+def test_length_function_must_return_a_count():
+    with pytest.raises(ConfigError, match="expected an int >= 0"):
+        LengthFunctionTokenizer(lambda t: -1).count(["x"])
+    with pytest.raises(ConfigError, match="must be callable"):
+        LengthFunctionTokenizer(3)  # type: ignore[arg-type]
+
+
+def test_as_tokenizer_wraps_callables_and_keeps_tokenizers():
+    ws = WhitespaceTokenizer()
+    assert as_tokenizer(ws) is ws
+    assert as_tokenizer(None) is None
+    assert isinstance(as_tokenizer(len), LengthFunctionTokenizer)
+    with pytest.raises(ConfigError, match="tokenizer must have"):
+        as_tokenizer("bert")
