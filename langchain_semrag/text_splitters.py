@@ -9,29 +9,77 @@ a passage repeats in the document (LangChain's base class would search with
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from langchain_core.documents import Document as LCDocument
 from langchain_text_splitters import TextSplitter
 
 from langchain_semrag.embeddings import to_embedder
-from semrag.chunking import BoundaryChunker, ChunkingResult, SemanticChunker
+from semrag.chunking import (
+    BoundaryChunker,
+    ChunkingResult,
+    SemanticChunker,
+    framework_cap_arguments,
+)
+from semrag.errors import ConfigError
 from semrag.types import Document
 
 __all__ = ["MFCTextSplitter", "PSCTextSplitter", "SemanticTextSplitter"]
 
 
 class _CoreTextSplitter(TextSplitter):
-    """Translate between LangChain documents and a core chunker; no logic of its own."""
+    """Translate between LangChain documents and a core chunker; no logic of its own.
+
+    Takes ``TextSplitter``'s keywords with their meaning (see the module docstring of
+    :mod:`semrag.chunking.framework` for ``chunk_size`` / ``chunk_overlap`` /
+    ``length_function``); ``add_start_index`` is accepted and offsets are always exact
+    (``start_index`` and ``end_index`` are always in the metadata, since SPC and the
+    indexes read them); ``strip_whitespace`` and ``keep_separator`` accept the values that
+    describe what semrag does and raise :class:`~semrag.errors.ConfigError` otherwise.
+    """
 
     chunker: BoundaryChunker
 
-    def __init__(self, chunker: BoundaryChunker) -> None:
+    def __init__(
+        self,
+        build: Callable[[dict[str, Any]], BoundaryChunker],
+        chunker_args: dict[str, Any],
+        *,
+        chunk_size: int | None,
+        chunk_overlap: int | None,
+        length_function: Callable[[str], int] | None,
+        add_start_index: bool,
+        strip_whitespace: bool,
+        keep_separator: bool | str,
+    ) -> None:
+        if strip_whitespace is not True:
+            raise ConfigError(
+                "strip_whitespace=False does not apply: semrag chunks are runs of sentences, "
+                "which never start or end with whitespace; start_index / end_index locate "
+                "each chunk in the source exactly"
+            )
+        if keep_separator not in (False, "end"):
+            raise ConfigError(
+                f"keep_separator={keep_separator!r} does not apply: semrag cuts between "
+                "sentences and a sentence keeps its own punctuation at its end (what "
+                "keep_separator='end' means); whitespace between chunks is not repeated"
+            )
+        args = framework_cap_arguments(
+            chunker_args,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            measure=length_function,
+            default_measure=len,
+        )
+        chunker = build(args)
         super().__init__(
             chunk_size=chunker.max_tokens,
             chunk_overlap=chunker.overlap_tokens,
-            add_start_index=True,
+            length_function=length_function or len,
+            keep_separator=keep_separator,
+            add_start_index=bool(add_start_index),
+            strip_whitespace=True,
         )
         self.chunker = chunker
 
@@ -88,6 +136,13 @@ class _CoreTextSplitter(TextSplitter):
         metadatas: Sequence[dict[Any, Any]] | None,
         ids: Sequence[str | None] | None,
     ) -> list[Document]:
+        if isinstance(texts, str):
+            raise TypeError("create_documents takes a list of texts; wrap one text in a list")
+        texts = list(texts)
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise ConfigError(
+                f"metadatas has {len(metadatas)} entries for {len(texts)} texts; give one each"
+            )
         metas = metadatas or [{}] * len(texts)
         return [
             Document(id=(ids[i] if ids and ids[i] else str(i)), text=t, metadata=metas[i])
@@ -108,9 +163,22 @@ class _CoreTextSplitter(TextSplitter):
 class SemanticTextSplitter(_CoreTextSplitter):
     """SemRAG semantic chunking as a LangChain ``TextSplitter``.
 
+    A drop-in for LangChain's splitters: ``RecursiveCharacterTextSplitter(chunk_size=1000,
+    chunk_overlap=200, add_start_index=True)`` becomes ``SemanticTextSplitter(chunk_size=1000,
+    chunk_overlap=200, add_start_index=True)``; breaks fall where the topic changes and no
+    chunk is longer than ``chunk_size`` as ``length_function`` measures it.
+
     Args:
         embeddings: a LangChain ``Embeddings``, a semrag embedder, or ``None`` for the
             packaged all-MiniLM-L6-v2 (offline).
+        chunk_size: hard cap per chunk, measured by ``length_function``; ``None``: the
+            core's ``max_tokens`` (1024 word pieces) holds.
+        chunk_overlap: overlap between the pieces of a span cut by the cap.
+        length_function: measures ``chunk_size`` (default ``len``: characters).
+        add_start_index: accepted; ``start_index`` / ``end_index`` are always exact and
+            always present.
+        strip_whitespace: ``True`` only (chunks never start or end with whitespace).
+        keep_separator: ``False`` or ``"end"`` (a sentence keeps its punctuation).
         **chunker_args: keyword arguments of :class:`semrag.SemanticChunker`
             (``buffer_size``, ``window``, ``pooling``, ``threshold``, ``threshold_amount``,
             ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...). Unknown names raise
@@ -125,8 +193,28 @@ class SemanticTextSplitter(_CoreTextSplitter):
         [('Cats purr. Cats nap.', 0), ('Stocks fell. Stocks rose.', 21)]
     """
 
-    def __init__(self, *, embeddings: Any = None, **chunker_args: Any) -> None:
-        super().__init__(SemanticChunker(to_embedder(embeddings), **chunker_args))
+    def __init__(
+        self,
+        embeddings: Any = None,
+        *,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        length_function: Callable[[str], int] | None = None,
+        add_start_index: bool = True,
+        strip_whitespace: bool = True,
+        keep_separator: bool | str = False,
+        **chunker_args: Any,
+    ) -> None:
+        super().__init__(
+            lambda args: SemanticChunker(to_embedder(embeddings), **args),
+            chunker_args,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            length_function=length_function,
+            add_start_index=add_start_index,
+            strip_whitespace=strip_whitespace,
+            keep_separator=keep_separator,
+        )
 
 
 class _PairModelTextSplitter(_CoreTextSplitter):
@@ -136,17 +224,41 @@ class _PairModelTextSplitter(_CoreTextSplitter):
         embeddings: the encoder the model was trained on (``None``: the packaged MiniLM,
             which the shipped weights are for); a LangChain ``Embeddings`` works too.
         model: a directory from ``semrag train-boundary`` (``None``: shipped weights).
+        chunk_size, chunk_overlap, length_function, add_start_index, strip_whitespace,
+            keep_separator: LangChain's ``TextSplitter`` keywords, as in
+            :class:`SemanticTextSplitter`.
         **chunker_args: more keyword arguments of the core chunker (``threshold``,
             ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...).
     """
 
     preset: ClassVar[str] = ""
 
-    def __init__(self, *, embeddings: Any = None, model: Any = None, **chunker_args: Any) -> None:
+    def __init__(
+        self,
+        embeddings: Any = None,
+        *,
+        model: Any = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        length_function: Callable[[str], int] | None = None,
+        add_start_index: bool = True,
+        strip_whitespace: bool = True,
+        keep_separator: bool | str = False,
+        **chunker_args: Any,
+    ) -> None:
         from semrag.chunking.boundary import MFCChunker, PSCChunker
 
         cls = {"psc": PSCChunker, "mfc": MFCChunker}[self.preset]
-        super().__init__(cls(to_embedder(embeddings), model=model, **chunker_args))
+        super().__init__(
+            lambda args: cls(to_embedder(embeddings), model=model, **args),
+            chunker_args,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            length_function=length_function,
+            add_start_index=add_start_index,
+            strip_whitespace=strip_whitespace,
+            keep_separator=keep_separator,
+        )
 
 
 class PSCTextSplitter(_PairModelTextSplitter):

@@ -7,7 +7,7 @@ recompute them with ``str.find``). Nodes get SOURCE, PREVIOUS and NEXT relations
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -17,7 +17,13 @@ from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index.core.schema import Document as LIDocument
 
 from llama_index_semrag.embeddings import to_embedder
-from semrag.chunking import BoundaryChunker, ChunkingResult, SemanticChunker
+from semrag.chunking import (
+    BoundaryChunker,
+    ChunkingResult,
+    SemanticChunker,
+    framework_cap_arguments,
+)
+from semrag.errors import ConfigError
 from semrag.types import Document
 
 __all__ = ["MFCNodeParser", "PSCNodeParser", "SemanticNodeParser"]
@@ -36,14 +42,43 @@ class _CoreNodeParser(NodeParser):
 
     _chunker: BoundaryChunker = PrivateAttr()
 
-    def __init__(self, chunker: BoundaryChunker, **node_parser_args: Any) -> None:
-        super().__init__(**node_parser_args)
-        self._chunker = chunker
+    def __init__(
+        self,
+        build: Callable[[dict[str, Any]], BoundaryChunker],
+        chunker_args: dict[str, Any],
+        *,
+        chunk_size: int | None,
+        chunk_overlap: int | None,
+        not_applicable: dict[str, Any],
+        **node_parser_args: Any,
+    ) -> None:
+        for name, value in not_applicable.items():
+            if value is not None:
+                raise ConfigError(
+                    f"{name} does not apply: semrag cuts between the sentences its sentence "
+                    "splitter finds; pass sentence_splitter=(text) -> spans to change how "
+                    "sentences are found"
+                )
+        args = framework_cap_arguments(
+            chunker_args, chunk_size=chunk_size, chunk_overlap=chunk_overlap
+        )
+        super().__init__(**{k: v for k, v in node_parser_args.items() if v is not None})
+        self._chunker = build(args)
 
     @property
     def chunker(self) -> BoundaryChunker:
         """The core chunker doing the work."""
         return self._chunker
+
+    @property
+    def chunk_size(self) -> int:
+        """The hard cap per node (``SentenceSplitter.chunk_size``), in the cap's tokens."""
+        return self._chunker.max_tokens
+
+    @property
+    def chunk_overlap(self) -> int:
+        """Overlap between the pieces of a span cut by the cap."""
+        return self._chunker.overlap_tokens
 
     def _parse_nodes(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
@@ -98,11 +133,23 @@ class SemanticNodeParser(_CoreNodeParser):
     Usable on its own (``get_nodes_from_documents``) or as a transformation in an
     ``IngestionPipeline``.
 
+    A drop-in for LlamaIndex's splitters: ``SentenceSplitter(chunk_size=512,
+    chunk_overlap=50)`` becomes ``SemanticNodeParser(chunk_size=512, chunk_overlap=50)``;
+    nodes end where the topic changes and none is longer than ``chunk_size`` tokens.
+
     Args:
         embed_model: a LlamaIndex ``BaseEmbedding``, a semrag embedder, or ``None`` for
             the packaged all-MiniLM-L6-v2 (offline).
+        chunk_size: hard cap per node in tokens (``None``: the core's ``max_tokens``,
+            1024); tokens of ``tokenizer`` when given, else of the embedder's tokenizer.
+        chunk_overlap: overlap, in the same tokens, between pieces of a span cut by the cap.
+        tokenizer: LlamaIndex's ``(text) -> list of tokens`` callable, any length function,
+            or a semrag :class:`~semrag.text.Tokenizer`.
         include_metadata: copy each source node's metadata onto its chunks.
         include_prev_next_rel: link consecutive chunks with PREVIOUS / NEXT.
+        callback_manager, id_func: as in every LlamaIndex ``NodeParser``.
+        separator, paragraph_separator, secondary_chunking_regex, chunking_tokenizer_fn:
+            ``SentenceSplitter`` options that do not apply (``ConfigError`` if given).
         **chunker_args: keyword arguments of :class:`semrag.SemanticChunker`
             (``buffer_size``, ``window``, ``pooling``, ``threshold``, ``max_tokens``, ...).
             Unknown names raise ``TypeError``.
@@ -119,16 +166,36 @@ class SemanticNodeParser(_CoreNodeParser):
 
     def __init__(
         self,
-        *,
         embed_model: Any = None,
+        *,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        tokenizer: Any = None,
         include_metadata: bool = True,
         include_prev_next_rel: bool = True,
+        callback_manager: Any = None,
+        id_func: Any = None,
+        separator: str | None = None,
+        paragraph_separator: str | None = None,
+        secondary_chunking_regex: str | None = None,
+        chunking_tokenizer_fn: Any = None,
         **chunker_args: Any,
     ) -> None:
         super().__init__(
-            SemanticChunker(to_embedder(embed_model), **chunker_args),
+            lambda args: SemanticChunker(to_embedder(embed_model), tokenizer=tokenizer, **args),
+            chunker_args,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            not_applicable={
+                "separator": separator,
+                "paragraph_separator": paragraph_separator,
+                "secondary_chunking_regex": secondary_chunking_regex,
+                "chunking_tokenizer_fn": chunking_tokenizer_fn,
+            },
             include_metadata=include_metadata,
             include_prev_next_rel=include_prev_next_rel,
+            callback_manager=callback_manager,
+            id_func=id_func,
         )
 
     @classmethod
@@ -143,8 +210,10 @@ class _PairModelNodeParser(_CoreNodeParser):
     Args:
         embed_model: the encoder the model was trained on (``None``: the packaged MiniLM).
         model: a directory from ``semrag train-boundary`` (``None``: shipped weights).
-        include_metadata: copy each source node's metadata onto its chunks.
-        include_prev_next_rel: link consecutive chunks with PREVIOUS / NEXT.
+        chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel,
+            callback_manager, id_func, separator, paragraph_separator,
+            secondary_chunking_regex, chunking_tokenizer_fn: as in
+            :class:`SemanticNodeParser`.
         **chunker_args: more keyword arguments of the core chunker (``threshold``,
             ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...).
     """
@@ -153,20 +222,40 @@ class _PairModelNodeParser(_CoreNodeParser):
 
     def __init__(
         self,
-        *,
         embed_model: Any = None,
+        *,
         model: Any = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        tokenizer: Any = None,
         include_metadata: bool = True,
         include_prev_next_rel: bool = True,
+        callback_manager: Any = None,
+        id_func: Any = None,
+        separator: str | None = None,
+        paragraph_separator: str | None = None,
+        secondary_chunking_regex: str | None = None,
+        chunking_tokenizer_fn: Any = None,
         **chunker_args: Any,
     ) -> None:
         from semrag.chunking.boundary import MFCChunker, PSCChunker
 
         cls = {"psc": PSCChunker, "mfc": MFCChunker}[self.preset]
         super().__init__(
-            cls(to_embedder(embed_model), model=model, **chunker_args),
+            lambda args: cls(to_embedder(embed_model), model=model, tokenizer=tokenizer, **args),
+            chunker_args,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            not_applicable={
+                "separator": separator,
+                "paragraph_separator": paragraph_separator,
+                "secondary_chunking_regex": secondary_chunking_regex,
+                "chunking_tokenizer_fn": chunking_tokenizer_fn,
+            },
             include_metadata=include_metadata,
             include_prev_next_rel=include_prev_next_rel,
+            callback_manager=callback_manager,
+            id_func=id_func,
         )
 
 

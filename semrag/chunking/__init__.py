@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from semrag.chunking.base import BoundaryChunker, Break, ChunkingResult, ChunkingStats
+from semrag.chunking.framework import framework_cap_arguments
 from semrag.chunking.semantic import SemanticChunker
 
-__all__ = ["BoundaryChunker", "Break", "ChunkingResult", "ChunkingStats", "SemanticChunker"]
+__all__ = [
+    "BoundaryChunker",
+    "Break",
+    "ChunkingResult",
+    "ChunkingStats",
+    "SemanticChunker",
+    "framework_cap_arguments",
+]

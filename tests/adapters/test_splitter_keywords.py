@@ -1,0 +1,129 @@
+"""The frameworks' standard splitter keywords, with their meaning, on every semrag splitter."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from llama_index.core import Document as LIDocument
+
+from langchain_semrag import MFCTextSplitter, PSCTextSplitter, SemanticTextSplitter
+from llama_index_semrag import MFCNodeParser, PSCNodeParser, SemanticNodeParser
+from semrag.chunking import framework_cap_arguments
+from semrag.errors import ConfigError
+from semrag.testing import FakeEmbedder
+
+# 384 dimensions: the shipped PSC / MFC weights are for MiniLM-sized vectors.
+
+TEXT = " ".join(
+    f"Sentence number {i} talks about {'bees and honey' if i < 12 else 'rockets and fuel'}."
+    for i in range(24)
+)
+LC_SPLITTERS = [SemanticTextSplitter, PSCTextSplitter, MFCTextSplitter]
+LI_PARSERS = [SemanticNodeParser, PSCNodeParser, MFCNodeParser]
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+@pytest.mark.parametrize("cls", LC_SPLITTERS)
+@pytest.mark.parametrize(("chunk_size", "length_function"), [(120, None), (15, words)])
+def test_langchain_chunk_size_caps_in_the_users_units(cls, chunk_size, length_function):
+    kwargs = {"length_function": length_function} if length_function else {}
+    measure = length_function or len
+    splitter = cls(
+        FakeEmbedder(dim=384), chunk_size=chunk_size, chunk_overlap=chunk_size // 5, **kwargs
+    )
+    assert splitter._chunk_size == chunk_size  # the base class sees the same numbers
+    docs = splitter.create_documents([TEXT])
+    assert len(docs) > 1
+    for d in docs:
+        assert measure(d.page_content) <= chunk_size
+        assert TEXT[d.metadata["start_index"] : d.metadata["end_index"]] == d.page_content
+        assert d.metadata["semrag_token_count"] == measure(d.page_content)
+
+
+def test_langchain_from_huggingface_tokenizer_measures_in_word_pieces(minilm):
+    from transformers import AutoTokenizer
+
+    from semrag.embeddings import packaged_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_path()))
+    splitter = SemanticTextSplitter.from_huggingface_tokenizer(
+        tokenizer, embeddings=FakeEmbedder(dim=384), chunk_size=20, chunk_overlap=4
+    )
+    docs = splitter.create_documents([TEXT])
+    assert len(docs) > 1
+    assert all(len(tokenizer.encode(d.page_content, add_special_tokens=False)) <= 20 for d in docs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"chunk_size": 100, "max_tokens": 50}, "chunk_size and max_tokens"),
+        ({"chunk_size": 100, "chunk_overlap": 10, "overlap_tokens": 5}, "chunk_overlap and"),
+        ({"length_function": len}, "give chunk_size too"),
+        ({"chunk_overlap": 20}, "give chunk_size too"),
+        ({"chunk_size": 100, "length_function": len, "tokenizer": len}, "both measure"),
+        ({"strip_whitespace": False}, "strip_whitespace=False does not apply"),
+        ({"keep_separator": "start"}, "keep_separator='start' does not apply"),
+        ({"keep_separator": True}, "keep_separator=True does not apply"),
+        ({"chunk_size": 100, "chunk_overlap": 100}, "overlap_tokens must be in"),
+    ],
+)
+def test_langchain_keywords_that_conflict_or_do_not_apply_raise(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        SemanticTextSplitter(FakeEmbedder(dim=384), **kwargs)
+
+
+def test_langchain_accepted_base_options_and_positional_embeddings():
+    splitter = SemanticTextSplitter(
+        FakeEmbedder(dim=384), add_start_index=False, keep_separator="end", strip_whitespace=True
+    )
+    docs = splitter.split_documents([Document(page_content=TEXT, metadata={"source": "s"})])
+    # Offsets are always there: SPC and the indexes read them.
+    assert all("start_index" in d.metadata and d.metadata["source"] == "s" for d in docs)
+
+
+def test_langchain_create_documents_rejects_a_bare_string_and_short_metadatas():
+    splitter = SemanticTextSplitter(FakeEmbedder(dim=384))
+    with pytest.raises(TypeError, match="list of texts"):
+        splitter.create_documents(TEXT)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="1 entries for 2 texts"):
+        splitter.create_documents([TEXT, TEXT], metadatas=[{"a": 1}])
+
+
+@pytest.mark.parametrize("cls", LI_PARSERS)
+def test_llama_index_chunk_size_in_tokens_of_the_given_tokenizer(cls):
+    parser = cls(FakeEmbedder(dim=384), chunk_size=15, chunk_overlap=3, tokenizer=str.split)
+    assert (parser.chunk_size, parser.chunk_overlap) == (15, 3)
+    nodes = parser.get_nodes_from_documents([LIDocument(text=TEXT)])
+    assert len(nodes) > 1
+    for n in nodes:
+        assert len(n.text.split()) <= 15
+        assert TEXT[n.start_char_idx : n.end_char_idx] == n.text
+
+
+def test_llama_index_options_that_do_not_apply_raise():
+    for name in ("separator", "paragraph_separator", "secondary_chunking_regex"):
+        with pytest.raises(ConfigError, match=f"{name} does not apply"):
+            SemanticNodeParser(FakeEmbedder(dim=384), **{name: " "})
+    with pytest.raises(ConfigError, match="chunk_size and max_tokens"):
+        SemanticNodeParser(FakeEmbedder(dim=384), chunk_size=64, max_tokens=32)
+
+
+def test_llama_index_base_options_are_honoured():
+    parser = SemanticNodeParser(
+        FakeEmbedder(dim=384),
+        include_prev_next_rel=False,
+        id_func=lambda i, doc: f"{doc.node_id}-part-{i}",
+    )
+    nodes = parser.get_nodes_from_documents([LIDocument(text=TEXT, id_="doc")])
+    assert [n.node_id for n in nodes][:1] == ["doc-part-0"]
+    assert all(len(n.relationships) == 1 for n in nodes)  # SOURCE only
+
+
+def test_framework_cap_arguments_without_chunk_size_leaves_the_core_defaults():
+    assert framework_cap_arguments({"buffer_size": 2}) == {"buffer_size": 2}
+    args = framework_cap_arguments({}, chunk_size=64, chunk_overlap=8)
+    assert args == {"max_tokens": 64, "overlap_tokens": 8}
