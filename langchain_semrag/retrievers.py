@@ -43,7 +43,11 @@ def to_lc_documents(hits: list[ScoredChunk]) -> list[LCDocument]:
     out = []
     for h in hits:
         metadata = h.to_metadata()
-        metadata.update(start_index=h.chunk.start, end_index=h.chunk.end)
+        known = h.chunk.has_offsets
+        metadata.update(
+            start_index=h.chunk.start if known else None,
+            end_index=h.chunk.end if known else None,
+        )
         out.append(LCDocument(page_content=h.chunk.text, metadata=metadata))
     return out
 
@@ -63,10 +67,14 @@ class _CoreRetriever(BaseRetriever):
     def _build(self) -> Any:
         raise NotImplementedError
 
+    def _k(self, k: int | None) -> int | None:
+        """The ``k`` handed to the core: the call's, else the retriever's."""
+        return self.k if k is None else k
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[LCDocument]:
-        return to_lc_documents(self._core.retrieve(query, k=k or self.k))
+        return to_lc_documents(self._core.retrieve(query, k=self._k(k)))
 
     async def _aget_relevant_documents(
         self,
@@ -75,7 +83,7 @@ class _CoreRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[LCDocument]:
-        return to_lc_documents(await self._core.aretrieve(query, k=k or self.k))
+        return to_lc_documents(await self._core.aretrieve(query, k=self._k(k)))
 
 
 class SSGRetriever(_CoreRetriever):
@@ -131,7 +139,9 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
 
     Args:
         index: a :class:`semrag.SemanticIndex`.
-        k: most evidence documents returned.
+        k: chunks per retrieval and kept by SPC in each round; ``invoke`` returns all the
+            evidence the rounds gathered (round 1's chunks, then each round's additions)
+            unless the call passes ``k=`` to cut it.
         llm: a LangChain model (or semrag LLM) used by both IAR and SPC.
         max_rounds: rounds of the loop.
         retriever_options: keyword arguments of the core ``IntentAwareRetriever``.
@@ -151,6 +161,11 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
         )
         spc = SPC(self.index, k=self.k, llm=llm, **self.spc_options)
         return RetrieveAndCheck(retriever, spc, self.max_rounds)
+
+    def _k(self, k: int | None) -> int | None:
+        # Round 1 already holds k chunks: the loop's added evidence is the point, so all of
+        # it is returned unless the call asks for a cut (as the LlamaIndex adapter does).
+        return k
 
 
 class SketchRetriever(_CoreRetriever):

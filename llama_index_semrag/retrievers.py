@@ -52,8 +52,8 @@ def to_nodes(hits: list[ScoredChunk]) -> list[NodeWithScore]:
         node = TextNode(
             id_=f"{c.doc_id}:{c.start}-{c.end}",
             text=c.text,
-            start_char_idx=c.start if c.start >= 0 else None,
-            end_char_idx=c.end if c.start >= 0 else None,
+            start_char_idx=c.start if c.has_offsets else None,
+            end_char_idx=c.end if c.has_offsets else None,
             metadata=h.to_metadata(),
             excluded_embed_metadata_keys=list(_HIDDEN),
             excluded_llm_metadata_keys=list(_HIDDEN),

@@ -71,7 +71,9 @@ class Chunk:
     """A span of one document.
 
     Invariant: ``document.text[start:end] == text``; ``text`` never starts or ends with
-    whitespace and is never empty.
+    whitespace and is never empty. Exception: ``start == end == -1`` means the offsets are
+    unknown (a chunk from outside semrag without offsets, or text an LLM rewrote), and
+    :attr:`has_offsets` is false; nothing then compares or slices by them.
     """
 
     doc_id: str
@@ -92,6 +94,11 @@ class Chunk:
     """Index after the last sentence the chunk touches (exclusive)."""
     metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     """The document's metadata, shared by all its chunks."""
+
+    @property
+    def has_offsets(self) -> bool:
+        """Whether ``start`` / ``end`` locate ``text`` in its document (not ``-1``)."""
+        return self.start >= 0 and self.end >= self.start
 
     @property
     def span(self) -> Span:

@@ -30,6 +30,7 @@ __all__ = [
     "read_musique",
     "read_nicta",
     "read_pubmedqa",
+    "read_sectioned_text",
     "SquadQuestion",
     "read_squad_articles",
     "read_squad_questions",
@@ -40,28 +41,43 @@ __all__ = [
 class SectionedDocument:
     """A document as human-authored sections of sentences.
 
-    ``text`` joins every sentence with one space; ``section_starts`` are the character
-    offsets in ``text`` where sections begin (the first is 0).
+    ``text`` joins every sentence with ``separator`` (one space by default; a newline gives
+    one sentence per line); ``section_starts`` are the character offsets in ``text`` where
+    sections begin (the first is 0).
     """
 
     id: str
     """Identifier within the data set."""
     sections: tuple[tuple[str, ...], ...]
     """Sections, each a tuple of sentences (gold sentence boundaries where the data has them)."""
+    separator: str = " "
+    """What joins consecutive sentences in :attr:`text`."""
 
     @property
     def text(self) -> str:
-        """All sentences joined with single spaces."""
-        return " ".join(s for section in self.sections for s in section)
+        """All sentences joined with :attr:`separator`."""
+        return self.separator.join(s for section in self.sections for s in section)
 
     @property
     def section_starts(self) -> tuple[int, ...]:
         """Character offset of each section in :attr:`text`."""
+        return tuple(self._starts(section_level=True))
+
+    @property
+    def sentence_starts(self) -> tuple[int, ...]:
+        """Character offset of each sentence in :attr:`text`."""
+        return tuple(self._starts(section_level=False))
+
+    def _starts(self, *, section_level: bool) -> list[int]:
         starts, pos = [], 0
         for section in self.sections:
-            starts.append(pos)
-            pos += sum(len(s) + 1 for s in section)
-        return tuple(starts)
+            if section_level:
+                starts.append(pos)
+            for sentence in section:
+                if not section_level:
+                    starts.append(pos)
+                pos += len(sentence) + len(self.separator)
+        return starts
 
 
 def _clean(sentences: list[str]) -> tuple[str, ...]:
@@ -198,15 +214,41 @@ def read_choi(
             raw = tar.extractfile(member)
             if raw is None:
                 continue
-            sections: list[list[str]] = []
-            for line in raw.read().decode("utf-8", "replace").splitlines():
-                if line.startswith("=========="):
-                    sections.append([])
-                elif line.strip() and sections:
-                    sections[-1].append(line.strip())
-            docs.append(_sectioned(member.name, sections))
+            docs.append(
+                _sectioned(member.name, _choi_sections(raw.read().decode("utf-8", "replace")))
+            )
             if limit is not None and len(docs) >= limit:
                 break
+    return docs
+
+
+def _choi_sections(raw: str) -> list[list[str]]:
+    """Sections of a Choi-format file: ``==========`` opens a section, one sentence a line."""
+    sections: list[list[str]] = []
+    for line in raw.splitlines():
+        if line.startswith("=========="):
+            sections.append([])
+        elif line.strip() and sections:
+            sections[-1].append(line.strip())
+    return sections
+
+
+def read_sectioned_text(
+    folder: str | Path, *, suffixes: tuple[str, ...] = (".ref", ".dev"), separator: str = " "
+) -> list[SectionedDocument]:
+    """Documents of a ``sectioned_text`` folder (Choi format, one file a document).
+
+    Args:
+        folder: e.g. ``shared/data/sectioned_text/wiki300_badjatiya``.
+        suffixes: which files are documents (other files, such as model inputs, are skipped).
+        separator: what joins sentences in each document's ``text``.
+    """
+    root = _need(Path(folder))
+    docs = []
+    for path in sorted(p for p in root.iterdir() if p.is_file() and p.suffix in suffixes):
+        raw = path.read_bytes().decode("utf-8", "replace")
+        doc = _sectioned(path.name, _choi_sections(raw))
+        docs.append(SectionedDocument(doc.id, doc.sections, separator))
     return docs
 
 

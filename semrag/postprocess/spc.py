@@ -568,6 +568,8 @@ class SPC:
         chunk = hit.chunk
         plan: dict[str, Any] = {"action": "intact", "span": (chunk.start, chunk.end)}
         if not found.damaged(self.delta):
+            if self._mismatched(chunk):
+                plan["action"] = "source_mismatch"
             return plan
         source, why = self._source(chunk)
         if source is None:
@@ -633,6 +635,8 @@ class SPC:
             if plan["action"] == "repaired":
                 start, end = plan["span"]
                 text = plan.get("llm_text") or plan["source_text"][start:end]
+                if "llm_text" in plan:  # rewritten text: the source span no longer matches it
+                    start = end = -1
                 chunk = replace(
                     chunk,
                     start=start,
@@ -644,7 +648,7 @@ class SPC:
             repair = Repair(
                 hit.chunk.doc_id,
                 (hit.chunk.start, hit.chunk.end),
-                (chunk.start, chunk.end),
+                tuple(plan["span"]),
                 comp.to_metadata(),
                 plan["action"],
                 plan.get("method", "") if plan["action"] == "repaired" else "",
@@ -655,6 +659,11 @@ class SPC:
                 "step": "spc",
                 **repair.to_metadata(),
                 "exact": "llm_text" not in plan,
+                **(
+                    {"offsets": None, "note": "LLM-compressed text; offsets unknown"}
+                    if "llm_text" in plan
+                    else {}
+                ),
             }
             chunks.append(
                 replace(
@@ -665,7 +674,49 @@ class SPC:
                 )
             )
             actions.append(repair)
-        return _drop_contained(chunks, actions)
+        return self._drop_contained(chunks, actions)
+
+    def _mismatched(self, chunk: Chunk) -> bool:
+        """True when the chunk's source is known and its text is not at its offsets."""
+        if not chunk.has_offsets:
+            return False
+        text, _ = self._source_text(chunk.doc_id)
+        return text is not None and text[chunk.start : chunk.end] != chunk.text
+
+    def _verified(self, chunk: Chunk) -> bool:
+        """True when the chunk's text is exactly at its offsets in its known source."""
+        if not chunk.doc_id or not chunk.has_offsets:
+            return False
+        text, _ = self._source_text(chunk.doc_id)
+        return text is not None and text[chunk.start : chunk.end] == chunk.text
+
+    def _drop_contained(
+        self, chunks: list[ScoredChunk], actions: list[Repair]
+    ) -> tuple[list[ScoredChunk], list[Repair]]:
+        """Drop chunks provably inside a better-ranked chunk: both verified in one source.
+
+        A chunk is dropped only when it and the better-ranked chunk have known offsets,
+        the same non-empty document id, and texts that match that document at those
+        offsets; a chunk without offsets, without a known source, or whose text differs
+        from its source is always kept.
+        """
+        keep_c: list[ScoredChunk] = []
+        keep_a: list[Repair] = []
+        verified: list[bool] = []
+        for c, a in zip(chunks, actions, strict=True):
+            ok = self._verified(c.chunk)
+            inside = ok and any(
+                v
+                and k.chunk.doc_id == c.chunk.doc_id
+                and k.chunk.start <= c.chunk.start
+                and c.chunk.end <= k.chunk.end
+                for k, v in zip(keep_c, verified, strict=True)
+            )
+            if not inside:
+                keep_c.append(c)
+                keep_a.append(a)
+                verified.append(ok)
+        return keep_c, keep_a
 
     # -- coverage audit ---------------------------------------------------------------------------
     def _audit(self, query: str, result: SPCResult) -> Generator[list[_Ask], list[Any], None]:
@@ -727,22 +778,3 @@ class SPC:
 def _check_query(query: object) -> None:
     if not isinstance(query, str):
         raise TypeError(f"query must be str, got {type(query).__name__}")
-
-
-def _drop_contained(
-    chunks: list[ScoredChunk], actions: list[Repair]
-) -> tuple[list[ScoredChunk], list[Repair]]:
-    """Drop chunks whose span lies inside a better-ranked chunk of the same document."""
-    keep_c: list[ScoredChunk] = []
-    keep_a: list[Repair] = []
-    for c, a in zip(chunks, actions, strict=True):
-        inside = any(
-            k.chunk.doc_id == c.chunk.doc_id
-            and k.chunk.start <= c.chunk.start
-            and c.chunk.end <= k.chunk.end
-            for k in keep_c
-        )
-        if not inside:
-            keep_c.append(c)
-            keep_a.append(a)
-    return keep_c, keep_a

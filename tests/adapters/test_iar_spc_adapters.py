@@ -206,3 +206,61 @@ def test_llama_index_retrieve_and_check_retriever():
     r = llama_index_semrag.RetrieveAndCheckRetriever(index=shared_index(), k=1, max_rounds=2)
     nodes = r.retrieve("When did John Smith resign, and what do honey bees do?")
     assert nodes and nodes[0].node.metadata["doc_id"] in ("pm", "bees")
+
+
+# -- nothing dropped silently through the adapters -------------------------------------------
+def test_langchain_spc_keeps_chunks_split_without_start_index():
+    from langchain_text_splitters import CharacterTextSplitter
+
+    splitter = CharacterTextSplitter(separator=". ", chunk_size=60, chunk_overlap=0)
+    docs = splitter.create_documents([TEXT], metadatas=[{"source": "pm"}])
+    assert len(docs) == 4 and all("start_index" not in d.metadata for d in docs)
+    compressor = langchain_semrag.SPCCompressor(
+        embeddings=FakeEmbedder(), k=10, options={"audit": False}
+    )
+    assert len(compressor.compress_documents(docs, "Why did John Smith resign?")) == 4
+    two = [
+        LCDocument("Bees dance.", metadata={"start_index": 0}),
+        LCDocument("Stocks fell.", metadata={"start_index": 0}),
+    ]
+    assert len(compressor.compress_documents(two, "bees?")) == 2
+
+
+def test_langchain_spc_llm_compressed_documents_have_no_offsets():
+    def script(prompt: str) -> str:
+        if "semantically complete" in prompt:
+            return json.dumps({"score": 0.1, "problems": []})
+        if "Rewrite the text" in prompt:
+            return json.dumps({"text": "John Smith resigned after the inquiry."})
+        return json.dumps({"elements": [], "scores": [], "follow_up": []})
+
+    from semrag.testing import FakeLLM
+
+    compressor = langchain_semrag.SPCCompressor(
+        index=shared_index(), llm=FakeLLM(script), options={"refine": False, "audit": False}
+    )
+    (doc,) = compressor.compress_documents([damaged_lc_doc(doc_id="pm")], "Why did he resign?")
+    assert doc.page_content == "John Smith resigned after the inquiry."
+    assert doc.metadata["start_index"] is None and doc.metadata["end_index"] is None
+
+
+def test_llama_index_spc_keeps_nodes_without_offsets():
+    from llama_index.core.schema import TextNode
+
+    nodes = [
+        NodeWithScore(node=TextNode(text=t), score=1.0)
+        for t in ("Bees dance.", "Stocks fell.", "Rain came.")
+    ]
+    post = llama_index_semrag.SPCPostprocessor(embed_model=FakeEmbedder(), k=10, audit=False)
+    assert len(post.postprocess_nodes(nodes, query_str="bees?")) == 3
+
+
+def test_retrieve_and_check_returns_the_loops_evidence_in_both_frameworks():
+    query = "What did the queen bee lay, and when was the election?"
+    lc = langchain_semrag.RetrieveAndCheckRetriever(index=shared_index(), k=1, max_rounds=2)
+    li = llama_index_semrag.RetrieveAndCheckRetriever(index=shared_index(), k=1, max_rounds=2)
+    lc_docs = lc.invoke(query)
+    li_nodes = li.retrieve(query)
+    assert [d.page_content for d in lc_docs] == [n.node.get_content() for n in li_nodes]
+    assert len(lc_docs) > 1  # round 1 held k=1 chunk; the follow-up round added evidence
+    assert len(lc.invoke(query, k=1)) == 1

@@ -296,3 +296,44 @@ def test_bad_arguments(index):
     with pytest.raises(TypeError):
         SPC(index).process(None, [])
     assert SPC(index).process("anything", []).chunks == []
+
+
+# -- nothing dropped or mislabelled silently -----------------------------------------------
+def test_chunks_without_offsets_or_ids_are_never_dropped_as_contained():
+    # Unknown offsets (-1) and empty ids: nothing proves containment, so all are kept.
+    texts = ["Alpha beta gamma.", "Delta epsilon.", "Zeta eta theta.", "Iota kappa."]
+    hits = [ScoredChunk(Chunk("", -1, -1, t, 3), 1.0 - i / 10) for i, t in enumerate(texts)]
+    result = SPC(embedder=FakeEmbedder(), refine=False, audit=False).process("alpha?", hits)
+    assert [h.chunk.text for h in result.chunks] == texts
+    same_start = [ScoredChunk(Chunk("", 0, len(t), t, 3), 1.0) for t in texts[:2]]
+    result = SPC(embedder=FakeEmbedder(), refine=False, audit=False).process("x?", same_start)
+    assert len(result.chunks) == 2
+
+
+def test_containment_needs_both_chunks_verified_in_the_source(index):
+    inner = hit_of(TEXT, "The election was held in June.")
+    outer_text = "The election was held in June. Turnout was low."  # not the source's text
+    outer = ScoredChunk(
+        Chunk("pm", inner.chunk.start, inner.chunk.start + len(outer_text), outer_text, 9), 2.0
+    )
+    result = SPC(index, refine=False, audit=False).process("When was the election?", [outer, inner])
+    assert len(result.chunks) == 2
+    assert [a.action for a in result.actions] == ["source_mismatch", "intact"]
+
+
+def test_an_intact_hit_whose_text_differs_from_its_source_is_a_mismatch(index):
+    foreign = ScoredChunk(Chunk("pm", 0, 20, "Totally other words.", 3), 1.0)
+    (action,) = SPC(index, refine=False, audit=False).process("words?", [foreign]).actions
+    assert action.action == "source_mismatch"
+
+
+def test_llm_compressed_text_carries_no_offsets(index):
+    hits = [
+        hit_of(TEXT, "He then announced his resignation shortly after the investigation concluded.")
+    ]
+    result = SPC(index, llm=FakeLLM(_script), refine=False).process("Why did he resign?", hits)
+    (hit,) = result.chunks
+    assert hit.chunk.text == "John Smith resigned after the funding inquiry concluded."
+    assert not hit.chunk.has_offsets and (hit.chunk.start, hit.chunk.end) == (-1, -1)
+    assert hit.provenance[-1]["offsets"] is None
+    assert result.actions[0].after != (-1, -1)  # the source span it was compressed from
