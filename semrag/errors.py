@@ -5,7 +5,7 @@ mean "you passed a bad value" also derive from the matching builtin, so callers'
 ``except ValueError:`` and ``except ImportError:`` keep working::
 
     * SemragError
-      + ConfigError (ValueError)          bad argument or configuration
+      + ConfigError (ValueError, TypeError)  bad argument or configuration
       + NotFittedError (AttributeError)   a model or index used before fit/build
       + MissingDependencyError (ImportError)
       + EmbeddingError                    an embedder returned the wrong shape or non-finite values
@@ -34,8 +34,12 @@ class SemragError(Exception):
     """Base class of every error semrag raises on purpose."""
 
 
-class ConfigError(SemragError, ValueError):
-    """An argument or configuration value is invalid."""
+class ConfigError(SemragError, ValueError, TypeError):
+    """An argument or configuration value is invalid (a bad value or a value of the wrong type).
+
+    It is both a ``ValueError`` and a ``TypeError``, as scikit-learn's
+    ``InvalidParameterError`` is, so callers' ``except`` clauses for either keep working.
+    """
 
 
 class NotFittedError(SemragError, AttributeError):

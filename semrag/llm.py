@@ -208,3 +208,18 @@ async def acomplete_json(
     if problem:
         raise _fail(reply, problem, retries + 1)
     return value
+
+
+def llm_failure(exc: BaseException) -> str:
+    """Say what went wrong in an LLM step, for the notes of a documented fallback.
+
+    An :class:`~semrag.errors.LLMOutputError` is an invalid reply; anything else is a
+    failed call (network, quota, a model that raised).
+
+    Example:
+        >>> llm_failure(TimeoutError("no answer in 30 s"))
+        'LLM call failed (TimeoutError: no answer in 30 s)'
+    """
+    if isinstance(exc, LLMOutputError):
+        return f"LLM reply invalid ({exc.problem})"
+    return f"LLM call failed ({type(exc).__name__}: {exc})"

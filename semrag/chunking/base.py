@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from semrag._validation import Interval, validate_params
 from semrag.chunking._split import merge_small_segments, segments_from_breaks, split_with_overlap
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
@@ -134,7 +136,9 @@ class BoundaryChunker:
             all-MiniLM-L6-v2 on first use.
         max_tokens: cap on each chunk, in tokens counted by ``tokenizer``.
         overlap_tokens: tokens shared by consecutive pieces of a segment over the cap;
-            default 128, or ``max_tokens // 4`` when that is smaller.
+            default 128, or ``max_tokens // 4`` when that is smaller; at most
+            ``max_tokens // 2``, so each piece moves on by at least half a cap (a larger
+            overlap would turn one long text into thousands of near-copies).
         min_tokens: segments with fewer tokens merge into their more similar neighbour.
         tokenizer: token counter: a :class:`~semrag.text.Tokenizer`, or any length
             function ``(text) -> int`` / token-list function (e.g. ``len`` caps chunks in
@@ -146,6 +150,13 @@ class BoundaryChunker:
     """
 
     score_name = "score"
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "max_tokens": [Interval(numbers.Integral, 8, None)],
+        "overlap_tokens": [Interval(numbers.Integral, 0, None), None],
+        "min_tokens": [Interval(numbers.Integral, 0, None)],
+        "sentence_splitter": ["callable", None],
+        "show_progress": [bool],
+    }
 
     def __init__(
         self,
@@ -158,16 +169,35 @@ class BoundaryChunker:
         sentence_splitter: SentenceSplitter | None = None,
         show_progress: bool = False,
     ) -> None:
-        if max_tokens < 8:
-            raise ConfigError(f"max_tokens must be >= 8, got {max_tokens}")
+        owner = type(self).__name__
+        p = validate_params(
+            owner,
+            self._parameter_constraints,
+            {
+                "max_tokens": max_tokens,
+                "overlap_tokens": overlap_tokens,
+                "min_tokens": min_tokens,
+                "sentence_splitter": sentence_splitter,
+                "show_progress": show_progress,
+            },
+        )
+        max_tokens, overlap_tokens, min_tokens = (
+            p["max_tokens"],
+            p["overlap_tokens"],
+            p["min_tokens"],
+        )
         if overlap_tokens is None:
             overlap_tokens = min(128, max_tokens // 4)
-        if not 0 <= overlap_tokens < max_tokens:
+        if overlap_tokens > max_tokens // 2:
             raise ConfigError(
-                f"overlap_tokens must be in [0, max_tokens={max_tokens}), got {overlap_tokens}"
+                f"{owner}: overlap_tokens must be in [0, max_tokens // 2 = {max_tokens // 2}], "
+                f"got {overlap_tokens}: each piece of an over-long span must move on by at "
+                "least half the cap"
             )
-        if not 0 <= min_tokens <= max_tokens:
-            raise ConfigError(f"min_tokens must be in [0, max_tokens], got {min_tokens}")
+        if min_tokens > max_tokens:
+            raise ConfigError(
+                f"{owner}: min_tokens must be in [0, max_tokens = {max_tokens}], got {min_tokens}"
+            )
         tokenizer = as_tokenizer(tokenizer)
         self._embedder_arg = embedder
         self._embedder: BaseEmbedder | None = None
@@ -176,7 +206,7 @@ class BoundaryChunker:
         self.min_tokens = min_tokens
         self._tokenizer_arg = tokenizer
         self.sentence_splitter = sentence_splitter
-        self.show_progress = show_progress
+        self.show_progress = p["show_progress"]
 
     # -- components ---------------------------------------------------------------------
     @property

@@ -7,11 +7,14 @@ References:
 
 from __future__ import annotations
 
-from typing import Any
+import numbers
+from typing import Any, ClassVar
 
 import numpy as np
 
+from semrag._validation import Interval, Options, validate_params
 from semrag.chunking._split import (
+    THRESHOLD_KINDS,
     Threshold,
     cosine_distances,
     mean_windows,
@@ -19,7 +22,6 @@ from semrag.chunking._split import (
     window_bounds,
 )
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, _Prepared
-from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.tokens import Tokenizer
 
@@ -71,6 +73,14 @@ class SemanticChunker(BoundaryChunker):
     """
 
     score_name = "cosine distance"
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **BoundaryChunker._parameter_constraints,
+        "buffer_size": [Interval(numbers.Integral, 0, None)],
+        "window": [Options("split", "centered")],
+        "pooling": [Options("mean", "concat")],
+        "threshold": [Interval(numbers.Real, None, None), Options(*THRESHOLD_KINDS)],
+        "threshold_amount": [Interval(numbers.Real, None, None), None],
+    }
 
     def __init__(
         self,
@@ -97,12 +107,19 @@ class SemanticChunker(BoundaryChunker):
             sentence_splitter=sentence_splitter,
             show_progress=show_progress,
         )
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 0:
-            raise ConfigError(f"buffer_size must be an int >= 0, got {buffer_size!r}")
-        if window not in ("centered", "split"):
-            raise ConfigError(f"window must be 'centered' or 'split', got {window!r}")
-        if pooling not in ("mean", "concat"):
-            raise ConfigError(f"pooling must be 'mean' or 'concat', got {pooling!r}")
+        p = validate_params(
+            type(self).__name__,
+            self._parameter_constraints,
+            {
+                "buffer_size": buffer_size,
+                "window": window,
+                "pooling": pooling,
+                "threshold": threshold,
+                "threshold_amount": threshold_amount,
+            },
+        )
+        buffer_size, window, pooling = p["buffer_size"], p["window"], p["pooling"]
+        threshold, threshold_amount = p["threshold"], p["threshold_amount"]
         self.buffer_size = buffer_size
         self.window = window
         self.pooling = pooling

@@ -31,15 +31,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import numbers
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from semrag._steps import adrive, drive
+from semrag._validation import HasMethods, Interval, Options, check_query, validate_params
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError, LLMOutputError
-from semrag.llm import LLM, acomplete_json, complete_json
+from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.postprocess.coverage import follow_up_query, key_elements, support_scores
 from semrag.postprocess.detect import Completeness, assess, sentence_edges
 from semrag.postprocess.stitch import best_window, covering_sentences
@@ -249,6 +252,19 @@ class SPC:
         ('repaired', 'Jane Smith led the inquiry. She resigned in May.')
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "k": [Interval(numbers.Integral, 1, None)],
+        "delta": [Interval(numbers.Real, 0, 1)],
+        "epsilon": [Interval(numbers.Real, 0, 1)],
+        "budget": [Interval(numbers.Integral, 1, None), None],
+        "neighbours": [Interval(numbers.Integral, 0, None)],
+        "llm": [HasMethods("complete", "acomplete"), None],
+        "refine": [bool],
+        "audit": [bool],
+        "max_concurrency": [Interval(numbers.Integral, 1, None)],
+        "on_llm_error": [Options("fallback", "raise")],
+    }
+
     def __init__(
         self,
         index: Any = None,
@@ -267,16 +283,25 @@ class SPC:
         max_concurrency: int = 8,
         on_llm_error: str = "fallback",
     ) -> None:
-        if k < 1:
-            raise ConfigError(f"k must be >= 1, got {k}")
-        if not (0 <= delta <= 1 and 0 <= epsilon <= 1):
-            raise ConfigError(f"delta and epsilon must be in [0, 1], got {delta}, {epsilon}")
-        if budget is not None and budget < 1:
-            raise ConfigError(f"budget must be >= 1, got {budget}")
-        if neighbours < 0:
-            raise ConfigError(f"neighbours must be >= 0, got {neighbours}")
-        if on_llm_error not in ("fallback", "raise"):
-            raise ConfigError(f"on_llm_error must be 'fallback' or 'raise', got {on_llm_error!r}")
+        p = validate_params(
+            "SPC",
+            self._parameter_constraints,
+            {
+                "k": k,
+                "delta": delta,
+                "epsilon": epsilon,
+                "budget": budget,
+                "neighbours": neighbours,
+                "llm": llm,
+                "refine": refine,
+                "audit": audit,
+                "max_concurrency": max_concurrency,
+                "on_llm_error": on_llm_error,
+            },
+        )
+        k, delta, epsilon, budget = p["k"], p["delta"], p["epsilon"], p["budget"]
+        neighbours, refine, audit = p["neighbours"], p["refine"], p["audit"]
+        max_concurrency = p["max_concurrency"]
         if index is None and embedder is None:
             raise ConfigError("SPC needs an index or an embedder")
         self.index = index
@@ -323,28 +348,19 @@ class SPC:
         return await self._adrive(self._audit_only(query, hits))
 
     def _drive(self, gen: Generator[list[_Ask], list[Any], SPCResult]) -> SPCResult:
-        answers: list[Any] | None = None
-        try:
-            while True:
-                asks = gen.send(answers)
-                answers = [self._ask(a) for a in asks]
-        except StopIteration as done:
-            return done.value
+        return drive(gen, lambda asks: [self._ask(a) for a in asks])
 
     async def _adrive(self, gen: Generator[list[_Ask], list[Any], SPCResult]) -> SPCResult:
-        answers: list[Any] | None = None
         limit = asyncio.Semaphore(self.max_concurrency)
 
         async def ask(a: _Ask) -> Any:
             async with limit:
                 return await self._aask(a)
 
-        try:
-            while True:
-                asks = gen.send(answers)
-                answers = list(await asyncio.gather(*(ask(a) for a in asks)))
-        except StopIteration as done:
-            return done.value
+        async def answer(asks: list[_Ask]) -> list[Any]:
+            return list(await asyncio.gather(*(ask(a) for a in asks)))
+
+        return await adrive(gen, answer)
 
     def assess(self, chunk: Chunk) -> Completeness:
         """Rule-based completeness of ``chunk``, using its source's sentences when known."""
@@ -359,19 +375,22 @@ class SPC:
         assert self.llm is not None
         try:
             return complete_json(self.llm, ask.prompt, ask.schema)
-        except LLMOutputError as exc:
+        except Exception as exc:  # every LLM failure takes the documented path
             return self._failed(exc)
 
     async def _aask(self, ask: _Ask) -> Any:
         assert self.llm is not None
         try:
             return await acomplete_json(self.llm, ask.prompt, ask.schema)
-        except LLMOutputError as exc:
+        except Exception as exc:  # every LLM failure takes the documented path
             return self._failed(exc)
 
-    def _failed(self, exc: LLMOutputError) -> LLMOutputError:
+    def _failed(self, exc: Exception) -> LLMOutputError:
+        """Raise (``on_llm_error="raise"``) or turn any LLM failure into a noted fallback."""
         if self.on_llm_error == "raise":
             raise exc
+        if not isinstance(exc, LLMOutputError):
+            exc = LLMOutputError(llm_failure(exc), problem=llm_failure(exc))
         logger.warning("SPC: invalid LLM reply, using the rule-based step: %s", exc.problem)
         return exc
 
@@ -379,7 +398,7 @@ class SPC:
     def _audit_only(
         self, query: str, hits: Sequence[ScoredChunk]
     ) -> Generator[list[_Ask], list[Any], SPCResult]:
-        _check_query(query)
+        check_query("SPC", query)
         result = SPCResult(list(hits), [], [])
         yield from self._audit(query, result)
         return result
@@ -387,7 +406,7 @@ class SPC:
     def _pipeline(
         self, query: str, hits: Sequence[ScoredChunk], audit: bool
     ) -> Generator[list[_Ask], list[Any], SPCResult]:
-        _check_query(query)
+        check_query("SPC", query)
         notes: list[str] = []
         calls = 0
         q = self.embedder.embed([query])[0]
@@ -773,8 +792,3 @@ class SPC:
             f"SPC(k={self.k}, delta={self.delta}, epsilon={self.epsilon}, "
             f"llm={self.llm is not None})"
         )
-
-
-def _check_query(query: object) -> None:
-    if not isinstance(query, str):
-        raise TypeError(f"query must be str, got {type(query).__name__}")

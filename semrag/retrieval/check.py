@@ -11,10 +11,11 @@ after ``max_rounds`` (the paper: 3).
 from __future__ import annotations
 
 import asyncio
+import numbers
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from semrag.errors import ConfigError
+from semrag._validation import HasMethods, Interval, check_k, check_query, validate_params
 from semrag.postprocess.spc import SPC, SPCResult
 from semrag.types import ScoredChunk
 
@@ -96,27 +97,39 @@ class RetrieveAndCheck:
     def __init__(
         self, retriever: Any, spc: SPC, max_rounds: int = 3, *, follow_up_k: int = 3
     ) -> None:
-        if max_rounds < 1:
-            raise ConfigError(f"max_rounds must be >= 1, got {max_rounds}")
-        if follow_up_k < 1:
-            raise ConfigError(f"follow_up_k must be >= 1, got {follow_up_k}")
-        if not (hasattr(retriever, "retrieve") and hasattr(retriever, "aretrieve")):
-            raise ConfigError("retriever must have retrieve and aretrieve")
+        p = validate_params(
+            "RetrieveAndCheck",
+            {
+                "retriever": [HasMethods("retrieve", "aretrieve")],
+                "spc": [HasMethods("process", "aprocess", "audit_coverage", "aaudit_coverage")],
+                "max_rounds": [Interval(numbers.Integral, 1, None)],
+                "follow_up_k": [Interval(numbers.Integral, 1, None)],
+            },
+            {
+                "retriever": retriever,
+                "spc": spc,
+                "max_rounds": max_rounds,
+                "follow_up_k": follow_up_k,
+            },
+        )
         self.retriever = retriever
         self.spc = spc
-        self.max_rounds = max_rounds
-        self.follow_up_k = follow_up_k
+        self.max_rounds = p["max_rounds"]
+        self.follow_up_k = p["follow_up_k"]
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """The evidence of :meth:`run` (the first ``k`` chunks when ``k`` is given)."""
-        return self.run(query).chunks[:k]
+        chunks = self.run(query).chunks
+        return chunks if k is None else chunks[: check_k("RetrieveAndCheck", k, 1)]
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`."""
-        return (await self.arun(query)).chunks[:k]
+        chunks = (await self.arun(query)).chunks
+        return chunks if k is None else chunks[: check_k("RetrieveAndCheck", k, 1)]
 
     def run(self, query: str) -> CheckResult:
         """Run the loop for ``query``."""
+        check_query("RetrieveAndCheck", query)
         first = self.spc.process(query, self.retriever.retrieve(query))
         state = self._start(query, first)
         while self._continue(state):
@@ -132,6 +145,7 @@ class RetrieveAndCheck:
 
     async def arun(self, query: str) -> CheckResult:
         """Async twin of :meth:`run`; a round's follow-up queries run concurrently."""
+        check_query("RetrieveAndCheck", query)
         first = await self.spc.aprocess(query, await self.retriever.aretrieve(query))
         state = self._start(query, first)
         while self._continue(state):

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag._validation import INT, REAL, Interval, Options, check_k, check_query, validate_params
 from semrag.errors import ConfigError
 from semrag.postprocess.stitch import covering_sentences
 from semrag.types import Chunk, ScoredChunk
@@ -60,10 +61,34 @@ class CommunityRetriever:
         centrality_weight: float = 0.2,
         level: int | None = None,
     ) -> None:
-        if mode not in ("local", "global"):
-            raise ConfigError(f"mode must be 'local' or 'global', got {mode!r}")
-        if k < 1:
-            raise ConfigError(f"k must be >= 1, got {k}")
+        p = validate_params(
+            "CommunityRetriever",
+            {
+                "mode": [Options("local", "global")],
+                "k": [Interval(INT, 1, None)],
+                "tau_e": [Interval(REAL, -1, 1)],
+                "tau_d": [Interval(REAL, -1, 1)],
+                "max_entities": [Interval(INT, 1, None)],
+                "window": [Interval(INT, 1, None), None],
+                "top_communities": [Interval(INT, 1, None)],
+                "centrality_weight": [Interval(REAL, 0, 1)],
+                "level": [Interval(INT, 0, None), None],
+            },
+            {
+                "mode": mode,
+                "k": k,
+                "tau_e": tau_e,
+                "tau_d": tau_d,
+                "max_entities": max_entities,
+                "window": window,
+                "top_communities": top_communities,
+                "centrality_weight": centrality_weight,
+                "level": level,
+            },
+        )
+        k, tau_e, tau_d, max_entities = p["k"], p["tau_e"], p["tau_d"], p["max_entities"]
+        window, top_communities, level = p["window"], p["top_communities"], p["level"]
+        centrality_weight = p["centrality_weight"]
         self.index = index
         self.kg = kg
         self.mode = mode
@@ -79,17 +104,15 @@ class CommunityRetriever:
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Top ``k`` results for ``query``."""
-        if not isinstance(query, str):
-            raise TypeError(f"query must be str, got {type(query).__name__}")
-        q = self.index.embed_query(query)
-        return self._run(q, k or self.k)
+        k = check_k("CommunityRetriever", k, self.k)
+        q = self.index.embed_query(check_query("CommunityRetriever", query))
+        return self._run(q, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`."""
-        if not isinstance(query, str):
-            raise TypeError(f"query must be str, got {type(query).__name__}")
-        q = await self.index.aembed_query(query)
-        return await asyncio.to_thread(self._run, q, k or self.k)
+        k = check_k("CommunityRetriever", k, self.k)
+        q = await self.index.aembed_query(check_query("CommunityRetriever", query))
+        return await asyncio.to_thread(self._run, q, k)
 
     def _run(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
         return self._local(q, k) if self.mode == "local" else self._global(q, k)

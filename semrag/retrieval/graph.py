@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from semrag._validation import Options, check_param
 from semrag.errors import ConfigError
 from semrag.retrieval.community import CommunityRetriever
 from semrag.retrieval.sketch import SketchRetriever
@@ -43,8 +44,7 @@ class GraphRetriever:
         k: int = 10,
         **options: Any,
     ) -> None:
-        if strategy not in STRATEGIES:
-            raise ConfigError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+        strategy = check_param("GraphRetriever", "strategy", strategy, [Options(*STRATEGIES)])
         self.strategy = strategy
         if strategy.startswith("ssg:"):
             self.retriever: Any = SSGRetriever(index, algorithm=strategy[4:], k=k, **options)

@@ -44,17 +44,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from semrag._validation import (
+    HasMethods,
+    Interval,
+    Options,
+    check_k,
+    check_query,
+    validate_params,
+)
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.index.fusion import fuse_weighted, normalise_scores, normalise_weights
-from semrag.llm import LLM, acomplete_json, complete_json
+from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import QUESTION_WORDS, content_words, entities
 from semrag.types import ScoredChunk
 
@@ -126,9 +135,11 @@ class QueryPlan:
     rules: tuple[str, ...] = ()
     """Why this intent (the rules that fired), or ``("llm",)``."""
     source: str = "rules"
-    """``"rules"``, ``"llm"`` or ``"fixed"`` (weights given by the user)."""
+    """``"rules"``, ``"llm"``, ``"llm+rule_weights"`` (the LLM's sub-queries with the rules'
+    weights, because its weights were all zero or not finite) or ``"fixed"`` (weights given
+    by the user)."""
     note: str = ""
-    """Set when the LLM's reply was invalid and the rules were used instead."""
+    """Set whenever a fallback happened: what failed, and what was used instead."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The plan as plain JSON-able values."""
@@ -289,6 +300,20 @@ class IntentAwareRetriever:
         ('a', 'entity')
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "k": [Interval(numbers.Integral, 1, None)],
+        "m": [Interval(numbers.Integral, 1, None)],
+        "llm": [HasMethods("complete", "acomplete"), None],
+        "weights": [Mapping, None],
+        "intent_weights": [Mapping, None],
+        "n_candidates": [Interval(numbers.Integral, 1, None)],
+        "refine": [Options("sentence", "none")],
+        "refine_weight": [Interval(numbers.Real, 0, 1)],
+        "max_paraphrases": [Interval(numbers.Integral, 0, None)],
+        "max_keywords": [Interval(numbers.Integral, 1, None)],
+        "on_llm_error": [Options("fallback", "raise")],
+    }
+
     def __init__(
         self,
         index: Any,
@@ -307,12 +332,25 @@ class IntentAwareRetriever:
         max_keywords: int = 8,
         on_llm_error: str = "fallback",
     ) -> None:
-        if k < 1 or m < 1:
-            raise ConfigError(f"k and m must be >= 1, got k={k}, m={m}")
-        if refine not in ("sentence", "none"):
-            raise ConfigError(f"refine must be 'sentence' or 'none', got {refine!r}")
-        if on_llm_error not in ("fallback", "raise"):
-            raise ConfigError(f"on_llm_error must be 'fallback' or 'raise', got {on_llm_error!r}")
+        p = validate_params(
+            "IntentAwareRetriever",
+            self._parameter_constraints,
+            {
+                "k": k,
+                "m": m,
+                "llm": llm,
+                "weights": weights,
+                "intent_weights": intent_weights,
+                "n_candidates": n_candidates,
+                "refine": refine,
+                "refine_weight": refine_weight,
+                "max_paraphrases": max_paraphrases,
+                "max_keywords": max_keywords,
+                "on_llm_error": on_llm_error,
+            },
+        )
+        k, m, n_candidates, refine_weight = p["k"], p["m"], p["n_candidates"], p["refine_weight"]
+        max_paraphrases, max_keywords = p["max_paraphrases"], p["max_keywords"]
         for intent in intent_weights or {}:
             if intent not in INTENTS:
                 raise ConfigError(f"unknown intent {intent!r}; intents are {INTENTS}")
@@ -358,42 +396,53 @@ class IntentAwareRetriever:
 
     # -- planning -----------------------------------------------------------------------------
     def plan(self, query: str) -> QueryPlan:
-        """The sub-queries, intent and weights for ``query`` (LLM when given)."""
-        _check_query(query)
+        """The sub-queries, intent and weights for ``query`` (LLM when given).
+
+        With ``on_llm_error="fallback"`` any failure of the LLM step (an invalid reply or
+        an exception from the model) falls back to the rules, and the plan's ``note``
+        says why; with ``"raise"`` it propagates.
+        """
+        check_query("IntentAwareRetriever", query)
         if self.llm is None:
             return self._finish(plan_query(query, weights=self.intent_weights))
         try:
             reply = complete_json(self.llm, self._prompt(query), _PLAN_SCHEMA)
-        except LLMOutputError as exc:
+        except Exception as exc:  # noqa: BLE001 - every LLM failure takes the documented path
             return self._llm_failed(query, exc)
         return self._finish(self._from_llm(query, reply))
 
     async def aplan(self, query: str) -> QueryPlan:
         """Async twin of :meth:`plan`."""
-        _check_query(query)
+        check_query("IntentAwareRetriever", query)
         if self.llm is None:
             return self._finish(plan_query(query, weights=self.intent_weights))
         try:
             reply = await acomplete_json(self.llm, self._prompt(query), _PLAN_SCHEMA)
-        except LLMOutputError as exc:
+        except Exception as exc:  # noqa: BLE001 - every LLM failure takes the documented path
             return self._llm_failed(query, exc)
         return self._finish(self._from_llm(query, reply))
 
     def _prompt(self, query: str) -> str:
         return _PLAN_PROMPT.format(query=query, n_para=self.max_paraphrases, n_kw=self.max_keywords)
 
-    def _llm_failed(self, query: str, exc: LLMOutputError) -> QueryPlan:
+    def _llm_failed(self, query: str, exc: Exception) -> QueryPlan:
         if self.on_llm_error == "raise":
             raise exc
-        logger.warning("IAR: invalid LLM plan, using the rules instead: %s", exc.problem)
+        why = llm_failure(exc)
+        logger.warning("IAR: %s; using the rules instead", why)
         plan = plan_query(query, weights=self.intent_weights)
-        return self._finish(replace(plan, note=f"LLM reply invalid ({exc.problem}); rules used"))
+        return self._finish(replace(plan, note=f"{why}; rules used"))
 
     def _from_llm(self, query: str, reply: Mapping[str, Any]) -> QueryPlan:
+        source, note = "llm", ""
         try:
             w = normalise_weights({c: reply["weights"][c] for c in CHANNELS})
-        except ConfigError:  # all zero: the reply says nothing about the channels
-            w = plan_query(query).weights
+        except ConfigError as exc:  # all zero or NaN: the reply says nothing usable
+            if self.on_llm_error == "raise":
+                raise LLMOutputError(f"the LLM's channel weights are unusable: {exc}") from exc
+            w = plan_query(query, weights=self.intent_weights).weights
+            source = "llm+rule_weights"
+            note = f"LLM weights unusable ({exc}); the rules' weights used"
         dense = [query] + [p for p in reply["paraphrases"] if p.strip()][: self.max_paraphrases]
         sparse = [s for s in reply["keywords"] if s.strip()][: self.max_keywords]
         intent = reply.get("intent") if reply.get("intent") in INTENTS else "general"
@@ -404,7 +453,8 @@ class IntentAwareRetriever:
             intent,
             w,
             ("llm",),
-            "llm",
+            source,
+            note,
         )
 
     def _finish(self, plan: QueryPlan) -> QueryPlan:
@@ -416,14 +466,20 @@ class IntentAwareRetriever:
 
     # -- retrieval ------------------------------------------------------------------------------
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """The top ``k`` chunks for ``query``, fused with the query's own weights."""
+        """The top ``k`` chunks for ``query``, fused with the query's own weights.
+
+        Raises:
+            ConfigError: for an empty or whitespace query, or a ``k`` that is not an int >= 1.
+        """
+        k = check_k("IntentAwareRetriever", k, self.k)
         plan = self.plan(query)
         vectors = self.index.embedder.embed(list(plan.dense_queries))
         ext = self.extended.retrieve(query, k=self.m) if self._use_extended(plan) else []
-        return self._fuse(plan, vectors, ext, k or self.k)
+        return self._fuse(plan, vectors, ext, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`; the channels run concurrently."""
+        k = check_k("IntentAwareRetriever", k, self.k)
         plan = await self.aplan(query)
         ext_task = (
             self.extended.aretrieve(query, k=self.m) if self._use_extended(plan) else _nothing()
@@ -431,7 +487,7 @@ class IntentAwareRetriever:
         vectors, ext = await asyncio.gather(
             self.index.embedder.aembed(list(plan.dense_queries)), ext_task
         )
-        return await asyncio.to_thread(self._fuse, plan, vectors, ext, k or self.k)
+        return await asyncio.to_thread(self._fuse, plan, vectors, ext, k)
 
     def _use_extended(self, plan: QueryPlan) -> bool:
         return self.extended is not None and plan.weights.get("extended", 0.0) > 0
@@ -514,11 +570,6 @@ class IntentAwareRetriever:
             f"IntentAwareRetriever(k={self.k}, m={self.m}, llm={self.llm is not None}, "
             f"extended={type(self.extended).__name__ if self.extended else None})"
         )
-
-
-def _check_query(query: object) -> None:
-    if not isinstance(query, str):
-        raise TypeError(f"query must be str, got {type(query).__name__}")
 
 
 async def _nothing() -> list[ScoredChunk]:

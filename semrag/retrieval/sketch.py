@@ -38,11 +38,22 @@ from typing import Any
 
 import numpy as np
 
+from semrag._validation import (
+    INT,
+    REAL,
+    HasMethods,
+    Interval,
+    Options,
+    check_k,
+    check_param,
+    check_query,
+    validate_params,
+)
 from semrag.chunking._split import split_with_overlap
-from semrag.errors import ConfigError, LLMOutputError
+from semrag.errors import ConfigError
 from semrag.graph.types import Entity
 from semrag.index.dense import DenseIndex
-from semrag.llm import LLM, acomplete_json, complete_json
+from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import content_words, entities, key_phrases
 from semrag.types import Chunk, ScoredChunk, Span
 
@@ -131,12 +142,63 @@ class SketchRetriever:
         max_facts: int = 20,
         on_llm_error: str = "fallback",
     ) -> None:
-        if k < 1 or depth < 0:
-            raise ConfigError(f"need k >= 1 and depth >= 0, got k={k}, depth={depth}")
-        if split is not None and not 0 <= split[1] < split[0]:
-            raise ConfigError(f"split must be (max_tokens, overlap < max_tokens), got {split}")
-        if on_llm_error not in ("fallback", "raise"):
-            raise ConfigError(f"on_llm_error must be 'fallback' or 'raise', got {on_llm_error!r}")
+        p = validate_params(
+            "SketchRetriever",
+            {
+                "k": [Interval(INT, 1, None)],
+                "depth": [Interval(INT, 0, None)],
+                "llm": [HasMethods("complete", "acomplete"), None],
+                "split": [tuple, None],
+                "n_vector": [Interval(INT, 1, None), None],
+                "max_entities": [Interval(INT, 1, None)],
+                "max_graph_chunks": [Interval(INT, 1, None)],
+                "max_bridges": [Interval(INT, 0, None)],
+                "fuzzy_matches": [Interval(INT, 0, None)],
+                "hop_decay": [Interval(REAL, 0, 1)],
+                "graph_weight": [Interval(REAL, 0, None)],
+                "boost": [Interval(REAL, 0, None)],
+                "token_budget": [Interval(INT, 1, None), None],
+                "max_facts": [Interval(INT, 0, None)],
+                "on_llm_error": [Options("fallback", "raise")],
+            },
+            {
+                "k": k,
+                "depth": depth,
+                "llm": llm,
+                "split": split,
+                "n_vector": n_vector,
+                "max_entities": max_entities,
+                "max_graph_chunks": max_graph_chunks,
+                "max_bridges": max_bridges,
+                "fuzzy_matches": fuzzy_matches,
+                "hop_decay": hop_decay,
+                "graph_weight": graph_weight,
+                "boost": boost,
+                "token_budget": token_budget,
+                "max_facts": max_facts,
+                "on_llm_error": on_llm_error,
+            },
+        )
+        if split is not None:
+            split = (
+                check_param("SketchRetriever", "split[0]", split[0], [Interval(INT, 8, None)]),
+                check_param("SketchRetriever", "split[1]", split[1], [Interval(INT, 0, None)])
+                if len(split) == 2
+                else None,
+            )
+            if split[1] is None or split[1] > split[0] // 2:
+                raise ConfigError(
+                    f"SketchRetriever: split must be (max_tokens >= 8, overlap <= max_tokens // 2),"
+                    f" got {p['split']}"
+                )
+        k, depth, n_vector, max_entities = p["k"], p["depth"], p["n_vector"], p["max_entities"]
+        max_graph_chunks, max_bridges = p["max_graph_chunks"], p["max_bridges"]
+        fuzzy_matches, hop_decay, graph_weight = (
+            p["fuzzy_matches"],
+            p["hop_decay"],
+            p["graph_weight"],
+        )
+        boost, token_budget, max_facts = p["boost"], p["token_budget"], p["max_facts"]
         self.index = index
         self.kg = kg
         self.k = k
@@ -228,7 +290,7 @@ class SketchRetriever:
             names = complete_json(self.llm, _NER_PROMPT.format(query=query), _NER_SCHEMA)[
                 "entities"
             ]
-        except LLMOutputError as exc:
+        except Exception as exc:  # every LLM failure takes the documented path
             return self._ner_failed(query, exc)
         return self._match(names, []), ""
 
@@ -238,14 +300,14 @@ class SketchRetriever:
             return await asyncio.to_thread(self._match, *query_phrases(query)), ""
         try:
             reply = await acomplete_json(self.llm, _NER_PROMPT.format(query=query), _NER_SCHEMA)
-        except LLMOutputError as exc:
-            return self._ner_failed(query, exc)
+        except Exception as exc:  # every LLM failure takes the documented path
+            return await asyncio.to_thread(self._ner_failed, query, exc)
         return await asyncio.to_thread(self._match, reply["entities"], []), ""
 
-    def _ner_failed(self, query: str, exc: LLMOutputError) -> tuple[list[Entity], str]:
+    def _ner_failed(self, query: str, exc: Exception) -> tuple[list[Entity], str]:
         if self.on_llm_error == "raise":
             raise exc
-        return self._match(*query_phrases(query)), f"LLM NER invalid ({exc.problem}); phrases used"
+        return self._match(*query_phrases(query)), f"NER: {llm_failure(exc)}; phrases used"
 
     def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[Entity]:
         """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches."""
@@ -263,18 +325,20 @@ class SketchRetriever:
     # -- retrieval ---------------------------------------------------------------------------------
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """The top ``k`` merged items for ``query``."""
-        _check(query)
+        k = check_k("SketchRetriever", k, self.k)
+        check_query("SketchRetriever", query)
         seeds, note = self.query_entities(query)
         q = self.index.embed_query(query)
-        return self._merge(query, q, seeds, note, k or self.k)
+        return self._merge(query, q, seeds, note, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve` (NER and the query embedding run concurrently)."""
-        _check(query)
+        k = check_k("SketchRetriever", k, self.k)
+        check_query("SketchRetriever", query)
         (seeds, note), q = await asyncio.gather(
             self.aquery_entities(query), self.index.aembed_query(query)
         )
-        return await asyncio.to_thread(self._merge, query, q, seeds, note, k or self.k)
+        return await asyncio.to_thread(self._merge, query, q, seeds, note, k)
 
     def _merge(
         self, query: str, q: np.ndarray, seeds: list[Entity], note: str, k: int
@@ -432,8 +496,3 @@ class SketchRetriever:
 
     def __repr__(self) -> str:
         return f"SketchRetriever(k={self.k}, depth={self.depth}, split={self.split})"
-
-
-def _check(query: object) -> None:
-    if not isinstance(query, str):
-        raise TypeError(f"query must be str, got {type(query).__name__}")

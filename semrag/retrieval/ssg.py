@@ -41,14 +41,18 @@ Algorithms (names as in the paper):
 
 from __future__ import annotations
 
+import asyncio
 import heapq
+import numbers
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from semrag._steps import adrive, drive
+from semrag._validation import HasMethods, Interval, Options, check_k, check_query, validate_params
 from semrag.errors import ConfigError
 from semrag.llm import LLM, extract_json, validate_json
 from semrag.types import ScoredChunk
@@ -229,6 +233,17 @@ class SSGRetriever:
         ('a', 'query_traversal')
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "algorithm": [Options(*ALGORITHMS)],
+        "k": [Interval(numbers.Integral, 1, None)],
+        "max_sentences": [Interval(numbers.Integral, 1, None), None],
+        "early_stop": [bool],
+        "early_stop_after": [Interval(numbers.Integral, 1, None), None],
+        "llm": [HasMethods("complete", "acomplete"), None],
+        "max_llm_calls": [Interval(numbers.Integral, 0, None)],
+        "candidates_per_hop": [Interval(numbers.Integral, 1, None)],
+    }
+
     def __init__(
         self,
         index: Any,
@@ -242,10 +257,22 @@ class SSGRetriever:
         max_llm_calls: int = 8,
         candidates_per_hop: int = 5,
     ) -> None:
-        if algorithm not in ALGORITHMS:
-            raise ConfigError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-        if k < 1:
-            raise ConfigError(f"k must be >= 1, got {k}")
+        p = validate_params(
+            "SSGRetriever",
+            self._parameter_constraints,
+            {
+                "algorithm": algorithm,
+                "k": k,
+                "max_sentences": max_sentences,
+                "early_stop": early_stop,
+                "early_stop_after": early_stop_after,
+                "llm": llm,
+                "max_llm_calls": max_llm_calls,
+                "candidates_per_hop": candidates_per_hop,
+            },
+        )
+        k, max_sentences, early_stop_after = p["k"], p["max_sentences"], p["early_stop_after"]
+        max_llm_calls, candidates_per_hop = p["max_llm_calls"], p["candidates_per_hop"]
         if algorithm == "llm_guided_traversal" and llm is None:
             raise ConfigError("llm_guided_traversal needs an llm")
         if index.ssg_config is None:
@@ -254,7 +281,7 @@ class SSGRetriever:
         self.algorithm = algorithm
         self.k = k
         self.max_sentences = max_sentences
-        self.early_stop = early_stop
+        self.early_stop = p["early_stop"]
         self.early_stop_after = early_stop_after
         self.llm = llm
         self.max_llm_calls = max_llm_calls
@@ -263,8 +290,8 @@ class SSGRetriever:
     # -- public -----------------------------------------------------------------------------
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Traverse from the query's anchor and return the best ``k`` visited nodes."""
-        k = k or self.k
-        q = self.index.embed_query(query)
+        k = check_k("SSGRetriever", k, self.k)
+        q = self.index.embed_query(check_query("SSGRetriever", query))
         return self._results(q, self._drive(self._run(query, q, k)), k)
 
     def retrieve_vector(
@@ -273,40 +300,46 @@ class SSGRetriever:
         """Like :meth:`retrieve`, for a query vector you already have.
 
         ``query`` is only shown to the LLM of ``llm_guided_traversal``.
+
+        Raises:
+            ConfigError: if the vector has the wrong size or a NaN / infinite value.
         """
-        k = k or self.k
+        k = check_k("SSGRetriever", k, self.k)
         q = np.asarray(vector, dtype=np.float32).ravel()
+        dim = self.index.embedder.dim
+        if q.shape != (dim,) or not np.isfinite(q).all():
+            raise ConfigError(
+                f"SSGRetriever: the query vector must be {dim} finite numbers, got shape "
+                f"{q.shape} with {int((~np.isfinite(q)).sum())} non-finite"
+            )
         return self._results(q, self._drive(self._run(query, q, k)), k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve` (LLM calls are awaited)."""
-        k = k or self.k
-        q = await self.index.aembed_query(query)
-        gen = self._run(query, q, k)
-        reply = None
-        try:
-            while True:
-                prompt = gen.send(reply)
-                assert self.llm is not None
-                reply = await self.llm.acomplete(prompt)
-        except StopIteration as done:
-            traversal = done.value
-        return self._results(q, traversal, k)
+        """Async twin of :meth:`retrieve`.
+
+        LLM calls are awaited; the traversal's CPU work (and a graph build after a
+        change) runs in a worker thread, so the event loop is never blocked.
+        """
+        k = check_k("SSGRetriever", k, self.k)
+        q = await self.index.aembed_query(check_query("SSGRetriever", query))
+        traversal = await adrive(self._run(query, q, k), self._acomplete)
+        return await asyncio.to_thread(self._results, q, traversal, k)
 
     def traverse(self, query: str, *, k: int | None = None) -> Traversal:
         """The raw traversal (steps, stop reason, LLM calls) for ``query``."""
-        q = self.index.embed_query(query)
-        return self._drive(self._run(query, q, k or self.k))
+        q = self.index.embed_query(check_query("SSGRetriever", query))
+        return self._drive(self._run(query, q, check_k("SSGRetriever", k, self.k)))
 
     def _drive(self, gen: Generator[str, str | None, Traversal]) -> Traversal:
-        reply = None
-        try:
-            while True:
-                prompt = gen.send(reply)
-                assert self.llm is not None
-                reply = self.llm.complete(prompt)
-        except StopIteration as done:
-            return done.value
+        return drive(gen, self._complete)
+
+    def _complete(self, prompt: str) -> str:
+        assert self.llm is not None
+        return self.llm.complete(prompt)
+
+    async def _acomplete(self, prompt: str) -> str:
+        assert self.llm is not None
+        return await self.llm.acomplete(prompt)
 
     # -- engine -------------------------------------------------------------------------------
     def _limits(self, k: int) -> tuple[int, int]:

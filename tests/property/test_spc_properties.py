@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError
 from semrag.index.fusion import fuse_weighted, normalise_scores
 from semrag.postprocess import SPC, assess, best_window
 from semrag.retrieval import IntentAwareRetriever
@@ -99,6 +101,10 @@ def test_repair_returns_exact_source_spans_within_budget(sentences, data, budget
 def test_iar_hits_are_index_chunks_with_sorted_scores(texts, query):
     index = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(texts)])
+    if not query.strip():  # nothing to retrieve for: a clear error, never k arbitrary chunks
+        with pytest.raises(ConfigError, match="query is empty"):
+            IntentAwareRetriever(index, k=5).retrieve(query)
+        return
     hits = IntentAwareRetriever(index, k=5).retrieve(query)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     for h in hits:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from semrag._validation import Interval, check_param
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, _Prepared
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
@@ -70,11 +72,15 @@ class PairModelChunker(BoundaryChunker):
             sentence_splitter=sentence_splitter,
             show_progress=show_progress,
         )
+        threshold = check_param(
+            type(self).__name__,
+            "threshold",
+            threshold,
+            [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
+        )
         self.threshold = threshold
         self._model_arg = model
         self._model: Any = None
-        if not 0.0 < threshold < 1.0:
-            raise ConfigError(f"threshold must be within (0, 1), got {threshold}")
         if model is None:
             if self.preset is None:
                 raise ConfigError("PairModelChunker needs model= (a directory or a loaded model)")

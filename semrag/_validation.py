@@ -1,0 +1,237 @@
+"""One parameter-validation scheme for every public constructor and call.
+
+Modelled on scikit-learn's ``_parameter_constraints``: each class lists, per parameter,
+what is allowed, and one function checks a set of values against that list, raising
+:class:`~semrag.errors.ConfigError` that names the owner, the parameter, the value and
+what is allowed. Accepted values are normalised: numpy integers and floats become Python
+``int`` / ``float``, so ``np.int64(512)`` works wherever ``512`` does, while
+``100.0`` for an integer, ``"1024"``, ``True`` for a number, ``NaN`` and infinities are
+rejected up front instead of failing later.
+
+A constraint is one of:
+
+* :class:`Interval` ``(Integral | Real, left, right, closed=...)``;
+* :class:`Options` ``(*values)``: one of these exact values (strings, typically);
+* ``None``: the value may be ``None``;
+* ``bool``: ``True`` / ``False`` (numpy booleans too);
+* ``"callable"``: anything callable;
+* :class:`HasMethods` ``(*names)``: an object with these methods;
+* any other class: an instance of it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from semrag.errors import ConfigError
+
+__all__ = [
+    "INT",
+    "REAL",
+    "HasMethods",
+    "Interval",
+    "Options",
+    "check_k",
+    "check_param",
+    "check_query",
+    "validate_params",
+]
+
+
+INT = numbers.Integral
+"""Shorthand for the ``kind`` of an integer :class:`Interval`."""
+REAL = numbers.Real
+"""Shorthand for the ``kind`` of a real :class:`Interval`."""
+
+
+class Interval:
+    """Numbers of one kind within bounds.
+
+    Args:
+        kind: ``numbers.Integral`` or ``numbers.Real``.
+        left: lower bound, or ``None`` for none.
+        right: upper bound, or ``None`` for none.
+        closed: which bounds are included: ``"both"``, ``"left"``, ``"right"`` or
+            ``"neither"``.
+    """
+
+    def __init__(
+        self,
+        kind: type,
+        left: float | None,
+        right: float | None,
+        *,
+        closed: str = "both",
+    ) -> None:
+        if kind not in (numbers.Integral, numbers.Real):
+            raise TypeError("Interval kind must be numbers.Integral or numbers.Real")
+        if closed not in ("both", "left", "right", "neither"):
+            raise ValueError(f"closed must be both, left, right or neither, got {closed!r}")
+        self.kind, self.left, self.right, self.closed = kind, left, right, closed
+
+    def normalize(self, value: Any) -> Any:
+        """The value as ``int`` / ``float`` if it lies in the interval, else ``_REJECT``."""
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
+            return _REJECT
+        number = int(value) if self.kind is numbers.Integral else float(value)
+        if isinstance(number, float) and not math.isfinite(number):
+            return _REJECT
+        low_ok = self.left is None or (
+            number >= self.left if self.closed in ("both", "left") else number > self.left
+        )
+        high_ok = self.right is None or (
+            number <= self.right if self.closed in ("both", "right") else number < self.right
+        )
+        return number if low_ok and high_ok else _REJECT
+
+    def __str__(self) -> str:
+        kind = "an int" if self.kind is numbers.Integral else "a finite number"
+        lb = "[" if self.closed in ("both", "left") and self.left is not None else "("
+        rb = "]" if self.closed in ("both", "right") and self.right is not None else ")"
+        left = "-inf" if self.left is None else f"{self.left:g}"
+        right = "inf" if self.right is None else f"{self.right:g}"
+        return f"{kind} in {lb}{left}, {right}{rb}"
+
+
+class Options:
+    """One of a fixed set of values (compared with ``==``; strings must match exactly)."""
+
+    def __init__(self, *values: Any) -> None:
+        self.values = values
+
+    def normalize(self, value: Any) -> Any:
+        """The value if it is one of the options, else ``_REJECT``."""
+        for option in self.values:
+            if type(value) is type(option) and value == option:
+                return value
+        return _REJECT
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+class HasMethods:
+    """Any object with the named methods (a protocol, checked by duck typing)."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def normalize(self, value: Any) -> Any:
+        """The value if it has every method, else ``_REJECT``."""
+        ok = all(callable(getattr(value, n, None)) for n in self.names)
+        return value if ok else _REJECT
+
+    def __str__(self) -> str:
+        return "an object with " + ", ".join(f"{n}()" for n in self.names)
+
+
+class _Reject:
+    def __repr__(self) -> str:
+        return "<rejected>"
+
+
+_REJECT = _Reject()
+
+
+def _describe(constraint: Any) -> str:
+    if constraint is None:
+        return "None"
+    if constraint is bool:
+        return "True or False"
+    if constraint == "callable":
+        return "a callable"
+    if isinstance(constraint, type):
+        return f"a {constraint.__name__}"
+    return str(constraint)
+
+
+def _normalize(value: Any, constraint: Any) -> Any:
+    if constraint is None:
+        return None if value is None else _REJECT
+    if constraint is bool:
+        return bool(value) if isinstance(value, (bool, np.bool_)) else _REJECT
+    if isinstance(constraint, str):
+        if constraint != "callable":
+            raise ValueError(f"unknown constraint {constraint!r}")
+        return value if callable(value) else _REJECT
+    if isinstance(constraint, (Interval, Options, HasMethods)):
+        return constraint.normalize(value)
+    if isinstance(constraint, type):
+        return value if isinstance(value, constraint) else _REJECT
+    raise ValueError(f"unknown constraint {constraint!r}")
+
+
+def check_param(owner: str, name: str, value: Any, constraints: Sequence[Any]) -> Any:
+    """Check one value against its constraints and return it normalised.
+
+    Raises:
+        ConfigError: naming ``owner``, ``name``, the value and what is allowed.
+
+    Example:
+        >>> check_param("SSGRetriever", "k", np.int64(3), [Interval(numbers.Integral, 1, None)])
+        3
+        >>> check_param("SSGRetriever", "k", 2.5, [Interval(numbers.Integral, 1, None)])
+        Traceback (most recent call last):
+        ...
+        semrag.errors.ConfigError: SSGRetriever: k=2.5 is not allowed; expected an int in [1, inf)
+    """
+    for constraint in constraints:
+        normalized = _normalize(value, constraint)
+        if normalized is not _REJECT:
+            return normalized
+    allowed = " or ".join(_describe(c) for c in constraints)
+    raise ConfigError(f"{owner}: {name}={value!r} is not allowed; expected {allowed}")
+
+
+def validate_params(
+    owner: str, constraints: Mapping[str, Sequence[Any]], values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Check every value that has constraints; return all values, normalised.
+
+    Raises:
+        ConfigError: for the first value that is not allowed.
+    """
+    out = dict(values)
+    for name, allowed in constraints.items():
+        if name in values:
+            out[name] = check_param(owner, name, values[name], allowed)
+    return out
+
+
+_K = [Interval(numbers.Integral, 1, None)]
+
+
+def check_k(owner: str, k: Any, default: int) -> int:
+    """A per-call ``k``: ``None`` means ``default``; otherwise an int >= 1.
+
+    Raises:
+        ConfigError: for ``0``, negatives, floats, strings and booleans.
+    """
+    return default if k is None else check_param(owner, "k", k, _K)
+
+
+def check_query(owner: str, query: Any) -> str:
+    """A query must be a string with at least one non-whitespace character.
+
+    Raises:
+        TypeError: when it is not a ``str`` (as a ``ConfigError``, which is both).
+        ConfigError: when it is empty or whitespace only.
+    """
+    if not isinstance(query, str):
+        raise ConfigError(f"{owner}: query must be a str, got {type(query).__name__}")
+    if not query.strip():
+        raise ConfigError(f"{owner}: query is empty; there is nothing to retrieve for it")
+    return query
+
+
+def positive_ints(names: Iterable[str], *, allow_none: bool = False) -> dict[str, list[Any]]:
+    """Constraints ``int >= 1`` (or ``None``) for several parameters at once."""
+    allowed: list[Any] = [Interval(numbers.Integral, 1, None)]
+    if allow_none:
+        allowed.append(None)
+    return {name: allowed for name in names}
