@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -33,10 +34,22 @@ class LlamaIndexEmbedder(BaseEmbedder):
         return self.embed_model.get_text_embedding_batch(texts)
 
     async def _aembed_batch(self, texts: list[str]) -> Any:
-        return await self.embed_model.aget_text_embedding_batch(texts)
+        # BaseEmbedding's default async path calls the sync single-text method once per
+        # text on the event loop; only a model that overrides an async method is awaited.
+        if _has_native_async(self.embed_model):
+            return await self.embed_model.aget_text_embedding_batch(texts)
+        return await asyncio.to_thread(self.embed_model.get_text_embedding_batch, texts)
 
     def __repr__(self) -> str:
         return f"LlamaIndexEmbedder({self.name})"
+
+
+def _has_native_async(model: BaseEmbedding) -> bool:
+    cls = type(model)
+    return any(
+        getattr(cls, name) is not getattr(BaseEmbedding, name)
+        for name in ("_aget_text_embedding", "_aget_text_embeddings")
+    )
 
 
 def to_embedder(obj: Any) -> Any:

@@ -294,7 +294,7 @@ class BoundaryChunker:
         """Async twin of :meth:`chunk_with_stats`; CPU work runs in a worker thread."""
         docs = _as_documents(documents)
         prepared = await asyncio.to_thread(self._prepare, docs)
-        texts, owners = self._collect(prepared)
+        texts, owners = await asyncio.to_thread(self._collect, prepared)
         vectors = await self._aembed_blocks(texts)
         return await asyncio.to_thread(self._finish, prepared, vectors, owners)
 

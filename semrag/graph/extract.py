@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from semrag.errors import ConfigError, LLMOutputError
+from semrag.errors import ConfigError
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation, entity_key
-from semrag.llm import LLM, acomplete_json, complete_json
+from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import entities as find_entities
 from semrag.text.phrases import key_phrases
 from semrag.text.sentences import split_sentences
@@ -169,8 +169,12 @@ class HeuristicGraphExtractor:
         return merge_extractions([out])
 
     async def aextract(self, chunk: Chunk) -> Extraction:
-        """Async twin of :meth:`extract`."""
-        return self.extract(chunk)
+        """Async twin of :meth:`extract` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.extract, chunk)
+
+    async def aextract_many(self, chunks: Sequence[Chunk]) -> list[Extraction]:
+        """Extract from many chunks in one worker thread."""
+        return await asyncio.to_thread(lambda: [self.extract(c) for c in chunks])
 
     def _sentence_entities(self, sentence: str) -> list[Entity]:
         found = []
@@ -296,7 +300,7 @@ class LLMGraphExtractor:
                 reply = complete_json(
                     self.llm, _EXTRACT_PROMPT.format(text=chunk.text), _EXTRACT_SCHEMA
                 )
-            except LLMOutputError as exc:
+            except Exception as exc:  # every LLM failure takes the documented path
                 return self._failed(chunk, exc)
             self._remember(chunk.text, reply)
         return self._parse(chunk, reply)
@@ -310,10 +314,10 @@ class LLMGraphExtractor:
                 reply = await acomplete_json(
                     self.llm, _EXTRACT_PROMPT.format(text=chunk.text), _EXTRACT_SCHEMA
                 )
-            except LLMOutputError as exc:
-                return self._failed(chunk, exc)
+            except Exception as exc:  # every LLM failure takes the documented path
+                return await asyncio.to_thread(self._failed, chunk, exc)
             self._remember(chunk.text, reply)
-        return self._parse(chunk, reply)
+        return await asyncio.to_thread(self._parse, chunk, reply)
 
     async def aextract_many(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         """Extract from many chunks, at most ``max_concurrency`` LLM calls at once."""
@@ -325,16 +329,13 @@ class LLMGraphExtractor:
 
         return list(await asyncio.gather(*(one(c) for c in chunks)))
 
-    def _failed(self, chunk: Chunk, exc: LLMOutputError) -> Extraction:
+    def _failed(self, chunk: Chunk, exc: Exception) -> Extraction:
         if self.on_error == "raise":
             raise exc
-        logger.warning(
-            "LLM extraction invalid for %s; heuristic used: %s", chunk.doc_id, exc.problem
-        )
+        why = llm_failure(exc)
+        logger.warning("LLM extraction for %s: %s; heuristic used", chunk.doc_id, why)
         out = self.fallback.extract(chunk)
-        out.notes.append(
-            f"{chunk.doc_id}:{chunk.start}: LLM reply invalid ({exc.problem}); heuristic used"
-        )
+        out.notes.append(f"{chunk.doc_id}:{chunk.start}: {why}; heuristic used")
         return out
 
     def _parse(self, chunk: Chunk, reply: dict[str, Any]) -> Extraction:

@@ -123,7 +123,7 @@ class KnowledgeGraph:
         """Async twin of :meth:`build`: LLM extraction runs concurrently (up to its limit)."""
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
-        chunks = index.chunks()
+        chunks = await asyncio.to_thread(index.chunks)
         t0 = time.perf_counter()
         if hasattr(extractor, "aextract_many"):
             parts = await extractor.aextract_many(chunks)

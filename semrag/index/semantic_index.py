@@ -373,8 +373,12 @@ class SemanticIndex:
             bar.close()
 
     async def aadd_documents(self, documents: Iterable[Document | str]) -> None:
-        """Async twin of :meth:`add_documents`; theme LLM calls run concurrently."""
-        docs = self._validate(documents)
+        """Async twin of :meth:`add_documents`.
+
+        Theme LLM calls run concurrently; the CPU work runs in worker threads, so the event
+        loop is never blocked.
+        """
+        docs = await asyncio.to_thread(self._validate, documents)
         blocks = await asyncio.to_thread(self._blocks, docs)
         for block in blocks:
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
@@ -382,15 +386,16 @@ class SemanticIndex:
             results = await self.chunker.achunk_with_stats([d for d, _ in block])
             chunk_lists = [r.chunks for r in results]
             if self.theme_llm is None:
-                themes = self._keyword_themes(block)
+                themes = await asyncio.to_thread(self._keyword_themes, block)
             else:
                 llm = self.theme_llm
                 replies = await asyncio.gather(
                     *(acomplete_json(llm, self._theme_prompt(d), _THEME_SCHEMA) for d, _ in block)
                 )
                 themes = [self._llm_themes(r) for r in replies]
-            second = await self.embedder.aembed(self._second_pass_texts(block, chunk_lists, themes))
-            self._assemble(block, svecs, chunk_lists, themes, second)
+            texts = await asyncio.to_thread(self._second_pass_texts, block, chunk_lists, themes)
+            second = await self.embedder.aembed(texts)
+            await asyncio.to_thread(self._assemble, block, svecs, chunk_lists, themes, second)
 
     def _llm_themes(self, reply: dict[str, Any]) -> list[str]:
         n = self.ssg_config.n_themes if self.ssg_config else 5
@@ -456,7 +461,7 @@ class SemanticIndex:
 
     async def asearch(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Async twin of :meth:`search`."""
-        return self.search_vector(await self.aembed_query(query), k)
+        return await asyncio.to_thread(self.search_vector, await self.aembed_query(query), k)
 
     def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
