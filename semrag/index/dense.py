@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
-from semrag.errors import ConfigError, EmbeddingError
+from semrag.errors import ConfigError, EmbeddingError, StoreError
 
 __all__ = ["DenseIndex"]
 
@@ -174,9 +174,23 @@ class DenseIndex:
         index._ids = np.load(directory / "dense_ids.npy", allow_pickle=False)
         index._vectors = np.load(directory / "dense_vectors.npy", allow_pickle=False)
         faiss_file = directory / "dense.faiss"
+        if index._ids.shape != (len(index._vectors),) or (
+            len(index._vectors) and index._vectors.shape[1] != index.dim
+        ):
+            raise StoreError(
+                f"{directory}: dense ids {index._ids.shape} and vectors "
+                f"{index._vectors.shape} do not match (dimension {index.dim})"
+            )
         if index.kind == "hnsw" and faiss_file.exists():
-            index._index = _faiss().read_index(str(faiss_file))
-            index._index.index.hnsw.efSearch = index.ef_search  # type: ignore[attr-defined]
+            faiss = _faiss()
+            loaded = faiss.read_index(str(faiss_file))  # owns the index: keep this wrapper
+            # The wrapped index comes back as a generic Index: downcast to reach HNSW.
+            faiss.downcast_index(loaded.index).hnsw.efSearch = index.ef_search
+            if loaded.ntotal != len(index):
+                raise StoreError(
+                    f"{faiss_file} holds {loaded.ntotal} vectors, expected {len(index)}"
+                )
+            index._index = loaded
         return index
 
     def config(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from semrag.chunking._split import mean_windows
 from semrag.chunking.base import BoundaryChunker, _as_documents
 from semrag.embeddings import BaseEmbedder, as_embedder
-from semrag.errors import ConfigError
+from semrag.errors import ConfigError, StoreError
 from semrag.graph.ssg import (
     SemanticSimilarityGraph,
     SSGConfig,
@@ -688,6 +688,25 @@ class SemanticIndex:
         m = read_manifest(
             directory, kind=KIND, format_version=FORMAT_VERSION, library_version=__version__
         )
+        try:
+            return cls._from_saved(directory, m, embedder, chunker, theme_llm)
+        except (KeyError, IndexError, TypeError, ValueError, OSError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise StoreError(
+                f"{directory} does not hold a consistent index ({type(exc).__name__}: {exc}); "
+                "it was edited or written by something else"
+            ) from exc
+
+    @classmethod
+    def _from_saved(
+        cls,
+        directory: Path,
+        m: dict[str, Any],
+        embedder: Any,
+        chunker: BoundaryChunker | None,
+        theme_llm: LLM | None,
+    ) -> SemanticIndex:
         ssg_cfg = SSGConfig(**m["ssg"]) if m["ssg"] else False
         index = cls(
             chunker,
@@ -735,6 +754,17 @@ class SemanticIndex:
         index._next_id = int(m["next_id"])
         index._dense = DenseIndex.load(directory, m["dense"])
         index.sparse = BM25Index.load(directory)
+        chunk_ids = set(index._chunk_by_id)
+        counts = (s_pos, n_pos, len(index._entries))
+        if counts != (len(svecs), len(nvecs), len(tvecs)):
+            raise ValueError(
+                f"documents.jsonl describes {counts} sentences / nodes / documents, the "
+                f"vector files hold {(len(svecs), len(nvecs), len(tvecs))}"
+            )
+        if set(index._dense.ids.tolist()) != chunk_ids or set(index.sparse._ids) != chunk_ids:
+            raise ValueError("the dense / BM25 indexes and documents.jsonl hold different chunks")
+        if chunk_ids and max(chunk_ids) >= index._next_id:
+            raise ValueError(f"next_id {index._next_id} is not above every chunk id")
         if (directory / "ssg.npz").exists() and ssg_cfg:
             index._graph = index._graph_from_saved(directory, ssg_cfg)
         return index

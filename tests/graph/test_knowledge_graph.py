@@ -255,7 +255,7 @@ def test_sketch_token_budget_llm_ner_and_async():
     bad = SketchRetriever(index, kg, k=2, llm=FakeLLM(["?"], cycle=True)).retrieve(
         "Karl von Frisch"
     )
-    assert "LLM NER invalid" in bad[0].provenance[0]["note"]
+    assert "NER: LLM reply invalid" in bad[0].provenance[0]["note"]
     r = SketchRetriever(index, kg, k=3)
     q = "When was the performer of SexyBack born?"
     assert [h.chunk for h in r.retrieve(q)] == [h.chunk for h in asyncio.run(r.aretrieve(q))]
