@@ -18,9 +18,10 @@ from typing import Any
 
 import networkx as nx
 
-from semrag.errors import ConfigError, LLMOutputError
+from semrag._validation import Options, check_param
+from semrag.errors import ConfigError
 from semrag.graph.types import Community, Entity, Relation
-from semrag.llm import LLM, complete_json
+from semrag.llm import LLM, complete_json, llm_failure
 
 __all__ = ["community_reports", "detect_communities"]
 
@@ -198,11 +199,15 @@ def community_reports(
     llm: LLM | None = None,
     n_sentences: int = 5,
     max_facts: int = 40,
+    on_llm_error: str = "fallback",
 ) -> tuple[list[Community], list[str]]:
     """Titles and summaries for ``communities`` (LLM eq. 3, or extractive), and notes.
 
-    An invalid LLM reply (after one retry) falls back to the extractive report, noted.
+    With ``on_llm_error="fallback"`` an invalid LLM reply (after one retry) or a failed
+    call falls back to the extractive report, and a note says so; with ``"raise"`` the
+    error propagates.
     """
+    check_param("community_reports", "on_llm_error", on_llm_error, [Options("fallback", "raise")])
     by_id = {e.id: e for e in entities}
     degree: dict[str, float] = {}
     for r in relations:
@@ -229,7 +234,9 @@ def community_reports(
             try:
                 reply: Any = complete_json(llm, prompt, _REPORT_SCHEMA)
                 title, summary = reply["title"].strip() or title, reply["summary"].strip()
-            except LLMOutputError as exc:
-                notes.append(f"{c.id}: LLM report invalid ({exc.problem}); extractive report used")
+            except Exception as exc:  # every LLM failure takes the documented path
+                if on_llm_error == "raise":
+                    raise
+                notes.append(f"{c.id}: report: {llm_failure(exc)}; extractive report used")
         out.append(Community(c.id, c.level, c.entity_ids, c.parent, summary, title, c.rank))
     return out, notes

@@ -211,8 +211,13 @@ class KnowledgeGraph:
         algorithm: str = "auto",
         llm: LLM | None = None,
         resolution: float = 1.0,
+        on_llm_error: str = "fallback",
     ) -> list[Community]:
-        """Detect communities, write their reports, store them; returns them."""
+        """Detect communities, write their reports, store them; returns them.
+
+        ``on_llm_error``: ``"fallback"`` (an extractive report, noted in :attr:`notes`) or
+        ``"raise"`` when the report LLM fails.
+        """
         t0 = time.perf_counter()
         ents = self.store.entities()
         rels = self.store.relations()
@@ -221,7 +226,7 @@ class KnowledgeGraph:
         )
         self.timings["communities_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        comms, notes = community_reports(comms, ents, rels, llm=llm)
+        comms, notes = community_reports(comms, ents, rels, llm=llm, on_llm_error=on_llm_error)
         self.notes.extend(notes)
         self.store.write_communities(comms)
         self.timings["reports_s"] = time.perf_counter() - t0

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag._validation import HasMethods, Options, validate_params
 from semrag.chunking._split import mean_windows
 from semrag.chunking.base import BoundaryChunker, _as_documents
 from semrag.embeddings import BaseEmbedder, as_embedder
@@ -42,7 +43,7 @@ from semrag.graph.ssg import (
 from semrag.index.dense import DenseIndex
 from semrag.index.persist import atomic_directory, read_manifest
 from semrag.index.sparse import BM25Index
-from semrag.llm import LLM, acomplete_json, complete_json
+from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.types import Chunk, Document, ScoredChunk, Span
 
 __all__ = ["SemanticIndex"]
@@ -102,7 +103,12 @@ class SemanticIndex:
             truncation).
         theme_llm: an :class:`~semrag.llm.LLM` that names document themes; without one,
             themes are TF-IDF keywords.
+        on_llm_error: when the theme LLM fails for a document: ``"fallback"`` (its
+            keyword themes are used and :attr:`notes` says so) or ``"raise"``.
         show_progress: progress bars on long builds.
+
+    Attributes:
+        notes: every fallback taken while indexing, with its reason.
 
     Example:
         >>> from semrag.testing import FakeEmbedder
@@ -122,12 +128,32 @@ class SemanticIndex:
         dense: str = "flat",
         chunk_vectors: str = "embed",
         theme_llm: LLM | None = None,
+        on_llm_error: str = "fallback",
         show_progress: bool = False,
     ) -> None:
         from semrag.chunking.semantic import SemanticChunker
 
-        if chunk_vectors not in ("embed", "mean"):
-            raise ConfigError(f"chunk_vectors must be 'embed' or 'mean', got {chunk_vectors!r}")
+        p = validate_params(
+            "SemanticIndex",
+            {
+                "dense": [Options("flat", "hnsw")],
+                "chunk_vectors": [Options("embed", "mean")],
+                "theme_llm": [HasMethods("complete", "acomplete"), None],
+                "on_llm_error": [Options("fallback", "raise")],
+                "show_progress": [bool],
+            },
+            {
+                "dense": dense,
+                "chunk_vectors": chunk_vectors,
+                "theme_llm": theme_llm,
+                "on_llm_error": on_llm_error,
+                "show_progress": show_progress,
+            },
+        )
+        show_progress = p["show_progress"]
+        self.on_llm_error = on_llm_error
+        self.notes: list[str] = []
+
         if embedder is None and chunker is not None:
             self.embedder: BaseEmbedder = chunker.embedder
         else:
@@ -356,15 +382,17 @@ class SemanticIndex:
             svecs = self.embedder.embed(sentence_texts)
             results = self.chunker.chunk_with_stats([d for d, _ in block])
             chunk_lists = [r.chunks for r in results]
-            if self.theme_llm is None:
-                themes = self._keyword_themes(block)
-            else:
-                themes = [
-                    self._llm_themes(
-                        complete_json(self.theme_llm, self._theme_prompt(d), _THEME_SCHEMA)
-                    )
-                    for d, _ in block
-                ]
+            themes = self._keyword_themes(block)
+            if self.theme_llm is not None:
+                replies: list[Any] = []
+                for d, _ in block:
+                    try:
+                        replies.append(
+                            complete_json(self.theme_llm, self._theme_prompt(d), _THEME_SCHEMA)
+                        )
+                    except Exception as exc:  # every LLM failure takes the documented path
+                        replies.append(self._theme_failed(d, exc))
+                themes = self._merge_themes(block, replies, themes)
             second = self.embedder.embed(self._second_pass_texts(block, chunk_lists, themes))
             self._assemble(block, svecs, chunk_lists, themes, second)
             if bar is not None:
@@ -385,17 +413,35 @@ class SemanticIndex:
             svecs = await self.embedder.aembed(sentence_texts)
             results = await self.chunker.achunk_with_stats([d for d, _ in block])
             chunk_lists = [r.chunks for r in results]
-            if self.theme_llm is None:
-                themes = await asyncio.to_thread(self._keyword_themes, block)
-            else:
+            themes = await asyncio.to_thread(self._keyword_themes, block)
+            if self.theme_llm is not None:
                 llm = self.theme_llm
                 replies = await asyncio.gather(
-                    *(acomplete_json(llm, self._theme_prompt(d), _THEME_SCHEMA) for d, _ in block)
+                    *(acomplete_json(llm, self._theme_prompt(d), _THEME_SCHEMA) for d, _ in block),
+                    return_exceptions=True,
                 )
-                themes = [self._llm_themes(r) for r in replies]
+                replies = [
+                    self._theme_failed(d, r) if isinstance(r, Exception) else r
+                    for (d, _), r in zip(block, replies, strict=True)
+                ]
+                themes = self._merge_themes(block, replies, themes)
             texts = await asyncio.to_thread(self._second_pass_texts, block, chunk_lists, themes)
             second = await self.embedder.aembed(texts)
             await asyncio.to_thread(self._assemble, block, svecs, chunk_lists, themes, second)
+
+    def _theme_failed(self, doc: Document, exc: Exception) -> None:
+        if self.on_llm_error == "raise":
+            raise exc
+        self.notes.append(f"{doc.id}: themes: {llm_failure(exc)}; keyword themes used")
+
+    def _merge_themes(
+        self, block: list[Any], replies: list[Any], keywords: list[list[str]]
+    ) -> list[list[str]]:
+        """The LLM's themes per document, or its keyword themes where the LLM failed."""
+        return [
+            kw if reply is None else self._llm_themes(reply)
+            for reply, kw in zip(replies, keywords, strict=True)
+        ]
 
     def _llm_themes(self, reply: dict[str, Any]) -> list[str]:
         n = self.ssg_config.n_themes if self.ssg_config else 5

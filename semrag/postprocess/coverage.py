@@ -103,21 +103,31 @@ def support_scores(
     return scores, best
 
 
-def follow_up_query(element: str, query: str) -> str:
+def follow_up_query(element: str, query: str, covered: Sequence[str] = ()) -> str:
     """A retrieval query for a missing element.
 
     An entity is searched on its own; any other element gets the query's entities (or
     content words) as context, so that a follow-up about, say, a birth date still names
-    whose birth date.
+    whose birth date. Context the evidence already ``covered`` is left out, so the
+    follow-up does not steer back to the documents that were already found.
 
     Example:
         >>> follow_up_query("born", "When was the performer of Sexy Back born?")
         'born Sexy Back'
         >>> follow_up_query("Sexy Back", "When was the performer of Sexy Back born?")
         'Sexy Back'
+        >>> q = "When did John Smith resign, and what do honey bees do?"
+        >>> follow_up_query("honey bees", q, covered=["John Smith", "resign"])
+        'honey bees'
     """
     if any(e.text == element for e in entities(query)):
         return element
-    others = [e.text for e in entities(query) if e.text.lower() not in element.lower()]
-    context = others or [w for w in content_words(query) if w not in element.lower()]
+    done = " ".join(covered).lower()
+    others = [
+        e.text
+        for e in entities(query)
+        if e.text.lower() not in element.lower() and e.text.lower() not in done
+    ]
+    words = [w for w in content_words(query) if w not in element.lower() and w not in done]
+    context = others or words
     return " ".join([element, *context]).strip()

@@ -779,13 +779,14 @@ class SPC:
             scores, _ = support_scores(elements, sentences, element_vecs, sentence_vecs)
         result.coverage = dict(zip(elements, scores, strict=True))
         result.missing = [e for e, s in result.coverage.items() if s < self.epsilon]
+        covered = [e for e, s in result.coverage.items() if s >= self.epsilon]
         if len(follow) == len(elements):
             by_element = dict(zip(elements, follow, strict=True))
             result.follow_up_queries = [
-                by_element[e] or follow_up_query(e, query) for e in result.missing
+                by_element[e] or follow_up_query(e, query, covered) for e in result.missing
             ]
         else:
-            result.follow_up_queries = [follow_up_query(e, query) for e in result.missing]
+            result.follow_up_queries = [follow_up_query(e, query, covered) for e in result.missing]
 
     def __repr__(self) -> str:
         return (

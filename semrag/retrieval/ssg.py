@@ -53,8 +53,8 @@ import numpy.typing as npt
 
 from semrag._steps import adrive, drive
 from semrag._validation import HasMethods, Interval, Options, check_k, check_query, validate_params
-from semrag.errors import ConfigError
-from semrag.llm import LLM, extract_json, validate_json
+from semrag.errors import ConfigError, LLMOutputError
+from semrag.llm import LLM, extract_json, llm_failure, validate_json
 from semrag.types import ScoredChunk
 
 __all__ = ["ALGORITHMS", "SSGRetriever", "Step", "Traversal"]
@@ -242,6 +242,7 @@ class SSGRetriever:
         "llm": [HasMethods("complete", "acomplete"), None],
         "max_llm_calls": [Interval(numbers.Integral, 0, None)],
         "candidates_per_hop": [Interval(numbers.Integral, 1, None)],
+        "on_llm_error": [Options("fallback", "raise")],
     }
 
     def __init__(
@@ -256,6 +257,7 @@ class SSGRetriever:
         llm: LLM | None = None,
         max_llm_calls: int = 8,
         candidates_per_hop: int = 5,
+        on_llm_error: str = "fallback",
     ) -> None:
         p = validate_params(
             "SSGRetriever",
@@ -269,6 +271,7 @@ class SSGRetriever:
                 "llm": llm,
                 "max_llm_calls": max_llm_calls,
                 "candidates_per_hop": candidates_per_hop,
+                "on_llm_error": on_llm_error,
             },
         )
         k, max_sentences, early_stop_after = p["k"], p["max_sentences"], p["early_stop_after"]
@@ -286,6 +289,7 @@ class SSGRetriever:
         self.llm = llm
         self.max_llm_calls = max_llm_calls
         self.candidates_per_hop = candidates_per_hop
+        self.on_llm_error = on_llm_error
 
     # -- public -----------------------------------------------------------------------------
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
@@ -333,13 +337,24 @@ class SSGRetriever:
     def _drive(self, gen: Generator[str, str | None, Traversal]) -> Traversal:
         return drive(gen, self._complete)
 
-    def _complete(self, prompt: str) -> str:
+    def _complete(self, prompt: str) -> str | _LLMFailed:
         assert self.llm is not None
-        return self.llm.complete(prompt)
+        try:
+            return self.llm.complete(prompt)
+        except Exception as exc:  # every LLM failure takes the documented path
+            return self._llm_failed(exc)
 
-    async def _acomplete(self, prompt: str) -> str:
+    async def _acomplete(self, prompt: str) -> str | _LLMFailed:
         assert self.llm is not None
-        return await self.llm.acomplete(prompt)
+        try:
+            return await self.llm.acomplete(prompt)
+        except Exception as exc:  # every LLM failure takes the documented path
+            return self._llm_failed(exc)
+
+    def _llm_failed(self, exc: Exception) -> _LLMFailed:
+        if self.on_llm_error == "raise":
+            raise exc
+        return _LLMFailed(llm_failure(exc))
 
     # -- engine -------------------------------------------------------------------------------
     def _limits(self, k: int) -> tuple[int, int]:
@@ -502,7 +517,14 @@ class SSGRetriever:
                     t.stop_reason = "llm chose to stop"
                     return t
                 if decision is None:
-                    note = "invalid LLM reply: fell back to the best candidate"
+                    why = (
+                        reply.reason
+                        if isinstance(reply, _LLMFailed)
+                        else "LLM reply invalid (no valid choice)"
+                    )
+                    if self.on_llm_error == "raise":
+                        raise LLMOutputError(f"llm_guided_traversal: {why}", reply=str(reply))
+                    note = f"{why}: fell back to the best candidate"
                 else:
                     choice, note = int(decision), "llm choice"
             neg, node, parent, kind, edge = entries[choice]
@@ -587,3 +609,10 @@ class SSGRetriever:
 
     def __repr__(self) -> str:
         return f"SSGRetriever(algorithm={self.algorithm!r}, k={self.k})"
+
+
+@dataclass(frozen=True, slots=True)
+class _LLMFailed:
+    """An LLM call that raised, in place of its reply (``on_llm_error="fallback"``)."""
+
+    reason: str

@@ -105,3 +105,18 @@ def test_bad_arguments(index):
         RetrieveAndCheck(IntentAwareRetriever(index), spc, max_rounds=0)
     with pytest.raises(ConfigError):
         RetrieveAndCheck(object(), spc)
+
+
+def test_follow_ups_leave_out_what_the_evidence_already_covers(index):
+    # The evidence covers Ada Lovelace; the follow-ups for what is missing must not name
+    # her again (that steered the search back to the document already found).
+    ada = index.search("Ada Lovelace wrote the first published program", k=1)
+    assert ada[0].chunk.doc_id == "ada"
+    spc = SPC(index, k=1)
+    audit = spc.audit_coverage("What did Ada Lovelace write, and how do honey bees dance?", ada)
+    assert "Ada Lovelace" not in audit.missing and audit.follow_up_queries
+    assert all("Ada" not in q for q in audit.follow_up_queries)
+    result = RetrieveAndCheck(IntentAwareRetriever(index, k=1), spc, max_rounds=2).run(
+        "What did Ada Lovelace write, and how do honey bees dance?"
+    )
+    assert {h.chunk.doc_id for h in result.chunks} == {"ada", "bees"}

@@ -244,12 +244,40 @@ def test_llm_themes_and_malformed_reply():
     index = SemanticIndex(embedder=emb, theme_llm=llm)
     index.add_documents([Document("cats", CATS)])
     assert index.themes("cats") == ["felines", "rest"]
-    bad = SemanticIndex(embedder=emb, theme_llm=FakeLLM(["no", "still no"]))
+    bad = SemanticIndex(embedder=emb, theme_llm=FakeLLM(["no", "still no"]), on_llm_error="raise")
     from semrag.errors import LLMOutputError
 
     with pytest.raises(LLMOutputError):
         bad.add_documents([Document("cats", CATS)])
     assert "cats" not in bad
+    # The default falls back to the keyword themes and says so.
+    fallback = SemanticIndex(embedder=emb, theme_llm=FakeLLM(["no", "still no"]))
+    fallback.add_documents([Document("cats", CATS)])
+    keywords = SemanticIndex(embedder=emb)
+    keywords.add_documents([Document("cats", CATS)])
+    assert fallback.themes("cats") == keywords.themes("cats")
+    (note,) = fallback.notes
+    assert note.startswith("cats: themes: LLM reply invalid")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_theme_llm_that_raises_takes_the_same_fallback(mode):
+    class Down:
+        def complete(self, prompt):
+            raise ConnectionError("model server down")
+
+        async def acomplete(self, prompt):
+            raise ConnectionError("model server down")
+
+    index = SemanticIndex(embedder=FakeEmbedder(), theme_llm=Down())
+    docs = [Document("cats", CATS)]
+    if mode == "sync":
+        index.add_documents(docs)
+    else:
+        await index.aadd_documents(docs)
+    assert index.notes == [
+        "cats: themes: LLM call failed (ConnectionError: model server down); keyword themes used"
+    ]
 
 
 def test_failed_replacement_keeps_the_old_version():

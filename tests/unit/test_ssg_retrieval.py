@@ -160,7 +160,7 @@ def test_llm_guided_follows_the_llm_and_falls_back():
     r = SSGRetriever(idx, algorithm="llm_guided_traversal", llm=llm, max_sentences=10)
     t = r.traverse("q")
     assert [s.node for s in t.steps] == [0, 3, 1]
-    assert t.steps[2].note.startswith("invalid LLM reply")
+    assert t.steps[2].note.startswith("LLM reply invalid")
     assert t.stop_reason == "llm chose to stop" and t.llm_calls == 3
     assert "CANDIDATE CHUNKS (pick ONE or STOP)" in llm.prompts[0]
     assert '"choice": <number 1-3 OR "stop">' in llm.prompts[0]
