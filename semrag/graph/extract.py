@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag._validation import INT, HasMethods, Interval, Options, validate_params
 from semrag.errors import ConfigError
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation, entity_key
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -142,6 +143,25 @@ class HeuristicGraphExtractor:
         max_per_sentence: int = 8,
         titles: bool = True,
     ) -> None:
+        p = validate_params(
+            "HeuristicGraphExtractor",
+            {
+                "noun_phrases": [bool],
+                "numbers": [bool],
+                "max_phrase_words": [Interval(INT, 1, None)],
+                "max_per_sentence": [Interval(INT, 1, None)],
+                "titles": [bool],
+            },
+            {
+                "noun_phrases": noun_phrases,
+                "numbers": numbers,
+                "max_phrase_words": max_phrase_words,
+                "max_per_sentence": max_per_sentence,
+                "titles": titles,
+            },
+        )
+        noun_phrases, numbers, titles = p["noun_phrases"], p["numbers"], p["titles"]
+        max_phrase_words, max_per_sentence = p["max_phrase_words"], p["max_per_sentence"]
         self.titles = titles
         self.noun_phrases = noun_phrases
         self.numbers = numbers
@@ -263,10 +283,22 @@ class LLMGraphExtractor:
         on_error: str = "fallback",
         fallback: HeuristicGraphExtractor | None = None,
     ) -> None:
-        if on_error not in ("fallback", "raise"):
-            raise ConfigError(f"on_error must be 'fallback' or 'raise', got {on_error!r}")
-        if max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        p = validate_params(
+            "LLMGraphExtractor",
+            {
+                "llm": [HasMethods("complete", "acomplete")],
+                "max_concurrency": [Interval(INT, 1, None)],
+                "cache_size": [Interval(INT, 0, None)],
+                "on_error": [Options("fallback", "raise")],
+            },
+            {
+                "llm": llm,
+                "max_concurrency": max_concurrency,
+                "cache_size": cache_size,
+                "on_error": on_error,
+            },
+        )
+        max_concurrency, cache_size = p["max_concurrency"], p["cache_size"]
         self.llm = llm
         self.max_concurrency = max_concurrency
         self.cache_size = cache_size

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError
 from semrag.graph.communities import community_reports, detect_communities
 from semrag.graph.extract import (
@@ -92,7 +93,13 @@ class KnowledgeGraph:
             community_algorithm: ``"auto"``, ``"leiden"`` or ``"louvain"``.
             community_llm: an LLM for community reports (extractive without one).
             show_progress: a progress bar over the chunks.
+
+        Raises:
+            ConfigError: for a parameter outside what is allowed.
         """
+        _check_build(
+            resolve, resolution_threshold, communities, community_levels, community_algorithm
+        )
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
         chunks = index.chunks()
@@ -121,6 +128,9 @@ class KnowledgeGraph:
         community_llm: LLM | None = None,
     ) -> KnowledgeGraph:
         """Async twin of :meth:`build`: LLM extraction runs concurrently (up to its limit)."""
+        _check_build(
+            resolve, resolution_threshold, communities, community_levels, community_algorithm
+        )
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
         chunks = await asyncio.to_thread(index.chunks)
@@ -258,3 +268,25 @@ def _progress(items: Sequence[Any], show: bool, desc: str) -> Iterable[Any]:
     from tqdm.auto import tqdm
 
     return tqdm(items, desc=desc, unit="chunk")
+
+
+def _check_build(
+    resolve: Any, threshold: Any, communities: Any, levels: Any, algorithm: Any
+) -> None:
+    validate_params(
+        "KnowledgeGraph.build",
+        {
+            "resolve": [bool],
+            "resolution_threshold": [Interval(REAL, -1, 1)],
+            "communities": [bool],
+            "community_levels": [Interval(INT, 1, None)],
+            "community_algorithm": [Options("auto", "leiden", "louvain")],
+        },
+        {
+            "resolve": resolve,
+            "resolution_threshold": threshold,
+            "communities": communities,
+            "community_levels": levels,
+            "community_algorithm": algorithm,
+        },
+    )

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
-from semrag.errors import ConfigError
+from semrag._validation import INT, REAL, Interval, Options, validate_params
 
 __all__ = ["SSGConfig", "SemanticSimilarityGraph", "build_edges", "keyword_themes", "window_ranges"]
 
@@ -62,14 +62,27 @@ class SSGConfig:
     """``"flat"`` (exact), ``"hnsw"`` (approximate) or ``"auto"`` (HNSW above 50,000 nodes)."""
 
     def __post_init__(self) -> None:
-        if self.window < 1 or self.step < 1:
-            raise ConfigError("SSG window and step must be >= 1")
-        if min(self.top_k, self.top_x, self.top_t, self.n_themes) < 0:
-            raise ConfigError("SSG top_k, top_x, top_t and n_themes must be >= 0")
-        if self.node_pooling not in ("mean", "concat"):
-            raise ConfigError(f"node_pooling must be 'mean' or 'concat', got {self.node_pooling!r}")
-        if self.knn not in ("auto", "flat", "hnsw"):
-            raise ConfigError(f"knn must be 'auto', 'flat' or 'hnsw', got {self.knn!r}")
+        at_least_1 = [Interval(INT, 1, None)]
+        at_least_0 = [Interval(INT, 0, None)]
+        similarity = [Interval(REAL, -1, 1)]
+        checked = validate_params(
+            "SSGConfig",
+            {
+                "window": at_least_1,
+                "step": at_least_1,
+                "top_k": at_least_0,
+                "top_x": at_least_0,
+                "min_intra": similarity,
+                "min_inter": similarity,
+                "top_t": at_least_0,
+                "n_themes": at_least_0,
+                "node_pooling": [Options("mean", "concat")],
+                "knn": [Options("auto", "flat", "hnsw")],
+            },
+            asdict(self),
+        )
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a JSON-ready dict."""

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from semrag._validation import HasMethods, Options, validate_params
+from semrag._validation import HasMethods, Options, check_k, check_query, validate_params
 from semrag.chunking._split import mean_windows
 from semrag.chunking.base import BoundaryChunker, _as_documents
 from semrag.embeddings import BaseEmbedder, as_embedder
@@ -488,6 +488,7 @@ class SemanticIndex:
 
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector."""
+        k = check_k("SemanticIndex.search", k, 10)
         with self._lock:
             scores, ids = self.dense.search(vector, k)
             return [
@@ -503,16 +504,18 @@ class SemanticIndex:
 
     def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for ``query`` (cosine similarity)."""
+        check_query("SemanticIndex.search", query)
         return self.search_vector(self.embed_query(query), k)
 
     async def asearch(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Async twin of :meth:`search`."""
+        check_query("SemanticIndex.search", query)
         return await asyncio.to_thread(self.search_vector, await self.aembed_query(query), k)
 
     def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
-        if not isinstance(query, str):
-            raise TypeError(f"query must be str, got {type(query).__name__}")
+        check_query("SemanticIndex.search_sparse", query)
+        k = check_k("SemanticIndex.search_sparse", k, 10)
         with self._lock:
             found = self.sparse.search(query, k)
             return [
