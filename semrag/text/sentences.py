@@ -13,10 +13,13 @@ Rules, in order of precedence:
 * CJK and other scripts' terminal punctuation (``。！？``, ``।``, ``؟``, ``።`` ...) ends a
   sentence right away, whitespace or not.
 * ``.``, ``!``, ``?``, ``…`` and ``...`` end a sentence when followed (after any closing
-  quotes or brackets) by whitespace and a word that does not start in lower case, except
-  after a title abbreviation (``Dr.``, ``e.g.``, ``Fig.``), a single-letter initial
-  (``J. Smith``), a list number at the start of a line, or an ambiguous abbreviation
-  (``U.S.``, ``Inc.``, ``etc.``) unless the next word is a common sentence opener.
+  quotes or brackets) by whitespace and a word that does not start in lower case (a
+  camel-case name such as ``iPad`` counts as capitalised, and in a text with no capital
+  letter at all a lower-case word may start a sentence), except after a title abbreviation
+  (``Dr.``, ``e.g.``, ``Fig.``), a single-letter initial (``J. Smith``), a list number at
+  the start of a line, or an ambiguous abbreviation (``U.S.``, ``Inc.``, ``p.m.``,
+  ``No.``, ``art.``) unless the next word is a common sentence opener or a capitalised
+  word the text also uses in lower case.
 * Decimals (``3.14``) never split, since no whitespace follows their dot.
 * **Line structure.** In a line-structured text every line break ends a sentence, so
   transcripts, subtitles, lists, poems and exported notes with one utterance per line
@@ -64,19 +67,22 @@ _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+[^\n]*$", re.MULTILINE)
 
 # Abbreviations after which a period never ends a sentence.
 _TITLES = frozenset(
-    """mr mrs ms mx dr prof sr jr st rev fr gen col capt cpt lt sgt maj cmdr adm hon gov sen rep
-    pres supt no nos fig figs eq eqs vs cf e.g i.e al approx ca vol vols pp ch sec secs art
-    dept est viz ed eds op mt ft ave blvd rd mssrs messrs""".split()
+    """mr mrs ms mx dr prof sr jr st rev fr gen capt cpt lt sgt maj cmdr adm hon gov sen rep
+    pres supt nos fig figs eq eqs vs cf e.g i.e al approx ca vol vols pp ch sec secs
+    dept viz eds op mt ft ave blvd rd mssrs messrs""".split()
 )
-# Abbreviations that may or may not end a sentence; they do when a common opener follows.
+# Abbreviations that are also words, or may end a sentence ("modern art.", "at 5 p.m."):
+# they end one when a common opener follows, or a capitalised word that the text also
+# uses in lower case (so it is capitalised only because a sentence starts with it).
 _AMBIGUOUS = frozenset(
     """etc inc ltd co corp bros llc plc a.m p.m u.s u.k u.n e.u u.s.a jan feb mar apr jun jul
-    aug sep sept oct nov dec ph.d m.d b.a m.a b.sc m.sc d.c""".split()
+    aug sep sept oct nov dec ph.d m.d b.a m.a b.sc m.sc d.c no art col est ed""".split()
 )
 _OPENERS_WORDS = frozenset(
     """the a an it its he she they we i you this that these those there here but and or so yet
     however in on at for if when while after before as his her their our my your one some many
-    most all no not then thus also still such each both what which who why how""".split()
+    most all no not then thus also still such each both what which who why how today tomorrow
+    tonight yesterday now later meanwhile afterwards finally first next""".split()
 )
 _DOTTED = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]$")
 
@@ -112,13 +118,29 @@ def _next_word(text: str, pos: int) -> str:
     return text[i:j]
 
 
-def _ends_latin_sentence(text: str, stop_start: int, end: int) -> bool:
+def _starts_lower(word: str, caseless_text: bool) -> bool:
+    """Whether the word after a stop continues the sentence.
+
+    It does when it starts in lower case, unless it is a camel-case name ("iPhone",
+    "eBay") or the whole text is in lower case.
+    """
+    if not word[0].islower() or caseless_text:
+        return False
+    return not any(c.isupper() for c in word[1:])
+
+
+def _ends_latin_sentence(
+    text: str,
+    stop_start: int,
+    end: int,
+    caseless_text: bool = False,
+    lower_words: frozenset[str] = frozenset(),
+) -> bool:
     """Decide whether a Latin stop ``text[stop_start:end]`` (plus closers) ends a sentence."""
     nxt = _next_word(text, end)
     if not nxt:
         return True
-    first = nxt[0]
-    if first.islower():
+    if _starts_lower(nxt, caseless_text):
         return False
     stops = text[stop_start:end].rstrip(_CLOSERS)
     if stops != ".":
@@ -136,7 +158,10 @@ def _ends_latin_sentence(text: str, stop_start: int, end: int) -> bool:
     if word.isdigit() and not text[line_start:word_start].strip():
         return False  # a numbered list marker: "1. First item"
     if key in _AMBIGUOUS or _DOTTED.match(word):
-        return nxt.strip(_OPENERS).rstrip(",;:").lower() in _OPENERS_WORDS
+        following = nxt.strip(_OPENERS).rstrip(",;:.!?")
+        return following.lower() in _OPENERS_WORDS or (
+            following[:1].isupper() and following.lower() in lower_words
+        )
     return True
 
 
@@ -181,16 +206,23 @@ def is_line_structured(text: str) -> bool:
     return not (near >= _WRAP_LINE_SHARE and lower >= _WRAP_LOWER_SHARE)
 
 
+_LOWER_WORD = re.compile(r"(?<![\w.])[a-z][a-z'’-]*\b")
+
+
 def _cut_points(text: str, lines: str) -> list[int]:
     cuts: list[int] = []
     if lines == "always" or (lines == "auto" and is_line_structured(text)):
         cuts += [m.start() for m in re.finditer("\n", text)]
+    caseless = not any(c.isupper() for c in text)
+    lower_words: frozenset[str] | None = None
     for match in _CANDIDATE.finditer(text):
         token = match.group()
         if token[0] == "\n":
             cuts.append(match.start())
         elif token[0] in _LATIN_STOPS:
-            if _ends_latin_sentence(text, match.start(), match.end()):
+            if lower_words is None:  # built once, only for texts with a Latin stop
+                lower_words = frozenset(m.group() for m in _LOWER_WORD.finditer(text))
+            if _ends_latin_sentence(text, match.start(), match.end(), caseless, lower_words):
                 cuts.append(match.end())
         else:
             cuts.append(match.end())

@@ -35,6 +35,20 @@ def texts(text: str) -> list[str]:
         ("no punctuation at all", ["no punctuation at all"]),
         ("Fig. 3 shows it. OK.", ["Fig. 3 shows it.", "OK."]),
         ("It was 1999. Then 2000 came.", ["It was 1999.", "Then 2000 came."]),
+        ("iPhone sales rose. iPad sales fell.", ["iPhone sales rose.", "iPad sales fell."]),
+        ("i went home. then i slept.", ["i went home.", "then i slept."]),  # all lower case
+        (
+            "She loved modern art. The museum closed.",
+            ["She loved modern art.", "The museum closed."],
+        ),
+        ("We meet at 5 p.m. Tomorrow we fly.", ["We meet at 5 p.m.", "Tomorrow we fly."]),
+        ("See Art. 213 of the treaty.", ["See Art. 213 of the treaty."]),
+        ("It hit No. 1 on the chart.", ["It hit No. 1 on the chart."]),
+        (
+            "Say no. Nothing else matters to nothing.",
+            ["Say no.", "Nothing else matters to nothing."],
+        ),
+        ("Sales rose. eBay fell.", ["Sales rose.", "eBay fell."]),
     ],
 )
 def test_rules(text, expected):
