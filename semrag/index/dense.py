@@ -45,22 +45,56 @@ class DenseIndex:
         self.hnsw_m = hnsw_m
         self.ef_search = ef_search
         self.ef_construction = ef_construction
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        # Rows [0, _n) of the buffers are live; capacity doubles, so appends are amortised
+        # O(1) per vector instead of a copy of every vector per call.
+        self._id_buf = np.zeros(0, dtype=np.int64)
+        self._vec_buf = np.zeros((0, dim), dtype=np.float32)
+        self._n = 0
         self._index: Any = None  # built lazily
 
     def __len__(self) -> int:
-        return int(self._ids.size)
+        return self._n
+
+    @property
+    def _ids(self) -> npt.NDArray[np.int64]:
+        return self._id_buf[: self._n]
+
+    @property
+    def _vectors(self) -> npt.NDArray[np.float32]:
+        return self._vec_buf[: self._n]
+
+    def _set(self, ids: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        """Replace the contents (the arrays become the buffers)."""
+        self._id_buf = np.ascontiguousarray(ids, dtype=np.int64)
+        self._vec_buf = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        self._n = int(self._id_buf.size)
+
+    def _append(self, ids: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        need = self._n + ids.size
+        if need > self._id_buf.size:
+            capacity = max(need, 2 * self._id_buf.size, 64)
+            id_buf = np.zeros(capacity, dtype=np.int64)
+            vec_buf = np.zeros((capacity, self.dim), dtype=np.float32)
+            id_buf[: self._n] = self._ids
+            vec_buf[: self._n] = self._vectors
+            self._id_buf, self._vec_buf = id_buf, vec_buf
+        self._id_buf[self._n : need] = ids
+        self._vec_buf[self._n : need] = vectors
+        self._n = need
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:
-        """Ids in increasing order."""
-        return self._ids
+        """Ids in increasing order (a read-only view)."""
+        view = self._ids
+        view.flags.writeable = False
+        return view
 
     @property
     def vectors(self) -> npt.NDArray[np.float32]:
-        """Vectors aligned with :attr:`ids`."""
-        return self._vectors
+        """Vectors aligned with :attr:`ids` (a read-only view)."""
+        view = self._vectors
+        view.flags.writeable = False
+        return view
 
     def vectors_of(self, ids: Sequence[int] | npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """The stored vectors of ``ids``, in the order given.
@@ -108,14 +142,21 @@ class DenseIndex:
             )
         if not np.isfinite(vecs).all():
             raise EmbeddingError("vectors contain NaN or inf")
-        if np.intersect1d(ids_arr, self._ids).size or np.unique(ids_arr).size != ids_arr.size:
-            raise ConfigError("duplicate ids in DenseIndex.add")
-        self._ids = np.concatenate([self._ids, ids_arr])
-        self._vectors = np.concatenate([self._vectors, vecs])
-        if self._ids.size > 1 and (np.diff(self._ids) < 0).any():
-            order = np.argsort(self._ids, kind="stable")
-            self._ids, self._vectors = self._ids[order], self._vectors[order]
-        if self._index is not None and ids_arr.size:
+        if not ids_arr.size:
+            return
+        increasing = bool((np.diff(ids_arr) > 0).all())
+        after_last = not self._n or ids_arr[0] > self._id_buf[self._n - 1]
+        if not (increasing and after_last):  # the general case: check and re-sort
+            if np.intersect1d(ids_arr, self._ids).size or np.unique(ids_arr).size != ids_arr.size:
+                raise ConfigError("duplicate ids in DenseIndex.add")
+            order = np.argsort(np.concatenate([self._ids, ids_arr]), kind="stable")
+            self._set(
+                np.concatenate([self._ids, ids_arr])[order],
+                np.concatenate([self._vectors, vecs])[order],
+            )
+        else:  # new ids above every stored one (what SemanticIndex does): append
+            self._append(ids_arr, vecs)
+        if self._index is not None:
             self._index.add_with_ids(vecs, ids_arr)
 
     def remove(self, ids: Sequence[int] | npt.NDArray[np.int64]) -> int:
@@ -125,7 +166,7 @@ class DenseIndex:
         removed = int((~keep).sum())
         if not removed:
             return 0
-        self._ids, self._vectors = self._ids[keep], self._vectors[keep]
+        self._set(self._ids[keep], self._vectors[keep])
         if self._index is not None:
             if self.kind == "flat":
                 self._index.remove_ids(_faiss().IDSelectorBatch(ids_arr))
@@ -171,16 +212,17 @@ class DenseIndex:
     def load(cls, directory: Path, config: dict[str, Any]) -> DenseIndex:
         """Read what :meth:`save` wrote, with the config recorded next to it."""
         index = cls(**config)
-        index._ids = np.load(directory / "dense_ids.npy", allow_pickle=False)
-        index._vectors = np.load(directory / "dense_vectors.npy", allow_pickle=False)
+        ids = np.load(directory / "dense_ids.npy", allow_pickle=False)
+        vectors = np.load(directory / "dense_vectors.npy", allow_pickle=False)
         faiss_file = directory / "dense.faiss"
-        if index._ids.shape != (len(index._vectors),) or (
-            len(index._vectors) and index._vectors.shape[1] != index.dim
-        ):
+        if ids.ndim != 1 or vectors.shape != (ids.size, index.dim):
             raise StoreError(
-                f"{directory}: dense ids {index._ids.shape} and vectors "
-                f"{index._vectors.shape} do not match (dimension {index.dim})"
+                f"{directory}: dense ids {ids.shape} and vectors {vectors.shape} do not "
+                f"match (dimension {index.dim})"
             )
+        if ids.size > 1 and (np.diff(ids) <= 0).any():
+            raise StoreError(f"{directory}: dense ids are not strictly increasing")
+        index._set(ids, vectors)
         if index.kind == "hnsw" and faiss_file.exists():
             faiss = _faiss()
             loaded = faiss.read_index(str(faiss_file))  # owns the index: keep this wrapper

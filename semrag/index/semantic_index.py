@@ -322,6 +322,9 @@ class SemanticIndex:
         s_pos = 0
         t_pos = 0
         cfg = self.ssg_config
+        new_ids: list[int] = []
+        new_vectors: list[Floats] = []
+        new_texts: list[str] = []
         for (doc, spans), chunks, theme in zip(block, chunk_lists, themes, strict=True):
             svec = sentence_vectors[s_pos : s_pos + len(spans)]
             s_pos += len(spans)
@@ -347,9 +350,12 @@ class SemanticIndex:
             )
             for i, c in zip(ids, chunks, strict=True):
                 self._chunk_by_id[i] = c
-            if chunks:
-                self.dense.add(ids, cvec)
-                self.sparse.add(ids, [c.text for c in chunks])
+            new_ids += ids
+            new_vectors.append(cvec)
+            new_texts += [c.text for c in chunks]
+        if new_ids:  # one add per block: no per-document copy of the whole index
+            self.dense.add(new_ids, np.concatenate(new_vectors))
+            self.sparse.add(new_ids, new_texts)
         self._invalidate()
 
     def _keyword_themes(self, block: list[tuple[Document, list[Span]]]) -> list[list[str]]:

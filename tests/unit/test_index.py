@@ -386,3 +386,20 @@ def test_concurrent_adds_and_searches():
     assert not errors, errors
     assert sorted(d for d in index.doc_ids if d.startswith("w")) == ["w0-4", "w1-4", "w2-4"]
     assert len(index.search("writer", k=100)) == len(index.chunks())
+
+
+def test_dense_index_appends_in_place_and_keeps_ids_sorted():
+    idx = DenseIndex(2)
+    rows = np.eye(2, dtype=np.float32)
+    for i in range(100):  # appends reuse the buffer: no copy of the index per call
+        idx.add([i], rows[i % 2][None, :])
+    assert idx.ids.tolist() == list(range(100)) and len(idx) == 100
+    idx.add([-5, 500], rows)  # out of order: still sorted, vectors follow their ids
+    assert idx.ids[0] == -5 and idx.ids[-1] == 500
+    np.testing.assert_array_equal(idx.vectors_of([-5, 500]), rows)
+    with pytest.raises(ConfigError, match="duplicate"):
+        idx.add([7], rows[:1])
+    with pytest.raises(ValueError):
+        idx.vectors[0, 0] = 3.0  # views are read-only
+    assert idx.remove([0, 1, 500]) == 3 and 0 not in idx.ids.tolist()
+    assert idx.search(rows[1], 1)[1][0][0] in idx.ids
