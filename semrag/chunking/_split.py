@@ -289,7 +289,8 @@ def split_with_overlap(
     pieces: list[Span] = []
     i = 0
     while True:
-        piece_start = starts[i]
+        # The first piece starts at the span (characters a tokenizer skips stay in it).
+        piece_start = span.start if i == 0 else starts[i]
 
         def fits(j: int, a: int = piece_start) -> bool:
             return count(trimmed(a, end_of(j)).of(text)) <= max_tokens
@@ -352,25 +353,7 @@ def _largest(ok: Callable[[int], bool], lo: int, guess: int, hi: int) -> int | N
 def _smallest(ok: Callable[[int], bool], lo: int, guess: int, hi: int) -> int:
     """Smallest ``k`` in ``[lo, hi]`` with ``ok(k)`` (monotone: false, then true), or ``hi``.
 
-    Starts at ``guess``: gallops down from it while ``ok`` holds, bisects above it otherwise.
+    The mirror image of :func:`_largest` (search ``-k``), starting at ``guess``.
     """
-    guess = min(max(guess, lo), hi)
-    if ok(guess):
-        good, step = guess, 1
-        while good > lo:
-            probe = max(good - step, lo)
-            if not ok(probe):
-                bad = probe
-                break
-            good, step = probe, step * 2
-        else:
-            return good
-    else:
-        bad, good = guess, hi
-    while good - bad > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
+    j = _largest(lambda neg: ok(-neg), -hi, -guess, -lo)
+    return hi if j is None else -j
