@@ -13,7 +13,7 @@ from pydantic import ConfigDict, PrivateAttr
 from langchain_semrag.embeddings import to_embedder, to_llm
 from langchain_semrag.retrievers import to_lc_documents
 from semrag.postprocess import SPC, SPCResult
-from semrag.types import Chunk, ScoredChunk
+from semrag.types import Chunk, ScoredChunk, doc_id_from_metadata
 
 __all__ = ["SPCCompressor", "from_lc_document"]
 
@@ -21,13 +21,14 @@ __all__ = ["SPCCompressor", "from_lc_document"]
 def from_lc_document(doc: LCDocument) -> ScoredChunk:
     """A LangChain document as a :class:`~semrag.types.ScoredChunk`.
 
-    The document id is ``metadata["doc_id"]`` (semrag's), else ``metadata["source"]``
-    (LangChain loaders'); the offset is ``metadata["start_index"]`` (semrag's and
+    The document id is the first of ``metadata["doc_id"]`` (semrag's retrievers),
+    ``["source"]`` (LangChain loaders') and ``["semrag_doc_id"]`` (semrag's splitters); the
+    offset is ``metadata["start_index"]`` (semrag's and
     ``add_start_index=True`` splitters'), else unknown (-1); the score is
     ``semrag_score`` or ``relevance_score`` when present. The metadata travels along.
     """
     meta = doc.metadata
-    doc_id = str(meta.get("doc_id", meta.get("source", "")))
+    doc_id = doc_id_from_metadata(meta)
     start = meta.get("start_index")
     start = int(start) if isinstance(start, int) and start >= 0 else -1
     end = start + len(doc.page_content) if start >= 0 else -1

@@ -323,7 +323,10 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``semrag`` command."""
+    from semrag import __version__
+
     parser = argparse.ArgumentParser(prog="semrag", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"semrag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     chunk = sub.add_parser("chunk", help="split files into semantic chunks")
     chunk.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")

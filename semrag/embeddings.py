@@ -18,10 +18,11 @@ LlamaIndex ``BaseEmbedding`` objects are bridged by the adapter packages.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -394,7 +395,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
                         from sentence_transformers import SentenceTransformer
                     except ImportError as exc:  # pragma: no cover - a core dependency
                         raise missing_dependency("sentence_transformers", "all") from exc
-                    model = SentenceTransformer(path, device=self.device, local_files_only=True)
+                    with _quiet_loading(not self.show_progress):
+                        model = SentenceTransformer(path, device=self.device, local_files_only=True)
                     _MODELS[(path, self.device)] = model
             self._model = model
             getdim = (
@@ -440,3 +442,20 @@ class SentenceTransformerEmbedder(BaseEmbedder):
             f"SentenceTransformerEmbedder(model_path={self.model_path!r}, device={self.device!r}, "
             f"batch_size={self.batch_size}, cache_size={self.cache_size})"
         )
+
+
+@contextlib.contextmanager
+def _quiet_loading(quiet: bool) -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar unless progress was asked for."""
+    if not quiet:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()

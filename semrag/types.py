@@ -148,3 +148,23 @@ class ScoredChunk:
             "semrag_channels": dict(self.channel_scores),
             "semrag_provenance": [dict(p) for p in self.provenance],
         }
+
+
+DOC_ID_KEYS = ("doc_id", "source", "semrag_doc_id")
+"""Metadata keys that name a chunk's document, in the order they are read: semrag's
+retrievers write ``doc_id``, LangChain loaders ``source``, semrag's splitters
+``semrag_doc_id`` (the id of the document they split)."""
+
+
+def doc_id_from_metadata(metadata: Mapping[str, Any], default: str = "") -> str:
+    """The document id a framework document's metadata names (see :data:`DOC_ID_KEYS`).
+
+    Example:
+        >>> doc_id_from_metadata({"source": "a.txt", "semrag_doc_id": "0"})
+        'a.txt'
+    """
+    for key in DOC_ID_KEYS:
+        value = metadata.get(key)
+        if value not in (None, ""):
+            return str(value)
+    return default

@@ -264,3 +264,16 @@ def test_retrieve_and_check_returns_the_loops_evidence_in_both_frameworks():
     assert [d.page_content for d in lc_docs] == [n.node.get_content() for n in li_nodes]
     assert len(lc_docs) > 1  # round 1 held k=1 chunk; the follow-up round added evidence
     assert len(lc.invoke(query, k=1)) == 1
+
+
+def test_spc_compressor_repairs_semrag_splitter_output_by_its_document_id():
+    splitter = langchain_semrag.SemanticTextSplitter(FakeEmbedder(), buffer_size=0, threshold=0.99)
+    docs = splitter.create_documents([TEXT])  # no "source": the splitter's semrag_doc_id is "0"
+    damaged = [d for d in docs if d.page_content.startswith("He then")]
+    assert damaged and "doc_id" not in damaged[0].metadata
+    compressor = langchain_semrag.SPCCompressor(
+        sources={"0": TEXT}, embeddings=FakeEmbedder(), options={"audit": False}
+    )
+    (out,) = compressor.compress_documents(damaged, "Why did John Smith resign?")
+    assert out.metadata["semrag_spc"]["action"] == "repaired"
+    assert "John Smith" in out.page_content

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 
 import numpy as np
@@ -193,3 +194,34 @@ def test_minilm_constructor_does_no_io():
     assert emb._model is None  # nothing loaded until first use
     with pytest.raises(ConfigError, match="never downloads"):
         emb.embed(["x"])
+
+
+@pytest.mark.model
+def test_loading_the_model_prints_no_progress_bar_unless_asked():
+    import subprocess
+    import sys
+
+    code = (
+        "from semrag.embeddings import SentenceTransformerEmbedder as E; "
+        "import sys; E(show_progress=sys.argv[1] == 'on').embed(['x'])"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    quiet = subprocess.run(
+        [sys.executable, "-c", code, "off"], capture_output=True, text=True, env=env
+    )
+    loud = subprocess.run(
+        [sys.executable, "-c", code, "on"], capture_output=True, text=True, env=env
+    )
+    assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
+    assert "Loading weights" not in quiet.stderr
+    assert "Loading weights" in loud.stderr
+
+
+def test_cli_version(capsys):
+    from semrag import __version__
+    from semrag.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"semrag {__version__}"
