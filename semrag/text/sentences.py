@@ -93,9 +93,7 @@ _TERMINAL = frozenset(_LATIN_STOPS + _CJK_STOPS + _OTHER_STOPS)
 _MIN_LINE_BREAKS = 2
 _UNPUNCTUATED_SHARE = 0.5
 _WRAP_MIN_WIDTH = 30
-_WRAP_NEAR_WIDTH = 0.75
 _WRAP_LINE_SHARE = 0.8
-_WRAP_LOWER_SHARE = 0.3
 
 
 def _previous_word(text: str, pos: int) -> tuple[str, int]:
@@ -175,13 +173,13 @@ def is_line_structured(text: str) -> bool:
     1. it has at least two such line breaks, and
     2. at least half of those lines end without terminal punctuation (``.!?…`` and the
        CJK / other scripts' stops, after closing quotes or brackets), and
-    3. it does not look like hard-wrapped prose. Hard-wrapped prose has lines cut near
-       one width: at least 80% of the lines reach 75% of the width (the 90th percentile
-       line length, at least 30 characters), and, where the next line starts with a
-       cased letter, at least 30% of them continue in lower case.
+    3. it does not look like hard-wrapped prose. A line that was broken by wrapping
+       could not have taken the next line's first word within the text's width (the
+       90th percentile line length); in hard-wrapped prose at least 80% of the lines are
+       like that. Lines narrower than 30 characters are never taken for wrapped prose.
 
-    So a transcript, a subtitle file, a list or a poem is line-structured; a novel
-    wrapped at 70 columns or a punctuated text is not.
+    So a transcript, a subtitle or caption file, a list or a poem is line-structured; a
+    novel wrapped at 70 columns or a punctuated text is not.
 
     Example:
         >>> is_line_structured("so welcome back\ntoday we talk about waves\nfirst some history")
@@ -200,10 +198,9 @@ def is_line_structured(text: str) -> bool:
     width = widths[int(0.9 * (len(widths) - 1))]
     if width < _WRAP_MIN_WIDTH:
         return True
-    near = sum(w >= _WRAP_NEAR_WIDTH * width for w in widths) / len(widths)
-    cased = [b[0] for _, b in pairs if b[0].islower() or b[0].isupper()]
-    lower = sum(c.islower() for c in cased) / len(cased) if cased else 1.0
-    return not (near >= _WRAP_LINE_SHARE and lower >= _WRAP_LOWER_SHARE)
+    # A line broken by wrapping could not take the next line's first word.
+    full = sum(len(a) + 1 + len(b.split(maxsplit=1)[0]) > width for a, b in pairs)
+    return full < _WRAP_LINE_SHARE * len(pairs)
 
 
 _LOWER_WORD = re.compile(r"(?<![\w.])[a-z][a-z'’-]*\b")

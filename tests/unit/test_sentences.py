@@ -93,6 +93,16 @@ TRANSCRIPT = (
     "we had the harmonic oscillator\n"
     "and its energy"
 )
+CAPTIONS = "\n".join(  # lines cut by time, not by width: their lengths vary
+    [
+        "so today we are going to look at waves",
+        "standing waves on a string",
+        "that is fixed at both ends",
+        "and we will see that only some of the frequencies",
+        "are allowed",
+        "so let us start with a quick demo",
+    ]
+)
 WRAPPED = (
     "It was the best of times, it was the worst of times, it was the age of\n"
     "wisdom, it was the age of foolishness, it was the epoch of belief, it\n"
@@ -110,6 +120,7 @@ WRAPPED = (
         ("00:01 Hello there\n00:03 how are you\n00:05 fine thanks", 3),  # subtitles
         ("Shall I compare thee to a summer's day\nThou art more lovely\nAnd more temperate", 3),
         ("ok see you at five\nbring the slides\nthe projector is broken", 3),  # all lower case
+        (CAPTIONS, 6),  # auto-captions: lower case, no stops, some lines near the width
     ],
 )
 def test_line_structured_text_ends_a_sentence_at_each_line(text, lines):
