@@ -16,10 +16,11 @@ format, checksums and the embedder's dimension.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from semrag.index.sparse import BM25Index
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.types import Chunk, Document, ScoredChunk, Span
 
-__all__ = ["SemanticIndex"]
+__all__ = ["SSGView", "SemanticIndex"]
 
 Floats = npt.NDArray[np.float32]
 FORMAT_VERSION = 1
@@ -86,6 +87,86 @@ def _mean_of(vectors: Floats, ranges: Sequence[Sequence[int]], dim: int) -> Floa
 def _normalise(v: Floats) -> Floats:
     norms = np.linalg.norm(v, axis=-1, keepdims=True)
     return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0).astype(np.float32)
+
+
+class SSGView:
+    """One consistent version of the similarity graph and the documents it was built from.
+
+    A traversal takes a view once (:meth:`SemanticIndex.ssg_view`) and reads everything
+    through it: the graph, the sentence vectors, where each sentence is, the window nodes
+    as chunks and the node index. A writer that changes the index meanwhile leads to a new
+    version; it never changes this one, so a reader never mixes two versions.
+    """
+
+    def __init__(
+        self,
+        version: int,
+        graph: SemanticSimilarityGraph,
+        entries: Mapping[str, _Entry],
+        sentence_matrix: Floats,
+        sentence_offsets: list[int],
+        tokenizer: Any,
+        dim: int,
+    ) -> None:
+        self.version = version
+        self.graph = graph
+        self._entries = dict(entries)
+        self._doc_order = list(entries)
+        self.sentence_matrix = sentence_matrix
+        self._offsets = sentence_offsets
+        self._tokenizer = tokenizer
+        self._dim = dim
+        self._node_index: DenseIndex | None = None
+        self._lock = threading.Lock()
+
+    def has_document(self, doc_id: str) -> bool:
+        """Whether ``doc_id`` is in this version."""
+        return doc_id in self._entries
+
+    @property
+    def node_index(self) -> DenseIndex:
+        """A FAISS index over this version's window nodes (ids = node numbers)."""
+        with self._lock:
+            if self._node_index is None:
+                graph = self.graph
+                kind = "hnsw" if graph.n_nodes > 50_000 else "flat"
+                index = DenseIndex(self._dim, kind=kind)
+                if graph.n_nodes:
+                    index.add(np.arange(graph.n_nodes), graph.node_vectors)
+                self._node_index = index
+            return self._node_index
+
+    def sentence_location(self, global_index: int) -> tuple[str, Span]:
+        """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
+        d = bisect.bisect_right(self._offsets, global_index) - 1
+        doc_id = self._doc_order[d]
+        return doc_id, self._entries[doc_id].sentences[global_index - self._offsets[d]]
+
+    def sentence_text(self, global_index: int) -> str:
+        """The text of a sentence by its index in :attr:`sentence_matrix`."""
+        doc_id, span = self.sentence_location(global_index)
+        return span.of(self._entries[doc_id].doc.text)
+
+    def node_chunk(self, node: int) -> Chunk:
+        """A window node as a :class:`Chunk` with exact offsets (in this version)."""
+        graph = self.graph
+        d = int(graph.node_doc[node])
+        doc_id = graph.doc_ids[d]
+        entry = self._entries[doc_id]
+        a, b = graph.node_sentences[node] - self._offsets[d]
+        start, end = entry.sentences[int(a)].start, entry.sentences[int(b) - 1].end
+        text = entry.doc.text[start:end]
+        return Chunk(
+            doc_id=doc_id,
+            start=start,
+            end=end,
+            text=text,
+            token_count=int(self._tokenizer.count([text])[0]),
+            index=node,
+            sentence_start=int(a),
+            sentence_end=int(b),
+            metadata=entry.doc.metadata,
+        )
 
 
 class SemanticIndex:
@@ -172,7 +253,8 @@ class SemanticIndex:
         self._dense: DenseIndex | None = None
         self.sparse = BM25Index()
         self._graph: SemanticSimilarityGraph | None = None
-        self._node_index: DenseIndex | None = None
+        self._view: SSGView | None = None
+        self._version = 0
         self._sentence_matrix: Floats | None = None
         self._sentence_offsets: list[int] = []
         self._doc_order: list[str] = []
@@ -476,7 +558,8 @@ class SemanticIndex:
 
     def _invalidate(self) -> None:
         self._graph = None
-        self._node_index = None
+        self._view = None
+        self._version += 1
         self._sentence_matrix = None
 
     # -- search -------------------------------------------------------------------------------
@@ -539,28 +622,37 @@ class SemanticIndex:
         Raises:
             ConfigError: if the index was created with ``ssg=False``.
         """
+        return self.ssg_view().graph
+
+    def ssg_view(self) -> SSGView:
+        """The current consistent version of the graph and its documents.
+
+        Built on first use after a change; see :class:`SSGView`.
+
+        Raises:
+            ConfigError: if the index was created with ``ssg=False``.
+        """
         if self.ssg_config is None:
             raise ConfigError("this index was built with ssg=False")
         with self._lock:
             if self._graph is None:
                 self._graph = self._build_graph()
-            return self._graph
+            if self._view is None or self._view.graph is not self._graph:
+                self._view = SSGView(
+                    self._version,
+                    self._graph,
+                    self._entries,
+                    self._build_sentence_matrix(),
+                    list(self._sentence_offsets),
+                    self.chunker.tokenizer,
+                    self.embedder.dim,
+                )
+            return self._view
 
     @property
     def node_index(self) -> DenseIndex:
         """A FAISS index over the SSG's window nodes (ids = node numbers)."""
-        with self._lock:
-            return self._build_node_index()
-
-    def _build_node_index(self) -> DenseIndex:
-        if self._node_index is None:
-            graph = self.ssg
-            kind = "hnsw" if graph.n_nodes > 50_000 else "flat"
-            index = DenseIndex(self.embedder.dim, kind=kind)
-            if graph.n_nodes:
-                index.add(np.arange(graph.n_nodes), graph.node_vectors)
-            self._node_index = index
-        return self._node_index
+        return self.ssg_view().node_index
 
     @property
     def sentence_matrix(self) -> Floats:
@@ -584,12 +676,7 @@ class SemanticIndex:
 
     def sentence_location(self, global_index: int) -> tuple[str, Span]:
         """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
-        _ = self.sentence_matrix
-        import bisect
-
-        d = bisect.bisect_right(self._sentence_offsets, global_index) - 1
-        doc_id = self._doc_order[d]
-        return doc_id, self._entries[doc_id].sentences[global_index - self._sentence_offsets[d]]
+        return self.ssg_view().sentence_location(global_index)
 
     def _build_graph(self) -> SemanticSimilarityGraph:
         cfg = self.ssg_config
@@ -641,22 +728,7 @@ class SemanticIndex:
 
     def node_chunk(self, node: int) -> Chunk:
         """A window node of the SSG as a :class:`Chunk` with exact offsets."""
-        graph = self.ssg
-        doc_id = graph.doc_ids[int(graph.node_doc[node])]
-        entry = self._entries[doc_id]
-        a, b = graph.node_sentences[node] - self._sentence_offsets[int(graph.node_doc[node])]
-        start, end = entry.sentences[int(a)].start, entry.sentences[int(b) - 1].end
-        return Chunk(
-            doc_id=doc_id,
-            start=start,
-            end=end,
-            text=entry.doc.text[start:end],
-            token_count=int(self.chunker.tokenizer.count([entry.doc.text[start:end]])[0]),
-            index=node,
-            sentence_start=int(a),
-            sentence_end=int(b),
-            metadata=entry.doc.metadata,
-        )
+        return self.ssg_view().node_chunk(node)
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:

@@ -130,12 +130,12 @@ class Traversal:
 class _Context:
     """Query-side caches shared by the algorithms (similarities computed lazily)."""
 
-    def __init__(self, index: Any, q: Floats) -> None:
-        self.index = index
-        self.graph = index.ssg
+    def __init__(self, view: Any, q: Floats) -> None:
+        self.view = view  # one consistent version of the index for the whole query
+        self.graph = view.graph
         self.q = q.astype(np.float32)
         self.nodes = self.graph.node_vectors
-        self.sent = index.sentence_matrix
+        self.sent = view.sentence_matrix
         self._node_sim: dict[int, float] = {}
         self.extracted: dict[int, float] = {}  # sentence -> sim(q, s)
         self.visited: set[int] = set()
@@ -296,7 +296,8 @@ class SSGRetriever:
         """Traverse from the query's anchor and return the best ``k`` visited nodes."""
         k = check_k("SSGRetriever", k, self.k)
         q = self.index.embed_query(check_query("SSGRetriever", query))
-        return self._results(q, self._drive(self._run(query, q, k)), k)
+        view = self.index.ssg_view()
+        return self._results(q, self._drive(self._run(query, q, k, view)), k, view)
 
     def retrieve_vector(
         self, vector: Floats, *, k: int | None = None, query: str = ""
@@ -316,7 +317,8 @@ class SSGRetriever:
                 f"SSGRetriever: the query vector must be {dim} finite numbers, got shape "
                 f"{q.shape} with {int((~np.isfinite(q)).sum())} non-finite"
             )
-        return self._results(q, self._drive(self._run(query, q, k)), k)
+        view = self.index.ssg_view()
+        return self._results(q, self._drive(self._run(query, q, k, view)), k, view)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`.
@@ -326,13 +328,15 @@ class SSGRetriever:
         """
         k = check_k("SSGRetriever", k, self.k)
         q = await self.index.aembed_query(check_query("SSGRetriever", query))
-        traversal = await adrive(self._run(query, q, k), self._acomplete)
-        return await asyncio.to_thread(self._results, q, traversal, k)
+        view = await asyncio.to_thread(self.index.ssg_view)
+        traversal = await adrive(self._run(query, q, k, view), self._acomplete)
+        return await asyncio.to_thread(self._results, q, traversal, k, view)
 
     def traverse(self, query: str, *, k: int | None = None) -> Traversal:
         """The raw traversal (steps, stop reason, LLM calls) for ``query``."""
         q = self.index.embed_query(check_query("SSGRetriever", query))
-        return self._drive(self._run(query, q, check_k("SSGRetriever", k, self.k)))
+        k = check_k("SSGRetriever", k, self.k)
+        return self._drive(self._run(query, q, k, self.index.ssg_view()))
 
     def _drive(self, gen: Generator[str, str | None, Traversal]) -> Traversal:
         return drive(gen, self._complete)
@@ -364,10 +368,12 @@ class SSGRetriever:
             after = 5 if self.algorithm == "basic_retrieval" else 8
         return max_s, after
 
-    def _run(self, query: str, q: Floats, k: int) -> Generator[str, str | None, Traversal]:
-        if self.index.ssg.n_nodes == 0:
+    def _run(
+        self, query: str, q: Floats, k: int, view: Any
+    ) -> Generator[str, str | None, Traversal]:
+        if view.graph.n_nodes == 0:
             return Traversal(stop_reason="empty index")
-        ctx = _Context(self.index, q)
+        ctx = _Context(view, q)
         max_s, after = self._limits(k)
         if self.algorithm == "basic_retrieval":
             return self._basic(ctx, max_s, after)
@@ -376,7 +382,7 @@ class SSGRetriever:
         return self._greedy(ctx, max_s, after)
 
     def _anchor(self, ctx: _Context) -> int:
-        _, ids = self.index.node_index.search(ctx.q, 1)
+        _, ids = ctx.view.node_index.search(ctx.q, 1)
         return int(ids[0, 0])
 
     def _should_stop_early(self, ctx: _Context, after: int, best_available: float) -> bool:
@@ -387,7 +393,7 @@ class SSGRetriever:
     def _basic(self, ctx: _Context, max_s: int, after: int) -> Traversal:
         n = ctx.graph.n_nodes
         depth = min(n, 4 * max_s)
-        scores, ids = self.index.node_index.search(ctx.q, depth)
+        scores, ids = ctx.view.node_index.search(ctx.q, depth)
         order = [int(i) for i in ids[0] if i >= 0]
         t = Traversal()
         for pos, node in enumerate(order):
@@ -535,10 +541,10 @@ class SSGRetriever:
 
     def _prompt(self, ctx: _Context, query: str, ids: np.ndarray, sims: np.ndarray) -> str:
         first = sorted(ctx.extracted)[:5]
-        extracted = "\n".join(self._sentence_text(s) for s in first) or "(nothing yet)"
+        extracted = "\n".join(ctx.view.sentence_text(s) for s in first) or "(nothing yet)"
         cands = []
         for rank, (node, sim) in enumerate(zip(ids.tolist(), sims.tolist(), strict=True), 1):
-            chunk = self.index.node_chunk(node)
+            chunk = ctx.view.node_chunk(node)
             head = f"{rank}. [{chunk.doc_id}#{node}] (similarity: {sim:.2f})"
             cands.append(f"{head}\nPreview: {chunk.text[:200]}...")
         return _LLM_PROMPT.format(
@@ -548,10 +554,6 @@ class SSGRetriever:
             candidates="\n".join(cands),
             m=len(ids),
         )
-
-    def _sentence_text(self, s: int) -> str:
-        doc_id, span = self.index.sentence_location(s)
-        return span.of(self.index.document(doc_id).text)
 
     @staticmethod
     def _parse_choice(reply: Any, n: int) -> int | str | None:
@@ -573,16 +575,16 @@ class SSGRetriever:
         return choice - 1 if 1 <= choice <= n else None
 
     # -- results --------------------------------------------------------------------------------
-    def _results(self, q: Floats, traversal: Traversal, k: int) -> list[ScoredChunk]:
-        ctx_sent = self.index.sentence_matrix
+    def _results(self, q: Floats, traversal: Traversal, k: int, view: Any) -> list[ScoredChunk]:
+        ctx_sent = view.sentence_matrix
         path = [s.node for s in traversal.steps]
         hits: list[ScoredChunk] = []
         for hop, step in enumerate(traversal.steps):
-            chunk = self.index.node_chunk(step.node)
-            qsim = float(self.index.ssg.node_vectors[step.node] @ q)
+            chunk = view.node_chunk(step.node)
+            qsim = float(view.graph.node_vectors[step.node] @ q)
             sentences = []
             for s in step.sentences:
-                doc_id, span = self.index.sentence_location(s)
+                _, span = view.sentence_location(s)
                 sentences.append(
                     {"start": span.start, "end": span.end, "score": float(ctx_sent[s] @ q)}
                 )
@@ -598,6 +600,7 @@ class SSGRetriever:
                 "sentences": sentences,
                 "path": path,
                 "stop_reason": traversal.stop_reason,
+                "index_version": view.version,
             }
             if step.note:
                 provenance["note"] = step.note

@@ -75,6 +75,19 @@ class HandIndex:
         _, span = self.sentence_location(node)
         return Chunk("d0", span.start, span.end, span.of(self.text), 1, node, node, node + 1)
 
+    # The hand-built index is its own (only) consistent version.
+    version = 0
+
+    @property
+    def graph(self):
+        return self.ssg
+
+    def ssg_view(self):
+        return self
+
+    def sentence_text(self, s):
+        return self.sentence_location(s)[1].of(self.text)
+
 
 def path(retriever, query="q"):
     return [s.node for s in retriever.traverse(query).steps]

@@ -1,0 +1,88 @@
+"""Reads during writes: every SSG hit is self-consistent while a writer changes the index.
+
+Eight reader threads run every non-LLM traversal while one writer adds, replaces (with a
+different number of sentences, so offsets move) and deletes documents. Each hit must hold
+together: its provenance sentences lie inside its chunk, and its text is the text of a
+version of its document at those offsets.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+from semrag import Document, SemanticIndex
+from semrag.retrieval import ALGORITHMS, SSGRetriever
+from semrag.testing import FakeEmbedder
+
+DURATION = 30.0  # seconds of concurrent reads and writes (the issue's setting)
+READERS = 8
+TOPICS = ["bees hive honey", "rockets orbit fuel", "bread dough oven", "rivers delta flood"]
+
+
+def text_for(doc: int, version: int) -> str:
+    n = 3 + (doc + version) % 5  # the sentence count changes between versions
+    topic = TOPICS[(doc + version) % len(TOPICS)]
+    return " ".join(f"Version {version} line {j} of {doc} is about {topic}." for j in range(n))
+
+
+def test_ssg_hits_stay_consistent_under_concurrent_writes():
+    index = SemanticIndex(embedder=FakeEmbedder(dim=64))
+    written: dict[str, set[str]] = {}
+    lock = threading.Lock()
+
+    def write(doc: int, version: int) -> None:
+        text = text_for(doc, version)
+        with lock:
+            written.setdefault(f"w{doc}", set()).add(text)
+        index.add_documents([Document(f"w{doc}", text)])
+
+    for d in range(40):
+        write(d, 0)
+    stop = time.monotonic() + DURATION
+    violations: list[str] = []
+    errors: list[BaseException] = []
+    hits_seen = [0]
+
+    def writer() -> None:
+        rng = random.Random(0)
+        version = 1
+        while time.monotonic() < stop:
+            doc = rng.randrange(60)
+            if rng.random() < 0.2:
+                index.delete(f"w{doc}")
+            else:
+                write(doc, version)
+            version += 1
+
+    def reader(seed: int) -> None:
+        rng = random.Random(seed)
+        algorithms = [a for a in ALGORITHMS if a != "llm_guided_traversal"]
+        try:
+            while time.monotonic() < stop:
+                retriever = SSGRetriever(index, algorithm=rng.choice(algorithms), k=5)
+                for hit in retriever.retrieve(rng.choice(TOPICS)):
+                    hits_seen[0] += 1
+                    c = hit.chunk
+                    with lock:
+                        versions = set(written.get(c.doc_id, ()))
+                    if not any(t[c.start : c.end] == c.text for t in versions):
+                        violations.append(f"{c.doc_id}: text not at its offsets in any version")
+                    for s in hit.provenance[0]["sentences"]:
+                        if not c.start <= s["start"] < s["end"] <= c.end:
+                            violations.append(
+                                f"{c.doc_id}: sentence {s} outside [{c.start}, {c.end})"
+                            )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer)]
+    threads += [threading.Thread(target=reader, args=(i,)) for i in range(READERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert hits_seen[0] > 100, "the readers hardly ran"
+    assert violations == [], f"{len(violations)} of {hits_seen[0]} hits: {violations[:5]}"
