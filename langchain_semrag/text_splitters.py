@@ -21,6 +21,7 @@ from semrag.chunking import (
     ChunkingResult,
     SemanticChunker,
     framework_cap_arguments,
+    framework_threshold_arguments,
 )
 from semrag.errors import ConfigError
 from semrag.types import Document
@@ -179,6 +180,9 @@ class SemanticTextSplitter(_CoreTextSplitter):
             always present.
         strip_whitespace: ``True`` only (chunks never start or end with whitespace).
         keep_separator: ``False`` or ``"end"`` (a sentence keeps its punctuation).
+        breakpoint_threshold_type, breakpoint_threshold_amount, number_of_chunks: the
+            break rule as LangChain's experimental ``SemanticChunker`` names it (with its
+            default amounts), so that class swaps for this one too; or use ``threshold``.
         **chunker_args: keyword arguments of :class:`semrag.SemanticChunker`
             (``buffer_size``, ``window``, ``pooling``, ``threshold``, ``threshold_amount``,
             ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...). Unknown names raise
@@ -203,8 +207,17 @@ class SemanticTextSplitter(_CoreTextSplitter):
         add_start_index: bool = True,
         strip_whitespace: bool = True,
         keep_separator: bool | str = False,
+        breakpoint_threshold_type: str | None = None,
+        breakpoint_threshold_amount: float | None = None,
+        number_of_chunks: int | None = None,
         **chunker_args: Any,
     ) -> None:
+        chunker_args = framework_threshold_arguments(
+            chunker_args,
+            breakpoint_threshold_type=breakpoint_threshold_type,
+            breakpoint_threshold_amount=breakpoint_threshold_amount,
+            number_of_chunks=number_of_chunks,
+        )
         super().__init__(
             lambda args: SemanticChunker(to_embedder(embeddings), **args),
             chunker_args,

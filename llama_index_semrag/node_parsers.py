@@ -22,6 +22,7 @@ from semrag.chunking import (
     ChunkingResult,
     SemanticChunker,
     framework_cap_arguments,
+    framework_threshold_arguments,
 )
 from semrag.errors import ConfigError
 from semrag.types import Document
@@ -150,6 +151,8 @@ class SemanticNodeParser(_CoreNodeParser):
         callback_manager, id_func: as in every LlamaIndex ``NodeParser``.
         separator, paragraph_separator, secondary_chunking_regex, chunking_tokenizer_fn:
             ``SentenceSplitter`` options that do not apply (``ConfigError`` if given).
+        breakpoint_percentile_threshold: the break rule as LlamaIndex's
+            ``SemanticSplitterNodeParser`` names it (``threshold="percentile"``).
         **chunker_args: keyword arguments of :class:`semrag.SemanticChunker`
             (``buffer_size``, ``window``, ``pooling``, ``threshold``, ``max_tokens``, ...).
             Unknown names raise ``TypeError``.
@@ -179,8 +182,12 @@ class SemanticNodeParser(_CoreNodeParser):
         paragraph_separator: str | None = None,
         secondary_chunking_regex: str | None = None,
         chunking_tokenizer_fn: Any = None,
+        breakpoint_percentile_threshold: float | None = None,
         **chunker_args: Any,
     ) -> None:
+        chunker_args = framework_threshold_arguments(
+            chunker_args, breakpoint_percentile_threshold=breakpoint_percentile_threshold
+        )
         super().__init__(
             lambda args: SemanticChunker(to_embedder(embed_model), tokenizer=tokenizer, **args),
             chunker_args,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from semrag.chunking.base import BoundaryChunker, Break, ChunkingResult, ChunkingStats
-from semrag.chunking.framework import framework_cap_arguments
+from semrag.chunking.framework import framework_cap_arguments, framework_threshold_arguments
 from semrag.chunking.semantic import SemanticChunker
 
 __all__ = [
@@ -13,4 +13,5 @@ __all__ = [
     "ChunkingStats",
     "SemanticChunker",
     "framework_cap_arguments",
+    "framework_threshold_arguments",
 ]

@@ -16,6 +16,12 @@ cap-splitting step**, measured the framework's way:
   raises too, since its unit would be ambiguous.
 
 Without ``chunk_size`` the core defaults hold (1024 tokens of the embedder's tokenizer).
+
+The frameworks' own semantic splitters name their break rule differently; those names are
+accepted with their meaning too (:func:`framework_threshold_arguments`): LangChain's
+``breakpoint_threshold_type`` / ``breakpoint_threshold_amount`` / ``number_of_chunks``
+(with LangChain's default amounts: percentile 95, standard deviation 3, interquartile 1.5,
+gradient 95) and LlamaIndex's ``breakpoint_percentile_threshold``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any
 
 from semrag.errors import ConfigError
 
-__all__ = ["framework_cap_arguments"]
+__all__ = ["framework_cap_arguments", "framework_threshold_arguments"]
 
 
 def framework_cap_arguments(
@@ -84,4 +90,76 @@ def framework_cap_arguments(
         measure = default_measure
     if measure is not None:
         args["tokenizer"] = measure
+    return args
+
+
+# LangChain's names for the statistics (langchain_experimental SemanticChunker) and its
+# default amounts, which differ from semrag's.
+_LANGCHAIN_THRESHOLDS = {
+    "percentile": ("percentile", 95.0),
+    "standard_deviation": ("std", 3.0),
+    "interquartile": ("interquartile", 1.5),
+    "gradient": ("gradient", 95.0),
+}
+
+
+def framework_threshold_arguments(
+    chunker_args: Mapping[str, Any],
+    *,
+    breakpoint_threshold_type: str | None = None,
+    breakpoint_threshold_amount: float | None = None,
+    number_of_chunks: int | None = None,
+    breakpoint_percentile_threshold: float | None = None,
+) -> dict[str, Any]:
+    """Fold the frameworks' semantic-splitter break rules into ``threshold`` arguments.
+
+    Args:
+        chunker_args: the core keyword arguments the user gave.
+        breakpoint_threshold_type: LangChain's ``"percentile"``, ``"standard_deviation"``,
+            ``"interquartile"`` or ``"gradient"``.
+        breakpoint_threshold_amount: its amount (LangChain's default for the type if
+            ``None``).
+        number_of_chunks: LangChain's target number of chunks (``threshold="target_chunks"``).
+        breakpoint_percentile_threshold: LlamaIndex's percentile.
+
+    Raises:
+        ConfigError: when a rule is given twice (a framework name and ``threshold`` /
+            ``threshold_amount``, or two framework names), or a type is unknown.
+
+    Example:
+        >>> framework_threshold_arguments({}, breakpoint_threshold_type="standard_deviation")
+        {'threshold': 'std', 'threshold_amount': 3.0}
+    """
+    given = {
+        name: value
+        for name, value in (
+            ("breakpoint_threshold_type", breakpoint_threshold_type),
+            ("number_of_chunks", number_of_chunks),
+            ("breakpoint_percentile_threshold", breakpoint_percentile_threshold),
+        )
+        if value is not None
+    }
+    args = dict(chunker_args)
+    if breakpoint_threshold_amount is not None and breakpoint_threshold_type is None:
+        raise ConfigError("breakpoint_threshold_amount needs breakpoint_threshold_type")
+    if not given:
+        return args
+    if len(given) > 1:
+        raise ConfigError(f"give one break rule, not {sorted(given)}")
+    clash = [k for k in ("threshold", "threshold_amount") if k in args]
+    if clash:
+        raise ConfigError(f"{next(iter(given))} and {clash[0]} set the same break rule; give one")
+    if breakpoint_threshold_type is not None:
+        if breakpoint_threshold_type not in _LANGCHAIN_THRESHOLDS:
+            raise ConfigError(
+                f"breakpoint_threshold_type={breakpoint_threshold_type!r} is not allowed; "
+                f"expected one of {sorted(_LANGCHAIN_THRESHOLDS)}"
+            )
+        kind, default = _LANGCHAIN_THRESHOLDS[breakpoint_threshold_type]
+        amount = default if breakpoint_threshold_amount is None else breakpoint_threshold_amount
+        args.update(threshold=kind, threshold_amount=amount)
+    elif number_of_chunks is not None:
+        args.update(threshold="target_chunks", threshold_amount=number_of_chunks)
+    else:
+        args.update(threshold="percentile", threshold_amount=breakpoint_percentile_threshold)
     return args

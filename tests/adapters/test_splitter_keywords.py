@@ -127,3 +127,42 @@ def test_framework_cap_arguments_without_chunk_size_leaves_the_core_defaults():
     assert framework_cap_arguments({"buffer_size": 2}) == {"buffer_size": 2}
     args = framework_cap_arguments({}, chunk_size=64, chunk_overlap=8)
     assert args == {"max_tokens": 64, "overlap_tokens": 8}
+
+
+def test_langchain_semantic_chunker_keywords_swap_with_their_defaults():
+    import warnings
+
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    with warnings.catch_warnings():  # the package announces its own sunset on import
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_experimental.text_splitter import SemanticChunker as LCSemanticChunker
+
+    for cls in (LCSemanticChunker, SemanticTextSplitter):  # only the class name changes
+        splitter = cls(
+            DeterministicFakeEmbedding(size=32), breakpoint_threshold_type="standard_deviation"
+        )
+        assert splitter.create_documents([TEXT])
+    ours = SemanticTextSplitter(FakeEmbedder(dim=384), breakpoint_threshold_type="interquartile")
+    assert (ours.chunker.threshold, ours.chunker.threshold_amount) == ("interquartile", 1.5)
+    ours = SemanticTextSplitter(FakeEmbedder(dim=384), number_of_chunks=3)
+    assert len(ours.create_documents([TEXT])) == 3
+    with pytest.raises(ConfigError, match="same break rule"):
+        SemanticTextSplitter(FakeEmbedder(dim=384), number_of_chunks=3, threshold="std")
+    with pytest.raises(ConfigError, match="breakpoint_threshold_type='median'"):
+        SemanticTextSplitter(FakeEmbedder(dim=384), breakpoint_threshold_type="median")
+
+
+def test_llama_index_semantic_splitter_keywords_swap():
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.node_parser import SemanticSplitterNodeParser
+
+    for cls in (SemanticSplitterNodeParser, SemanticNodeParser):  # only the class name changes
+        parser = cls(
+            buffer_size=1,
+            breakpoint_percentile_threshold=90,
+            embed_model=MockEmbedding(embed_dim=8),
+        )
+        assert parser.get_nodes_from_documents([LIDocument(text=TEXT)])
+    ours = SemanticNodeParser(embed_model=FakeEmbedder(dim=384), breakpoint_percentile_threshold=90)
+    assert (ours.chunker.threshold, ours.chunker.threshold_amount) == ("percentile", 90)
