@@ -63,6 +63,8 @@ class KnowledgeGraph:
         self.algorithm = ""
         self._vectors: tuple[list[Entity], np.ndarray] | None = None
         self._lock = threading.RLock()
+        self.version = 0
+        """Changes with every ingest and community build: retrievers key caches by it."""
 
     # -- building ----------------------------------------------------------------------------------
     @classmethod
@@ -171,6 +173,7 @@ class KnowledgeGraph:
         self.notes.extend(extraction.notes)
         with self._lock:
             self._vectors = None
+            self.version += 1
 
     def add_graph_documents(self, graph_documents: Iterable[Any], *, resolve: bool = False) -> int:
         """Ingest LangChain ``GraphDocument``s (e.g. from ``LLMGraphTransformer``).
@@ -240,6 +243,8 @@ class KnowledgeGraph:
         self.notes.extend(notes)
         self.store.write_communities(comms)
         self.timings["reports_s"] = time.perf_counter() - t0
+        with self._lock:
+            self.version += 1
         return comms
 
     # -- lookups --------------------------------------------------------------------------------

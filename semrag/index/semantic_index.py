@@ -263,6 +263,11 @@ class SemanticIndex:
         self._lock = threading.RLock()
 
     # -- read access ----------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """A number that changes with every add or delete: retrievers key caches by it."""
+        return self._version
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -101,6 +101,7 @@ class CommunityRetriever:
         self.centrality_weight = centrality_weight
         self.level = level
         self._reports: tuple[list[Any], np.ndarray] | None = None
+        self._reports_version = -1
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Top ``k`` results for ``query``."""
@@ -162,8 +163,13 @@ class CommunityRetriever:
 
     # -- global (eq. 5) ------------------------------------------------------------------------
     def reports(self) -> tuple[list[Any], np.ndarray]:
-        """The stored communities (of ``level``) and the vectors of their reports."""
-        if self._reports is None:
+        """The stored communities (of ``level``) and the vectors of their reports.
+
+        Cached until the knowledge graph changes (keyed by its ``version``).
+        """
+        version = getattr(self.kg, "version", 0)
+        if self._reports is None or self._reports_version != version:
+            self._reports_version = version
             comms = self.kg.store.read_communities(self.level)
             texts = [f"{c.title}. {c.summary}" for c in comms]
             vecs = (

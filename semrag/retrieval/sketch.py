@@ -217,18 +217,22 @@ class SketchRetriever:
         self.max_facts = max_facts
         self.on_llm_error = on_llm_error
         self._pieces: tuple[list[Chunk], list[int], DenseIndex] | None = None
+        self._pieces_version = -1
         self._lock = threading.Lock()
 
     # -- the small pieces ------------------------------------------------------------------------
     def pieces(self) -> tuple[list[Chunk], list[int], DenseIndex]:
         """The small pieces searched by vector, the index chunk each came from, their index.
 
-        Built on first use (one embedding per piece); chunks already within the size are
+        Built on first use (one embedding per piece) and again after the index changes
+        (keyed by :attr:`SemanticIndex.version`); chunks already within the size are
         reused with their stored vectors.
         """
         with self._lock:
-            if self._pieces is None:
+            version = self.index.version
+            if self._pieces is None or self._pieces_version != version:
                 self._pieces = self._build_pieces()
+                self._pieces_version = version
             return self._pieces
 
     def _build_pieces(self) -> tuple[list[Chunk], list[int], DenseIndex]:

@@ -390,3 +390,22 @@ def test_intent_aware_adapters_take_the_graph():
     lc_ids = [d.metadata["doc_id"] for d in lc.invoke(q)]
     li_ids = [n.node.metadata["doc_id"] for n in li.retrieve(q)]
     assert lc_ids == li_ids and set(lc_ids) == {"sexyback", "timberlake"}
+
+
+def test_retriever_caches_follow_changes_of_the_index_and_the_graph():
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents(DOCS)
+    kg = KnowledgeGraph.build(index)
+    sketch = SketchRetriever(index, kg, k=3)
+    assert "bees" in {h.chunk.doc_id for h in sketch.retrieve("Honey bees dance")}
+    before = index.version
+    index.delete("bees")
+    index.add_documents([Document("ants", "Leafcutter ants farm fungus in their nests.")])
+    assert index.version > before
+    found = {h.chunk.doc_id for h in sketch.retrieve("leafcutter ants fungus nests")}
+    assert "ants" in found  # a new document's pieces are searched on the next call
+    assert "bees" not in {h.chunk.doc_id for h in sketch.retrieve("Honey bees dance")}
+    glob = CommunityRetriever(index, kg, mode="global", k=3)
+    first = glob.reports()
+    kg.build_communities(levels=1)
+    assert glob.reports() is not first  # refreshed once the graph's communities changed
