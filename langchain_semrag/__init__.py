@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from langchain_semrag.compressors import SPCCompressor
-from langchain_semrag.embeddings import LangChainEmbedder, LangChainLLM
+from langchain_semrag.embeddings import LangChainEmbedder, LangChainLLM, SemragEmbeddings
 from langchain_semrag.retrievers import (
     CommunityRetriever,
     GraphRetriever,
@@ -37,6 +37,7 @@ __all__ = [
     "MFCTextSplitter",
     "PSCTextSplitter",
     "RetrieveAndCheckRetriever",
+    "SemragEmbeddings",
     "SPCCompressor",
     "SSGRetriever",
     "SketchRetriever",

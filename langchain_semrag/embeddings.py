@@ -8,9 +8,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
 
-from semrag.embeddings import BaseEmbedder
+from semrag.embeddings import BaseEmbedder, as_embedder
 
-__all__ = ["LangChainEmbedder", "LangChainLLM", "to_embedder"]
+__all__ = ["LangChainEmbedder", "LangChainLLM", "SemragEmbeddings", "to_embedder"]
 
 
 class LangChainEmbedder(BaseEmbedder):
@@ -38,8 +38,53 @@ class LangChainEmbedder(BaseEmbedder):
         return f"LangChainEmbedder({self.name})"
 
 
+class SemragEmbeddings(Embeddings):
+    """semrag's embedder as LangChain ``Embeddings``: the packaged all-MiniLM-L6-v2 by default.
+
+    Use it for a vector store next to semrag's components, so both embed with the same
+    offline model (no OpenAI key, no download). Passed back to a semrag component it is
+    unwrapped, so the component keeps the embedder's tokenizer and cache.
+
+    Args:
+        embedder: a semrag embedder; ``None`` for the packaged MiniLM (loaded on first use).
+
+    Example:
+        >>> from semrag.testing import FakeEmbedder
+        >>> len(SemragEmbeddings(FakeEmbedder(dim=8)).embed_query("bees"))
+        8
+    """
+
+    def __init__(self, embedder: Any = None) -> None:
+        self.embedder = as_embedder(embedder)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts`` (unit length)."""
+        return self.embedder.embed(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """Vector of one query."""
+        return self.embedder.embed([text])[0].tolist()
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed_documents` (off the event loop)."""
+        return (await self.embedder.aembed(texts)).tolist()
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async twin of :meth:`embed_query`."""
+        return (await self.embedder.aembed([text]))[0].tolist()
+
+    def __repr__(self) -> str:
+        return f"SemragEmbeddings({self.embedder!r})"
+
+
 def to_embedder(obj: Any) -> Any:
-    """Wrap a LangChain ``Embeddings``; pass anything else through to the core."""
+    """The core embedder for ``obj``.
+
+    :class:`SemragEmbeddings` is unwrapped, any other LangChain ``Embeddings`` wrapped, and
+    anything else passed through to the core.
+    """
+    if isinstance(obj, SemragEmbeddings):
+        return obj.embedder
     return LangChainEmbedder(obj) if isinstance(obj, Embeddings) else obj
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from llama_index_semrag.embeddings import LlamaIndexEmbedder, LlamaIndexLLM
+from llama_index_semrag.embeddings import LlamaIndexEmbedder, LlamaIndexLLM, SemragEmbedding
 from llama_index_semrag.node_parsers import (
     MFCNodeParser,
     PSCNodeParser,
@@ -37,6 +37,7 @@ __all__ = [
     "MFCNodeParser",
     "PSCNodeParser",
     "RetrieveAndCheckRetriever",
+    "SemragEmbedding",
     "SPCPostprocessor",
     "SSGRetriever",
     "SketchRetriever",

@@ -6,11 +6,12 @@ import asyncio
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import LLM as LIBaseLLM
 
-from semrag.embeddings import BaseEmbedder
+from semrag.embeddings import BaseEmbedder, as_embedder
 
-__all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "to_embedder"]
+__all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "SemragEmbedding", "to_embedder"]
 
 
 class LlamaIndexEmbedder(BaseEmbedder):
@@ -52,8 +53,67 @@ def _has_native_async(model: BaseEmbedding) -> bool:
     )
 
 
+class SemragEmbedding(BaseEmbedding):
+    """semrag's embedder as a LlamaIndex ``BaseEmbedding``: the packaged all-MiniLM-L6-v2.
+
+    Give it to ``VectorStoreIndex(..., embed_model=...)`` or ``Settings.embed_model`` so
+    LlamaIndex embeds with the same offline model as semrag (no OpenAI key, no download).
+    Passed back to a semrag component it is unwrapped, keeping the tokenizer and cache.
+
+    Args:
+        embedder: a semrag embedder; ``None`` for the packaged MiniLM (loaded on first use).
+        **kwargs: ``BaseEmbedding`` fields (``embed_batch_size``, ``callback_manager``, ...).
+
+    Example:
+        >>> from semrag.testing import FakeEmbedder
+        >>> len(SemragEmbedding(FakeEmbedder(dim=8)).get_query_embedding("bees"))
+        8
+    """
+
+    _embedder: BaseEmbedder = PrivateAttr()
+
+    def __init__(self, embedder: Any = None, **kwargs: Any) -> None:
+        core = as_embedder(embedder)
+        super().__init__(model_name=getattr(core, "name", type(core).__name__), **kwargs)
+        self._embedder = core
+
+    @property
+    def embedder(self) -> BaseEmbedder:
+        """The semrag embedder doing the work."""
+        return self._embedder
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name used by LlamaIndex serialisation."""
+        return "SemragEmbedding"
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._embedder.embed([query])[0].tolist()
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._embedder.embed([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._embedder.embed(texts).tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return (await self._embedder.aembed([query]))[0].tolist()
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return (await self._embedder.aembed([text]))[0].tolist()
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return (await self._embedder.aembed(texts)).tolist()
+
+
 def to_embedder(obj: Any) -> Any:
-    """Wrap a LlamaIndex ``BaseEmbedding``; pass anything else through to the core."""
+    """The core embedder for ``obj``.
+
+    :class:`SemragEmbedding` is unwrapped, any other LlamaIndex ``BaseEmbedding`` wrapped,
+    and anything else passed through to the core.
+    """
+    if isinstance(obj, SemragEmbedding):
+        return obj.embedder
     return LlamaIndexEmbedder(obj) if isinstance(obj, BaseEmbedding) else obj
 
 

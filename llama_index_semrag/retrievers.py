@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 
 from llama_index_semrag.embeddings import to_llm
 from semrag.postprocess import SPC
@@ -54,6 +60,7 @@ def to_nodes(hits: list[ScoredChunk]) -> list[NodeWithScore]:
             text=c.text,
             start_char_idx=c.start if c.has_offsets else None,
             end_char_idx=c.end if c.has_offsets else None,
+            relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=c.doc_id)},
             metadata=h.to_metadata(),
             excluded_embed_metadata_keys=list(_HIDDEN),
             excluded_llm_metadata_keys=list(_HIDDEN),

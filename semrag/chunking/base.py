@@ -114,7 +114,29 @@ class _Prepared:
     sentence_tokens: list[int]
 
 
-def _as_documents(documents: Iterable[Document | str]) -> list[Document]:
+def _framework_document(d: Any, position: int) -> Document | None:
+    """A LangChain or LlamaIndex document (duck-typed: the core imports neither), or None.
+
+    LangChain: ``page_content``, ``metadata`` and ``id`` (else ``metadata["doc_id"]``, else
+    the position). LlamaIndex documents and nodes: ``get_content()`` without metadata,
+    ``metadata`` and ``node_id``.
+    """
+    text = getattr(d, "page_content", None)
+    if isinstance(text, str):
+        meta = dict(getattr(d, "metadata", None) or {})
+        doc_id = getattr(d, "id", None) or meta.get("doc_id") or str(position)
+        return Document(id=str(doc_id), text=text, metadata=meta)
+    get_content = getattr(d, "get_content", None)
+    node_id = getattr(d, "node_id", None)
+    if callable(get_content) and node_id:
+        content = get_content(metadata_mode="none")
+        if isinstance(content, str):
+            meta = dict(getattr(d, "metadata", None) or {})
+            return Document(id=str(node_id), text=content, metadata=meta)
+    return None
+
+
+def _as_documents(documents: Iterable[Any]) -> list[Document]:
     if isinstance(documents, (str, Document)):
         raise TypeError("pass a list of documents, or use chunk() for a single text")
     docs: list[Document] = []
@@ -123,8 +145,13 @@ def _as_documents(documents: Iterable[Document | str]) -> list[Document]:
             docs.append(d)
         elif isinstance(d, str):
             docs.append(Document(id=str(i), text=d))
+        elif (converted := _framework_document(d, i)) is not None:
+            docs.append(converted)
         else:
-            raise TypeError(f"documents must be Document or str, got {type(d).__name__}")
+            raise TypeError(
+                "documents must be semrag Documents, str, or LangChain / LlamaIndex "
+                f"documents; got {type(d).__name__}"
+            )
     return docs
 
 

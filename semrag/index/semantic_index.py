@@ -453,8 +453,13 @@ class SemanticIndex:
         n = self.ssg_config.n_themes if self.ssg_config else 5
         return _THEME_PROMPT.format(n=n, text=" ".join(doc.text.split()[:500]))
 
-    def add_documents(self, documents: Iterable[Document | str]) -> None:
+    def add_documents(self, documents: Iterable[Any]) -> None:
         """Index documents (a document whose id is already indexed is replaced).
+
+        ``documents`` may be semrag :class:`Document` objects, strings (their ids are their
+        positions), LangChain ``Document`` objects (id: ``doc.id``, else
+        ``metadata["doc_id"]``, else the position) or LlamaIndex documents and nodes
+        (id: ``node_id``); text and metadata are kept.
 
         Sentences of a block of documents are embedded in one call; the chunker then finds
         them in the embedder's cache; chunk, window and theme texts go in a second call.
@@ -463,7 +468,7 @@ class SemanticIndex:
         they were.
 
         Raises:
-            TypeError: if an item is not a Document or str.
+            TypeError: if an item is none of those.
             ConfigError: on duplicate ids in the call or metadata that is not JSON.
             EmbeddingError: if the embedder misbehaves (nothing is added then).
         """
@@ -493,7 +498,7 @@ class SemanticIndex:
         if bar is not None:
             bar.close()
 
-    async def aadd_documents(self, documents: Iterable[Document | str]) -> None:
+    async def aadd_documents(self, documents: Iterable[Any]) -> None:
         """Async twin of :meth:`add_documents`.
 
         Theme LLM calls run concurrently; the CPU work runs in worker threads, so the event

@@ -277,3 +277,29 @@ def test_spc_compressor_repairs_semrag_splitter_output_by_its_document_id():
     (out,) = compressor.compress_documents(damaged, "Why did John Smith resign?")
     assert out.metadata["semrag_spc"]["action"] == "repaired"
     assert "John Smith" in out.page_content
+
+
+def test_semantic_index_ingests_both_frameworks_documents_with_their_ids():
+    from llama_index.core.schema import NodeRelationship
+
+    index = SemanticIndex(embedder=FakeEmbedder())
+    lc_docs = [
+        LCDocument("Honey bees dance to share where flowers grow.", id="lc-bees"),
+        LCDocument("The queen lays the eggs.", metadata={"doc_id": "lc-queen", "topic": "bees"}),
+    ]
+    li_docs = [LIDocument(text=TEXT, id_="li-pm", metadata={"kind": "news"})]
+    index.add_documents([*lc_docs, *li_docs])
+    assert sorted(index.doc_ids) == ["lc-bees", "lc-queen", "li-pm"]
+    assert index.document("lc-queen").metadata["topic"] == "bees"
+    assert index.document("li-pm").text == TEXT and index.document("li-pm").metadata == {
+        "kind": "news"
+    }
+    splits = langchain_semrag.SemanticTextSplitter(FakeEmbedder()).split_documents(
+        [LCDocument(OTHER, metadata={"source": "bees.txt"})]
+    )
+    index.add_documents(splits)  # a splitter's own output goes straight in
+    (node,) = llama_index_semrag.SSGRetriever(index=index, k=1).retrieve("queen eggs")
+    assert node.node.ref_doc_id == node.node.metadata["doc_id"]
+    assert NodeRelationship.SOURCE in node.node.relationships
+    with pytest.raises(TypeError, match="LangChain / LlamaIndex"):
+        index.add_documents([42])

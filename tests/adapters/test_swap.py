@@ -160,3 +160,26 @@ def test_llama_index_tutorial_runs_with_each_parser(parser_cls, minilm_tokenizer
         assert text[node.start_char_idx : node.end_char_idx] == node.text
         if parser_cls is not SentenceSplitter:  # SentenceSplitter counts tiktoken tokens
             assert minilm_tokenizer.count([node.text])[0] <= 512
+
+
+def test_semrag_embeddings_serve_the_frameworks_vector_stores():
+    from langchain_semrag import SemragEmbeddings
+    from langchain_semrag.embeddings import to_embedder as lc_core
+    from llama_index_semrag import SemragEmbedding
+    from llama_index_semrag.embeddings import to_embedder as li_core
+
+    lc = SemragEmbeddings()  # the packaged MiniLM, offline
+    store = InMemoryVectorStore(lc)
+    store.add_documents(SemanticTextSplitter(lc).split_documents([Document(ESSAY)]))
+    (top,) = store.similarity_search("Where do bees store their honey?", k=1)
+    assert "hone" in top.page_content.lower()
+    assert len(lc.embed_query("x")) == 384 and lc_core(lc) is lc.embedder  # unwrapped
+
+    li = SemragEmbedding()
+    nodes = IngestionPipeline(transformations=[SemanticNodeParser(li), li]).run(
+        documents=[LIDocument(text=ESSAY)]
+    )
+    index = VectorStoreIndex(nodes, embed_model=li)
+    (hit,) = index.as_retriever(similarity_top_k=1).retrieve("Where do bees store their honey?")
+    assert "hone" in hit.node.get_content().lower()
+    assert li_core(li) is li.embedder

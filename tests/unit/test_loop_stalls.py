@@ -61,7 +61,15 @@ PUBLIC = [
     "langchain_semrag",
     "llama_index_semrag",
 ]
-HOOKS = {"_aget_relevant_documents", "_aretrieve", "_apostprocess_nodes", "_aparse_nodes"}
+HOOKS = {
+    "_aget_relevant_documents",
+    "_aretrieve",
+    "_apostprocess_nodes",
+    "_aparse_nodes",
+    "_aget_query_embedding",
+    "_aget_text_embedding",
+    "_aget_text_embeddings",
+}
 BRIDGES = {"_aembed_batch"}  # how an embedder bridge awaits the framework's model
 OURS = ("semrag", "langchain_semrag", "llama_index_semrag")
 TEXTS = {
@@ -313,6 +321,12 @@ CASES: dict[str, list[Case]] = {
     "langchain_semrag.embeddings:LangChainEmbedder._aembed_batch": [
         lambda e: lambda: lcs.LangChainEmbedder(SlowLCEmbeddings(size=8)).aembed(["a", "b"])
     ],
+    "langchain_semrag.embeddings:SemragEmbeddings.aembed_documents": [
+        lambda e: lambda: lcs.SemragEmbeddings(SlowEmbedder()).aembed_documents(["a", "b"])
+    ],
+    "langchain_semrag.embeddings:SemragEmbeddings.aembed_query": [
+        lambda e: lambda: lcs.SemragEmbeddings(SlowEmbedder()).aembed_query("a")
+    ],
     "langchain_semrag.embeddings:LangChainLLM.acomplete": [
         lambda e: lambda: lcs.LangChainLLM(FakeListLLM(responses=["ok"])).acomplete("hi")
     ],
@@ -349,6 +363,15 @@ CASES: dict[str, list[Case]] = {
     # -- LlamaIndex -----------------------------------------------------------------------------
     "llama_index_semrag.embeddings:LlamaIndexEmbedder._aembed_batch": [
         lambda e: lambda: lis.LlamaIndexEmbedder(SlowLIEmbedding(embed_dim=8)).aembed(["a", "b"])
+    ],
+    "llama_index_semrag.embeddings:SemragEmbedding._aget_query_embedding": [
+        lambda e: lambda: lis.SemragEmbedding(SlowEmbedder()).aget_query_embedding("a")
+    ],
+    "llama_index_semrag.embeddings:SemragEmbedding._aget_text_embedding": [
+        lambda e: lambda: lis.SemragEmbedding(SlowEmbedder()).aget_text_embedding("a")
+    ],
+    "llama_index_semrag.embeddings:SemragEmbedding._aget_text_embeddings": [
+        lambda e: lambda: lis.SemragEmbedding(SlowEmbedder()).aget_text_embedding_batch(["a", "b"])
     ],
     "llama_index_semrag.embeddings:LlamaIndexLLM.acomplete": [
         lambda e: lambda: lis.LlamaIndexLLM(MockLLM(max_tokens=4)).acomplete("hi")
