@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 from semrag.errors import ConfigError
 
 __all__ = [
+    "MAX_CHARS_PER_TOKEN",
+    "UNKNOWN_CHARS_PER_TOKEN",
     "HuggingFaceTokenizer",
     "LengthFunctionTokenizer",
     "Tokenizer",
@@ -43,15 +45,25 @@ class Tokenizer(Protocol):
         ...
 
 
-_WORD = re.compile(r"\S+")
+# Ideographs, kana and hangul syllables are a token each (those scripts put no space
+# between words); any other run of non-space characters is cut every 16 characters, so no
+# run of text counts as one token whatever its length.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9d"
+_WORD = re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,16}}")
+MAX_CHARS_PER_TOKEN = 16
+"""The longest run of characters :class:`WhitespaceTokenizer` counts as one token."""
+UNKNOWN_CHARS_PER_TOKEN = 4
+"""Characters per counted token inside a span the model tokenizer could only call unknown."""
 
 
 class WhitespaceTokenizer:
-    """Tokens are maximal runs of non-whitespace characters.
+    """Tokens are runs of non-whitespace characters, at most 16 characters each.
+
+    Each CJK ideograph, kana or hangul syllable is a token of its own.
 
     Example:
-        >>> WhitespaceTokenizer().count(["a bc  d", ""])
-        [3, 0]
+        >>> WhitespaceTokenizer().count(["a bc  d", "", "東京都", "x" * 40])
+        [3, 0, 3, 3]
     """
 
     def count(self, texts: Sequence[str]) -> list[int]:
@@ -86,26 +98,44 @@ class HuggingFaceTokenizer:
         self._tok.no_truncation()
         self._tok.no_padding()
         self.name = name
+        unk = getattr(self._tok.model, "unk_token", None)
+        self._unk_id = self._tok.token_to_id(unk) if unk else None
+
+    def _units(self, ids: Sequence[int], spans: Sequence[tuple[int, int]]) -> int:
+        """Count pieces; an unknown-token span counts one per 4 characters it covers."""
+        n = 0
+        for i, (a, b) in zip(ids, spans, strict=True):
+            n += -(-(b - a) // UNKNOWN_CHARS_PER_TOKEN) if i == self._unk_id and b - a > 1 else 1
+        return n
 
     def count(self, texts: Sequence[str]) -> list[int]:
-        """Return the number of word pieces of each text (no special tokens)."""
+        """Return the number of word pieces of each text (no special tokens).
+
+        A word the model can only call unknown (``[UNK]``: a run of characters it has no
+        pieces for, or a word over its length limit) counts one token per 4 characters,
+        never one token whatever its length, so the cap still bounds the text.
+        """
         if not texts:
             return []
         encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
-        return [len(e.ids) for e in encodings]
+        return [self._units(e.ids, e.offsets) for e in encodings]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
-        """Return the character span of each word piece of ``text``."""
+        """Return the character span of each token of ``text`` (as :meth:`count` counts)."""
         if not text:
             return []
-        spans = self._tok.encode(text, add_special_tokens=False).offsets
+        encoding = self._tok.encode(text, add_special_tokens=False)
         # Normalisers can map several pieces to one character; keep spans monotone.
         out: list[tuple[int, int]] = []
         last = 0
-        for start, end in spans:
+        for token_id, (start, end) in zip(encoding.ids, encoding.offsets, strict=True):
             start = max(start, last)
             end = max(end, start)
-            out.append((start, end))
+            if token_id == self._unk_id and end - start > 1:
+                step = UNKNOWN_CHARS_PER_TOKEN
+                out += [(a, min(a + step, end)) for a in range(start, end, step)]
+            else:
+                out.append((start, end))
             last = start
         return out
 

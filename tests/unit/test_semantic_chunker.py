@@ -287,3 +287,12 @@ def test_a_transcript_without_punctuation_gets_semantic_breaks():
         "cats purr on warm mats\ncats nap on warm mats all day",
         "stocks fell sharply in trading\nstocks rose again in trading",
     ]
+
+
+def test_a_long_cjk_text_without_spaces_is_capped_without_a_model_tokenizer():
+    # FakeEmbedder has no tokenizer: whitespace counting, where each ideograph is a token.
+    text = "东京是日本的首都也是最大的城市" * 2000  # 30,000 characters, no space, no stop
+    chunker = SemanticChunker(FakeEmbedder(dim=32), max_tokens=256)
+    chunks = chunker.chunk(text)
+    assert len(chunks) >= 30_000 // 256
+    check_chunks(text, chunks, max_tokens=256, count=lambda t: chunker.tokenizer.count([t])[0])

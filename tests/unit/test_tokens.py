@@ -67,3 +67,22 @@ def test_as_tokenizer_wraps_callables_and_keeps_tokenizers():
     assert isinstance(as_tokenizer(len), LengthFunctionTokenizer)
     with pytest.raises(ConfigError, match="tokenizer must have"):
         as_tokenizer("bert")
+
+
+@pytest.mark.model
+def test_unknown_runs_count_by_their_length(minilm_tokenizer):
+    tok = minilm_tokenizer
+    # A word over WordPiece's length limit, or with no pieces, is one [UNK] to the model;
+    # the cap counts it one token per 4 characters, never one token for any length.
+    assert tok.count(["x" * 1_000_000, "👍" * 3000]) == [250_000, 750]
+    text = "ok " + "👍" * 10 + " fine"
+    spans = tok.offsets(text)
+    assert len(spans) == tok.count([text])[0] == 5
+    assert [text[a:b] for a, b in spans][1:4] == ["👍" * 4, "👍" * 4, "👍" * 2]
+
+
+def test_whitespace_tokens_are_bounded_and_cjk_characters_count():
+    tok = WhitespaceTokenizer()
+    assert tok.count(["東京都は大きい", "x" * 40, "a bc"]) == [7, 3, 2]
+    text = "ab 東京 " + "y" * 20
+    assert [text[a:b] for a, b in tok.offsets(text)] == ["ab", "東", "京", "y" * 16, "y" * 4]
