@@ -192,9 +192,13 @@ class HeuristicGraphExtractor:
         """Async twin of :meth:`extract` (runs in a worker thread)."""
         return await asyncio.to_thread(self.extract, chunk)
 
+    def extract_many(self, chunks: Sequence[Chunk]) -> list[Extraction]:
+        """The extraction of each chunk, in order."""
+        return [self.extract(c) for c in chunks]
+
     async def aextract_many(self, chunks: Sequence[Chunk]) -> list[Extraction]:
-        """Extract from many chunks in one worker thread."""
-        return await asyncio.to_thread(lambda: [self.extract(c) for c in chunks])
+        """Async twin of :meth:`extract_many`: all chunks in one worker thread."""
+        return await asyncio.to_thread(self.extract_many, chunks)
 
     def _sentence_entities(self, sentence: str) -> list[Entity]:
         found = []

@@ -390,7 +390,8 @@ class SPC:
         if self.on_llm_error == "raise":
             raise exc
         if not isinstance(exc, LLMOutputError):
-            exc = LLMOutputError(llm_failure(exc), problem=llm_failure(exc))
+            why = llm_failure(exc)
+            exc = LLMOutputError(why, problem=why)
         logger.warning("SPC: invalid LLM reply, using the rule-based step: %s", exc.problem)
         return exc
 
