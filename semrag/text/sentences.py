@@ -91,7 +91,6 @@ LINE_MODES = ("auto", "always", "never")
 _TERMINAL = frozenset(_LATIN_STOPS + _CJK_STOPS + _OTHER_STOPS)
 # Thresholds of the line-structure rule (see is_line_structured).
 _MIN_LINE_BREAKS = 2
-_UNPUNCTUATED_SHARE = 0.5
 _WRAP_MIN_WIDTH = 30
 _WRAP_LINE_SHARE = 0.8
 
@@ -164,35 +163,32 @@ def _ends_latin_sentence(
 
 
 def is_line_structured(text: str) -> bool:
-    r"""Whether ``text`` puts one sentence or utterance per line.
+    r"""Whether ``text`` puts one sentence, utterance, heading or item per line.
 
     The rule looks at the line breaks inside paragraphs (a line followed by another
     non-blank line); blank lines always end a sentence anyway. The text is
     line-structured when
 
     1. it has at least two such line breaks, and
-    2. at least half of those lines end without terminal punctuation (``.!?…`` and the
-       CJK / other scripts' stops, after closing quotes or brackets), and
-    3. it does not look like hard-wrapped prose. A line that was broken by wrapping
+    2. it does not look like hard-wrapped prose. A line that was broken by wrapping
        could not have taken the next line's first word within the text's width (the
        90th percentile line length); in hard-wrapped prose at least 80% of the lines are
        like that. Lines narrower than 30 characters are never taken for wrapped prose.
 
-    So a transcript, a subtitle or caption file, a list or a poem is line-structured; a
-    novel wrapped at 70 columns or a punctuated text is not.
+    A line break that is not wrapping was put there by the author, so it ends a sentence
+    even where the line has no final stop: a transcript, a subtitle or caption file, a
+    list, a poem, a title above its text, one sentence or paragraph per line. A novel
+    wrapped at 70 columns is not line-structured, and its sentences run across lines.
 
     Example:
         >>> is_line_structured("so welcome back\ntoday we talk about waves\nfirst some history")
         True
-        >>> is_line_structured("One sentence.\nAnother sentence.\nA third one.")
-        False
+        >>> is_line_structured("Bees\nBees make honey. They live in hives.\nSee also: wasps")
+        True
     """
     lines = [line.strip() for line in text.split("\n")]
     pairs = [(a, b) for a, b in zip(lines, lines[1:], strict=False) if a and b]
     if len(pairs) < _MIN_LINE_BREAKS:
-        return False
-    unpunctuated = sum(a.rstrip(_CLOSERS)[-1:] not in _TERMINAL for a, _ in pairs)
-    if unpunctuated < _UNPUNCTUATED_SHARE * len(pairs):
         return False
     widths = sorted(len(a) for a, _ in pairs)
     width = widths[int(0.9 * (len(widths) - 1))]

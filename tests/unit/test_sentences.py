@@ -121,6 +121,12 @@ WRAPPED = (
         ("Shall I compare thee to a summer's day\nThou art more lovely\nAnd more temperate", 3),
         ("ok see you at five\nbring the slides\nthe projector is broken", 3),  # all lower case
         (CAPTIONS, 6),  # auto-captions: lower case, no stops, some lines near the width
+        ("One sentence.\nAnother sentence.\nA third one.", 3),  # punctuated lines
+        (
+            "Adobe Creek\nAdobe Creek is a northward-flowing stream of Santa Clara County."
+            "\nSee also\nList of rivers of California",
+            4,
+        ),  # a title, a sentence, a heading and an item, one per line
     ],
 )
 def test_line_structured_text_ends_a_sentence_at_each_line(text, lines):
@@ -134,7 +140,6 @@ def test_line_structured_text_ends_a_sentence_at_each_line(text, lines):
     "text",
     [
         WRAPPED,  # hard-wrapped prose: lines cut near one width, continuing in lower case
-        "One sentence.\nAnother sentence.\nA third one.",  # punctuated lines
         "Wrapped line\ncontinues here.",  # a single line break decides nothing
         "A paragraph with no line breaks and no final stop",
     ],
