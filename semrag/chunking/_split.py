@@ -73,6 +73,46 @@ def mean_windows(vectors: Floats, ranges: np.ndarray) -> Floats:
     return (sums / np.maximum(counts, 1)).astype(np.float32)
 
 
+def edge_corrected_distances(vectors: Floats, buffer_size: int) -> Floats:
+    """Split-window distances with the document edges put on the interior's scale.
+
+    A split window near either end of a document holds fewer sentences than ``buffer_size
+    + 1`` on one side, and the distance between short windows runs higher (a mean of fewer
+    sentences is noisier), so uncorrected curves break too often on the first and last
+    gaps. Each such gap is measured with equal windows of the shorter side's size ``k``
+    and scaled by ``median(d_full) / median(d_k)`` over the interior gaps (where both sizes
+    can be measured). With fewer than three interior gaps the scale is 1.
+
+    Returns:
+        One distance per gap (``n - 1`` for ``n`` sentence vectors).
+    """
+    n = vectors.shape[0]
+    left, right = window_bounds(n, buffer_size, "split")
+    distances = cosine_distances(mean_windows(vectors, left), mean_windows(vectors, right))
+    if n < 2 or buffer_size == 0:
+        return distances
+    full = buffer_size + 1
+    sizes = np.minimum(left[:, 1] - left[:, 0], right[:, 1] - right[:, 0])
+    interior = np.flatnonzero(sizes == full)
+    for k in np.unique(sizes[sizes < full]).tolist():
+        scale = 1.0
+        if interior.size >= 3:
+            d_k = _equal_window_distances(vectors, interior, k)
+            med_k = float(np.median(d_k))
+            if med_k > 0:
+                scale = float(np.median(distances[interior])) / med_k
+        gaps = np.flatnonzero(sizes == k)
+        distances[gaps] = np.minimum(_equal_window_distances(vectors, gaps, k) * scale, 2.0)
+    return distances
+
+
+def _equal_window_distances(vectors: Floats, gaps: np.ndarray, k: int) -> Floats:
+    """Cosine distance between the ``k`` sentences before and the ``k`` after each gap."""
+    left = np.stack([gaps + 1 - k, gaps + 1], axis=1)
+    right = np.stack([gaps + 1, gaps + 1 + k], axis=1)
+    return cosine_distances(mean_windows(vectors, left), mean_windows(vectors, right))
+
+
 def cosine_distances(left: Floats, right: Floats) -> Floats:
     """Row-wise cosine distance ``1 - cos(left[i], right[i])``; zero vectors give 1."""
     ln = np.linalg.norm(left, axis=1)

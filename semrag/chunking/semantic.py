@@ -17,15 +17,24 @@ from semrag.chunking._split import (
     THRESHOLD_KINDS,
     Threshold,
     cosine_distances,
+    edge_corrected_distances,
     mean_windows,
     resolve_threshold,
     window_bounds,
 )
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, _Prepared
+from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.tokens import Tokenizer
 
-__all__ = ["SemanticChunker"]
+__all__ = ["SHORT_TEXT_DISTANCE", "SHORT_TEXT_GAPS", "SemanticChunker"]
+
+SHORT_TEXT_GAPS = 4
+"""Documents with fewer gaps than this use ``short_text_distance`` instead of a statistic."""
+
+SHORT_TEXT_DISTANCE = 0.75
+"""Default absolute cosine distance for short documents (chosen on development data:
+``benchmarks/boundary_models.py --parts short``)."""
 
 
 class SemanticChunker(BoundaryChunker):
@@ -56,6 +65,16 @@ class SemanticChunker(BoundaryChunker):
         threshold_amount: the statistic's parameter: percentile (default 95), k (default 1
             for std, 0.5 for IQR; LangChain uses 3 and 1.5), or the number of chunks wanted
             for ``"target_chunks"``.
+        short_text_distance: a statistic of a document's own distances needs enough of
+            them (mean + std cannot break a text of three sentences); a document with
+            fewer than ``SHORT_TEXT_GAPS`` (4) gaps breaks where the cosine distance is
+            above this absolute value instead. ``None`` keeps the statistic for every
+            document. Not used with an absolute threshold or ``"target_chunks"``.
+        edge_correction: measure the first and last gaps of a split window with equal
+            windows, rescaled to the interior's distances (see
+            :func:`~semrag.chunking._split.edge_corrected_distances`); without it, the
+            shorter edge windows break more often. Default: on for the split window with
+            mean pooling, the only setting it applies to.
         max_tokens: cap per chunk, in tokens of ``tokenizer`` (paper: 1024).
         overlap_tokens: overlap between pieces of an over-long chunk (paper: 128); default
             128, or ``max_tokens // 4`` when that is smaller.
@@ -80,6 +99,8 @@ class SemanticChunker(BoundaryChunker):
         "pooling": [Options("mean", "concat")],
         "threshold": [Interval(numbers.Real, None, None), Options(*THRESHOLD_KINDS)],
         "threshold_amount": [Interval(numbers.Real, None, None), None],
+        "short_text_distance": [Interval(numbers.Real, 0.0, 2.0), None],
+        "edge_correction": [bool, None],
     }
 
     def __init__(
@@ -91,6 +112,8 @@ class SemanticChunker(BoundaryChunker):
         pooling: str = "mean",
         threshold: str | float = "std",
         threshold_amount: float | None = None,
+        short_text_distance: float | None = SHORT_TEXT_DISTANCE,
+        edge_correction: bool | None = None,
         max_tokens: int = 1024,
         overlap_tokens: int | None = None,
         min_tokens: int = 0,
@@ -116,8 +139,18 @@ class SemanticChunker(BoundaryChunker):
                 "pooling": pooling,
                 "threshold": threshold,
                 "threshold_amount": threshold_amount,
+                "short_text_distance": short_text_distance,
+                "edge_correction": edge_correction,
             },
         )
+        plain = window == "split" and pooling == "mean"
+        if edge_correction and not plain:
+            raise ConfigError(
+                "edge_correction applies to window='split' with pooling='mean' only; got "
+                f"window={window!r}, pooling={pooling!r}"
+            )
+        self.edge_correction = plain if edge_correction is None else bool(edge_correction)
+        self.short_text_distance = short_text_distance
         buffer_size, window, pooling = p["buffer_size"], p["window"], p["pooling"]
         threshold, threshold_amount = p["threshold"], p["threshold_amount"]
         self.buffer_size = buffer_size
@@ -148,14 +181,23 @@ class SemanticChunker(BoundaryChunker):
         return self._window_texts(doc)[0]
 
     def _decide(self, doc: _Prepared, vectors: Floats) -> GapDecision:
-        if self.pooling == "mean":
+        if self.edge_correction:
+            distances = edge_corrected_distances(vectors, self.buffer_size)
+        elif self.pooling == "mean":
             left, right = self._windows(len(doc.sentences))
             distances = cosine_distances(mean_windows(vectors, left), mean_windows(vectors, right))
         else:
             _, li, ri = self._window_texts(doc)
             distances = cosine_distances(vectors[li], vectors[ri])
-        value, breaks = resolve_threshold(distances, self._threshold)
-        rule, kind = self._threshold.describe(), self._threshold.kind
+        rule_used = self._threshold
+        if (
+            self.short_text_distance is not None
+            and distances.size < SHORT_TEXT_GAPS
+            and rule_used.kind not in ("absolute", "target_chunks")
+        ):
+            rule_used = Threshold("absolute", float(self.short_text_distance))
+        value, breaks = resolve_threshold(distances, rule_used)
+        rule, kind = rule_used.describe(), rule_used.kind
         reasons = []
         for g in np.flatnonzero(breaks):
             if kind == "gradient":
@@ -167,7 +209,13 @@ class SemanticChunker(BoundaryChunker):
         return GapDecision(distances, breaks, value, tuple(reasons), distances)
 
     def _rule(self) -> str:
-        return self._threshold.describe()
+        rule = self._threshold.describe()
+        if self.short_text_distance is not None and self._threshold.kind not in (
+            "absolute",
+            "target_chunks",
+        ):
+            rule += f"; texts under {SHORT_TEXT_GAPS} gaps: absolute {self.short_text_distance:g}"
+        return rule
 
     def _config(self) -> dict[str, Any]:
         return {
@@ -176,5 +224,7 @@ class SemanticChunker(BoundaryChunker):
             "pooling": self.pooling,
             "threshold": self.threshold,
             "threshold_amount": self.threshold_amount,
+            "short_text_distance": self.short_text_distance,
+            "edge_correction": self.edge_correction,
             **super()._config(),
         }

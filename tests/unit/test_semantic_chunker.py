@@ -296,3 +296,75 @@ def test_a_long_cjk_text_without_spaces_is_capped_without_a_model_tokenizer():
     chunks = chunker.chunk(text)
     assert len(chunks) >= 30_000 // 256
     check_chunks(text, chunks, max_tokens=256, count=lambda t: chunker.tokenizer.count([t])[0])
+
+
+def test_edge_corrected_distances_match_brute_force():
+    from semrag.chunking._split import cosine_distances, edge_corrected_distances
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(12, 8)).astype(np.float32)
+    b = 2
+    got = edge_corrected_distances(vectors, b)
+
+    def dist(lo, hi):
+        return cosine_distances(vectors[lo].mean(0)[None], vectors[hi].mean(0)[None])[0]
+
+    full = b + 1
+    interior = [g for g in range(11) if g + 1 >= full and 11 - g >= full]
+    for g in interior:  # both sides full: the plain split-window distance
+        np.testing.assert_allclose(got[g], dist(range(g - b, g + 1), range(g + 1, g + b + 2)), 1e-5)
+    for g in set(range(11)) - set(interior):
+        k = min(g + 1, 11 - g)
+        d_full = np.median([dist(range(i - b, i + 1), range(i + 1, i + b + 2)) for i in interior])
+        d_k = np.median([dist(range(i + 1 - k, i + 1), range(i + 1, i + 1 + k)) for i in interior])
+        want = dist(range(g + 1 - k, g + 1), range(g + 1, g + 1 + k)) * d_full / d_k
+        np.testing.assert_allclose(got[g], want, rtol=1e-4)
+
+
+def test_edge_correction_removes_the_edge_bias():
+    # Single-topic documents: every break is false; without the correction the first and
+    # last gaps (one sentence against two) take more than their share of them.
+    rng = np.random.default_rng(1)
+    words = ["honey", "bee", "hive", "queen", "wax", "pollen", "swarm", "comb", "nectar"]
+    texts = [
+        " ".join(" ".join(rng.choice(words, size=5)).capitalize() + "." for _ in range(12)).replace(
+            ". ", ". "
+        )
+        for _ in range(60)
+    ]
+
+    def edge_share(correct):
+        c = SemanticChunker(FakeEmbedder(), edge_correction=correct, short_text_distance=None)
+        gaps = [b.gap for r in c.chunk_with_stats(texts) for b in r.stats.breaks]
+        edge = sum(g in (0, 10) for g in gaps)
+        return edge / max(len(gaps), 1)
+
+    before, after = edge_share(False), edge_share(True)
+    assert before > 2 / 11 * 1.5, before  # the bias exists
+    assert after < before * 0.6, (before, after)
+
+
+def test_short_texts_can_break():
+    text = "The cat sat on the mat. Stock prices fell sharply today."
+    short = SemanticChunker(FakeEmbedder(), short_text_distance=0.5).chunk_with_stats([text])[0]
+    assert len(short.chunks) == 2
+    assert "(absolute 0.5)" in short.stats.breaks[0].reason
+    assert "under 4 gaps: absolute 0.5" in short.stats.threshold_rule
+    std_only = SemanticChunker(FakeEmbedder(), short_text_distance=None).chunk(text)
+    assert len(std_only) == 1, "mean + std cannot break two sentences"
+    same = "The cat sat on the mat. The cat sat on the rug. The cat sat on the bed."
+    assert len(SemanticChunker(FakeEmbedder(), short_text_distance=0.5).chunk(same)) == 1
+    long_text = " ".join([CATS, STOCKS, CATS])  # 9 sentences: the statistic decides
+    stats = (
+        SemanticChunker(FakeEmbedder(), short_text_distance=0.01)
+        .chunk_with_stats([long_text])[0]
+        .stats
+    )
+    assert stats.breaks and all("(std 1)" in b.reason for b in stats.breaks)
+
+
+def test_edge_correction_needs_the_split_mean_window():
+    with pytest.raises(ConfigError, match="edge_correction"):
+        SemanticChunker(FakeEmbedder(), window="centered", edge_correction=True)
+    assert SemanticChunker(FakeEmbedder(), window="centered").edge_correction is False
+    assert SemanticChunker(FakeEmbedder()).edge_correction is True
