@@ -10,9 +10,12 @@
   --k K --plot PNG --json]`` retrieves (an SSG traversal algorithm by default, or
   ``--algorithm dense`` / ``sparse``) and prints provenance. The Neo4j password comes from
   ``--neo4j-password`` or the ``NEO4J_PASSWORD`` environment variable.
-* ``semrag train-boundary --data KIND:PATH[@START:STOP]... --dev ... --model psc|mfc --out DIR``
-  trains a PSC or MFC boundary model on sectioned data (KIND: nicta, csabstruct, pubmedqa,
-  squad, choi; ``@24:40`` keeps documents 24 to 39 of the file).
+* ``semrag train-boundary --data KIND:PATH[@START:STOP]... [--dev ...] --model psc|mfc --out DIR
+  [--window N --negative-mix boundary=.5,section=.25,document=.25 --threshold auto]`` trains
+  a PSC or MFC boundary model on sectioned data (KIND: sectioned (a folder of Choi-format
+  files), nicta, csabstruct, pubmedqa, squad, choi; ``@24:40`` keeps documents 24 to 39).
+  Without ``--dev`` each source is split by document (``--split 0.8/0.1/0.1``) and the dev
+  parts choose the epoch and the threshold; ``training.json`` records the command.
 """
 
 from __future__ import annotations
@@ -259,7 +262,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sectioned(specs: Sequence[str]) -> list:  # type: ignore[type-arg]
+def _read_source(spec: str) -> tuple[str, list]:  # type: ignore[type-arg]
+    """``KIND:PATH[@START:STOP]`` -> (a name that records no path, documents)."""
     from semrag.eval import datasets as ds
 
     readers = {
@@ -268,57 +272,133 @@ def _sectioned(specs: Sequence[str]) -> list:  # type: ignore[type-arg]
         "squad": ds.read_squad_articles,
         "choi": ds.read_choi,
         "pubmedqa": lambda p: [item.document for item in ds.read_pubmedqa(p)],
+        "sectioned": lambda p: ds.read_sectioned_text(p, split_lines=True),
     }
-    docs = []
-    for spec in specs:
-        kind, sep, rest = spec.partition(":")
-        path, at, window = rest.partition("@")
-        if not sep or kind not in readers:
-            raise SemragError(
-                f"--data/--dev take KIND:PATH[@START:STOP] with KIND in {sorted(readers)}; "
-                f"got {spec!r}"
-            )
-        loaded = readers[kind](path)
-        if at:
-            start, _, stop = window.partition(":")
-            loaded = loaded[int(start or 0) : int(stop) if stop else None]
-        docs += loaded
-    return docs
+    kind, sep, rest = spec.partition(":")
+    path, at, window = rest.partition("@")
+    if not sep or kind not in readers:
+        raise SemragError(
+            f"--data/--dev take KIND:PATH[@START:STOP] with KIND in {sorted(readers)}; got {spec!r}"
+        )
+    loaded = readers[kind](path)
+    if at:
+        start, _, stop = window.partition(":")
+        loaded = loaded[int(start or 0) : int(stop) if stop else None]
+    return f"{kind}:{Path(path).name}{at}{window}", loaded
+
+
+def _negative_mix(value: str) -> dict[str, float]:
+    mix = {}
+    for part in value.split(","):
+        key, eq, share = part.partition("=")
+        if not eq:
+            raise argparse.ArgumentTypeError(f"expected KIND=SHARE[,KIND=SHARE...], got {value!r}")
+        mix[key.strip()] = float(share)
+    return mix
 
 
 def _cmd_train_boundary(args: argparse.Namespace) -> int:
-    import json as _json
-
-    from semrag.chunking.boundary.data import sample_pairs
-    from semrag.chunking.boundary.train import TrainConfig, config_record, fit_boundary_model
+    from semrag.chunking.boundary.data import DEFAULT_NEGATIVE_MIX, sample_pairs, split_documents
+    from semrag.chunking.boundary.train import (
+        TrainConfig,
+        accuracy_by_kind,
+        choose_threshold,
+        config_record,
+        fit_boundary_model,
+    )
     from semrag.embeddings import SentenceTransformerEmbedder
 
-    train = sample_pairs(_sectioned(args.data), seed=args.seed, hard_negatives=args.hard_negatives)
-    dev = sample_pairs(_sectioned(args.dev), seed=args.seed + 1)
-    config = TrainConfig(epochs=args.epochs, lr=args.lr, proj_dim=args.proj_dim, seed=args.seed)
+    sources = [_read_source(spec) for spec in args.data]
+    if args.dev:
+        train_docs = [d for _, docs in sources for d in docs]
+        dev_sources = [_read_source(spec) for spec in args.dev]
+    else:
+        train_docs, dev_sources = [], []
+        for name, docs in sources:
+            tr, dv, _test = split_documents(docs, name, fractions=args.split)
+            train_docs += tr
+            dev_sources.append((name, dv))
+    dev_docs = [d for _, docs in dev_sources for d in docs]
+    args.negative_mix = dict(args.negative_mix or DEFAULT_NEGATIVE_MIX)
+    sampling = {"negative_ratio": args.negative_ratio, "negative_mix": args.negative_mix}
+    train = sample_pairs(train_docs, seed=args.seed, **sampling)
+    dev = sample_pairs(dev_docs, seed=args.seed + 1, **sampling)
+    config = TrainConfig(
+        epochs=args.epochs,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        proj_dim=args.proj_dim,
+        seed=args.seed,
+    )
     embedder = SentenceTransformerEmbedder(model_path=args.encoder, cache_size=0)
     model, history = fit_boundary_model(
-        args.model, train, dev, embedder, config=config, cache_dir=args.cache, show_progress=True
+        args.model,
+        train,
+        dev,
+        embedder,
+        config=config,
+        window=args.window,
+        cache_dir=args.cache,
+        show_progress=True,
     )
+    cache = {"cache_dir": args.cache}
+    if args.threshold == "auto":
+        chosen = choose_threshold(model, dev_sources, embedder, **cache)
+        model.threshold = chosen["threshold"]
+    else:
+        model.threshold = float(args.threshold)
+        chosen = {"threshold": model.threshold}
     out = model.save(args.out)
     best = min(history, key=lambda h: h["dev_loss"])
     record = {
         "model": args.model,
-        "data": list(args.data),
-        "dev": list(args.dev),
-        "hard_negatives": args.hard_negatives,
-        "train_pairs": len(train),
-        "dev_pairs": len(dev),
+        "command": "semrag train-boundary " + " ".join(_portable_argv(args)),
+        "data": [name for name, _ in sources],
+        "dev": [name for name, _ in dev_sources],
+        "split": list(args.split) if not args.dev else None,
+        "window": args.window,
+        "sampling": sampling,
+        "train_pairs": train.counts(),
+        "dev_pairs": dev.counts(),
         "config": config_record(config),
         "best_epoch": best["epoch"],
+        "dev_accuracy_at_threshold": accuracy_by_kind(model, dev, embedder, **cache),
+        "threshold": chosen,
         "history": history,
     }
-    (Path(out) / "training.json").write_text(_json.dumps(record, indent=1), encoding="utf-8")
+    (Path(out) / "training.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
     print(
         f"{args.model}: {len(train)} training pairs, best epoch {best['epoch']} "
-        f"(dev loss {best['dev_loss']:.4f}, dev accuracy {best['dev_acc']:.3f}) -> {out}"
+        f"(dev loss {best['dev_loss']:.4f}, dev accuracy {best['dev_acc']:.3f}), "
+        f"threshold {model.threshold:.3f} -> {out}"
     )
     return 0
+
+
+def _portable_argv(args: argparse.Namespace) -> list[str]:
+    """The training command with data paths reduced to their last part (no machine paths)."""
+    out = ["--model", args.model]
+    for flag in ("data", "dev"):
+        if getattr(args, flag):
+            out += [f"--{flag}"] + [
+                f"{k}:{Path(rest).name}"
+                for k, _, rest in (s.partition(":") for s in args.__dict__[flag])
+            ]
+    out += ["--split", "/".join(f"{f:g}" for f in args.split)]
+    out += ["--window", str(args.window), "--negative-ratio", f"{args.negative_ratio:g}"]
+    mix = ",".join(f"{k}={v:g}" for k, v in args.negative_mix.items())
+    out += ["--negative-mix", mix, "--threshold", str(args.threshold)]
+    out += ["--epochs", str(args.epochs), "--lr", f"{args.lr:g}"]
+    out += ["--weight-decay", f"{args.weight_decay:g}", "--proj-dim", str(args.proj_dim)]
+    out += ["--seed", str(args.seed), "--out", Path(args.out).name]
+    return out
+
+
+def _fractions(value: str) -> tuple[float, float, float]:
+    parts = [float(v) for v in value.split("/")]
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"expected TRAIN/DEV/TEST fractions, got {value!r}")
+    return parts[0], parts[1], parts[2]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -392,16 +472,44 @@ def build_parser() -> argparse.ArgumentParser:
     query.set_defaults(func=_cmd_query)
 
     tb = sub.add_parser("train-boundary", help="train a PSC or MFC boundary model")
-    tb.add_argument("--data", nargs="+", required=True, metavar="KIND:PATH")
-    tb.add_argument("--dev", nargs="+", required=True, metavar="KIND:PATH")
+    tb.add_argument(
+        "--data",
+        nargs="+",
+        required=True,
+        metavar="KIND:PATH",
+        help="KIND: sectioned (a folder of Choi-format files), nicta, csabstruct, pubmedqa, "
+        "squad, choi; PATH may end in @START:STOP to keep those documents",
+    )
+    tb.add_argument(
+        "--dev",
+        nargs="+",
+        default=None,
+        metavar="KIND:PATH",
+        help="development data; default: the dev part of --split of every --data source",
+    )
+    tb.add_argument("--split", type=_fractions, default=(0.8, 0.1, 0.1), metavar="TR/DEV/TEST")
     tb.add_argument("--model", choices=("psc", "mfc"), required=True)
     tb.add_argument("--out", required=True, metavar="DIR")
     tb.add_argument("--encoder", default=None, help="sentence-transformers model directory")
+    tb.add_argument("--window", type=int, default=1, help="sentences per side of a gap")
+    tb.add_argument("--negative-ratio", type=float, default=1.0, help="negatives per positive")
+    tb.add_argument(
+        "--negative-mix",
+        type=_negative_mix,
+        default=None,
+        metavar="KIND=SHARE,...",
+        help="shares of boundary, section and document negatives (default 0.5, 0.25, 0.25)",
+    )
+    tb.add_argument(
+        "--threshold",
+        default="auto",
+        help="p(same section) below which to break; auto: lowest Pk on the dev documents",
+    )
     tb.add_argument("--epochs", type=int, default=8)
     tb.add_argument("--lr", type=float, default=1e-3)
+    tb.add_argument("--weight-decay", type=float, default=0.01)
     tb.add_argument("--proj-dim", type=int, default=256)
     tb.add_argument("--seed", type=int, default=0)
-    tb.add_argument("--hard-negatives", type=float, default=0.0)
     tb.add_argument("--cache", default=None, metavar="DIR", help="sentence-embedding cache")
     tb.set_defaults(func=_cmd_train_boundary)
     return parser

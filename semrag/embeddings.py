@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import threading
 import weakref
 from collections import OrderedDict
@@ -323,6 +324,7 @@ def as_embedder(obj: Any = None) -> BaseEmbedder:
 # weights); each embedder keeps its own cache. Weak values: a model dies with its users.
 _MODELS: weakref.WeakValueDictionary[tuple[str, str], Any] = weakref.WeakValueDictionary()
 _MODELS_LOCK = threading.Lock()
+_FINGERPRINTS: dict[Path, str] = {}
 
 
 def packaged_model_path() -> str:
@@ -422,6 +424,34 @@ class SentenceTransformerEmbedder(BaseEmbedder):
                 self.model.tokenizer, name=self.model_path or "all-MiniLM-L6-v2"
             )
         return self._tokenizer
+
+    @property
+    def encoder_name(self) -> str:
+        """The model's name without a path: its directory's name, or the packaged model's."""
+        return Path(self.model_path).name if self.model_path else "all-MiniLM-L6-v2"
+
+    def weights_fingerprint(self) -> str:
+        """SHA-256 (first 16 hex digits) over the model directory's weight files.
+
+        Weights saved by a boundary model record it, so loading them with another encoder is
+        caught (see :meth:`semrag.chunking.boundary.models.PSCModel.check_encoder`).
+        """
+        path = Path(self.model_path or packaged_model_path())
+        with _MODELS_LOCK:
+            if path not in _FINGERPRINTS:
+                h = hashlib.sha256()
+                files = sorted(
+                    p for p in path.rglob("*") if p.suffix in (".safetensors", ".bin", ".pt")
+                )
+                if not files:
+                    raise ConfigError(f"no weight files under {path}")
+                for file in files:
+                    h.update(file.relative_to(path).as_posix().encode() + b"\0")
+                    with open(file, "rb") as f:
+                        for block in iter(lambda f=f: f.read(1 << 22), b""):
+                            h.update(block)
+                _FINGERPRINTS[path] = h.hexdigest()[:16]
+            return _FINGERPRINTS[path]
 
     @property
     def max_seq_length(self) -> int:

@@ -234,7 +234,11 @@ def _choi_sections(raw: str) -> list[list[str]]:
 
 
 def read_sectioned_text(
-    folder: str | Path, *, suffixes: tuple[str, ...] = (".ref", ".dev"), separator: str = " "
+    folder: str | Path,
+    *,
+    suffixes: tuple[str, ...] = (".ref", ".dev"),
+    separator: str = " ",
+    split_lines: bool = False,
 ) -> list[SectionedDocument]:
     """Documents of a ``sectioned_text`` folder (Choi format, one file a document).
 
@@ -242,12 +246,18 @@ def read_sectioned_text(
         folder: e.g. ``shared/data/sectioned_text/wiki300_badjatiya``.
         suffixes: which files are documents (other files, such as model inputs, are skipped).
         separator: what joins sentences in each document's ``text``.
+        split_lines: split each line into sentences with :func:`split_sentences` (for files
+            with one paragraph per line, such as the novels, and to train on the units the
+            chunkers see).
     """
     root = _need(Path(folder))
     docs = []
     for path in sorted(p for p in root.iterdir() if p.is_file() and p.suffix in suffixes):
         raw = path.read_bytes().decode("utf-8", "replace")
-        doc = _sectioned(path.name, _choi_sections(raw))
+        sections = _choi_sections(raw)
+        if split_lines:
+            sections = [[s for line in section for s in _split(line)] for section in sections]
+        doc = _sectioned(path.name, sections)
         docs.append(SectionedDocument(doc.id, doc.sections, separator))
     return docs
 
@@ -276,13 +286,18 @@ def read_nicta(path: str | Path) -> list[SectionedDocument]:
 
 
 def read_csabstruct(path: str | Path) -> list[SectionedDocument]:
-    """CSAbstruct (JSON lines): runs of one label are a section."""
+    """CSAbstruct (JSON lines): runs of one label are a section.
+
+    The file's ``abstract_id`` is 0 on every line, so a document's id is its line number
+    (``"line-N"``), unique within the file.
+    """
     docs = []
     with _open_text(_need(Path(path))) as f:
-        for line in f:
+        for number, line in enumerate(f):
             if line.strip():
                 r = json.loads(line)
-                docs.append(_sectioned(str(r["abstract_id"]), _runs(r["labels"], r["sentences"])))
+                doc_id = f"line-{number}"
+                docs.append(_sectioned(doc_id, _runs(r["labels"], r["sentences"])))
     return docs
 
 

@@ -9,6 +9,7 @@ from llama_index.core.schema import NodeRelationship
 
 from langchain_semrag import MFCTextSplitter, PSCTextSplitter
 from llama_index_semrag import MFCNodeParser, PSCNodeParser
+from semrag import SemanticChunker
 from semrag.chunking.boundary import PairModelChunker
 from semrag.chunking.boundary.data import sample_pairs
 from semrag.chunking.boundary.train import TrainConfig, fit_boundary_model
@@ -85,3 +86,26 @@ def test_missing_model_directory_is_a_clear_error(tmp_path):
         PSCTextSplitter(embeddings=FakeEmbedder(), model=tmp_path / "nope")
     with pytest.raises(ConfigError, match="no boundary model directory"):
         MFCNodeParser(embed_model=FakeEmbedder(), model=tmp_path / "nope")
+
+
+def test_new_options_reach_the_core_in_both_frameworks(trained):
+    from langchain_semrag import SemanticTextSplitter
+    from llama_index_semrag import SemanticNodeParser
+
+    emb, dirs = trained
+    lc = PSCTextSplitter(embeddings=emb, model=dirs["psc"], threshold=0.2)
+    li = PSCNodeParser(embed_model=emb, model=dirs["psc"], threshold=0.2)
+    text = doc(9).text
+    core = PairModelChunker(emb, model=dirs["psc"], threshold=0.2).chunk(text)
+    assert [d.page_content for d in lc.create_documents([text])] == [c.text for c in core]
+    nodes = li.get_nodes_from_documents([LIDocument(text=text, id_="d")])
+    assert [n.text for n in nodes] == [c.text for c in core]
+    short = "The cat sat on the mat. Stock prices fell sharply today."
+    for kwargs in ({"short_text_distance": 0.5}, {"short_text_distance": None}):
+        want = len(SemanticChunker(FakeEmbedder(), **kwargs).chunk(short))
+        lc_sem = SemanticTextSplitter(FakeEmbedder(), edge_correction=True, **kwargs)
+        li_sem = SemanticNodeParser(embed_model=FakeEmbedder(), **kwargs)
+        assert len(lc_sem.split_text(short)) == want
+        assert len(li_sem.get_nodes_from_documents([LIDocument(text=short)])) == want
+    with pytest.raises(ConfigError, match="edge_correction"):
+        SemanticTextSplitter(FakeEmbedder(), window="centered", edge_correction=True)

@@ -5,6 +5,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from semrag import SemanticChunker
+from semrag.chunking.boundary import PairModelChunker
+from semrag.chunking.boundary.models import encoder_identity
 from semrag.testing import FakeEmbedder, check_chunks
 from semrag.text import WhitespaceTokenizer
 from tests.strategies import any_text
@@ -14,6 +16,23 @@ TOKENIZER = WhitespaceTokenizer()
 
 def count(text: str) -> int:
     return TOKENIZER.count([text])[0]
+
+
+def _pair_model(kind: str, window: int):
+    import torch
+
+    from semrag.chunking.boundary.models import MFCModel, PSCModel
+
+    torch.manual_seed(window)
+    cls = {"psc": PSCModel, "mfc": MFCModel}[kind]
+    model = cls(32, proj_dim=8, window=window)
+    model.encoder = encoder_identity(EMBEDDER)
+    model.eval()
+    return model
+
+
+EMBEDDER = FakeEmbedder(dim=32)
+PAIR_MODELS = {(k, w): _pair_model(k, w) for k in ("psc", "mfc") for w in (1, 3)}
 
 
 configs = st.fixed_dictionaries(
@@ -37,6 +56,35 @@ def test_chunks_tile_the_text_and_respect_the_cap(text, config, overlap):
     chunks = chunker.chunk(text)
     check_chunks(text, chunks, max_tokens=config["max_tokens"], overlapping=overlap, count=count)
     assert chunker.chunk(text) == chunks  # deterministic
+
+
+@given(
+    text=any_text,
+    kind=st.sampled_from(["psc", "mfc"]),
+    window=st.sampled_from([1, 3]),
+    threshold=st.floats(0.05, 0.95),
+    max_tokens=st.integers(8, 40),
+    min_tokens=st.integers(0, 8),
+    overlap=st.booleans(),
+)
+def test_pair_model_chunks_tile_the_text_and_respect_the_cap(
+    text, kind, window, threshold, max_tokens, min_tokens, overlap
+):
+    overlap_tokens = max_tokens // 4 if overlap else 0
+    chunker = PairModelChunker(
+        EMBEDDER,
+        model=PAIR_MODELS[(kind, window)],
+        threshold=threshold,
+        tokenizer=TOKENIZER,
+        max_tokens=max_tokens,
+        min_tokens=min_tokens,
+        overlap_tokens=overlap_tokens,
+    )
+    chunks = chunker.chunk(text)
+    check_chunks(text, chunks, max_tokens=max_tokens, overlapping=overlap, count=count)
+    assert chunker.chunk(text) == chunks  # deterministic
+    batched = chunker.chunk_documents([text, text])
+    assert [c.text for c in batched] == [c.text for c in chunks] * 2
 
 
 @given(texts=st.lists(any_text, max_size=5))

@@ -7,9 +7,19 @@ import pytest
 
 from semrag import MFCChunker, PSCChunker
 from semrag.chunking.boundary import PairModelChunker, shipped_weights
-from semrag.chunking.boundary.data import sample_pairs
+from semrag.chunking.boundary.data import (
+    PAIR_KINDS,
+    gap_sides,
+    sample_pairs,
+    split_documents,
+)
 from semrag.chunking.boundary.models import MFCModel, PSCModel, load_boundary_model
-from semrag.chunking.boundary.train import TrainConfig, embed_cached, fit_boundary_model
+from semrag.chunking.boundary.train import (
+    TrainConfig,
+    accuracy_by_kind,
+    embed_cached,
+    fit_boundary_model,
+)
 from semrag.errors import ConfigError
 from semrag.eval.datasets import SectionedDocument
 from semrag.testing import FakeEmbedder, check_chunker
@@ -43,18 +53,22 @@ def corpus(n_docs: int, seed: int) -> list[SectionedDocument]:
 
 @pytest.mark.parametrize("cls", [PSCModel, MFCModel])
 def test_save_load_round_trip(cls, tmp_path):
-    model = cls(8, proj_dim=4, encoder="fake")
+    model = cls(8, proj_dim=4, window=2, encoder="fake", threshold=0.3)
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(5, 8)), rng.normal(size=(5, 8))
     before = model.predict_proba(a, b)
     model.save(tmp_path / "m")
     config = json.loads((tmp_path / "m" / "config.json").read_text())
-    assert config["kind"] == cls.kind and config["dim"] == 8 and config["encoder"] == "fake"
-    assert "library_version" in config
-    loaded = load_boundary_model(tmp_path / "m", expected_dim=8)
-    assert type(loaded) is cls
+    assert config["kind"] == cls.kind and config["dim"] == 8
+    assert config["encoder"] == {"name": "fake"} and config["window"] == 2
+    assert config["threshold"] == 0.3 and "library_version" in config
+    loaded = cls.load(tmp_path / "m")
+    assert type(loaded) is cls and loaded.window == 2 and loaded.threshold == 0.3
     np.testing.assert_allclose(loaded.predict_proba(a, b), before, rtol=1e-6)
     assert np.all((before > 0) & (before < 1))
+    other = MFCModel if cls is PSCModel else PSCModel
+    with pytest.raises(ConfigError, match=f"holds a {cls.kind} model"):
+        other.load(tmp_path / "m")
 
 
 def test_load_errors(tmp_path):
@@ -65,42 +79,104 @@ def test_load_errors(tmp_path):
         load_boundary_model(tmp_path / "m", expected_dim=384)
     with pytest.raises(ConfigError, match=r"expects two \(n, 8\)"):
         PSCModel(8, proj_dim=4).predict_proba(np.ones((2, 5)), np.ones((2, 5)))
+    (tmp_path / "m" / "config.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a boundary model config"):
+        load_boundary_model(tmp_path / "m")
+    PSCModel(8, proj_dim=4).save(tmp_path / "m")
+    (tmp_path / "m" / "model.safetensors").write_bytes(b"truncated")
+    with pytest.raises(ConfigError, match="does not hold psc weights"):
+        load_boundary_model(tmp_path / "m")
+    with pytest.raises(ConfigError, match="window"):
+        PSCModel(8, window=0)
 
 
-def test_pair_sampling_invariants():
+def test_pair_kinds_are_what_they_say():
     docs = corpus(12, seed=1)
     pairs = sample_pairs(docs, seed=3)
-    pos, neg = pairs.label == 1, pairs.label == 0
-    assert pos.sum() == neg.sum() > 0
-    assert np.all(pairs.doc_of[pairs.left] == pairs.doc_of[pairs.right]), "a pair crosses documents"
-    assert np.all(pairs.right[pos] == pairs.left[pos] + 1)
-    assert np.all(pairs.section_of[pairs.left[pos]] == pairs.section_of[pairs.right[pos]])
-    assert np.all(pairs.section_of[pairs.left[neg]] != pairs.section_of[pairs.right[neg]])
-    same_text = [
-        pairs.sentences[a] == pairs.sentences[b]
-        for a, b in zip(pairs.left, pairs.right, strict=True)
-    ]
-    assert not any(same_text)
+    counts = pairs.counts()
+    assert all(counts[k] > 0 for k in PAIR_KINDS)
+    kind = np.asarray(PAIR_KINDS)[pairs.kind]
+    same_doc = pairs.doc_of[pairs.left] == pairs.doc_of[pairs.right]
+    same_section = pairs.section_of[pairs.left] == pairs.section_of[pairs.right]
+    adjacent = pairs.right == pairs.left + 1
+    assert np.array_equal(pairs.label == 1, kind == "positive")
+    pos = kind == "positive"
+    assert np.all(adjacent[pos] & same_section[pos])
+    boundary = kind == "boundary"
+    assert np.all(adjacent[boundary] & same_doc[boundary] & ~same_section[boundary])
+    section = kind == "section"
+    assert np.all(same_doc[section] & ~same_section[section])
+    assert not np.any(same_doc[kind == "document"])
+    # every boundary gap is used: 12 documents with 3 sections each
+    assert counts["boundary"] == 24
+    assert counts["positive"] == counts["boundary"] + counts["section"] + counts["document"]
     again = sample_pairs(docs, seed=3)
     assert np.array_equal(again.left, pairs.left) and np.array_equal(again.right, pairs.right)
 
 
-def test_hard_negatives_straddle_boundaries():
-    pairs = sample_pairs(corpus(12, seed=1), seed=0, hard_negatives=1.0)
-    neg = pairs.label == 0
-    straddle = pairs.right[neg] == pairs.left[neg] + 1
-    assert straddle.sum() >= 12 * 2  # every document has 2 real boundaries
-    with pytest.raises(ConfigError):
-        sample_pairs(corpus(2, 0), hard_negatives=1.5)
+def test_negative_mix_and_ratio():
+    docs = corpus(30, seed=2)
+    paper = sample_pairs(docs, negative_mix={"section": 1})
+    assert paper.counts()["boundary"] == paper.counts()["document"] == 0
+    assert paper.counts()["positive"] == paper.counts()["section"]
+    doubled = sample_pairs(docs, negative_ratio=2.0, negative_mix={"document": 1})
+    c = doubled.counts()
+    assert c["document"] == 2 * c["positive"]
+    half = sample_pairs(docs, negative_mix={"boundary": 1, "document": 1})
+    c = half.counts()
+    assert c["boundary"] == 60 and abs(c["document"] - 60) <= 1 and c["section"] == 0
+    with pytest.raises(ConfigError, match="negative_mix keys"):
+        sample_pairs(docs, negative_mix={"hard": 1})
+    with pytest.raises(ConfigError, match="positive sum"):
+        sample_pairs(docs, negative_mix={"boundary": 0})
+    with pytest.raises(ConfigError, match="negative_ratio"):
+        sample_pairs(docs, negative_ratio=0)
 
 
-def test_single_section_documents_give_no_pairs():
+def test_single_section_documents_give_positives_only():
     doc = SectionedDocument("x", (("A b.", "C d.", "E f."),))
-    assert len(sample_pairs([doc])) == 0
+    pairs = sample_pairs([doc], negative_mix={"section": 1})
+    assert pairs.counts()["section"] == 0
+
+
+def test_document_split_is_disjoint_and_stable():
+    docs = corpus(200, seed=4)
+    train, dev, test = split_documents(docs, "src")
+    ids = [{d.id for d in part} for part in (train, dev, test)]
+    assert sum(map(len, ids)) == 200 and not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    assert 130 <= len(train) <= 190 and dev and test
+    fewer = split_documents(docs[::2], "src")
+    for part, old in zip(fewer, ids, strict=True):
+        assert {d.id for d in part} <= old, "a document moved split when others were removed"
+    assert [d.id for d in split_documents(docs, "other")[2]] != [d.id for d in test]
+    with pytest.raises(ConfigError, match="sum to 1"):
+        split_documents(docs, "src", fractions=(0.5, 0.1, 0.1))
+
+
+def test_gap_sides_are_equal_windows_inside_documents():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(9, 4)).astype(np.float32)
+    doc_of = np.array([0, 0, 0, 0, 1, 1, 2, 2, 2])
+    left = np.array([0, 1, 2, 4, 6, 3, 2])
+    right = np.array([1, 2, 3, 5, 7, 6, 8])  # the last two cross documents
+    got_left, got_right = gap_sides(vectors, doc_of, left, right, 3)
+    for g, (a, b) in enumerate(zip(left, right, strict=True)):
+        before = [j for j in range(a - 2, a + 1) if j >= 0 and doc_of[j] == doc_of[a]]
+        after = [j for j in range(b, b + 3) if j < 9 and doc_of[j] == doc_of[b]]
+        k = min(len(before), len(after))
+        for got, rows in ((got_left[g], before[-k:]), (got_right[g], after[:k])):
+            want = vectors[rows].mean(0)
+            np.testing.assert_allclose(got, want / np.linalg.norm(want), rtol=1e-5)
+    one_left, one_right = gap_sides(vectors, doc_of, left, right, 1)
+    np.testing.assert_array_equal(one_left, vectors[left])
+    np.testing.assert_array_equal(one_right, vectors[right])
+    with pytest.raises(ConfigError, match="window"):
+        gap_sides(vectors, doc_of, left, right, 0)
 
 
 @pytest.mark.parametrize("kind", ["psc", "mfc"])
-def test_tiny_training_lowers_loss_and_beats_chance(kind, tmp_path):
+@pytest.mark.parametrize("window", [1, 2])
+def test_tiny_training_lowers_loss_and_beats_chance(kind, window, tmp_path):
     emb = FakeEmbedder(dim=64)
     train, dev = sample_pairs(corpus(40, 1), seed=0), sample_pairs(corpus(15, 2), seed=1)
     held_out = sample_pairs(corpus(15, 3), seed=2)
@@ -109,24 +185,93 @@ def test_tiny_training_lowers_loss_and_beats_chance(kind, tmp_path):
         train,
         dev,
         emb,
+        window=window,
         config=TrainConfig(epochs=6, proj_dim=16, lr=1e-2, batch_size=32),
         cache_dir=tmp_path,
     )
     assert history[-1]["train_loss"] < history[0]["train_loss"]
-    vectors = emb.embed(held_out.sentences)
-    p = model.predict_proba(vectors[held_out.left], vectors[held_out.right])
-    accuracy = float(((p >= 0.5) == (held_out.label == 1)).mean())
-    assert accuracy > 0.75, accuracy
-    assert list(tmp_path.glob("embeddings-*.npy")), "sentence embeddings were not cached"
+    by_kind = accuracy_by_kind(model, held_out, emb)
+    assert by_kind["all"] > 0.75, by_kind
+    assert set(by_kind) == {"all", *PAIR_KINDS}
+    assert list(tmp_path.glob("embeddings-*/vectors.npy")), "sentence embeddings were not cached"
+
+
+def test_estimator_api_on_text_pairs(tmp_path):
+    emb = FakeEmbedder(dim=32)
+    rng = np.random.default_rng(0)
+    pairs, labels = [], []
+    for _ in range(300):
+        a, b = rng.choice(list(TOPICS), size=2, replace=False)
+        same = bool(rng.integers(2))
+        right = a if same else b
+        pairs.append((" ".join(rng.choice(TOPICS[a], 4)), " ".join(rng.choice(TOPICS[right], 4))))
+        labels.append(float(same))
+    model = PSCModel(32, proj_dim=8).fit(
+        pairs[:250], labels[:250], embedder=emb, config=TrainConfig(epochs=30, lr=2e-2)
+    )
+    assert model.history_ and model.encoder["name"] == "FakeEmbedder"
+    p = model.predict_proba(pairs[250:], embedder=emb)
+    assert p.shape == (50,)
+    assert float(((p >= 0.5) == (np.asarray(labels[250:]) == 1)).mean()) > 0.8
+    model.save(tmp_path / "m")
+    again = PSCModel.load(tmp_path / "m")
+    np.testing.assert_allclose(again.predict_proba(pairs[250:], embedder=emb), p, rtol=1e-5)
+    with pytest.raises(ConfigError, match="needs embedder="):
+        model.predict_proba(pairs[:2])
+    with pytest.raises(ConfigError, match="one label each"):
+        PSCModel(32).fit(pairs, labels[:3], embedder=emb)
+    with pytest.raises(ConfigError, match="0 .* or 1"):
+        PSCModel(32).fit(pairs, [0.5] * len(pairs), embedder=emb)
+    with pytest.raises(ConfigError, match="32-dimensional"):
+        PSCModel(16).fit(pairs, labels, embedder=emb)
+
+
+class OtherEncoder(FakeEmbedder):
+    """Same dimension as FakeEmbedder, different vectors."""
+
+    name = "OtherEncoder"
+
+    def _embed_batch(self, texts):
+        return super()._embed_batch([t[::-1] for t in texts])
+
+
+def test_encoder_identity_is_checked(tmp_path):
+    emb = FakeEmbedder(dim=64)
+    trained = fit_boundary_model(
+        "psc",
+        sample_pairs(corpus(20, 1)),
+        sample_pairs(corpus(8, 2)),
+        emb,
+        config=TrainConfig(epochs=2, proj_dim=8),
+    )[0]
+    trained.save(tmp_path / "m")
+    trained.check_encoder(FakeEmbedder(dim=64))  # the same encoder, another instance
+    with pytest.raises(ConfigError, match="embeds the probe sentences differently"):
+        trained.check_encoder(OtherEncoder(dim=64))
+    text = corpus(1, 3)[0].text
+    with pytest.raises(ConfigError, match="trained on FakeEmbedder"):
+        PairModelChunker(OtherEncoder(dim=64), model=tmp_path / "m").chunk(text)
+    assert PairModelChunker(FakeEmbedder(dim=64), model=tmp_path / "m").chunk(text)
+    PSCModel(64).check_encoder(OtherEncoder(dim=64))  # records no encoder: dimension only
 
 
 def test_embedding_cache_is_reused(tmp_path):
     emb = FakeEmbedder(dim=16)
     first = embed_cached(emb, ["a b", "c d"], cache_dir=tmp_path)
-    calls = emb.calls
-    second = embed_cached(FakeEmbedder(dim=16), ["a b", "c d"], cache_dir=tmp_path)
-    np.testing.assert_array_equal(first, second)
-    assert emb.calls == calls
+    other = FakeEmbedder(dim=16)
+    second = embed_cached(other, ["c d", "a b", "e f"], cache_dir=tmp_path)
+    np.testing.assert_array_equal(first, second[[1, 0]])
+    np.testing.assert_array_equal(second[2], emb.embed(["e f"])[0])
+    assert other.calls == 1, "only the new text should have been embedded"
+    (keys,) = tmp_path.glob("embeddings-*/keys.npy")
+    np.save(keys, np.load(keys)[:2])  # a crash after the vectors' write, before the keys'
+    fresh = FakeEmbedder(dim=16)
+    third = embed_cached(fresh, ["a b", "e f"], cache_dir=tmp_path)
+    np.testing.assert_array_equal(third, second[[1, 2]])
+    assert fresh.calls == 1, "the row whose key was lost is embedded again"
+    keys.write_bytes(keys.read_bytes()[:-5])
+    with pytest.raises(ConfigError, match="cache .* is damaged"):
+        embed_cached(fresh, ["a b"], cache_dir=tmp_path)
 
 
 def trained_chunker(tmp_path, **kw):
@@ -174,28 +319,86 @@ def test_errors(tmp_path):
 
 
 @pytest.mark.parametrize("cls", [PSCChunker, MFCChunker])
-def test_shipped_weights_exist_and_load(cls):
+def test_shipped_weights_exist_load_and_record_no_machine_path(cls):
     directory = shipped_weights(cls.preset)
     assert (directory / "model.safetensors").exists() and (directory / "config.json").exists()
     model = load_boundary_model(directory, expected_dim=384)
-    assert model.encoder == "all-MiniLM-L6-v2"
+    assert model.encoder["name"] == "all-MiniLM-L6-v2"
+    assert model.encoder["fingerprint"] and len(model.encoder["probe"]) == 4
+    assert 0 < model.threshold < 1 and model.window >= 1
     assert (directory / "model.safetensors").stat().st_size < 2_000_000
+    record = json.loads((directory / "training.json").read_text())
+    assert record["command"].startswith("semrag train-boundary")
+    assert record["dev_accuracy_at_threshold"]["boundary"] > 0
+    for name in ("config.json", "training.json"):
+        text = (directory / name).read_text()
+        for root in ("/work/", "/root/", "/home/", "/tmp/", "C:\\"):
+            assert root not in text, f"{name} records a machine path ({root})"
+
+
+@pytest.mark.model
+def test_shipped_weights_accept_minilm_and_reject_a_lookalike(minilm):
+    for kind in ("psc", "mfc"):
+        model = load_boundary_model(shipped_weights(kind))
+        model.check_encoder(minilm)
+        with pytest.raises(ConfigError, match="embeds the probe sentences differently"):
+            model.check_encoder(FakeEmbedder(dim=384))
+    with pytest.raises(ConfigError, match="trained on all-MiniLM-L6-v2"):
+        PSCChunker(FakeEmbedder(dim=384)).chunk("One sentence here. Another one there.")
+
+
+README_TEXT = (
+    "Honeybees live in colonies with a single queen. Workers build wax comb and store "
+    "honey. Foragers collect pollen from flowers. The rocket lifted off from the launch "
+    "pad. Its boosters separated two minutes later. The crew reached orbit safely."
+)
 
 
 @pytest.mark.model
 @pytest.mark.parametrize("cls", [PSCChunker, MFCChunker])
 def test_shipped_chunkers_score_every_gap(cls, minilm):
-    text = (
-        "Honeybees live in colonies with a single queen. Workers build wax comb and store "
-        "honey. Foragers collect pollen from flowers. The rocket lifted off from the launch "
-        "pad. Its boosters separated two minutes later. The crew reached orbit safely."
-    )
     chunker = cls(minilm)
-    (result,) = chunker.chunk_with_stats([text])
+    (result,) = chunker.chunk_with_stats([README_TEXT])
     probs = result.stats.scores
     assert probs.shape == (5,) and np.all((probs > 0) & (probs < 1))
     breaks = sorted(b.gap for b in result.stats.breaks)
-    assert breaks == np.flatnonzero(probs < 0.5).tolist()
+    assert breaks == np.flatnonzero(probs < chunker.threshold).tolist()
+    check_chunker(chunker, ["", README_TEXT, "One sentence."])
+
+
+@pytest.mark.model
+def test_shipped_psc_finds_the_obvious_break(minilm):
+    chunker = PSCChunker(minilm)
+    (result,) = chunker.chunk_with_stats([README_TEXT])
+    probs = result.stats.scores
+    assert probs.shape == (5,) and np.all((probs > 0) & (probs < 1))
+    breaks = sorted(b.gap for b in result.stats.breaks)
+    assert breaks == np.flatnonzero(probs < chunker.threshold).tolist()
+    assert breaks == [2], (breaks, probs)  # bees | rocket
     starts = [c.start for c in result.chunks][1:]
     assert starts == [result.stats.sentences[g + 1].start for g in breaks]
-    check_chunker(chunker, ["", text, "One sentence."])
+
+
+@pytest.mark.model
+def test_train_boundary_command_end_to_end(tmp_path, minilm):
+    from semrag.cli import main
+
+    data = tmp_path / "my-sections"
+    data.mkdir()
+    for i, d in enumerate(corpus(60, seed=11)):
+        body = "".join("==========\n" + "\n".join(s) + "\n" for s in d.sections)
+        (data / f"{i:03d}.ref").write_text(body, encoding="utf-8")
+    out = tmp_path / "model"
+    argv = ["train-boundary", "--data", f"sectioned:{data}", "--model", "mfc", "--window", "2"]
+    argv += ["--epochs", "3", "--out", str(out), "--cache", str(tmp_path / "cache")]
+    assert main(argv) == 0
+    record = json.loads((out / "training.json").read_text())
+    assert record["data"] == ["sectioned:my-sections"] and record["window"] == 2
+    assert record["train_pairs"]["boundary"] > 0 and record["dev_pairs"]["positive"] > 0
+    assert 0 < record["threshold"]["threshold"] < 1
+    for name in ("training.json", "config.json"):
+        assert str(tmp_path) not in (out / name).read_text(), f"{name} records a machine path"
+    model = MFCModel.load(out)
+    assert model.window == 2 and model.threshold == record["threshold"]["threshold"]
+    chunks = PairModelChunker(minilm, model=out).chunk(corpus(1, seed=12)[0].text)
+    assert chunks

@@ -38,7 +38,8 @@ class PairModelChunker(BoundaryChunker):
             loaded :class:`~semrag.chunking.boundary.models.PSCModel` /
             :class:`~semrag.chunking.boundary.models.MFCModel`, or ``None`` for the
             class's shipped weights.
-        threshold: break where p(same section) is below it (paper: 0.5).
+        threshold: break where p(same section) is below it; ``None`` takes the model's
+            (chosen on development data when it was trained; the paper's 0.5 otherwise).
         max_tokens: cap per chunk, in tokens of ``tokenizer``.
         overlap_tokens: overlap of the pieces of an over-long chunk.
         min_tokens: chunks under this many tokens merge into their closer neighbour.
@@ -55,7 +56,7 @@ class PairModelChunker(BoundaryChunker):
         embedder: Any = None,
         *,
         model: str | Path | Any = None,
-        threshold: float = 0.5,
+        threshold: float | None = None,
         max_tokens: int = 1024,
         overlap_tokens: int | None = None,
         min_tokens: int = 0,
@@ -72,13 +73,14 @@ class PairModelChunker(BoundaryChunker):
             sentence_splitter=sentence_splitter,
             show_progress=show_progress,
         )
-        threshold = check_param(
-            type(self).__name__,
-            "threshold",
-            threshold,
-            [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
-        )
-        self.threshold = threshold
+        if threshold is not None:
+            threshold = check_param(
+                type(self).__name__,
+                "threshold",
+                threshold,
+                [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
+            )
+        self._threshold = threshold
         self._model_arg = model
         self._model: Any = None
         if model is None:
@@ -91,27 +93,40 @@ class PairModelChunker(BoundaryChunker):
 
     @property
     def model(self) -> Any:
-        """The pair model (loaded on first use; its dimension must match the embedder's)."""
+        """The pair model, loaded on first use and checked against the embedder.
+
+        Raises:
+            ConfigError: if the embedder is not the encoder the weights were trained on
+                (see :meth:`~semrag.chunking.boundary.models.PSCModel.check_encoder`).
+        """
         if self._model is None:
             from semrag.chunking.boundary.models import _PairModel, load_boundary_model
 
             arg = self._model_arg
-            if isinstance(arg, _PairModel):
-                if arg.dim != self.embedder.dim:
-                    raise ConfigError(
-                        f"the model expects {arg.dim}-dimensional embeddings of {arg.encoder}; "
-                        f"the embedder gives {self.embedder.dim}"
-                    )
-                self._model = arg
-            else:
-                self._model = load_boundary_model(arg, expected_dim=self.embedder.dim)
+            model = (
+                arg
+                if isinstance(arg, _PairModel)
+                else load_boundary_model(arg, expected_dim=self.embedder.dim)
+            )
+            model.check_encoder(self.embedder)
+            self._model = model
         return self._model
+
+    @property
+    def threshold(self) -> float:
+        """p(same section) below which a gap breaks (the model's unless given)."""
+        return float(self.model.threshold if self._threshold is None else self._threshold)
 
     def _texts_to_embed(self, doc: _Prepared) -> list[str]:
         return [s.of(doc.doc.text) for s in doc.sentences]
 
     def _decide(self, doc: _Prepared, vectors: Floats) -> GapDecision:
-        probs = self.model.predict_proba(vectors[:-1], vectors[1:])
+        from semrag.chunking.boundary.data import gap_sides
+
+        gaps = np.arange(len(vectors) - 1)
+        doc_of = np.zeros(len(vectors), np.int64)
+        left, right = gap_sides(vectors, doc_of, gaps, gaps + 1, self.model.window)
+        probs = self.model.predict_proba(left, right)
         breaks = probs < self.threshold
         reasons = tuple(
             f"p(same section) {probs[g]:.3f} below {self.threshold:g}"
@@ -125,7 +140,7 @@ class PairModelChunker(BoundaryChunker):
     def _config(self) -> dict[str, Any]:
         model = self._model_arg
         shown = str(model) if isinstance(model, (str, Path)) else repr(model)
-        return {"model": shown, "threshold": self.threshold, **super()._config()}
+        return {"model": shown, "threshold": self._threshold, **super()._config()}
 
 
 class PSCChunker(PairModelChunker):

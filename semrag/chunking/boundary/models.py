@@ -1,15 +1,25 @@
-"""PSC and MFC: small pair models that say whether two sentences share a section.
+"""PSC and MFC: small pair models that say whether two sides of a gap share a section.
 
-Both read the frozen encoder's sentence embeddings ``e_i, e_j`` and project them with one
-learned linear map ``W``:
+Both read the frozen encoder's embeddings ``e_i, e_j`` of the two sides of a gap (one
+sentence each in the paper; the mean of ``window`` sentences per side when trained so) and
+project them with one learned linear map ``W``:
 
 * **PSC** (Projected Similarity Chunking): ``logit = (W e_i) . (W e_j) + b``.
-* **MFC** (Metric Fusion Chunking): ``[dot, euclidean, manhattan]`` of the projections
-  go through one linear layer to a logit.
+* **MFC** (Metric Fusion Chunking): ``[dot, euclidean, manhattan]`` of the projections,
+  standardised (a batch-norm layer without affine terms: the three metrics live on very
+  different scales), go through one linear layer to a logit.
 
-``sigmoid(logit)`` is p(same section). Models save as ``config.json`` (constructor
-arguments, the encoder's name and dimension, the library version) plus
-``model.safetensors``; no pickle.
+``sigmoid(logit)`` is p(same section). The classes are estimators: :meth:`~_PairModel.fit`
+on labelled pairs, :meth:`~_PairModel.predict_proba` on sentence pairs or on vectors,
+:meth:`~_PairModel.save` and :meth:`~_PairModel.load`. A saved model is ``config.json``
+(constructor arguments, the encoder's identity, the threshold chosen on development data,
+the library version) plus ``model.safetensors``; no pickle.
+
+The encoder's identity is its name, a fingerprint of its weight files when it has them,
+and the embeddings of four fixed probe sentences. :meth:`~_PairModel.check_encoder`
+accepts an embedder whose fingerprint matches, or whose probe embeddings match (cosine
+>= 0.99 each), and raises otherwise, so weights are never run on another encoder's
+vectors that merely share the dimension.
 
 References:
     Allamraju et al., "Breaking It Down: Domain-Aware Semantic Segmentation for
@@ -20,8 +30,9 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,57 +40,177 @@ import torch
 
 from semrag.errors import ConfigError
 
-__all__ = ["MFCModel", "PSCModel", "load_boundary_model"]
+if TYPE_CHECKING:
+    from semrag.chunking.boundary.data import PairSet
+    from semrag.chunking.boundary.train import TrainConfig
+
+__all__ = ["PROBE_SENTENCES", "MFCModel", "PSCModel", "encoder_identity", "load_boundary_model"]
+
+PROBE_SENTENCES = (
+    "The committee approved the budget after a long debate.",
+    "Photosynthesis converts light energy into chemical energy in plants.",
+    "She scored twice in the second half of the final.",
+    "Wie spät ist es?",
+)
+"""Texts whose embeddings identify an encoder (recorded with trained weights)."""
+
+_PROBE_MIN_COSINE = 0.99
+
+
+def encoder_identity(embedder: Any) -> dict[str, Any]:
+    """Name, weights fingerprint (or ``None``) and probe embeddings of an embedder."""
+    name_of = getattr(embedder, "encoder_name", None)
+    name = name_of if isinstance(name_of, str) else getattr(embedder, "name", None)
+    fingerprint = getattr(embedder, "weights_fingerprint", None)
+    probe = np.asarray(embedder.embed(list(PROBE_SENTENCES)), dtype=np.float64)
+    return {
+        "name": str(name or type(embedder).__name__),
+        "fingerprint": fingerprint() if callable(fingerprint) else None,
+        "probe": np.round(probe, 5).tolist(),
+    }
 
 
 class _PairModel(torch.nn.Module):
-    """Shared plumbing: config, CPU inference on numpy, save and load."""
+    """Shared plumbing: config, training, CPU inference, encoder check, save and load."""
 
     kind: ClassVar[str] = ""
-    config_keys: ClassVar[tuple[str, ...]] = ("dim", "proj_dim", "encoder")
 
-    def __init__(self, dim: int, *, proj_dim: int = 256, encoder: str = "all-MiniLM-L6-v2"):
+    def __init__(
+        self,
+        dim: int,
+        *,
+        proj_dim: int = 256,
+        window: int = 1,
+        encoder: dict[str, Any] | str | None = None,
+        threshold: float = 0.5,
+    ):
         super().__init__()
-        if dim < 1 or proj_dim < 1:
-            raise ConfigError(f"dim and proj_dim must be >= 1, got {dim}, {proj_dim}")
+        if dim < 1 or proj_dim < 1 or window < 1:
+            raise ConfigError(
+                f"dim, proj_dim and window must be >= 1, got {dim}, {proj_dim}, {window}"
+            )
+        if not 0.0 < threshold < 1.0:
+            raise ConfigError(f"threshold must be within (0, 1), got {threshold}")
         self.dim = dim
         self.proj_dim = proj_dim
-        self.encoder = encoder
+        self.window = window
+        self.encoder = {"name": encoder} if isinstance(encoder, str) else encoder
+        self.threshold = float(threshold)
+        self.history_: list[dict[str, Any]] = []
         self.proj = torch.nn.Linear(dim, proj_dim, bias=False)
+
+    @property
+    def encoder_name(self) -> str:
+        """Name of the encoder the model was trained on (``"unknown"`` if not recorded)."""
+        return str((self.encoder or {}).get("name", "unknown"))
 
     def get_config_dict(self) -> dict[str, Any]:
         """Constructor arguments, for ``config.json``."""
-        return {key: getattr(self, key) for key in self.config_keys}
+        return {
+            "dim": self.dim,
+            "proj_dim": self.proj_dim,
+            "window": self.window,
+            "threshold": self.threshold,
+            "encoder": self.encoder,
+        }
 
     def forward(self, left: Any, right: Any) -> Any:  # pragma: no cover - per subclass
-        """Logits of p(same section) for batches of embedding pairs."""
+        """Logits of p(same section) for batches of side vectors."""
         raise NotImplementedError
+
+    # -- the estimator ---------------------------------------------------------------------
+
+    def fit(
+        self,
+        pairs: PairSet | Sequence[tuple[str, str]],
+        labels: Sequence[float] | None = None,
+        *,
+        embedder: Any,
+        dev: PairSet | Sequence[tuple[str, str]] | None = None,
+        dev_labels: Sequence[float] | None = None,
+        config: TrainConfig | None = None,
+        cache_dir: str | Path | None = None,
+        show_progress: bool = False,
+    ) -> _PairModel:
+        """Train on labelled pairs; keep the epoch with the lowest dev loss.
+
+        Args:
+            pairs: a :class:`~semrag.chunking.boundary.data.PairSet` (its sides are
+                ``window``-sentence means), or ``(left_text, right_text)`` pairs (each text
+                is one side, embedded whole).
+            labels: 1 = same section, 0 = not; required with text pairs.
+            embedder: the frozen encoder; its identity is recorded in the model.
+            dev: development pairs to choose the epoch (default: 10% of ``pairs``).
+            dev_labels: labels of text dev pairs.
+            config: hyper-parameters (:class:`~semrag.chunking.boundary.train.TrainConfig`).
+            cache_dir: on-disk cache of sentence embeddings between runs.
+            show_progress: progress bars.
+
+        Returns:
+            ``self``, in eval mode, with ``history_`` holding one record per epoch.
+
+        Raises:
+            ConfigError: on empty or mislabelled input, or an embedder of another dimension.
+        """
+        from semrag.chunking.boundary.train import side_tensors, train_loop
+
+        train_sides = side_tensors(
+            pairs, labels, embedder, self.window, cache_dir=cache_dir, progress=show_progress
+        )
+        if dev is None:
+            train_sides, dev_sides = _hold_out(
+                train_sides, seed=0 if config is None else config.seed
+            )
+        else:
+            dev_sides = side_tensors(
+                dev, dev_labels, embedder, self.window, cache_dir=cache_dir, progress=show_progress
+            )
+        if train_sides[0].shape[1] != self.dim:
+            raise ConfigError(
+                f"the embedder gives {train_sides[0].shape[1]}-dimensional vectors; "
+                f"this model takes {self.dim}"
+            )
+        self.encoder = encoder_identity(embedder)
+        self.history_ = train_loop(self, train_sides, dev_sides, config, progress=show_progress)
+        return self
 
     def predict_proba(
         self,
-        e_left: npt.ArrayLike,
-        e_right: npt.ArrayLike,
+        pairs: Sequence[tuple[str, str]] | npt.ArrayLike,
+        right: npt.ArrayLike | None = None,
         *,
+        embedder: Any = None,
         batch_size: int = 4096,
     ) -> npt.NDArray[np.float32]:
-        """p(same section) for each pair of rows (CPU, no gradients).
+        """p(same section) for each pair (CPU, no gradients).
 
         Args:
-            e_left: ``(n, dim)`` embeddings of the first sentences.
-            e_right: ``(n, dim)`` embeddings of the second sentences.
+            pairs: ``(left_text, right_text)`` pairs (needs ``embedder``), or an ``(n, dim)``
+                array of left side vectors (with ``right``).
+            right: ``(n, dim)`` right side vectors, when ``pairs`` are vectors.
+            embedder: the encoder for text pairs (checked with :meth:`check_encoder`).
             batch_size: pairs per forward pass.
 
         Raises:
-            ConfigError: if the embeddings do not have the model's dimension.
+            ConfigError: if the vectors do not have the model's dimension, or text pairs come
+                without an embedder or with one the model was not trained on.
         """
-        left = np.asarray(e_left, dtype=np.float32)
-        right = np.asarray(e_right, dtype=np.float32)
+        if right is None:
+            if embedder is None:
+                raise ConfigError("predict_proba on text pairs needs embedder=")
+            self.check_encoder(embedder)
+            texts = [t for pair in pairs for t in pair]  # type: ignore[union-attr]
+            vectors = np.asarray(embedder.embed(texts), dtype=np.float32).reshape(-1, 2, self.dim)
+            left, right_ = vectors[:, 0], vectors[:, 1]
+        else:
+            left = np.asarray(pairs, dtype=np.float32)
+            right_ = np.asarray(right, dtype=np.float32)
         if left.ndim == 1:
-            left, right = left[None, :], right[None, :]
-        if left.shape != right.shape or left.ndim != 2 or left.shape[1] != self.dim:
+            left, right_ = left[None, :], right_[None, :]
+        if left.shape != right_.shape or left.ndim != 2 or left.shape[1] != self.dim:
             raise ConfigError(
-                f"{self.kind} model expects two (n, {self.dim}) arrays from {self.encoder}; "
-                f"got {left.shape} and {right.shape}"
+                f"{self.kind} model expects two (n, {self.dim}) arrays from "
+                f"{self.encoder_name}; got {left.shape} and {right_.shape}"
             )
         out = np.empty(left.shape[0], dtype=np.float32)
         was_training = self.training
@@ -88,11 +219,50 @@ class _PairModel(torch.nn.Module):
             for i in range(0, left.shape[0], batch_size):
                 logits = self(
                     torch.from_numpy(left[i : i + batch_size]),
-                    torch.from_numpy(right[i : i + batch_size]),
+                    torch.from_numpy(right_[i : i + batch_size]),
                 )
                 out[i : i + batch_size] = torch.sigmoid(logits).numpy()
         self.train(was_training)
         return out
+
+    def check_encoder(self, embedder: Any) -> None:
+        """Raise unless ``embedder`` is the encoder the weights were trained on.
+
+        Accepted: the same weights fingerprint, or probe embeddings within cosine 0.99 of
+        the recorded ones. A model that records no encoder (built by hand) accepts any
+        embedder of its dimension.
+
+        Raises:
+            ConfigError: naming both encoders.
+        """
+        dim = int(embedder.dim)
+        if dim != self.dim:
+            raise ConfigError(
+                f"the {self.kind} weights expect {self.dim}-dimensional embeddings of "
+                f"{self.encoder_name}; the embedder gives {dim}"
+            )
+        recorded = self.encoder or {}
+        if "probe" not in recorded:
+            return
+        fingerprint = getattr(embedder, "weights_fingerprint", None)
+        if recorded.get("fingerprint") and callable(fingerprint):
+            if fingerprint() == recorded["fingerprint"]:
+                return
+        probe = np.asarray(embedder.embed(list(PROBE_SENTENCES)), dtype=np.float64)
+        expected = np.asarray(recorded["probe"], dtype=np.float64)
+        cos = (probe * expected).sum(1) / (
+            np.linalg.norm(probe, axis=1) * np.linalg.norm(expected, axis=1) + 1e-12
+        )
+        if float(cos.min()) < _PROBE_MIN_COSINE:
+            raise ConfigError(
+                f"the {self.kind} weights were trained on {self.encoder_name}; the given "
+                f"embedder ({getattr(embedder, 'name', type(embedder).__name__)}) embeds the "
+                f"probe sentences differently (cosine {cos.min():.3f} < {_PROBE_MIN_COSINE}). "
+                "Use the encoder the weights were trained on, or train weights for this one "
+                "(semrag train-boundary)."
+            )
+
+    # -- persistence -----------------------------------------------------------------------
 
     def save(self, directory: str | Path) -> Path:
         """Write ``config.json`` and ``model.safetensors`` to ``directory``."""
@@ -108,9 +278,35 @@ class _PairModel(torch.nn.Module):
         (directory / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
         return directory
 
+    @classmethod
+    def load(cls, directory: str | Path) -> _PairModel:
+        """Load a model saved with :meth:`save` (of this class's kind).
+
+        Raises:
+            ConfigError: if the directory holds no model or a model of another kind.
+        """
+        model = load_boundary_model(directory)
+        if cls.kind and model.kind != cls.kind:
+            raise ConfigError(f"{directory} holds a {model.kind} model, not {cls.kind}")
+        return model
+
     def __repr__(self) -> str:
         name = type(self).__name__
-        return f"{name}(dim={self.dim}, proj_dim={self.proj_dim}, encoder={self.encoder!r})"
+        return (
+            f"{name}(dim={self.dim}, proj_dim={self.proj_dim}, window={self.window}, "
+            f"encoder={self.encoder_name!r}, threshold={self.threshold:g})"
+        )
+
+
+def _hold_out(sides: tuple[Any, Any, Any], *, seed: int) -> tuple[Any, Any]:
+    left, right, y = sides
+    n = len(y)
+    if n < 10:
+        raise ConfigError(f"need at least 10 pairs to hold out a dev set, got {n}")
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    cut = n // 10
+    dev, train = order[:cut], order[cut:]
+    return (left[train], right[train], y[train]), (left[dev], right[dev], y[dev])
 
 
 class PSCModel(_PairModel):
@@ -125,8 +321,8 @@ class PSCModel(_PairModel):
 
     kind = "psc"
 
-    def __init__(self, dim: int, *, proj_dim: int = 256, encoder: str = "all-MiniLM-L6-v2"):
-        super().__init__(dim, proj_dim=proj_dim, encoder=encoder)
+    def __init__(self, dim: int, **kwargs: Any):
+        super().__init__(dim, **kwargs)
         self.bias = torch.nn.Parameter(torch.zeros(1))
 
     def forward(self, left: Any, right: Any) -> Any:
@@ -135,12 +331,13 @@ class PSCModel(_PairModel):
 
 
 class MFCModel(_PairModel):
-    """Metric Fusion Chunking: ``sigmoid(w . [dot, L2, L1] + b)`` over the projections."""
+    """Metric Fusion Chunking: ``sigmoid(w . scale([dot, L2, L1]) + b)`` over the projections."""
 
     kind = "mfc"
 
-    def __init__(self, dim: int, *, proj_dim: int = 256, encoder: str = "all-MiniLM-L6-v2"):
-        super().__init__(dim, proj_dim=proj_dim, encoder=encoder)
+    def __init__(self, dim: int, **kwargs: Any):
+        super().__init__(dim, **kwargs)
+        self.scale = torch.nn.BatchNorm1d(3, affine=False)
         self.head = torch.nn.Linear(3, 1)
 
     def forward(self, left: Any, right: Any) -> Any:
@@ -150,7 +347,7 @@ class MFCModel(_PairModel):
         features = torch.stack(
             [(a * b).sum(dim=-1), diff.norm(dim=-1), diff.abs().sum(dim=-1)], dim=-1
         )
-        return self.head(features).squeeze(-1)
+        return self.head(self.scale(features)).squeeze(-1)
 
 
 _KINDS: dict[str, type[_PairModel]] = {"psc": PSCModel, "mfc": MFCModel}
@@ -164,9 +361,10 @@ def load_boundary_model(directory: str | Path, *, expected_dim: int | None = Non
         expected_dim: the embedder's dimension; a mismatch raises.
 
     Raises:
-        ConfigError: if the directory or its files are missing, the kind is unknown, or the
-            weights were made for another embedding dimension.
+        ConfigError: if the directory or its files are missing or damaged, the kind is
+            unknown, or the weights were made for another embedding dimension.
     """
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     from semrag import __version__
@@ -177,14 +375,19 @@ def load_boundary_model(directory: str | Path, *, expected_dim: int | None = Non
         raise ConfigError(
             f"no boundary model at {directory} (need config.json and model.safetensors)"
         )
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    kind = config.get("kind")
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        kind, dim = config.get("kind"), int(config["dim"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{config_file} is not a boundary model config: {exc}") from exc
     if kind not in _KINDS:
         raise ConfigError(f"{config_file}: unknown model kind {kind!r} (expected psc or mfc)")
-    if expected_dim is not None and config["dim"] != expected_dim:
+    encoder = config.get("encoder")
+    if expected_dim is not None and dim != expected_dim:
+        name = encoder.get("name") if isinstance(encoder, dict) else encoder
         raise ConfigError(
-            f"the {kind} weights at {directory} were trained for {config['dim']}-dimensional "
-            f"embeddings of {config.get('encoder')}; the embedder gives {expected_dim}"
+            f"the {kind} weights at {directory} were trained for {dim}-dimensional "
+            f"embeddings of {name}; the embedder gives {expected_dim}"
         )
     if config.get("library_version") != __version__:
         warnings.warn(
@@ -193,7 +396,16 @@ def load_boundary_model(directory: str | Path, *, expected_dim: int | None = Non
             UserWarning,
             stacklevel=2,
         )
-    model = _KINDS[kind](config["dim"], proj_dim=config["proj_dim"], encoder=config["encoder"])
-    model.load_state_dict(load_file(str(weights)))
+    model = _KINDS[kind](
+        dim,
+        proj_dim=int(config.get("proj_dim", 256)),
+        window=int(config.get("window", 1)),
+        encoder=encoder,
+        threshold=float(config.get("threshold", 0.5)),
+    )
+    try:
+        model.load_state_dict(load_file(str(weights)))
+    except (SafetensorError, RuntimeError, OSError) as exc:
+        raise ConfigError(f"{weights} does not hold {kind} weights of this shape: {exc}") from exc
     model.eval()
     return model
