@@ -30,6 +30,7 @@ from _common import (  # noqa: E402
     BATCH,
     DATA,
     cached_semrag_embedder,
+    chonkie_embeddings,
     emit,
     header,
     lc_embeddings,
@@ -75,6 +76,108 @@ def quality(docs, starts_per_doc) -> dict:
     return {"Pk": float(np.mean(pks)), "WD": float(np.mean(wds)), "F1": float(np.mean(f1s))}
 
 
+SECTIONED = {
+    "wiki300": "wiki300_badjatiya",
+    "novels": "fiction82_gutenberg",
+    "lectures (AI)": "lectures_ai_manual",
+    "lectures (physics)": "lectures_physics_manual",
+}
+
+
+def sectioned_split(part: int, *, split_lines: bool = False) -> dict[str, list]:
+    """The dev (1) or test (2) split of each sectioned set, as ``semrag train-boundary`` made it."""
+    from semrag.chunking.boundary.data import split_documents
+    from semrag.eval.datasets import read_sectioned_text
+
+    out = {}
+    for name, folder in SECTIONED.items():
+        docs = read_sectioned_text(need(DATA / "sectioned_text" / folder), split_lines=split_lines)
+        out[name] = split_documents(docs, f"sectioned:{folder}")[part]
+    return out
+
+
+def short_texts(docs, rng, n: int) -> list[tuple[str, set[int]]]:
+    """``n`` texts of 2-4 consecutive gold sentences, half of them across a section boundary.
+
+    Returns (text, character offsets where a new gold section starts) pairs.
+    """
+    crossing, inside = [], []
+    for doc in docs:
+        flat = [(s, k) for k, section in enumerate(doc.sections) for s in section]
+        for start in range(0, max(len(flat) - 4, 0), 3):
+            window = flat[start : start + int(rng.integers(2, 5))]
+            text, starts, pos = " ".join(s for s, _ in window), set(), 0
+            for (s, k), (_, k_next) in zip(window, window[1:], strict=False):
+                pos += len(s) + 1
+                if k != k_next:
+                    starts.add(pos)
+            (crossing if starts else inside).append((text, starts))
+    k = min(n // 2, len(crossing), len(inside))
+    pick = [crossing[i] for i in rng.permutation(len(crossing))[:k]]
+    pick += [inside[i] for i in rng.permutation(len(inside))[:k]]
+    return pick
+
+
+def short_text_rows(emb, tok) -> list[dict]:
+    """Boundary F1 of SemanticChunker's short-text rule over a grid, on the dev splits."""
+    rng = np.random.default_rng(0)
+    dev = sectioned_split(1, split_lines=True)
+    texts = [t for docs in dev.values() for t in short_texts(docs, rng, 400)]
+    rows = []
+    grid = [None, *np.round(np.arange(0.40, 1.01, 0.05), 2).tolist()]
+    for value in grid:
+        chunker = SemanticChunker(
+            emb, tokenizer=tok, max_tokens=BIG, overlap_tokens=0, short_text_distance=value
+        )
+        tp = fp = fn = 0
+        results = chunker.chunk_with_stats([t for t, _ in texts])
+        for (_, gold), result in zip(texts, results, strict=True):
+            found = {c.start for c in result.chunks[1:]}
+            tp += len(found & gold)
+            fp += len(found - gold)
+            fn += len(gold - found)
+        p = tp / max(tp + fp, 1)
+        r = tp / max(tp + fn, 1)
+        rows.append(
+            {
+                "short_text_distance": "None (std only)" if value is None else value,
+                "texts": len(texts),
+                "precision": p,
+                "recall": r,
+                "F1": 2 * p * r / max(p + r, 1e-9),
+            }
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+def pair_rows() -> list[dict]:
+    """Dev accuracy per kind of pair of the shipped weights (read from their training.json)."""
+    import json
+
+    from semrag.chunking.boundary import shipped_weights
+
+    rows = []
+    for kind in ("psc", "mfc"):
+        record = json.loads((shipped_weights(kind) / "training.json").read_text())
+        best = min(record["history"], key=lambda h: h["dev_loss"])
+        at = record["dev_accuracy_at_threshold"]
+        rows.append(
+            {
+                "model": kind.upper(),
+                "dev pairs": sum(record["dev_pairs"].values()),
+                "accuracy @0.5": best["dev_acc"],
+                "threshold": record["threshold"]["threshold"],
+                "dev Pk (sentence gaps)": record["threshold"]["pk"],
+                **{
+                    f"{k} @threshold": at[k]
+                    for k in ("positive", "boundary", "section", "document")
+                },
+            }
+        )
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -84,19 +187,21 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=["quality", "retrieval", "speed"],
-        choices=["quality", "retrieval", "speed"],
+        choices=["pairs", "short", "quality", "retrieval", "speed"],
     )
+    ap.add_argument("--choi-every", type=int, default=10)
     args = ap.parse_args()
 
     pubmed = read_pubmedqa(need(DATA / "pubmedqa" / "ori_pqal.json.gz"))
     sets = {
+        **{f"{name} test": docs for name, docs in sectioned_split(2).items()},
         "NICTA test": read_nicta(need(DATA / "nicta_piboso" / "test_clean.txt")),
         "CSAbstruct test": read_csabstruct(need(DATA / "csabstruct" / "test.jsonl.gz")),
         "PubMedQA": [item.document for item in pubmed],
         "SQuAD": read_squad_articles(need(DATA / "squad_dev" / "dev-v1.1.json.gz"))[
             : args.squad_articles
         ],
-        "Choi": read_choi(need(DATA / "choi_segmentation" / "choi.tar.gz"), every=10),
+        "Choi": read_choi(need(DATA / "choi_segmentation" / "choi.tar.gz"), every=args.choi_every),
     }
     base = SentenceTransformerEmbedder(batch_size=BATCH)
     model = base.model
@@ -119,6 +224,10 @@ def main() -> None:
             lc_emb, breakpoint_threshold_type="standard_deviation", breakpoint_threshold_amount=1
         ),
     }
+    short_rows = short_text_rows(emb, tok) if "short" in args.parts else []
+    from chonkie import SemanticChunker as ChonkieSemantic
+
+    chonkie = ChonkieSemantic(embedding_model=chonkie_embeddings(model, cache=True))
     rows = []
     if "quality" in args.parts:
         for set_name, docs in sets.items():
@@ -133,6 +242,9 @@ def main() -> None:
                 ]
             for name, splitter in lc.items():
                 results[name] = [locate(t, splitter.split_text(t)) for t in texts]
+            results["chonkie SemanticChunker (defaults)"] = [
+                [c.start_index for c in chonkie.chunk(t)] for t in texts
+            ]
             results[f"fixed size ({mean_words} words)"] = [
                 fixed_size_starts(t, mean_words) for t in texts
             ]
@@ -241,13 +353,43 @@ def main() -> None:
             r["x SemanticChunker"] = r["seconds"] / base_t
 
     parts = []
+    if "pairs" in args.parts:
+        prs = pair_rows()
+        parts += [
+            header(
+                "PSC / MFC dev pair accuracy (shipped weights)",
+                "dev splits of wiki300, novels, lectures, NICTA and CSAbstruct (by document); "
+                "numbers read from each weights directory's training.json",
+            ),
+            "",
+            table(prs, list(prs[0])),
+            "",
+        ]
+    if short_rows:
+        parts += [
+            header(
+                "SemanticChunker on short texts: choosing short_text_distance",
+                "dev splits of the sectioned sets (wiki300, novels, lectures AI and physics; "
+                "lines split into sentences): texts of 2-4 consecutive sentences, half of "
+                "them across a section boundary, at most 400 per set",
+            ),
+            "",
+            table(short_rows, ["short_text_distance", "texts", "precision", "recall", "F1"]),
+            "",
+        ]
     if rows:
         parts += [
             header(
                 "PSC / MFC boundary quality",
-                "NICTA-PIBOSO test (200 abstracts), CSAbstruct test (226), PubMedQA PQA-L "
+                "sectioned_text test splits (by document, as `semrag train-boundary` splits: "
+                + ", ".join(
+                    f"{k} {len(v)} documents"
+                    for k, v in sets.items()
+                    if "test" in k and k.split(" test")[0] in SECTIONED
+                )
+                + "), NICTA-PIBOSO test (200 abstracts), CSAbstruct test (226), PubMedQA PQA-L "
                 f"(1,000 abstracts), SQuAD v1.1 dev ({len(sets['SQuAD'])} articles), Choi "
-                f"({len(sets['Choi'])} documents, every 10th file)",
+                f"({len(sets['Choi'])} documents, every {args.choi_every}th file)",
             ),
             "",
             table(rows, ["data", "chunker", "Pk", "WD", "F1"]),

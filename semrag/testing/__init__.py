@@ -9,6 +9,6 @@
 from __future__ import annotations
 
 from semrag.testing.checks import check_chunker, check_chunks
-from semrag.testing.fakes import FakeEmbedder, FakeLLM
+from semrag.testing.fakes import FakeEmbedder, FakeLLM, boundary_model_for
 
-__all__ = ["FakeEmbedder", "FakeLLM", "check_chunker", "check_chunks"]
+__all__ = ["FakeEmbedder", "FakeLLM", "boundary_model_for", "check_chunker", "check_chunks"]

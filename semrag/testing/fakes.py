@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -95,3 +96,22 @@ class FakeLLM:
 
     def __repr__(self) -> str:
         return f"FakeLLM(replies={len(self._replies)}, cycle={self._cycle})"
+
+
+def boundary_model_for(embedder: BaseEmbedder, kind: str = "psc") -> Any:
+    """The shipped PSC or MFC weights, declared to be for ``embedder``.
+
+    Shipped weights check that they run on the encoder they were trained on, so a test that
+    drives the PSC/MFC pipeline with a fake embedder of the same dimension passes this as
+    ``model=``. The probabilities mean nothing for a fake embedder; the pipeline (batching,
+    offsets, caps, adapters) is what such a test exercises.
+
+    Raises:
+        ConfigError: if the embedder's dimension is not the weights' (384).
+    """
+    from semrag.chunking.boundary import shipped_weights
+    from semrag.chunking.boundary.models import encoder_identity, load_boundary_model
+
+    model = load_boundary_model(shipped_weights(kind), expected_dim=embedder.dim)
+    model.encoder = encoder_identity(embedder)
+    return model

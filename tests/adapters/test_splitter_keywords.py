@@ -10,9 +10,16 @@ from langchain_semrag import MFCTextSplitter, PSCTextSplitter, SemanticTextSplit
 from llama_index_semrag import MFCNodeParser, PSCNodeParser, SemanticNodeParser
 from semrag.chunking import framework_cap_arguments
 from semrag.errors import ConfigError
-from semrag.testing import FakeEmbedder
+from semrag.testing import FakeEmbedder, boundary_model_for
 
-# 384 dimensions: the shipped PSC / MFC weights are for MiniLM-sized vectors.
+# 384 dimensions: the shipped PSC / MFC weights are for MiniLM-sized vectors; with a fake
+# embedder they are passed as ``boundary_model_for`` declares them (the pipeline is tested).
+
+
+def with_model(cls, emb):
+    preset = getattr(cls, "preset", "")
+    return {"model": boundary_model_for(emb, preset)} if preset else {}
+
 
 TEXT = " ".join(
     f"Sentence number {i} talks about {'bees and honey' if i < 12 else 'rockets and fuel'}."
@@ -31,9 +38,9 @@ def words(text: str) -> int:
 def test_langchain_chunk_size_caps_in_the_users_units(cls, chunk_size, length_function):
     kwargs = {"length_function": length_function} if length_function else {}
     measure = length_function or len
-    splitter = cls(
-        FakeEmbedder(dim=384), chunk_size=chunk_size, chunk_overlap=chunk_size // 5, **kwargs
-    )
+    emb = FakeEmbedder(dim=384)
+    kwargs.update(with_model(cls, emb))
+    splitter = cls(emb, chunk_size=chunk_size, chunk_overlap=chunk_size // 5, **kwargs)
     assert splitter._chunk_size == chunk_size  # the base class sees the same numbers
     docs = splitter.create_documents([TEXT])
     assert len(docs) > 1
@@ -95,7 +102,8 @@ def test_langchain_create_documents_rejects_a_bare_string_and_short_metadatas():
 
 @pytest.mark.parametrize("cls", LI_PARSERS)
 def test_llama_index_chunk_size_in_tokens_of_the_given_tokenizer(cls):
-    parser = cls(FakeEmbedder(dim=384), chunk_size=15, chunk_overlap=3, tokenizer=str.split)
+    emb = FakeEmbedder(dim=384)
+    parser = cls(emb, chunk_size=15, chunk_overlap=3, tokenizer=str.split, **with_model(cls, emb))
     assert (parser.chunk_size, parser.chunk_overlap) == (15, 3)
     nodes = parser.get_nodes_from_documents([LIDocument(text=TEXT)])
     assert len(nodes) > 1

@@ -43,7 +43,7 @@ from semrag.retrieval import (
     SketchRetriever,
     SSGRetriever,
 )
-from semrag.testing import FakeEmbedder
+from semrag.testing import FakeEmbedder, boundary_model_for
 from semrag.types import Chunk, ScoredChunk
 
 DELAY = 0.15
@@ -86,6 +86,18 @@ class SlowEmbedder(FakeEmbedder):
     def _embed_batch(self, texts: list[str]) -> Any:
         time.sleep(DELAY)
         return super()._embed_batch(texts)
+
+
+SLOW_384 = SlowEmbedder(dim=384)
+
+
+# Shipped weights declared for the fake encoder, built here so no measured call builds them.
+FAKE_MODELS = {kind: boundary_model_for(SLOW_384, kind) for kind in ("psc", "mfc")}
+
+
+def fake_model(cls: Any) -> dict[str, Any]:
+    preset = getattr(cls, "preset", "")
+    return {"model": FAKE_MODELS[preset]} if preset else {}
 
 
 class SlowLLM:
@@ -214,7 +226,11 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: SemanticChunker(SlowEmbedder()).achunk(TEXTS["pm"] + " x" * e.counter)
     ],
     "semrag.chunking.base:BoundaryChunker.achunk_documents": [
-        lambda e: lambda: PSCChunker(SlowEmbedder(dim=384)).achunk_documents(list(TEXTS.values()))
+        lambda e: (
+            lambda: PSCChunker(SLOW_384, model=FAKE_MODELS["psc"]).achunk_documents(
+                list(TEXTS.values())
+            )
+        )
     ],
     "semrag.chunking.base:BoundaryChunker.achunk_with_stats": [
         lambda e: lambda: SemanticChunker(SlowEmbedder()).achunk_with_stats(list(TEXTS.values()))
@@ -348,14 +364,14 @@ CASES: dict[str, list[Case]] = {
     ],
     "langchain_semrag.text_splitters:_CoreTextSplitter.asplit_documents": [
         lambda e: (
-            lambda: lcs.PSCTextSplitter(SlowEmbedder(dim=384)).asplit_documents(
+            lambda: lcs.PSCTextSplitter(SLOW_384, model=FAKE_MODELS["psc"]).asplit_documents(
                 [LCDocument(t) for t in TEXTS.values()]
             )
         )
     ],
     "langchain_semrag.text_splitters:_CoreTextSplitter.atransform_documents": [
         lambda e: (
-            lambda: lcs.MFCTextSplitter(SlowEmbedder(dim=384)).atransform_documents(
+            lambda: lcs.MFCTextSplitter(SLOW_384, model=FAKE_MODELS["mfc"]).atransform_documents(
                 [LCDocument(t) for t in TEXTS.values()]
             )
         )
@@ -378,7 +394,7 @@ CASES: dict[str, list[Case]] = {
     ],
     "llama_index_semrag.node_parsers:_CoreNodeParser._aparse_nodes": [
         lambda e, cls=cls: (
-            lambda: cls(SlowEmbedder(dim=384)).aget_nodes_from_documents(
+            lambda: cls(SLOW_384, **fake_model(cls)).aget_nodes_from_documents(
                 [LIDocument(text=t) for t in TEXTS.values()]
             )
         )
