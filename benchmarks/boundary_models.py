@@ -225,11 +225,11 @@ def main() -> None:
         ),
     }
     short_rows = short_text_rows(emb, tok) if "short" in args.parts else []
-    from chonkie import SemanticChunker as ChonkieSemantic
-
-    chonkie = ChonkieSemantic(embedding_model=chonkie_embeddings(model, cache=True))
     rows = []
     if "quality" in args.parts:
+        from chonkie import SemanticChunker as ChonkieSemantic
+
+        chonkie = ChonkieSemantic(embedding_model=chonkie_embeddings(model, cache=True))
         for set_name, docs in sets.items():
             texts = [d.text for d in docs]
             mean_words = max(

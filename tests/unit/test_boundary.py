@@ -363,42 +363,8 @@ def test_shipped_chunkers_score_every_gap(cls, minilm):
     assert probs.shape == (5,) and np.all((probs > 0) & (probs < 1))
     breaks = sorted(b.gap for b in result.stats.breaks)
     assert breaks == np.flatnonzero(probs < chunker.threshold).tolist()
-    check_chunker(chunker, ["", README_TEXT, "One sentence."])
-
-
-@pytest.mark.model
-def test_shipped_psc_finds_the_obvious_break(minilm):
-    chunker = PSCChunker(minilm)
-    (result,) = chunker.chunk_with_stats([README_TEXT])
-    probs = result.stats.scores
-    assert probs.shape == (5,) and np.all((probs > 0) & (probs < 1))
-    breaks = sorted(b.gap for b in result.stats.breaks)
-    assert breaks == np.flatnonzero(probs < chunker.threshold).tolist()
-    assert breaks == [2], (breaks, probs)  # bees | rocket
     starts = [c.start for c in result.chunks][1:]
     assert starts == [result.stats.sentences[g + 1].start for g in breaks]
-
-
-@pytest.mark.model
-def test_train_boundary_command_end_to_end(tmp_path, minilm):
-    from semrag.cli import main
-
-    data = tmp_path / "my-sections"
-    data.mkdir()
-    for i, d in enumerate(corpus(60, seed=11)):
-        body = "".join("==========\n" + "\n".join(s) + "\n" for s in d.sections)
-        (data / f"{i:03d}.ref").write_text(body, encoding="utf-8")
-    out = tmp_path / "model"
-    argv = ["train-boundary", "--data", f"sectioned:{data}", "--model", "mfc", "--window", "2"]
-    argv += ["--epochs", "3", "--out", str(out), "--cache", str(tmp_path / "cache")]
-    assert main(argv) == 0
-    record = json.loads((out / "training.json").read_text())
-    assert record["data"] == ["sectioned:my-sections"] and record["window"] == 2
-    assert record["train_pairs"]["boundary"] > 0 and record["dev_pairs"]["positive"] > 0
-    assert 0 < record["threshold"]["threshold"] < 1
-    for name in ("training.json", "config.json"):
-        assert str(tmp_path) not in (out / name).read_text(), f"{name} records a machine path"
-    model = MFCModel.load(out)
-    assert model.window == 2 and model.threshold == record["threshold"]["threshold"]
-    chunks = PairModelChunker(minilm, model=out).chunk(corpus(1, seed=12)[0].text)
-    assert chunks
+    if cls is PSCChunker:  # the README's example (MFC misses it: benchmarks/RESULTS.md)
+        assert breaks == [2], (breaks, probs)  # bees | rocket
+    check_chunker(chunker, ["", README_TEXT, "One sentence."])
