@@ -14,12 +14,10 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from semrag.errors import ConfigError
-
-if TYPE_CHECKING:
-    from semrag.types import Document
+from semrag.types import Document
 
 __all__ = [
     "MultiHopQuestion",
@@ -34,6 +32,7 @@ __all__ = [
     "SquadQuestion",
     "read_squad_articles",
     "read_squad_questions",
+    "read_twowiki",
 ]
 
 
@@ -345,6 +344,19 @@ class MultiHopQuestion:
     """Ids of the supporting paragraphs (documents)."""
     answer: str
     """The gold answer."""
+    kind: str = ""
+    """The question's type as its data set names it (MuSiQue ``2hop``/``3hop``/``4hop``;
+    2Wiki ``compositional``, ``comparison``, ``bridge_comparison``, ``inference``)."""
+
+
+def _paragraph_document(docs: dict[str, Document], title: str, body: str) -> str:
+    """Add a title + paragraph document to ``docs`` (once) and return its id."""
+    import hashlib
+
+    text = f"{title}\n\n{body}"
+    pid = hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+    docs.setdefault(pid, Document(pid, text, {"title": title}))
+    return pid
 
 
 def read_musique(path: str | Path) -> tuple[list[Document], list[MultiHopQuestion]]:
@@ -354,10 +366,6 @@ def read_musique(path: str | Path) -> tuple[list[Document], list[MultiHopQuestio
     blank line and the paragraph (so the title is a sentence of its own); its id is a hash
     of title and text, so a paragraph shared by two questions is one document.
     """
-    import hashlib
-
-    from semrag.types import Document
-
     with _open_text(_need(Path(path))) as f:
         data = json.load(f)
     docs: dict[str, Document] = {}
@@ -365,10 +373,36 @@ def read_musique(path: str | Path) -> tuple[list[Document], list[MultiHopQuestio
     for q in data:
         support = []
         for para in q["paragraphs"]:
-            text = f"{para['title']}\n\n{para['paragraph_text']}"
-            pid = hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
-            docs.setdefault(pid, Document(pid, text, {"title": para["title"]}))
+            pid = _paragraph_document(docs, para["title"], para["paragraph_text"])
             if para["is_supporting"]:
                 support.append(pid)
-        questions.append(MultiHopQuestion(q["id"], q["question"], tuple(support), q["answer"]))
+        kind = q["id"].split("__", 1)[0] if "__" in q["id"] else ""
+        questions.append(
+            MultiHopQuestion(q["id"], q["question"], tuple(support), q["answer"], kind)
+        )
+    return list(docs.values()), questions
+
+
+def read_twowiki(path: str | Path) -> tuple[list[Document], list[MultiHopQuestion]]:
+    """2WikiMultihopQA (original format): the corpus and the questions.
+
+    Like :func:`read_musique`: every context paragraph (title, a blank line, its sentences
+    joined by spaces) is one document, deduplicated by a hash of its text; a question's
+    supporting paragraphs are the context paragraphs whose titles its supporting facts
+    name, and :attr:`MultiHopQuestion.kind` is its ``type``.
+    """
+    with _open_text(_need(Path(path))) as f:
+        data = json.load(f)
+    docs: dict[str, Document] = {}
+    questions: list[MultiHopQuestion] = []
+    for q in data:
+        gold = {title for title, _ in q["supporting_facts"]}
+        support = []
+        for title, sentences in q["context"]:
+            pid = _paragraph_document(docs, title, " ".join(sentences))
+            if title in gold and pid not in support:
+                support.append(pid)
+        questions.append(
+            MultiHopQuestion(q["_id"], q["question"], tuple(support), q["answer"], q["type"])
+        )
     return list(docs.values()), questions

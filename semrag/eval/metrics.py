@@ -19,6 +19,7 @@ __all__ = [
     "boundaries_from_offsets",
     "boundary_f1",
     "default_k",
+    "multihop_recall",
     "pk",
     "window_diff",
     "word_starts",
@@ -164,3 +165,29 @@ def boundary_f1(
     recall = tp / ref.size if ref.size else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
+
+
+def multihop_recall(ranked: Sequence[str], gold: Sequence[str], k: int) -> tuple[float, float]:
+    """Full-support and paragraph recall of one ranking at ``k`` distinct documents.
+
+    ``ranked`` is the document id of each result in order (repeats are counted once, so a
+    retriever that returns several chunks of one paragraph spends one place on it).
+
+    Returns:
+        ``(full, para)``: 1.0 when every gold document is among the first ``k`` distinct
+        ones (else 0.0), and the share of gold documents that are.
+
+    Example:
+        >>> multihop_recall(["a", "a", "c", "b"], ["a", "b"], 2)
+        (0.0, 0.5)
+        >>> multihop_recall(["a", "a", "c", "b"], ["a", "b"], 3)
+        (1.0, 1.0)
+    """
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    if not gold:
+        raise ConfigError("a question needs at least one gold document")
+    top = list(dict.fromkeys(ranked))[:k]
+    found = sum(g in top for g in set(gold))
+    n = len(set(gold))
+    return float(found == n), found / n

@@ -585,11 +585,18 @@ class SemanticIndex:
             raise TypeError(f"query must be str, got {type(query).__name__}")
         return (await self.embedder.aembed([query]))[0]
 
-    def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for a query vector."""
+    def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+        """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
         k = check_k("SemanticIndex.search", k, 10)
         with self._lock:
             scores, ids = self.dense.search(vector, k)
+        keep = ids[0] >= 0
+        return scores[0][keep], ids[0][keep].astype(np.int64)
+
+    def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for a query vector."""
+        with self._lock:
+            scores, ids = self.dense_search(vector, k)
             return [
                 ScoredChunk(
                     self._chunk_by_id[int(i)],
@@ -597,8 +604,7 @@ class SemanticIndex:
                     {"dense": float(s)},
                     ({"channel": "dense", "rank": r},),
                 )
-                for r, (s, i) in enumerate(zip(scores[0], ids[0], strict=True))
-                if i >= 0
+                for r, (s, i) in enumerate(zip(scores, ids, strict=True))
             ]
 
     def search(self, query: str, k: int = 10) -> list[ScoredChunk]:

@@ -39,6 +39,7 @@ from semrag.retrieval import (
     CommunityRetriever,
     GraphRetriever,
     IntentAwareRetriever,
+    PPRRetriever,
     RetrieveAndCheck,
     SketchRetriever,
     SSGRetriever,
@@ -296,6 +297,10 @@ CASES: dict[str, list[Case]] = {
     ],
     "semrag.retrieval.graph:GraphRetriever.aretrieve": [
         lambda e: lambda: GraphRetriever(e.index, e.kg).aretrieve(e.query())
+    ],
+    "semrag.retrieval.ppr:PPRRetriever.aretrieve": [
+        lambda e: lambda: PPRRetriever(e.index).aretrieve(e.query()),
+        lambda e: lambda: PPRRetriever(e.index, e.kg, llm=SlowLLM()).aretrieve(e.query()),
     ],
     "semrag.retrieval.intent:IntentAwareRetriever.aplan": [
         lambda e: lambda: IntentAwareRetriever(e.index, llm=SlowLLM()).aplan(e.query())
