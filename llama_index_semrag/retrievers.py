@@ -196,11 +196,14 @@ class CommunityRetriever(_CoreRetriever):
 class GraphRetriever(_CoreRetriever):
     """Every graph strategy behind one retriever.
 
-    Strategies: ``"sketch"``, ``"local"``, ``"global"`` or ``"ssg:<algorithm>"``.
+    Strategies: ``"ppr"`` (the default: personalized PageRank over passages and entities,
+    the best multi-hop strategy on the development sets), ``"sketch"``, ``"local"``,
+    ``"global"`` or ``"ssg:<algorithm>"``.
 
     Args:
         index: a :class:`semrag.SemanticIndex`.
-        graph: the :class:`semrag.graph.KnowledgeGraph` (not needed for ``ssg:*``).
+        graph: the :class:`semrag.graph.KnowledgeGraph` (not needed for ``ppr`` and
+            ``ssg:*``).
         strategy: the strategy.
         k: nodes returned.
         **options: more keyword arguments of the retriever the strategy selects.
@@ -211,7 +214,7 @@ class GraphRetriever(_CoreRetriever):
         *,
         index: Any,
         graph: Any = None,
-        strategy: str = "sketch",
+        strategy: str = "ppr",
         k: int = 10,
         **options: Any,
     ) -> None:

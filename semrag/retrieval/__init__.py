@@ -13,6 +13,7 @@ from semrag.retrieval.intent import (
     classify_intent,
     plan_query,
 )
+from semrag.retrieval.ppr import PassageGraph, PPRRetriever, personalized_pagerank
 from semrag.retrieval.sketch import SketchRetriever
 from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever, Step, Traversal
 
@@ -25,6 +26,8 @@ __all__ = [
     "INTENTS",
     "INTENT_WEIGHTS",
     "IntentAwareRetriever",
+    "PPRRetriever",
+    "PassageGraph",
     "QueryPlan",
     "RetrieveAndCheck",
     "Round",
@@ -33,5 +36,6 @@ __all__ = [
     "Step",
     "Traversal",
     "classify_intent",
+    "personalized_pagerank",
     "plan_query",
 ]

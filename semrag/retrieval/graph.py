@@ -7,20 +7,25 @@ from typing import Any
 from semrag._validation import Options, check_param
 from semrag.errors import ConfigError
 from semrag.retrieval.community import CommunityRetriever
+from semrag.retrieval.ppr import PPRRetriever
 from semrag.retrieval.sketch import SketchRetriever
 from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever
 from semrag.types import ScoredChunk
 
 __all__ = ["STRATEGIES", "GraphRetriever"]
 
-STRATEGIES = ("sketch", "local", "global", *(f"ssg:{a}" for a in ALGORITHMS))
+STRATEGIES = ("ppr", "sketch", "local", "global", *(f"ssg:{a}" for a in ALGORITHMS))
 """Every value ``strategy`` accepts."""
 
 
 class GraphRetriever:
     """Graph retrieval by strategy: a thin façade over the graph retrievers.
 
-    ``"sketch"`` -> :class:`SketchRetriever`, ``"local"``/``"global"`` ->
+    ``"ppr"`` (the default) -> :class:`PPRRetriever` (personalized PageRank over passages
+    and the entities they mention; uses ``graph`` when given, else finds entities by
+    rules; the best multi-hop strategy on the development sets, see
+    ``benchmarks/RESULTS.md``), ``"sketch"`` -> :class:`SketchRetriever`,
+    ``"local"``/``"global"`` ->
     :class:`CommunityRetriever`, ``"ssg:<algorithm>"`` -> :class:`SSGRetriever` (the
     semantic similarity graph; no knowledge graph needed). Extra keyword arguments go to
     the retriever chosen; :attr:`retriever` is that retriever.
@@ -40,7 +45,7 @@ class GraphRetriever:
         index: Any,
         graph: Any = None,
         *,
-        strategy: str = "sketch",
+        strategy: str = "ppr",
         k: int = 10,
         **options: Any,
     ) -> None:
@@ -48,6 +53,9 @@ class GraphRetriever:
         self.strategy = strategy
         if strategy.startswith("ssg:"):
             self.retriever: Any = SSGRetriever(index, algorithm=strategy[4:], k=k, **options)
+            return
+        if strategy == "ppr":
+            self.retriever = PPRRetriever(index, graph, k=k, **options)
             return
         if graph is None:
             raise ConfigError(f"strategy {strategy!r} needs a KnowledgeGraph (graph=...)")

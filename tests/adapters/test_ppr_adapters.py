@@ -1,0 +1,61 @@
+"""The multi-hop PPR strategy (GraphRetriever's default) in LangChain and LlamaIndex."""
+
+from __future__ import annotations
+
+import functools
+
+from langchain_core.documents import Document as LCDocument
+from langchain_core.language_models.fake import FakeListLLM
+from llama_index.core.llms import MockLLM
+from llama_index.core.schema import QueryBundle
+
+import langchain_semrag
+import llama_index_semrag
+from semrag import SemanticIndex
+from semrag.testing import FakeEmbedder
+from tests.unit.test_ppr import DOCS, QUESTION
+
+
+@functools.cache
+def shared_index() -> SemanticIndex:
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents(DOCS)
+    return index
+
+
+async def test_langchain_graph_retriever_defaults_to_ppr_sync_and_async():
+    r = langchain_semrag.GraphRetriever(index=shared_index(), k=2)
+    docs = r.invoke(QUESTION)
+    assert all(isinstance(d, LCDocument) for d in docs)
+    assert [d.metadata["doc_id"] for d in docs] == ["film", "quill"]
+    trail = docs[1].metadata["semrag_provenance"][0]
+    assert trail["strategy"] == "ppr" and trail["hop"] == 1 and trail["via"] == "Marta Quill"
+    src, meta = shared_index().document("quill").text, docs[1].metadata
+    assert src[meta["start_index"] : meta["end_index"]] == docs[1].page_content
+    adocs = await r.ainvoke(QUESTION)
+    assert [d.metadata["doc_id"] for d in adocs] == ["film", "quill"]
+
+
+def test_langchain_ppr_takes_a_langchain_llm_for_query_entities():
+    llm = FakeListLLM(responses=['{"entities": ["Lisbon"]}'])
+    r = langchain_semrag.GraphRetriever(index=shared_index(), k=1, options={"llm": llm})
+    docs = r.invoke("Which city was she born in?")
+    assert docs[0].metadata["doc_id"] == "quill"
+    assert docs[0].metadata["semrag_provenance"][0]["entity_source"] == "llm"
+
+
+async def test_llama_index_graph_retriever_defaults_to_ppr_sync_and_async():
+    r = llama_index_semrag.GraphRetriever(index=shared_index(), k=2)
+    nodes = r.retrieve(QUESTION)
+    assert [n.node.metadata["doc_id"] for n in nodes] == ["film", "quill"]
+    anodes = await r.aretrieve(QueryBundle(QUESTION))
+    assert [n.node.metadata["doc_id"] for n in anodes] == ["film", "quill"]
+    assert nodes[0].score >= nodes[1].score > 0
+
+
+def test_llama_index_mock_llm_reply_is_not_json_and_the_rules_take_over():
+    r = llama_index_semrag.GraphRetriever(index=shared_index(), k=2, llm=MockLLM(max_tokens=8))
+    nodes = r.retrieve(QUESTION)
+    trail = nodes[0].node.metadata["semrag_provenance"][0]
+    assert "failed" in trail["entity_source"]
+    assert [n.node.metadata["doc_id"] for n in nodes] == ["film", "quill"]

@@ -1,0 +1,170 @@
+"""PPRRetriever (multi-hop personalized PageRank) and the multi-hop recall metric."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError
+from semrag.eval.metrics import multihop_recall
+from semrag.graph import KnowledgeGraph
+from semrag.retrieval import GraphRetriever, PPRRetriever, personalized_pagerank
+from semrag.testing import FakeEmbedder, FakeLLM
+
+# Two-hop chain: the question names the film; the director's passage never mentions the
+# film, only the graph (film passage -> "Marta Quill" -> her own passage) reaches it.
+DOCS = [
+    Document("film", "The Glass Harbour\n\nThe Glass Harbour is a 1961 drama by Marta Quill."),
+    Document("quill", "Marta Quill\n\nMarta Quill was born in Lisbon. She studied in Porto."),
+    Document("noise1", "Stock markets\n\nStock prices fell sharply. Investors sold their shares."),
+    Document("noise2", "Rockets\n\nRockets launch from Florida. The rocket reached orbit."),
+    Document("noise3", "Bees\n\nBees collect nectar. Honey is stored in the hive."),
+]
+QUESTION = "Where was the director of The Glass Harbour born?"
+
+
+@pytest.fixture(scope="module")
+def index() -> SemanticIndex:
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx.add_documents(DOCS)
+    return idx
+
+
+def test_pagerank_matches_the_linear_solution():
+    adj = np.array([[0, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 1], [0, 0, 1, 0]], dtype=float)
+    t = adj / adj.sum(axis=0)
+    seeds = np.array([1.0, 0.0, 0.0, 0.0])
+    d = 0.8
+    exact = np.linalg.solve(np.eye(4) - d * t, (1 - d) * seeds)
+    got = personalized_pagerank(sp.csr_matrix(t), seeds, d, tol=1e-12)
+    np.testing.assert_allclose(got, exact, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(2, 12).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=30),
+            st.lists(st.floats(0, 1), min_size=n, max_size=n).filter(lambda s: sum(s) > 0),
+            st.floats(0.05, 0.95),
+        )
+    )
+)
+def test_pagerank_is_a_distribution_reachable_from_the_seeds(case):
+    n, edges, seed_w, damping = case
+    adj = np.zeros((n, n))
+    for a, b in edges:
+        if a != b:
+            adj[a, b] = adj[b, a] = 1.0
+    deg = adj.sum(axis=0)
+    t = np.divide(adj, deg, out=np.zeros_like(adj), where=deg > 0)
+    seeds = np.asarray(seed_w) / sum(seed_w)
+    p = personalized_pagerank(sp.csr_matrix(t), seeds, damping, tol=1e-12)
+    assert p.min() >= -1e-12
+    assert abs(p.sum() - 1) < 1e-6
+    # a node neither seeded nor connected to a seeded node gets nothing
+    reach = seeds > 0
+    for _ in range(n):
+        reach = reach | (adj @ reach > 0)
+    assert np.all(p[~reach] < 1e-12)
+
+
+def test_two_hop_passage_is_reached_through_the_entity(index):
+    hits = PPRRetriever(index, k=2).retrieve(QUESTION)
+    assert [h.chunk.doc_id for h in hits] == ["film", "quill"]
+    first, second = (h.provenance[0] for h in hits)
+    assert first["hop"] == 0 and first["link"] == "query_entity"
+    assert "The Glass Harbour" in first["entities"]
+    assert second["hop"] == 1 and second["via"] == "Marta Quill" and second["from"] == "film"
+    assert hits[0].score >= hits[1].score > 0
+
+
+def test_without_entity_seeds_the_second_hop_is_not_found(index):
+    hits = PPRRetriever(index, k=2, entity_seeds=False).retrieve(QUESTION)
+    assert "quill" not in [h.chunk.doc_id for h in hits]
+
+
+def test_results_are_distinct_chunks_with_exact_offsets(index):
+    hits = PPRRetriever(index, k=20).retrieve(QUESTION)
+    keys = [(h.chunk.doc_id, h.chunk.start) for h in hits]
+    assert len(keys) == len(set(keys))
+    for h in hits:
+        assert index.document(h.chunk.doc_id).text[h.chunk.start : h.chunk.end] == h.chunk.text
+
+
+def test_graph_follows_index_changes():
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx.add_documents(DOCS[:1] + DOCS[2:])
+    r = PPRRetriever(idx, k=5)
+    assert "quill" not in [h.chunk.doc_id for h in r.retrieve(QUESTION)]
+    idx.add_documents([DOCS[1]])
+    assert "quill" in [h.chunk.doc_id for h in r.retrieve(QUESTION)]
+    idx.delete("quill")
+    assert "quill" not in [h.chunk.doc_id for h in r.retrieve(QUESTION)]
+    assert r.passage_graph().version == idx.version
+
+
+def test_async_twin_matches_sync(index):
+    r = PPRRetriever(index, k=3)
+    sync = r.retrieve(QUESTION)
+    got = asyncio.run(r.aretrieve(QUESTION))
+    assert [h.chunk.doc_id for h in got] == [h.chunk.doc_id for h in sync]
+    assert [h.score for h in got] == pytest.approx([h.score for h in sync])
+
+
+def test_llm_names_the_entities_and_bad_json_falls_back(index):
+    llm = FakeLLM(['{"entities": ["Lisbon"]}'])
+    hits = PPRRetriever(index, k=1, llm=llm).retrieve("Which city was she born in?")
+    assert "Which city was she born in?" in llm.prompts[0]
+    assert hits[0].chunk.doc_id == "quill"
+    assert hits[0].provenance[0]["entity_source"] == "llm"
+    bad = FakeLLM(["not json"], cycle=True)
+    hits = PPRRetriever(index, k=2, llm=bad).retrieve(QUESTION)
+    assert "failed" in hits[0].provenance[0]["entity_source"]
+    assert [h.chunk.doc_id for h in hits] == ["film", "quill"]
+    with pytest.raises(Exception, match="invalid|JSON|json"):
+        PPRRetriever(index, llm=FakeLLM(["no"], cycle=True), on_llm_error="raise").retrieve(
+            QUESTION
+        )
+
+
+def test_knowledge_graph_supplies_the_phrase_layer(index):
+    kg = KnowledgeGraph.build(index, communities=False)
+    r = PPRRetriever(index, kg, k=2)
+    assert len(r.passage_graph().names) == len(kg.store.entities())
+    assert [h.chunk.doc_id for h in r.retrieve(QUESTION)] == ["film", "quill"]
+
+
+def test_graph_retriever_defaults_to_ppr(index):
+    g = GraphRetriever(index, k=2)
+    assert g.strategy == "ppr" and isinstance(g.retriever, PPRRetriever)
+    assert [h.chunk.doc_id for h in g.retrieve(QUESTION)] == ["film", "quill"]
+
+
+def test_bad_parameters_and_queries_raise(index):
+    with pytest.raises(ConfigError):
+        PPRRetriever(index, damping=1.0)
+    with pytest.raises(ConfigError):
+        PPRRetriever(index, k=0)
+    with pytest.raises((ConfigError, ValueError)):
+        PPRRetriever(index).retrieve("   ")
+
+
+def test_empty_index_returns_nothing():
+    assert PPRRetriever(SemanticIndex(embedder=FakeEmbedder())).retrieve("Anything?") == []
+
+
+def test_multihop_recall_counts_distinct_documents():
+    assert multihop_recall(["a", "a", "b"], ["a", "b"], 2) == (1.0, 1.0)
+    assert multihop_recall(["a", "c", "b"], ["a", "b"], 2) == (0.0, 0.5)
+    with pytest.raises(ConfigError):
+        multihop_recall(["a"], [], 1)
+    with pytest.raises(ConfigError):
+        multihop_recall(["a"], ["a"], 0)
