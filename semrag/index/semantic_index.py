@@ -149,22 +149,34 @@ class SSGView:
 
     def node_chunk(self, node: int) -> Chunk:
         """A window node as a :class:`Chunk` with exact offsets (in this version)."""
-        graph = self.graph
-        d = int(graph.node_doc[node])
-        doc_id = graph.doc_ids[d]
+        a, b = self.graph.node_sentences[node]
+        return self.sentences_chunk(int(a), int(b), index=node)
+
+    def sentences_chunk(self, first: int, end: int, *, index: int = 0) -> Chunk:
+        """Global sentences ``first .. end - 1`` (all of one document) as one :class:`Chunk`.
+
+        Raises:
+            ConfigError: if the range is empty or crosses a document boundary.
+        """
+        d = bisect.bisect_right(self._offsets, first) - 1
+        if not (0 <= first < self._offsets[-1] and first < end <= self._offsets[d + 1]):
+            raise ConfigError(
+                f"sentences {first}..{end - 1} are not a non-empty run of one document"
+            )
+        doc_id = self._doc_order[d]
         entry = self._entries[doc_id]
-        a, b = graph.node_sentences[node] - self._offsets[d]
-        start, end = entry.sentences[int(a)].start, entry.sentences[int(b) - 1].end
-        text = entry.doc.text[start:end]
+        a, b = first - self._offsets[d], end - self._offsets[d]
+        start, stop = entry.sentences[a].start, entry.sentences[b - 1].end
+        text = entry.doc.text[start:stop]
         return Chunk(
             doc_id=doc_id,
             start=start,
-            end=end,
+            end=stop,
             text=text,
             token_count=int(self._tokenizer.count([text])[0]),
-            index=node,
-            sentence_start=int(a),
-            sentence_end=int(b),
+            index=index,
+            sentence_start=a,
+            sentence_end=b,
             metadata=entry.doc.metadata,
         )
 

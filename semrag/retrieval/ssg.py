@@ -10,8 +10,10 @@ sentences (deduplicated), and stop by the paper's rules:
   best candidate node still available;
 * ``ssg_traversal`` stops when the next hop's similarity is no better than the last one.
 
-No node is visited twice. Every result carries its hop, the edge that led to it, the
-step score and the sentences it contributed (see :class:`SSGRetriever`).
+No node is visited twice. The results are the visited windows merged into distinct spans
+(windows of one document that overlap or touch become one span), so a prompt never sees a
+sentence twice; each span carries, per step that reached it, the hop, the edge that led
+to it, the step score and the sentences it contributed (see :class:`SSGRetriever`).
 
 Algorithms (names as in the paper):
 
@@ -213,7 +215,8 @@ class SSGRetriever:
     Args:
         index: a :class:`~semrag.index.SemanticIndex` built with ``ssg`` on.
         algorithm: one of :data:`ALGORITHMS`.
-        k: most results returned (visited nodes, best query similarity first).
+        k: most results returned: distinct spans (the visited windows of one document
+            that overlap or touch, merged), best query similarity first.
         max_sentences: stop after extracting this many sentences; default
             ``max(15, 3 * k)`` so that ``k`` three-sentence nodes can be collected.
         early_stop: apply the paper's early-stopping rule.
@@ -293,7 +296,13 @@ class SSGRetriever:
 
     # -- public -----------------------------------------------------------------------------
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Traverse from the query's anchor and return the best ``k`` visited nodes."""
+        """Traverse from the query's anchor and return the best ``k`` distinct spans.
+
+        The traversal visits overlapping sentence windows; what it returns never repeats a
+        sentence: windows of one document that overlap or touch become one span, with one
+        provenance entry per step that reached it (``hop``, ``node``, ``from``, ``edge``,
+        the sentences that step added).
+        """
         k = check_k("SSGRetriever", k, self.k)
         q = self.index.embed_query(check_query("SSGRetriever", query))
         view = self.index.ssg_view()
@@ -576,37 +585,55 @@ class SSGRetriever:
 
     # -- results --------------------------------------------------------------------------------
     def _results(self, q: Floats, traversal: Traversal, k: int, view: Any) -> list[ScoredChunk]:
+        """The visited nodes' sentences as distinct spans, best first.
+
+        Overlapping or adjacent windows of one document are merged into one span, so no
+        sentence is returned twice; each span carries one provenance entry per step that
+        contributed to it (in traversal order) and scores as its best node.
+        """
         ctx_sent = view.sentence_matrix
         path = [s.node for s in traversal.steps]
-        hits: list[ScoredChunk] = []
+        step_of: dict[int, int] = {}  # global sentence -> the hop that extracted it
         for hop, step in enumerate(traversal.steps):
-            chunk = view.node_chunk(step.node)
-            qsim = float(view.graph.node_vectors[step.node] @ q)
-            sentences = []
             for s in step.sentences:
-                _, span = view.sentence_location(s)
-                sentences.append(
-                    {"start": span.start, "end": span.end, "score": float(ctx_sent[s] @ q)}
-                )
-            provenance = {
-                "channel": "ssg",
-                "algorithm": self.algorithm,
-                "hop": hop,
-                "node": step.node,
-                "from": step.parent,
-                "edge": step.edge,
-                "edge_score": None if np.isnan(step.edge_score) else step.edge_score,
-                "step_score": step.step_score,
-                "sentences": sentences,
-                "path": path,
-                "stop_reason": traversal.stop_reason,
-                "index_version": view.version,
-            }
-            if step.note:
-                provenance["note"] = step.note
-            hits.append(
-                ScoredChunk(chunk, qsim, {"dense": qsim, "step": step.step_score}, (provenance,))
-            )
+                step_of.setdefault(s, hop)
+        spans: list[list[int]] = []
+        for s in sorted(step_of):
+            same_doc = spans and spans[-1][-1] == s - 1 and _same_document(view, s - 1, s)
+            if same_doc:
+                spans[-1].append(s)
+            else:
+                spans.append([s])
+        hits: list[ScoredChunk] = []
+        for run in spans:
+            hops = sorted({step_of[s] for s in run})
+            provenance = []
+            for hop in hops:
+                step = traversal.steps[hop]
+                entry = {
+                    "channel": "ssg",
+                    "algorithm": self.algorithm,
+                    "hop": hop,
+                    "node": step.node,
+                    "from": step.parent,
+                    "edge": step.edge,
+                    "edge_score": None if np.isnan(step.edge_score) else step.edge_score,
+                    "step_score": step.step_score,
+                    "node_score": float(view.graph.node_vectors[step.node] @ q),
+                    "sentences": [
+                        _sentence_entry(view, s, float(ctx_sent[s] @ q)) for s in step.sentences
+                    ],
+                    "path": path,
+                    "stop_reason": traversal.stop_reason,
+                    "index_version": view.version,
+                }
+                if step.note:
+                    entry["note"] = step.note
+                provenance.append(entry)
+            best = max(provenance, key=lambda p: p["node_score"])
+            chunk = view.sentences_chunk(run[0], run[-1] + 1, index=best["node"])
+            scores = {"dense": best["node_score"], "step": max(p["step_score"] for p in provenance)}
+            hits.append(ScoredChunk(chunk, best["node_score"], scores, tuple(provenance)))
         hits.sort(key=lambda h: -h.score)
         return hits[:k]
 
@@ -619,3 +646,12 @@ class _LLMFailed:
     """An LLM call that raised, in place of its reply (``on_llm_error="fallback"``)."""
 
     reason: str
+
+
+def _same_document(view: Any, a: int, b: int) -> bool:
+    return view.sentence_location(a)[0] == view.sentence_location(b)[0]
+
+
+def _sentence_entry(view: Any, s: int, score: float) -> dict[str, Any]:
+    _, span = view.sentence_location(s)
+    return {"start": span.start, "end": span.end, "score": score}

@@ -58,14 +58,24 @@ def build(docs: tuple[str, ...], window: int) -> SemanticIndex:
     k=st.integers(1, 6),
     early=st.booleans(),
 )
-def test_results_unique_sorted_and_within_k(docs, window, query, algorithm, k, early):
+def test_results_are_distinct_spans_sorted_and_within_k(docs, window, query, algorithm, k, early):
     index = build(docs, window)
     hits = SSGRetriever(index, algorithm=algorithm, k=k, early_stop=early).retrieve(query)
     assert len(hits) <= k
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    nodes = [h.provenance[0]["node"] for h in hits]
+    nodes = [p["node"] for h in hits for p in h.provenance]
     assert len(nodes) == len(set(nodes)), "a node was returned twice"
-    sentences = [(h.chunk.doc_id, s["start"]) for h in hits for s in h.provenance[0]["sentences"]]
+    sentences = [
+        (h.chunk.doc_id, s["start"]) for h in hits for p in h.provenance for s in p["sentences"]
+    ]
     assert len(sentences) == len(set(sentences)), "a sentence was returned twice"
+    by_doc: dict[str, list[tuple[int, int]]] = {}
     for h in hits:
         assert index.document(h.chunk.doc_id).text[h.chunk.start : h.chunk.end] == h.chunk.text
+        by_doc.setdefault(h.chunk.doc_id, []).append((h.chunk.start, h.chunk.end))
+        for s in (s for p in h.provenance for s in p["sentences"]):
+            assert h.chunk.start <= s["start"] < s["end"] <= h.chunk.end
+    for spans in by_doc.values():
+        spans.sort()
+        pairs = zip(spans, spans[1:], strict=False)
+        assert all(a[1] < b[0] for a, b in pairs), "spans overlap or touch"

@@ -66,14 +66,19 @@ class HandIndex:
 
     def sentence_location(self, s):
         start = self.text.index(f"s{s}.")
-        return "d0", Span(start, start + len(f"s{s}."))
+        return f"d{self.ssg.node_doc[s]}", Span(start, start + len(f"s{s}."))
 
     def document(self, doc_id):
         return Document(doc_id, self.text)
 
     def node_chunk(self, node):
-        _, span = self.sentence_location(node)
-        return Chunk("d0", span.start, span.end, span.of(self.text), 1, node, node, node + 1)
+        return self.sentences_chunk(node, node + 1, index=node)
+
+    def sentences_chunk(self, first, end, *, index=0):
+        doc, a = self.sentence_location(first)
+        _, b = self.sentence_location(end - 1)
+        text = self.text[a.start : b.end]
+        return Chunk(doc, a.start, b.end, text, end - first, index, first, end)
 
     # The hand-built index is its own (only) consistent version.
     version = 0
@@ -240,17 +245,22 @@ def test_real_index_provenance_and_invariants(real_index, algorithm):
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     seen: set[tuple[str, int]] = set()
     for h in hits:
-        (p,) = h.provenance
-        assert p["algorithm"] == algorithm and p["channel"] == "ssg"
         doc = real_index.document(h.chunk.doc_id)
         assert doc.text[h.chunk.start : h.chunk.end] == h.chunk.text
-        for s in p["sentences"]:
-            assert h.chunk.start <= s["start"] < s["end"] <= h.chunk.end
-            key = (h.chunk.doc_id, s["start"])
-            assert key not in seen, "a sentence was returned twice"
-            seen.add(key)
+        covered = []
+        for p in h.provenance:
+            assert p["algorithm"] == algorithm and p["channel"] == "ssg"
+            assert p["node"] in p["path"]
+            for s in p["sentences"]:
+                assert h.chunk.start <= s["start"] < s["end"] <= h.chunk.end
+                key = (h.chunk.doc_id, s["start"])
+                assert key not in seen, "a sentence was returned twice"
+                seen.add(key)
+                covered.append((s["start"], s["end"]))
+        # the span is exactly its sentences: first one's start to last one's end
+        assert min(covered)[0] == h.chunk.start and max(covered)[1] == h.chunk.end
+        assert h.score == max(p["node_score"] for p in h.provenance)
         assert set(h.channel_scores) == {"dense", "step"}
-        assert p["node"] in p["path"]
 
 
 def test_ssg_traversal_never_reuses_sentences(real_index):
@@ -272,3 +282,20 @@ async def test_real_index_async_equals_sync(real_index):
 def test_empty_index_returns_nothing():
     index = SemanticIndex(embedder=FakeEmbedder())
     assert SSGRetriever(index).retrieve("anything") == []
+
+
+def test_results_merge_windows_into_distinct_spans():
+    # nodes 0-2 are adjacent sentences of d0, node 3 is d1, node 4 is d0 but not adjacent
+    idx = HandIndex([0.9, 0.8, 0.7, 0.6, 0.5, 0.1], [], node_doc=[0, 0, 0, 1, 0, 0])
+    hits = SSGRetriever(idx, algorithm="basic_retrieval", k=6, early_stop=False).retrieve("q")
+    spans = [(h.chunk.doc_id, h.chunk.sentence_start, h.chunk.sentence_end) for h in hits]
+    assert spans[0] == ("d0", 0, 3)  # three windows, one span
+    assert [p["node"] for p in hits[0].provenance] == [0, 1, 2]  # one entry per step, in order
+    assert hits[0].chunk.text == "s0. s1. s2."
+    assert ("d1", 3, 4) in spans and spans.count(("d1", 3, 4)) == 1
+    assert not any(
+        a[0] == b[0] and a[2] > b[1] and b[2] > a[1]
+        for i, a in enumerate(spans)
+        for b in spans[i + 1 :]
+    )
+    assert hits[0].score == pytest.approx(0.9, abs=1e-5)  # a span scores as its best node
