@@ -31,8 +31,10 @@ def normalise_scores(scores: npt.ArrayLike, method: str = "minmax") -> Floats:
         scores: the channel's scores for every candidate (NaN = the channel did not score
             the candidate; it becomes 0).
         method: ``"minmax"`` (``(s - min) / (max - min)``; a constant vector maps to 1 where
-            positive, else 0) or ``"max"`` (``s / max``, for non-negative scores such as BM25
-            whose zero means "no match").
+            positive, else 0), ``"max"`` (``s / max``, for non-negative scores such as BM25
+            whose zero means "no match") or ``"rank"`` (``1 - r / n`` for the ``r``-th best
+            of ``n`` scored candidates, ties sharing the better rank: for channels whose
+            scale says little, such as PageRank mass, where only the order is meaningful).
 
     Example:
         >>> normalise_scores([2.0, 4.0, float("nan")]).tolist()
@@ -44,8 +46,12 @@ def normalise_scores(scores: npt.ArrayLike, method: str = "minmax") -> Floats:
     if not known.any():
         return out
     vals = s[known]
-    if method not in ("minmax", "max"):
-        raise ConfigError(f"method must be 'minmax' or 'max', got {method!r}")
+    if method not in ("minmax", "max", "rank"):
+        raise ConfigError(f"method must be 'minmax', 'max' or 'rank', got {method!r}")
+    if method == "rank":
+        better = len(vals) - np.searchsorted(np.sort(vals), vals, side="right")
+        out[known] = 1.0 - better / len(vals)
+        return out
     # A tiny (subnormal) spread overflows the division; the clip maps it back into [0, 1].
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if method == "max":

@@ -22,9 +22,11 @@ Without an LLM, both steps are rules (:func:`plan_query`):
   explanatory   opens with why / how (not how many/much/long/...) /      0.60, 0.15, 0.25
                 explain / describe / what causes ..., or asks for a
                 reason, cause, effect, difference or purpose
-  multi_hop     two or more entities, or a nested relation ("the         0.40, 0.30, 0.30
-                performer of X", "the country where ...", "X's
-                successor")
+  multi_hop     the question chains two or more relations (see           0.40, 0.30, 0.30
+                :func:`relation_hops`: "When was the director of film
+                X born?", "the country where ...", "X's successor", a
+                grandparent), or compares or joins two named things
+                ("X or Y", "both", "the same", "through X and Y")
   entity        at least one entity, or a factoid question word (who,    0.35, 0.50, 0.15
                 when, where, which, how many ...)
   general       none of the above                                        0.50, 0.30, 0.20
@@ -75,6 +77,7 @@ __all__ = [
     "QueryPlan",
     "classify_intent",
     "plan_query",
+    "relation_hops",
 ]
 
 logger = logging.getLogger(__name__)
@@ -102,15 +105,59 @@ _EXPLAIN_ANY = re.compile(
     r"|explain|compared? to)\b",
     re.IGNORECASE,
 )
-# "the performer of X", "the country where ...", "the man who ...": a relation to resolve.
-_NESTED = re.compile(
-    r"\bthe\s+(?!name\b|type\b|number\b|term\b|title\b|kind\b|part\b|size\b|percentage\b"
-    r"|amount\b|year\b|date\b|first\b|last\b|most\b)[a-z]\w*\s+"
-    r"(?:of\s+(?:the\s+)?[A-Z\"“]|who\b|that\b|which\b|where\b|whose\b)"
+# Nouns that do not add a hop: attributes of what they govern ("the name of the village"
+# asks for the village) and, before "of", appositive heads ("the city of Paris" is Paris;
+# "the city where ..." is still a relation).
+_ATTRIBUTES = frozenset(
+    "name names type kind sort number numbers term title part size percentage amount year date "
+    "first last most least rest majority use form version end beginning start time way lack "
+    "level role case result results".split()
 )
-_POSSESSIVE_CHAIN = re.compile(r"\w(?:'s|’s)\s+\w+(?:'s|’s)\s")
-# "John Smith's successor": a relation of a named entity to resolve first.
-_POSSESSIVE_RELATION = re.compile(r"[A-Z][\w.]*(?:'s|’s)\s+(?!own\b)[a-z]\w+")
+_APPOSITIVES = frozenset(
+    "city town village state province county region colony kingdom empire republic island "
+    "islands river lake age era period battle war siege treaty port district department "
+    "area".split()
+)
+_OPENER = r"(?:what|which|who|whom|whose|where|when|how)"
+# "the director of (film) X", "the actress in My Fair Lady", "the star of the ...".
+_OF_LINK = re.compile(
+    r"\bthe\s+(?:[a-z][\w-]*\s+)?(?P<head>[a-z][\w-]*)\s+(?:of|in|behind|from)\s+"
+    r"(?:(?:the|a|an)\s+)?(?:[a-z]+\s+)?(?=[A-Z0-9\"“‘]|the\s)"
+)
+# "the film whose star ...", "the country where ...", "the president under whom ...".
+_CLAUSE_LINK = re.compile(
+    r"\bthe\s+(?:[a-z][\w-]*\s+)?(?P<head>[a-z][\w-]*)\s+(?:(?:under|in|at|for|by|with)\s+)?"
+    r"(?:who|whom|whose|that|which|where)\b"
+)
+# "John Smith's successor".
+_POSSESSIVE_LINK = re.compile(
+    r"(?:[A-Z][\w.\-]*|[\"”)])(?:'s|’s)\s+(?P<head>[a-z][\w-]*)|[a-z]s['’]\s+(?P<plural>[a-z][\w-]*)"
+)
+# Kinship terms that are two relations in one word ("grandfather" = father's father).
+_COMPOSITE_RELATION = re.compile(
+    r"\b(?:grand(?:father|mother|son|daughter|child|parent)|great-\w+"
+    r"|(?:father|mother|son|daughter|brother|sister)s?-in-law"
+    r"|step(?:father|mother|son|daughter)|uncle|aunt|nephew|niece|cousin)s?\b",
+    re.IGNORECASE,
+)
+# The copular answer slot: in "Who is the author of Hamlet?" the relation *is* the answer
+# (but not in "What nationality is the author of Hamlet?" or "Where was the author born?").
+_ANSWER_SLOT = re.compile(
+    r"^\s*(?:what|which|who)\s+(?:is|was|are|were)\s+(?:the\s+(?:"
+    + "|".join(sorted(_ATTRIBUTES))
+    + r")\s+of\s+)?(?=the\b|[A-Z])",
+    re.IGNORECASE,
+)
+# A yes/no question checks one relation; it adds no hop of its own.
+_YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b",
+    re.IGNORECASE,
+)
+# Two named things compared or intersected: "X or Y", "both X and Y", "the same ...".
+_COMPARISON = re.compile(
+    r"\b(?:both|same|different|either|neither|compared?|out of|between)\b|,?\s+or\s+",
+    re.IGNORECASE,
+)
 _FACTOID_OPEN = re.compile(
     r"^\s*(who|whom|whose|when|where|which|what\s+(?:year|date|city|country|name|number)"
     r"|how\s+(?:" + "|".join(_FACTOID_HOW) + r"))\b",
@@ -170,13 +217,11 @@ def classify_intent(query: str) -> tuple[str, tuple[str, ...]]:
     if _EXPLAIN_ANY.search(query):
         return "explanatory", ("asks for a reason, cause, effect or difference",)
     ents = [p for p in entities(query) if p.kind != "number"]
-    fired = []
-    if len(ents) >= 2:
-        fired.append(f"{len(ents)} entities")
-    if _NESTED.search(query):
-        fired.append("nested relation")
-    if _POSSESSIVE_CHAIN.search(query) or _POSSESSIVE_RELATION.search(query):
-        fired.append("possessive relation")
+    hops, why = relation_hops(query)
+    fired = [why] if hops >= 2 else []
+    named = len(ents) + sum(" and " in p.text for p in ents)
+    if named >= 2 and (_COMPARISON.search(query) or _joined(query, ents)):
+        fired.append(f"{named} entities compared or joined")
     if fired:
         return "multi_hop", tuple(fired)
     if ents or any(p.kind == "number" for p in entities(query)):
@@ -184,6 +229,52 @@ def classify_intent(query: str) -> tuple[str, tuple[str, ...]]:
     if _FACTOID_OPEN.search(query):
         return "entity", ("factoid question word",)
     return "general", ()
+
+
+def relation_hops(query: str) -> tuple[int, str]:
+    """How many relations ``query`` chains, counted from its surface, and the evidence.
+
+    Each relational noun phrase tied to something else ("the director of film X", "the
+    country where ...", "X's successor") is one relation; a composite kinship term
+    ("grandfather", "mother-in-law") is two; attribute and appositive heads ("the name of",
+    "the city of Paris") are none. The question's own relation adds one more, unless the
+    phrase *is* the answer ("Who is the author of Hamlet?" is one relation, "When was the
+    author of Hamlet born?" two).
+
+    Example:
+        >>> relation_hops("Who is the author of Hamlet?")
+        (1, 'relation: author')
+        >>> relation_hops("When was the director of film Blind Shaft born?")[0]
+        2
+    """
+    links: list[tuple[int, str]] = []
+    for pattern, skip in (
+        (_OF_LINK, _ATTRIBUTES | _APPOSITIVES),
+        (_CLAUSE_LINK, _ATTRIBUTES),
+        (_POSSESSIVE_LINK, _ATTRIBUTES),
+    ):
+        for m in pattern.finditer(query):
+            head = m["head"] or m.groupdict().get("plural")
+            if head.lower() not in skip:
+                links.append((m.start(), head))
+    composite = [(m.start(), m[0]) for m in _COMPOSITE_RELATION.finditer(query)]
+    if not links and not composite:
+        return 0, ""
+    heads = sorted({h for _, h in links} | {h for _, h in composite})
+    hops = len({pos for pos, _ in links}) + 2 * len(composite)
+    slot = _ANSWER_SLOT.match(query)
+    first = min(pos for pos, _ in links + composite)
+    if not (slot and first <= slot.end()) and not _YES_NO.match(query):
+        hops += 1  # the phrase is not the answer: the question's own relation is one more
+    return hops, "relation: " + ", ".join(heads)
+
+
+def _joined(query: str, ents: Sequence[Any]) -> bool:
+    """Two entities joined by "and" as the objects of one question ("through X and Y")."""
+    pairs = zip(ents, ents[1:], strict=False)
+    return any(" and " in p.text for p in ents) or any(
+        query[a.end : b.start].strip(" ,") in ("and", "or") for a, b in pairs
+    )
 
 
 def _declarative(query: str) -> str:
@@ -299,6 +390,15 @@ class IntentAwareRetriever:
         >>> hit.chunk.doc_id, hit.provenance[0]["intent"]
         ('a', 'entity')
     """
+
+    normalisation: ClassVar[Mapping[str, str]] = {
+        "dense": "minmax",
+        "sparse": "max",
+        "extended": "rank",
+    }
+    """How each channel's scores are mapped to [0, 1] before fusion (see
+    :func:`~semrag.index.fusion.normalise_scores`): the extended channel by rank, since a
+    graph retriever's scores (PageRank mass, SSG similarities) differ in scale by strategy."""
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "k": [Interval(numbers.Integral, 1, None)],
@@ -506,7 +606,7 @@ class IntentAwareRetriever:
             sparse = np.maximum(sparse, index.sparse_scores(sub, ids))
         extended = np.array([cands.extended.get(i, np.nan) for i in ids])
         raw = {"dense": dense, "sparse": sparse, "extended": extended}
-        methods = {"dense": "minmax", "sparse": "max", "extended": "max"}
+        methods = self.normalisation
         norm = {c: normalise_scores(raw[c], methods[c]) for c in CHANNELS}
         fused = fuse_weighted(raw, plan.weights, methods=methods)
         top = np.argsort(-fused, kind="stable")[: self.m]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -58,11 +59,26 @@ def test_phrases_keep_exact_offsets(text):
 
 @given(
     st.lists(st.one_of(st.floats(-1e6, 1e6), st.just(float("nan"))), max_size=20),
-    st.sampled_from(["minmax", "max"]),
+    st.sampled_from(["minmax", "max", "rank"]),
 )
 def test_normalised_scores_are_in_unit_range(scores, method):
     out = normalise_scores(scores, method)
     assert ((out >= 0) & (out <= 1)).all()
+
+
+@given(st.lists(st.one_of(st.floats(-1e6, 1e6), st.just(float("nan"))), min_size=1, max_size=30))
+def test_rank_normalisation_keeps_the_order_and_only_the_order(scores):
+    s = np.array(scores, dtype=np.float64)
+    out = normalise_scores(s, "rank")
+    known = ~np.isnan(s)
+    assert (out[~known] == 0).all()
+    if known.any():
+        assert out[known].max() == 1.0
+        a, b = s[known], out[known]
+        for i in range(len(a)):  # higher score -> higher value, ties equal
+            assert ((a > a[i]) <= (b > b[i])).all() and ((a == a[i]) == (b == b[i])).all()
+        # a monotone (and exact) rescaling of the scores changes nothing
+        assert np.array_equal(normalise_scores(s * 2, "rank"), out)
 
 
 @given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 50)), min_size=1, max_size=20))

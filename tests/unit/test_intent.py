@@ -52,7 +52,19 @@ def test_key_phrases_split_at_stop_words():
         ("Where is the Eiffel Tower?", "entity"),
         ("who wrote it?", "entity"),
         ("When was the performer of Sexy Back born?", "multi_hop"),
-        ("Did Barack Obama meet Angela Merkel?", "multi_hop"),
+        ("Did Barack Obama meet Angela Merkel?", "entity"),  # one relation, checked
+        ("What is the capital of France?", "entity"),  # the relation is the answer
+        ("Who is the author of Hamlet?", "entity"),
+        ("When was the author of Hamlet born?", "multi_hop"),
+        ("What nationality is the director of film Blind Shaft?", "multi_hop"),
+        ("Who is the father of the director of film Blind Shaft?", "multi_hop"),
+        ("Who is the paternal grandfather of Diarmait Ua Briain?", "multi_hop"),
+        ("Who directed the film whose star was born in Paris?", "multi_hop"),
+        ("Which river flows through Paris and London?", "multi_hop"),
+        ("Which film came out first, Blind Shaft or The Mask Of Fu Manchu?", "multi_hop"),
+        ("Are Alex Bregman and Francesca Sterlacci from the same country?", "multi_hop"),
+        ("What is the name of the city of Paris in Latin?", "entity"),  # appositive, attribute
+        ("Is Crohn's disease hereditary?", "entity"),
         ("Where was John Smith's successor born?", "multi_hop"),
         ("tell me something nice", "general"),
     ],
