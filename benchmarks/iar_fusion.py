@@ -11,9 +11,11 @@ Each system returns its top k chunks, k in (2, 5, 10, 20).
 - SQuAD v1.1 dev (all 48 articles as documents, every 10th question): recall@k = share
   of questions with a gold answer span inside one of the top k chunks.
 
-IAR runs with no LLM, with its default extended channel (the SSG traversal) and with a
+IAR runs with no LLM, with its default extended channel (personalized PageRank) and with a
 heuristic KnowledgeGraph of the index (SKETCH as the extended channel). Ablations: fixed
-equal weights (no intent), no extended channel, no sentence refinement. semrag's own dense
+equal weights (no intent), no extended channel, the SSG traversal as the extended channel
+(the earlier default), no sentence refinement, sentence refinement for every intent (the
+default skips it for multi-hop questions). semrag's own dense
 and BM25 channels are listed too (its BM25 lower-cases and splits on word characters;
 LangChain's BM25Retriever splits on whitespace by default, which is part of the gap to the
 LangChain rows).
@@ -94,7 +96,13 @@ def systems(index: SemanticIndex) -> dict:
             index, k=n, m=n, weights={"dense": 1, "sparse": 1, "extended": 1}
         ),
         "  ablation: no extended channel": IntentAwareRetriever(index, k=n, m=n, extended=None),
+        "  ablation: SSG traversal as the extended channel": IntentAwareRetriever(
+            index, k=n, m=n, extended="ssg"
+        ),
         "  ablation: no sentence refinement": IntentAwareRetriever(index, k=n, m=n, refine="none"),
+        "  ablation: sentence refinement for every intent": IntentAwareRetriever(
+            index, k=n, m=n, refine="sentence"
+        ),
     }
 
 

@@ -14,7 +14,8 @@ questions, ../shared/data/musique). These are the only sets the defaults were ch
 
 Rows: the default ``GraphRetriever()`` (personalized PageRank over passages and entities)
 with an ablation per component, the default ``IntentAwareRetriever()`` and IAR with
-fixed equal weights, the SSG query traversal (distinct spans), semrag's dense and BM25
+fixed equal weights and IAR with the SSG traversal as its extended channel (the earlier
+default), the SSG query traversal (distinct spans), semrag's dense and BM25
 channels, and the LangChain peers. Latency (``--parts latency``): p50/p95 per query, one at
 a time after a warm-up, on 2Wiki.
 
@@ -73,6 +74,9 @@ def semrag_systems(index) -> dict:
         "semrag IntentAwareRetriever()": IntentAwareRetriever(index, k=CHUNKS, m=CHUNKS),
         "  IAR with fixed equal weights": IntentAwareRetriever(
             index, k=CHUNKS, m=CHUNKS, weights=equal
+        ),
+        "  IAR with the SSG traversal as its extended channel": IntentAwareRetriever(
+            index, k=CHUNKS, m=CHUNKS, extended="ssg"
         ),
         "semrag GraphRetriever(strategy='ssg:query_traversal')": GraphRetriever(
             index, strategy="ssg:query_traversal", k=CHUNKS

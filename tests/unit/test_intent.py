@@ -155,6 +155,27 @@ def test_extended_channel_maps_hits_onto_chunks(index):
     assert hits[0].channel_scores["extended"] == 1.0
 
 
+def test_defaults_ppr_channel_and_no_sentence_refinement_for_multi_hop(index):
+    from semrag.retrieval import PPRRetriever
+
+    ret = IntentAwareRetriever(index, k=3)
+    assert isinstance(ret.extended, PPRRetriever) and ret.refine == "auto"
+    entity = ret.retrieve("Where is the Eiffel Tower?")
+    multi = ret.retrieve("When was the capital of France founded?")
+    assert multi[0].provenance[0]["intent"] == "multi_hop"
+    assert all("sentence" in h.channel_scores for h in entity)
+    assert not any("sentence" in h.channel_scores for h in multi)
+    # without refinement the final order is the fused order
+    assert [h.channel_scores["fused"] for h in multi] == [h.score for h in multi]
+    assert (
+        multi[0].provenance[0]["weights"]["extended"] > multi[0].provenance[0]["weights"]["dense"]
+    )
+    forced = IntentAwareRetriever(index, k=3, refine="sentence").retrieve(
+        "When was the capital of France founded?"
+    )
+    assert all("sentence" in h.channel_scores for h in forced)
+
+
 def test_empty_index_and_bad_arguments():
     idx = SemanticIndex(embedder=FakeEmbedder())
     assert IntentAwareRetriever(idx).retrieve("anything") == []
