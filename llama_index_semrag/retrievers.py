@@ -6,6 +6,7 @@ exact offsets, scores and provenance in metadata (:func:`to_nodes`).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -13,6 +14,7 @@ from llama_index.core.schema import (
     NodeRelationship,
     NodeWithScore,
     QueryBundle,
+    QueryType,
     RelatedNodeInfo,
     TextNode,
 )
@@ -69,16 +71,44 @@ def to_nodes(hits: list[ScoredChunk]) -> list[NodeWithScore]:
     return out
 
 
+# ``k`` of the call in progress (LlamaIndex's retrieve() has no such parameter to pass on).
+_CALL_K: ContextVar[int | None] = ContextVar("semrag_call_k", default=None)
+
+
 class _CoreRetriever(BaseRetriever):
-    """Shared plumbing: the core retriever is built by the subclass's ``__init__``."""
+    """Shared plumbing: the core retriever is built by the subclass's ``__init__``.
+
+    ``retrieve`` / ``aretrieve`` take ``k=`` for one call (the constructor's ``k`` otherwise);
+    the value travels in a context variable, so concurrent calls never see each other's.
+    """
 
     _core: Any
 
+    def retrieve(
+        self, str_or_query_bundle: QueryType, *, k: int | None = None
+    ) -> list[NodeWithScore]:
+        """LlamaIndex's ``retrieve``, with ``k`` nodes for this call when given."""
+        token = _CALL_K.set(k)
+        try:
+            return super().retrieve(str_or_query_bundle)
+        finally:
+            _CALL_K.reset(token)
+
+    async def aretrieve(
+        self, str_or_query_bundle: QueryType, *, k: int | None = None
+    ) -> list[NodeWithScore]:
+        """Async twin of :meth:`retrieve`."""
+        token = _CALL_K.set(k)
+        try:
+            return await super().aretrieve(str_or_query_bundle)
+        finally:
+            _CALL_K.reset(token)
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(self._core.retrieve(query_bundle.query_str))
+        return to_nodes(self._core.retrieve(query_bundle.query_str, k=_CALL_K.get()))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(await self._core.aretrieve(query_bundle.query_str))
+        return to_nodes(await self._core.aretrieve(query_bundle.query_str, k=_CALL_K.get()))
 
 
 class SSGRetriever(_CoreRetriever):
@@ -89,7 +119,7 @@ class SSGRetriever(_CoreRetriever):
     Args:
         index: a :class:`semrag.SemanticIndex` with its graph.
         algorithm: one of ``semrag.retrieval.ALGORITHMS``.
-        k: nodes returned.
+        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
         **options: more keyword arguments of :class:`semrag.SSGRetriever` (``llm`` may
             be a LlamaIndex LLM).
     """
@@ -107,7 +137,7 @@ class IntentAwareRetriever(_CoreRetriever):
 
     Args:
         index: a :class:`semrag.SemanticIndex`.
-        k: nodes returned.
+        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
         m: candidates kept after fusion, before refinement.
         llm: a LlamaIndex LLM (or semrag LLM) for query enrichment and weights.
         graph: a :class:`semrag.graph.KnowledgeGraph`: SKETCH becomes the extended channel.
@@ -165,7 +195,7 @@ class SketchRetriever(_CoreRetriever):
     Args:
         index: a :class:`semrag.SemanticIndex`.
         graph: the :class:`semrag.graph.KnowledgeGraph` built from it.
-        k: nodes returned.
+        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
         llm: a LlamaIndex LLM (or semrag LLM) for query NER.
         **options: more keyword arguments of :class:`semrag.retrieval.SketchRetriever`.
     """
@@ -182,7 +212,7 @@ class CommunityRetriever(_CoreRetriever):
         index: a :class:`semrag.SemanticIndex`.
         graph: the :class:`semrag.graph.KnowledgeGraph`.
         mode: ``"local"`` or ``"global"``.
-        k: nodes returned.
+        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
         **options: more keyword arguments of :class:`semrag.retrieval.CommunityRetriever`.
     """
 
@@ -205,7 +235,7 @@ class GraphRetriever(_CoreRetriever):
         graph: the :class:`semrag.graph.KnowledgeGraph` (not needed for ``ppr`` and
             ``ssg:*``).
         strategy: the strategy.
-        k: nodes returned.
+        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
         **options: more keyword arguments of the retriever the strategy selects.
     """
 

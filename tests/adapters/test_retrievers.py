@@ -84,3 +84,19 @@ async def test_llama_index_retriever_sync_async_and_query_engine():
     engine = RetrieverQueryEngine.from_args(r, llm=MockLLM())
     response = engine.query("dog ball")
     assert response.source_nodes and response.source_nodes[0].node.text == nodes[0].node.text
+
+
+async def test_llama_index_k_per_call_sync_async_and_concurrent():
+    import asyncio
+
+    r = llama_index_semrag.IntentAwareRetriever(index=shared_index(), k=3)
+    assert len(r.retrieve("the cat chased the dog")) == 3
+    assert len(r.retrieve("the cat chased the dog", k=1)) == 1
+    assert len(r.retrieve("the cat chased the dog")) == 3  # the call's k did not stick
+    one, four = await asyncio.gather(
+        r.aretrieve("the cat chased the dog", k=1), r.aretrieve("the cat chased the dog", k=4)
+    )
+    assert (len(one), len(four)) == (1, 4)
+    assert one[0].node.text == four[0].node.text
+    with pytest.raises(Exception, match="k"):
+        r.retrieve("the cat", k=0)
