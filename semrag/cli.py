@@ -6,7 +6,7 @@
   --extractor heuristic|llm --llm MODULE:NAME --neo4j-uri URI ...]`` builds and saves a
   SemanticIndex and, with ``--graph``, its knowledge graph (in memory: saved in
   ``INDEX/graph``; on Neo4j: the connection, never the password, in ``INDEX/graph.json``).
-* ``semrag query INDEX "question" [--retriever ssg|sketch|local|global|iar --algorithm A
+* ``semrag query INDEX "question" [--retriever ssg|ppr|sketch|local|global|iar --algorithm A
   --k K --plot PNG --json]`` retrieves (an SSG traversal algorithm by default, or
   ``--algorithm dense`` / ``sparse``) and prints provenance. The Neo4j password comes from
   ``--neo4j-password`` or the ``NEO4J_PASSWORD`` environment variable.
@@ -215,6 +215,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
         kg = _open_graph(args, index)
         hits = GraphRetriever(index, kg, strategy=args.retriever, k=args.k).retrieve(args.question)
+    elif args.retriever == "ppr":
+        from semrag.retrieval import PPRRetriever
+
+        hits = PPRRetriever(index, k=args.k).retrieve(args.question)
     elif args.retriever == "iar":
         from semrag.retrieval import IntentAwareRetriever
 
@@ -247,6 +251,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
             how = f" {p['side']}" + (f" via {ents}" if ents else "")
         elif p.get("channel") == "community":
             how = f" {p['mode']}" + (f" community {p['community']}" if "community" in p else "")
+        elif p.get("strategy") == "ppr":
+            how = f" hop {p['hop']}: " + (
+                f"via {p['via']} from {p['from']}"
+                if p["hop"]
+                else (", ".join(p["entities"]) if p["entities"] else "dense")
+            )
         elif p.get("channel") == "ssg":
             how = f" hop {p['hop']}: " + (
                 "anchor" if p["from"] is None else f"{p['edge']} edge from node {p['from']}"
@@ -405,7 +415,10 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``semrag`` command."""
     from semrag import __version__
 
-    parser = argparse.ArgumentParser(prog="semrag", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="semrag",
+        description="Semantic chunking, indexing and graph retrieval from the command line.",
+    )
     parser.add_argument("--version", action="version", version=f"semrag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     chunk = sub.add_parser("chunk", help="split files into semantic chunks")
@@ -461,9 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     query.add_argument(
         "--retriever",
-        choices=("ssg", "sketch", "local", "global", "iar"),
+        choices=("ssg", "ppr", "sketch", "local", "global", "iar"),
         default="ssg",
-        help="ssg uses --algorithm; the graph ones need --graph",
+        help="ssg uses --algorithm; ppr is personalized PageRank (multi-hop); sketch, local "
+        "and global need --graph",
     )
     query.add_argument("--k", type=int, default=5)
     _neo4j_options(query)

@@ -128,6 +128,22 @@ def test_cli_index_and_query(tmp_path, capsys):
     assert (tmp_path / "t.png").exists()
     assert main(["query", str(tmp_path / "idx"), "rockets", "--algorithm", "sparse"]) == 0
     assert "b.md" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "query",
+                str(tmp_path / "idx"),
+                "Where do Astronauts live?",
+                "--retriever",
+                "ppr",
+                "--k",
+                "1",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "b.md" in out and "hop 0: Astronauts" in out
     assert main(["query", str(tmp_path / "missing"), "x"]) == 2
 
 
