@@ -6,7 +6,8 @@ inside one. :func:`support_scores` measures, for each element, how well the best
 sentence supports it: the larger of
 
 * lexical support: the share of the element's content words that occur in the sentence
-  (a crude suffix-insensitive match), and
+  (suffix-insensitive, and two words match when they share a long enough prefix, so
+  "succeeded" is supported by "successor" and "governor" by "government"), and
 * semantic support: the cosine similarity of element and sentence vectors mapped linearly
   from ``[low, high]`` to ``[0, 1]`` (MiniLM gives related phrase/sentence pairs about
   0.5-0.7 and unrelated ones below 0.2, hence the defaults 0.2 and 0.7).
@@ -16,6 +17,7 @@ Elements whose support is below ``epsilon`` (0.6 in the paper) are missing.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -55,11 +57,25 @@ def _stem(word: str) -> str:
     return word
 
 
+def _related(a: str, b: str) -> bool:
+    """Same stem, or a shared prefix of at least 5 letters and 70% of the shorter word."""
+    if a == b:
+        return True
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n >= max(5, math.ceil(0.7 * min(len(a), len(b))))
+
+
 def lexical_support(element: str, sentence: str) -> float:
-    """Share of the element's content words found in the sentence (suffix-insensitive).
+    """Share of the element's content words found in the sentence (inflection-tolerant).
 
     Example:
         >>> lexical_support("Sexy Back", "SexyBack is a song. Sexy Back was released.")
+        1.0
+        >>> lexical_support("succeeded", "His successor, Mary Jones, called an election.")
         1.0
     """
     words = [_stem(w) for w in content_words(element)] or [
@@ -68,7 +84,7 @@ def lexical_support(element: str, sentence: str) -> float:
     if not words:
         return 0.0
     have = {_stem(w) for w in re.findall(r"\w+", sentence.lower())}
-    return sum(w in have for w in words) / len(words)
+    return sum(w in have or any(_related(w, h) for h in have) for w in words) / len(words)
 
 
 def support_scores(

@@ -206,6 +206,12 @@ def test_key_elements_and_support_helpers():
     ]
     assert lexical_support("party funding", "An inquiry into party funding.") == 1.0
     assert lexical_support("Wimbledon", "An inquiry into party funding.") == 0.0
+    # inflections and derivations: "succeeded" is in "His successor ..."
+    assert lexical_support("succeeded", "His successor, Mary Jones, called an election.") == 1.0
+    assert lexical_support("governed", "The governor signed it.") == 1.0
+    # but a short shared prefix is not a match
+    assert lexical_support("present", "The president spoke.") == 0.0
+    assert lexical_support("born", "The bore drilled.") == 0.0
     assert follow_up_query("born", "When was the performer of Sexy Back born?") == "born Sexy Back"
 
 
