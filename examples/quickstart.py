@@ -22,7 +22,10 @@ def main() -> None:
     text = (HERE / "data" / "three_topics.txt").read_text(encoding="utf-8")
     doc = Document(id="three_topics", text=text, metadata={"source": "three_topics.txt"})
 
-    chunker = SemanticChunker()  # split windows, mean pooling, buffer 1, std threshold
+    # split windows, mean pooling, buffer 1, std threshold; a chunk under 20 tokens (the
+    # Apollo paragraph's last sentence, where the topic drifts to geology) merges into its
+    # closer neighbour, so the three topics come out as three chunks
+    chunker = SemanticChunker(min_tokens=20)
     (result,) = chunker.chunk_with_stats([doc])
 
     for chunk in result.chunks:

@@ -44,3 +44,20 @@ def test_examples_run(script):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip()
+
+
+@pytest.mark.model
+def test_quickstart_shows_the_three_topics_it_promises():
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    starts = [int(m) for m in re.findall(r"^\[\d+\] chars (\d+)-", out.stdout, flags=re.M)]
+    text = (ROOT / "examples" / "data" / "three_topics.txt").read_text(encoding="utf-8")
+    paragraphs = [m.start() for m in re.finditer(r"(?:(?<=^)|(?<=\n\n))\S", text)]
+    assert starts == paragraphs  # one chunk per topic, each starting at its paragraph
