@@ -53,7 +53,8 @@ class SPCCompressor(BaseDocumentCompressor):
     Args:
         index: the semrag index the documents came from.
         sources: ``doc_id -> source text`` (mapping or callable) for other documents.
-        embeddings: LangChain ``Embeddings`` (or a semrag embedder) when no index.
+        embeddings: LangChain ``Embeddings`` (or a semrag embedder) when no index;
+            default the packaged MiniLM.
         llm: a LangChain model (or semrag LLM) for the LLM steps.
         k: documents kept.
         options: more keyword arguments of :class:`semrag.postprocess.SPC`.

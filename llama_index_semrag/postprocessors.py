@@ -43,7 +43,8 @@ class SPCPostprocessor(BaseNodePostprocessor):
     Args:
         index: the semrag index the nodes came from.
         sources: ``doc_id -> source text`` (mapping or callable) for other documents.
-        embed_model: a LlamaIndex embedding model (or semrag embedder) when no index.
+        embed_model: a LlamaIndex embedding model (or semrag embedder) when no index;
+            default the packaged MiniLM.
         llm: a LlamaIndex LLM (or semrag LLM) for the LLM steps.
         k: nodes kept.
         options: more keyword arguments of :class:`semrag.postprocess.SPC`.

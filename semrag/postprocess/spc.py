@@ -41,7 +41,7 @@ import numpy as np
 from semrag._steps import adrive, drive
 from semrag._validation import HasMethods, Interval, Options, check_query, validate_params
 from semrag.embeddings import as_embedder
-from semrag.errors import ConfigError, LLMOutputError
+from semrag.errors import LLMOutputError
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.postprocess.coverage import follow_up_query, key_elements, support_scores
 from semrag.postprocess.detect import Completeness, assess, sentence_edges
@@ -231,7 +231,8 @@ class SPC:
             the audit; without one every step is rule-based.
         sources: ``doc_id -> text`` (mapping or callable) for chunks whose documents are
             not in ``index``.
-        embedder: embedder for queries, sentences and elements; default the index's.
+        embedder: embedder for queries, sentences and elements; default the index's, or
+            the packaged MiniLM (the splitters' default too) when there is no index.
         tokenizer: token counter for budgets; default the index chunker's (or the
             embedder's, or whitespace).
         refine: ``True`` to rescore and cut to ``k``; ``False`` keeps the given order
@@ -302,8 +303,6 @@ class SPC:
         k, delta, epsilon, budget = p["k"], p["delta"], p["epsilon"], p["budget"]
         neighbours, refine, audit = p["neighbours"], p["refine"], p["audit"]
         max_concurrency = p["max_concurrency"]
-        if index is None and embedder is None:
-            raise ConfigError("SPC needs an index or an embedder")
         self.index = index
         self.k = k
         self.delta = delta
@@ -312,7 +311,10 @@ class SPC:
         self.neighbours = neighbours
         self.llm = llm
         self.sources = sources
-        self.embedder = index.embedder if embedder is None else as_embedder(embedder)
+        if embedder is None and index is not None:
+            self.embedder = index.embedder
+        else:
+            self.embedder = as_embedder(embedder)  # None: the packaged MiniLM, loaded on use
         if tokenizer is None:
             tokenizer = (
                 index.chunker.tokenizer

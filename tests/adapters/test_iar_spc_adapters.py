@@ -303,3 +303,22 @@ def test_semantic_index_ingests_both_frameworks_documents_with_their_ids():
     assert NodeRelationship.SOURCE in node.node.relationships
     with pytest.raises(TypeError, match="LangChain / LlamaIndex"):
         index.add_documents([42])
+
+
+@pytest.mark.model
+def test_spc_without_an_embedder_uses_the_packaged_model_in_both_frameworks():
+    # the splitters default to the packaged MiniLM; so do SPCCompressor / SPCPostprocessor
+    compressor = langchain_semrag.SPCCompressor(sources={"news.txt": TEXT})
+    (doc,) = compressor.compress_documents(
+        [damaged_lc_doc(source="news.txt")], "Why did John Smith resign?"
+    )
+    assert doc.metadata["semrag_spc"]["action"] == "repaired"
+    assert "John Smith" in doc.page_content
+    li_doc = LIDocument(text=TEXT, id_="news")
+    nodes = SentenceSplitter(chunk_size=20, chunk_overlap=0).get_nodes_from_documents([li_doc])
+    damaged = next(n for n in nodes if n.get_content().startswith("He then"))
+    post = llama_index_semrag.SPCPostprocessor(sources={"news": TEXT})
+    (out,) = post.postprocess_nodes(
+        [NodeWithScore(node=damaged, score=0.5)], query_str="Why did John Smith resign?"
+    )
+    assert out.node.metadata["semrag_spc"]["action"] == "repaired"

@@ -297,8 +297,8 @@ def test_bad_arguments(index):
         SPC(index, k=0)
     with pytest.raises(ConfigError):
         SPC(index, delta=2)
-    with pytest.raises(ConfigError):
-        SPC()
+    # no index and no embedder: the packaged MiniLM, as the splitters use (loaded on use)
+    assert type(SPC().embedder).__name__ == "SentenceTransformerEmbedder"
     with pytest.raises(TypeError):
         SPC(index).process(None, [])
     assert SPC(index).process("anything", []).chunks == []
