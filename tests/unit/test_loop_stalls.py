@@ -424,6 +424,10 @@ CASES: dict[str, list[Case]] = {
             lambda e: lis.RetrieveAndCheckRetriever(index=e.index, k=1),
         )
     ],
+    "llama_index_semrag.retrievers:_CoreRetriever.aretrieve": [
+        lambda e: lambda: lis.GraphRetriever(index=e.index).aretrieve(e.query(), k=2),
+        lambda e: lambda: lis.IntentAwareRetriever(index=e.index).aretrieve(e.query(), k=1),
+    ],
 }
 
 
