@@ -14,9 +14,10 @@ questions, ../shared/data/musique). These are the only sets the defaults were ch
 
 Rows: the default ``GraphRetriever()`` (personalized PageRank over passages and entities)
 with an ablation per component, the default ``IntentAwareRetriever()`` and IAR with
-fixed equal weights and IAR with the SSG traversal as its extended channel (the earlier
-default), the SSG query traversal (distinct spans), semrag's dense and BM25
-channels, and the LangChain peers. Latency (``--parts latency``): p50/p95 per query, one at
+fixed equal weights, IAR with the SSG traversal as its extended channel (the earlier
+default) and IAR refining every intent (the default skips multi-hop questions), the SSG
+query traversal (distinct spans), semrag's dense and BM25 channels, and the LangChain
+peers. Latency (``--parts latency``): p50/p95 per query, one at
 a time after a warm-up, on 2Wiki.
 
     python benchmarks/multihop.py [--parts quality latency] [--sets twowiki musique]
@@ -77,6 +78,9 @@ def semrag_systems(index) -> dict:
         ),
         "  IAR with the SSG traversal as its extended channel": IntentAwareRetriever(
             index, k=CHUNKS, m=CHUNKS, extended="ssg"
+        ),
+        "  IAR with sentence refinement for every intent": IntentAwareRetriever(
+            index, k=CHUNKS, m=CHUNKS, refine="sentence"
         ),
         "semrag GraphRetriever(strategy='ssg:query_traversal')": GraphRetriever(
             index, strategy="ssg:query_traversal", k=CHUNKS
