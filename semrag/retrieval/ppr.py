@@ -401,11 +401,17 @@ class PPRRetriever:
         note = f"LLM entity extraction failed ({reply}); used the rules"
         return self._query_entities_by_rules(query), note
 
-    def _entities(self, query: str) -> tuple[list[str], str]:
+    def _entities_without_llm(self, query: str) -> tuple[list[str], str] | None:
+        """The query's entities when no LLM is asked (seeds off, or no LLM given)."""
         if not self.entity_seeds:
             return [], "off"
         if self.llm is None:
             return self._query_entities_by_rules(query), "rules"
+        return None
+
+    def _entities(self, query: str) -> tuple[list[str], str]:
+        if (found := self._entities_without_llm(query)) is not None:
+            return found
         try:
             reply: Any = complete_json(
                 self.llm, _NER_PROMPT.format(query=query), schema=_ENTITY_SCHEMA
@@ -417,10 +423,8 @@ class PPRRetriever:
         return self._llm_entities(reply, query)
 
     async def _aentities(self, query: str) -> tuple[list[str], str]:
-        if not self.entity_seeds:
-            return [], "off"
-        if self.llm is None:
-            return self._query_entities_by_rules(query), "rules"
+        if (found := self._entities_without_llm(query)) is not None:
+            return found
         try:
             reply: Any = await acomplete_json(
                 self.llm, _NER_PROMPT.format(query=query), schema=_ENTITY_SCHEMA

@@ -79,6 +79,10 @@ class FakeLLM:
 
     def complete(self, prompt: str) -> str:
         """Return the next scripted reply."""
+        return self._reply(prompt)
+
+    def _reply(self, prompt: str) -> str:
+        # A list lookup (or the script function): nothing here waits, so both twins use it.
         self.prompts.append(prompt)
         if self._fn is not None:
             return self._fn(prompt)
@@ -92,7 +96,7 @@ class FakeLLM:
     async def acomplete(self, prompt: str) -> str:
         """Async twin of :meth:`complete`."""
         await asyncio.sleep(0)
-        return self.complete(prompt)
+        return self._reply(prompt)
 
     def __repr__(self) -> str:
         return f"FakeLLM(replies={len(self._replies)}, cycle={self._cycle})"
