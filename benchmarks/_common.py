@@ -200,6 +200,25 @@ def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
 MULTIHOP_KS = (2, 5, 10, 20)
 
 
+def query_latency(
+    fn: Callable[[str], Any], queries: list[str], emb: Any, *, warmup: int = 5
+) -> dict[str, float]:
+    """p50 / p95 milliseconds of ``fn`` per query, one at a time after ``warmup`` queries.
+
+    The embedder's cache is cleared before and after, so every system embeds afresh.
+    """
+    for q in queries[:warmup]:
+        fn(q)
+    emb.clear_cache()
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        fn(q)
+        times.append(1000 * (time.perf_counter() - t0))
+    emb.clear_cache()
+    return {"p50 ms": float(np.percentile(times, 50)), "p95 ms": float(np.percentile(times, 95))}
+
+
 def distinct(ids: list[str]) -> list[str]:
     """Ids in first-seen order without repeats (chunks -> ranked paragraphs)."""
     return list(dict.fromkeys(ids))

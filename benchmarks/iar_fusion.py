@@ -30,13 +30,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from _common import BATCH, DATA, emit, header, lc_embeddings, need, table  # noqa: E402
+from _common import (  # noqa: E402
+    BATCH,
+    DATA,
+    emit,
+    header,
+    lc_embeddings,
+    need,
+    query_latency,
+    table,
+)
 
 from semrag import SemanticIndex  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
@@ -215,22 +223,7 @@ def latency(emb) -> str:
     rows = []
 
     def timed(name: str, fn) -> None:
-        for q in queries[:5]:
-            fn(q)
-        emb.clear_cache()
-        times = []
-        for q in queries:
-            t0 = time.perf_counter()
-            fn(q)
-            times.append(1000 * (time.perf_counter() - t0))
-        emb.clear_cache()
-        rows.append(
-            {
-                "step": name,
-                "p50 ms": float(np.percentile(times, 50)),
-                "p95 ms": float(np.percentile(times, 95)),
-            }
-        )
+        rows.append({"step": name, **query_latency(fn, queries, emb)})
         print(rows[-1], flush=True)
 
     timed("semrag IntentAwareRetriever (no LLM, k=10)", iar.retrieve)

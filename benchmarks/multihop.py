@@ -37,7 +37,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from _common import BATCH, DATA, emit, header, lc_embeddings, need, table  # noqa: E402
+from _common import (  # noqa: E402
+    BATCH,
+    DATA,
+    emit,
+    header,
+    lc_embeddings,
+    need,
+    query_latency,
+    table,
+)
 from iar_fusion import build_index  # noqa: E402
 
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
@@ -173,22 +182,7 @@ def latency(emb) -> str:
     rows = []
 
     def timed(name: str, fn) -> None:
-        for q in queries[:10]:
-            fn(q)
-        emb.clear_cache()
-        times = []
-        for q in queries:
-            t0 = time.perf_counter()
-            fn(q)
-            times.append(1000 * (time.perf_counter() - t0))
-        emb.clear_cache()
-        rows.append(
-            {
-                "retriever": name,
-                "p50 ms": float(np.percentile(times, 50)),
-                "p95 ms": float(np.percentile(times, 95)),
-            }
-        )
+        rows.append({"retriever": name, **query_latency(fn, queries, emb, warmup=10)})
         print(rows[-1], flush=True)
 
     timed("semrag GraphRetriever() (default: ppr), k=10", GraphRetriever(index, k=10).retrieve)
