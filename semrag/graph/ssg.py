@@ -17,7 +17,6 @@ References:
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -27,8 +26,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from semrag._deps import faiss as _faiss
 from semrag._validation import INT, REAL, Interval, Options, validate_params
+from semrag.graph.knn import hnsw_top, top_neighbours
 
 __all__ = ["SSGConfig", "SemanticSimilarityGraph", "build_edges", "keyword_themes", "window_ranges"]
 
@@ -109,19 +108,44 @@ def window_ranges(n_sentences: int, window: int, step: int) -> list[tuple[int, i
     return [(s, s + window) for s in starts]
 
 
-def _topk_rows(sims: np.ndarray, k: int, floor: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the columns of the ``k`` largest values above ``floor`` (-1 padded)."""
-    n_rows, n_cols = sims.shape
-    k_eff = min(k, n_cols)
-    if k_eff <= 0:
-        return np.full((n_rows, 0), -1), np.zeros((n_rows, 0), np.float32)
-    part = np.argpartition(-sims, k_eff - 1, axis=1)[:, :k_eff]
-    vals = np.take_along_axis(sims, part, axis=1)
-    order = np.argsort(-vals, axis=1, kind="stable")
-    cols = np.take_along_axis(part, order, axis=1)
-    vals = np.take_along_axis(vals, order, axis=1)
-    cols = np.where(vals >= floor, cols, -1)
-    return cols, vals
+def _use_hnsw(config: SSGConfig, n_queries: int) -> bool:
+    return config.knn == "hnsw" or (config.knn == "auto" and n_queries > 50_000)
+
+
+def intra_lists(vectors: Floats, config: SSGConfig) -> tuple[Ints, Floats]:
+    """The intra-document lists of one document's nodes (node numbers local to it)."""
+    local = np.arange(vectors.shape[0])
+    return top_neighbours(vectors, local, vectors, local, config.top_k, config.min_intra)
+
+
+def inter_lists(
+    queries: Floats, query_docs: Ints, vectors: Floats, node_doc: Ints, config: SSGConfig
+) -> tuple[Ints, Floats]:
+    """The inter-document lists of some nodes against all nodes.
+
+    Exact, or HNSW for batches of more than 50,000 nodes when ``config.knn`` is ``"auto"``.
+    """
+    find = hnsw_top if _use_hnsw(config, queries.shape[0]) else top_neighbours
+    return find(queries, query_docs, vectors, node_doc, config.top_x, config.min_inter)
+
+
+def edges_csr(
+    intra: tuple[Ints, Floats], inter: tuple[Ints, Floats]
+) -> tuple[Ints, Ints, Floats, npt.NDArray[np.int8]]:
+    """CSR arrays ``(indptr, indices, scores, kinds)`` from fixed-width lists.
+
+    Rows list a node's intra edges (kind 0) then its inter edges (kind 1), each best first.
+    """
+    cols = np.concatenate([intra[0], inter[0]], axis=1)
+    vals = np.concatenate([intra[1], inter[1]], axis=1)
+    kinds = np.broadcast_to(
+        np.r_[np.zeros(intra[0].shape[1], np.int8), np.ones(inter[0].shape[1], np.int8)],
+        cols.shape,
+    )
+    present = cols >= 0
+    indptr = np.zeros(cols.shape[0] + 1, dtype=np.int64)
+    np.cumsum(present.sum(axis=1), out=indptr[1:])
+    return indptr, cols[present], vals[present].astype(np.float32), kinds[present]
 
 
 def build_edges(
@@ -129,7 +153,7 @@ def build_edges(
     doc_offsets: Sequence[int],
     config: SSGConfig,
 ) -> tuple[Ints, Ints, Floats, npt.NDArray[np.int8]]:
-    """Find the intra- and inter-document kNN edges of the nodes.
+    """Find the intra- and inter-document kNN edges of the nodes in one pass.
 
     Args:
         vectors: node vectors, L2-normalised, nodes of each document contiguous.
@@ -140,104 +164,19 @@ def build_edges(
     Returns:
         CSR arrays ``(indptr, indices, scores, kinds)``; ``kinds`` is 0 for an
         intra-document edge and 1 for an inter-document one. Rows list a node's intra
-        edges then its inter edges, each by decreasing score.
+        edges then its inter edges, each by decreasing score (ties: lower node).
     """
+    bounds = np.asarray(doc_offsets, dtype=np.int64)
     n = vectors.shape[0]
-    src: list[np.ndarray] = []
-    dst: list[np.ndarray] = []
-    val: list[np.ndarray] = []
-    kind: list[np.ndarray] = []
-
-    def collect(a: int, cols: np.ndarray, vals: np.ndarray, k: int, offset: int) -> None:
-        keep = cols >= 0
-        rows = np.broadcast_to(np.arange(a, a + cols.shape[0])[:, None], cols.shape)
-        src.append(rows[keep])
-        dst.append(cols[keep] + offset)
-        val.append(vals[keep].astype(np.float32))
-        kind.append(np.full(int(keep.sum()), k, dtype=np.int8))
-
-    bounds = list(doc_offsets)
-    # Intra-document: blocks are small; big documents go through a FAISS flat index.
+    node_doc = np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
+    intra_c, intra_v = (
+        np.full((n, config.top_k), -1, np.int64),
+        np.full((n, config.top_k), -np.inf, np.float32),
+    )
     for a, b in zip(bounds, bounds[1:], strict=False):
-        if b - a < 2 or config.top_k == 0:
-            continue
-        block = vectors[a:b]
-        if b - a <= 4096:
-            sims = block @ block.T
-            np.fill_diagonal(sims, -np.inf)
-            cols, vals = _topk_rows(sims, config.top_k, config.min_intra)
-        else:
-            index = _faiss().IndexFlatIP(block.shape[1])
-            index.add(block)
-            vals, cols = index.search(block, config.top_k + 1)
-            vals = np.where(cols != np.arange(b - a)[:, None], vals, -np.inf)
-            cols, vals = _topk_rows_from(cols, vals, config.top_k, config.min_intra)
-        collect(a, cols, vals, 0, a)
-    # Inter-document: one batched kNN search deep enough to see past a node's own
-    # document; the few rows still short of top_x (documents larger than the search depth)
-    # are searched again with their document's id range excluded.
-    if config.top_x > 0 and len(bounds) > 2:
-        faiss = _faiss()
-        knn = config.knn if config.knn != "auto" else ("hnsw" if n > 50_000 else "flat")
-        if knn == "flat":
-            index = faiss.IndexFlatIP(vectors.shape[1])
-            params_cls = faiss.SearchParameters
-        else:
-            index = faiss.IndexHNSWFlat(vectors.shape[1], 16, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = 40
-            params_cls = faiss.SearchParametersHNSW
-        index.add(vectors)
-        sizes = np.diff(bounds)
-        doc_of = np.repeat(np.arange(sizes.size), sizes)
-        depth = min(n, config.top_x + min(int(sizes.max()) - 1, 64))
-        if knn == "hnsw":
-            index.hnsw.efSearch = max(64, depth)
-        vals, cols = index.search(vectors, depth)
-        other = (cols >= 0) & (doc_of[np.maximum(cols, 0)] != doc_of[:, None])
-        rank = np.cumsum(other, axis=1)
-        take = other & (rank <= config.top_x)
-        short = np.flatnonzero(take.sum(axis=1) < np.minimum(config.top_x, n - sizes[doc_of]))
-        cols = np.where(take, cols, -1)
-        cols = np.where(vals >= config.min_inter, cols, -1)
-        keep = cols >= 0
-        keep[short] = False
-        rows = np.broadcast_to(np.arange(n)[:, None], cols.shape)
-        src.append(rows[keep])
-        dst.append(cols[keep].astype(np.int64))
-        val.append(vals[keep].astype(np.float32))
-        kind.append(np.ones(int(keep.sum()), dtype=np.int8))
-        for d in np.unique(doc_of[short]):
-            a, b = bounds[d], bounds[d + 1]
-            rows_d = short[doc_of[short] == d]
-            params = params_cls(sel=faiss.IDSelectorNot(faiss.IDSelectorRange(a, b)))
-            if knn == "hnsw":
-                params.efSearch = max(64, 4 * config.top_x)
-            v2, c2 = index.search(vectors[rows_d], config.top_x, params=params)
-            c2 = np.where(v2 >= config.min_inter, c2, -1)
-            ok = c2 >= 0
-            src.append(np.broadcast_to(rows_d[:, None], c2.shape)[ok])
-            dst.append(c2[ok].astype(np.int64))
-            val.append(v2[ok].astype(np.float32))
-            kind.append(np.ones(int(ok.sum()), dtype=np.int8))
-    if src:
-        s_all, d_all = np.concatenate(src), np.concatenate(dst)
-        v_all, k_all = np.concatenate(val), np.concatenate(kind)
-    else:
-        s_all = d_all = np.zeros(0, np.int64)
-        v_all, k_all = np.zeros(0, np.float32), np.zeros(0, np.int8)
-    order = np.lexsort((-v_all, k_all, s_all))  # by node, intra before inter, best first
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(s_all, minlength=n), out=indptr[1:])
-    return indptr, d_all[order].astype(np.int64), v_all[order], k_all[order]
-
-
-def _topk_rows_from(
-    cols: np.ndarray, vals: np.ndarray, k: int, floor: float
-) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(-vals, axis=1, kind="stable")[:, :k]
-    cols = np.take_along_axis(cols, order, axis=1)
-    vals = np.take_along_axis(vals, order, axis=1)
-    return np.where(vals >= floor, cols, -1), vals
+        c, v = intra_lists(vectors[a:b], config)
+        intra_c[a:b], intra_v[a:b] = np.where(c >= 0, c + a, -1), v
+    return edges_csr((intra_c, intra_v), inter_lists(vectors, node_doc, vectors, node_doc, config))
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
@@ -267,25 +206,23 @@ def _phrases(text: str) -> list[str]:
 
 
 def keyword_themes(texts: Sequence[str], n_themes: int) -> list[list[str]]:
-    """Themes of each document without an LLM: its top TF-IDF words and word pairs.
+    """Themes of each document without an LLM: its most frequent content words and pairs.
 
-    A pair is preferred over its words when it scores at least as well; a word already
-    covered by a chosen pair is skipped.
+    A document's themes depend on its own text only (stop words removed; a pair scores
+    1.2 times its count and is preferred over its words when it scores at least as
+    well; a word already covered by a chosen pair is skipped). So adding or removing
+    other documents never changes them, and an index grown change by change has the
+    themes a fresh build would give.
 
     Example:
         >>> keyword_themes(["Honey bees dance. Honey bees fly.", "Rockets fly to the Moon."], 2)
-        [['honey bees', 'dance'], ['moon', 'rockets']]
+        [['honey bees', 'dance'], ['fly', 'moon']]
     """
     counts = [Counter(_phrases(t)) for t in texts]
-    df = Counter(p for c in counts for p in c)
-    n_docs = len(texts)
     themes: list[list[str]] = []
     for c in counts:
         scored = sorted(
-            (
-                (tf * (1 + math.log((1 + n_docs) / (1 + df[p]))) * (1.2 if " " in p else 1.0), p)
-                for p, tf in c.items()
-            ),
+            ((tf * (1.2 if " " in p else 1.0), p) for p, tf in c.items()),
             key=lambda x: (-x[0], x[1]),
         )
         chosen: list[str] = []
@@ -357,16 +294,32 @@ class SemanticSimilarityGraph:
         }
 
 
+def pca3_from_sums(
+    n: int, total: npt.NDArray[np.float64], scatter: npt.NDArray[np.float64]
+) -> tuple[Floats, Floats]:
+    """Mean and top-3 principal axes from running sums (``n`` rows, their sum, ``X^T X``).
+
+    The covariance is ``scatter / n - mean mean^T``; its top eigenvectors are the axes,
+    each signed so that its largest coordinate is positive. An axis whose variance is
+    (numerically) zero is left as zeros, so a rank below 3 gives zero-padded axes.
+    """
+    d = total.shape[0]
+    comps = np.zeros((3, d), np.float32)
+    if n == 0:
+        return np.zeros(d, np.float32), comps
+    mean = total / n
+    cov = scatter / n - np.outer(mean, mean)
+    values, vectors = np.linalg.eigh((cov + cov.T) / 2)
+    top = np.argsort(-values, kind="stable")[:3]
+    eps = 1e-9 * max(1.0, float(np.abs(values).max()))
+    for i, j in enumerate(top):
+        if values[j] > eps:
+            axis = vectors[:, j]
+            comps[i] = axis if axis[np.argmax(np.abs(axis))] > 0 else -axis
+    return mean.astype(np.float32), comps
+
+
 def fit_pca3(vectors: Floats) -> tuple[Floats, Floats]:
     """Mean and top-3 principal axes of ``vectors`` (zero-padded when rank < 3)."""
-    d = vectors.shape[1] if vectors.ndim == 2 else 0
-    if vectors.shape[0] == 0:
-        return np.zeros(d, np.float32), np.zeros((3, d), np.float32)
-    mean = vectors.mean(axis=0)
-    centred = vectors - mean
-    # SVD of a small Gram-free sample keeps the cost bounded for very large graphs.
-    sample = centred if centred.shape[0] <= 20_000 else centred[:: centred.shape[0] // 20_000 + 1]
-    _, _, vt = np.linalg.svd(sample, full_matrices=False)
-    comps = np.zeros((3, d), np.float32)
-    comps[: min(3, vt.shape[0])] = vt[:3]
-    return mean.astype(np.float32), comps
+    v = np.asarray(vectors, dtype=np.float64)
+    return pca3_from_sums(v.shape[0], v.sum(axis=0), v.T @ v)

@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
 from semrag.errors import ConfigError, EmbeddingError, StoreError
+from semrag.index.change import Change
 
 __all__ = ["DenseIndex"]
 
@@ -173,6 +174,15 @@ class DenseIndex:
             else:
                 self._index = None  # HNSW cannot delete: rebuild on next search
         return removed
+
+    def apply(self, change: Change) -> None:
+        """Remove the change's removed chunks, then add its added chunks in one call."""
+        removed = change.removed_chunk_ids()
+        if removed:
+            self.remove(removed)
+        ids, _, vectors = change.added_chunks()
+        if vectors is not None:
+            self.add(ids, vectors)
 
     def search(
         self, queries: npt.ArrayLike, k: int

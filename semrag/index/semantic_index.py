@@ -6,8 +6,14 @@ One object owns everything retrievers need, computed once and batched:
 * one vector per sentence (the chunker reuses them through the embedder's cache);
 * the chunks of the chunker, a vector per chunk, a FAISS index and a BM25 index over the
   same integer ids;
-* the semantic similarity graph (window nodes, kNN edges, themes, bridges), rebuilt lazily
-  after ``add_documents`` / ``delete`` and persisted with the index.
+* the semantic similarity graph (window nodes, kNN edges, themes, bridges).
+
+These are the index's *parts*. A write (``add_documents``, ``delete``) computes what it
+adds once, makes one :class:`~semrag.index.change.Change` and hands it to every part in
+``_commit``: the dense and BM25 indexes, the graph (:class:`~semrag.graph.live_ssg.LiveSSG`)
+and every follower (a :class:`~semrag.graph.KnowledgeGraph` built over the index). No
+part rebuilds from scratch; each applies the change. Readers of the graph take one
+:class:`SSGView` (a version) and never see a half-applied change.
 
 ``save(dir)`` writes a versioned directory atomically; ``SemanticIndex.load(dir)`` checks
 format, checksums and the embedder's dimension.
@@ -18,10 +24,8 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
-import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +37,9 @@ from semrag.chunking._split import mean_windows
 from semrag.chunking.base import BoundaryChunker, _as_documents
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError, StoreError
-from semrag.graph.ssg import (
-    SemanticSimilarityGraph,
-    SSGConfig,
-    build_edges,
-    fit_pca3,
-    keyword_themes,
-    window_ranges,
-)
+from semrag.graph.live_ssg import LiveSSG
+from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
+from semrag.index.change import Change, IndexedDocument, IndexPart
 from semrag.index.dense import DenseIndex
 from semrag.index.persist import atomic_directory, read_manifest
 from semrag.index.sparse import BM25Index
@@ -50,7 +49,7 @@ from semrag.types import Chunk, Document, ScoredChunk, Span
 __all__ = ["SSGView", "SemanticIndex"]
 
 Floats = npt.NDArray[np.float32]
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the graph saves its neighbour lists (format 1 is read and rebuilt)
 KIND = "semrag.SemanticIndex"
 
 _THEME_SCHEMA = {
@@ -64,19 +63,6 @@ _THEME_PROMPT = (
 )
 
 
-@dataclass(slots=True)
-class _Entry:
-    doc: Document
-    sentences: list[Span]
-    sentence_vectors: Floats
-    chunks: list[Chunk]
-    chunk_ids: list[int]
-    node_ranges: list[tuple[int, int]]
-    node_vectors: Floats
-    themes: list[str]
-    theme_vector: Floats
-
-
 def _mean_of(vectors: Floats, ranges: Sequence[Sequence[int]], dim: int) -> Floats:
     """Unit-norm mean of ``vectors[a:b]`` for each ``(a, b)``; ``(0, dim)`` when none."""
     if not len(ranges):
@@ -87,6 +73,28 @@ def _mean_of(vectors: Floats, ranges: Sequence[Sequence[int]], dim: int) -> Floa
 def _normalise(v: Floats) -> Floats:
     norms = np.linalg.norm(v, axis=-1, keepdims=True)
     return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0).astype(np.float32)
+
+
+class _NodeSearch:
+    """Exact inner-product top-k over a fixed matrix, with :class:`DenseIndex`'s shape."""
+
+    def __init__(self, vectors: Floats) -> None:
+        self.vectors = vectors
+
+    def search(self, query: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+        """``(scores, ids)`` of shape ``(1, k)``, best first; missing slots have id -1."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        scores = np.full((1, k), -np.inf, np.float32)
+        ids = np.full((1, k), -1, np.int64)
+        n = self.vectors.shape[0]
+        if n == 0:
+            return scores, ids
+        sims = self.vectors @ q
+        kk = min(k, n)
+        top = np.argpartition(-sims, kk - 1)[:kk]
+        top = top[np.lexsort((top, -sims[top]))]
+        scores[0, :kk], ids[0, :kk] = sims[top], top
+        return scores, ids
 
 
 class SSGView:
@@ -102,39 +110,33 @@ class SSGView:
         self,
         version: int,
         graph: SemanticSimilarityGraph,
-        entries: Mapping[str, _Entry],
+        entries: Mapping[str, IndexedDocument],
         sentence_matrix: Floats,
-        sentence_offsets: list[int],
+        sentence_offsets: Sequence[int],
         tokenizer: Any,
         dim: int,
     ) -> None:
         self.version = version
         self.graph = graph
-        self._entries = dict(entries)
-        self._doc_order = list(entries)
+        self._entries = entries
+        self._doc_order = graph.doc_ids
         self.sentence_matrix = sentence_matrix
-        self._offsets = sentence_offsets
+        self._offsets = list(sentence_offsets)
         self._tokenizer = tokenizer
         self._dim = dim
-        self._node_index: DenseIndex | None = None
-        self._lock = threading.Lock()
 
     def has_document(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is in this version."""
         return doc_id in self._entries
 
     @property
-    def node_index(self) -> DenseIndex:
-        """A FAISS index over this version's window nodes (ids = node numbers)."""
-        with self._lock:
-            if self._node_index is None:
-                graph = self.graph
-                kind = "hnsw" if graph.n_nodes > 50_000 else "flat"
-                index = DenseIndex(self._dim, kind=kind)
-                if graph.n_nodes:
-                    index.add(np.arange(graph.n_nodes), graph.node_vectors)
-                self._node_index = index
-            return self._node_index
+    def node_index(self) -> _NodeSearch:
+        """Exact search over this version's window nodes (ids = node numbers).
+
+        Nothing is built for it: it reads the version's node vectors, so a change never
+        leaves an index to rebuild on the next query.
+        """
+        return _NodeSearch(self.graph.node_vectors)
 
     def sentence_location(self, global_index: int) -> tuple[str, Span]:
         """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
@@ -259,20 +261,22 @@ class SemanticIndex:
         self.chunk_vectors = chunk_vectors
         self.theme_llm = theme_llm
         self.show_progress = show_progress
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, IndexedDocument] = {}
         self._chunk_by_id: dict[int, Chunk] = {}
         self._next_id = 0
         self._dense: DenseIndex | None = None
         self.sparse = BM25Index()
-        self._graph: SemanticSimilarityGraph | None = None
+        self._ssg = LiveSSG(self.ssg_config, self.embedder.dim) if self.ssg_config else None
         self._view: SSGView | None = None
         self._version = 0
-        self._sentence_matrix: Floats | None = None
-        self._sentence_offsets: list[int] = []
-        self._doc_order: list[str] = []
-        # Writers (add, delete) and the lazy builds of derived state take this lock, so
-        # concurrent calls from several threads never see a half-updated index.
+        self._followers: list[IndexPart] = []
+        # _lock: a commit applies a change to the dense and BM25 parts under it, and their
+        # readers take it, so they never see a half-applied change. Graph readers take no
+        # lock: they read the published SSGView. _commit_lock orders whole commits
+        # (followers included), so every part sees the changes in the same order.
         self._lock = threading.RLock()
+        self._commit_lock = threading.RLock()
+        self._publish_view()
 
     # -- read access ----------------------------------------------------------------------
     @property
@@ -354,6 +358,74 @@ class SemanticIndex:
             self._dense = DenseIndex(self.embedder.dim, kind=self.dense_kind)
         return self._dense
 
+    @property
+    def parts(self) -> dict[str, IndexPart]:
+        """The index's own parts, by name: each applies every :class:`Change`."""
+        parts: dict[str, IndexPart] = {"dense": self.dense, "sparse": self.sparse}
+        if self._ssg is not None:
+            parts["ssg"] = self._ssg
+        return parts
+
+    # -- the one place the index changes ----------------------------------------------------
+    def follow(self, part: IndexPart) -> None:
+        """Give every later change of this index to ``part`` too (e.g. a knowledge graph).
+
+        ``part.apply(change)`` runs after the index's own parts have applied the change,
+        in commit order.
+        """
+        with self._commit_lock:
+            if not any(p is part for p in self._followers):
+                self._followers.append(part)
+
+    def unfollow(self, part: IndexPart) -> bool:
+        """Stop giving changes to ``part``; ``False`` if it was not following."""
+        with self._commit_lock:
+            for i, p in enumerate(self._followers):
+                if p is part:
+                    del self._followers[i]
+                    return True
+            return False
+
+    def _commit(self, added: Sequence[IndexedDocument], removed_ids: Iterable[str] = ()) -> Change:
+        """Make one change: every part applies it, then the new version is published.
+
+        ``added`` documents replace indexed ones of the same id.
+        """
+        with self._commit_lock:
+            with self._lock:
+                gone = {*removed_ids, *(d.id for d in added)}
+                removed = tuple(e for i, e in self._entries.items() if i in gone)
+                change = Change(self._version + 1, tuple(added), removed)
+                if not change:
+                    return change
+                for part in self.parts.values():
+                    part.apply(change)
+                entries = {i: e for i, e in self._entries.items() if i not in gone}
+                entries.update((d.id, d) for d in added)
+                for i in change.removed_chunk_ids():
+                    self._chunk_by_id.pop(i, None)
+                for d in added:
+                    self._chunk_by_id.update(zip(d.chunk_ids, d.chunks, strict=True))
+                self._entries = entries
+                self._version = change.version
+                self._publish_view()
+            for follower in list(self._followers):
+                follower.apply(change)
+            return change
+
+    def _publish_view(self) -> None:
+        if self._ssg is None:
+            return
+        self._view = SSGView(
+            self._version,
+            self._ssg.graph,
+            self._entries,
+            self._ssg.sentence_matrix,
+            self._ssg.doc_sentences.tolist(),
+            self.chunker.tokenizer,
+            self.embedder.dim,
+        )
+
     # -- building ---------------------------------------------------------------------------
     def _validate(self, documents: Iterable[Document | str]) -> list[Document]:
         docs = _as_documents(documents)
@@ -399,17 +471,6 @@ class SemanticIndex:
             texts.append(", ".join(theme) if theme else doc.text[:500])
         return texts
 
-    def _assemble(
-        self,
-        block: list[tuple[Document, list[Span]]],
-        sentence_vectors: Floats,
-        chunk_lists: list[list[Chunk]],
-        themes: list[list[str]],
-        second: Floats,
-    ) -> None:
-        with self._lock:
-            self._store_block(block, sentence_vectors, chunk_lists, themes, second)
-
     def _store_block(
         self,
         block: list[tuple[Document, list[Span]]],
@@ -421,9 +482,7 @@ class SemanticIndex:
         s_pos = 0
         t_pos = 0
         cfg = self.ssg_config
-        new_ids: list[int] = []
-        new_vectors: list[Floats] = []
-        new_texts: list[str] = []
+        computed = []
         for (doc, spans), chunks, theme in zip(block, chunk_lists, themes, strict=True):
             svec = sentence_vectors[s_pos : s_pos + len(spans)]
             s_pos += len(spans)
@@ -439,23 +498,20 @@ class SemanticIndex:
                 t_pos += len(ranges_n)
             else:
                 nvec = _mean_of(svec, ranges_n, self.embedder.dim)
-            theme_vec = second[t_pos]
+            theme_vec = _normalise(second[t_pos : t_pos + 1])[0]
+            computed.append((doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec))
             t_pos += 1
-            self.delete(doc.id)  # replace a re-added document, only now that all is computed
-            ids = list(range(self._next_id, self._next_id + len(chunks)))
-            self._next_id += len(chunks)
-            self._entries[doc.id] = _Entry(
-                doc, spans, svec, list(chunks), ids, ranges_n, nvec, theme, theme_vec
-            )
-            for i, c in zip(ids, chunks, strict=True):
-                self._chunk_by_id[i] = c
-            new_ids += ids
-            new_vectors.append(cvec)
-            new_texts += [c.text for c in chunks]
-        if new_ids:  # one add per block: no per-document copy of the whole index
-            self.dense.add(new_ids, np.concatenate(new_vectors))
-            self.sparse.add(new_ids, new_texts)
-        self._invalidate()
+        with self._commit_lock:  # ids are taken in commit order
+            added = []
+            for doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec in computed:
+                ids = list(range(self._next_id, self._next_id + len(chunks)))
+                self._next_id += len(chunks)
+                added.append(
+                    IndexedDocument(
+                        doc, spans, svec, list(chunks), ids, cvec, ranges_n, nvec, theme, theme_vec
+                    )
+                )
+            self._commit(added)  # one change per block: re-added documents are replaced
 
     def _keyword_themes(self, block: list[tuple[Document, list[Span]]]) -> list[list[str]]:
         n = self.ssg_config.n_themes if self.ssg_config else 5
@@ -504,7 +560,7 @@ class SemanticIndex:
                         replies.append(self._theme_failed(d, exc))
                 themes = self._merge_themes(block, replies, themes)
             second = self.embedder.embed(self._second_pass_texts(block, chunk_lists, themes))
-            self._assemble(block, svecs, chunk_lists, themes, second)
+            self._store_block(block, svecs, chunk_lists, themes, second)
             if bar is not None:
                 bar.update(len(block))
         if bar is not None:
@@ -537,7 +593,7 @@ class SemanticIndex:
                 themes = self._merge_themes(block, replies, themes)
             texts = await asyncio.to_thread(self._second_pass_texts, block, chunk_lists, themes)
             second = await self.embedder.aembed(texts)
-            await asyncio.to_thread(self._assemble, block, svecs, chunk_lists, themes, second)
+            await asyncio.to_thread(self._store_block, block, svecs, chunk_lists, themes, second)
 
     def _theme_failed(self, doc: Document, exc: Exception) -> None:
         if self.on_llm_error == "raise":
@@ -566,23 +622,7 @@ class SemanticIndex:
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document, its chunks and its graph nodes; ``False`` if it was absent."""
-        with self._lock:
-            entry = self._entries.pop(doc_id, None)
-            if entry is None:
-                return False
-            if entry.chunk_ids:
-                self.dense.remove(entry.chunk_ids)
-                self.sparse.remove(entry.chunk_ids)
-            for i in entry.chunk_ids:
-                self._chunk_by_id.pop(i, None)
-            self._invalidate()
-            return True
-
-    def _invalidate(self) -> None:
-        self._graph = None
-        self._view = None
-        self._version += 1
-        self._sentence_matrix = None
+        return bool(self._commit((), [doc_id]))
 
     # -- search -------------------------------------------------------------------------------
     def embed_query(self, query: str) -> Floats:
@@ -645,7 +685,7 @@ class SemanticIndex:
     # -- the semantic similarity graph ------------------------------------------------------
     @property
     def ssg(self) -> SemanticSimilarityGraph:
-        """The semantic similarity graph, (re)built on first use after a change.
+        """The semantic similarity graph of the current version.
 
         Raises:
             ConfigError: if the index was created with ``ssg=False``.
@@ -655,104 +695,30 @@ class SemanticIndex:
     def ssg_view(self) -> SSGView:
         """The current consistent version of the graph and its documents.
 
-        Built on first use after a change; see :class:`SSGView`.
+        Every change publishes a new view (see :class:`SSGView`); taking one costs nothing
+        and never waits for a writer.
 
         Raises:
             ConfigError: if the index was created with ``ssg=False``.
         """
-        if self.ssg_config is None:
+        view = self._view
+        if view is None:
             raise ConfigError("this index was built with ssg=False")
-        with self._lock:
-            if self._graph is None:
-                self._graph = self._build_graph()
-            if self._view is None or self._view.graph is not self._graph:
-                self._view = SSGView(
-                    self._version,
-                    self._graph,
-                    self._entries,
-                    self._build_sentence_matrix(),
-                    list(self._sentence_offsets),
-                    self.chunker.tokenizer,
-                    self.embedder.dim,
-                )
-            return self._view
+        return view
 
     @property
-    def node_index(self) -> DenseIndex:
-        """A FAISS index over the SSG's window nodes (ids = node numbers)."""
+    def node_index(self) -> _NodeSearch:
+        """Exact search over the SSG's window nodes (ids = node numbers)."""
         return self.ssg_view().node_index
 
     @property
     def sentence_matrix(self) -> Floats:
         """All sentence vectors, documents in insertion order."""
-        with self._lock:
-            return self._build_sentence_matrix()
-
-    def _build_sentence_matrix(self) -> Floats:
-        if self._sentence_matrix is None:
-            parts = [e.sentence_vectors for e in self._entries.values()]
-            dim = self.embedder.dim if not parts else parts[0].shape[1]
-            self._sentence_matrix = (
-                np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
-            )
-            offsets = [0]
-            for e in self._entries.values():
-                offsets.append(offsets[-1] + len(e.sentences))
-            self._sentence_offsets = offsets
-            self._doc_order = list(self._entries)
-        return self._sentence_matrix
+        return self.ssg_view().sentence_matrix
 
     def sentence_location(self, global_index: int) -> tuple[str, Span]:
         """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
         return self.ssg_view().sentence_location(global_index)
-
-    def _build_graph(self) -> SemanticSimilarityGraph:
-        cfg = self.ssg_config
-        assert cfg is not None
-        entries = list(self._entries.values())
-        dim = self.embedder.dim if not entries else entries[0].sentence_vectors.shape[1]
-        _ = self.sentence_matrix
-        node_doc, node_sent, vecs, offsets = [], [], [], [0]
-        for d, e in enumerate(entries):
-            base = self._sentence_offsets[d]
-            node_doc += [d] * len(e.node_ranges)
-            node_sent += [(base + a, base + b) for a, b in e.node_ranges]
-            vecs.append(e.node_vectors)
-            offsets.append(offsets[-1] + len(e.node_ranges))
-        vectors = (
-            np.concatenate(vecs).astype(np.float32) if vecs else np.zeros((0, dim), np.float32)
-        )
-        indptr, indices, scores, kinds = build_edges(vectors, offsets, cfg)
-        theme_vecs = (
-            _normalise(np.stack([e.theme_vector for e in entries]))
-            if entries
-            else np.zeros((0, dim), np.float32)
-        )
-        bridges: list[list[tuple[int, float]]] = []
-        if len(entries) > 1 and cfg.top_t:
-            sims = theme_vecs @ theme_vecs.T
-            np.fill_diagonal(sims, -np.inf)
-            for row in sims:
-                top = np.argsort(-row, kind="stable")[: cfg.top_t]
-                bridges.append([(int(j), float(row[j])) for j in top if math.isfinite(row[j])])
-        else:
-            bridges = [[] for _ in entries]
-        mean, comps = fit_pca3(vectors)
-        return SemanticSimilarityGraph(
-            config=cfg,
-            doc_ids=[e.doc.id for e in entries],
-            node_doc=np.asarray(node_doc, dtype=np.int64),
-            node_sentences=np.asarray(node_sent, dtype=np.int64).reshape(-1, 2),
-            node_vectors=vectors,
-            indptr=indptr,
-            indices=indices,
-            scores=scores,
-            kinds=kinds,
-            themes=[e.themes for e in entries],
-            theme_bridges=bridges,
-            pca_mean=mean,
-            pca_components=comps,
-        )
 
     def node_chunk(self, node: int) -> Chunk:
         """A window node of the SSG as a :class:`Chunk` with exact offsets."""
@@ -779,10 +745,10 @@ class SemanticIndex:
             "chunk_vectors": self.chunk_vectors,
             "next_id": self._next_id,
         }
-        graph = self._graph
-        with atomic_directory(directory, manifest) as tmp:
+        with self._commit_lock, atomic_directory(directory, manifest) as tmp:
+            entries = list(self._entries.values())
             with open(tmp / "documents.jsonl", "w", encoding="utf-8") as f:
-                for e in self._entries.values():
+                for e in entries:
                     record = {
                         "id": e.doc.id,
                         "text": e.doc.text,
@@ -797,7 +763,6 @@ class SemanticIndex:
                         "themes": e.themes,
                     }
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
-            entries = list(self._entries.values())
             dim = self.embedder.dim
             for name, parts in (
                 ("sentence_vectors.npy", [e.sentence_vectors for e in entries]),
@@ -806,13 +771,9 @@ class SemanticIndex:
             ):
                 arr = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
                 np.save(tmp / name, arr.astype(np.float32), allow_pickle=False)
-            self.dense.save(tmp)
-            self.sparse.save(tmp)
-            if graph is not None:
-                np.savez(tmp / "ssg.npz", **graph.arrays())
-                (tmp / "ssg.json").write_text(
-                    json.dumps({"bridges": graph.theme_bridges}), encoding="utf-8"
-                )
+            with self._lock:  # a reader may build the FAISS or BM25 scorer meanwhile
+                for part in self.parts.values():
+                    part.save(tmp)
         return Path(directory)
 
     @classmethod
@@ -879,63 +840,76 @@ class SemanticIndex:
         svecs = np.load(directory / "sentence_vectors.npy", allow_pickle=False)
         nvecs = np.load(directory / "node_vectors.npy", allow_pickle=False)
         tvecs = np.load(directory / "theme_vectors.npy", allow_pickle=False)
-        s_pos = n_pos = 0
+        index._dense = DenseIndex.load(directory, m["dense"])
+        index.sparse = BM25Index.load(directory)
+        records = []
         with open(directory / "documents.jsonl", encoding="utf-8") as f:
-            for t_pos, line in enumerate(f):
+            for line in f:
                 r = json.loads(line)
                 doc = Document(r["id"], r["text"], r["metadata"])
-                spans = [Span(a, b) for a, b in r["sentences"]]
                 chunks = [
                     Chunk(doc.id, a, b, doc.text[a:b], tc, i, ss, se, doc.metadata)
                     for i, (a, b, tc, ss, se) in enumerate(r["chunks"])
                 ]
-                ranges = [(a, b) for a, b in r["node_ranges"]]
-                entry = _Entry(
-                    doc,
-                    spans,
-                    svecs[s_pos : s_pos + len(spans)],
-                    chunks,
-                    list(r["chunk_ids"]),
-                    ranges,
-                    nvecs[n_pos : n_pos + len(ranges)],
-                    list(r["themes"]),
-                    tvecs[t_pos],
-                )
-                s_pos += len(spans)
-                n_pos += len(ranges)
-                index._entries[doc.id] = entry
-                for i, c in zip(entry.chunk_ids, chunks, strict=True):
-                    index._chunk_by_id[i] = c
-        index._next_id = int(m["next_id"])
-        index._dense = DenseIndex.load(directory, m["dense"])
-        index.sparse = BM25Index.load(directory)
-        chunk_ids = set(index._chunk_by_id)
-        counts = (s_pos, n_pos, len(index._entries))
+                records.append((doc, r, chunks))
+        n_sent = sum(len(r["sentences"]) for _, r, _ in records)
+        n_node = sum(len(r["node_ranges"]) for _, r, _ in records)
+        counts = (n_sent, n_node, len(records))
         if counts != (len(svecs), len(nvecs), len(tvecs)):
             raise ValueError(
                 f"documents.jsonl describes {counts} sentences / nodes / documents, the "
                 f"vector files hold {(len(svecs), len(nvecs), len(tvecs))}"
             )
+        chunk_ids = {int(i) for _, r, _ in records for i in r["chunk_ids"]}
         if set(index._dense.ids.tolist()) != chunk_ids or set(index.sparse._ids) != chunk_ids:
             raise ValueError("the dense / BM25 indexes and documents.jsonl hold different chunks")
+        index._next_id = int(m["next_id"])
         if chunk_ids and max(chunk_ids) >= index._next_id:
             raise ValueError(f"next_id {index._next_id} is not above every chunk id")
-        if (directory / "ssg.npz").exists() and ssg_cfg:
-            index._graph = index._graph_from_saved(directory, ssg_cfg)
+        s_pos = n_pos = 0
+        for t_pos, (doc, r, chunks) in enumerate(records):
+            ids = [int(i) for i in r["chunk_ids"]]
+            spans = [Span(a, b) for a, b in r["sentences"]]
+            ranges = [(a, b) for a, b in r["node_ranges"]]
+            entry = IndexedDocument(
+                doc,
+                spans,
+                svecs[s_pos : s_pos + len(spans)],
+                chunks,
+                ids,
+                index._dense.vectors_of(ids),
+                ranges,
+                nvecs[n_pos : n_pos + len(ranges)],
+                list(r["themes"]),
+                tvecs[t_pos],
+            )
+            s_pos += len(spans)
+            n_pos += len(ranges)
+            index._entries[doc.id] = entry
+            index._chunk_by_id.update(zip(ids, chunks, strict=True))
+        index._version = 1 if records else 0
+        if ssg_cfg:
+            index._ssg = index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs)
+            index._publish_view()
         return index
 
-    def _graph_from_saved(self, directory: Path, cfg: SSGConfig) -> SemanticSimilarityGraph:
-        _ = self.sentence_matrix
-        with np.load(directory / "ssg.npz", allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        bridges = json.loads((directory / "ssg.json").read_text(encoding="utf-8"))["bridges"]
-        return SemanticSimilarityGraph(
-            config=cfg,
-            doc_ids=list(self._entries),
-            themes=[e.themes for e in self._entries.values()],
-            theme_bridges=[[(int(j), float(s)) for j, s in row] for row in bridges],
-            **arrays,
+    def _ssg_from_saved(
+        self, directory: Path, cfg: SSGConfig, node_vectors: Floats, sentence_vectors: Floats
+    ) -> LiveSSG:
+        entries = list(self._entries.values())
+        saved = directory / "ssg.npz"
+        current = False
+        if saved.exists():
+            with np.load(saved, allow_pickle=False) as z:
+                current = "intra_cols" in z.files
+        if not current:  # format 1 kept only the CSR graph: rebuild the lists once
+            return LiveSSG.fresh(cfg, self.embedder.dim, entries)
+        ssg = LiveSSG.load(
+            directory, cfg, node_vectors=node_vectors, sentence_matrix=sentence_vectors
         )
+        if ssg.doc_ids != [e.id for e in entries]:
+            raise ValueError("the graph and documents.jsonl list different documents")
+        return ssg
 
     def __repr__(self) -> str:
         return (

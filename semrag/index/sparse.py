@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag.errors import ConfigError
+from semrag.index.change import Change
 
 __all__ = ["BM25Index", "bm25_tokenize"]
 
@@ -73,6 +74,15 @@ class BM25Index:
             self._tokens = [self._tokens[j] for j in keep]
             self._invalidate()
         return removed
+
+    def apply(self, change: Change) -> None:
+        """Remove the change's removed chunks, then index its added chunks."""
+        removed = change.removed_chunk_ids()
+        if removed:
+            self.remove(removed)
+        ids, chunks, _ = change.added_chunks()
+        if ids:
+            self.add(ids, [c.text for c in chunks])
 
     def _invalidate(self) -> None:
         self._bm25 = None

@@ -159,17 +159,24 @@ def test_empty_and_whitespace_documents():
     assert index.ssg.n_nodes == 3  # one 3-sentence window per non-empty document
 
 
-def test_save_load_round_trip(tmp_path):
+def test_save_load_round_trip(tmp_path, monkeypatch):
+    from semrag.graph.live_ssg import LiveSSG
+
     index = make_index()
     before = [(h.chunk, round(h.score, 5)) for h in index.search("dog ball", k=3)]
     _ = index.ssg
     index.save(tmp_path / "idx")
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("the graph was rebuilt instead of loaded")
+
+    monkeypatch.setattr(LiveSSG, "fresh", no_rebuild)
     loaded = SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder())
     assert loaded.doc_ids == index.doc_ids
     assert [(h.chunk, round(h.score, 5)) for h in loaded.search("dog ball", k=3)] == before
     assert loaded.search_sparse("mailman", 1)[0].chunk.doc_id == "dogs"
-    assert loaded._graph is not None  # the graph was persisted, not rebuilt
     np.testing.assert_array_equal(loaded.ssg.indices, index.ssg.indices)
+    np.testing.assert_array_equal(loaded.ssg.pca_components, index.ssg.pca_components)
     assert loaded.themes("cats") == index.themes("cats")
     loaded.add_documents([Document("birds", "Birds sing at dawn.")])
     ids = [c for d in loaded.doc_ids for c in loaded._entries[d].chunk_ids]

@@ -1,0 +1,181 @@
+"""Exact (and, for big batches, HNSW) top-k neighbour lists that other groups provide.
+
+The semantic similarity graph keeps, for every window node, its best neighbours in other
+documents, and for every document its best theme bridges. Both are "top ``k`` rows of
+another group above a floor", kept up to date as rows come and go. These functions are
+the one implementation the fresh build and every incremental change share, so that an
+index grown by many small changes equals one built in a single pass:
+
+* a float32 matrix product shortlists candidates; their similarities are then computed
+  in float64 and rounded to float32, so a pair has the same value whatever the shape of
+  the batch it was computed in (BLAS results may differ in the last bit between shapes);
+* ties are broken by the lower row number (a total order), so the top ``k`` of a union
+  equals the top ``k`` of the union of each part's top ``k`` (what :func:`merge_top`
+  relies on).
+
+Lists are fixed-width arrays: ``cols`` (``-1`` for an empty slot) and ``vals`` (``-inf``
+for an empty slot), best first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag._deps import faiss as _faiss
+
+__all__ = ["empty_lists", "hnsw_top", "merge_top", "top_neighbours"]
+
+Floats = npt.NDArray[np.float32]
+Ints = npt.NDArray[np.int64]
+
+_CELLS = 1 << 23  # float32 similarity cells per block (32 MB)
+_ROWS = 1024  # most query rows per block
+_TOL = 5e-5  # bound on a float32 dot product's error for unit vectors (d * eps32)
+
+
+def empty_lists(n: int, k: int) -> tuple[Ints, Floats]:
+    """``n`` empty lists of width ``k``."""
+    return np.full((n, k), -1, np.int64), np.full((n, k), -np.inf, np.float32)
+
+
+def exact_similarities(queries: Floats, base: Floats) -> Floats:
+    """``queries[i] . base[i, j]`` in float64, rounded to float32: the stored value of a pair.
+
+    Args:
+        queries: shape ``(m, d)``.
+        base: shape ``(m, c, d)``, the candidates of each query.
+    """
+    q = queries.astype(np.float64)
+    return np.einsum("id,icd->ic", q, base.astype(np.float64)).astype(np.float32)
+
+
+def _select(
+    sims: Floats, queries: Floats, base: Floats, k: int, floor: float
+) -> tuple[Ints, Floats]:
+    """Per row, the columns of the ``k`` largest finite exact values ``>= floor``.
+
+    ``sims`` is the float32 ``queries @ base.T`` with excluded cells set to ``-inf``.
+
+    The float32 product only shortlists: every cell within its error of the ``k``-th value
+    is a candidate, and candidates are ranked by :func:`exact_similarities` (ties: lower
+    column). So a pair ranks the same in any batch.
+    """
+    rows, n = sims.shape
+    cols, vals = empty_lists(rows, k)
+    kk = min(k, n)
+    if not rows or kk == 0:
+        return cols, vals
+    part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+    t = np.take_along_axis(sims, part, axis=1).min(axis=1)
+    cut = np.maximum(np.where(np.isfinite(t), t - _TOL, -np.inf), floor - _TOL)
+    width = int(((sims >= cut[:, None]) & np.isfinite(sims)).sum(axis=1).max())
+    width = max(width, kk)
+    if width < n:
+        cand = np.argpartition(-sims, width - 1, axis=1)[:, :width]
+    else:
+        cand = np.broadcast_to(np.arange(n), (rows, n)).copy()
+    fast = np.take_along_axis(sims, cand, axis=1)
+    exact = np.where(np.isfinite(fast), exact_similarities(queries, base[cand]), -np.inf)
+    order = np.lexsort((cand, -exact), axis=1)[:, :kk]
+    cand = np.take_along_axis(cand, order, axis=1)
+    exact = np.take_along_axis(exact, order, axis=1)
+    ok = np.isfinite(exact) & (exact >= floor)
+    cols[:, :kk] = np.where(ok, cand, -1)
+    vals[:, :kk] = np.where(ok, exact, -np.inf)
+    return cols, vals
+
+
+def top_neighbours(
+    queries: Floats,
+    query_groups: Ints,
+    base: Floats,
+    base_groups: Ints,
+    k: int,
+    floor: float,
+) -> tuple[Ints, Floats]:
+    """Exact top-``k`` rows of ``base`` in another group than each query, ``>= floor``.
+
+    Args:
+        queries: unit vectors, shape ``(m, d)``.
+        query_groups: the group of each query (a row of the same group is never a
+            neighbour).
+        base: unit vectors, shape ``(n, d)``.
+        base_groups: the group of each base row.
+        k: list width.
+        floor: least similarity kept.
+
+    Returns:
+        ``(cols, vals)`` of shape ``(m, k)``: rows of ``base``, best first.
+    """
+    m, n = queries.shape[0], base.shape[0]
+    cols, vals = empty_lists(m, k)
+    if not m or not n or not k:
+        return cols, vals
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    base = np.ascontiguousarray(base, dtype=np.float32)
+    step = max(1, min(_ROWS, _CELLS // n))
+    for a in range(0, m, step):
+        b = min(m, a + step)
+        sims = queries[a:b] @ base.T
+        sims[query_groups[a:b, None] == base_groups[None, :]] = -np.inf
+        cols[a:b], vals[a:b] = _select(sims, queries[a:b], base, k, floor)
+    return cols, vals
+
+
+def merge_top(
+    cols: Ints, vals: Floats, more_cols: Ints, more_vals: Floats, k: int
+) -> tuple[Ints, Floats]:
+    """The top ``k`` of two sets of lists, row by row (ties: lower column)."""
+    c = np.concatenate([cols, more_cols], axis=1)
+    v = np.concatenate([vals, more_vals], axis=1)
+    key_cols = np.where(c >= 0, c, np.iinfo(np.int64).max)
+    order = np.lexsort((key_cols, -v), axis=1)[:, :k]
+    return np.take_along_axis(c, order, axis=1), np.take_along_axis(v, order, axis=1)
+
+
+def hnsw_top(
+    queries: Floats,
+    query_groups: Ints,
+    base: Floats,
+    base_groups: Ints,
+    k: int,
+    floor: float,
+) -> tuple[Ints, Floats]:
+    """Approximate :func:`top_neighbours` with a FAISS HNSW index, for very big batches.
+
+    ``base_groups`` must be contiguous runs (the rows of a document are adjacent). One
+    batched search goes deep enough to see past a query's own group; the few rows still
+    short of ``k`` are searched again with their group's row range excluded.
+    """
+    faiss = _faiss()
+    m, n = queries.shape[0], base.shape[0]
+    cols, vals = empty_lists(m, k)
+    if not m or not n or not k:
+        return cols, vals
+    index = faiss.IndexHNSWFlat(base.shape[1], 16, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = 40
+    index.add(np.ascontiguousarray(base, dtype=np.float32))
+    starts = np.flatnonzero(np.r_[True, base_groups[1:] != base_groups[:-1]])
+    ends = np.r_[starts[1:], n]
+    run_of = {int(base_groups[s]): (int(s), int(e)) for s, e in zip(starts, ends, strict=True)}
+    depth = min(n, k + min(int((ends - starts).max()) - 1, 64))
+    index.hnsw.efSearch = max(64, depth)
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    v, c = index.search(q, depth)
+    other = (c >= 0) & (base_groups[np.maximum(c, 0)] != query_groups[:, None])
+    take = other & (np.cumsum(other, axis=1) <= k) & (v >= floor)
+    for r in range(m):  # compact each row's kept hits to the front
+        got = np.flatnonzero(take[r])
+        cols[r, : got.size], vals[r, : got.size] = c[r, got], v[r, got]
+    own = np.array([run_of.get(int(g), (0, 0)) for g in query_groups]).reshape(-1, 2)
+    short = np.flatnonzero(other.sum(axis=1) < np.minimum(k, n - (own[:, 1] - own[:, 0])))
+    for r in short:
+        a, b = int(own[r, 0]), int(own[r, 1])
+        params = faiss.SearchParametersHNSW(sel=faiss.IDSelectorNot(faiss.IDSelectorRange(a, b)))
+        params.efSearch = max(64, 4 * k)
+        v2, c2 = index.search(q[r : r + 1], k, params=params)
+        keep = (c2[0] >= 0) & (v2[0] >= floor)
+        cols[r], vals[r] = -1, -np.inf
+        cols[r, : keep.sum()], vals[r, : keep.sum()] = c2[0][keep], v2[0][keep]
+    return cols, vals

@@ -1,0 +1,373 @@
+"""The semantic similarity graph as a part of a living index: changed, never rebuilt.
+
+:class:`LiveSSG` holds the graph's state as fixed-width neighbour lists and applies a
+:class:`~semrag.index.change.Change` in time proportional to what the change touches:
+
+* **added documents** get their window nodes, their intra-document lists (within the
+  document) and their inter-document lists (one exact search of the new nodes against
+  all nodes); every existing node whose list a new node enters is updated (one product
+  of the existing nodes with the new ones, merged into the lists);
+* **removed documents** leave every list they were in: node numbers after them shift
+  down, and each node that lost a neighbour has its list refilled by one search;
+* **theme bridges** between documents follow the same two rules;
+* the **3-d projection** (``triangulation_geometric_3d``) is updated at every change from
+  running sums (the mean and ``X^T X`` of the node vectors), so it is always the PCA of
+  the current nodes and is never refitted on a query;
+* the **anchor search** is exact over the version's node vectors, so it needs no index
+  to build or update.
+
+After any sequence of changes the graph equals a fresh build over the surviving
+documents (same nodes, edges, scores, bridges and projection), because the fresh build is
+the same code applied to one change that adds every document (see
+:mod:`semrag.graph.knn` for why the pieces agree exactly). Arrays of a published graph are
+never written to again: each change builds new arrays, so a reader holding a version
+keeps a consistent one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.graph.knn import empty_lists, merge_top, top_neighbours
+from semrag.graph.ssg import (
+    SemanticSimilarityGraph,
+    SSGConfig,
+    edges_csr,
+    inter_lists,
+    intra_lists,
+    pca3_from_sums,
+)
+from semrag.index.change import Change, IndexedDocument
+
+__all__ = ["LiveSSG"]
+
+Floats = npt.NDArray[np.float32]
+Ints = npt.NDArray[np.int64]
+
+_ARRAYS = (
+    "doc_nodes",
+    "doc_sentences",
+    "theme_vectors",
+    "bridge_cols",
+    "bridge_vals",
+    "node_doc",
+    "node_sentences",
+    "intra_cols",
+    "intra_vals",
+    "inter_cols",
+    "inter_vals",
+    "vector_sum",
+    "vector_scatter",
+)
+
+
+def _remap(cols: Ints, new_of_old: Ints) -> Ints:
+    """Renumber list entries; entries whose target is gone become ``-1``."""
+    return np.where(cols >= 0, new_of_old[np.maximum(cols, 0)], -1)
+
+
+class LiveSSG:
+    """The semantic similarity graph of an index, kept up to date change by change.
+
+    Args:
+        config: how the graph is built.
+        dim: the vector dimension.
+
+    Attributes:
+        graph: the current :class:`SemanticSimilarityGraph` (immutable; replaced by each
+            change).
+        sentence_matrix: every sentence vector, documents in order.
+        doc_sentences: ``doc_sentences[d]`` is the first sentence of document ``d`` in
+            :attr:`sentence_matrix` (a final entry closes the list).
+    """
+
+    def __init__(self, config: SSGConfig, dim: int) -> None:
+        self.config = config
+        self.dim = dim
+        self.doc_ids: list[str] = []
+        self.themes: list[list[str]] = []
+        self._pos: dict[str, int] = {}
+        k, x, t = config.top_k, config.top_x, config.top_t
+        self.doc_nodes = np.zeros(1, np.int64)
+        self.doc_sentences = np.zeros(1, np.int64)
+        self.theme_vectors = np.zeros((0, dim), np.float32)
+        self.bridge_cols, self.bridge_vals = empty_lists(0, t)
+        self.node_doc = np.zeros(0, np.int64)
+        self.node_sentences = np.zeros((0, 2), np.int64)
+        self.node_vectors = np.zeros((0, dim), np.float32)
+        self.intra_cols, self.intra_vals = empty_lists(0, k)
+        self.inter_cols, self.inter_vals = empty_lists(0, x)
+        self.sentence_matrix = np.zeros((0, dim), np.float32)
+        self.vector_sum = np.zeros(dim, np.float64)
+        self.vector_scatter = np.zeros((dim, dim), np.float64)
+        self.graph = self._graph()
+
+    @classmethod
+    def fresh(cls, config: SSGConfig, dim: int, documents: Sequence[IndexedDocument]) -> LiveSSG:
+        """A graph built in one pass over ``documents`` (one change that adds them all)."""
+        ssg = cls(config, dim)
+        ssg.apply(Change(version=1, added=tuple(documents)))
+        return ssg
+
+    # -- applying a change ------------------------------------------------------------------
+    def apply(self, change: Change) -> None:
+        """Remove ``change.removed``, add ``change.added``, and update what they touch."""
+        refill_nodes, refill_docs = self._remove([d.id for d in change.removed])
+        n_old, d_old = self.node_doc.size, len(self.doc_ids)
+        self._add(change.added)
+        cfg = self.config
+        self.inter_cols, self.inter_vals = self._update(
+            self.inter_cols,
+            self.inter_vals,
+            self.node_vectors,
+            self.node_doc,
+            refill_nodes,
+            n_old,
+            lambda q, g: inter_lists(q, g, self.node_vectors, self.node_doc, cfg),
+            cfg.top_x,
+            cfg.min_inter,
+        )
+        doc_numbers = np.arange(len(self.doc_ids))
+        self.bridge_cols, self.bridge_vals = self._update(
+            self.bridge_cols,
+            self.bridge_vals,
+            self.theme_vectors,
+            doc_numbers,
+            refill_docs,
+            d_old,
+            lambda q, g: top_neighbours(q, g, self.theme_vectors, doc_numbers, cfg.top_t, -np.inf),
+            cfg.top_t,
+            -np.inf,
+        )
+        self.graph = self._graph()
+
+    def _remove(self, doc_ids: Sequence[str]) -> tuple[Ints, Ints]:
+        """Drop documents; returns the (renumbered) nodes and documents to refill."""
+        gone = sorted(self._pos[i] for i in set(doc_ids) if i in self._pos)
+        if not gone:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        keep_doc = np.ones(len(self.doc_ids), bool)
+        keep_doc[gone] = False
+        keep_node = keep_doc[self.node_doc]
+        node_map = np.where(keep_node, np.cumsum(keep_node) - 1, -1)
+        doc_map = np.where(keep_doc, np.cumsum(keep_doc) - 1, -1)
+
+        dropped = self.node_vectors[~keep_node].astype(np.float64)
+        self.vector_sum = self.vector_sum - dropped.sum(axis=0)
+        self.vector_scatter = self.vector_scatter - dropped.T @ dropped
+
+        counts = np.diff(self.doc_sentences)
+        lost = np.where(keep_doc, 0, counts)
+        shift = np.cumsum(lost) - lost  # sentences removed before each document
+        node_doc = self.node_doc[keep_node]
+        self.node_sentences = self.node_sentences[keep_node] - shift[node_doc][:, None]
+        self.sentence_matrix = self.sentence_matrix[np.repeat(keep_doc, counts)]
+        self.doc_sentences = np.r_[0, np.cumsum(counts[keep_doc])].astype(np.int64)
+        self.doc_nodes = np.r_[0, np.cumsum(np.diff(self.doc_nodes)[keep_doc])].astype(np.int64)
+        self.node_doc = doc_map[node_doc]
+        self.node_vectors = self.node_vectors[keep_node]
+        self.intra_cols = _remap(self.intra_cols[keep_node], node_map)
+        self.intra_vals = self.intra_vals[keep_node]
+
+        inter = self.inter_cols[keep_node]
+        self.inter_cols = _remap(inter, node_map)
+        self.inter_vals = self.inter_vals[keep_node]
+        refill_nodes = np.flatnonzero(((inter >= 0) & (self.inter_cols < 0)).any(axis=1))
+
+        bridges = self.bridge_cols[keep_doc]
+        self.bridge_cols = _remap(bridges, doc_map)
+        self.bridge_vals = self.bridge_vals[keep_doc]
+        refill_docs = np.flatnonzero(((bridges >= 0) & (self.bridge_cols < 0)).any(axis=1))
+        self.theme_vectors = self.theme_vectors[keep_doc]
+
+        self.doc_ids = [d for d, k in zip(self.doc_ids, keep_doc, strict=True) if k]
+        self.themes = [t for t, k in zip(self.themes, keep_doc, strict=True) if k]
+        self._pos = {d: i for i, d in enumerate(self.doc_ids)}
+        return refill_nodes.astype(np.int64), refill_docs.astype(np.int64)
+
+    def _add(self, documents: Sequence[IndexedDocument]) -> None:
+        if not documents:
+            return
+        cfg = self.config
+        n0, s0 = self.node_doc.size, self.sentence_matrix.shape[0]
+        d0 = len(self.doc_ids)
+        node_doc, node_sent, intra_c, intra_v = [], [], [], []
+        n, s = n0, s0
+        for j, entry in enumerate(documents):
+            ranges = np.asarray(entry.node_ranges, dtype=np.int64).reshape(-1, 2)
+            node_doc.append(np.full(len(ranges), d0 + j, np.int64))
+            node_sent.append(ranges + s)
+            c, v = intra_lists(entry.node_vectors, cfg)
+            intra_c.append(np.where(c >= 0, c + n, -1))
+            intra_v.append(v)
+            n += len(ranges)
+            s += len(entry.sentences)
+            self.doc_ids.append(entry.id)
+            self.themes.append(list(entry.themes))
+            self._pos[entry.id] = d0 + j
+        new_vectors = np.concatenate([e.node_vectors for e in documents]).astype(np.float32)
+        added = new_vectors.astype(np.float64)
+        self.vector_sum = self.vector_sum + added.sum(axis=0)
+        self.vector_scatter = self.vector_scatter + added.T @ added
+        self.node_doc = np.concatenate([self.node_doc, *node_doc])
+        self.node_sentences = np.concatenate([self.node_sentences, *node_sent])
+        self.node_vectors = np.concatenate([self.node_vectors, new_vectors])
+        self.intra_cols = np.concatenate([self.intra_cols, *intra_c])
+        self.intra_vals = np.concatenate([self.intra_vals, *intra_v])
+        self.sentence_matrix = np.concatenate(
+            [self.sentence_matrix, *(e.sentence_vectors for e in documents)]
+        ).astype(np.float32)
+        self.doc_nodes = np.r_[
+            self.doc_nodes, n0 + np.cumsum([len(e.node_ranges) for e in documents])
+        ]
+        self.doc_sentences = np.r_[
+            self.doc_sentences, s0 + np.cumsum([len(e.sentences) for e in documents])
+        ]
+        self.theme_vectors = np.concatenate(
+            [self.theme_vectors, np.stack([e.theme_vector for e in documents])]
+        ).astype(np.float32)
+        pad_x, pad_xv = empty_lists(n - n0, cfg.top_x)
+        self.inter_cols = np.concatenate([self.inter_cols, pad_x])
+        self.inter_vals = np.concatenate([self.inter_vals, pad_xv])
+        pad_t, pad_tv = empty_lists(len(documents), cfg.top_t)
+        self.bridge_cols = np.concatenate([self.bridge_cols, pad_t])
+        self.bridge_vals = np.concatenate([self.bridge_vals, pad_tv])
+
+    @staticmethod
+    def _update(
+        cols: Ints,
+        vals: Floats,
+        vectors: Floats,
+        groups: Ints,
+        refill: Ints,
+        n_old: int,
+        search,  # noqa: ANN001 - (queries, groups) -> lists against every row
+        k: int,
+        floor: float,
+    ) -> tuple[Ints, Floats]:
+        """Recompute the lists of new rows and of ``refill``; merge new rows into the rest."""
+        n = vectors.shape[0]
+        if not k:
+            return cols, vals
+        cols, vals = cols.copy(), vals.copy()
+        targets = np.union1d(refill, np.arange(n_old, n)).astype(np.int64)
+        if targets.size:
+            cols[targets], vals[targets] = search(vectors[targets], groups[targets])
+        if n_old and n > n_old:
+            others = np.setdiff1d(np.arange(n_old), refill, assume_unique=True)
+            if others.size:
+                new_c, new_v = top_neighbours(
+                    vectors[others], groups[others], vectors[n_old:], groups[n_old:], k, floor
+                )
+                new_c = np.where(new_c >= 0, new_c + n_old, -1)
+                cols[others], vals[others] = merge_top(cols[others], vals[others], new_c, new_v, k)
+        return cols, vals
+
+    # -- reading ----------------------------------------------------------------------------
+    def _graph(self) -> SemanticSimilarityGraph:
+        indptr, indices, scores, kinds = edges_csr(
+            (self.intra_cols, self.intra_vals), (self.inter_cols, self.inter_vals)
+        )
+        mean, comps = pca3_from_sums(self.node_doc.size, self.vector_sum, self.vector_scatter)
+        bridges = [
+            [(int(j), float(v)) for j, v in zip(c, w, strict=True) if j >= 0]
+            for c, w in zip(self.bridge_cols.tolist(), self.bridge_vals.tolist(), strict=True)
+        ]
+        return SemanticSimilarityGraph(
+            config=self.config,
+            doc_ids=list(self.doc_ids),
+            node_doc=self.node_doc,
+            node_sentences=self.node_sentences,
+            node_vectors=self.node_vectors,
+            indptr=indptr,
+            indices=indices,
+            scores=scores,
+            kinds=kinds,
+            themes=[list(t) for t in self.themes],
+            theme_bridges=bridges,
+            pca_mean=mean,
+            pca_components=comps,
+        )
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, directory: Path) -> list[str]:
+        """Write ``ssg.npz`` and ``ssg.json`` (document ids and themes).
+
+        The node and sentence vectors are the index's to save (``node_vectors.npy``,
+        ``sentence_vectors.npy``); :meth:`load` takes them back as arguments.
+        """
+        np.savez(directory / "ssg.npz", **{name: getattr(self, name) for name in _ARRAYS})
+        (directory / "ssg.json").write_text(
+            json.dumps({"doc_ids": self.doc_ids, "themes": self.themes}), encoding="utf-8"
+        )
+        return ["ssg.npz", "ssg.json"]
+
+    @classmethod
+    def load(
+        cls,
+        directory: Path,
+        config: SSGConfig,
+        *,
+        node_vectors: Floats,
+        sentence_matrix: Floats,
+    ) -> LiveSSG:
+        """Read what :meth:`save` wrote, with the node and sentence vectors saved beside it.
+
+        Raises:
+            ValueError: if the arrays do not fit together (the caller reports a
+                :class:`~semrag.errors.StoreError`).
+        """
+        ssg = cls(config, int(node_vectors.shape[1]))
+        ssg.node_vectors = np.asarray(node_vectors, dtype=np.float32)
+        ssg.sentence_matrix = np.asarray(sentence_matrix, dtype=np.float32)
+        with np.load(directory / "ssg.npz", allow_pickle=False) as z:
+            missing = set(_ARRAYS) - set(z.files)
+            if missing:
+                raise ValueError(f"ssg.npz lacks {sorted(missing)}")
+            for name in _ARRAYS:
+                setattr(ssg, name, z[name])
+        meta = json.loads((directory / "ssg.json").read_text(encoding="utf-8"))
+        ssg.doc_ids = [str(d) for d in meta["doc_ids"]]
+        ssg.themes = [[str(t) for t in ts] for ts in meta["themes"]]
+        ssg._pos = {d: i for i, d in enumerate(ssg.doc_ids)}
+        ssg._check()
+        ssg.graph = ssg._graph()
+        return ssg
+
+    def _check(self) -> None:
+        n, docs = self.node_doc.size, len(self.doc_ids)
+        cfg = self.config
+        shapes = {
+            "doc_nodes": (docs + 1,),
+            "doc_sentences": (docs + 1,),
+            "theme_vectors": (docs, self.dim),
+            "bridge_cols": (docs, cfg.top_t),
+            "bridge_vals": (docs, cfg.top_t),
+            "node_sentences": (n, 2),
+            "node_vectors": (n, self.dim),
+            "intra_cols": (n, cfg.top_k),
+            "intra_vals": (n, cfg.top_k),
+            "inter_cols": (n, cfg.top_x),
+            "inter_vals": (n, cfg.top_x),
+            "sentence_matrix": (int(self.doc_sentences[-1]) if docs else 0, self.dim),
+            "vector_sum": (self.dim,),
+            "vector_scatter": (self.dim, self.dim),
+        }
+        for name, shape in shapes.items():
+            if getattr(self, name).shape != shape:
+                raise ValueError(
+                    f"ssg.npz: {name} has shape {getattr(self, name).shape}, not {shape}"
+                )
+        lists = np.concatenate([self.intra_cols.ravel(), self.inter_cols.ravel()])
+        if len(self.themes) != docs or (lists >= n).any() or (self.bridge_cols >= docs).any():
+            raise ValueError("ssg.npz: neighbour lists point outside the graph")
+        if n and (self.node_doc.min() < 0 or self.node_doc.max() >= docs):
+            raise ValueError("ssg.npz: nodes belong to documents that are not there")
+
+    def __repr__(self) -> str:
+        return f"LiveSSG(documents={len(self.doc_ids)}, nodes={self.node_doc.size})"

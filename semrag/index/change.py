@@ -1,0 +1,132 @@
+"""The change record: the one thing every part of an index is given.
+
+An index is a set of parts (dense vectors, BM25, the semantic similarity graph, and any
+knowledge graph that follows it) fed by one stream of changes. Documents are split,
+chunked and embedded once, in :meth:`SemanticIndex.add_documents
+<semrag.index.SemanticIndex.add_documents>`; the result is an :class:`IndexedDocument`
+per document. A :class:`Change` lists the documents a write adds and the ones it removes
+(a replaced document is in both: its old version removed, its new one added); the index
+makes every change in one place (``SemanticIndex._commit``) and hands the same record
+to every part's :meth:`IndexPart.apply`. No part re-reads the corpus or recomputes from
+scratch; adding a part later is writing one class with ``apply`` / ``save`` / ``load``.
+
+::
+
+    documents -> ingest (split, chunk, embed once) -> Change(added, removed)
+        -> DenseIndex.apply, BM25Index.apply, LiveSSG.apply, KnowledgeGraph.apply, ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.types import Chunk, Document, Span
+
+__all__ = ["Change", "IndexPart", "IndexedDocument"]
+
+Floats = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IndexedDocument:
+    """A document as every part of the index needs it, computed once at ingestion.
+
+    Attributes:
+        doc: the document (id, text, metadata).
+        sentences: its sentence spans.
+        sentence_vectors: one unit vector per sentence.
+        chunks: the chunker's chunks.
+        chunk_ids: the integer id of each chunk in the dense and sparse parts.
+        chunk_vectors: one unit vector per chunk.
+        node_ranges: the sentence ranges of its SSG window nodes (empty without an SSG).
+        node_vectors: one unit vector per window node.
+        themes: its themes (keywords, or an LLM's).
+        theme_vector: the unit vector of its themes.
+    """
+
+    doc: Document
+    sentences: list[Span]
+    sentence_vectors: Floats
+    chunks: list[Chunk]
+    chunk_ids: list[int]
+    chunk_vectors: Floats
+    node_ranges: list[tuple[int, int]]
+    node_vectors: Floats
+    themes: list[str]
+    theme_vector: Floats
+
+    @property
+    def id(self) -> str:
+        """The document's id."""
+        return self.doc.id
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One write to an index: the documents it adds and the ones it removes.
+
+    Parts apply ``removed`` first, then ``added`` in order; added documents go after the
+    documents already there (a replaced document moves to the end). This is the order
+    a fresh build over the surviving documents would see them in.
+
+    Attributes:
+        version: the index version this change produces.
+        added: new documents and new versions of replaced ones.
+        removed: deleted documents and the old versions of replaced ones.
+    """
+
+    version: int
+    added: tuple[IndexedDocument, ...] = field(default=())
+    removed: tuple[IndexedDocument, ...] = field(default=())
+
+    @property
+    def added_ids(self) -> list[str]:
+        """Ids of the added documents, in order."""
+        return [d.id for d in self.added]
+
+    @property
+    def removed_ids(self) -> list[str]:
+        """Ids of the removed documents."""
+        return [d.id for d in self.removed]
+
+    @property
+    def replaced_ids(self) -> frozenset[str]:
+        """Ids both removed and added: documents whose new version replaces the old."""
+        return frozenset(self.added_ids) & frozenset(self.removed_ids)
+
+    def removed_chunk_ids(self) -> list[int]:
+        """Integer ids of every removed chunk."""
+        return [i for d in self.removed for i in d.chunk_ids]
+
+    def added_chunks(self) -> tuple[list[int], list[Chunk], Floats | None]:
+        """``(ids, chunks, vectors)`` of every added chunk (``vectors`` is ``None`` if none)."""
+        ids = [i for d in self.added for i in d.chunk_ids]
+        chunks = [c for d in self.added for c in d.chunks]
+        vectors = [d.chunk_vectors for d in self.added if len(d.chunk_ids)]
+        return ids, chunks, (np.concatenate(vectors) if vectors else None)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+@runtime_checkable
+class IndexPart(Protocol):
+    """What every part of an index implements.
+
+    ``apply`` brings the part from the version before ``change`` to ``change.version``
+    without recomputing what the change does not touch; ``save`` writes the part's files
+    into a directory (returning their names). Each part also has a ``load`` classmethod
+    that reads them back; its arguments depend on the part.
+    """
+
+    def apply(self, change: Change) -> None:
+        """Bring the part up to ``change.version``."""
+
+    def save(self, directory: Path) -> Sequence[str]:
+        """Write the part's files into ``directory``; returns their names."""

@@ -1,0 +1,344 @@
+"""The living index: after any sequence of changes, every part equals a fresh build.
+
+* the neighbour-list primitives agree with brute force (ties: lower row) and merge exactly;
+* :class:`LiveSSG` changed step by step equals :meth:`LiveSSG.fresh` over the survivors;
+* a hypothesis state machine adds, re-adds, deletes, saves and loads a
+  :class:`SemanticIndex`, and after every step compares it with an index built fresh
+  from the surviving documents: the same chunks and vectors, the same graph, and the
+  same top-10 from every retriever (dense, BM25, IAR and every SSG algorithm).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from semrag import Document, SemanticIndex, SSGRetriever
+from semrag.graph import SSGConfig
+from semrag.graph.knn import merge_top, top_neighbours
+from semrag.graph.live_ssg import LiveSSG
+from semrag.graph.ssg import window_ranges
+from semrag.index.change import Change, IndexedDocument, IndexPart
+from semrag.retrieval import ALGORITHMS, IntentAwareRetriever
+from semrag.testing import FakeEmbedder
+from semrag.types import Span
+
+DIM = 16
+
+
+def brute_top(q, qg, b, bg, k, floor):
+    """Reference: sort every other-group row by (-similarity, row)."""
+    sims = (q.astype(np.float64) @ b.astype(np.float64).T).astype(np.float32)
+    out = []
+    for i in range(len(q)):
+        rows = [j for j in range(len(b)) if bg[j] != qg[i] and sims[i, j] >= floor]
+        rows.sort(key=lambda j: (-sims[i, j], j))
+        out.append(rows[:k])
+    return out
+
+
+unit_rows = st.integers(1, 40).flatmap(
+    lambda n: st.lists(
+        st.lists(st.integers(-2, 2), min_size=DIM, max_size=DIM), min_size=n, max_size=n
+    )
+)
+
+
+def as_unit(rows):
+    v = np.asarray(rows, dtype=np.float32)
+    v[:, 0] += 0.5  # never a zero row
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=unit_rows,
+    k=st.integers(1, 6),
+    floor=st.sampled_from([-1.0, 0.0, 0.3]),
+    seed=st.integers(0, 9),
+)
+def test_top_neighbours_equals_brute_force_with_ties(rows, k, floor, seed):
+    v = as_unit(rows)
+    v[1::3] = v[0]  # exact duplicates: ties must go to the lower row
+    groups = np.random.default_rng(seed).integers(0, 4, size=len(v))
+    cols, vals = top_neighbours(v, groups, v, groups, k, floor)
+    want = brute_top(v, groups, v, groups, k, floor)
+    for i, w in enumerate(want):
+        assert cols[i][cols[i] >= 0].tolist() == w
+        assert (vals[i][cols[i] < 0] == -np.inf).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=unit_rows, k=st.integers(1, 5), split=st.floats(0, 1))
+def test_merging_two_partial_lists_equals_the_list_of_the_union(rows, k, split):
+    v = as_unit(rows)
+    v[2::4] = v[1 % len(v)]
+    cut = int(split * len(v))
+    q = v[:3]
+    g = np.full(3, -1)
+    a = top_neighbours(q, g, v[:cut], np.arange(cut), k, -1.0)
+    b = top_neighbours(q, g, v[cut:], np.arange(cut, len(v)), k, -1.0)
+    b_cols = np.where(b[0] >= 0, b[0] + cut, -1)
+    merged = merge_top(a[0], a[1], b_cols, b[1], k)
+    whole = top_neighbours(q, g, v, np.arange(len(v)), k, -1.0)
+    np.testing.assert_array_equal(merged[0], whole[0])
+    np.testing.assert_array_equal(merged[1], whole[1])
+
+
+def fake_document(doc_id: str, n_sentences: int, seed: int, cfg: SSGConfig) -> IndexedDocument:
+    rng = np.random.default_rng(seed)
+    sv = rng.integers(-1, 2, size=(n_sentences, DIM)).astype(np.float32) + 0.01
+    sv /= np.linalg.norm(sv, axis=1, keepdims=True)
+    ranges = window_ranges(n_sentences, cfg.window, cfg.step)
+    nv = np.stack([sv[a:b].mean(axis=0) for a, b in ranges]) if ranges else sv[:0]
+    nv = nv / np.linalg.norm(nv, axis=1, keepdims=True) if len(nv) else nv
+    theme = sv.sum(axis=0) + 0.01  # a document without sentences still has a theme vector
+    return IndexedDocument(
+        Document(doc_id, "x" * n_sentences),
+        [Span(i, i + 1) for i in range(n_sentences)],
+        sv,
+        [],
+        [],
+        np.zeros((0, DIM), np.float32),
+        ranges,
+        nv.astype(np.float32),
+        [doc_id],
+        (theme / np.linalg.norm(theme)).astype(np.float32),
+    )
+
+
+def assert_same_ssg(live: LiveSSG, fresh: LiveSSG) -> None:
+    assert live.doc_ids == fresh.doc_ids
+    for name in ("node_doc", "node_sentences", "doc_sentences", "doc_nodes"):
+        np.testing.assert_array_equal(getattr(live, name), getattr(fresh, name), err_msg=name)
+    for name in ("intra", "inter", "bridge"):
+        np.testing.assert_array_equal(
+            getattr(live, f"{name}_cols"), getattr(fresh, f"{name}_cols"), err_msg=name
+        )
+        np.testing.assert_array_equal(
+            getattr(live, f"{name}_vals"), getattr(fresh, f"{name}_vals"), err_msg=name
+        )
+    np.testing.assert_array_equal(live.node_vectors, fresh.node_vectors)
+    np.testing.assert_array_equal(live.sentence_matrix, fresh.sentence_matrix)
+    np.testing.assert_allclose(live.graph.pca_mean, fresh.graph.pca_mean, atol=1e-5)
+    g, f = live.graph, fresh.graph
+    for name in ("indptr", "indices", "kinds"):
+        np.testing.assert_array_equal(getattr(g, name), getattr(f, name), err_msg=name)
+    assert g.theme_bridges == f.theme_bridges
+
+
+steps = st.lists(
+    st.tuples(st.sampled_from(["add", "add", "delete"]), st.integers(0, 7), st.integers(0, 9)),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ops=steps,
+    top_k=st.integers(0, 4),
+    top_x=st.integers(0, 3),
+    top_t=st.integers(0, 3),
+    floor=st.sampled_from([-1.0, 0.0, 0.4]),
+)
+def test_live_ssg_equals_a_fresh_build_after_every_change(ops, top_k, top_x, top_t, floor):
+    cfg = SSGConfig(
+        window=2, top_k=top_k, top_x=top_x, top_t=top_t, min_intra=floor, min_inter=floor
+    )
+    live = LiveSSG(cfg, DIM)
+    docs: dict[str, IndexedDocument] = {}
+    for version, (op, d, n) in enumerate(ops, start=1):
+        doc_id = f"d{d}"
+        if op == "add":
+            new = fake_document(doc_id, n, seed=version, cfg=cfg)
+            old = (docs.pop(doc_id),) if doc_id in docs else ()
+            live.apply(Change(version, (new,), old))
+            docs[doc_id] = new
+        elif doc_id in docs:
+            live.apply(Change(version, (), (docs.pop(doc_id),)))
+        assert_same_ssg(live, LiveSSG.fresh(cfg, DIM, list(docs.values())))
+    assert isinstance(live, IndexPart)
+
+
+def test_a_change_touches_only_what_it_must():
+    """A new document far from every other leaves the other nodes' lists as they were."""
+    cfg = SSGConfig(window=2, top_k=2, top_x=2, min_intra=0.0, min_inter=0.5)
+    live = LiveSSG.fresh(cfg, DIM, [fake_document(f"d{i}", 6, seed=i, cfg=cfg) for i in range(5)])
+    before = live.graph
+    lonely = fake_document("far", 4, seed=99, cfg=cfg)
+    far = np.zeros((4, DIM), np.float32)
+    far[:, -1] = 1.0  # one direction, below min_inter from every other node
+    lonely = IndexedDocument(
+        lonely.doc,
+        lonely.sentences,
+        far,
+        [],
+        [],
+        lonely.chunk_vectors,
+        lonely.node_ranges,
+        far[: len(lonely.node_ranges)],
+        [],
+        far[0],
+    )
+    live.apply(Change(2, (lonely,)))
+    after = live.graph
+    n = before.n_nodes
+    assert before.node_vectors is not after.node_vectors  # a new version; the old is intact
+    assert before.n_nodes == n and after.n_nodes == n + len(lonely.node_ranges)
+    assert all((after.neighbours(i)[0] < n).all() for i in range(n))  # no edge to the new doc
+    np.testing.assert_array_equal(after.indptr[: n + 1], before.indptr)  # same lists
+    np.testing.assert_array_equal(after.indices[: before.indices.size], before.indices)
+
+
+# -- the index as a whole: a state machine against fresh builds ------------------------------
+WORDS = "bees hive honey rockets orbit fuel bread dough oven rivers delta flood the a".split()
+texts = st.lists(
+    st.lists(st.sampled_from(WORDS), min_size=2, max_size=6).map(
+        lambda w: " ".join(w).capitalize() + "."
+    ),
+    min_size=1,
+    max_size=6,
+).map(" ".join)
+QUERIES = ["bees and honey", "rockets in orbit", "bread in the oven", "river delta floods"]
+SSG_CONFIG = SSGConfig(window=2, top_k=3, top_x=2, top_t=2, min_intra=0.0, min_inter=0.0)
+SSG_ALGORITHMS = [a for a in ALGORITHMS if a != "llm_guided_traversal"]
+
+
+def new_index() -> SemanticIndex:
+    return SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=SSG_CONFIG)
+
+
+def hit_key(h) -> tuple:
+    return (h.chunk.doc_id, h.chunk.start, h.chunk.end, round(h.score, 4))
+
+
+def projection_is_unique(index: SemanticIndex) -> bool:
+    """Whether the 3-d PCA is unique (distinct top eigenvalues); else geometric_3d may differ."""
+    g = index.ssg
+    if g.n_nodes < 5:
+        return False
+    v = g.node_vectors.astype(np.float64)
+    values = np.sort(np.linalg.eigvalsh(np.cov(v.T, bias=True)))[::-1][:4]
+    return bool((np.diff(values) < -1e-4).all())
+
+
+def results(index: SemanticIndex) -> dict[str, list]:
+    out: dict[str, list] = {}
+    geometric = projection_is_unique(index)
+    for q in QUERIES:
+        out[f"dense {q}"] = [hit_key(h) for h in index.search(q, k=10)]
+        out[f"bm25 {q}"] = [hit_key(h) for h in index.search_sparse(q, k=10)]
+        out[f"iar {q}"] = [hit_key(h) for h in IntentAwareRetriever(index, k=10).retrieve(q)]
+        for algorithm in SSG_ALGORITHMS:
+            if algorithm == "triangulation_geometric_3d" and not geometric:
+                continue
+            hits = SSGRetriever(index, algorithm=algorithm, k=10).retrieve(q)
+            out[f"{algorithm} {q}"] = [hit_key(h) for h in hits]
+    return out
+
+
+def chunk_table(index: SemanticIndex) -> list[tuple]:
+    rows = []
+    for doc_id in index.doc_ids:
+        vectors = index.vectors_of(index.chunk_ids(doc_id))
+        for c, v in zip(index.chunks(doc_id), vectors, strict=True):
+            rows.append((doc_id, c.start, c.end, c.text, tuple(np.round(v, 5))))
+    return rows
+
+
+class LivingIndex(RuleBasedStateMachine):
+    """Random adds, re-adds, deletes, saves and loads; always equal to a fresh build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.index = new_index()
+        self.docs: dict[str, str] = {}
+        self.tmp = Path(tempfile.mkdtemp(prefix="semrag-living-"))
+
+    @rule(doc=st.integers(0, 5), text=texts)
+    def add(self, doc, text):
+        doc_id = f"d{doc}"
+        self.index.add_documents([Document(doc_id, text)])
+        self.docs.pop(doc_id, None)
+        self.docs[doc_id] = text  # a re-added document moves to the end
+
+    @rule(
+        docs=st.lists(
+            st.tuples(st.integers(0, 5), texts), min_size=2, max_size=3, unique_by=lambda t: t[0]
+        )
+    )
+    def add_several(self, docs):
+        self.index.add_documents([Document(f"d{d}", t) for d, t in docs])
+        for d, t in docs:
+            self.docs.pop(f"d{d}", None)
+            self.docs[f"d{d}"] = t
+
+    @precondition(lambda self: self.docs)
+    @rule(pick=st.integers(0, 100))
+    def delete(self, pick):
+        doc_id = sorted(self.docs)[pick % len(self.docs)]
+        assert self.index.delete(doc_id)
+        del self.docs[doc_id]
+
+    @rule()
+    def save_and_load(self):
+        self.index.save(self.tmp / "index")
+        self.index = SemanticIndex.load(self.tmp / "index", embedder=FakeEmbedder(dim=32))
+
+    @invariant()
+    def equals_a_fresh_build(self):
+        fresh = new_index()
+        fresh.add_documents([Document(d, t) for d, t in self.docs.items()])
+        assert self.index.doc_ids == fresh.doc_ids
+        assert chunk_table(self.index) == chunk_table(fresh)
+        assert_same_ssg(self.index._ssg, fresh._ssg)
+        assert results(self.index) == results(fresh)
+
+    def teardown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+TestLivingIndex = LivingIndex.TestCase
+TestLivingIndex.settings = settings(
+    max_examples=12,
+    stateful_step_count=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@pytest.mark.parametrize("delete_first", [True, False])
+def test_a_commit_hands_one_change_to_every_part_and_follower(delete_first):
+    index = new_index()
+    seen: list[Change] = []
+
+    class Recorder:
+        def apply(self, change):
+            seen.append(change)
+
+        def save(self, directory):
+            return []
+
+    recorder = Recorder()
+    index.follow(recorder)
+    index.add_documents([Document("a", "Bees make honey."), Document("b", "Rockets fly.")])
+    if delete_first:
+        index.delete("a")
+    index.add_documents([Document("b", "Rockets reach orbit. Fuel burns.")])
+    assert [c.version for c in seen] == list(range(1, len(seen) + 1))
+    last = seen[-1]
+    assert last.added_ids == ["b"] and last.replaced_ids == {"b"}
+    assert [d.id for d in last.removed] == ["b"]
+    assert index.unfollow(recorder) and not index.unfollow(recorder)
+    index.delete("b")
+    assert seen[-1] is last  # no longer following
+    assert set(index.parts) == {"dense", "sparse", "ssg"}
+    assert all(isinstance(p, IndexPart) for p in index.parts.values())
