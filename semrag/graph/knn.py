@@ -66,21 +66,31 @@ def _select(
     kk = min(k, n)
     if not rows or kk == 0:
         return cols, vals
-    part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-    t = np.take_along_axis(sims, part, axis=1).min(axis=1)
+    cand = (
+        np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+        if kk < n
+        else np.tile(np.arange(n), (rows, 1))
+    )
+    t = np.take_along_axis(sims, cand, axis=1).min(axis=1)
     cut = np.maximum(np.where(np.isfinite(t), t - _TOL, -np.inf), floor - _TOL)
-    width = int(((sims >= cut[:, None]) & np.isfinite(sims)).sum(axis=1).max())
-    width = max(width, kk)
-    if width < n:
-        cand = np.argpartition(-sims, width - 1, axis=1)[:, :width]
-    else:
-        cand = np.broadcast_to(np.arange(n), (rows, n)).copy()
-    fast = np.take_along_axis(sims, cand, axis=1)
-    exact = np.where(np.isfinite(fast), exact_similarities(queries, base[cand]), -np.inf)
-    order = np.lexsort((cand, -exact), axis=1)[:, :kk]
+    # With cut = -inf the k-th value is -inf: every finite cell is already in cand.
+    width = np.where(np.isfinite(cut), (sims >= cut[:, None]).sum(axis=1), kk)
+    wide = np.flatnonzero(width > kk)  # near-ties at the boundary: shortlist more
+    if wide.size:
+        w = int(width[wide].max())
+        extra = np.argpartition(-sims[wide], w - 1, axis=1)[:, :w] if w < n else None
+        padded = np.full((rows, w), -1, np.int64)
+        padded[:, :kk] = cand
+        padded[wide] = extra if extra is not None else np.arange(n)
+        cand = padded
+    fast = np.where(cand >= 0, np.take_along_axis(sims, np.maximum(cand, 0), axis=1), -np.inf)
+    exact = np.where(
+        np.isfinite(fast), exact_similarities(queries, base[np.maximum(cand, 0)]), -np.inf
+    )
+    order = np.lexsort((np.where(cand >= 0, cand, n), -exact), axis=1)[:, :kk]
     cand = np.take_along_axis(cand, order, axis=1)
     exact = np.take_along_axis(exact, order, axis=1)
-    ok = np.isfinite(exact) & (exact >= floor)
+    ok = np.isfinite(exact) & (exact >= floor) & (cand >= 0)
     cols[:, :kk] = np.where(ok, cand, -1)
     vals[:, :kk] = np.where(ok, exact, -np.inf)
     return cols, vals
@@ -114,13 +124,30 @@ def top_neighbours(
         return cols, vals
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     base = np.ascontiguousarray(base, dtype=np.float32)
+    sorted_groups = bool((base_groups[1:] >= base_groups[:-1]).all())
     step = max(1, min(_ROWS, _CELLS // n))
     for a in range(0, m, step):
         b = min(m, a + step)
         sims = queries[a:b] @ base.T
-        sims[query_groups[a:b, None] == base_groups[None, :]] = -np.inf
+        _exclude_own_group(sims, query_groups[a:b], base_groups, sorted_groups)
         cols[a:b], vals[a:b] = _select(sims, queries[a:b], base, k, floor)
     return cols, vals
+
+
+def _exclude_own_group(
+    sims: Floats, query_groups: Ints, base_groups: Ints, sorted_groups: bool
+) -> None:
+    """Set ``sims[i, j] = -inf`` where query ``i`` and base row ``j`` share a group."""
+    if not sorted_groups:
+        sims[query_groups[:, None] == base_groups[None, :]] = -np.inf
+        return
+    for g in np.unique(query_groups):  # a group is one run of columns: slice it
+        lo, hi = (
+            np.searchsorted(base_groups, [g, g], side="left")[0],
+            np.searchsorted(base_groups, g, side="right"),
+        )
+        if hi > lo:
+            sims[np.flatnonzero(query_groups == g)[:, None], np.arange(lo, hi)] = -np.inf
 
 
 def merge_top(

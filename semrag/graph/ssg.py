@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import scipy.linalg
 
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.graph.knn import hnsw_top, top_neighbours
@@ -309,9 +310,10 @@ def pca3_from_sums(
         return np.zeros(d, np.float32), comps
     mean = total / n
     cov = scatter / n - np.outer(mean, mean)
-    values, vectors = np.linalg.eigh((cov + cov.T) / 2)
-    top = np.argsort(-values, kind="stable")[:3]
-    eps = 1e-9 * max(1.0, float(np.abs(values).max()))
+    want = min(3, d)
+    values, vectors = scipy.linalg.eigh((cov + cov.T) / 2, subset_by_index=[d - want, d - 1])
+    top = np.argsort(-values, kind="stable")
+    eps = 1e-9 * max(1.0, float(np.abs(np.diag(cov)).sum()))
     for i, j in enumerate(top):
         if values[j] > eps:
             axis = vectors[:, j]

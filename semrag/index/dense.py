@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ class DenseIndex:
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
         self._n = 0
         self._index: Any = None  # built lazily
+        self._build_lock = threading.Lock()  # concurrent readers build it once
 
     def __len__(self) -> int:
         return self._n
@@ -122,11 +124,13 @@ class DenseIndex:
         return faiss.IndexIDMap2(base)
 
     def _built(self) -> Any:
-        if self._index is None:
-            self._index = self._new_index()
-            if len(self):
-                self._index.add_with_ids(self._vectors, self._ids)
-        return self._index
+        with self._build_lock:
+            if self._index is None:
+                index = self._new_index()
+                if len(self):
+                    index.add_with_ids(self._vectors, self._ids)
+                self._index = index
+            return self._index
 
     def add(self, ids: Sequence[int] | npt.NDArray[np.int64], vectors: npt.ArrayLike) -> None:
         """Add vectors under the given ids.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag._rwlock import RWLock
 from semrag._validation import HasMethods, Options, check_k, check_query, validate_params
 from semrag.chunking._split import mean_windows
 from semrag.chunking.base import BoundaryChunker, _as_documents
@@ -270,11 +272,12 @@ class SemanticIndex:
         self._view: SSGView | None = None
         self._version = 0
         self._followers: list[IndexPart] = []
-        # _lock: a commit applies a change to the dense and BM25 parts under it, and their
-        # readers take it, so they never see a half-applied change. Graph readers take no
-        # lock: they read the published SSGView. _commit_lock orders whole commits
-        # (followers included), so every part sees the changes in the same order.
-        self._lock = threading.RLock()
+        # _lock: a commit applies a change to the parts holding its write side; readers of
+        # the dense and BM25 parts hold its read side (see read()), so they never see a
+        # half-applied change. Graph readers take no lock: they read the published
+        # SSGView. _commit_lock orders whole commits (followers included), so every part
+        # sees the changes in the same order.
+        self._lock = RWLock()
         self._commit_lock = threading.RLock()
         self._publish_view()
 
@@ -311,7 +314,8 @@ class SemanticIndex:
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id of the dense/BM25 indexes."""
-        return self._chunk_by_id[chunk_id]
+        with self._lock.read():
+            return self._chunk_by_id[chunk_id]
 
     def chunk_ids(self, doc_id: str) -> list[int]:
         """Integer ids of ``doc_id``'s chunks, in document order."""
@@ -319,7 +323,7 @@ class SemanticIndex:
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
         """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
-        with self._lock:
+        with self._lock.read():
             return self.dense.vectors_of(chunk_ids)
 
     def sentence_vectors(self, doc_id: str) -> Floats:
@@ -339,7 +343,7 @@ class SemanticIndex:
 
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
-        with self._lock:
+        with self._lock.read():
             ids, scores = self.sparse.scores(query)
             want = np.asarray(chunk_ids, dtype=np.int64)
             pos = np.clip(np.searchsorted(ids, want), 0, max(len(ids) - 1, 0))
@@ -365,6 +369,24 @@ class SemanticIndex:
         if self._ssg is not None:
             parts["ssg"] = self._ssg
         return parts
+
+    def read(self) -> contextlib.AbstractContextManager[None]:
+        """Read one version of the index for the length of a ``with`` block.
+
+        Retrievers that read several parts for one query (IAR, PPR) hold it, so every
+        hit comes from one version. Many readers share it; a commit waits for the
+        readers inside and keeps new ones out only while it applies its change.
+
+        Example:
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder())
+            >>> index.add_documents(["Bees make honey."])
+            >>> with index.read():
+            ...     dense, sparse = index.search("bees", k=1), index.search_sparse("bees", k=1)
+            >>> dense[0].chunk == sparse[0].chunk
+            True
+        """
+        return self._lock.read()
 
     # -- the one place the index changes ----------------------------------------------------
     def follow(self, part: IndexPart) -> None:
@@ -392,7 +414,7 @@ class SemanticIndex:
         ``added`` documents replace indexed ones of the same id.
         """
         with self._commit_lock:
-            with self._lock:
+            with self._lock.write():
                 gone = {*removed_ids, *(d.id for d in added)}
                 removed = tuple(e for i, e in self._entries.items() if i in gone)
                 change = Change(self._version + 1, tuple(added), removed)
@@ -640,14 +662,14 @@ class SemanticIndex:
     def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
         """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
         k = check_k("SemanticIndex.search", k, 10)
-        with self._lock:
+        with self._lock.read():
             scores, ids = self.dense.search(vector, k)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep].astype(np.int64)
 
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector."""
-        with self._lock:
+        with self._lock.read():
             scores, ids = self.dense_search(vector, k)
             return [
                 ScoredChunk(
@@ -673,7 +695,7 @@ class SemanticIndex:
         """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
         check_query("SemanticIndex.search_sparse", query)
         k = check_k("SemanticIndex.search_sparse", k, 10)
-        with self._lock:
+        with self._lock.read():
             found = self.sparse.search(query, k)
             return [
                 ScoredChunk(
@@ -771,7 +793,7 @@ class SemanticIndex:
             ):
                 arr = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
                 np.save(tmp / name, arr.astype(np.float32), allow_pickle=False)
-            with self._lock:  # a reader may build the FAISS or BM25 scorer meanwhile
+            with self._lock.read():
                 for part in self.parts.values():
                     part.save(tmp)
         return Path(directory)

@@ -1,4 +1,4 @@
-"""BM25 over the same integer ids as the dense index (rank-bm25's Okapi BM25).
+"""BM25 over the same integer ids as the dense index (Okapi BM25, as rank-bm25 scores it).
 
 References:
     Robertson & Zaragoza (2009), "The Probabilistic Relevance Framework: BM25 and Beyond";
@@ -8,10 +8,12 @@ References:
 from __future__ import annotations
 
 import json
+import math
 import re
+import threading
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +22,9 @@ from semrag.errors import ConfigError
 from semrag.index.change import Change
 
 __all__ = ["BM25Index", "bm25_tokenize"]
+
+Ints = npt.NDArray[np.int64]
+Floats64 = npt.NDArray[np.float64]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 # A short English stop list: BM25's IDF already discounts common words, these only save time.
@@ -35,44 +40,91 @@ def bm25_tokenize(text: str) -> list[str]:
 
 
 class BM25Index:
-    """Okapi BM25 with incremental add and delete (the scorer is rebuilt lazily).
+    """Okapi BM25 kept in postings, changed in place by add and delete.
+
+    Scores equal :class:`rank_bm25.BM25Okapi` on the same tokens (to float rounding;
+    a test keeps rank-bm25 as the reference): ``idf = log((N - df + 0.5) / (df + 0.5))``,
+    and a term in more than half the texts gets ``epsilon`` times the corpus's average
+    idf instead. A query reads only the postings of its terms; a change touches only the
+    postings of the changed texts' terms. The average idf comes from a histogram of
+    document frequencies, so it costs as many steps as there are distinct frequencies.
 
     Args:
         k1: term-frequency saturation.
         b: length normalisation.
+        epsilon: the floor factor for common terms (rank-bm25's default).
     """
 
-    def __init__(self, *, k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             raise ConfigError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.k1 = k1
         self.b = b
-        self._ids: list[int] = []
-        self._tokens: list[list[str]] = []
-        self._bm25: Any = None
-        self._id_array = np.zeros(0, dtype=np.int64)
-        self._postings: dict[str, list[int]] = {}
+        self.epsilon = epsilon
+        self._docs: dict[int, list[str]] = {}  # id -> tokens, in insertion order
+        self._postings: dict[str, dict[int, int]] = {}  # term -> {id: term frequency}
+        self._df_hist: dict[int, int] = {}  # document frequency -> number of terms
+        self._total_len = 0
+        self._arrays: dict[str, tuple[Ints, Floats64, Floats64]] = {}  # per-term cache
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._docs)
+
+    @property
+    def _ids(self) -> list[int]:
+        return list(self._docs)
+
+    def _move(self, df_from: int, df_to: int) -> None:
+        hist = self._df_hist
+        if df_from:
+            hist[df_from] -= 1
+            if not hist[df_from]:
+                del hist[df_from]
+        if df_to:
+            hist[df_to] = hist.get(df_to, 0) + 1
 
     def add(self, ids: Sequence[int], texts: Sequence[str]) -> None:
-        """Index ``texts`` under ``ids``."""
+        """Index ``texts`` under ``ids``.
+
+        Raises:
+            ConfigError: if the lengths differ or an id is already indexed.
+        """
         if len(ids) != len(texts):
             raise ConfigError("ids and texts differ in length")
-        self._ids.extend(int(i) for i in ids)
-        self._tokens.extend(bm25_tokenize(t) for t in texts)
-        self._invalidate()
+        self._add_tokens(ids, [bm25_tokenize(t) for t in texts])
+
+    def _add_tokens(self, ids: Sequence[int], token_lists: Sequence[list[str]]) -> None:
+        new = [int(i) for i in ids]
+        if len(set(new)) != len(new) or any(i in self._docs for i in new):
+            raise ConfigError("duplicate ids in BM25Index.add")
+        with self._lock:
+            for i, tokens in zip(new, token_lists, strict=True):
+                self._docs[i] = list(tokens)
+                self._total_len += len(tokens)
+                for term, tf in Counter(tokens).items():
+                    posting = self._postings.setdefault(term, {})
+                    self._move(len(posting), len(posting) + 1)
+                    posting[i] = tf
+                    self._arrays.pop(term, None)
 
     def remove(self, ids: Sequence[int]) -> int:
         """Remove ids; returns how many were present."""
-        drop = {int(i) for i in ids}
-        keep = [j for j, i in enumerate(self._ids) if i not in drop]
-        removed = len(self._ids) - len(keep)
-        if removed:
-            self._ids = [self._ids[j] for j in keep]
-            self._tokens = [self._tokens[j] for j in keep]
-            self._invalidate()
+        removed = 0
+        with self._lock:
+            for i in {int(i) for i in ids}:
+                tokens = self._docs.pop(i, None)
+                if tokens is None:
+                    continue
+                removed += 1
+                self._total_len -= len(tokens)
+                for term in set(tokens):
+                    posting = self._postings[term]
+                    self._move(len(posting), len(posting) - 1)
+                    del posting[i]
+                    if not posting:
+                        del self._postings[term]
+                    self._arrays.pop(term, None)
         return removed
 
     def apply(self, change: Change) -> None:
@@ -84,53 +136,89 @@ class BM25Index:
         if ids:
             self.add(ids, [c.text for c in chunks])
 
-    def _invalidate(self) -> None:
-        self._bm25 = None
-        self._postings = {}
+    def _idf(self, df: int, n: int, average: float) -> float:
+        idf = math.log(n - df + 0.5) - math.log(df + 0.5)
+        return idf if idf >= 0 else self.epsilon * average
 
-    def _scorer(self) -> Any:
-        if self._bm25 is None:
-            from rank_bm25 import BM25Okapi
+    def _average_idf(self, n: int) -> float:
+        terms = sum(self._df_hist.values())
+        if not terms:
+            return 0.0
+        total = sum(
+            count * (math.log(n - df + 0.5) - math.log(df + 0.5))
+            for df, count in self._df_hist.items()
+        )
+        return total / terms
 
-            self._bm25 = BM25Okapi(self._tokens, k1=self.k1, b=self.b)
-            self._id_array = np.asarray(self._ids, dtype=np.int64)
-            postings: dict[str, list[int]] = {}
-            for pos, tokens in enumerate(self._tokens):
-                for t in set(tokens):
-                    postings.setdefault(t, []).append(pos)
-            self._postings = postings
-        return self._bm25
+    def _term_arrays(self, term: str) -> tuple[Ints, Floats64, Floats64]:
+        """``(ids, tf, length)`` of a term's postings (cached until the term changes)."""
+        found = self._arrays.get(term)
+        if found is None:
+            posting = self._postings[term]
+            ids = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
+            tf = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
+            length = np.fromiter(
+                (len(self._docs[i]) for i in posting), dtype=np.float64, count=len(posting)
+            )
+            found = self._arrays[term] = (ids, tf, length)
+        return found
 
-    def scores(self, query: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """BM25 score of every indexed id for ``query`` (ids, scores)."""
+    def matches(self, query: str) -> tuple[Ints, Floats64]:
+        """Ids of the texts sharing a term with ``query`` (increasing) and their scores."""
         tokens = bm25_tokenize(query)
-        if not self._ids or not tokens or not any(self._tokens):
-            return np.asarray(self._ids, dtype=np.int64), np.zeros(len(self._ids))
-        scorer = self._scorer()
-        return self._id_array, np.asarray(scorer.get_scores(tokens), dtype=np.float64)
+        with self._lock:
+            n = len(self._docs)
+            present = [t for t in tokens if t in self._postings]
+            if not n or not present or not self._total_len:
+                return np.zeros(0, np.int64), np.zeros(0)
+            average = self._average_idf(n)
+            avgdl = self._total_len / n
+            ids_parts, score_parts = [], []
+            for term in present:  # a repeated query term counts again, as in rank-bm25
+                ids, tf, length = self._term_arrays(term)
+                idf = self._idf(len(self._postings[term]), n, average)
+                norm = tf + self.k1 * (1 - self.b + self.b * length / avgdl)
+                ids_parts.append(ids)
+                score_parts.append(idf * tf * (self.k1 + 1) / norm)
+        all_ids = np.concatenate(ids_parts)
+        uniq, inverse = np.unique(all_ids, return_inverse=True)
+        return uniq, np.bincount(inverse, weights=np.concatenate(score_parts))
+
+    def scores(self, query: str) -> tuple[Ints, Floats64]:
+        """BM25 score of every indexed id for ``query`` (ids increasing, scores)."""
+        with self._lock:
+            ids = np.fromiter(self._docs.keys(), dtype=np.int64, count=len(self._docs))
+        ids.sort()
+        scores = np.zeros(ids.size)
+        hit, values = self.matches(query)
+        if hit.size:
+            pos = np.searchsorted(ids, hit)
+            ok = (pos < ids.size) & (ids[np.minimum(pos, ids.size - 1)] == hit)
+            scores[pos[ok]] = values[ok]
+        return ids, scores
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` ``(id, score)`` pairs among texts sharing a query term, best first.
 
-        Okapi's IDF is zero for a term in half the texts (and floored when more common),
-        so matching, not a positive score, decides what is returned.
+        Okapi's IDF is floored for a term in more than half the texts, so matching, not a
+        positive score, decides what is returned. Ties go to the lower id.
         """
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}")
-        tokens = set(bm25_tokenize(query))
-        if not tokens or not any(self._tokens):
-            return []
-        ids, scores = self.scores(query)  # builds the scorer and the postings
-        matched = sorted({p for t in tokens for p in self._postings.get(t, ())})
-        if not matched:
-            return []
-        cand = np.asarray(matched, dtype=np.int64)
-        order = cand[np.argsort(-scores[cand], kind="stable")][:k]
+        ids, scores = self.matches(query)
+        order = np.argsort(-scores, kind="stable")[:k]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
     def save(self, directory: Path) -> list[str]:
-        """Write ``bm25.json`` (ids and token lists; the scorer is rebuilt on load)."""
-        payload = {"k1": self.k1, "b": self.b, "ids": self._ids, "tokens": self._tokens}
+        """Write ``bm25.json`` (ids and token lists)."""
+        with self._lock:
+            payload = {
+                "k1": self.k1,
+                "b": self.b,
+                "epsilon": self.epsilon,
+                "ids": list(self._docs),
+                "tokens": list(self._docs.values()),
+            }
         (directory / "bm25.json").write_text(json.dumps(payload), encoding="utf-8")
         return ["bm25.json"]
 
@@ -138,9 +226,11 @@ class BM25Index:
     def load(cls, directory: Path) -> BM25Index:
         """Read what :meth:`save` wrote."""
         payload = json.loads((directory / "bm25.json").read_text(encoding="utf-8"))
-        index = cls(k1=payload["k1"], b=payload["b"])
-        index._ids = [int(i) for i in payload["ids"]]
-        index._tokens = payload["tokens"]
+        index = cls(k1=payload["k1"], b=payload["b"], epsilon=payload.get("epsilon", 0.25))
+        ids, tokens = payload["ids"], payload["tokens"]
+        if len(ids) != len(tokens):
+            raise ValueError("bm25.json: ids and token lists differ in length")
+        index._add_tokens(ids, [[str(t) for t in ts] for ts in tokens])
         return index
 
     def __repr__(self) -> str:

@@ -61,6 +61,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from semrag._rwlock import reading
 from semrag._validation import (
     HasMethods,
     Interval,
@@ -588,8 +589,9 @@ class IntentAwareRetriever:
         k = check_k("IntentAwareRetriever", k, self.k)
         plan = self.plan(query)
         vectors = self.index.embedder.embed(list(plan.dense_queries))
-        ext = self.extended.retrieve(query, k=self.m) if self._use_extended(plan) else []
-        return self._fuse(plan, vectors, ext, k)
+        with reading(self.index):  # every channel reads one version
+            ext = self.extended.retrieve(query, k=self.m) if self._use_extended(plan) else []
+            return self._fuse(plan, vectors, ext, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`; the channels run concurrently."""
@@ -607,6 +609,12 @@ class IntentAwareRetriever:
         return self.extended is not None and plan.weights.get("extended", 0.0) > 0
 
     def _fuse(
+        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
+    ) -> list[ScoredChunk]:
+        with reading(self.index):  # candidates, scores and chunks of one version
+            return self._fuse_read(plan, vectors, ext, k)
+
+    def _fuse_read(
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
     ) -> list[ScoredChunk]:
         index = self.index

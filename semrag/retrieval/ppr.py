@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from semrag._rwlock import reading
 from semrag._validation import (
     HasMethods,
     Interval,
@@ -50,7 +51,7 @@ from semrag._validation import (
 )
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import entities as find_entities
-from semrag.types import ScoredChunk
+from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["PassageGraph", "PPRRetriever", "personalized_pagerank"]
 
@@ -120,6 +121,8 @@ class PassageGraph:
     """The index version the graph was built from."""
     chunk_ids: npt.NDArray[np.int64]
     """The index's chunk id of each passage node."""
+    chunks: list[Chunk]
+    """The chunk of each passage node (of this version: hits never look up a later one)."""
     names: list[str]
     """Display name of each phrase node (node ``n_passages + i``)."""
     keys: dict[str, int]
@@ -274,7 +277,8 @@ class PPRRetriever:
     # -- the graph ------------------------------------------------------------------------
     def passage_graph(self) -> PassageGraph:
         """The graph of the index's current version (built on first use after a change)."""
-        with self._lock:
+        # Lock order: the index's read first, then this retriever's lock (never the reverse).
+        with reading(self.index), self._lock:
             built = self._built
             if built is None or built.version != self.index.version:
                 built = self._build()
@@ -325,10 +329,13 @@ class PPRRetriever:
         import scipy.sparse as sp
 
         relations: list[tuple[str, str, float]] = []
-        if self.graph is None:
-            chunk_ids, mentions, names = self._phrases_by_rules()
-        else:
-            chunk_ids, mentions, names, relations = self._phrases_from_graph()
+        with reading(self.index):  # one version of the index for the whole graph
+            version = self.index.version
+            if self.graph is None:
+                chunk_ids, mentions, names = self._phrases_by_rules()
+            else:
+                chunk_ids, mentions, names, relations = self._phrases_from_graph()
+            chunks = [self.index.chunk(int(c)) for c in chunk_ids]
         keys = {key: i for i, key in enumerate(names)}
         n_p, n_e = len(chunk_ids), len(keys)
         rows: list[int] = []
@@ -377,8 +384,9 @@ class PPRRetriever:
         inv = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
         transition = (adj @ sp.diags(inv)).tocsr()
         return PassageGraph(
-            version=self.index.version,
+            version=version,
             chunk_ids=np.asarray(chunk_ids, dtype=np.int64),
+            chunks=chunks,
             names=display,
             keys=keys,
             passage_phrases=passage_phrases,
@@ -519,9 +527,9 @@ class PPRRetriever:
                     "hop": 1,
                     "link": "entity",
                     "via": g.names[via] if via >= 0 else None,
-                    "from": (self.index.chunk(int(g.chunk_ids[src[0]])).doc_id if src else None),
+                    "from": g.chunks[src[0]].doc_id if src else None,
                 }
-            chunk = self.index.chunk(int(g.chunk_ids[node]))
+            chunk = g.chunks[node]
             provenance = {
                 "channel": "graph",
                 "strategy": "ppr",

@@ -342,3 +342,43 @@ def test_a_commit_hands_one_change_to_every_part_and_follower(delete_first):
     assert seen[-1] is last  # no longer following
     assert set(index.parts) == {"dense", "sparse", "ssg"}
     assert all(isinstance(p, IndexPart) for p in index.parts.values())
+
+
+bm25_texts = st.lists(st.sampled_from(WORDS + ["İstanbul", "ﬁne", "9"]), max_size=8).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ops=st.lists(st.tuples(st.booleans(), st.integers(0, 9), bm25_texts), min_size=1, max_size=25),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join),
+)
+def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query):
+    from rank_bm25 import BM25Okapi
+
+    from semrag.index import BM25Index, bm25_tokenize
+
+    bm = BM25Index()
+    alive: dict[int, str] = {}
+    next_id = 0
+    for add, pick, text in ops:
+        if add:
+            bm.add([next_id], [text])
+            alive[next_id] = text
+            next_id += 1
+        elif alive:
+            victim = sorted(alive)[pick % len(alive)]
+            assert bm.remove([victim]) == 1
+            del alive[victim]
+    ids, scores = bm.scores(query)
+    assert ids.tolist() == sorted(alive)
+    tokens = [bm25_tokenize(alive[i]) for i in sorted(alive)]
+    if not alive or not any(tokens):
+        assert not scores.any()
+        return
+    want = BM25Okapi(tokens).get_scores(bm25_tokenize(query))
+    np.testing.assert_allclose(scores, want, rtol=1e-6, atol=1e-9)
+    hits = bm.search(query, 10)
+    terms = set(bm25_tokenize(query))
+    matching = [i for i, t in zip(sorted(alive), tokens, strict=True) if terms & set(t)]
+    expected = sorted(matching, key=lambda i: (-want[sorted(alive).index(i)], i))[:10]
+    assert [i for i, _ in hits] == expected

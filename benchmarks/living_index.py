@@ -1,0 +1,248 @@
+"""A living index of about 100k window nodes: incremental changes against a rebuild.
+
+Corpus: every section of ../shared/data/sectioned_text (Wikipedia articles, novels,
+lecture transcripts; one document per section, its lines joined), embedded once with the
+packaged MiniLM (or, with ``--embedder fake``, hashed bag-of-words vectors). Every
+40th section is held out and added later. With
+``SEMRAG_BENCH_CACHE`` set, the built index is saved there and reused.
+
+Measured on the same index, in one process:
+
+* **rebuild**: building every part (dense, BM25, graph) in one pass from the stored
+  documents and vectors (no embedding), which is what the first query after any change
+  cost before the living index (the graph was thrown away and rebuilt);
+* **add 1 / 10 / 100 documents** and **delete 1**: the wall time of ``add_documents``
+  (embedding the new text included) and of the commit alone (every part applying the
+  change);
+* **first query after a change** against a steady-state query, per retriever;
+* peak memory (RSS) of the process.
+
+Usage: python benchmarks/living_index.py [--out benchmarks/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from _common import DATA, emit, header, need, table  # noqa: E402
+
+from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
+from semrag.graph.live_ssg import LiveSSG  # noqa: E402
+from semrag.index.dense import DenseIndex  # noqa: E402
+from semrag.index.sparse import BM25Index  # noqa: E402
+from semrag.retrieval import IntentAwareRetriever  # noqa: E402
+
+HOLD_OUT = 40
+EMBEDDERS = {
+    "minilm": "the packaged all-MiniLM-L6-v2",
+    "fake": "FakeEmbedder (hashed bag of words, 384-d; no model, so the add times hold no "
+    "model cost)",
+}
+QUERIES = [
+    "When did the war end and who signed the treaty?",
+    "How does a neural network learn its weights?",
+    "What did she say to him at the door?",
+    "What is the energy of a particle in a box?",
+    "Where was the capital of the empire?",
+    "Which algorithm finds the shortest path in a graph?",
+    "Why did the river flood the valley?",
+    "Who wrote the first novel of the series?",
+]
+
+
+def sections() -> list[Document]:
+    root = need(DATA / "sectioned_text")
+    docs = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in sorted(folder.iterdir()):
+            if not path.is_file() or path.suffix in (".md",) or path.name.startswith("."):
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            parts = [p for p in text.split("==========") if p.strip()]
+            for i, part in enumerate(parts):
+                lines = [ln.strip() for ln in part.splitlines() if ln.strip()]
+                if lines:
+                    docs.append(Document(f"{folder.name}/{path.name}#{i}", " ".join(lines)))
+    return docs
+
+
+def embedder_for(name: str):
+    if name == "fake":
+        from semrag.testing import FakeEmbedder
+
+        return FakeEmbedder(dim=384)
+    from semrag.embeddings import as_embedder
+
+    return as_embedder(None)
+
+
+def build(docs: list[Document], embedder_name: str) -> SemanticIndex:
+    cache = os.environ.get("SEMRAG_BENCH_CACHE")
+    where = Path(cache) / f"living-{embedder_name}" if cache else None
+    embedder = embedder_for(embedder_name)
+    if where is not None and (where / "manifest.json").exists():
+        return SemanticIndex.load(where, embedder=embedder)
+    # Chunk vectors are the mean of their sentences' (no second embedding of long texts).
+    index = SemanticIndex(embedder=embedder, chunk_vectors="mean", show_progress=True)
+    index.add_documents(docs)
+    if where is not None:
+        index.save(where)
+    return index
+
+
+def rebuild_seconds(index: SemanticIndex) -> float:
+    """Every part built in one pass from the stored records (no embedding)."""
+    entries = [index._entries[d] for d in index.doc_ids]
+    t = time.perf_counter()
+    LiveSSG.fresh(index.ssg_config, index.embedder.dim, entries)
+    dense = DenseIndex(index.embedder.dim)
+    sparse = BM25Index()
+    ids = [i for e in entries for i in e.chunk_ids]
+    dense.add(ids, index.dense.vectors_of(ids))
+    sparse.add(ids, [c.text for e in entries for c in e.chunks])
+    sparse.search("warm up the scorer", 1)
+    return time.perf_counter() - t
+
+
+def timed_commits(index: SemanticIndex) -> list[float]:
+    """Wrap ``index._commit`` to record the time of every commit."""
+    times: list[float] = []
+    commit = index._commit
+
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return commit(*args, **kwargs)
+        finally:
+            times.append(time.perf_counter() - t)
+
+    index._commit = timed  # type: ignore[method-assign]
+    return times
+
+
+def retrievers(index: SemanticIndex) -> dict[str, object]:
+    return {
+        "dense": lambda q: index.search(q, k=10),
+        "BM25": lambda q: index.search_sparse(q, k=10),
+        "SSG triangulation_fulldim": SSGRetriever(
+            index, algorithm="triangulation_fulldim", k=10
+        ).retrieve,
+        "SSG ssg_traversal": SSGRetriever(index, algorithm="ssg_traversal", k=10).retrieve,
+        "IAR": IntentAwareRetriever(index, k=10).retrieve,
+    }
+
+
+def ms(seconds: float) -> float:
+    return 1000 * seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument(
+        "--embedder",
+        choices=["minilm", "fake"],
+        default="minilm",
+        help="minilm: the packaged model; fake: hashed bag-of-words vectors (no model)",
+    )
+    args = ap.parse_args()
+    docs = sections()
+    held = docs[::HOLD_OUT]
+    base = [d for i, d in enumerate(docs) if i % HOLD_OUT]
+    t = time.perf_counter()
+    index = build(base, args.embedder)
+    print(f"index ready in {time.perf_counter() - t:.0f} s: {index!r}")
+    nodes = index.ssg.n_nodes
+    run = retrievers(index)
+    for fn in run.values():  # warm every retriever (and its caches) once
+        fn(QUERIES[0])
+    steady = {
+        name: statistics.median(ms(min(_time(fn, q) for _ in range(3))) for q in QUERIES)
+        for name, fn in run.items()
+    }
+    rebuild = rebuild_seconds(index)
+    commits = timed_commits(index)
+
+    rows = [{"change": "rebuild every part (one pass, no embedding)", "wall s": rebuild}]
+    pos = 0
+    for n in (1, 10, 100):
+        batch = held[pos : pos + n]
+        pos += n
+        start = len(commits)
+        t = time.perf_counter()
+        index.add_documents(batch)
+        wall = time.perf_counter() - t
+        commit = sum(commits[start:])
+        rows.append(
+            {
+                "change": f"add {n} document{'s' * (n > 1)}",
+                "wall s": wall,
+                "commit s": commit,
+                "commit / rebuild": commit / rebuild,
+            }
+        )
+    victim = index.doc_ids[len(index.doc_ids) // 2]
+    start = len(commits)
+    t = time.perf_counter()
+    index.delete(victim)
+    wall = time.perf_counter() - t
+    rows.append(
+        {
+            "change": "delete 1 document",
+            "wall s": wall,
+            "commit s": sum(commits[start:]),
+            "commit / rebuild": sum(commits[start:]) / rebuild,
+        }
+    )
+
+    first: dict[str, list[float]] = {name: [] for name in run}
+    for j, doc in enumerate(held[pos : pos + 5]):
+        index.add_documents([doc])
+        for name, fn in run.items():
+            first[name].append(ms(_time(fn, QUERIES[j % len(QUERIES)])))
+    latency = [
+        {
+            "retriever": name,
+            "steady p50 ms": steady[name],
+            "first query after a change, p50 ms": statistics.median(first[name]),
+            "ratio": statistics.median(first[name]) / steady[name],
+        }
+        for name in run
+    ]
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report = (
+        header(
+            "Living index: incremental changes vs a rebuild (100k-node scale)",
+            f"../shared/data/sectioned_text, {len(base):,} sections indexed "
+            f"({nodes:,} window nodes, {len(index.chunks()):,} chunks), every "
+            f"{HOLD_OUT}th section held out and added; embedder: {EMBEDDERS[args.embedder]}; "
+            "chunk vectors: mean of their sentences; default SSGConfig",
+        )
+        + "\n"
+        + table(rows, ["change", "wall s", "commit s", "commit / rebuild"])
+        + "\n\n"
+        + table(
+            latency,
+            ["retriever", "steady p50 ms", "first query after a change, p50 ms", "ratio"],
+        )
+        + f"\n\nPeak RSS of the process: {peak_mb:,.0f} MB.\n"
+    )
+    emit(report, args.out)
+
+
+def _time(fn, query: str) -> float:
+    t = time.perf_counter()
+    fn(query)
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":
+    main()

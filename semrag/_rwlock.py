@@ -1,0 +1,79 @@
+"""A readers-writer lock: many readers at once, one writer alone, readers re-entrant.
+
+A writer waits for the readers inside to leave and keeps new ones out while it waits
+(so a steady stream of readers cannot starve it); a thread that already reads may read
+again (nested calls never deadlock on a waiting writer). A thread must not ask to write
+while it reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["RWLock", "reading"]
+
+
+class RWLock:
+    """Shared reads, exclusive writes (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer: int | None = None
+        self._waiting = 0
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        """Hold a shared read for the block."""
+        depth = getattr(self._local, "depth", 0)
+        me = threading.get_ident()
+        counted = depth == 0 and self._writer != me
+        if counted:
+            with self._cond:
+                while self._writer is not None or self._waiting:
+                    self._cond.wait()
+                self._readers += 1
+        self._local.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if counted:
+                with self._cond:
+                    self._readers -= 1
+                    if not self._readers:
+                        self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        """Hold the exclusive write for the block (re-entrant for the writing thread)."""
+        me = threading.get_ident()
+        if self._writer == me:
+            yield
+            return
+        if getattr(self._local, "depth", 0):
+            raise RuntimeError("a thread that holds a read cannot start a write")
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._writer is not None or self._readers:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._writer = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = None
+                self._cond.notify_all()
+
+
+def reading(index: Any) -> contextlib.AbstractContextManager[Any]:
+    """``index.read()`` when the index offers version-consistent reads, else nothing."""
+    read = getattr(index, "read", None)
+    return read() if callable(read) else contextlib.nullcontext()
