@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,10 +19,14 @@ from semrag.graph.extract import (
     merge_extractions,
     resolve_entities,
 )
+from semrag.graph.ledger import GraphDiff, GraphLedger
 from semrag.graph.memory import InMemoryGraphStore
 from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, entity_key
 from semrag.llm import LLM
 from semrag.types import Chunk
+
+if TYPE_CHECKING:
+    from semrag.index.change import Change
 
 __all__ = ["RESOLUTION_THRESHOLD", "KnowledgeGraph"]
 
@@ -33,8 +37,13 @@ RESOLUTION_THRESHOLD = 0.92
 class KnowledgeGraph:
     """Entities, relations and communities of an index's chunks, in a :class:`GraphStore`.
 
-    Build one with :meth:`build`; open an existing store with ``KnowledgeGraph(store,
-    index=index)``.
+    Build one with :meth:`build`: the graph then *follows* the index. Every later
+    ``add_documents`` / ``delete`` of the index reaches it as one change, which it applies
+    in place (relations keep what each document contributed, so a delete subtracts
+    exactly that; new names are resolved against the entities already there;
+    communities are marked stale, see :meth:`refresh_communities`). :meth:`detach` stops
+    following. ``KnowledgeGraph(store, index=index)`` opens an existing store for
+    reading; it does not follow the index.
 
     Args:
         store: where the graph lives (default a new :class:`InMemoryGraphStore`).
@@ -65,6 +74,13 @@ class KnowledgeGraph:
         self._lock = threading.RLock()
         self.version = 0
         """Changes with every ingest and community build: retrievers key caches by it."""
+        self.communities_stale = False
+        """Whether the graph changed since communities were last built (see
+        :meth:`refresh_communities`)."""
+        self._ledger: GraphLedger | None = None
+        self._extractor: Any = None
+        self._community_args: dict[str, Any] = {}
+        self._unsynced = False
 
     # -- building ----------------------------------------------------------------------------------
     @classmethod
@@ -103,12 +119,7 @@ class KnowledgeGraph:
             resolve, resolution_threshold, communities, community_levels, community_algorithm
         )
         kg = cls(store, index=index)
-        extractor = extractor or HeuristicGraphExtractor()
-        chunks = index.chunks()
-        t0 = time.perf_counter()
-        parts = [extractor.extract(c) for c in _progress(chunks, show_progress, "extracting")]
-        kg.timings["extract_s"] = time.perf_counter() - t0
-        kg._ingest(merge_extractions(parts), resolve, resolution_threshold)
+        kg._follow(index, extractor, resolve, resolution_threshold, show_progress)
         if communities:
             kg.build_communities(
                 levels=community_levels, algorithm=community_algorithm, llm=community_llm
@@ -135,14 +146,10 @@ class KnowledgeGraph:
         )
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
-        chunks = await asyncio.to_thread(index.chunks)
-        t0 = time.perf_counter()
-        if hasattr(extractor, "aextract_many"):
-            parts = await extractor.aextract_many(chunks)
-        else:
-            parts = [await extractor.aextract(c) for c in chunks]
-        kg.timings["extract_s"] = time.perf_counter() - t0
-        await asyncio.to_thread(kg._ingest, merge_extractions(parts), resolve, resolution_threshold)
+        if hasattr(extractor, "aextract_many"):  # concurrent LLM calls fill its cache
+            chunks = await asyncio.to_thread(index.chunks)
+            await extractor.aextract_many(chunks)
+        await asyncio.to_thread(kg._follow, index, extractor, resolve, resolution_threshold, False)
         if communities:
             await asyncio.to_thread(
                 kg.build_communities,
@@ -152,10 +159,90 @@ class KnowledgeGraph:
             )
         return kg
 
+    # -- following an index -------------------------------------------------------------------
+    def _follow(
+        self, index: Any, extractor: Any, resolve: bool, threshold: float, show_progress: bool
+    ) -> None:
+        self._ledger = GraphLedger(self.embedder, resolve=resolve, threshold=threshold)
+        self._extractor = extractor or HeuristicGraphExtractor()
+        self._show_progress = show_progress
+        index.follow(self, replay=True)
+        self._show_progress = False
+
+    @property
+    def following(self) -> bool:
+        """Whether the graph follows its index (every change of the index reaches it)."""
+        return self._ledger is not None and self.index is not None and self.index.follows(self)
+
+    def detach(self) -> None:
+        """Stop following the index: later changes of the index no longer reach the graph."""
+        if self.index is not None:
+            self.index.unfollow(self)
+
+    def apply(self, change: Change) -> None:
+        """Follow one change of the index (called by the index; see :meth:`build`).
+
+        The added documents' chunks are extracted; what the change touches is re-derived
+        from the per-document ledger (:mod:`semrag.graph.ledger`) and written to the store
+        in one ``update``. Communities are marked stale.
+
+        Raises:
+            ConfigError: if the graph was not built over an index with :meth:`build`.
+            StoreError: if the store fails; the graph is rewritten whole on the next
+                change or :meth:`repair`.
+        """
+        if self._ledger is None:
+            raise ConfigError(
+                "this KnowledgeGraph does not follow an index: build it with "
+                "KnowledgeGraph.build(index)"
+            )
+        t0 = time.perf_counter()
+        chunks = [c for d in change.added for c in d.chunks]
+        show = getattr(self, "_show_progress", False)
+        found = iter([self._extractor.extract(c) for c in _progress(chunks, show, "extracting")])
+        added = [(d.id, merge_extractions([next(found) for _ in d.chunks])) for d in change.added]
+        self.timings["extract_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        diff = self._ledger.apply(added, change.removed_ids)
+        for _, extraction in added:
+            self.notes.extend(extraction.notes)
+        self._write(diff)
+        self.timings["write_s"] = time.perf_counter() - t0
+        with self._lock:
+            self._vectors = None
+            self.version += 1
+            self.communities_stale = True
+
+    def _write(self, diff: GraphDiff) -> None:
+        if self._unsynced:
+            self.repair()
+            return
+        try:
+            self.store.update(**diff.as_kwargs())
+        except Exception:
+            self._unsynced = True
+            raise
+
+    def repair(self) -> None:
+        """Rewrite the whole graph from the ledger (after a store failure)."""
+        assert self._ledger is not None
+        self.store.clear()
+        self.store.update(**self._ledger.everything().as_kwargs())
+        self._unsynced = False
+        self.communities_stale = True
+
+    def refresh_communities(self) -> list[Community]:
+        """Rebuild the communities with the settings last used (after changes)."""
+        return self.build_communities(**self._community_args)
+
     def add_chunks(
         self, chunks: Sequence[Chunk], extractor: Any = None, *, resolve: bool = True
     ) -> None:
-        """Extract and add the graph of more chunks (communities are not recomputed)."""
+        """Extract and add the graph of more chunks (communities are not recomputed).
+
+        These records are not the index's: a graph that follows an index gets its
+        documents from the index, and a later change of those entities may rewrite them.
+        """
         extractor = extractor or HeuristicGraphExtractor()
         self._ingest(
             merge_extractions([extractor.extract(c) for c in chunks]), resolve, RESOLUTION_THRESHOLD
@@ -231,6 +318,13 @@ class KnowledgeGraph:
         ``on_llm_error``: ``"fallback"`` (an extractive report, noted in :attr:`notes`) or
         ``"raise"`` when the report LLM fails.
         """
+        self._community_args = {
+            "levels": levels,
+            "algorithm": algorithm,
+            "llm": llm,
+            "resolution": resolution,
+            "on_llm_error": on_llm_error,
+        }
         t0 = time.perf_counter()
         ents = self.store.entities()
         rels = self.store.relations()
@@ -245,6 +339,7 @@ class KnowledgeGraph:
         self.timings["reports_s"] = time.perf_counter() - t0
         with self._lock:
             self.version += 1
+            self.communities_stale = False
         return comms
 
     # -- lookups --------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import json
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import networkx as nx
@@ -95,6 +95,52 @@ class InMemoryGraphStore:
                 self._chunks[m.chunk.key] = m.chunk
                 self._mentions[(m.entity_id, m.chunk.key)] = m
                 self._by_entity[m.entity_id].add(m.chunk.key)
+
+    def update(
+        self,
+        *,
+        drop_entities: Sequence[str] = (),
+        drop_relations: Sequence[tuple[str, str, str]] = (),
+        drop_mentions: Sequence[tuple[str, str]] = (),
+        drop_chunks: Sequence[str] = (),
+        entities: Sequence[Entity] = (),
+        relations: Sequence[Relation] = (),
+        mentions: Sequence[Mention] = (),
+    ) -> None:
+        """Apply one change of the graph at once: the drops, then the upserts.
+
+        The same contract as :meth:`Neo4jGraphStore.update
+        <semrag.graph.Neo4jGraphStore.update>`: dropped entities leave their relations,
+        mentions and communities; dropped chunks leave their mentions.
+        """
+        with self._lock:
+            known = (set(self._entities) - set(drop_entities)) | {e.id for e in entities}
+            for r in relations:
+                if r.source not in known or r.target not in known:
+                    raise ConfigError(f"relation {r.source!r} -> {r.target!r}: unknown entity")
+            for m in mentions:
+                if m.entity_id not in known:
+                    raise ConfigError(f"mention of unknown entity {m.entity_id!r}")
+            for key in drop_chunks:
+                self._chunks.pop(key, None)
+            gone_chunks = set(drop_chunks)
+            for pair in [p for p in self._mentions if p[1] in gone_chunks] + list(drop_mentions):
+                if self._mentions.pop(pair, None) is not None:
+                    self._by_entity[pair[0]].discard(pair[1])
+            for source, rtype, target in drop_relations:
+                if self._relations.pop((source, rtype, target), None) is not None:
+                    if self.graph.has_edge(source, target, key=rtype):
+                        self.graph.remove_edge(source, target, key=rtype)
+            if drop_entities:
+                gone = set(drop_entities)
+                for pair in [p for e in gone for p in ((e, k) for k in self._by_entity.get(e, ()))]:
+                    self._mentions.pop(pair, None)
+                self._delete_entities(list(gone))
+                self._communities = [
+                    replace(c, entity_ids=tuple(e for e in c.entity_ids if e not in gone))
+                    for c in self._communities
+                ]
+            self.upsert(entities, relations, mentions)
 
     def delete_document(self, doc_id: str) -> int:
         """Remove the document's chunks and mentions, then entities left unmentioned.

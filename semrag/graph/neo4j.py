@@ -56,6 +56,16 @@ _UPSERT_MENTIONS = (
     "SET c.doc_id = row.doc_id, c.start = row.start, c.end = row.end "
     "MERGE (e)-[m:MENTIONED_IN]->(c) SET m.count = row.count"
 )
+_DROP_ENTITIES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) DETACH DELETE e"
+_DROP_RELATIONS = (
+    "UNWIND $rows AS row MATCH (:Entity {id: row.source})-[r:RELATES {type: row.type}]->"
+    "(:Entity {id: row.target}) DELETE r"
+)
+_DROP_MENTIONS = (
+    "UNWIND $rows AS row MATCH (:Entity {id: row.entity_id})-[m:MENTIONED_IN]->"
+    "(:Chunk {key: row.key}) DELETE m"
+)
+_DROP_CHUNKS = "UNWIND $keys AS key MATCH (c:Chunk {key: key}) DETACH DELETE c"
 _COUNT_KNOWN = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN count(e) AS n"
 _GET = (
     "UNWIND $ids AS id MATCH (e:Entity {id: id}) "
@@ -285,40 +295,49 @@ class Neo4jGraphStore:
             found = self._read(_COUNT_KNOWN, ids=needed)[0]["n"]
             if found != len(needed):
                 raise ConfigError(f"relations or mentions name unknown entities among {needed[:5]}")
-        self._write_batches(
-            _UPSERT_ENTITIES,
-            [
-                {"id": e.id, "name": e.name, "type": e.type, "description": e.description}
-                for e in entities
-            ],
-        )
-        self._write_batches(
-            _UPSERT_RELATIONS,
-            [
-                {
-                    "source": r.source,
-                    "target": r.target,
-                    "type": r.type,
-                    "evidence": r.evidence,
-                    "weight": float(r.weight),
-                }
-                for r in relations
-            ],
-        )
-        self._write_batches(
-            _UPSERT_MENTIONS,
-            [
-                {
-                    "entity_id": m.entity_id,
-                    "key": m.chunk.key,
-                    "doc_id": m.chunk.doc_id,
-                    "start": m.chunk.start,
-                    "end": m.chunk.end,
-                    "count": m.count,
-                }
-                for m in mentions
-            ],
-        )
+        self._write_batches(_UPSERT_ENTITIES, _entity_rows(entities))
+        self._write_batches(_UPSERT_RELATIONS, _relation_rows(relations))
+        self._write_batches(_UPSERT_MENTIONS, _mention_rows(mentions))
+
+    def update(
+        self,
+        *,
+        drop_entities: Sequence[str] = (),
+        drop_relations: Sequence[tuple[str, str, str]] = (),
+        drop_mentions: Sequence[tuple[str, str]] = (),
+        drop_chunks: Sequence[str] = (),
+        entities: Sequence[Entity] = (),
+        relations: Sequence[Relation] = (),
+        mentions: Sequence[Mention] = (),
+    ) -> None:
+        """Apply one change of the graph in one transaction: the drops, then the upserts.
+
+        Args:
+            drop_entities: ids of entities to remove (with their relations and mentions).
+            drop_relations: ``(source, type, target)`` keys of relations to remove.
+            drop_mentions: ``(entity_id, chunk key)`` pairs to remove.
+            drop_chunks: keys of chunks to remove (with everything attached).
+            entities: entities to write (replacing stored ones of the same id).
+            relations: relations to write (replacing weight and evidence).
+            mentions: mentions to write (replacing the count).
+        """
+
+        def work(tx: Any) -> None:
+            tx.run(_DROP_CHUNKS, keys=list(drop_chunks)).consume()
+            tx.run(
+                _DROP_MENTIONS,
+                rows=[{"entity_id": e, "key": k} for e, k in drop_mentions],
+            ).consume()
+            tx.run(
+                _DROP_RELATIONS,
+                rows=[{"source": a, "type": t, "target": b} for a, t, b in drop_relations],
+            ).consume()
+            tx.run(_DROP_ENTITIES, ids=list(drop_entities)).consume()
+            tx.run(_UPSERT_ENTITIES, rows=_entity_rows(entities)).consume()
+            tx.run(_UPSERT_RELATIONS, rows=_relation_rows(relations)).consume()
+            tx.run(_UPSERT_MENTIONS, rows=_mention_rows(mentions)).consume()
+
+        self._transact(work, write=True)
 
     def delete_document(self, doc_id: str) -> int:
         """Remove the document's chunks and mentions, then entities left unmentioned."""
@@ -479,3 +498,36 @@ class Neo4jGraphStore:
 
     def __repr__(self) -> str:
         return f"Neo4jGraphStore(uri={self.uri!r}, database={self.database!r})"
+
+
+def _entity_rows(entities: Iterable[Entity]) -> list[dict[str, Any]]:
+    return [
+        {"id": e.id, "name": e.name, "type": e.type, "description": e.description} for e in entities
+    ]
+
+
+def _relation_rows(relations: Iterable[Relation]) -> list[dict[str, Any]]:
+    return [
+        {
+            "source": r.source,
+            "target": r.target,
+            "type": r.type,
+            "evidence": r.evidence,
+            "weight": float(r.weight),
+        }
+        for r in relations
+    ]
+
+
+def _mention_rows(mentions: Iterable[Mention]) -> list[dict[str, Any]]:
+    return [
+        {
+            "entity_id": m.entity_id,
+            "key": m.chunk.key,
+            "doc_id": m.chunk.doc_id,
+            "start": m.chunk.start,
+            "end": m.chunk.end,
+            "count": m.count,
+        }
+        for m in mentions
+    ]

@@ -389,15 +389,24 @@ class SemanticIndex:
         return self._lock.read()
 
     # -- the one place the index changes ----------------------------------------------------
-    def follow(self, part: IndexPart) -> None:
+    def follow(self, part: IndexPart, *, replay: bool = False) -> None:
         """Give every later change of this index to ``part`` too (e.g. a knowledge graph).
 
         ``part.apply(change)`` runs after the index's own parts have applied the change,
-        in commit order.
+        in commit order. With ``replay``, ``part`` first gets one change that adds every
+        document indexed now (no change can slip in between).
         """
         with self._commit_lock:
-            if not any(p is part for p in self._followers):
-                self._followers.append(part)
+            if self.follows(part):
+                return
+            if replay:
+                docs = tuple(self._entries.values())
+                part.apply(Change(self._version, added=docs))
+            self._followers.append(part)
+
+    def follows(self, part: object) -> bool:
+        """Whether ``part`` gets this index's changes."""
+        return any(p is part for p in self._followers)
 
     def unfollow(self, part: IndexPart) -> bool:
         """Stop giving changes to ``part``; ``False`` if it was not following."""

@@ -144,9 +144,9 @@ class BM25Index:
         terms = sum(self._df_hist.values())
         if not terms:
             return 0.0
-        total = sum(
+        total = math.fsum(  # in a fixed order: equal histories give equal bits
             count * (math.log(n - df + 0.5) - math.log(df + 0.5))
-            for df, count in self._df_hist.items()
+            for df, count in sorted(self._df_hist.items())
         )
         return total / terms
 

@@ -124,7 +124,9 @@ class CommunityRetriever:
         if not ents:
             return []
         sims = vecs @ q
-        order = [i for i in np.argsort(-sims)[: self.max_entities] if sims[i] > self.tau_e]
+        # Ties go to the smaller entity id, so the store's order never decides.
+        by_rank = np.lexsort((np.array([e.id for e in ents]), -sims))
+        order = [i for i in by_rank[: self.max_entities] if sims[i] > self.tau_e]
         chosen = {ents[i].id: (ents[i], float(sims[i]), vecs[i]) for i in order}
         best: dict[int, tuple[float, float, list[dict[str, Any]]]] = {}
         for eid, refs in self.kg.store.chunks_for(list(chosen)).items():
@@ -145,7 +147,7 @@ class CommunityRetriever:
                     best[cid] = (score, float(g_q), [why])
                 else:
                     best[cid] = (max(old[0], score), old[1], [*old[2], why])
-        ranked = sorted(best.items(), key=lambda kv: -kv[1][0])
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))  # ties: index order
         out: list[ScoredChunk] = []
         tokens = 0
         for cid, (score, g_q, why) in ranked:
@@ -188,7 +190,7 @@ class CommunityRetriever:
             )
         relevance = vecs @ q
         score = relevance + self.centrality_weight * np.array([c.rank for c in comms])
-        best = np.argsort(-score)[: self.top_communities]
+        best = np.lexsort((np.array([c.id for c in comms]), -score))[: self.top_communities]
         top = [comms[i] for i in best]
         rel = {comms[i].id: float(relevance[i]) for i in best}
         points: dict[tuple[str, int], tuple[float, Any]] = {}
@@ -206,7 +208,7 @@ class CommunityRetriever:
                     key = (doc_id, j)
                     if key not in points or points[key][0] < s:
                         points[key] = (float(s), comm)
-        ranked = sorted(points.items(), key=lambda kv: -kv[1][0])[:k]
+        ranked = sorted(points.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
         out = []
         for (doc_id, j), (s, comm) in ranked:
             span = self.index.sentences(doc_id)[j]

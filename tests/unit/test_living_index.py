@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from semrag import Document, SemanticIndex, SSGRetriever
-from semrag.graph import SSGConfig
+from semrag.graph import KnowledgeGraph, SSGConfig
 from semrag.graph.knn import merge_top, top_neighbours
 from semrag.graph.live_ssg import LiveSSG
 from semrag.graph.ssg import window_ranges
 from semrag.index.change import Change, IndexedDocument, IndexPart
-from semrag.retrieval import ALGORITHMS, IntentAwareRetriever
+from semrag.retrieval import ALGORITHMS, CommunityRetriever, IntentAwareRetriever, SketchRetriever
 from semrag.testing import FakeEmbedder
 from semrag.types import Span
 
@@ -230,18 +230,40 @@ def projection_is_unique(index: SemanticIndex) -> bool:
     return bool((np.diff(values) < -1e-4).all())
 
 
-def results(index: SemanticIndex) -> dict[str, list]:
+def graph_table(kg: KnowledgeGraph) -> dict[str, list]:
+    """Everything the store holds, in a canonical order."""
+    store = kg.store
+    entities = sorted((e.id, e.name, e.type, e.description) for e in store.entities())
+    relations = sorted(
+        (r.source, r.type, r.target, r.evidence, round(r.weight, 6)) for r in store.relations()
+    )
+    chunks = store.chunks_for([e[0] for e in entities])
+    mentions = sorted((e, c.doc_id, c.start, c.end) for e, cs in chunks.items() for c in cs)
+    return {"entities": entities, "relations": relations, "mentions": mentions}
+
+
+def make_retrievers(index: SemanticIndex, kg: KnowledgeGraph) -> dict[str, object]:
+    """One instance of every retriever: kept across changes, so their caches are tested."""
+    out: dict[str, object] = {
+        "dense": lambda q: index.search(q, k=10),
+        "bm25": lambda q: index.search_sparse(q, k=10),
+        "iar": IntentAwareRetriever(index, k=10).retrieve,
+        "sketch": SketchRetriever(index, kg, k=10).retrieve,
+        "local": CommunityRetriever(index, kg, mode="local", k=10).retrieve,
+    }
+    for algorithm in SSG_ALGORITHMS:
+        out[algorithm] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
+    return out
+
+
+def results(index: SemanticIndex, retrievers: dict[str, object]) -> dict[str, list]:
     out: dict[str, list] = {}
     geometric = projection_is_unique(index)
     for q in QUERIES:
-        out[f"dense {q}"] = [hit_key(h) for h in index.search(q, k=10)]
-        out[f"bm25 {q}"] = [hit_key(h) for h in index.search_sparse(q, k=10)]
-        out[f"iar {q}"] = [hit_key(h) for h in IntentAwareRetriever(index, k=10).retrieve(q)]
-        for algorithm in SSG_ALGORITHMS:
-            if algorithm == "triangulation_geometric_3d" and not geometric:
+        for name, retrieve in retrievers.items():
+            if name == "triangulation_geometric_3d" and not geometric:
                 continue
-            hits = SSGRetriever(index, algorithm=algorithm, k=10).retrieve(q)
-            out[f"{algorithm} {q}"] = [hit_key(h) for h in hits]
+            out[f"{name} {q}"] = [hit_key(h) for h in retrieve(q)]
     return out
 
 
@@ -260,6 +282,8 @@ class LivingIndex(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.index = new_index()
+        self.kg = KnowledgeGraph.build(self.index, communities=False)  # follows the index
+        self.retrievers = make_retrievers(self.index, self.kg)
         self.docs: dict[str, str] = {}
         self.tmp = Path(tempfile.mkdtemp(prefix="semrag-living-"))
 
@@ -292,6 +316,9 @@ class LivingIndex(RuleBasedStateMachine):
     def save_and_load(self):
         self.index.save(self.tmp / "index")
         self.index = SemanticIndex.load(self.tmp / "index", embedder=FakeEmbedder(dim=32))
+        # The graph's ledger is not saved with the index: follow the loaded index anew.
+        self.kg = KnowledgeGraph.build(self.index, communities=False)
+        self.retrievers = make_retrievers(self.index, self.kg)
 
     @invariant()
     def equals_a_fresh_build(self):
@@ -300,7 +327,11 @@ class LivingIndex(RuleBasedStateMachine):
         assert self.index.doc_ids == fresh.doc_ids
         assert chunk_table(self.index) == chunk_table(fresh)
         assert_same_ssg(self.index._ssg, fresh._ssg)
-        assert results(self.index) == results(fresh)
+        fresh_kg = KnowledgeGraph.build(fresh, communities=False)
+        assert graph_table(self.kg) == graph_table(fresh_kg)
+        assert results(self.index, self.retrievers) == results(
+            fresh, make_retrievers(fresh, fresh_kg)
+        )
 
     def teardown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -382,3 +413,109 @@ def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query
     matching = [i for i, t in zip(sorted(alive), tokens, strict=True) if terms & set(t)]
     expected = sorted(matching, key=lambda i: (-want[sorted(alive).index(i)], i))[:10]
     assert [i for i, _ in hits] == expected
+
+
+# -- the knowledge graph follows the index, on every store ------------------------------------
+NEO4J = pytest.param(
+    "neo4j", marks=[pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
+)
+STORIES = [
+    "Ada Lovelace worked with Charles Babbage in London. Babbage designed the Analytical Engine.",
+    "Charles Babbage lived in London. The Analytical Engine was never finished.",
+    "Barack Obama met Angela Merkel in Berlin. Obama spoke about trade.",
+    "Angela Merkel led Germany. Berlin is the capital of Germany.",
+    "Ada Lovelace wrote notes on the Analytical Engine. Lovelace met Michael Faraday.",
+]
+
+
+@pytest.fixture(params=["memory", NEO4J])
+def graph_store(request):
+    from semrag.graph import InMemoryGraphStore, Neo4jGraphStore
+
+    if request.param == "memory":
+        yield lambda: InMemoryGraphStore()
+        return
+    server = request.getfixturevalue("neo4j_server")
+    opened = []
+
+    def make():
+        store = Neo4jGraphStore(
+            server.uri, server.user, server.password, database="neo4j", batch_size=7
+        )
+        store.clear()
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def test_a_following_graph_equals_a_fresh_build_on_every_store(graph_store):
+    from semrag.graph import InMemoryGraphStore
+
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES[:3])])
+    kg = KnowledgeGraph.build(index, store=graph_store(), communities=False)
+    steps = [
+        ("add", "s3", STORIES[3]),
+        ("delete", "s0", None),
+        ("add", "s1", STORIES[4]),  # replaced: Babbage's London relation loses a document
+        ("add", "s0", STORIES[0]),
+        ("delete", "s2", None),
+    ]
+    for op, doc_id, text in steps:
+        if op == "add":
+            index.add_documents([Document(doc_id, text)])
+        else:
+            index.delete(doc_id)
+        assert kg.following and kg.communities_stale
+        fresh_store = InMemoryGraphStore()  # every store must hold what a fresh build holds
+        fresh_index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+        fresh_index.add_documents([Document(d, index.document(d).text) for d in index.doc_ids])
+        fresh = KnowledgeGraph.build(fresh_index, store=fresh_store, communities=False)
+        assert graph_table(kg) == graph_table(fresh), (op, doc_id)
+        fresh.detach()
+    kg.detach()
+    index.delete("s3")
+    assert not kg.following
+    assert any("angela merkel" == e.id for e in kg.store.entities())  # no longer follows
+
+
+def test_weights_add_up_and_a_delete_subtracts_exactly_what_a_document_gave():
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document("a", "Ada Lovelace met Charles Babbage.")])
+    kg = KnowledgeGraph.build(index, communities=False)
+
+    def weight() -> float:
+        rels = [
+            r
+            for r in kg.store.relations()
+            if {r.source, r.target} == {"ada lovelace", "charles babbage"}
+        ]
+        return sum(r.weight for r in rels)
+
+    one = weight()
+    assert one > 0
+    index.add_documents([Document("b", "Ada Lovelace met Charles Babbage again.")])
+    assert weight() == pytest.approx(2 * one)  # two documents: the weights add up
+    index.delete("a")
+    assert weight() == pytest.approx(one)
+    index.delete("b")
+    assert weight() == 0 and not kg.store.entities()  # evidence gone: relation and entities go
+
+
+def test_new_names_resolve_against_the_entities_already_there():
+    class Aliases(FakeEmbedder):
+        def _embed_batch(self, texts):
+            return super()._embed_batch([t.replace("Barack ", "") for t in texts])
+
+    index = SemanticIndex(embedder=Aliases(dim=32), ssg=False)
+    index.add_documents([Document("a", "Obama spoke in Berlin. Obama met Merkel.")])
+    kg = KnowledgeGraph.build(index, communities=False)
+    index.add_documents([Document("b", "Barack Obama visited Paris.")])  # a later batch
+    ids = {e.id for e in kg.store.entities()}
+    assert "obama" in ids and "barack obama" not in ids
+    assert "b" in {c.doc_id for c in kg.store.chunks_for(["obama"])["obama"]}
+    index.delete("a")  # now the longer name is the only one left
+    assert {e.id for e in kg.store.entities()} >= {"barack obama"}

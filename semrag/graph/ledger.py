@@ -1,0 +1,329 @@
+"""What each document contributed to a knowledge graph, and the graph that follows from it.
+
+A :class:`~semrag.graph.KnowledgeGraph` that follows an index keeps a :class:`GraphLedger`:
+per document, the extraction of its chunks. The stored graph is a function of the ledger
+(the documents in index order), so a change is applied by re-deriving only the
+entities it touches and writing the difference:
+
+* **resolution**: two names are one entity when their vectors' cosine similarity is at
+  least the threshold; entities are the connected components of that relation. A new
+  name is compared with the names already there through the name index (a range search,
+  never all against all); a removed name can split its component, which is re-derived;
+* **the entity** of a component is keyed by its most mentioned name (ties: the longer
+  name, then the smaller key). Its name is that key's spelling in the earliest document
+  (index order); its type and description are the first non-empty ones among the
+  component's records, documents in index order;
+* **relations** between two entities add up the weights of every document's relations
+  that map to them; the evidence is the first non-empty one in index order. A delete
+  subtracts exactly what the document contributed, and a relation whose evidence is gone
+  goes;
+* **mentions** add up the counts of the component's names in each chunk.
+
+A fresh build is the same code applied to one change that adds every document, so after
+any sequence of changes the store holds what a fresh build over the surviving documents
+would write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from semrag.graph.extract import Extraction
+from semrag.graph.types import ChunkRef, Entity, Mention, Relation
+
+__all__ = ["GraphDiff", "GraphLedger"]
+
+RelKey = tuple[str, str, str]
+MentionKey = tuple[str, str]
+
+
+@dataclass(slots=True)
+class GraphDiff:
+    """What a store must drop and write to follow one change (see ``GraphStore.update``)."""
+
+    drop_entities: list[str] = field(default_factory=list)
+    drop_relations: list[RelKey] = field(default_factory=list)
+    drop_mentions: list[MentionKey] = field(default_factory=list)
+    drop_chunks: list[str] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    mentions: list[Mention] = field(default_factory=list)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``GraphStore.update``."""
+        return {
+            "drop_entities": self.drop_entities,
+            "drop_relations": self.drop_relations,
+            "drop_mentions": self.drop_mentions,
+            "drop_chunks": self.drop_chunks,
+            "entities": self.entities,
+            "relations": self.relations,
+            "mentions": self.mentions,
+        }
+
+
+@dataclass(slots=True)
+class _Doc:
+    seq: int
+    extraction: Extraction
+    entities: dict[str, tuple[int, Entity]]  # key -> (position, record)
+    relations: dict[str, list[int]]  # key -> indexes of relations touching it
+    mentions: dict[str, list[int]]  # key -> indexes of its mentions
+
+
+class GraphLedger:
+    """Per-document extractions and the entities, relations and mentions derived from them.
+
+    Args:
+        embedder: embeds entity names for resolution (``None`` with ``resolve=False``).
+        resolve: merge names whose vectors are at least ``threshold`` similar.
+        threshold: cosine similarity needed to merge two names.
+    """
+
+    def __init__(self, embedder: Any, *, resolve: bool, threshold: float) -> None:
+        self.embedder = embedder
+        self.resolve = resolve and embedder is not None
+        self.threshold = threshold
+        self._docs: dict[str, _Doc] = {}
+        self._seq = 0
+        self._name_docs: dict[str, dict[str, None]] = {}
+        self._mention_total: dict[str, int] = {}
+        self._comp_of: dict[str, str] = {}
+        self._members: dict[str, set[str]] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._rels: dict[RelKey, Relation] = {}
+        self._rels_of: dict[str, set[RelKey]] = {}
+        self._ments: dict[MentionKey, Mention] = {}
+        self._ments_of: dict[str, set[MentionKey]] = {}
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._docs
+
+    # -- applying a change ------------------------------------------------------------------
+    def apply(self, added: Sequence[tuple[str, Extraction]], removed: Sequence[str]) -> GraphDiff:
+        """Record the change and return what the store must do to follow it."""
+        touched: set[str] = set()
+        drop_chunks: set[str] = set()
+        for doc_id in removed:
+            doc = self._docs.pop(doc_id, None)
+            if doc is None:
+                continue
+            drop_chunks.update(m.chunk.key for m in doc.extraction.mentions)
+            for key in doc.entities:
+                touched.add(key)
+                self._name_docs[key].pop(doc_id, None)
+            for m in doc.extraction.mentions:
+                self._mention_total[m.entity_id] -= m.count
+        for doc_id, extraction in added:
+            doc = self._index(extraction)
+            self._docs[doc_id] = doc
+            for key in doc.entities:
+                touched.add(key)
+                self._name_docs.setdefault(key, {})[doc_id] = None
+            for m in extraction.mentions:
+                self._mention_total[m.entity_id] = self._mention_total.get(m.entity_id, 0) + m.count
+        gone = [k for k in touched if not self._name_docs.get(k)]
+        for key in gone:
+            self._name_docs.pop(key, None)
+            self._mention_total.pop(key, None)
+            self._vectors.pop(key, None)
+        self._embed_new([k for k in touched if k in self._name_docs])
+        diff = self._rederive(touched)
+        diff.drop_chunks = sorted(drop_chunks)
+        return diff
+
+    def _index(self, extraction: Extraction) -> _Doc:
+        self._seq += 1
+        entities = {e.id: (i, e) for i, e in enumerate(extraction.entities)}
+        relations: dict[str, list[int]] = {}
+        for i, r in enumerate(extraction.relations):
+            for key in {r.source, r.target}:
+                relations.setdefault(key, []).append(i)
+        mentions: dict[str, list[int]] = {}
+        for i, m in enumerate(extraction.mentions):
+            mentions.setdefault(m.entity_id, []).append(i)
+        for key in {*relations, *mentions} - set(entities):
+            entities[key] = (len(entities), Entity(key, key))  # named only by a relation
+        return _Doc(self._seq, extraction, entities, relations, mentions)
+
+    def _embed_new(self, keys: list[str]) -> None:
+        if not self.resolve:
+            return
+        new = sorted(k for k in keys if k not in self._vectors)
+        if not new:
+            return
+        names = [self._spelling(k).name for k in new]
+        vectors = np.asarray(self.embedder.embed(names), dtype=np.float64)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+        self._vectors.update(zip(new, vectors, strict=True))
+
+    def _neighbours(self, key: str, keys: list[str], matrix: np.ndarray) -> list[str]:
+        if not self.resolve or key not in self._vectors:
+            return []
+        sims = matrix @ self._vectors[key]
+        return [keys[i] for i in np.flatnonzero(sims >= self.threshold) if keys[i] != key]
+
+    def everything(self) -> GraphDiff:
+        """The whole derived graph as writes (to rewrite a store from scratch)."""
+        return GraphDiff(
+            entities=[self._entity(c, m) for c, m in sorted(self._members.items())],
+            relations=[self._rels[k] for k in sorted(self._rels)],
+            mentions=[self._ments[k] for k in sorted(self._ments)],
+        )
+
+    # -- deriving ---------------------------------------------------------------------------
+    def _records(self, key: str) -> list[tuple[int, int, Entity]]:
+        """``(seq, position, record)`` of every document's record of ``key``."""
+        return sorted(
+            (self._docs[d].seq, self._docs[d].entities[key][0], self._docs[d].entities[key][1])
+            for d in self._name_docs.get(key, ())
+        )
+
+    def _spelling(self, key: str) -> Entity:
+        return self._records(key)[0][2]
+
+    def _components(self, touched: set[str]) -> tuple[set[str], dict[str, set[str]]]:
+        """Old entity keys the change touches, and the new components around it."""
+        seeds = set(touched)
+        old = {self._comp_of[k] for k in touched if k in self._comp_of}
+        for canon in old:
+            seeds |= self._members[canon]
+        present = [k for k in self._name_docs]
+        matrix = (
+            np.stack([self._vectors[k] for k in present])
+            if self.resolve and present
+            else np.zeros((0, 1))
+        )
+        todo = [k for k in sorted(seeds) if k in self._name_docs]
+        seen = set(todo)
+        edges: dict[str, list[str]] = {}
+        while todo:
+            key = todo.pop()
+            edges[key] = self._neighbours(key, present, matrix)
+            for other in edges[key]:
+                if other not in seen:
+                    canon = self._comp_of.get(other)
+                    if canon is not None and canon not in old:
+                        old.add(canon)
+                        for m in self._members[canon]:
+                            if m not in seen and m in self._name_docs:
+                                seen.add(m)
+                                todo.append(m)
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+        parent = {k: k for k in seen}
+
+        def find(k: str) -> str:
+            while parent[k] != k:
+                parent[k] = parent[parent[k]]
+                k = parent[k]
+            return k
+
+        for key, others in edges.items():
+            for other in others:
+                a, b = find(key), find(other)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+        groups: dict[str, set[str]] = {}
+        for k in seen:
+            groups.setdefault(find(k), set()).add(k)
+        named = {self._canonical(members): members for members in groups.values()}
+        return old, named
+
+    def _canonical(self, members: set[str]) -> str:
+        return max(
+            members,
+            key=lambda k: (self._mention_total.get(k, 0), len(self._spelling(k).name), _neg(k)),
+        )
+
+    def _rederive(self, touched: set[str]) -> GraphDiff:
+        old, named = self._components(touched)
+        for canon in old:
+            for k in self._members.pop(canon, set()):
+                if self._comp_of.get(k) == canon:
+                    del self._comp_of[k]
+        for canon, members in named.items():
+            self._members[canon] = members
+            for k in members:
+                self._comp_of[k] = canon
+        affected = old | set(named)
+        old_rels = {key for c in old for key in self._rels_of.get(c, ())}
+        old_ments = {key for c in old for key in self._ments_of.get(c, ())}
+        entities = [self._entity(c, m) for c, m in sorted(named.items())]
+        relations = self._relations(named)
+        mentions = self._mentions(named)
+        diff = GraphDiff(
+            drop_entities=sorted(old - set(named)),
+            drop_relations=sorted(old_rels - set(relations)),
+            drop_mentions=sorted(old_ments - set(mentions)),
+            entities=entities,
+            relations=[relations[k] for k in sorted(relations)],
+            mentions=[mentions[k] for k in sorted(mentions)],
+        )
+        for key in old_rels:
+            self._rels.pop(key, None)
+            for end in (key[0], key[2]):
+                self._rels_of.get(end, set()).discard(key)
+        for key, rel in relations.items():
+            self._rels[key] = rel
+            for end in (key[0], key[2]):
+                self._rels_of.setdefault(end, set()).add(key)
+        for key in old_ments:
+            self._ments.pop(key, None)
+            self._ments_of.get(key[0], set()).discard(key)
+        for key, mention in mentions.items():
+            self._ments[key] = mention
+            self._ments_of.setdefault(key[0], set()).add(key)
+        for c in affected - set(named):
+            self._rels_of.pop(c, None)
+            self._ments_of.pop(c, None)
+        return diff
+
+    def _entity(self, canon: str, members: set[str]) -> Entity:
+        records = sorted(r for k in members for r in self._records(k))
+        kind = next((e.type for _, _, e in records if e.type), "")
+        description = next((e.description for _, _, e in records if e.description), "")
+        return Entity(canon, self._spelling(canon).name, kind, description)
+
+    def _relations(self, named: dict[str, set[str]]) -> dict[RelKey, Relation]:
+        found: set[tuple[str, int]] = set()
+        for members in named.values():
+            for k in members:
+                for d in self._name_docs.get(k, ()):
+                    found.update((d, i) for i in self._docs[d].relations.get(k, ()))
+        parts: dict[RelKey, list[tuple[int, int, Relation]]] = {}
+        for d, i in found:
+            r = self._docs[d].extraction.relations[i]
+            a, b = self._comp_of[r.source], self._comp_of[r.target]
+            if a != b:
+                parts.setdefault((a, r.type, b), []).append((self._docs[d].seq, i, r))
+        out = {}
+        for (a, t, b), rs in parts.items():
+            rs.sort(key=lambda x: (x[0], x[1]))
+            evidence = next((r.evidence for _, _, r in rs if r.evidence), "")
+            out[(a, t, b)] = Relation(a, b, t, evidence, float(sum(r.weight for _, _, r in rs)))
+        return out
+
+    def _mentions(self, named: dict[str, set[str]]) -> dict[MentionKey, Mention]:
+        counts: dict[MentionKey, int] = {}
+        chunks: dict[str, ChunkRef] = {}
+        for canon, members in named.items():
+            for k in members:
+                for d in self._name_docs.get(k, ()):
+                    for i in self._docs[d].mentions.get(k, ()):
+                        m = self._docs[d].extraction.mentions[i]
+                        chunks[m.chunk.key] = m.chunk
+                        key = (canon, m.chunk.key)
+                        counts[key] = counts.get(key, 0) + m.count
+        return {key: Mention(key[0], chunks[key[1]], n) for key, n in counts.items()}
+
+
+def _neg(key: str) -> tuple[int, ...]:
+    """A sort key that orders strings in reverse (so ``max`` prefers the smaller key)."""
+    return tuple(-ord(c) for c in key) + (1,)
