@@ -195,6 +195,24 @@ class GraphStore(Protocol):
         """Remove a document's chunks and mentions, and entities left with no mention."""
         ...
 
+    def update(
+        self,
+        *,
+        drop_entities: Sequence[str] = (),
+        drop_relations: Sequence[tuple[str, str, str]] = (),
+        drop_mentions: Sequence[tuple[str, str]] = (),
+        drop_chunks: Sequence[str] = (),
+        entities: Sequence[Entity] = (),
+        relations: Sequence[Relation] = (),
+        mentions: Sequence[Mention] = (),
+    ) -> None:
+        """Apply one change at once: the drops, then the upserts (replacing weights and counts).
+
+        A dropped entity leaves its relations, mentions and communities; a dropped chunk
+        leaves its mentions. How a knowledge graph follows its index.
+        """
+        ...
+
     def write_communities(self, communities: Sequence[Community]) -> None:
         """Replace the stored communities."""
         ...

@@ -100,3 +100,40 @@ async def test_llama_index_k_per_call_sync_async_and_concurrent():
     assert one[0].node.text == four[0].node.text
     with pytest.raises(Exception, match="k"):
         r.retrieve("the cat", k=0)
+
+
+def test_retrievers_of_both_frameworks_see_changes_on_the_next_call():
+    """Built once, every adapter retriever answers from the index (and graph) as it is now."""
+    from semrag.graph import KnowledgeGraph
+
+    emb = FakeEmbedder()
+    index = SemanticIndex(embedder=emb, ssg=SSGConfig(min_intra=0.0, min_inter=0.0))
+    index.add_documents([Document(f"doc{i}", t) for i, t in enumerate(TEXTS)])
+    kg = KnowledgeGraph.build(index, communities=False)  # follows the index
+    made = {
+        "lc ssg": langchain_semrag.SSGRetriever(index=index, algorithm="basic_retrieval", k=3),
+        "lc iar": langchain_semrag.IntentAwareRetriever(index=index, k=3),
+        "lc ppr": langchain_semrag.GraphRetriever(index=index, k=3),
+        "lc sketch": langchain_semrag.SketchRetriever(index=index, graph=kg, k=3),
+        "li ssg": llama_index_semrag.SSGRetriever(index=index, algorithm="basic_retrieval", k=3),
+        "li iar": llama_index_semrag.IntentAwareRetriever(index=index, k=3),
+        "li ppr": llama_index_semrag.GraphRetriever(index=index, k=3),
+        "li sketch": llama_index_semrag.SketchRetriever(index=index, graph=kg, k=3),
+    }
+    query = "Zeppelin airships over Lakehurst"
+
+    def doc_ids(name: str, retriever) -> list[str]:
+        if name.startswith("lc"):
+            return [d.metadata["doc_id"] for d in retriever.invoke(query)]
+        return [n.node.ref_doc_id for n in retriever.retrieve(query)]
+
+    before = {name: doc_ids(name, r) for name, r in made.items()}
+    assert all("zeppelin" not in ids for ids in before.values())
+    index.add_documents(
+        [Document("zeppelin", "Zeppelin airships flew over Lakehurst. Zeppelin airships burned.")]
+    )
+    for name, r in made.items():
+        assert doc_ids(name, r)[0] == "zeppelin", name
+    index.delete("zeppelin")
+    for name, r in made.items():
+        assert "zeppelin" not in doc_ids(name, r), name

@@ -264,3 +264,27 @@ def test_dropped_connection_mid_write_is_clear_and_leaves_no_partial_batch(neo4j
     assert after.counts()["entities"] in (0, len(many))  # the batch is all or nothing
     after.clear()
     after.close()
+
+
+def test_update_drops_then_writes_in_one_call(store):
+    ents, rels, ments = sample()
+    ada, bab, eng = ents
+    store.upsert(ents, rels, ments)
+    store.write_communities([Community("L0-0", 0, (ada.id, bab.id, eng.id))])
+    heavier = Relation(bab.id, eng.id, "DESIGNED", "Babbage designed it twice.", 3.0)
+    store.update(
+        drop_entities=[ada.id],  # with its relation to Babbage and its mention
+        drop_mentions=[(eng.id, ChunkRef("d2", 10, 50).key)],
+        relations=[heavier],
+        mentions=[Mention(eng.id, ChunkRef("d3", 0, 9), 2)],
+    )
+    assert sorted(e.id for e in store.entities()) == sorted([bab.id, eng.id])
+    assert store.relations() == [heavier]  # weight and evidence replaced, not added
+    chunks = store.chunks_for([bab.id, eng.id])
+    assert [c.doc_id for c in chunks[eng.id]] == ["d3"]
+    assert sorted(c.doc_id for c in chunks[bab.id]) == ["d1", "d2"]
+    assert set(store.read_communities()[0].entity_ids) == {bab.id, eng.id}  # Ada left it
+    store.update(drop_chunks=[ChunkRef("d1", 0, 40).key])
+    assert [c.doc_id for c in store.chunks_for([bab.id])[bab.id]] == ["d2"]
+    store.update(drop_relations=[(bab.id, "DESIGNED", eng.id)])
+    assert store.relations() == []
