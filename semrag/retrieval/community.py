@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag._rwlock import reading
 from semrag._validation import INT, REAL, Interval, Options, check_k, check_query, validate_params
 from semrag.errors import ConfigError
 from semrag.postprocess.stitch import covering_sentences
@@ -116,7 +117,8 @@ class CommunityRetriever:
         return await asyncio.to_thread(self._run, q, k)
 
     def _run(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
-        return self._local(q, k) if self.mode == "local" else self._global(q, k)
+        with reading(self.index):  # chunks, vectors and sentences of one version
+            return self._local(q, k) if self.mode == "local" else self._global(q, k)
 
     # -- local (eq. 4) -------------------------------------------------------------------------
     def _local(self, q: np.ndarray, k: int) -> list[ScoredChunk]:

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag._rwlock import reading
 from semrag._validation import (
     INT,
     REAL,
@@ -228,7 +229,8 @@ class SketchRetriever:
         (keyed by :attr:`SemanticIndex.version`); chunks already within the size are
         reused with their stored vectors.
         """
-        with self._lock:
+        # Lock order: the index's read first, then this retriever's lock.
+        with reading(self.index), self._lock:
             version = self.index.version
             if self._pieces is None or self._pieces_version != version:
                 self._pieces = self._build_pieces()
@@ -345,6 +347,12 @@ class SketchRetriever:
         return await asyncio.to_thread(self._merge, query, q, seeds, note, k)
 
     def _merge(
+        self, query: str, q: np.ndarray, seeds: list[Entity], note: str, k: int
+    ) -> list[ScoredChunk]:
+        with reading(self.index):  # pieces, graph chunks and vectors of one version
+            return self._merge_read(query, q, seeds, note, k)
+
+    def _merge_read(
         self, query: str, q: np.ndarray, seeds: list[Entity], note: str, k: int
     ) -> list[ScoredChunk]:
         index = self.index
