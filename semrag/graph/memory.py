@@ -29,6 +29,18 @@ def _tokens(key: str) -> set[str]:
     return words
 
 
+def _check_known(
+    known: set[str], relations: Sequence[Relation], mentions: Sequence[Mention]
+) -> None:
+    """Raise unless every relation and mention names an entity in ``known``."""
+    for r in relations:
+        if r.source not in known or r.target not in known:
+            raise ConfigError(f"relation {r.source!r} -> {r.target!r}: unknown entity")
+    for m in mentions:
+        if m.entity_id not in known:
+            raise ConfigError(f"mention of unknown entity {m.entity_id!r}")
+
+
 class InMemoryGraphStore:
     """A :class:`~semrag.graph.GraphStore` on a networkx ``MultiDiGraph``.
 
@@ -73,13 +85,7 @@ class InMemoryGraphStore:
         """Insert or update records; all of them or none (validated before any write)."""
         entities, relations, mentions = list(entities), list(relations), list(mentions)
         with self._lock:
-            known = set(self._entities) | {e.id for e in entities}
-            for r in relations:
-                if r.source not in known or r.target not in known:
-                    raise ConfigError(f"relation {r.source!r} -> {r.target!r}: unknown entity")
-            for m in mentions:
-                if m.entity_id not in known:
-                    raise ConfigError(f"mention of unknown entity {m.entity_id!r}")
+            _check_known(set(self._entities) | {e.id for e in entities}, relations, mentions)
             for e in entities:
                 if not e.id:
                     raise ConfigError(f"entity without an id: {e!r}")
@@ -115,12 +121,7 @@ class InMemoryGraphStore:
         """
         with self._lock:
             known = (set(self._entities) - set(drop_entities)) | {e.id for e in entities}
-            for r in relations:
-                if r.source not in known or r.target not in known:
-                    raise ConfigError(f"relation {r.source!r} -> {r.target!r}: unknown entity")
-            for m in mentions:
-                if m.entity_id not in known:
-                    raise ConfigError(f"mention of unknown entity {m.entity_id!r}")
+            _check_known(known, relations, mentions)  # before any drop: all or nothing
             for key in drop_chunks:
                 self._chunks.pop(key, None)
             gone_chunks = set(drop_chunks)
