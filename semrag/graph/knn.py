@@ -31,7 +31,7 @@ Ints = npt.NDArray[np.int64]
 
 _CELLS = 1 << 23  # float32 similarity cells per block (32 MB)
 _ROWS = 1024  # most query rows per block
-_TOL = 5e-5  # bound on a float32 dot product's error for unit vectors (d * eps32)
+FLOAT32_TOLERANCE = 5e-5  # bound on a float32 dot product's error for unit vectors (d * eps32)
 
 
 def empty_lists(n: int, k: int) -> tuple[Ints, Floats]:
@@ -72,7 +72,9 @@ def _select(
         else np.tile(np.arange(n), (rows, 1))
     )
     t = np.take_along_axis(sims, cand, axis=1).min(axis=1)
-    cut = np.maximum(np.where(np.isfinite(t), t - _TOL, -np.inf), floor - _TOL)
+    cut = np.maximum(
+        np.where(np.isfinite(t), t - FLOAT32_TOLERANCE, -np.inf), floor - FLOAT32_TOLERANCE
+    )
     # With cut = -inf the k-th value is -inf: every finite cell is already in cand.
     width = np.where(np.isfinite(cut), (sims >= cut[:, None]).sum(axis=1), kk)
     wide = np.flatnonzero(width > kk)  # near-ties at the boundary: shortlist more

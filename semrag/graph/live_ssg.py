@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from semrag.graph.knn import empty_lists, merge_top, top_neighbours
+from semrag.graph.knn import FLOAT32_TOLERANCE, empty_lists, merge_top, top_neighbours
 from semrag.graph.ssg import (
     SemanticSimilarityGraph,
     SSGConfig,
@@ -64,6 +64,61 @@ _ARRAYS = (
     "vector_sum",
     "vector_scatter",
 )
+
+
+class _Rows:
+    """Rows in a buffer with room to grow: appending never moves or writes earlier rows.
+
+    A published version holds ``view`` (the first ``n`` rows); an append writes past them
+    (or into a new, larger buffer), so that view never changes. :meth:`keep` makes a new
+    buffer. Appending one document costs its rows, amortised, not a copy of them all.
+    """
+
+    def __init__(self, rows: Floats, *, headroom: float = 0.0) -> None:
+        self.n = rows.shape[0]
+        if headroom:  # room for the next changes without a copy of every row
+            self.buf = np.empty((self.n + int(self.n * headroom), rows.shape[1]), np.float32)
+            self.buf[: self.n] = rows
+        else:
+            self.buf = rows
+
+    @property
+    def view(self) -> Floats:
+        view = self.buf[: self.n]
+        view.flags.writeable = False
+        return view
+
+    def append(self, rows: Floats) -> None:
+        need = self.n + rows.shape[0]
+        if need > self.buf.shape[0]:
+            grown = np.empty((max(need, 2 * self.buf.shape[0], 64), self.buf.shape[1]), np.float32)
+            grown[: self.n] = self.buf[: self.n]
+            self.buf = grown
+        self.buf[self.n : need] = rows
+        self.n = need
+
+    def keep(self, mask: npt.NDArray[np.bool_]) -> None:
+        self.buf = self.buf[: self.n][mask]
+        self.n = self.buf.shape[0]
+
+
+def _rows_a_new_row_may_enter(vals: Floats, vectors: Floats, n_old: int, floor: float) -> Ints:
+    """Old rows whose list a new row (``n_old ..``) might enter: a float32 pre-filter.
+
+    A new row enters a full list only above its last value (ties go to the older row),
+    and any list only at or above ``floor``; rows far below both cannot change, and the
+    exact merge runs on the rest only.
+    """
+    new = vectors[n_old:]
+    last = vals[:n_old, -1]  # -inf while a list is not full
+    bar = np.maximum(last, floor) - FLOAT32_TOLERANCE
+    step = max(1, (1 << 23) // max(1, new.shape[0]))
+    keep = []
+    for a in range(0, n_old, step):
+        b = min(n_old, a + step)
+        best = (vectors[a:b] @ new.T).max(axis=1)
+        keep.append(a + np.flatnonzero(best >= bar[a:b]))
+    return np.concatenate(keep) if keep else np.zeros(0, np.int64)
 
 
 def _remap(cols: Ints, new_of_old: Ints) -> Ints:
@@ -99,13 +154,23 @@ class LiveSSG:
         self.bridge_cols, self.bridge_vals = empty_lists(0, t)
         self.node_doc = np.zeros(0, np.int64)
         self.node_sentences = np.zeros((0, 2), np.int64)
-        self.node_vectors = np.zeros((0, dim), np.float32)
+        self._nodes = _Rows(np.zeros((0, dim), np.float32))
         self.intra_cols, self.intra_vals = empty_lists(0, k)
         self.inter_cols, self.inter_vals = empty_lists(0, x)
-        self.sentence_matrix = np.zeros((0, dim), np.float32)
+        self._sentences = _Rows(np.zeros((0, dim), np.float32))
         self.vector_sum = np.zeros(dim, np.float64)
         self.vector_scatter = np.zeros((dim, dim), np.float64)
         self.graph = self._graph()
+
+    @property
+    def node_vectors(self) -> Floats:
+        """Every window node's vector (a view: later changes never write into it)."""
+        return self._nodes.view
+
+    @property
+    def sentence_matrix(self) -> Floats:
+        """Every sentence vector, documents in order (a view, like :attr:`node_vectors`)."""
+        return self._sentences.view
 
     @classmethod
     def fresh(cls, config: SSGConfig, dim: int, documents: Sequence[IndexedDocument]) -> LiveSSG:
@@ -166,11 +231,11 @@ class LiveSSG:
         shift = np.cumsum(lost) - lost  # sentences removed before each document
         node_doc = self.node_doc[keep_node]
         self.node_sentences = self.node_sentences[keep_node] - shift[node_doc][:, None]
-        self.sentence_matrix = self.sentence_matrix[np.repeat(keep_doc, counts)]
+        self._sentences.keep(np.repeat(keep_doc, counts))
         self.doc_sentences = np.r_[0, np.cumsum(counts[keep_doc])].astype(np.int64)
         self.doc_nodes = np.r_[0, np.cumsum(np.diff(self.doc_nodes)[keep_doc])].astype(np.int64)
         self.node_doc = doc_map[node_doc]
-        self.node_vectors = self.node_vectors[keep_node]
+        self._nodes.keep(keep_node)
         self.intra_cols = _remap(self.intra_cols[keep_node], node_map)
         self.intra_vals = self.intra_vals[keep_node]
 
@@ -216,12 +281,12 @@ class LiveSSG:
         self.vector_scatter = self.vector_scatter + added.T @ added
         self.node_doc = np.concatenate([self.node_doc, *node_doc])
         self.node_sentences = np.concatenate([self.node_sentences, *node_sent])
-        self.node_vectors = np.concatenate([self.node_vectors, new_vectors])
+        self._nodes.append(new_vectors)
         self.intra_cols = np.concatenate([self.intra_cols, *intra_c])
         self.intra_vals = np.concatenate([self.intra_vals, *intra_v])
-        self.sentence_matrix = np.concatenate(
-            [self.sentence_matrix, *(e.sentence_vectors for e in documents)]
-        ).astype(np.float32)
+        self._sentences.append(
+            np.concatenate([e.sentence_vectors for e in documents]).astype(np.float32)
+        )
         self.doc_nodes = np.r_[
             self.doc_nodes, n0 + np.cumsum([len(e.node_ranges) for e in documents])
         ]
@@ -259,7 +324,8 @@ class LiveSSG:
         if targets.size:
             cols[targets], vals[targets] = search(vectors[targets], groups[targets])
         if n_old and n > n_old:
-            others = np.setdiff1d(np.arange(n_old), refill, assume_unique=True)
+            others = _rows_a_new_row_may_enter(vals, vectors, n_old, floor)
+            others = np.setdiff1d(others, refill, assume_unique=True)
             if others.size:
                 new_c, new_v = top_neighbours(
                     vectors[others], groups[others], vectors[n_old:], groups[n_old:], k, floor
@@ -323,8 +389,8 @@ class LiveSSG:
                 :class:`~semrag.errors.StoreError`).
         """
         ssg = cls(config, int(node_vectors.shape[1]))
-        ssg.node_vectors = np.asarray(node_vectors, dtype=np.float32)
-        ssg.sentence_matrix = np.asarray(sentence_matrix, dtype=np.float32)
+        ssg._nodes = _Rows(np.asarray(node_vectors, dtype=np.float32), headroom=0.125)
+        ssg._sentences = _Rows(np.asarray(sentence_matrix, dtype=np.float32), headroom=0.125)
         with np.load(directory / "ssg.npz", allow_pickle=False) as z:
             missing = set(_ARRAYS) - set(z.files)
             if missing:
