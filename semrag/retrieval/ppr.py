@@ -273,6 +273,10 @@ class PPRRetriever:
         self.on_llm_error = on_llm_error
         self._built: PassageGraph | None = None
         self._lock = threading.Lock()
+        # Kept across versions, so a change costs the new chunks and names only: a chunk id
+        # is never reused, and a name's vector never changes.
+        self._chunk_phrases: dict[int, list[tuple[str, str]]] = {}
+        self._name_vectors: dict[str, Floats] = {}
 
     # -- the graph ------------------------------------------------------------------------
     def passage_graph(self) -> PassageGraph:
@@ -289,23 +293,26 @@ class PPRRetriever:
         chunk_ids: list[int] = []
         mentions: list[list[str]] = []
         names: dict[str, str] = {}
+        seen: dict[int, list[tuple[str, str]]] = {}
         for doc_id in self.index.doc_ids:
             title = _title_of(self.index.document(doc_id)) if self.titles else ""
             for cid, chunk in zip(
                 self.index.chunk_ids(doc_id), self.index.chunks(doc_id), strict=True
             ):
-                found = [
-                    p.text for p in find_entities(chunk.text) if p.kind in ("entity", "quoted")
-                ]
-                if title:
-                    found.append(title)
-                keys = []
-                for name in found:
-                    key = _key(name)
+                found = self._chunk_phrases.get(cid)
+                if found is None:
+                    found = [
+                        (_key(p.text), p.text)
+                        for p in find_entities(chunk.text)
+                        if p.kind in ("entity", "quoted")
+                    ]
+                seen[cid] = found
+                pairs = [*found, (_key(title), title)] if title else found
+                for key, name in pairs:
                     names.setdefault(key, name)
-                    keys.append(key)
                 chunk_ids.append(cid)
-                mentions.append(list(dict.fromkeys(keys)))
+                mentions.append(list(dict.fromkeys(key for key, _ in pairs)))
+        self._chunk_phrases = seen  # chunks of deleted documents drop out
         return chunk_ids, mentions, names
 
     def _phrases_from_graph(
@@ -357,13 +364,8 @@ class PPRRetriever:
                 cols.append(n_p + keys[b])
                 vals.append(w)
         display = list(names.values())
-        dim = self.index.embedder.dim
-        vectors = (
-            np.asarray(self.index.embedder.embed(display), dtype=np.float32)
-            if display
-            else np.zeros((0, dim), np.float32)
-        )
-        phrase_index = faiss.IndexFlatIP(dim)
+        vectors = self._vectors_of(display)
+        phrase_index = faiss.IndexFlatIP(self.index.embedder.dim)
         if n_e:
             phrase_index.add(vectors)
         n_syn = 0
@@ -397,6 +399,19 @@ class PPRRetriever:
             phrase_index=phrase_index,
             synonym_edges=n_syn,
         )
+
+    def _vectors_of(self, display: list[str]) -> Floats:
+        """Unit vectors of the phrase names; only names new since the last build are embedded."""
+        dim = self.index.embedder.dim
+        new = [n for n in dict.fromkeys(display) if n not in self._name_vectors]
+        if new:
+            found = np.asarray(self.index.embedder.embed(new), dtype=np.float32)
+            self._name_vectors.update(zip(new, found, strict=True))
+        kept = {n: self._name_vectors[n] for n in display}
+        self._name_vectors = kept  # names no longer in the corpus drop out
+        if not display:
+            return np.zeros((0, dim), np.float32)
+        return np.stack([kept[n] for n in display]).astype(np.float32)
 
     # -- query ----------------------------------------------------------------------------
     def _query_entities_by_rules(self, query: str) -> list[str]:
