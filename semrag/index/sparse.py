@@ -98,6 +98,7 @@ class BM25Index:
         new = [int(i) for i in ids]
         if len(set(new)) != len(new) or any(i in self._docs for i in new):
             raise ConfigError("duplicate ids in BM25Index.add")
+        grown: dict[str, list[tuple[int, int, int]]] = {}  # cached terms' new postings
         with self._lock:
             for i, tokens in zip(new, token_lists, strict=True):
                 self._docs[i] = list(tokens)
@@ -106,7 +107,16 @@ class BM25Index:
                     posting = self._postings.setdefault(term, {})
                     self._move(len(posting), len(posting) + 1)
                     posting[i] = tf
-                    self._arrays.pop(term, None)
+                    if term in self._arrays:
+                        grown.setdefault(term, []).append((i, tf, len(tokens)))
+            for term, rows in grown.items():  # extend cached arrays once per term
+                ids_, tf_, length_ = self._arrays[term]
+                more = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
+                self._arrays[term] = (
+                    np.concatenate([ids_, more[:, 0].astype(np.int64)]),
+                    np.concatenate([tf_, more[:, 1]]),
+                    np.concatenate([length_, more[:, 2]]),
+                )
 
     def remove(self, ids: Sequence[int]) -> int:
         """Remove ids; returns how many were present."""
