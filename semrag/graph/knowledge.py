@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from semrag._validation import INT, REAL, Interval, Options, validate_params
-from semrag.errors import ConfigError
+from semrag.errors import ConfigError, StoreError
 from semrag.graph.communities import community_reports, detect_communities
 from semrag.graph.extract import (
     Extraction,
@@ -22,11 +26,12 @@ from semrag.graph.extract import (
 from semrag.graph.ledger import GraphDiff, GraphLedger
 from semrag.graph.memory import InMemoryGraphStore
 from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, entity_key
+from semrag.index.persist import atomic_directory, read_manifest
 from semrag.llm import LLM
 from semrag.types import Chunk
 
 if TYPE_CHECKING:
-    from semrag.index.change import Change
+    from semrag.index.change import Change, IndexedDocument
 
 __all__ = ["RESOLUTION_THRESHOLD", "KnowledgeGraph"]
 
@@ -169,6 +174,78 @@ class KnowledgeGraph:
         index.follow(self, replay=True)
         self._show_progress = False
 
+    def save_ledger(self, directory: str | Path) -> Path:
+        """Save what each document contributed, so a reopened graph can follow again.
+
+        Written atomically (like every semrag save). The store saves itself
+        (``InMemoryGraphStore.save``; Neo4j keeps its data); see :meth:`resume`.
+
+        Raises:
+            ConfigError: if the graph does not follow an index.
+        """
+        from semrag import __version__
+
+        if self._ledger is None:
+            raise ConfigError(
+                "only a graph built over an index (KnowledgeGraph.build) has a ledger"
+            )
+        manifest = {"kind": _LEDGER_KIND, "format_version": 1, "library_version": __version__}
+        with atomic_directory(directory, manifest) as tmp:
+            (tmp / "ledger.json").write_text(
+                json.dumps(self._ledger.to_json(), ensure_ascii=False), encoding="utf-8"
+            )
+        return Path(directory)
+
+    @classmethod
+    def resume(
+        cls, index: Any, store: Any, ledger: str | Path, *, extractor: Any = None
+    ) -> KnowledgeGraph:
+        """Reopen a saved graph over ``index`` and follow it again.
+
+        The store holds the graph as it was when ``ledger`` was saved (give the same
+        extractor as then). Documents the index changed meanwhile (added, deleted,
+        replaced, or moved by a re-add) are caught up in one change before the graph
+        follows, so it ends equal to a fresh build over the index's documents.
+        Communities are marked stale.
+
+        Raises:
+            ConfigError: if ``ledger`` is not a saved ledger.
+            StoreError: if it is damaged.
+        """
+        from semrag import __version__
+
+        directory = Path(ledger)
+        read_manifest(directory, kind=_LEDGER_KIND, format_version=1, library_version=__version__)
+        kg = cls(store, index=index)
+        try:
+            data = json.loads((directory / "ledger.json").read_text(encoding="utf-8"))
+            kg._ledger = GraphLedger.from_json(data, kg.embedder)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreError(f"{directory} does not hold a consistent ledger ({exc})") from exc
+        kg._extractor = extractor or HeuristicGraphExtractor()
+        index.follow(kg, replay=kg._catch_up)
+        kg.communities_stale = True
+        return kg
+
+    def _catch_up(self, docs: list[IndexedDocument], version: int) -> Change:
+        """The change from what the ledger recorded to the index's documents now."""
+        from semrag.index.change import Change
+
+        assert self._ledger is not None
+        ledger = self._ledger
+        recorded = {d: i for i, d in enumerate(ledger.doc_ids)}
+        last = -1
+        keep: set[str] = set()
+        for doc in docs:  # unchanged documents must also keep their order
+            i = recorded.get(doc.id)
+            if i is not None and i > last and ledger.fingerprints.get(doc.id) == _print(doc):
+                keep.add(doc.id)
+                last = i
+        added = tuple(d for d in docs if d.id not in keep)
+        gone = {d for d in ledger.doc_ids if d not in keep}
+        removed = tuple(_Recorded(d) for d in ledger.doc_ids if d in gone)
+        return Change(version, added=added, removed=removed)  # type: ignore[arg-type]
+
     @property
     def following(self) -> bool:
         """Whether the graph follows its index (every change of the index reaches it)."""
@@ -204,6 +281,8 @@ class KnowledgeGraph:
         self.timings["extract_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         diff = self._ledger.apply(added, change.removed_ids)
+        for d in change.added:
+            self._ledger.fingerprints[d.id] = _print(d)
         for _, extraction in added:
             self.notes.extend(extraction.notes)
         self._write(diff)
@@ -360,6 +439,23 @@ class KnowledgeGraph:
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph(store={self.store!r})"
+
+
+_LEDGER_KIND = "semrag.GraphLedger"
+
+
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """A document the ledger recorded, as a change's ``removed`` entry (only its id)."""
+
+    id: str
+
+
+def _print(doc: IndexedDocument) -> str:
+    """A fingerprint of one version of a document: its text and chunk offsets."""
+    h = hashlib.sha256(doc.doc.text.encode("utf-8", "surrogatepass"))
+    h.update(json.dumps([[c.start, c.end] for c in doc.chunks]).encode())
+    return h.hexdigest()
 
 
 def _progress(items: Sequence[Any], show: bool, desc: str) -> Iterable[Any]:

@@ -99,9 +99,74 @@ class GraphLedger:
         self._rels_of: dict[str, set[RelKey]] = {}
         self._ments: dict[MentionKey, Mention] = {}
         self._ments_of: dict[str, set[MentionKey]] = {}
+        self.fingerprints: dict[str, str] = {}
+        """A fingerprint of each document's version (see ``KnowledgeGraph``)."""
 
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._docs
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """The documents recorded, in index order."""
+        return list(self._docs)
+
+    # -- persistence ------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """Every document's extraction and fingerprint (JSON-ready; vectors are not kept)."""
+        return {
+            "resolve": self.resolve,
+            "threshold": self.threshold,
+            "seq": self._seq,
+            "documents": [
+                {
+                    "id": doc_id,
+                    "seq": d.seq,
+                    "fingerprint": self.fingerprints.get(doc_id, ""),
+                    "entities": [
+                        [e.id, e.name, e.type, e.description] for e in d.extraction.entities
+                    ],
+                    "relations": [
+                        [r.source, r.target, r.type, r.evidence, r.weight]
+                        for r in d.extraction.relations
+                    ],
+                    "mentions": [
+                        [m.entity_id, m.chunk.doc_id, m.chunk.start, m.chunk.end, m.count]
+                        for m in d.extraction.mentions
+                    ],
+                }
+                for doc_id, d in self._docs.items()
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], embedder: Any) -> GraphLedger:
+        """Rebuild a ledger written by :meth:`to_json` (names are embedded again).
+
+        Raises:
+            KeyError, TypeError, ValueError: on a malformed record (callers report a
+                :class:`~semrag.errors.StoreError`).
+        """
+        ledger = cls(embedder, resolve=bool(data["resolve"]), threshold=float(data["threshold"]))
+        added = []
+        for r in data["documents"]:
+            extraction = Extraction(
+                [Entity(*map(str, e)) for e in r["entities"]],
+                [
+                    Relation(str(a), str(b), str(t), str(ev), float(w))
+                    for a, b, t, ev, w in r["relations"]
+                ],
+                [
+                    Mention(str(e), ChunkRef(str(d), int(a), int(b)), int(n))
+                    for e, d, a, b, n in r["mentions"]
+                ],
+            )
+            added.append((str(r["id"]), extraction))
+            ledger.fingerprints[str(r["id"])] = str(r["fingerprint"])
+        ledger.apply(added, [])
+        for r in data["documents"]:  # keep the saved order numbers
+            ledger._docs[str(r["id"])].seq = int(r["seq"])
+        ledger._seq = int(data["seq"])
+        return ledger
 
     # -- applying a change ------------------------------------------------------------------
     def apply(self, added: Sequence[tuple[str, Extraction]], removed: Sequence[str]) -> GraphDiff:
@@ -110,6 +175,7 @@ class GraphLedger:
         drop_chunks: set[str] = set()
         for doc_id in removed:
             doc = self._docs.pop(doc_id, None)
+            self.fingerprints.pop(doc_id, None)
             if doc is None:
                 continue
             drop_chunks.update(m.chunk.key for m in doc.extraction.mentions)

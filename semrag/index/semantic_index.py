@@ -26,7 +26,7 @@ import bisect
 import contextlib
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -389,19 +389,31 @@ class SemanticIndex:
         return self._lock.read()
 
     # -- the one place the index changes ----------------------------------------------------
-    def follow(self, part: IndexPart, *, replay: bool = False) -> None:
+    def follow(
+        self,
+        part: IndexPart,
+        *,
+        replay: bool | Callable[[list[IndexedDocument], int], Change] = False,
+    ) -> None:
         """Give every later change of this index to ``part`` too (e.g. a knowledge graph).
 
         ``part.apply(change)`` runs after the index's own parts have applied the change,
-        in commit order. With ``replay``, ``part`` first gets one change that adds every
-        document indexed now (no change can slip in between).
+        in commit order. With ``replay=True``, ``part`` first gets one change that adds
+        every document indexed now; with a function, it gets the change that function
+        makes of the indexed documents (in order) and the version (a part that saved its
+        state catches up this way). No change can slip in between.
         """
         with self._commit_lock:
             if self.follows(part):
                 return
             if replay:
-                docs = tuple(self._entries.values())
-                part.apply(Change(self._version, added=docs))
+                docs = list(self._entries.values())
+                change = (
+                    replay(docs, self._version)
+                    if callable(replay)
+                    else Change(self._version, added=tuple(docs))
+                )
+                part.apply(change)
             self._followers.append(part)
 
     def follows(self, part: object) -> bool:

@@ -320,11 +320,18 @@ class LivingIndex(RuleBasedStateMachine):
 
     @rule()
     def save_and_load(self):
+        from semrag.graph import InMemoryGraphStore
+
         self.index.save(self.tmp / "index")
-        self.index = SemanticIndex.load(self.tmp / "index", embedder=FakeEmbedder(dim=32))
-        # The graph's ledger is not saved with the index: follow the loaded index anew.
+        self.kg.save_ledger(self.tmp / "ledger")
+        if self.store_factory is None:
+            self.kg.store.save(self.tmp / "store")
+            store = InMemoryGraphStore.load(self.tmp / "store")
+        else:
+            store = self.kg.store  # Neo4j keeps its data
         self.kg.detach()
-        self.kg = self._build_graph()
+        self.index = SemanticIndex.load(self.tmp / "index", embedder=FakeEmbedder(dim=32))
+        self.kg = KnowledgeGraph.resume(self.index, store, self.tmp / "ledger")
         self.retrievers = make_retrievers(self.index, self.kg)
 
     @invariant()
@@ -563,3 +570,36 @@ def test_the_living_index_state_machine_on_neo4j(neo4j_server):
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_saved_graph_resumes_following_and_catches_up(tmp_path):
+    """Save index, store and ledger; change the loaded index; resume: equal to a fresh build."""
+    from semrag.errors import StoreError
+    from semrag.graph import InMemoryGraphStore
+
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES[:4])])
+    kg = KnowledgeGraph.build(index, communities=False)
+    index.save(tmp_path / "index")
+    kg.store.save(tmp_path / "store")
+    kg.save_ledger(tmp_path / "ledger")
+
+    loaded = SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder(dim=32))
+    loaded.delete("s1")  # changes the graph has not seen
+    loaded.add_documents([Document("s4", STORIES[4]), Document("s0", STORIES[0])])  # s0 moves
+    resumed = KnowledgeGraph.resume(
+        loaded, InMemoryGraphStore.load(tmp_path / "store"), tmp_path / "ledger"
+    )
+    assert resumed.following and resumed.communities_stale
+
+    def fresh_table() -> dict:
+        fresh = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+        fresh.add_documents([Document(d, loaded.document(d).text) for d in loaded.doc_ids])
+        return graph_table(KnowledgeGraph.build(fresh, communities=False))
+
+    assert graph_table(resumed) == fresh_table()
+    loaded.delete("s2")  # and it follows from here on
+    assert graph_table(resumed) == fresh_table()
+    (tmp_path / "ledger" / "ledger.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(StoreError):  # a damaged ledger is a typed error
+        KnowledgeGraph.resume(loaded, InMemoryGraphStore(), tmp_path / "ledger")
