@@ -121,6 +121,7 @@ class BM25Index:
     def remove(self, ids: Sequence[int]) -> int:
         """Remove ids; returns how many were present."""
         removed = 0
+        shrunk: dict[str, list[int]] = {}  # cached terms' removed postings
         with self._lock:
             for i in {int(i) for i in ids}:
                 tokens = self._docs.pop(i, None)
@@ -134,7 +135,13 @@ class BM25Index:
                     del posting[i]
                     if not posting:
                         del self._postings[term]
-                    self._arrays.pop(term, None)
+                        self._arrays.pop(term, None)
+                    elif term in self._arrays:
+                        shrunk.setdefault(term, []).append(i)
+            for term, gone in shrunk.items():  # filter cached arrays once per term
+                ids_, tf_, length_ = self._arrays[term]
+                keep = ~np.isin(ids_, gone)
+                self._arrays[term] = (ids_[keep], tf_[keep], length_[keep])
         return removed
 
     def apply(self, change: Change) -> None:

@@ -399,9 +399,7 @@ bm25_texts = st.lists(st.sampled_from(WORDS + ["İstanbul", "ﬁne", "9"]), max_
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join),
 )
 def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query):
-    from rank_bm25 import BM25Okapi
-
-    from semrag.index import BM25Index, bm25_tokenize
+    from semrag.index import BM25Index
 
     bm = BM25Index()
     alive: dict[int, str] = {}
@@ -415,23 +413,30 @@ def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query
             victim = sorted(alive)[pick % len(alive)]
             assert bm.remove([victim]) == 1
             del alive[victim]
-        bm.search(query, 3)  # fills the per-term caches that later changes must keep right
+        check_bm25(bm, alive, query)  # after every change: the caches must follow it
+
+
+def check_bm25(bm, alive: dict[int, str], query: str) -> None:
+    from rank_bm25 import BM25Okapi
+
+    from semrag.index import bm25_tokenize
+
+    hits = bm.search(query, 10)
     ids, scores = bm.scores(query)
     assert ids.tolist() == sorted(alive)
     tokens = [bm25_tokenize(alive[i]) for i in sorted(alive)]
     if not alive or not any(tokens):
-        assert not scores.any()
+        assert not scores.any() and not hits
         return
     want = BM25Okapi(tokens).get_scores(bm25_tokenize(query))
     np.testing.assert_allclose(scores, want, rtol=1e-6, atol=1e-9)
-    hits = bm.search(query, 10)
     terms = set(bm25_tokenize(query))
     matching = [i for i, t in zip(sorted(alive), tokens, strict=True) if terms & set(t)]
     score_of = {i: want[sorted(alive).index(i)] for i in matching}
     expected = sorted(matching, key=lambda i: (-score_of[i], i))[:10]
     # The same ranking by value; equal scores (to rounding) may come in either order.
-    assert [round(s, 9) for _, s in hits] == [round(score_of[i], 9) for i in expected]
     assert {i for i, _ in hits} <= set(matching)
+    assert [round(s, 9) for _, s in hits] == [round(score_of[i], 9) for i in expected]
 
 
 # -- the knowledge graph follows the index, on every store ------------------------------------
