@@ -139,6 +139,8 @@ class BM25Index:
                     elif term in self._arrays:
                         shrunk.setdefault(term, []).append(i)
             for term, gone in shrunk.items():  # filter cached arrays once per term
+                if term not in self._arrays:  # a later removal emptied its postings
+                    continue
                 ids_, tf_, length_ = self._arrays[term]
                 keep = ~np.isin(ids_, gone)
                 self._arrays[term] = (ids_[keep], tf_[keep], length_[keep])

@@ -409,10 +409,11 @@ def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query
             bm.add([next_id], [text])
             alive[next_id] = text
             next_id += 1
-        elif alive:
-            victim = sorted(alive)[pick % len(alive)]
-            assert bm.remove([victim]) == 1
-            del alive[victim]
+        elif alive:  # one or (as a re-added document's chunks) several at once
+            victims = sorted(alive)[pick % len(alive) :][: 1 + pick % 3]
+            assert bm.remove(victims) == len(victims)
+            for victim in victims:
+                del alive[victim]
         check_bm25(bm, alive, query)  # after every change: the caches must follow it
 
 
@@ -611,3 +612,15 @@ def test_a_saved_graph_resumes_following_and_catches_up(tmp_path):
     (tmp_path / "ledger" / "ledger.json").write_text("{}", encoding="utf-8")
     with pytest.raises(StoreError):  # a damaged ledger is a typed error
         KnowledgeGraph.resume(loaded, InMemoryGraphStore(), tmp_path / "ledger")
+
+
+def test_bm25_removing_every_text_of_a_cached_term_at_once():
+    """A delete of several chunks that empties a cached term's postings (a failing case once)."""
+    from semrag.index import BM25Index
+
+    bm = BM25Index()
+    bm.add([0, 1, 2], ["honey bees", "honey", "rockets"])
+    assert [i for i, _ in bm.search("honey", 3)] == [1, 0]  # caches the term
+    assert bm.remove([0, 1]) == 2
+    assert bm.search("honey", 3) == []
+    check_bm25(bm, {2: "rockets"}, "honey rockets")
