@@ -86,6 +86,7 @@ class KnowledgeGraph:
         self._extractor: Any = None
         self._community_args: dict[str, Any] = {}
         self._unsynced = False
+        self._show_progress = False
 
     # -- building ----------------------------------------------------------------------------------
     @classmethod
@@ -275,7 +276,7 @@ class KnowledgeGraph:
             )
         t0 = time.perf_counter()
         chunks = [c for d in change.added for c in d.chunks]
-        show = getattr(self, "_show_progress", False)
+        show = self._show_progress
         found = iter([self._extractor.extract(c) for c in _progress(chunks, show, "extracting")])
         added = [(d.id, merge_extractions([next(found) for _ in d.chunks])) for d in change.added]
         self.timings["extract_s"] = time.perf_counter() - t0

@@ -303,9 +303,9 @@ class GraphLedger:
         return old, named
 
     def _canonical(self, members: set[str]) -> str:
-        return max(
+        return min(  # most mentioned, then the longer name, then the smaller key
             members,
-            key=lambda k: (self._mention_total.get(k, 0), len(self._spelling(k).name), _neg(k)),
+            key=lambda k: (-self._mention_total.get(k, 0), -len(self._spelling(k).name), k),
         )
 
     def _rederive(self, touched: set[str]) -> GraphDiff:
@@ -388,8 +388,3 @@ class GraphLedger:
                         key = (canon, m.chunk.key)
                         counts[key] = counts.get(key, 0) + m.count
         return {key: Mention(key[0], chunks[key[1]], n) for key, n in counts.items()}
-
-
-def _neg(key: str) -> tuple[int, ...]:
-    """A sort key that orders strings in reverse (so ``max`` prefers the smaller key)."""
-    return tuple(-ord(c) for c in key) + (1,)

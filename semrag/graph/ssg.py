@@ -3,12 +3,12 @@
 Nodes are sliding windows of sentences (default 3 sentences, step 1) within each document;
 each node keeps its sentences as children. Edges connect each node to its ``top_k`` most
 similar nodes of the same document (cosine >= ``min_intra``) and its ``top_x`` most similar
-nodes of other documents (cosine >= ``min_inter``). Edges are found with FAISS, never with a
-dense N x N matrix: intra-document blocks are small, and the inter-document neighbours
-come from one batched kNN search deep enough to see past a node's own document (an id-range
-selector excludes the document for the rare rows that need more). Documents carry themes
-(keywords, or an LLM's themes), and each document is bridged to its ``top_t`` most
-similar documents by theme vector. Edges are stored in CSR form.
+nodes of other documents (cosine >= ``min_inter``). Edges are found by blocked exact
+products (never a dense N x N matrix; HNSW for batches above 50,000 nodes), through the
+shared top-k of :mod:`semrag.graph.knn`. Documents carry themes (keywords, or an LLM's
+themes), and each document is bridged to its ``top_t`` most similar documents by theme
+vector. Edges are stored in CSR form. :class:`~semrag.graph.live_ssg.LiveSSG` keeps the
+graph of a changing index up to date.
 
 References:
     E. Lester (2025), "Novel Semantic Similarity Graph Traversal Algorithms for Semantic
@@ -275,24 +275,10 @@ class SemanticSimilarityGraph:
         return self.indices[a:b], self.scores[a:b], self.kinds[a:b]
 
     def project_3d(self, vectors: Floats) -> Floats:
-        """Project vectors with the PCA fitted at build time (triangulation_geometric_3d)."""
+        """Project vectors with this version's PCA (triangulation_geometric_3d)."""
         return (
             (np.asarray(vectors, dtype=np.float32) - self.pca_mean) @ self.pca_components.T
         ).astype(np.float32)
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Numeric state for persistence (``np.savez``, no pickle)."""
-        return {
-            "node_doc": self.node_doc,
-            "node_sentences": self.node_sentences,
-            "node_vectors": self.node_vectors,
-            "indptr": self.indptr,
-            "indices": self.indices,
-            "scores": self.scores,
-            "kinds": self.kinds,
-            "pca_mean": self.pca_mean,
-            "pca_components": self.pca_components,
-        }
 
 
 def pca3_from_sums(
