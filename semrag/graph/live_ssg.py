@@ -26,8 +26,9 @@ keeps a consistent one.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +67,7 @@ _ARRAYS = (
 )
 
 
-class _Rows:
+class GrowingRows:
     """Rows in a buffer with room to grow: appending never moves or writes earlier rows.
 
     A published version holds ``view`` (the first ``n`` rows); an append writes past them
@@ -154,10 +155,10 @@ class LiveSSG:
         self.bridge_cols, self.bridge_vals = empty_lists(0, t)
         self.node_doc = np.zeros(0, np.int64)
         self.node_sentences = np.zeros((0, 2), np.int64)
-        self._nodes = _Rows(np.zeros((0, dim), np.float32))
+        self._nodes = GrowingRows(np.zeros((0, dim), np.float32))
         self.intra_cols, self.intra_vals = empty_lists(0, k)
         self.inter_cols, self.inter_vals = empty_lists(0, x)
-        self._sentences = _Rows(np.zeros((0, dim), np.float32))
+        self._sentences = GrowingRows(np.zeros((0, dim), np.float32))
         self.vector_sum = np.zeros(dim, np.float64)
         self.vector_scatter = np.zeros((dim, dim), np.float64)
         self.graph = self._graph()
@@ -180,6 +181,19 @@ class LiveSSG:
         return ssg
 
     # -- applying a change ------------------------------------------------------------------
+    def stage(self, change: Change) -> Callable[[], None]:
+        """Compute the graph after ``change``; the returned function makes it current.
+
+        The work happens on a copy of this object's bookkeeping (arrays are replaced, never
+        written, and appended rows go past every published view), so :attr:`graph` and the
+        views readers hold stay as they are until the function is called.
+        """
+        nxt = copy.copy(self)
+        nxt.doc_ids, nxt.themes, nxt._pos = list(self.doc_ids), list(self.themes), dict(self._pos)
+        nxt._nodes, nxt._sentences = copy.copy(self._nodes), copy.copy(self._sentences)
+        nxt.apply(change)
+        return lambda: self.__dict__.update(nxt.__dict__)
+
     def apply(self, change: Change) -> None:
         """Remove ``change.removed``, add ``change.added``, and update what they touch."""
         refill_nodes, refill_docs = self._remove([d.id for d in change.removed])
@@ -389,8 +403,8 @@ class LiveSSG:
                 :class:`~semrag.errors.StoreError`).
         """
         ssg = cls(config, int(node_vectors.shape[1]))
-        ssg._nodes = _Rows(np.asarray(node_vectors, dtype=np.float32), headroom=0.125)
-        ssg._sentences = _Rows(np.asarray(sentence_matrix, dtype=np.float32), headroom=0.125)
+        ssg._nodes = GrowingRows(np.asarray(node_vectors, dtype=np.float32), headroom=0.125)
+        ssg._sentences = GrowingRows(np.asarray(sentence_matrix, dtype=np.float32), headroom=0.125)
         with np.load(directory / "ssg.npz", allow_pickle=False) as z:
             missing = set(_ARRAYS) - set(z.files)
             if missing:

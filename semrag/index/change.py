@@ -18,7 +18,7 @@ scratch; adding a part later is writing one class with ``apply`` / ``save`` / ``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from semrag.types import Chunk, Document, Span
 
-__all__ = ["Change", "IndexPart", "IndexedDocument"]
+__all__ = ["Change", "IndexPart", "IndexedDocument", "StagedPart"]
 
 Floats = npt.NDArray[np.float32]
 
@@ -130,3 +130,18 @@ class IndexPart(Protocol):
 
     def save(self, directory: Path) -> Sequence[str]:
         """Write the part's files into ``directory``; returns their names."""
+
+
+@runtime_checkable
+class StagedPart(IndexPart, Protocol):
+    """A part of the index itself: it applies a change in two steps.
+
+    ``stage`` computes the part's next state without changing what readers of the current
+    one see (and without side effects if it raises); the function it returns makes that
+    state current and costs no more than the change's own size. ``apply`` is the two in a
+    row. The index stages every part first and publishes them together, so readers wait
+    only for the swap.
+    """
+
+    def stage(self, change: Change) -> Callable[[], None]:
+        """Compute the state after ``change``; returns the function that publishes it."""

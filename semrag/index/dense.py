@@ -1,9 +1,25 @@
-"""FAISS inner-product index with integer ids (exact by default, HNSW for large corpora)."""
+"""Inner-product search over chunk vectors with integer ids: exact by default, HNSW for big corpora.
+
+Readers never wait for a writer. The vectors live in buffers with room to grow, rows in id
+order; a version (:class:`_Version`) is the first ``n`` rows plus a mask of the rows removed
+since the last compaction. A change computes the next version without touching what the
+current one reads (appends write past its rows; a removal copies the small mask), and
+publishing it is one assignment. Removed rows are skipped by every search and compacted
+away once they are a quarter of the rows.
+
+* ``flat`` (the default) is exact: a matrix product over the version's rows, ties to the
+  lower id, so a grown index and a fresh one return the same hits.
+* ``hnsw`` (FAISS ``IndexHNSWFlat``) holds the same rows in the same order; a search skips
+  removed and not yet published rows with a bitmap selector, so a delete rebuilds nothing.
+  FAISS cannot search while it inserts: searches share a lock that an insert holds alone,
+  for the few milliseconds it takes to insert a change's vectors.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +27,45 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
+from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, EmbeddingError, StoreError
 from semrag.index.change import Change
 
-__all__ = ["DenseIndex"]
+__all__ = ["DenseIndex", "top_k"]
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float32]
+
+_CELLS = 1 << 24  # float32 scores per block of an exact search (64 MB)
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    """One published state: rows ``[0, n)`` of the buffers, minus the ``dead`` ones."""
+
+    ids: Ints  # row -> id, strictly increasing (dead rows included)
+    vectors: Floats  # row -> unit vector
+    dead: npt.NDArray[np.bool_] | None  # rows removed since the last compaction
+    live: int
+    graph: Any = None  # HNSW: the graph holding these rows (and maybe later ones)
+    bitmap: npt.NDArray[np.uint8] | None = None  # HNSW: the live rows, packed
+
+    @property
+    def n(self) -> int:
+        return int(self.ids.size)
+
+    def rows_of(self, ids: Ints) -> tuple[Ints, npt.NDArray[np.bool_]]:
+        """Row of each id, and whether it is live in this version."""
+        pos = np.minimum(np.searchsorted(self.ids, ids), max(self.n - 1, 0))
+        found = (self.ids[pos] == ids) if self.n else np.zeros(ids.size, bool)
+        if self.dead is not None:
+            found &= ~self.dead[pos]
+        return pos, found
+
+    def live_rows(self) -> Ints:
+        if self.dead is None:
+            return np.arange(self.n)
+        return np.flatnonzero(~self.dead)
 
 
 class DenseIndex:
@@ -23,7 +74,7 @@ class DenseIndex:
     Args:
         dim: vector dimension.
         kind: ``"flat"`` (exact, the default) or ``"hnsw"`` (approximate, for large
-            corpora; removals rebuild the graph lazily on the next search).
+            corpora).
         hnsw_m: HNSW graph degree.
         ef_search: HNSW search breadth (higher = more exact, slower).
         ef_construction: HNSW build breadth.
@@ -47,150 +98,47 @@ class DenseIndex:
         self.hnsw_m = hnsw_m
         self.ef_search = ef_search
         self.ef_construction = ef_construction
-        # Rows [0, _n) of the buffers are live; capacity doubles, so appends are amortised
-        # O(1) per vector instead of a copy of every vector per call.
         self._id_buf = np.zeros(0, dtype=np.int64)
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
-        self._n = 0
-        self._index: Any = None  # built lazily
-        self._build_lock = threading.Lock()  # concurrent readers build it once
+        self._version = _Version(self._id_buf, self._vec_buf, None, 0)
+        self._hnsw: Any = None  # rows of the buffers, in order (HNSW only)
+        self._hnsw_lock = RWLock()  # searches share it; an insert holds it alone
+        self._write_lock = threading.Lock()  # one change at a time
 
     def __len__(self) -> int:
-        return self._n
+        return self._version.live
+
+    # -- reading ------------------------------------------------------------------------------
+    @property
+    def ids(self) -> Ints:
+        """Ids in increasing order (read-only)."""
+        v = self._version
+        out = v.ids if v.dead is None else v.ids[~v.dead]
+        out.flags.writeable = False
+        return out
 
     @property
-    def _ids(self) -> npt.NDArray[np.int64]:
-        return self._id_buf[: self._n]
+    def vectors(self) -> Floats:
+        """Vectors aligned with :attr:`ids` (read-only)."""
+        v = self._version
+        out = v.vectors if v.dead is None else v.vectors[~v.dead]
+        out.flags.writeable = False
+        return out
 
-    @property
-    def _vectors(self) -> npt.NDArray[np.float32]:
-        return self._vec_buf[: self._n]
-
-    def _set(self, ids: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
-        """Replace the contents (the arrays become the buffers)."""
-        self._id_buf = np.ascontiguousarray(ids, dtype=np.int64)
-        self._vec_buf = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
-        self._n = int(self._id_buf.size)
-
-    def _append(self, ids: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
-        need = self._n + ids.size
-        if need > self._id_buf.size:
-            capacity = max(need, 2 * self._id_buf.size, 64)
-            id_buf = np.zeros(capacity, dtype=np.int64)
-            vec_buf = np.zeros((capacity, self.dim), dtype=np.float32)
-            id_buf[: self._n] = self._ids
-            vec_buf[: self._n] = self._vectors
-            self._id_buf, self._vec_buf = id_buf, vec_buf
-        self._id_buf[self._n : need] = ids
-        self._vec_buf[self._n : need] = vectors
-        self._n = need
-
-    @property
-    def ids(self) -> npt.NDArray[np.int64]:
-        """Ids in increasing order (a read-only view)."""
-        view = self._ids
-        view.flags.writeable = False
-        return view
-
-    @property
-    def vectors(self) -> npt.NDArray[np.float32]:
-        """Vectors aligned with :attr:`ids` (a read-only view)."""
-        view = self._vectors
-        view.flags.writeable = False
-        return view
-
-    def vectors_of(self, ids: Sequence[int] | npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    def vectors_of(self, ids: Sequence[int] | Ints) -> Floats:
         """The stored vectors of ``ids``, in the order given.
 
         Raises:
             KeyError: if an id is not in the index.
         """
+        v = self._version
         want = np.asarray(ids, dtype=np.int64).ravel()
-        pos = np.searchsorted(self._ids, want)  # ids are kept in increasing order
-        pos = np.minimum(pos, max(len(self) - 1, 0))
-        if not len(self) or (self._ids[pos] != want).any():
-            missing = want if not len(self) else want[self._ids[pos] != want]
-            raise KeyError(f"ids not in the index: {missing[:5].tolist()}")
-        return self._vectors[pos]
+        rows, found = v.rows_of(want)
+        if not found.all():
+            raise KeyError(f"ids not in the index: {want[~found][:5].tolist()}")
+        return v.vectors[rows]
 
-    def _new_index(self) -> Any:
-        faiss = _faiss()
-        if self.kind == "flat":
-            base = faiss.IndexFlatIP(self.dim)
-        else:
-            base = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            base.hnsw.efConstruction = self.ef_construction
-            base.hnsw.efSearch = self.ef_search
-        return faiss.IndexIDMap2(base)
-
-    def _built(self) -> Any:
-        with self._build_lock:
-            if self._index is None:
-                index = self._new_index()
-                if len(self):
-                    index.add_with_ids(self._vectors, self._ids)
-                self._index = index
-            return self._index
-
-    def add(self, ids: Sequence[int] | npt.NDArray[np.int64], vectors: npt.ArrayLike) -> None:
-        """Add vectors under the given ids.
-
-        Raises:
-            EmbeddingError: if the vectors have the wrong shape or are not finite.
-            ConfigError: if an id is already present.
-        """
-        ids_arr = np.asarray(ids, dtype=np.int64).ravel()
-        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vecs.ndim != 2 or vecs.shape != (ids_arr.size, self.dim):
-            raise EmbeddingError(
-                f"expected vectors of shape ({ids_arr.size}, {self.dim}), got {vecs.shape}"
-            )
-        if not np.isfinite(vecs).all():
-            raise EmbeddingError("vectors contain NaN or inf")
-        if not ids_arr.size:
-            return
-        increasing = bool((np.diff(ids_arr) > 0).all())
-        after_last = not self._n or ids_arr[0] > self._id_buf[self._n - 1]
-        if not (increasing and after_last):  # the general case: check and re-sort
-            if np.intersect1d(ids_arr, self._ids).size or np.unique(ids_arr).size != ids_arr.size:
-                raise ConfigError("duplicate ids in DenseIndex.add")
-            order = np.argsort(np.concatenate([self._ids, ids_arr]), kind="stable")
-            self._set(
-                np.concatenate([self._ids, ids_arr])[order],
-                np.concatenate([self._vectors, vecs])[order],
-            )
-        else:  # new ids above every stored one (what SemanticIndex does): append
-            self._append(ids_arr, vecs)
-        if self._index is not None:
-            self._index.add_with_ids(vecs, ids_arr)
-
-    def remove(self, ids: Sequence[int] | npt.NDArray[np.int64]) -> int:
-        """Remove ids; returns how many were present."""
-        ids_arr = np.asarray(ids, dtype=np.int64).ravel()
-        keep = ~np.isin(self._ids, ids_arr)
-        removed = int((~keep).sum())
-        if not removed:
-            return 0
-        self._set(self._ids[keep], self._vectors[keep])
-        if self._index is not None:
-            if self.kind == "flat":
-                self._index.remove_ids(_faiss().IDSelectorBatch(ids_arr))
-            else:
-                self._index = None  # HNSW cannot delete: rebuild on next search
-        return removed
-
-    def apply(self, change: Change) -> None:
-        """Remove the change's removed chunks, then add its added chunks in one call."""
-        removed = change.removed_chunk_ids()
-        if removed:
-            self.remove(removed)
-        ids, _, vectors = change.added_chunks()
-        if vectors is not None:
-            self.add(ids, vectors)
-
-    def search(
-        self, queries: npt.ArrayLike, k: int
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """Return ``(scores, ids)`` of shape ``(n_queries, k)``; missing slots have id -1.
 
         Raises:
@@ -199,36 +147,206 @@ class DenseIndex:
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim == 1:
             q = q[None, :]
-        if q.shape[1] != self.dim:
-            raise EmbeddingError(f"query dimension {q.shape[1]}; index dimension {self.dim}")
+        if q.ndim != 2 or q.shape[1] != self.dim:
+            raise EmbeddingError(f"query dimension {q.shape[-1]}; index dimension {self.dim}")
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}")
-        if not len(self):
-            return (np.full((q.shape[0], k), -np.inf, np.float32), np.full((q.shape[0], k), -1))
-        scores, ids = self._built().search(q, min(k, len(self)))
-        if ids.shape[1] < k:
-            pad = k - ids.shape[1]
-            scores = np.pad(scores, ((0, 0), (0, pad)), constant_values=-np.inf)
-            ids = np.pad(ids, ((0, 0), (0, pad)), constant_values=-1)
-        return scores.astype(np.float32), ids.astype(np.int64)
+        v = self._version
+        scores = np.full((q.shape[0], k), -np.inf, np.float32)
+        ids = np.full((q.shape[0], k), -1, np.int64)
+        if not v.live:
+            return scores, ids
+        kk = min(k, v.live)
+        if self.kind == "hnsw":
+            rows, top = self._hnsw_search(v, q, kk)
+        else:
+            rows, top = self._exact_search(v, q, kk)
+        ok = rows >= 0
+        scores[:, :kk] = np.where(ok, top, -np.inf)
+        ids[:, :kk] = np.where(ok, v.ids[np.maximum(rows, 0)], -1)
+        return scores, ids
 
+    @staticmethod
+    def _exact_search(v: _Version, q: Floats, k: int) -> tuple[Ints, Floats]:
+        rows = np.empty((q.shape[0], k), np.int64)
+        top = np.empty((q.shape[0], k), np.float32)
+        step = max(1, _CELLS // max(v.n, 1))
+        for a in range(0, q.shape[0], step):
+            b = min(q.shape[0], a + step)
+            sims = q[a:b] @ v.vectors.T
+            if v.dead is not None:
+                sims[:, v.dead] = -np.inf
+            rows[a:b], top[a:b] = top_k(sims, k)
+        return rows, top
+
+    def _hnsw_search(self, v: _Version, q: Floats, k: int) -> tuple[Ints, Floats]:
+        faiss = _faiss()
+        params = faiss.SearchParametersHNSW(
+            sel=faiss.IDSelectorBitmap(v.bitmap), efSearch=max(self.ef_search, k)
+        )
+        with self._hnsw_lock.read():
+            top, rows = v.graph.search(q, k, params=params)
+        return rows.astype(np.int64), top.astype(np.float32)
+
+    # -- changing -----------------------------------------------------------------------------
+    def stage(self, change: Change) -> Callable[[], None]:
+        """Compute the version after ``change``; the returned function publishes it.
+
+        Until it is published, searches read the current version; publishing is one
+        assignment.
+        """
+        ids, _, vectors = change.added_chunks()
+        with self._write_lock:
+            nxt = self._removed(self._version, np.asarray(change.removed_chunk_ids(), np.int64))
+            if vectors is not None:
+                nxt = self._added(nxt, *self._checked(ids, vectors))
+        return lambda: self._publish(nxt)
+
+    def apply(self, change: Change) -> None:
+        """Remove the change's removed chunks, then add its added chunks."""
+        self.stage(change)()
+
+    def add(self, ids: Sequence[int] | Ints, vectors: npt.ArrayLike) -> None:
+        """Add vectors under the given ids.
+
+        Raises:
+            EmbeddingError: if the vectors have the wrong shape or are not finite.
+            ConfigError: if an id is already present.
+        """
+        with self._write_lock:
+            nxt = self._added(self._version, *self._checked(ids, vectors))
+            self._publish(nxt)
+
+    def remove(self, ids: Sequence[int] | Ints) -> int:
+        """Remove ids; returns how many were present."""
+        with self._write_lock:
+            before = self._version.live
+            nxt = self._removed(self._version, np.asarray(ids, dtype=np.int64).ravel())
+            self._publish(nxt)
+            return before - nxt.live
+
+    def _publish(self, version: _Version) -> None:
+        self._version = version
+
+    def _checked(self, ids: Any, vectors: npt.ArrayLike) -> tuple[Ints, Floats]:
+        ids_arr = np.asarray(ids, dtype=np.int64).ravel()
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape != (ids_arr.size, self.dim):
+            raise EmbeddingError(
+                f"expected vectors of shape ({ids_arr.size}, {self.dim}), got {vecs.shape}"
+            )
+        if not np.isfinite(vecs).all():
+            raise EmbeddingError("vectors contain NaN or inf")
+        if np.unique(ids_arr).size != ids_arr.size:
+            raise ConfigError("duplicate ids in DenseIndex.add")
+        return ids_arr, vecs
+
+    def _removed(self, v: _Version, ids: Ints) -> _Version:
+        rows, found = v.rows_of(ids)
+        rows = np.unique(rows[found])
+        if not rows.size:
+            return v
+        dead = np.zeros(v.n, bool) if v.dead is None else v.dead.copy()
+        dead[rows] = True
+        live = v.live - rows.size
+        if dead.sum() * 4 > v.n:  # removed rows are a quarter: compact
+            keep = ~dead
+            return self._rebuilt(v.ids[keep], v.vectors[keep])
+        return self._finished(_Version(v.ids, v.vectors, dead, live, v.graph))
+
+    def _added(self, v: _Version, ids: Ints, vecs: Floats) -> _Version:
+        if not ids.size:
+            return v
+        if v.rows_of(ids)[1].any():
+            raise ConfigError("duplicate ids in DenseIndex.add")
+        order = np.argsort(ids, kind="stable")
+        ids, vecs = ids[order], vecs[order]
+        if v.n and ids[0] <= v.ids[-1]:  # not above every stored id: merge into a new buffer
+            keep = v.live_rows()
+            merged = np.concatenate([v.ids[keep], ids])
+            by_id = np.argsort(merged, kind="stable")
+            return self._rebuilt(merged[by_id], np.concatenate([v.vectors[keep], vecs])[by_id])
+        n, need = v.n, v.n + ids.size
+        if need > self._id_buf.size or not _starts(self._id_buf, v.ids):
+            capacity = max(need, 2 * n, 64)
+            id_buf = np.empty(capacity, np.int64)
+            vec_buf = np.empty((capacity, self.dim), np.float32)
+            id_buf[:n], vec_buf[:n] = v.ids, v.vectors
+            self._id_buf, self._vec_buf = id_buf, vec_buf
+        self._id_buf[n:need] = ids  # past the rows any version reads
+        self._vec_buf[n:need] = vecs
+        dead = None if v.dead is None else np.concatenate([v.dead, np.zeros(ids.size, bool)])
+        nxt = _Version(self._id_buf[:need], self._vec_buf[:need], dead, v.live + ids.size)
+        return self._finished(nxt, insert_from=n)
+
+    def _rebuilt(self, ids: Ints, vectors: Floats) -> _Version:
+        """A version over new buffers holding exactly ``ids`` (HNSW: a new graph)."""
+        capacity = max(ids.size + ids.size // 4, 64)
+        self._id_buf = np.empty(capacity, np.int64)
+        self._vec_buf = np.empty((capacity, self.dim), np.float32)
+        self._id_buf[: ids.size], self._vec_buf[: ids.size] = ids, vectors
+        v = _Version(self._id_buf[: ids.size], self._vec_buf[: ids.size], None, int(ids.size))
+        return self._finished(v, insert_from=0, fresh=True)
+
+    def _new_hnsw(self) -> Any:
+        faiss = _faiss()
+        index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = self.ef_construction
+        index.hnsw.efSearch = self.ef_search
+        return index
+
+    def _finished(
+        self, v: _Version, *, insert_from: int | None = None, fresh: bool = False
+    ) -> _Version:
+        """``v`` with its HNSW graph and selector (rows from ``insert_from`` are new)."""
+        if self.kind != "hnsw":
+            return v
+        graph = v.graph if v.graph is not None else self._hnsw
+        if insert_from is not None:
+            if fresh or graph is None or graph.ntotal != insert_from:  # or out of step
+                graph = self._new_hnsw()  # a new graph: versions read their own
+                graph.add(v.vectors)
+            else:  # FAISS cannot search a graph while it inserts into it
+                with self._hnsw_lock.write():
+                    graph.add(v.vectors[insert_from:])
+            self._hnsw = graph
+        return _Version(v.ids, v.vectors, v.dead, v.live, graph, _bitmap(v))
+
+    # -- persistence --------------------------------------------------------------------------
     def save(self, directory: Path) -> list[str]:
-        """Write ``dense_ids.npy``, ``dense_vectors.npy`` (and ``dense.faiss`` for HNSW)."""
-        np.save(directory / "dense_ids.npy", self._ids, allow_pickle=False)
-        np.save(directory / "dense_vectors.npy", self._vectors, allow_pickle=False)
+        """Write ``dense_ids.npy``, ``dense_vectors.npy`` (and ``dense.faiss`` for HNSW).
+
+        The rows are the current version's, removed rows included (``dense_dead.npy``
+        marks them), so a saved HNSW graph stays aligned with them.
+        """
+        v = self._version
+        np.save(directory / "dense_ids.npy", v.ids, allow_pickle=False)
+        np.save(directory / "dense_vectors.npy", v.vectors, allow_pickle=False)
         files = ["dense_ids.npy", "dense_vectors.npy"]
-        if self.kind == "hnsw" and len(self):
-            _faiss().write_index(self._built(), str(directory / "dense.faiss"))
+        if v.dead is not None:
+            np.save(directory / "dense_dead.npy", v.dead, allow_pickle=False)
+            files.append("dense_dead.npy")
+        if self.kind == "hnsw" and v.n:
+            faiss = _faiss()
+            with self._hnsw_lock.read():
+                graph = v.graph if v.graph.ntotal == v.n else None
+                if graph is None:  # holds rows of a change being staged: save this version's
+                    graph = self._new_hnsw()
+                    graph.add(v.vectors)
+                faiss.write_index(graph, str(directory / "dense.faiss"))
             files.append("dense.faiss")
         return files
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> DenseIndex:
-        """Read what :meth:`save` wrote, with the config recorded next to it."""
+        """Read what :meth:`save` wrote, with the config recorded next to it.
+
+        Raises:
+            StoreError: if the files disagree with each other or with the config.
+        """
         index = cls(**config)
         ids = np.load(directory / "dense_ids.npy", allow_pickle=False)
         vectors = np.load(directory / "dense_vectors.npy", allow_pickle=False)
-        faiss_file = directory / "dense.faiss"
         if ids.ndim != 1 or vectors.shape != (ids.size, index.dim):
             raise StoreError(
                 f"{directory}: dense ids {ids.shape} and vectors {vectors.shape} do not "
@@ -236,17 +354,33 @@ class DenseIndex:
             )
         if ids.size > 1 and (np.diff(ids) <= 0).any():
             raise StoreError(f"{directory}: dense ids are not strictly increasing")
-        index._set(ids, vectors)
-        if index.kind == "hnsw" and faiss_file.exists():
-            faiss = _faiss()
-            loaded = faiss.read_index(str(faiss_file))  # owns the index: keep this wrapper
-            # The wrapped index comes back as a generic Index: downcast to reach HNSW.
-            faiss.downcast_index(loaded.index).hnsw.efSearch = index.ef_search
-            if loaded.ntotal != len(index):
-                raise StoreError(
-                    f"{faiss_file} holds {loaded.ntotal} vectors, expected {len(index)}"
-                )
-            index._index = loaded
+        dead = None
+        if (directory / "dense_dead.npy").exists():
+            dead = np.load(directory / "dense_dead.npy", allow_pickle=False)
+            if dead.shape != ids.shape or dead.dtype != np.bool_:
+                raise StoreError(f"{directory}: dense_dead.npy does not match the ids")
+        index._id_buf = np.ascontiguousarray(ids, dtype=np.int64)
+        index._vec_buf = np.ascontiguousarray(vectors, dtype=np.float32)
+        live = int(ids.size - (dead.sum() if dead is not None else 0))
+        faiss_file = directory / "dense.faiss"
+        if index.kind == "hnsw" and ids.size:
+            graph = None
+            if faiss_file.exists():
+                faiss = _faiss()
+                graph = faiss.read_index(str(faiss_file))  # comes back as its own class
+                if not hasattr(graph, "hnsw"):
+                    graph = None  # a format-2 save wrapped it in an id map: rebuild once
+                elif graph.ntotal != ids.size:
+                    raise StoreError(
+                        f"{faiss_file} holds {graph.ntotal} vectors, expected {ids.size}"
+                    )
+                else:
+                    graph.hnsw.efSearch = index.ef_search
+            if graph is None:
+                graph = index._new_hnsw()
+                graph.add(index._vec_buf)
+            index._hnsw = graph
+        index._version = index._finished(_Version(index._id_buf, index._vec_buf, dead, live))
         return index
 
     def config(self) -> dict[str, Any]:
@@ -261,3 +395,34 @@ class DenseIndex:
 
     def __repr__(self) -> str:
         return f"DenseIndex(dim={self.dim}, kind={self.kind!r}, size={len(self)})"
+
+
+def top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
+    """Per row, the columns of the ``k`` largest values, best first, ties to the lower column.
+
+    Ties at the ``k``-th value are settled by column too (``argpartition`` alone picks
+    among them arbitrarily), so two indexes with the same live rows agree.
+    """
+    n = sims.shape[1]
+    if k < n:
+        cand = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    else:
+        cand = np.tile(np.arange(n), (sims.shape[0], 1))
+    kth = np.take_along_axis(sims, cand, axis=1).min(axis=1)
+    for r in np.flatnonzero((sims >= kth[:, None]).sum(axis=1) > k):
+        tied = np.flatnonzero(sims[r] >= kth[r])
+        cand[r] = tied[np.lexsort((tied, -sims[r, tied]))][:k]
+    vals = np.take_along_axis(sims, cand, axis=1)
+    order = np.lexsort((cand, -vals), axis=1)
+    return np.take_along_axis(cand, order, axis=1), np.take_along_axis(vals, order, axis=1)
+
+
+def _bitmap(v: _Version) -> npt.NDArray[np.uint8]:
+    """The live rows of ``v`` as FAISS's selector reads them (bit ``i`` of byte ``i >> 3``)."""
+    alive = np.ones(v.n, bool) if v.dead is None else ~v.dead
+    return np.packbits(alive, bitorder="little")
+
+
+def _starts(buffer: npt.NDArray[Any], rows: npt.NDArray[Any]) -> bool:
+    """Whether ``rows`` are the first rows of ``buffer`` (so appending past them is safe)."""
+    return buffer.__array_interface__["data"][0] == rows.__array_interface__["data"][0]

@@ -41,8 +41,8 @@ from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError, StoreError
 from semrag.graph.live_ssg import LiveSSG
 from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
-from semrag.index.change import Change, IndexedDocument, IndexPart
-from semrag.index.dense import DenseIndex
+from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
+from semrag.index.dense import DenseIndex, top_k
 from semrag.index.persist import atomic_directory, read_manifest
 from semrag.index.sparse import BM25Index
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -91,11 +91,8 @@ class _NodeSearch:
         n = self.vectors.shape[0]
         if n == 0:
             return scores, ids
-        sims = self.vectors @ q
         kk = min(k, n)
-        top = np.argpartition(-sims, kk - 1)[:kk]
-        top = top[np.lexsort((top, -sims[top]))]
-        scores[0, :kk], ids[0, :kk] = sims[top], top
+        ids[:, :kk], scores[:, :kk] = top_k((self.vectors @ q)[None, :], kk)
         return scores, ids
 
 
@@ -272,11 +269,11 @@ class SemanticIndex:
         self._view: SSGView | None = None
         self._version = 0
         self._followers: list[IndexPart] = []
-        # _lock: a commit applies a change to the parts holding its write side; readers of
-        # the dense and BM25 parts hold its read side (see read()), so they never see a
-        # half-applied change. Graph readers take no lock: they read the published
-        # SSGView. _commit_lock orders whole commits (followers included), so every part
-        # sees the changes in the same order.
+        # _commit_lock orders whole commits (followers included), so every part sees the
+        # changes in the same order. A commit stages the change in every part without the
+        # write side of _lock, then holds it only to swap the staged states in; readers of
+        # several parts hold its read side (see read()), so they never mix two versions.
+        # Graph readers take no lock: they read the published SSGView.
         self._lock = RWLock()
         self._commit_lock = threading.RLock()
         self._publish_view()
@@ -363,9 +360,9 @@ class SemanticIndex:
         return self._dense
 
     @property
-    def parts(self) -> dict[str, IndexPart]:
-        """The index's own parts, by name: each applies every :class:`Change`."""
-        parts: dict[str, IndexPart] = {"dense": self.dense, "sparse": self.sparse}
+    def parts(self) -> dict[str, StagedPart]:
+        """The index's own parts, by name: each stages and publishes every :class:`Change`."""
+        parts: dict[str, StagedPart] = {"dense": self.dense, "sparse": self.sparse}
         if self._ssg is not None:
             parts["ssg"] = self._ssg
         return parts
@@ -435,14 +432,17 @@ class SemanticIndex:
         ``added`` documents replace indexed ones of the same id.
         """
         with self._commit_lock:
+            gone = {*removed_ids, *(d.id for d in added)}
+            removed = tuple(e for i, e in self._entries.items() if i in gone)
+            change = Change(self._version + 1, tuple(added), removed)
+            if not change:
+                return change
+            # Each part computes its next state where no reader looks (a failure here
+            # leaves the index as it was); readers wait only while the states are swapped in.
+            publish = [part.stage(change) for part in self.parts.values()]
             with self._lock.write():
-                gone = {*removed_ids, *(d.id for d in added)}
-                removed = tuple(e for i, e in self._entries.items() if i in gone)
-                change = Change(self._version + 1, tuple(added), removed)
-                if not change:
-                    return change
-                for part in self.parts.values():
-                    part.apply(change)
+                for swap in publish:
+                    swap()
                 entries = {i: e for i, e in self._entries.items() if i not in gone}
                 entries.update((d.id, d) for d in added)
                 for i in change.removed_chunk_ids():

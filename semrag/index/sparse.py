@@ -12,7 +12,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -146,14 +146,32 @@ class BM25Index:
                 self._arrays[term] = (ids_[keep], tf_[keep], length_[keep])
         return removed
 
+    def stage(self, change: Change) -> Callable[[], None]:
+        """Tokenize ``change``'s texts now; the returned function puts them in the postings.
+
+        Publishing costs the changed texts' postings only (no scan of the corpus).
+
+        Raises:
+            ConfigError: if an added id is already indexed and not removed by the change.
+        """
+        removed = change.removed_chunk_ids()
+        ids, chunks, _ = change.added_chunks()
+        tokens = [bm25_tokenize(c.text) for c in chunks]
+        gone = set(removed)
+        if len(set(ids)) != len(ids) or any(i in self._docs and i not in gone for i in ids):
+            raise ConfigError("duplicate ids in BM25Index.add")
+
+        def publish() -> None:
+            if removed:
+                self.remove(removed)
+            if ids:
+                self._add_tokens(ids, tokens)
+
+        return publish
+
     def apply(self, change: Change) -> None:
         """Remove the change's removed chunks, then index its added chunks."""
-        removed = change.removed_chunk_ids()
-        if removed:
-            self.remove(removed)
-        ids, chunks, _ = change.added_chunks()
-        if ids:
-            self.add(ids, [c.text for c in chunks])
+        self.stage(change)()
 
     def _idf(self, df: int, n: int, average: float) -> float:
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)

@@ -91,7 +91,7 @@ class RetrieveAndCheck:
         >>> loop = RetrieveAndCheck(IntentAwareRetriever(index, k=1), SPC(index, k=1))
         >>> result = loop.run("Did Ada Lovelace work with Charles Babbage?")
         >>> sorted({h.chunk.doc_id for h in result.chunks}), result.rounds[1].queries[0]
-        (['a', 'b'], 'Ada Lovelace')
+        (['a', 'b'], 'Charles Babbage')
     """
 
     def __init__(

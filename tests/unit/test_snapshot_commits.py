@@ -1,0 +1,182 @@
+"""Readers never wait for a change to be computed, and the dense index keeps versions.
+
+* :class:`DenseIndex` changed by random adds and removals (some ids removed and left as
+  dead rows, some compactions) answers exactly like one built fresh from the survivors,
+  flat and HNSW, and saves and loads with its dead rows;
+* a version taken before a change answers as before, whatever the change does;
+* while a commit computes its change (the graph, the slow part), readers of every part
+  go on and see the previous version; the new one appears all at once.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semrag import Document, SemanticIndex
+from semrag.graph.live_ssg import LiveSSG
+from semrag.index import DenseIndex
+from semrag.testing import FakeEmbedder
+
+DIM = 8
+
+# Few distinct directions, so many rows tie exactly: ties must go to the lower id.
+_DIRECTIONS = np.eye(DIM, dtype=np.float32)[:3]
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.lists(st.integers(0, 2), min_size=1, max_size=12)),
+        st.tuples(st.just("remove"), st.lists(st.integers(0, 60), min_size=1, max_size=10)),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _fresh(kind: str, alive: dict[int, np.ndarray]) -> DenseIndex:
+    fresh = DenseIndex(DIM, kind=kind)
+    if alive:
+        ids = sorted(alive)
+        fresh.add(ids, np.stack([alive[i] for i in ids]))
+    return fresh
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=ops, query=st.integers(0, 2))
+def test_a_changed_dense_index_answers_like_a_fresh_one(ops, query):
+    idx = DenseIndex(DIM)
+    alive: dict[int, np.ndarray] = {}
+    next_id = 0
+    for op, args in ops:
+        if op == "add":
+            ids = list(range(next_id, next_id + len(args)))
+            next_id += len(args)
+            vecs = _DIRECTIONS[args]
+            idx.add(ids, vecs)
+            alive.update(zip(ids, vecs, strict=True))
+        else:
+            expected = len({i for i in args if i in alive})
+            assert idx.remove(args) == expected
+            for i in args:
+                alive.pop(i, None)
+        fresh = _fresh("flat", alive)
+        assert len(idx) == len(alive)
+        assert idx.ids.tolist() == sorted(alive)
+        np.testing.assert_array_equal(idx.vectors, fresh.vectors)
+        for k in (1, 3, 50):
+            got, want = idx.search(_DIRECTIONS[query], k), fresh.search(_DIRECTIONS[query], k)
+            assert got[1].tolist() == want[1].tolist()  # ties: the lower id, in both
+            np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_hnsw_deletes_are_skipped_without_a_rebuild_and_round_trip(tmp_path):
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=(400, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    idx = DenseIndex(DIM, kind="hnsw")
+    idx.add(np.arange(400), v)
+    graph = idx._version.graph
+    gone = np.arange(0, 400, 7)
+    assert idx.remove(gone) == gone.size
+    assert idx._version.graph is graph  # the graph is kept; removed rows are skipped
+    hits = idx.search(v, 5)[1]
+    assert not np.isin(hits, gone).any() and (hits >= 0).all()
+    flat = _fresh("flat", {i: v[i] for i in range(400) if i % 7})
+    recall = (idx.search(v[1:50], 1)[1] == flat.search(v[1:50], 1)[1]).mean()
+    assert recall >= 0.95
+
+    idx.save(tmp_path)
+    loaded = DenseIndex.load(tmp_path, idx.config())
+    assert loaded.ids.tolist() == idx.ids.tolist()
+    assert loaded.search(v[:30], 5)[1].tolist() == idx.search(v[:30], 5)[1].tolist()
+    # A quarter of the rows removed: compacted, and the graph is new.
+    idx.remove(np.arange(1, 400, 2))
+    assert idx._version.dead is None and idx._version.graph is not graph
+    assert not np.isin(idx.search(v, 5)[1], np.arange(1, 400, 2)).any()
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_version_taken_before_a_change_answers_as_before(kind):
+    rng = np.random.default_rng(2)
+    v = rng.normal(size=(200, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    idx = DenseIndex(DIM, kind=kind)
+    idx.add(np.arange(100), v[:100])
+    before = idx.search(v[:20], 5)
+    old = idx._version
+    idx.add(np.arange(100, 200), v[100:])  # appends into the same buffers
+    idx.remove(np.arange(0, 100, 3))
+    idx._version, new = old, idx._version
+    again = idx.search(v[:20], 5)
+    assert again[1].tolist() == before[1].tolist()
+    idx._version = new
+    assert np.isin(idx.search(v[100:120], 1)[1], np.arange(100, 200)).all()
+
+
+def test_readers_go_on_while_a_commit_computes_its_change():
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents([Document("a", "Bees make honey. Hives hum all summer.")])
+    inside, release = threading.Event(), threading.Event()
+    apply = LiveSSG.apply
+
+    def slow_apply(self, change):  # the graph's work, the slow part of a commit
+        inside.set()
+        assert release.wait(10)
+        return apply(self, change)
+
+    LiveSSG.apply = slow_apply
+    try:
+        writer = threading.Thread(
+            target=index.add_documents,
+            args=([Document("b", "Stocks fell sharply. Markets slid at the open.")],),
+        )
+        writer.start()
+        assert inside.wait(10)
+        # The commit is computing: every reader still answers, from the previous version.
+        seen: list[object] = []
+        reader = threading.Thread(
+            target=lambda: seen.extend(
+                [
+                    index.version,
+                    {h.chunk.doc_id for h in index.search("stocks", k=5)},
+                    {h.chunk.doc_id for h in index.search_sparse("stocks markets", k=5)},
+                    index.ssg_view().graph.doc_ids,
+                ]
+            )
+        )
+        reader.start()
+        reader.join(5)
+        assert not reader.is_alive(), "a reader waited for the commit to compute"
+        assert seen == [1, {"a"}, set(), ["a"]]
+    finally:
+        release.set()
+        LiveSSG.apply = apply
+        writer.join(10)
+    assert index.version == 2
+    assert {h.chunk.doc_id for h in index.search("stocks", k=5)} == {"a", "b"}
+    assert index.ssg_view().graph.doc_ids == ["a", "b"]
+
+
+def test_a_change_that_fails_while_staged_changes_nothing():
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents([Document("a", "Bees make honey. Hives hum all summer.")])
+    before = (index.version, index.doc_ids, len(index.dense), len(index.sparse))
+    apply = LiveSSG.apply
+
+    def failing(self, change):
+        raise MemoryError("no room for the graph")
+
+    LiveSSG.apply = failing
+    try:
+        with pytest.raises(MemoryError):
+            index.add_documents([Document("b", "Stocks fell sharply.")])
+    finally:
+        LiveSSG.apply = apply
+    assert (index.version, index.doc_ids, len(index.dense), len(index.sparse)) == before
+    assert {h.chunk.doc_id for h in index.search("stocks fell", k=5)} == {"a"}
+    index.add_documents([Document("b", "Stocks fell sharply.")])  # and the index goes on
+    assert index.doc_ids == ["a", "b"] and len(index.dense) == len(index.chunks())
