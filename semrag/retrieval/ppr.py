@@ -33,7 +33,7 @@ import asyncio
 import logging
 import numbers
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -49,6 +49,8 @@ from semrag._validation import (
     check_query,
     validate_params,
 )
+from semrag.graph.live_ssg import GrowingRows
+from semrag.index.dense import top_k
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import entities as find_entities
 from semrag.types import Chunk, ScoredChunk
@@ -58,6 +60,7 @@ __all__ = ["PassageGraph", "PPRRetriever", "personalized_pagerank"]
 logger = logging.getLogger(__name__)
 
 Floats = npt.NDArray[np.float32]
+Ints = npt.NDArray[np.int64]
 
 _ENTITY_SCHEMA = {
     "type": "object",
@@ -110,11 +113,87 @@ def personalized_pagerank(
     return p
 
 
+class _Lookup(Mapping[Any, int]):
+    """A read-only mapping ``key -> number`` through a shared registry and this version's numbers.
+
+    Nothing per version is copied: ``slot_of`` is the registry (it only grows) and
+    ``number_of_slot[slot]`` is the key's number in this version (``-1``: absent).
+    """
+
+    def __init__(self, slot_of: Mapping[Any, int], number_of_slot: Ints, size: int) -> None:
+        self._slot_of = slot_of
+        self._numbers = number_of_slot
+        self._size = size
+
+    def __getitem__(self, key: Any) -> int:
+        slot = self._slot_of.get(key)
+        if slot is None or slot >= self._numbers.size or self._numbers[slot] < 0:
+            raise KeyError(key)
+        return int(self._numbers[slot])
+
+    def __iter__(self) -> Iterator[Any]:
+        return (
+            k for k, s in self._slot_of.items() if s < self._numbers.size and self._numbers[s] >= 0
+        )
+
+    def __len__(self) -> int:
+        return self._size
+
+
+class _NodeOf(Mapping[int, int]):
+    """Chunk id -> passage node, by binary search over the version's chunk ids."""
+
+    def __init__(self, chunk_ids: Ints, by_id: Ints) -> None:
+        self._ids, self._by_id = chunk_ids, by_id
+
+    def __getitem__(self, chunk_id: int) -> int:
+        ids, by_id = self._ids, self._by_id
+        pos = int(np.searchsorted(ids[by_id], chunk_id)) if ids.size else 0
+        if pos >= ids.size or ids[by_id[pos]] != chunk_id:
+            raise KeyError(chunk_id)
+        return int(by_id[pos])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def __len__(self) -> int:
+        return self._ids.size
+
+
+class _Ragged(Sequence[npt.NDArray[np.int64]]):
+    """Row ``i`` is ``values[ptr[i]:ptr[i + 1]]`` (one array for every row)."""
+
+    def __init__(self, ptr: Ints, values: Ints) -> None:
+        self._ptr, self._values = ptr, values
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._values[self._ptr[i] : self._ptr[i + 1]]
+
+    def __len__(self) -> int:
+        return self._ptr.size - 1
+
+
+class _Names(Sequence[str]):
+    """Phrase ``i``'s display name, read from the registry of every name seen."""
+
+    def __init__(self, names: list[str], ids: Ints) -> None:
+        self._names, self._ids = names, ids
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._names[int(self._ids[i])]
+
+    def __len__(self) -> int:
+        return self._ids.size
+
+
 @dataclass(frozen=True, slots=True)
 class PassageGraph:
     """Passages (chunks) and entity phrases of one index version, as one sparse graph.
 
-    Nodes ``0 .. n_passages - 1`` are passages, the rest phrases.
+    Nodes ``0 .. n_passages - 1`` are passages (in index order), the rest phrases (in the
+    order the passages first mention them). Built per version from per-document pieces
+    that are computed once, so a change costs the changed documents plus a few array
+    operations over the whole graph.
     """
 
     version: int
@@ -123,22 +202,22 @@ class PassageGraph:
     """The index's chunk id of each passage node."""
     chunks: list[Chunk]
     """The chunk of each passage node (of this version: hits never look up a later one)."""
-    names: list[str]
+    names: Sequence[str]
     """Display name of each phrase node (node ``n_passages + i``)."""
-    keys: dict[str, int]
-    """Lower-cased name -> phrase number."""
-    passage_phrases: list[npt.NDArray[np.int64]]
+    keys: Mapping[str, int]
+    """Lower-cased name (or entity id) -> phrase number."""
+    passage_phrases: Sequence[npt.NDArray[np.int64]]
     """Phrase numbers each passage mentions."""
     df: npt.NDArray[np.float64]
     """Passages mentioning each phrase (at least 1)."""
     transition: Any
     """Column-stochastic transition matrix over all nodes (scipy CSR, for fast products)."""
-    node_of: dict[int, int]
+    node_of: Mapping[int, int]
     """Chunk id -> passage node."""
-    phrase_vectors: Floats
-    """Unit vectors of the phrase names (rows align with :attr:`names`)."""
-    phrase_index: Any
-    """FAISS inner-product index over :attr:`phrase_vectors`."""
+    name_vectors: Floats
+    """Unit vectors of every display name seen (rows: the registry's name ids)."""
+    phrase_name_ids: Ints
+    """The registry's name id of each phrase (a row of :attr:`name_vectors`)."""
     synonym_edges: int
     """How many synonym edges were added."""
 
@@ -146,6 +225,55 @@ class PassageGraph:
     def n_passages(self) -> int:
         """Number of passage nodes."""
         return len(self.chunk_ids)
+
+    def nearest_phrases(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
+        """The ``k`` phrases whose names are most similar to ``vector``, best first.
+
+        Exact, ties to the lower phrase number. Returns ``(similarities, phrase numbers)``.
+        """
+        sims = (self.name_vectors @ np.asarray(vector, np.float32))[self.phrase_name_ids]
+        k = min(k, sims.size)
+        if not k:
+            return np.zeros(0, np.float32), np.zeros(0, np.int64)
+        numbers, top = top_k(sims[None, :], k)
+        return top[0], numbers[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _DocPhrases:
+    """What one document contributes to every passage graph (computed once)."""
+
+    chunk_ids: Ints
+    chunks: list[Chunk]
+    counts: Ints  # phrases per chunk
+    slots: Ints  # the phrases' key slots, chunk by chunk
+    names: Ints  # the name id of each (the spelling in that chunk)
+
+
+class _Registry:
+    """Every phrase key and display name seen, each numbered once, with the names' vectors."""
+
+    def __init__(self, dim: int) -> None:
+        self.slot_of: dict[str, int] = {}
+        self.name_of: dict[str, int] = {}
+        self.names: list[str] = []
+        self.vectors = GrowingRows(np.zeros((0, dim), np.float32))
+
+    def slot(self, key: str) -> int:
+        return self.slot_of.setdefault(key, len(self.slot_of))
+
+    def name(self, text: str) -> int:
+        found = self.name_of.get(text)
+        if found is None:
+            found = self.name_of[text] = len(self.names)
+            self.names.append(text)
+        return found
+
+    def embed_new(self, embedder: Any) -> None:
+        """Embed the names registered since the last call (one batch)."""
+        new = self.names[self.vectors.n :]
+        if new:
+            self.vectors.append(np.asarray(embedder.embed(new), dtype=np.float32))
 
 
 def _key(name: str) -> str:
@@ -273,10 +401,10 @@ class PPRRetriever:
         self.on_llm_error = on_llm_error
         self._built: PassageGraph | None = None
         self._lock = threading.Lock()
-        # Kept across versions, so a change costs the new chunks and names only: a chunk id
-        # is never reused, and a name's vector never changes.
-        self._chunk_phrases: dict[int, list[tuple[str, str]]] = {}
-        self._name_vectors: dict[str, Floats] = {}
+        # Kept across versions, so a change costs the changed documents and new names only:
+        # a chunk id is never reused, and a name's vector never changes.
+        self._registry = _Registry(index.embedder.dim)
+        self._docs: dict[str, _DocPhrases] = {}
 
     # -- the graph ------------------------------------------------------------------------
     def passage_graph(self) -> PassageGraph:
@@ -289,129 +417,186 @@ class PPRRetriever:
                 self._built = built
             return built
 
-    def _phrases_by_rules(self) -> tuple[list[int], list[list[str]], dict[str, str]]:
-        chunk_ids: list[int] = []
-        mentions: list[list[str]] = []
-        names: dict[str, str] = {}
-        seen: dict[int, list[tuple[str, str]]] = {}
-        for doc_id in self.index.doc_ids:
-            title = _title_of(self.index.document(doc_id)) if self.titles else ""
-            for cid, chunk in zip(
-                self.index.chunk_ids(doc_id), self.index.chunks(doc_id), strict=True
-            ):
-                found = self._chunk_phrases.get(cid)
-                if found is None:
-                    found = [
-                        (_key(p.text), p.text)
-                        for p in find_entities(chunk.text)
-                        if p.kind in ("entity", "quoted")
-                    ]
-                seen[cid] = found
-                pairs = [*found, (_key(title), title)] if title else found
-                for key, name in pairs:
-                    names.setdefault(key, name)
-                chunk_ids.append(cid)
-                mentions.append(list(dict.fromkeys(key for key, _ in pairs)))
-        self._chunk_phrases = seen  # chunks of deleted documents drop out
-        return chunk_ids, mentions, names
+    def _doc_phrases(self, doc_id: str) -> _DocPhrases:
+        """The phrases of ``doc_id``'s chunks (rules), cached until the document changes."""
+        ids = self.index.chunk_ids(doc_id)
+        found = self._docs.get(doc_id)
+        if found is not None and found.chunk_ids.tolist() == ids:
+            return found
+        reg = self._registry
+        title = _title_of(self.index.document(doc_id)) if self.titles else ""
+        chunks = self.index.chunks(doc_id)
+        counts, slots, names = [], [], []
+        for chunk in chunks:
+            pairs = [
+                (_key(p.text), p.text)
+                for p in find_entities(chunk.text)
+                if p.kind in ("entity", "quoted")
+            ]
+            if title:
+                pairs.append((_key(title), title))
+            first: dict[str, str] = {}
+            for key, name in pairs:
+                first.setdefault(key, name)  # a chunk's spelling of a key: its first
+            counts.append(len(first))
+            slots += [reg.slot(key) for key in first]
+            names += [reg.name(name) for name in first.values()]
+        found = _DocPhrases(
+            np.asarray(ids, np.int64),
+            chunks,
+            np.asarray(counts, np.int64),
+            np.asarray(slots, np.int64),
+            np.asarray(names, np.int64),
+        )
+        self._docs[doc_id] = found
+        return found
 
     def _phrases_from_graph(
         self,
-    ) -> tuple[list[int], list[list[str]], dict[str, str], list[tuple[str, str, float]]]:
-        store = self.graph.store
+    ) -> tuple[list[_DocPhrases], tuple[Ints, Ints], list[tuple[str, str, float]]]:
+        """Passages, the graph's entities in store order (slots, name ids), its relations."""
+        store, reg = self.graph.store, self._registry
         ents = store.entities()
-        names = {e.id: e.name for e in ents}
+        entity_slots = np.asarray([reg.slot(e.id) for e in ents], np.int64)
+        name_of_slot = {reg.slot(e.id): reg.name(e.name) for e in ents}
         by_chunk: dict[int, list[str]] = {}
         for ent_id, refs in store.chunks_for([e.id for e in ents]).items():
             for ref in refs:
                 for cid in self.index.overlapping_chunks(ref.doc_id, ref.start, ref.end):
                     by_chunk.setdefault(cid, []).append(ent_id)
-        chunk_ids = [c for d in self.index.doc_ids for c in self.index.chunk_ids(d)]
-        mentions = [list(dict.fromkeys(by_chunk.get(c, []))) for c in chunk_ids]
+        docs = []
+        for doc_id in self.index.doc_ids:
+            ids = self.index.chunk_ids(doc_id)
+            per_chunk = [[reg.slot(e) for e in dict.fromkeys(by_chunk.get(c, []))] for c in ids]
+            flat = [s for chunk in per_chunk for s in chunk]
+            docs.append(
+                _DocPhrases(
+                    np.asarray(ids, np.int64),
+                    self.index.chunks(doc_id),
+                    np.asarray([len(c) for c in per_chunk], np.int64),
+                    np.asarray(flat, np.int64),
+                    np.asarray([name_of_slot[s] for s in flat], np.int64),
+                )
+            )
         relations = [(r.source, r.target, float(r.weight)) for r in store.relations()]
-        return chunk_ids, mentions, names, relations
+        entity_names = np.asarray([name_of_slot[s] for s in entity_slots.tolist()], np.int64)
+        return docs, (entity_slots, entity_names), relations
 
     def _build(self) -> PassageGraph:
-        import faiss
-        import scipy.sparse as sp
-
         relations: list[tuple[str, str, float]] = []
+        phrases: tuple[Ints, Ints] | None = None
         with reading(self.index):  # one version of the index for the whole graph
             version = self.index.version
             if self.graph is None:
-                chunk_ids, mentions, names = self._phrases_by_rules()
+                docs = [self._doc_phrases(d) for d in self.index.doc_ids]
+                live = set(self.index.doc_ids)
+                for gone in [d for d in self._docs if d not in live]:
+                    del self._docs[gone]
             else:
-                chunk_ids, mentions, names, relations = self._phrases_from_graph()
-            chunks = [self.index.chunk(int(c)) for c in chunk_ids]
-        keys = {key: i for i, key in enumerate(names)}
-        n_p, n_e = len(chunk_ids), len(keys)
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        passage_phrases = []
-        for node, ms in enumerate(mentions):
-            ids = np.array([keys[m] for m in ms], dtype=np.int64)
-            passage_phrases.append(ids)
-            rows += [node] * len(ids)
-            cols += (ids + n_p).tolist()
-            vals += [1.0] * len(ids)
-        df = np.maximum(
-            np.bincount(np.concatenate([*passage_phrases, np.zeros(0, np.int64)]), minlength=n_e), 1
-        ).astype(np.float64)
-        for a, b, w in relations:
-            if a in keys and b in keys and a != b:
-                rows.append(n_p + keys[a])
-                cols.append(n_p + keys[b])
-                vals.append(w)
-        display = list(names.values())
-        vectors = self._vectors_of(display)
-        phrase_index = faiss.IndexFlatIP(self.index.embedder.dim)
-        if n_e:
-            phrase_index.add(vectors)
+                docs, phrases, relations = self._phrases_from_graph()
+        reg = self._registry
+        reg.embed_new(self.index.embedder)
+        g = self._assemble(version, docs, phrases, relations)
+        if len(reg.names) > 2 * len(g.names) + 1024:  # mostly names no longer in the corpus
+            self._registry, self._docs = _Registry(self.index.embedder.dim), {}
+        return g
+
+    def _assemble(
+        self,
+        version: int,
+        docs: list[_DocPhrases],
+        phrases: tuple[Ints, Ints] | None,
+        relations: list[tuple[str, str, float]],
+    ) -> PassageGraph:
+        """One version's graph from its documents' pieces: array operations only.
+
+        ``phrases`` (slots and name ids, in order) are the phrase nodes; by default the
+        phrases the passages mention, in the order they first do, each spelled as there.
+        """
+        import scipy.sparse as sp
+
+        reg = self._registry
+        chunk_ids = np.concatenate([np.zeros(0, np.int64), *(d.chunk_ids for d in docs)])
+        chunks = [c for d in docs for c in d.chunks]
+        counts = np.concatenate([np.zeros(0, np.int64), *(d.counts for d in docs)])
+        slots = np.concatenate([np.zeros(0, np.int64), *(d.slots for d in docs)])
+        spelled = np.concatenate([np.zeros(0, np.int64), *(d.names for d in docs)])
+        if phrases is None:
+            uniq, first = np.unique(slots, return_index=True)
+            by_first = np.argsort(first, kind="stable")
+            order, name_ids = uniq[by_first], spelled[first[by_first]]
+        else:
+            order, name_ids = phrases
+        n_p, n_e = chunk_ids.size, order.size
+        number_of_slot = np.full(len(reg.slot_of), -1, np.int64)
+        number_of_slot[order] = np.arange(n_e)
+        numbers = number_of_slot[slots]
+        ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+        passage = np.repeat(np.arange(n_p), counts)
+        df = np.maximum(np.bincount(numbers, minlength=n_e), 1).astype(np.float64)
+        rows, cols, vals = [passage], [numbers + n_p], [np.ones(numbers.size)]
+        keys = _Lookup(reg.slot_of, number_of_slot, n_e)
+        pairs = [
+            (n_p + keys[a], n_p + keys[b], w)
+            for a, b, w in relations
+            if a in keys and b in keys and a != b
+        ]
+        if pairs:
+            rel = np.asarray(pairs, dtype=np.float64).reshape(-1, 3)
+            rows.append(rel[:, 0].astype(np.int64))
+            cols.append(rel[:, 1].astype(np.int64))
+            vals.append(rel[:, 2])
         n_syn = 0
         if n_e > 1 and self.synonym_k:
-            depth = min(n_e, self.synonym_k + 1)
-            sims, nbrs = phrase_index.search(vectors, depth)
-            for i in range(n_e):
-                for s, j in zip(sims[i].tolist(), nbrs[i].tolist(), strict=True):
-                    if j > i and s >= self.synonym_threshold:
-                        rows.append(n_p + i)
-                        cols.append(n_p + j)
-                        vals.append(float(s))
-                        n_syn += 1
+            a, b, w = self._synonyms(name_ids)
+            n_syn = a.size
+            rows.append(a + n_p)
+            cols.append(b + n_p)
+            vals.append(w)
         n = n_p + n_e
-        adj = sp.coo_matrix((vals, (rows, cols)), shape=(n, n)).tocsr()
-        adj = (adj + adj.T).tocsc()
+        r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        adj = sp.csr_matrix(
+            (np.r_[v, v], (np.r_[r, c], np.r_[c, r])), shape=(n, n)
+        )  # undirected: each edge both ways (duplicates add up)
         degree = np.asarray(adj.sum(axis=0)).ravel()
         inv = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-        transition = (adj @ sp.diags(inv)).tocsr()
+        adj.data *= inv[adj.indices]  # column j scaled by 1 / degree(j): column-stochastic
+        sorted_ids = np.argsort(chunk_ids, kind="stable")
         return PassageGraph(
             version=version,
-            chunk_ids=np.asarray(chunk_ids, dtype=np.int64),
+            chunk_ids=chunk_ids,
             chunks=chunks,
-            names=display,
+            names=_Names(reg.names, name_ids),
             keys=keys,
-            passage_phrases=passage_phrases,
+            passage_phrases=_Ragged(ptr, numbers),
             df=df,
-            transition=transition,
-            node_of={c: i for i, c in enumerate(chunk_ids)},
-            phrase_vectors=vectors,
-            phrase_index=phrase_index,
+            transition=adj,
+            node_of=_NodeOf(chunk_ids, sorted_ids),
+            name_vectors=reg.vectors.view,
+            phrase_name_ids=name_ids,
             synonym_edges=n_syn,
         )
 
-    def _vectors_of(self, display: list[str]) -> Floats:
-        """Unit vectors of the phrase names; only names new since the last build are embedded."""
-        dim = self.index.embedder.dim
-        new = [n for n in dict.fromkeys(display) if n not in self._name_vectors]
-        if new:
-            found = np.asarray(self.index.embedder.embed(new), dtype=np.float32)
-            self._name_vectors.update(zip(new, found, strict=True))
-        kept = {n: self._name_vectors[n] for n in display}
-        self._name_vectors = kept  # names no longer in the corpus drop out
-        if not display:
-            return np.zeros((0, dim), np.float32)
-        return np.stack([kept[n] for n in display]).astype(np.float32)
+    def _synonyms(self, name_ids: Ints) -> tuple[Ints, Ints, npt.NDArray[np.float64]]:
+        """Synonym edges ``(i, j, similarity)`` with ``i < j``.
+
+        Each phrase's ``synonym_k`` nearest names at or above ``synonym_threshold``, every
+        phrase against every one (so not incremental: off by default).
+        """
+        vectors = self._registry.vectors.view[name_ids]
+        depth = min(name_ids.size, self.synonym_k + 1)
+        a, b, w = [], [], []
+        step = max(1, (1 << 22) // name_ids.size)
+        for lo in range(0, name_ids.size, step):
+            hi = min(name_ids.size, lo + step)
+            nbrs, sims = top_k(vectors[lo:hi] @ vectors.T, depth)
+            i = np.repeat(np.arange(lo, hi), depth)
+            j, s = nbrs.ravel(), sims.ravel()
+            keep = (j > i) & (s >= self.synonym_threshold)
+            a.append(i[keep])
+            b.append(j[keep])
+            w.append(s[keep].astype(np.float64))
+        return np.concatenate(a), np.concatenate(b), np.concatenate(w)
 
     # -- query ----------------------------------------------------------------------------
     def _query_entities_by_rules(self, query: str) -> list[str]:
@@ -475,12 +660,11 @@ class PPRRetriever:
             if key in g.keys:
                 hits = [(g.keys[key], 1.0)]
             elif len(g.names):
-                vec = vectors[name]
-                sims, ids = g.phrase_index.search(vec[None, :], min(self.link_k, len(g.names)))
+                sims, ids = g.nearest_phrases(vectors[name], self.link_k)
                 hits = [
                     (int(j), float(s))
-                    for s, j in zip(sims[0], ids[0], strict=True)
-                    if j >= 0 and s >= self.link_threshold
+                    for s, j in zip(sims, ids, strict=True)
+                    if s >= self.link_threshold
                 ]
             for j, s in hits:
                 seeds[g.n_passages + j] = max(seeds[g.n_passages + j], s / g.df[j])

@@ -168,3 +168,59 @@ def test_multihop_recall_counts_distinct_documents():
         multihop_recall(["a"], [], 1)
     with pytest.raises(ConfigError):
         multihop_recall(["a"], ["a"], 0)
+
+
+def _graph_table(g) -> dict:
+    t = g.transition.tocsr()
+    t.sort_indices()
+    return {
+        "chunk_ids": g.chunk_ids.tolist(),
+        "names": list(g.names),
+        "keys": dict(g.keys),
+        "phrases": [p.tolist() for p in g.passage_phrases],
+        "df": g.df.tolist(),
+        "transition": (t.indptr.tolist(), t.indices.tolist(), t.data.tolist()),
+        "node_of": {c: g.node_of[c] for c in g.chunk_ids.tolist()},
+        "synonyms": g.synonym_edges,
+    }
+
+
+MORE = [
+    Document("mq2", "Marta Quill\n\nMarta Quill directed The Glass Harbour in Porto."),
+    Document("porto", "Porto\n\nPorto is a city in Portugal. Lisbon is its capital."),
+]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["add", "delete"]), st.integers(0, len(DOCS) + len(MORE) - 1)),
+        min_size=1,
+        max_size=10,
+    ),
+    synonym_k=st.sampled_from([0, 2]),
+)
+def test_a_graph_kept_across_changes_equals_one_built_fresh(steps, synonym_k):
+    pool = DOCS + MORE
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx.add_documents(pool[:3])
+    kept = PPRRetriever(idx, synonym_k=synonym_k, synonym_threshold=0.3)
+    kept.passage_graph()
+    for op, i in steps:
+        if op == "add":
+            idx.add_documents([pool[i]])  # a new document, or a new version of one
+        else:
+            idx.delete(pool[i].id)
+        fresh = PPRRetriever(idx, synonym_k=synonym_k, synonym_threshold=0.3)
+        assert _graph_table(kept.passage_graph()) == _graph_table(fresh.passage_graph())
+        if synonym_k:
+            assert fresh.passage_graph().synonym_edges > 0
+        g = kept.passage_graph()
+        for name in ("Marta Quill", "Porto"):
+            want = [j for j, n in enumerate(g.names) if n.lower() == name.lower()]
+            if want:  # a name is its own nearest phrase
+                assert g.nearest_phrases(idx.embedder.embed([name])[0], 1)[1].tolist() == want
+        hits = kept.retrieve(QUESTION, k=5)
+        assert [(h.chunk.doc_id, h.score) for h in hits] == [
+            (h.chunk.doc_id, h.score) for h in fresh.retrieve(QUESTION, k=5)
+        ]
