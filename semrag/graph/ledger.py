@@ -7,8 +7,9 @@ entities it touches and writing the difference:
 
 * **resolution**: two names are one entity when their vectors' cosine similarity is at
   least the threshold; entities are the connected components of that relation. A new
-  name is compared with the names already there through the name index (a range search,
-  never all against all); a removed name can split its component, which is re-derived;
+  name is compared with the names already there through the name index (an exact range
+  search of the changed names against the rest, never all against all); a removed name
+  can split its component, which is re-derived;
 * **the entity** of a component is keyed by its most mentioned name (ties: the longer
   name, then the smaller key). Its name is that key's spelling in the earliest document
   (index order); its type and description are the first non-empty ones among the
@@ -75,6 +76,69 @@ class _Doc:
     mentions: dict[str, list[int]]  # key -> indexes of its mentions
 
 
+class _NameIndex:
+    """Unit vectors of the names present, for exact range searches.
+
+    Rows are appended and a removed name's row is marked dead (compacted once half the
+    rows are dead), so a change costs its own names, never a copy of every vector. The
+    search is exact: an approximate one could miss a pair that a fresh build finds, and
+    the graph would then depend on the order of the changes.
+    """
+
+    def __init__(self) -> None:
+        self._row: dict[str, int] = {}
+        self._keys: list[str | None] = []
+        self._buf = np.zeros((0, 0), np.float64)
+        self._alive = np.zeros(0, bool)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._row
+
+    def add(self, keys: list[str], vectors: np.ndarray) -> None:
+        n, need = len(self._keys), len(self._keys) + len(keys)
+        if need > self._buf.shape[0] or self._buf.shape[1] != vectors.shape[1]:
+            grown = np.zeros((max(need, 2 * n, 64), vectors.shape[1]), np.float64)
+            if n:
+                grown[:n] = self._buf[:n]
+            alive = np.zeros(grown.shape[0], bool)
+            alive[:n] = self._alive[:n]
+            self._buf, self._alive = grown, alive
+        self._buf[n:need] = vectors
+        self._alive[n:need] = True
+        self._row.update((k, n + i) for i, k in enumerate(keys))
+        self._keys += keys
+
+    def remove(self, key: str) -> None:
+        row = self._row.pop(key, None)
+        if row is None:
+            return
+        self._keys[row] = None
+        self._alive[row] = False
+        if 2 * len(self._row) < len(self._keys):  # half the rows dead: compact
+            rows = sorted(self._row.values())
+            self._buf = self._buf[rows].copy()
+            self._alive = np.ones(len(rows), bool)
+            self._keys = [self._keys[r] for r in rows]
+            self._row = {k: i for i, k in enumerate(self._keys) if k is not None}
+
+    def within(self, keys: list[str], threshold: float) -> dict[str, list[str]]:
+        """For each key, the other names at least ``threshold`` similar (in row order)."""
+        asked = [k for k in keys if k in self._row]
+        if not asked:
+            return {}
+        n = len(self._keys)
+        base, alive = self._buf[:n], self._alive[:n]
+        out: dict[str, list[str]] = {}
+        step = max(1, (1 << 22) // max(n, 1))
+        for a in range(0, len(asked), step):
+            part = asked[a : a + step]
+            sims = base[[self._row[k] for k in part]] @ base.T
+            for key, row in zip(part, sims >= threshold, strict=True):
+                hits = np.flatnonzero(row & alive)
+                out[key] = [self._keys[j] for j in hits if self._keys[j] != key]
+        return out
+
+
 class GraphLedger:
     """Per-document extractions and the entities, relations and mentions derived from them.
 
@@ -94,7 +158,7 @@ class GraphLedger:
         self._mention_total: dict[str, int] = {}
         self._comp_of: dict[str, str] = {}
         self._members: dict[str, set[str]] = {}
-        self._vectors: dict[str, np.ndarray] = {}
+        self._names = _NameIndex()
         self._rels: dict[RelKey, Relation] = {}
         self._rels_of: dict[str, set[RelKey]] = {}
         self._ments: dict[MentionKey, Mention] = {}
@@ -196,7 +260,7 @@ class GraphLedger:
         for key in gone:
             self._name_docs.pop(key, None)
             self._mention_total.pop(key, None)
-            self._vectors.pop(key, None)
+            self._names.remove(key)
         self._embed_new([k for k in touched if k in self._name_docs])
         diff = self._rederive(touched)
         diff.drop_chunks = sorted(drop_chunks)
@@ -219,20 +283,14 @@ class GraphLedger:
     def _embed_new(self, keys: list[str]) -> None:
         if not self.resolve:
             return
-        new = sorted(k for k in keys if k not in self._vectors)
+        new = sorted(k for k in keys if k not in self._names)
         if not new:
             return
         names = [self._spelling(k).name for k in new]
         vectors = np.asarray(self.embedder.embed(names), dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-        self._vectors.update(zip(new, vectors, strict=True))
-
-    def _neighbours(self, key: str, keys: list[str], matrix: np.ndarray) -> list[str]:
-        if not self.resolve or key not in self._vectors:
-            return []
-        sims = matrix @ self._vectors[key]
-        return [keys[i] for i in np.flatnonzero(sims >= self.threshold) if keys[i] != key]
+        self._names.add(new, vectors)
 
     def everything(self) -> GraphDiff:
         """The whole derived graph as writes (to rewrite a store from scratch)."""
@@ -259,30 +317,26 @@ class GraphLedger:
         old = {self._comp_of[k] for k in touched if k in self._comp_of}
         for canon in old:
             seeds |= self._members[canon]
-        present = [k for k in self._name_docs]
-        matrix = (
-            np.stack([self._vectors[k] for k in present])
-            if self.resolve and present
-            else np.zeros((0, 1))
-        )
         todo = [k for k in sorted(seeds) if k in self._name_docs]
         seen = set(todo)
         edges: dict[str, list[str]] = {}
-        while todo:
-            key = todo.pop()
-            edges[key] = self._neighbours(key, present, matrix)
-            for other in edges[key]:
-                if other not in seen:
-                    canon = self._comp_of.get(other)
-                    if canon is not None and canon not in old:
-                        old.add(canon)
-                        for m in self._members[canon]:
-                            if m not in seen and m in self._name_docs:
-                                seen.add(m)
-                                todo.append(m)
+        while todo:  # breadth first, one range search per round
+            found = self._names.within(todo, self.threshold) if self.resolve else {}
+            frontier, todo = todo, []
+            for key in frontier:
+                edges[key] = found.get(key, [])
+                for other in edges[key]:
                     if other not in seen:
-                        seen.add(other)
-                        todo.append(other)
+                        canon = self._comp_of.get(other)
+                        if canon is not None and canon not in old:
+                            old.add(canon)
+                            for m in self._members[canon]:
+                                if m not in seen and m in self._name_docs:
+                                    seen.add(m)
+                                    todo.append(m)
+                        if other not in seen:
+                            seen.add(other)
+                            todo.append(other)
         parent = {k: k for k in seen}
 
         def find(k: str) -> str:

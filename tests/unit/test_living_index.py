@@ -624,3 +624,33 @@ def test_bm25_removing_every_text_of_a_cached_term_at_once():
     assert bm.remove([0, 1]) == 2
     assert bm.search("honey", 3) == []
     check_bm25(bm, {2: "rockets"}, "honey rockets")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(st.booleans(), st.integers(0, 30), st.integers(0, 3)), min_size=1, max_size=60
+    ),
+    threshold=st.sampled_from([0.5, 0.99]),
+)
+def test_the_name_index_range_search_equals_brute_force(ops, threshold):
+    from semrag.graph.ledger import _NameIndex
+
+    directions = np.eye(4)
+    names = _NameIndex()
+    present: dict[str, np.ndarray] = {}
+    for add, i, d in ops:  # adds, removals, and compactions once half the rows are dead
+        key = f"n{i}"
+        if add and key not in present:
+            present[key] = directions[d] * 0.8 + 0.2 * directions[(d + 1) % 4]
+            present[key] /= np.linalg.norm(present[key])
+            names.add([key], present[key][None, :])
+        elif not add:
+            names.remove(key)
+            present.pop(key, None)
+        asked = sorted(present)
+        found = names.within(asked + ["absent"], threshold)
+        for key in asked:
+            want = {k for k, v in present.items() if k != key and v @ present[key] >= threshold}
+            assert set(found[key]) == want
+        assert "absent" not in found
