@@ -217,75 +217,96 @@ class SketchRetriever:
         self.token_budget = token_budget
         self.max_facts = max_facts
         self.on_llm_error = on_llm_error
-        self._pieces: tuple[list[Chunk], list[int], DenseIndex] | None = None
+        # The pieces follow the index document by document: a change splits and embeds
+        # the changed documents only. Piece ids are never reused and grow in index order.
+        self._piece_docs: dict[str, tuple[list[int], list[int]]] = {}
+        self._piece_chunk: dict[int, Chunk] = {}
+        self._piece_parent: dict[int, int] = {}
+        self._piece_index = DenseIndex(index.embedder.dim, kind=index.dense_kind)
+        self._next_piece = 0
         self._pieces_version = -1
         self._lock = threading.Lock()
 
     # -- the small pieces ------------------------------------------------------------------------
-    def pieces(self) -> tuple[list[Chunk], list[int], DenseIndex]:
+    def pieces(self) -> tuple[Mapping[int, Chunk], Mapping[int, int], DenseIndex]:
         """The small pieces searched by vector, the index chunk each came from, their index.
 
-        Built on first use (one embedding per piece) and again after the index changes
-        (keyed by :attr:`SemanticIndex.version`); chunks already within the size are
-        reused with their stored vectors.
+        Pieces and parents are keyed by the ids the dense index returns. They follow the
+        index (keyed by :attr:`SemanticIndex.version`): on first use after a change, the
+        pieces of removed or replaced documents leave and the new documents are split
+        and embedded; chunks already within the size reuse their stored vectors. Read
+        them under ``index.read()`` to keep one version.
         """
         # Lock order: the index's read first, then this retriever's lock.
         with reading(self.index), self._lock:
-            version = self.index.version
-            if self._pieces is None or self._pieces_version != version:
-                self._pieces = self._build_pieces()
-                self._pieces_version = version
-            return self._pieces
+            if self._pieces_version != self.index.version:
+                self._sync_pieces()
+                self._pieces_version = self.index.version
+            return self._piece_chunk, self._piece_parent, self._piece_index
 
-    def _build_pieces(self) -> tuple[list[Chunk], list[int], DenseIndex]:
+    def _sync_pieces(self) -> None:
+        index = self.index
+        live = {d: index.chunk_ids(d) for d in index.doc_ids}
+        stale = [d for d, (cids, _) in self._piece_docs.items() if live.get(d) != cids]
+        gone = [i for d in stale for i in self._piece_docs.pop(d)[1]]
+        if gone:
+            self._piece_index.remove(gone)
+            for i in gone:
+                del self._piece_chunk[i], self._piece_parent[i]
+        found: list[tuple[Chunk, int, bool]] = []
+        for doc_id in [d for d in index.doc_ids if d not in self._piece_docs]:
+            got = self._split(doc_id)
+            first = self._next_piece + len(found)
+            self._piece_docs[doc_id] = (live[doc_id], list(range(first, first + len(got))))
+            found += got
+        if not found:
+            return
+        vectors = np.zeros((len(found), index.embedder.dim), np.float32)
+        reuse = [i for i, (_, _, whole) in enumerate(found) if whole]
+        if reuse:
+            vectors[reuse] = index.vectors_of([found[i][1] for i in reuse])
+        todo = [i for i, (_, _, whole) in enumerate(found) if not whole]
+        if todo:
+            vectors[todo] = index.embedder.embed([found[i][0].text for i in todo])
+        ids = np.arange(self._next_piece, self._next_piece + len(found))
+        self._piece_index.add(ids, vectors)
+        for i, (piece, parent, _) in zip(ids.tolist(), found, strict=True):
+            self._piece_chunk[i], self._piece_parent[i] = piece, parent
+        self._next_piece += len(found)
+
+    def _split(self, doc_id: str) -> list[tuple[Chunk, int, bool]]:
+        """``(piece, parent chunk id, whole chunk?)`` for each piece of ``doc_id``."""
         index = self.index
         tok = index.chunker.tokenizer
-        pieces: list[Chunk] = []
-        parents: list[int] = []
-        reuse: list[int] = []
-        for doc_id in index.doc_ids:
-            text = index.document(doc_id).text
-            starts = [s.start for s in index.sentences(doc_id)]
-            for cid, c in zip(index.chunk_ids(doc_id), index.chunks(doc_id), strict=True):
-                if self.split is None or c.token_count <= self.split[0]:
-                    pieces.append(c)
-                    parents.append(cid)
-                    reuse.append(len(pieces) - 1)
-                    continue
-                local = tok.offsets(c.text)
-                spans = split_with_overlap(
-                    text,
-                    Span(c.start, c.end),
-                    [(c.start + a, c.start + b) for a, b in local],
-                    max_tokens=self.split[0],
-                    overlap_tokens=self.split[1],
-                    count=lambda t: tok.count([t])[0],
-                    preferred_starts=[s for s in starts if c.start < s < c.end],
+        text = index.document(doc_id).text
+        starts = [s.start for s in index.sentences(doc_id)]
+        out: list[tuple[Chunk, int, bool]] = []
+        for cid, c in zip(index.chunk_ids(doc_id), index.chunks(doc_id), strict=True):
+            if self.split is None or c.token_count <= self.split[0]:
+                out.append((c, cid, True))
+                continue
+            local = tok.offsets(c.text)
+            spans = split_with_overlap(
+                text,
+                Span(c.start, c.end),
+                [(c.start + a, c.start + b) for a, b in local],
+                max_tokens=self.split[0],
+                overlap_tokens=self.split[1],
+                count=lambda t: tok.count([t])[0],
+                preferred_starts=[s for s in starts if c.start < s < c.end],
+            )
+            for j, sp in enumerate(spans):
+                piece_text = sp.of(text)
+                piece = replace(
+                    c,
+                    start=sp.start,
+                    end=sp.end,
+                    text=piece_text,
+                    token_count=tok.count([piece_text])[0],
+                    index=j,
                 )
-                for j, sp in enumerate(spans):
-                    piece_text = sp.of(text)
-                    pieces.append(
-                        replace(
-                            c,
-                            start=sp.start,
-                            end=sp.end,
-                            text=piece_text,
-                            token_count=tok.count([piece_text])[0],
-                            index=j,
-                        )
-                    )
-                    parents.append(cid)
-        vectors = np.zeros((len(pieces), index.embedder.dim), np.float32)
-        reuse_set = set(reuse)
-        if reuse:
-            vectors[reuse] = index.vectors_of([parents[i] for i in reuse])
-        todo = [i for i in range(len(pieces)) if i not in reuse_set]
-        if todo:
-            vectors[todo] = index.embedder.embed([pieces[i].text for i in todo])
-        dense = DenseIndex(index.embedder.dim, kind=index.dense_kind)
-        if pieces:
-            dense.add(np.arange(len(pieces)), vectors)
-        return pieces, parents, dense
+                out.append((piece, cid, False))
+        return out
 
     # -- query entities --------------------------------------------------------------------------
     def query_entities(self, query: str) -> tuple[list[Entity], str]:

@@ -409,3 +409,53 @@ def test_retriever_caches_follow_changes_of_the_index_and_the_graph():
     first = glob.reports()
     kg.build_communities(levels=1)
     assert glob.reports() is not first  # refreshed once the graph's communities changed
+
+
+def test_sketch_pieces_follow_the_index_and_embed_only_changed_documents():
+    from semrag import Document, SemanticIndex
+
+    def long_doc(doc_id: str, topic: str) -> Document:
+        return Document(doc_id, " ".join(f"{topic} fact number {i} is here." for i in range(40)))
+
+    class Counting(FakeEmbedder):
+        embedded: list[str] = []
+
+        def embed(self, texts):
+            self.embedded.extend(texts)
+            return super().embed(texts)
+
+    def table(r):
+        pieces, parents, dense = r.pieces()
+        ids = dense.ids.tolist()
+        return (
+            [(pieces[i].doc_id, pieces[i].start, pieces[i].end) for i in ids],
+            [parents[i] for i in ids],
+            dense.vectors.tolist(),
+        )
+
+    embedder = Counting()
+    index = SemanticIndex(embedder=embedder)
+    index.add_documents([long_doc("a", "Bees"), long_doc("b", "Rockets")])
+    kg = KnowledgeGraph.build(index, communities=False)
+    kept = SketchRetriever(index, kg, split=(12, 3))
+    before = table(kept)
+    assert len(before[0]) > len(index.chunks())  # the long chunks were split
+    index.add_documents([long_doc("c", "Honey")])
+    index.add_documents([long_doc("a", "Stocks")])  # a new version of "a"
+    embedder.embedded.clear()
+    table(kept)
+    assert embedder.embedded  # only the changed documents' split pieces were embedded
+    assert all("Honey" in t or "Stocks" in t for t in embedder.embedded)
+    index.delete("b")
+    embedder.embedded.clear()
+    kept_table = table(kept)
+    assert not embedder.embedded  # a delete embeds nothing
+    fresh = SketchRetriever(index, kg, split=(12, 3))
+    fresh_table = table(fresh)
+    assert [len(x) for x in kept_table] == [len(x) for x in fresh_table]
+    assert kept_table[0] == fresh_table[0] and kept_table[1] == fresh_table[1]
+    np.testing.assert_allclose(kept_table[2], fresh_table[2], rtol=0, atol=0)
+    q = "Which fact about honey?"
+    assert [(h.chunk.doc_id, h.chunk.start) for h in kept.retrieve(q)] == [
+        (h.chunk.doc_id, h.chunk.start) for h in fresh.retrieve(q)
+    ]
