@@ -314,6 +314,14 @@ class SemanticIndex:
         with self._lock.read():
             return self._chunk_by_id[chunk_id]
 
+    def indexed(self, doc_id: str) -> IndexedDocument:
+        """The record ingestion made of ``doc_id``: its sentences, chunks and vectors.
+
+        The same object until the document is replaced or deleted, so a cache keyed by it
+        (``record is index.indexed(doc_id)``) knows whether the document changed.
+        """
+        return self._entries[doc_id]
+
     def chunk_ids(self, doc_id: str) -> list[int]:
         """Integer ids of ``doc_id``'s chunks, in document order."""
         return list(self._entries[doc_id].chunk_ids)

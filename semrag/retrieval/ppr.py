@@ -243,6 +243,7 @@ class PassageGraph:
 class _DocPhrases:
     """What one document contributes to every passage graph (computed once)."""
 
+    record: Any  # the index's record of the document (identity: the document is unchanged)
     chunk_ids: Ints
     chunks: list[Chunk]
     counts: Ints  # phrases per chunk
@@ -419,13 +420,14 @@ class PPRRetriever:
 
     def _doc_phrases(self, doc_id: str) -> _DocPhrases:
         """The phrases of ``doc_id``'s chunks (rules), cached until the document changes."""
-        ids = self.index.chunk_ids(doc_id)
+        record = self.index.indexed(doc_id)
         found = self._docs.get(doc_id)
-        if found is not None and found.chunk_ids.tolist() == ids:
+        if found is not None and found.record is record:
             return found
+        ids = record.chunk_ids
         reg = self._registry
         title = _title_of(self.index.document(doc_id)) if self.titles else ""
-        chunks = self.index.chunks(doc_id)
+        chunks = list(record.chunks)
         counts, slots, names = [], [], []
         for chunk in chunks:
             pairs = [
@@ -442,6 +444,7 @@ class PPRRetriever:
             slots += [reg.slot(key) for key in first]
             names += [reg.name(name) for name in first.values()]
         found = _DocPhrases(
+            record,
             np.asarray(ids, np.int64),
             chunks,
             np.asarray(counts, np.int64),
@@ -471,6 +474,7 @@ class PPRRetriever:
             flat = [s for chunk in per_chunk for s in chunk]
             docs.append(
                 _DocPhrases(
+                    self.index.indexed(doc_id),
                     np.asarray(ids, np.int64),
                     self.index.chunks(doc_id),
                     np.asarray([len(c) for c in per_chunk], np.int64),

@@ -219,7 +219,7 @@ class SketchRetriever:
         self.on_llm_error = on_llm_error
         # The pieces follow the index document by document: a change splits and embeds
         # the changed documents only. Piece ids are never reused and grow in index order.
-        self._piece_docs: dict[str, tuple[list[int], list[int]]] = {}
+        self._piece_docs: dict[str, tuple[Any, list[int]]] = {}  # record, piece ids
         self._piece_chunk: dict[int, Chunk] = {}
         self._piece_parent: dict[int, int] = {}
         self._piece_index = DenseIndex(index.embedder.dim, kind=index.dense_kind)
@@ -246,8 +246,8 @@ class SketchRetriever:
 
     def _sync_pieces(self) -> None:
         index = self.index
-        live = {d: index.chunk_ids(d) for d in index.doc_ids}
-        stale = [d for d, (cids, _) in self._piece_docs.items() if live.get(d) != cids]
+        live = {d: index.indexed(d) for d in index.doc_ids}
+        stale = [d for d, (record, _) in self._piece_docs.items() if live.get(d) is not record]
         gone = [i for d in stale for i in self._piece_docs.pop(d)[1]]
         if gone:
             self._piece_index.remove(gone)
