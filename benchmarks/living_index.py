@@ -13,7 +13,8 @@ Measured on the same index, in one process:
   cost before the living index (the graph was thrown away and rebuilt);
 * **add 1 / 10 / 100 documents** and **delete 1**: the wall time of ``add_documents``
   (embedding the new text included) and of the commit alone (every part applying the
-  change);
+  change), and the longest time a commit kept readers waiting (it holds the write side of
+  the index's lock only to swap the staged parts in);
 * **first query after a change** against a steady-state query, per retriever;
 * peak memory (RSS) of the process.
 
@@ -23,6 +24,7 @@ Usage: python benchmarks/living_index.py [--out benchmarks/RESULTS.md]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import statistics
@@ -56,6 +58,9 @@ QUERIES = [
     "Why did the river flood the valley?",
     "Who wrote the first novel of the series?",
 ]
+
+
+FIRSTS = 5  # changes after which the first query is timed
 
 
 def sections() -> list[Document]:
@@ -128,6 +133,24 @@ def timed_commits(index: SemanticIndex) -> list[float]:
     return times
 
 
+def timed_swaps(index: SemanticIndex) -> list[float]:
+    """Record how long each commit holds the write side of the index's lock (readers wait)."""
+    holds: list[float] = []
+    write = index._lock.write
+
+    @contextlib.contextmanager
+    def timed():
+        with write():
+            t = time.perf_counter()
+            try:
+                yield
+            finally:
+                holds.append(time.perf_counter() - t)
+
+    index._lock.write = timed  # type: ignore[method-assign]
+    return holds
+
+
 def retrievers(index: SemanticIndex) -> dict[str, object]:
     return {
         "dense": lambda q: index.search(q, k=10),
@@ -170,12 +193,17 @@ def main() -> None:
     run = retrievers(index)
     for fn in run.values():  # warm every retriever (and its caches) once
         fn(QUERIES[0])
+    # The same estimator as the first queries below: the median of single timed calls of
+    # the same five queries (three rounds), no change in between.
     steady = {
-        name: statistics.median(ms(min(_time(fn, q) for _ in range(3))) for q in QUERIES)
+        name: statistics.median(
+            ms(_time(fn, QUERIES[j % len(QUERIES)])) for _ in range(3) for j in range(FIRSTS)
+        )
         for name, fn in run.items()
     }
     rebuild = rebuild_seconds(index)
     commits = timed_commits(index)
+    holds = timed_swaps(index)
 
     rows = [{"change": "rebuild every part (one pass, no embedding)", "wall s": rebuild}]
     pos = 0
@@ -193,6 +221,7 @@ def main() -> None:
                 "wall s": wall,
                 "commit s": commit,
                 "commit / rebuild": commit / rebuild,
+                "readers wait ms": ms(max(holds[start:])),
             }
         )
     victim = index.doc_ids[len(index.doc_ids) // 2]
@@ -206,23 +235,35 @@ def main() -> None:
             "wall s": wall,
             "commit s": sum(commits[start:]),
             "commit / rebuild": sum(commits[start:]) / rebuild,
+            "readers wait ms": ms(max(holds[start:])),
         }
     )
 
+    # Each retriever's first query after its own changes: five documents are taken out, then
+    # put back one change at a time, each followed by one query. The control is the same
+    # query after a pass over as many bytes as a commit reads (the graph's node vectors), with
+    # no change: the part of the slowdown that is only the CPU caches being cold.
+    step = max(1, len(index.doc_ids) // FIRSTS)
     first: dict[str, list[float]] = {name: [] for name in run}
-    gone = [index.document(d) for d in index.doc_ids[:: max(1, len(index.doc_ids) // 5)][:5]]
-    for doc in gone:  # set up: take five documents out, then put each back as a change
-        index.delete(doc.id)
-    for j, doc in enumerate(gone):
-        index.add_documents([doc])
-        for name, fn in run.items():
+    control: dict[str, list[float]] = {name: [] for name in run}
+    nodes_matrix = index.ssg.node_vectors
+    for name, fn in run.items():
+        gone = [index.document(d) for d in index.doc_ids[::step][:FIRSTS]]
+        for doc in gone:
+            index.delete(doc.id)
+        for j, doc in enumerate(gone):
+            index.add_documents([doc])
             first[name].append(ms(_time(fn, QUERIES[j % len(QUERIES)])))
+        for j in range(FIRSTS):
+            (nodes_matrix @ nodes_matrix[:64].T).max()  # a memory pass, no change
+            control[name].append(ms(_time(fn, QUERIES[j % len(QUERIES)])))
     latency = [
         {
             "retriever": name,
             "steady p50 ms": steady[name],
             "first query after a change, p50 ms": statistics.median(first[name]),
             "ratio": statistics.median(first[name]) / steady[name],
+            "control: after a memory pass, no change, p50 ms": statistics.median(control[name]),
         }
         for name in run
     ]
@@ -237,11 +278,17 @@ def main() -> None:
             "chunk vectors: mean of their sentences; default SSGConfig",
         )
         + "\n"
-        + table(rows, ["change", "wall s", "commit s", "commit / rebuild"])
+        + table(rows, ["change", "wall s", "commit s", "commit / rebuild", "readers wait ms"])
         + "\n\n"
         + table(
             latency,
-            ["retriever", "steady p50 ms", "first query after a change, p50 ms", "ratio"],
+            [
+                "retriever",
+                "steady p50 ms",
+                "first query after a change, p50 ms",
+                "ratio",
+                "control: after a memory pass, no change, p50 ms",
+            ],
         )
         + f"\n\nPeak RSS of the process: {peak_mb:,.0f} MB.\n"
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -317,6 +318,48 @@ class LivingIndex(RuleBasedStateMachine):
         doc_id = sorted(self.docs)[pick % len(self.docs)]
         assert self.index.delete(doc_id)
         del self.docs[doc_id]
+
+    @rule(doc=st.integers(0, 5), text=texts)
+    def change_while_reading(self, doc, text):
+        """Two readers query every index-only retriever while a writer makes one change.
+
+        Every result must be the one of the version before or of the version after: a
+        query never mixes the two. (The knowledge graph is a follower, updated right after
+        the index in the same commit, so SKETCH and local search are left out here.)
+        """
+        names = [n for n in self.retrievers if n not in ("sketch", "local")]
+        only = {n: self.retrievers[n] for n in names}
+        before = results(self.index, only)
+        seen: list[tuple[str, list]] = []
+        done = threading.Event()
+        errors: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                rounds = 0
+                while not done.is_set() or rounds < 1:
+                    for q in QUERIES:
+                        for name in names:
+                            if name == "triangulation_geometric_3d":
+                                continue  # its projection may have ties (see results())
+                            seen.append((f"{name} {q}", [hit_key(h) for h in only[name](q)]))
+                    rounds += 1
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for t in readers:
+            t.start()
+        try:
+            self.add(doc, text)
+        finally:
+            done.set()
+            for t in readers:
+                t.join(60)
+        assert not errors, errors
+        after = results(self.index, only)
+        for key, got in seen:
+            assert got in (before.get(key), after.get(key)), key
 
     @rule()
     def save_and_load(self):
