@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag._buffers import GrowingRows
 from semrag.graph.extract import Extraction
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation
 
@@ -88,48 +89,45 @@ class _NameIndex:
     def __init__(self) -> None:
         self._row: dict[str, int] = {}
         self._keys: list[str | None] = []
-        self._buf = np.zeros((0, 0), np.float64)
-        self._alive = np.zeros(0, bool)
+        self._vectors: GrowingRows | None = None  # made by the first add (its dimension)
+        self._dead: list[int] = []
 
     def __contains__(self, key: object) -> bool:
         return key in self._row
 
     def add(self, keys: list[str], vectors: np.ndarray) -> None:
-        n, need = len(self._keys), len(self._keys) + len(keys)
-        if need > self._buf.shape[0] or self._buf.shape[1] != vectors.shape[1]:
-            grown = np.zeros((max(need, 2 * n, 64), vectors.shape[1]), np.float64)
-            if n:
-                grown[:n] = self._buf[:n]
-            alive = np.zeros(grown.shape[0], bool)
-            alive[:n] = self._alive[:n]
-            self._buf, self._alive = grown, alive
-        self._buf[n:need] = vectors
-        self._alive[n:need] = True
-        self._row.update((k, n + i) for i, k in enumerate(keys))
+        rows = np.asarray(vectors, dtype=np.float64)
+        if self._vectors is None:
+            self._vectors = GrowingRows(rows[:0])
+        self._row.update((k, len(self._keys) + i) for i, k in enumerate(keys))
         self._keys += keys
+        self._vectors.append(rows)
 
     def remove(self, key: str) -> None:
         row = self._row.pop(key, None)
         if row is None:
             return
         self._keys[row] = None
-        self._alive[row] = False
+        self._dead.append(row)
         if 2 * len(self._row) < len(self._keys):  # half the rows dead: compact
-            rows = sorted(self._row.values())
-            self._buf = self._buf[rows].copy()
-            self._alive = np.ones(len(rows), bool)
-            self._keys = [self._keys[r] for r in rows]
-            self._row = {k: i for i, k in enumerate(self._keys) if k is not None}
+            keep = np.ones(len(self._keys), bool)
+            keep[self._dead] = False
+            if self._vectors is not None:
+                self._vectors.keep(keep)
+            self._keys = [k for k in self._keys if k is not None]
+            self._row = {k: i for i, k in enumerate(self._keys)}
+            self._dead = []
 
     def within(self, keys: list[str], threshold: float) -> dict[str, list[str]]:
         """For each key, the other names at least ``threshold`` similar (in row order)."""
         asked = [k for k in keys if k in self._row]
-        if not asked:
+        if not asked or self._vectors is None:
             return {}
-        n = len(self._keys)
-        base, alive = self._buf[:n], self._alive[:n]
+        base = self._vectors.view
+        alive = np.ones(base.shape[0], bool)
+        alive[self._dead] = False
         out: dict[str, list[str]] = {}
-        step = max(1, (1 << 22) // max(n, 1))
+        step = max(1, (1 << 22) // max(base.shape[0], 1))
         for a in range(0, len(asked), step):
             part = asked[a : a + step]
             sims = base[[self._row[k] for k in part]] @ base.T

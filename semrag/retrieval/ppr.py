@@ -7,8 +7,8 @@ by default:
   and one per entity phrase; a passage links to every phrase it mentions (capitalised runs
   and quoted titles from :func:`semrag.text.phrases.entities`, plus the document's title:
   its ``title`` metadata or a title line at its start). Phrases whose name vectors are
-  close (cosine >= ``synonym_threshold``, at most ``synonym_k`` per phrase, found with
-  FAISS) are linked by *synonym* edges, so "Rohmer" reaches "Éric Rohmer". With
+  close (cosine >= ``synonym_threshold``, at most ``synonym_k`` per phrase, an exact
+  search) are linked by *synonym* edges, so "Rohmer" reaches "Éric Rohmer". With
   ``graph=`` (a :class:`~semrag.graph.KnowledgeGraph`, e.g. built with an LLM extractor)
   its entities, mentions and relations are the phrase layer instead.
 * **Seeds**: the query's entities, each linked to its phrase node by exact name or, failing
@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from semrag._buffers import GrowingRows
 from semrag._rwlock import reading
 from semrag._validation import (
     HasMethods,
@@ -49,7 +50,6 @@ from semrag._validation import (
     check_query,
     validate_params,
 )
-from semrag.graph.live_ssg import GrowingRows
 from semrag.index.dense import top_k
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import entities as find_entities
