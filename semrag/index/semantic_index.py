@@ -44,7 +44,7 @@ from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes,
 from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.index.dense import DenseIndex, top_k
 from semrag.index.persist import atomic_directory, read_manifest
-from semrag.index.sparse import BM25Index
+from semrag.index.sparse import IDF_VARIANTS, BM25Index
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.types import Chunk, Document, ScoredChunk, Span
 
@@ -192,6 +192,10 @@ class SemanticIndex:
         ssg: an :class:`~semrag.graph.ssg.SSGConfig`, ``True`` for the defaults, or
             ``False`` to skip the semantic similarity graph.
         dense: ``"flat"`` (exact inner product) or ``"hnsw"`` for large corpora.
+        sparse: the BM25 idf: ``"okapi"`` (as rank-bm25 scores; a term in more than half
+            the chunks scores 0 or near it, which on a corpus of a few chunks is most
+            terms) or ``"lucene"`` (always positive, as Lucene and Elasticsearch score;
+            use it for small corpora). See :class:`~semrag.index.sparse.BM25Index`.
         chunk_vectors: ``"embed"`` embeds each chunk's text (the model truncates long
             chunks); ``"mean"`` averages the chunk's sentence vectors (no extra cost, no
             truncation).
@@ -220,6 +224,7 @@ class SemanticIndex:
         *,
         ssg: SSGConfig | bool = True,
         dense: str = "flat",
+        sparse: str = "okapi",
         chunk_vectors: str = "embed",
         theme_llm: LLM | None = None,
         on_llm_error: str = "fallback",
@@ -231,6 +236,7 @@ class SemanticIndex:
             "SemanticIndex",
             {
                 "dense": [Options("flat", "hnsw")],
+                "sparse": [Options(*IDF_VARIANTS)],
                 "chunk_vectors": [Options("embed", "mean")],
                 "theme_llm": [HasMethods("complete", "acomplete"), None],
                 "on_llm_error": [Options("fallback", "raise")],
@@ -238,6 +244,7 @@ class SemanticIndex:
             },
             {
                 "dense": dense,
+                "sparse": sparse,
                 "chunk_vectors": chunk_vectors,
                 "theme_llm": theme_llm,
                 "on_llm_error": on_llm_error,
@@ -264,7 +271,7 @@ class SemanticIndex:
         self._chunk_by_id: dict[int, Chunk] = {}
         self._next_id = 0
         self._dense: DenseIndex | None = None
-        self.sparse = BM25Index()
+        self.sparse = BM25Index(idf=sparse)
         self._ssg = LiveSSG(self.ssg_config, self.embedder.dim) if self.ssg_config else None
         self._view: SSGView | None = None
         self._version = 0
@@ -892,7 +899,7 @@ class SemanticIndex:
         nvecs = np.load(directory / "node_vectors.npy", allow_pickle=False)
         tvecs = np.load(directory / "theme_vectors.npy", allow_pickle=False)
         index._dense = DenseIndex.load(directory, m["dense"])
-        index.sparse = BM25Index.load(directory)
+        index.sparse = BM25Index.load(directory)  # with its saved idf variant
         records = []
         with open(directory / "documents.jsonl", encoding="utf-8") as f:
             for line in f:

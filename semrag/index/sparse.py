@@ -21,7 +21,9 @@ import numpy.typing as npt
 from semrag.errors import ConfigError
 from semrag.index.change import Change
 
-__all__ = ["BM25Index", "bm25_tokenize"]
+__all__ = ["IDF_VARIANTS", "BM25Index", "bm25_tokenize"]
+
+IDF_VARIANTS = ("okapi", "lucene")
 
 Ints = npt.NDArray[np.int64]
 Floats64 = npt.NDArray[np.float64]
@@ -40,27 +42,52 @@ def bm25_tokenize(text: str) -> list[str]:
 
 
 class BM25Index:
-    """Okapi BM25 kept in postings, changed in place by add and delete.
+    """BM25 kept in postings, changed in place by add and delete.
 
-    Scores equal :class:`rank_bm25.BM25Okapi` on the same tokens (to float rounding;
-    a test keeps rank-bm25 as the reference): ``idf = log((N - df + 0.5) / (df + 0.5))``,
-    and a term in more than half the texts gets ``epsilon`` times the corpus's average
-    idf instead. A query reads only the postings of its terms; a change touches only the
-    postings of the changed texts' terms. The average idf comes from a histogram of
-    document frequencies, so it costs as many steps as there are distinct frequencies.
+    Two idf variants:
+
+    - ``"okapi"`` (default): scores equal :class:`rank_bm25.BM25Okapi` on the same tokens
+      (to float rounding; a test keeps rank-bm25 as the reference):
+      ``idf = log((N - df + 0.5) / (df + 0.5))``, and a term in more than half the texts
+      gets ``epsilon`` times the corpus's average idf instead. On a tiny corpus that
+      floor is often 0: in two texts a term found in one of them scores 0.
+    - ``"lucene"``: ``idf = log(1 + (N - df + 0.5) / (df + 0.5))``, the idf of Lucene,
+      Elasticsearch and Neo4j's full-text indexes. It is positive for every term in every
+      corpus, so a text that contains a query word always scores above 0; ranks differ
+      from Okapi's only where Okapi floors common terms.
+
+    A query reads only the postings of its terms; a change touches only the postings of
+    the changed texts' terms. Okapi's average idf comes from a histogram of document
+    frequencies, so it costs as many steps as there are distinct frequencies.
 
     Args:
         k1: term-frequency saturation.
         b: length normalisation.
-        epsilon: the floor factor for common terms (rank-bm25's default).
+        epsilon: Okapi's floor factor for common terms (rank-bm25's default).
+        idf: ``"okapi"`` or ``"lucene"``.
+
+    Example:
+        >>> bm = BM25Index(idf="lucene")
+        >>> bm.add([0, 1], ["bees find flowers", "rockets reach orbit"])
+        >>> [(i, round(s, 3)) for i, s in bm.search("bees", k=2)]
+        [(0, 0.693)]
+        >>> okapi = BM25Index()
+        >>> okapi.add([0, 1], ["bees find flowers", "rockets reach orbit"])
+        >>> okapi.search("bees", k=2)
+        [(0, 0.0)]
     """
 
-    def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
+    def __init__(
+        self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, idf: str = "okapi"
+    ) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             raise ConfigError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        if idf not in IDF_VARIANTS:
+            raise ConfigError(f"idf must be one of {IDF_VARIANTS}, got {idf!r}")
         self.k1 = k1
         self.b = b
         self.epsilon = epsilon
+        self.idf = idf
         self._docs: dict[int, list[str]] = {}  # id -> tokens, in insertion order
         self._postings: dict[str, dict[int, int]] = {}  # term -> {id: term frequency}
         self._df_hist: dict[int, int] = {}  # document frequency -> number of terms
@@ -174,6 +201,8 @@ class BM25Index:
         self.stage(change)()
 
     def _idf(self, df: int, n: int, average: float) -> float:
+        if self.idf == "lucene":
+            return math.log1p((n - df + 0.5) / (df + 0.5))
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)
         return idf if idf >= 0 else self.epsilon * average
 
@@ -208,7 +237,7 @@ class BM25Index:
             present = [t for t in tokens if t in self._postings]
             if not n or not present or not self._total_len:
                 return np.zeros(0, np.int64), np.zeros(0)
-            average = self._average_idf(n)
+            average = self._average_idf(n) if self.idf == "okapi" else 0.0
             avgdl = self._total_len / n
             ids_parts, score_parts = [], []
             for term in present:  # a repeated query term counts again, as in rank-bm25
@@ -237,8 +266,9 @@ class BM25Index:
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` ``(id, score)`` pairs among texts sharing a query term, best first.
 
-        Okapi's IDF is floored for a term in more than half the texts, so matching, not a
-        positive score, decides what is returned. Ties go to the lower id.
+        Okapi's idf is floored for a term in more than half the texts, so matching, not a
+        positive score, decides what is returned (with ``idf="lucene"`` every match scores
+        above 0). Ties go to the lower id.
         """
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}")
@@ -253,6 +283,7 @@ class BM25Index:
                 "k1": self.k1,
                 "b": self.b,
                 "epsilon": self.epsilon,
+                "idf": self.idf,
                 "ids": list(self._docs),
                 "tokens": list(self._docs.values()),
             }
@@ -263,7 +294,12 @@ class BM25Index:
     def load(cls, directory: Path) -> BM25Index:
         """Read what :meth:`save` wrote."""
         payload = json.loads((directory / "bm25.json").read_text(encoding="utf-8"))
-        index = cls(k1=payload["k1"], b=payload["b"], epsilon=payload.get("epsilon", 0.25))
+        index = cls(
+            k1=payload["k1"],
+            b=payload["b"],
+            epsilon=payload.get("epsilon", 0.25),
+            idf=payload.get("idf", "okapi"),
+        )
         ids, tokens = payload["ids"], payload["tokens"]
         if len(ids) != len(tokens):
             raise ValueError("bm25.json: ids and token lists differ in length")
@@ -271,4 +307,4 @@ class BM25Index:
         return index
 
     def __repr__(self) -> str:
-        return f"BM25Index(k1={self.k1}, b={self.b}, size={len(self)})"
+        return f"BM25Index(k1={self.k1}, b={self.b}, idf={self.idf!r}, size={len(self)})"

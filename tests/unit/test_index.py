@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semrag import Document, SemanticChunker, SemanticIndex
 from semrag.errors import ConfigError, EmbeddingError, StoreError
@@ -84,6 +87,50 @@ def test_bm25_agrees_with_rank_bm25():
     ref = BM25Okapi([bm25_tokenize(d) for d in docs])
     ids, scores = bm.scores("cat chased the ball")
     np.testing.assert_allclose(scores, ref.get_scores(bm25_tokenize("cat chased the ball")))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from("ant bee cat dog elk fox gnu".split()), max_size=6),
+        min_size=1,
+        max_size=6,
+    ),
+    st.lists(st.sampled_from("ant bee cat dog elk fox gnu yak".split()), min_size=1, max_size=4),
+)
+def test_bm25_lucene_idf_is_the_formula_and_every_match_scores_above_zero(texts, query):
+    bm = BM25Index(idf="lucene")
+    bm.add(list(range(len(texts))), [" ".join(t) for t in texts])
+    ids, scores = bm.scores(" ".join(query))
+    n = len(texts)
+    avgdl = sum(map(len, texts)) / n
+    for i, tokens in zip(ids, (texts[i] for i in ids), strict=True):
+        expected = 0.0
+        for term in query:
+            tf = tokens.count(term)
+            if not tf:
+                continue
+            df = sum(term in t for t in texts)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            expected += idf * tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * len(tokens) / avgdl))
+        assert scores[i] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        assert (scores[i] > 0) == any(term in tokens for term in query)
+
+
+def test_bm25_idf_variant_is_saved_and_checked(tmp_path):
+    bm = BM25Index(idf="lucene")
+    bm.add([0, 1], ["bees find flowers", "rockets reach orbit"])
+    bm.save(tmp_path)
+    again = BM25Index.load(tmp_path)
+    assert again.idf == "lucene"
+    assert again.search("bees", 2) == bm.search("bees", 2)
+    with pytest.raises(ConfigError, match="idf must be one of"):
+        BM25Index(idf="bm25+")
+    index = SemanticIndex(embedder=FakeEmbedder(), sparse="lucene", ssg=False)
+    index.add_documents([Document("a", "Bees find flowers."), Document("b", "Rockets fly.")])
+    assert index.search_sparse("bees", k=2)[0].score > 0
+    index.save(tmp_path / "index")
+    assert SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder()).sparse.idf == "lucene"
 
 
 def test_index_holds_everything():
