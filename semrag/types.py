@@ -7,11 +7,11 @@ document ``d`` the invariant ``d.text[c.start:c.end] == c.text`` holds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Chunk", "Document", "ScoredChunk", "Span"]
+__all__ = ["Chunk", "Document", "MetadataFilter", "ScoredChunk", "Span", "as_filter"]
 
 
 def _check_text(text: object, what: str) -> str:
@@ -168,3 +168,28 @@ def doc_id_from_metadata(metadata: Mapping[str, Any], default: str = "") -> str:
         if value not in (None, ""):
             return str(value)
     return default
+
+
+MetadataFilter = Callable[[Mapping[str, Any]], bool] | Mapping[str, Any]
+"""Which chunks a search may return: a callable on a chunk's metadata, or a mapping whose
+every item the metadata must hold (``{"lang": "en"}``)."""
+
+
+def as_filter(spec: MetadataFilter) -> Callable[[Mapping[str, Any]], bool]:
+    """The predicate a :data:`MetadataFilter` stands for.
+
+    Example:
+        >>> accept = as_filter({"lang": "en"})
+        >>> accept({"lang": "en", "page": 2}), accept({"lang": "de"}), accept({})
+        (True, False, False)
+
+    Raises:
+        TypeError: if ``spec`` is neither a callable nor a mapping.
+    """
+    if callable(spec):
+        return spec
+    if isinstance(spec, Mapping):
+        items = dict(spec)
+        missing = object()
+        return lambda meta: all(meta.get(k, missing) == v for k, v in items.items())
+    raise TypeError(f"filter must be a callable or a mapping, got {type(spec).__name__}")

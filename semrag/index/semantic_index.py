@@ -44,13 +44,16 @@ from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes,
 from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.index.dense import DenseIndex, top_k
 from semrag.index.persist import atomic_directory, read_manifest
+from semrag.index.presplit import place_chunks, whole_document_chunk
 from semrag.index.sparse import IDF_VARIANTS, BM25Index
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
-from semrag.types import Chunk, Document, ScoredChunk, Span
+from semrag.types import Chunk, Document, MetadataFilter, ScoredChunk, Span, as_filter
 
 __all__ = ["SSGView", "SemanticIndex"]
 
 Floats = npt.NDArray[np.float32]
+_WHOLE = "whole"  # add_documents(split=False): each document is one chunk
+_Given = dict[str, list[Chunk]] | str | None  # chunks not made by the chunker
 FORMAT_VERSION = 2  # 2: the graph saves its neighbour lists (format 1 is read and rebuilt)
 KIND = "semrag.SemanticIndex"
 
@@ -579,7 +582,7 @@ class SemanticIndex:
         n = self.ssg_config.n_themes if self.ssg_config else 5
         return _THEME_PROMPT.format(n=n, text=" ".join(doc.text.split()[:500]))
 
-    def add_documents(self, documents: Iterable[Any]) -> None:
+    def add_documents(self, documents: Iterable[Any], *, split: bool = True) -> None:
         """Index documents (a document whose id is already indexed is replaced).
 
         ``documents`` may be semrag :class:`Document` objects, strings (their ids are their
@@ -593,19 +596,92 @@ class SemanticIndex:
         embedder or LLM) leaves the documents already indexed, old versions included, as
         they were.
 
+        Args:
+            documents: the documents.
+            split: ``False`` indexes each document as one chunk, as it is (what a vector
+                store does with what it is given; the graph still has its sentences).
+
         Raises:
             TypeError: if an item is none of those.
             ConfigError: on duplicate ids in the call or metadata that is not JSON.
             EmbeddingError: if the embedder misbehaves (nothing is added then).
         """
         docs = self._validate(documents)
+        self._add(docs, None if split else _WHOLE)
+
+    def add_chunks(self, chunks: Iterable[Any], documents: Iterable[Any] | None = None) -> None:
+        """Index chunks made elsewhere, as they are (no re-chunking).
+
+        For a splitter's output: LangChain ``Document`` chunks, LlamaIndex nodes or semrag
+        :class:`Chunk` objects. Each chunk names its document (LangChain: metadata
+        ``doc_id`` / ``source`` / ``semrag_doc_id``; LlamaIndex: ``ref_doc_id``) and,
+        when it can, its offset (``start_index``, ``start_char_idx``); the table in
+        :mod:`semrag.index.presplit` lists what is read. Chunks of one document are
+        indexed together and replace that document if it is already indexed.
+
+        With ``documents`` (the texts that were split, any kind :meth:`add_documents`
+        takes), each chunk is found in its document's text and its offsets index that
+        text. Without them, a document's text is rebuilt from its chunks: placed at their
+        offsets (characters between chunks become spaces), or, for chunks without
+        offsets, joined by blank lines.
+
+        Chunk metadata is kept per chunk; the document's metadata is the metadata all its
+        chunks share (or the given document's). Chunks may overlap (a splitter's
+        ``chunk_overlap``); a chunk of whitespace only is skipped.
+
+        Example:
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder())
+            >>> text = "Bees find flowers. They dance. Rockets reach orbit."
+            >>> pieces = [Chunk("a", 0, 30, text[:30], 6), Chunk("a", 31, 51, text[31:], 3)]
+            >>> index.add_chunks(pieces)
+            >>> [c.text for c in index.chunks("a")]
+            ['Bees find flowers. They dance.', 'Rockets reach orbit.']
+
+        Raises:
+            ConfigError: if a chunk names no document, or one that is not in
+                ``documents``; if a chunk is not where its offset says; if ``documents``
+                holds a document without chunks.
+            TypeError: on an item of an unsupported kind.
+        """
+        docs, chunk_lists = self._place(chunks, documents)
+        self._add(docs, chunk_lists)
+
+    def _place(
+        self, chunks: Iterable[Any], documents: Iterable[Any] | None
+    ) -> tuple[list[Document], dict[str, list[Chunk]]]:
+        if isinstance(chunks, (str, Chunk)):
+            raise TypeError("pass a list of chunks")
+        given = self._validate(documents) if documents is not None else None
+        docs, chunk_lists = place_chunks(
+            chunks, given, self.chunker.sentences, self.chunker.tokenizer.count
+        )
+        return self._validate(docs), chunk_lists
+
+    def _chunk_lists(
+        self, block: list[tuple[Document, list[Span]]], given: _Given
+    ) -> list[list[Chunk]] | None:
+        """The block's chunks when they are given (not the chunker's to make)."""
+        if given is None:
+            return None
+        if given is _WHOLE:
+            counts = self.chunker.tokenizer.count([d.text.strip() for d, _ in block])
+            return [
+                whole_document_chunk(d, spans, n)
+                for (d, spans), n in zip(block, counts, strict=True)
+            ]
+        return [given[d.id] for d, _ in block]
+
+    def _add(self, docs: list[Document], given: _Given) -> None:
         blocks = self._blocks(docs)
         bar = self._progress(len(docs))
         for block in blocks:
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
             svecs = self.embedder.embed(sentence_texts)
-            results = self.chunker.chunk_with_stats([d for d, _ in block])
-            chunk_lists = [r.chunks for r in results]
+            chunk_lists = self._chunk_lists(block, given)
+            if chunk_lists is None:
+                results = self.chunker.chunk_with_stats([d for d, _ in block])
+                chunk_lists = [r.chunks for r in results]
             themes = self._keyword_themes(block)
             if self.theme_llm is not None:
                 replies: list[Any] = []
@@ -624,19 +700,31 @@ class SemanticIndex:
         if bar is not None:
             bar.close()
 
-    async def aadd_documents(self, documents: Iterable[Any]) -> None:
+    async def aadd_documents(self, documents: Iterable[Any], *, split: bool = True) -> None:
         """Async twin of :meth:`add_documents`.
 
         Theme LLM calls run concurrently; the CPU work runs in worker threads, so the event
         loop is never blocked.
         """
         docs = await asyncio.to_thread(self._validate, documents)
+        await self._aadd(docs, None if split else _WHOLE)
+
+    async def aadd_chunks(
+        self, chunks: Iterable[Any], documents: Iterable[Any] | None = None
+    ) -> None:
+        """Async twin of :meth:`add_chunks`."""
+        docs, chunk_lists = await asyncio.to_thread(self._place, chunks, documents)
+        await self._aadd(docs, chunk_lists)
+
+    async def _aadd(self, docs: list[Document], given: _Given) -> None:
         blocks = await asyncio.to_thread(self._blocks, docs)
         for block in blocks:
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
             svecs = await self.embedder.aembed(sentence_texts)
-            results = await self.chunker.achunk_with_stats([d for d, _ in block])
-            chunk_lists = [r.chunks for r in results]
+            chunk_lists = await asyncio.to_thread(self._chunk_lists, block, given)
+            if chunk_lists is None:
+                results = await self.chunker.achunk_with_stats([d for d, _ in block])
+                chunk_lists = [r.chunks for r in results]
             themes = await asyncio.to_thread(self._keyword_themes, block)
             if self.theme_llm is not None:
                 llm = self.theme_llm
@@ -682,6 +770,15 @@ class SemanticIndex:
         """Remove a document, its chunks and its graph nodes; ``False`` if it was absent."""
         return bool(self._commit((), [doc_id]))
 
+    def delete_many(self, doc_ids: Iterable[str]) -> int:
+        """Remove several documents in one change; returns how many were indexed.
+
+        Absent ids are ignored.
+        """
+        if isinstance(doc_ids, str):
+            raise TypeError("pass a list of document ids, or use delete() for one")
+        return len(self._commit((), list(doc_ids)).removed)
+
     # -- search -------------------------------------------------------------------------------
     def embed_query(self, query: str) -> Floats:
         """The query's vector."""
@@ -703,10 +800,20 @@ class SemanticIndex:
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep].astype(np.int64)
 
-    def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for a query vector."""
+    def search_vector(
+        self, vector: Floats, k: int, *, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for a query vector.
+
+        ``filter``: only chunks whose metadata it accepts (a callable on the metadata, or
+        a mapping every item of which the metadata must hold). Filtered search is exact:
+        it scores every accepted chunk.
+        """
         with self._lock.read():
-            scores, ids = self.dense_search(vector, k)
+            if filter is None:
+                scores, ids = self.dense_search(vector, k)
+            else:
+                scores, ids = self._filtered_search(vector, k, as_filter(filter))
             return [
                 ScoredChunk(
                     self._chunk_by_id[int(i)],
@@ -717,15 +824,34 @@ class SemanticIndex:
                 for r, (s, i) in enumerate(zip(scores, ids, strict=True))
             ]
 
-    def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for ``query`` (cosine similarity)."""
-        check_query("SemanticIndex.search", query)
-        return self.search_vector(self.embed_query(query), k)
+    def _filtered_search(
+        self, vector: Floats, k: int, accept: Callable[[Mapping[str, Any]], bool]
+    ) -> tuple[Floats, npt.NDArray[np.int64]]:
+        k = check_k("SemanticIndex.search", k, 10)
+        ids = np.fromiter(
+            (i for i, c in self._chunk_by_id.items() if accept(c.metadata)), dtype=np.int64
+        )
+        if not ids.size:
+            return np.zeros(0, np.float32), ids
+        ids.sort()
+        q = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        cols, scores = top_k(q @ self.dense.vectors_of(ids).T, min(k, ids.size))
+        return scores[0], ids[cols[0]]
 
-    async def asearch(self, query: str, k: int = 10) -> list[ScoredChunk]:
+    def search(
+        self, query: str, k: int = 10, *, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for ``query`` (cosine similarity); see :meth:`search_vector`."""
+        check_query("SemanticIndex.search", query)
+        return self.search_vector(self.embed_query(query), k, filter=filter)
+
+    async def asearch(
+        self, query: str, k: int = 10, *, filter: MetadataFilter | None = None
+    ) -> list[ScoredChunk]:
         """Async twin of :meth:`search`."""
         check_query("SemanticIndex.search", query)
-        return await asyncio.to_thread(self.search_vector, await self.aembed_query(query), k)
+        vector = await self.aembed_query(query)
+        return await asyncio.to_thread(self.search_vector, vector, k, filter=filter)
 
     def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
@@ -820,6 +946,8 @@ class SemanticIndex:
                         "node_ranges": [list(r) for r in e.node_ranges],
                         "themes": e.themes,
                     }
+                    if any(c.metadata != e.doc.metadata for c in e.chunks):  # pre-split input
+                        record["chunk_metadata"] = [dict(c.metadata) for c in e.chunks]
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
             dim = self.embedder.dim
             for name, parts in (
@@ -905,9 +1033,12 @@ class SemanticIndex:
             for line in f:
                 r = json.loads(line)
                 doc = Document(r["id"], r["text"], r["metadata"])
+                metas = r.get("chunk_metadata") or [doc.metadata] * len(r["chunks"])
                 chunks = [
-                    Chunk(doc.id, a, b, doc.text[a:b], tc, i, ss, se, doc.metadata)
-                    for i, (a, b, tc, ss, se) in enumerate(r["chunks"])
+                    Chunk(doc.id, a, b, doc.text[a:b], tc, i, ss, se, meta)
+                    for i, ((a, b, tc, ss, se), meta) in enumerate(
+                        zip(r["chunks"], metas, strict=True)
+                    )
                 ]
                 records.append((doc, r, chunks))
         n_sent = sum(len(r["sentences"]) for _, r, _ in records)

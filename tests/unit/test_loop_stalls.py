@@ -261,6 +261,11 @@ CASES: dict[str, list[Case]] = {
     "semrag.index.semantic_index:SemanticIndex.aadd_documents": [
         lambda e: lambda: SemanticIndex(embedder=SlowEmbedder(dim=64)).aadd_documents(CORPUS)
     ],
+    "semrag.index.semantic_index:SemanticIndex.aadd_chunks": [
+        lambda e: lambda: SemanticIndex(embedder=SlowEmbedder(dim=64)).aadd_chunks(
+            e.index.chunks()
+        )
+    ],
     "semrag.index.semantic_index:SemanticIndex.aembed_query": [
         lambda e: lambda: e.index.aembed_query(e.query())
     ],

@@ -1,0 +1,262 @@
+"""Pre-split input: chunks made outside semrag, placed in their documents with exact offsets.
+
+:meth:`SemanticIndex.add_chunks` takes a splitter's output as it is (LangChain
+``Document`` chunks, LlamaIndex nodes, semrag :class:`~semrag.types.Chunk` objects) and
+indexes those chunks instead of re-chunking. This module turns them into documents and
+chunk lists; it imports neither framework (the objects are read duck-typed).
+
+Where a chunk names its document and its offset:
+
+=============  ===========================================  ====================================
+input          document id                                  start offset
+=============  ===========================================  ====================================
+semrag Chunk   ``doc_id``                                   ``start`` (``-1``: unknown)
+LangChain      metadata ``doc_id``, ``source`` or           metadata ``start_index``
+               ``semrag_doc_id`` (:data:`DOC_ID_KEYS`)      (``add_start_index=True``)
+LlamaIndex     ``ref_doc_id`` (the SOURCE relationship),    ``start_char_idx``
+               else the metadata keys above
+=============  ===========================================  ====================================
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from semrag.errors import ConfigError
+from semrag.types import DOC_ID_KEYS, Chunk, Document, Span, doc_id_from_metadata
+
+__all__ = ["OFFSET_KEYS", "PieceOfText", "place_chunks", "read_piece", "whole_document_chunk"]
+
+OFFSET_KEYS = ("start_index", "end_index")
+"""Metadata keys that hold a chunk's offsets; they describe the chunk, not its content,
+so they are not kept in the chunk's metadata (the chunk's own offsets are)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PieceOfText:
+    """One pre-split chunk as read from its framework object (before it is placed)."""
+
+    doc_id: str
+    text: str
+    start: int | None
+    metadata: dict[str, Any]
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _own_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata that describes the content (offset and semrag provenance keys dropped)."""
+    drop = {*OFFSET_KEYS, *DOC_ID_KEYS}
+    return {k: v for k, v in meta.items() if k not in drop and not k.startswith("semrag_")}
+
+
+def read_piece(item: Any, position: int) -> PieceOfText:
+    """Read one chunk of any supported kind.
+
+    Raises:
+        TypeError: if ``item`` is none of the supported kinds.
+        ConfigError: if it names no document.
+    """
+    if isinstance(item, Chunk):
+        start = item.start if item.has_offsets else None
+        return PieceOfText(item.doc_id, item.text, start, _own_metadata(item.metadata))
+    text = getattr(item, "page_content", None)
+    if isinstance(text, str):  # LangChain
+        meta = dict(getattr(item, "metadata", None) or {})
+        doc_id = doc_id_from_metadata(meta)
+        start = _int_or_none(meta.get("start_index"))
+    else:
+        get_content = getattr(item, "get_content", None)
+        if not callable(get_content) or not getattr(item, "node_id", None):
+            raise TypeError(
+                "chunks must be semrag Chunks, LangChain Documents or LlamaIndex nodes; "
+                f"got {type(item).__name__}"
+            )
+        text = get_content(metadata_mode="none")
+        meta = dict(getattr(item, "metadata", None) or {})
+        doc_id = str(getattr(item, "ref_doc_id", None) or doc_id_from_metadata(meta))
+        start = _int_or_none(getattr(item, "start_char_idx", None))
+    if not doc_id:
+        keys = ", ".join(DOC_ID_KEYS)
+        raise ConfigError(
+            f"chunk {position} names no document: set one of the metadata keys {keys} "
+            "(LangChain splitters copy the document's metadata to its chunks), or use "
+            "add_documents for whole documents"
+        )
+    return PieceOfText(str(doc_id), text, start, _own_metadata(meta))
+
+
+def _strip(piece: PieceOfText) -> tuple[str, int]:
+    """The piece's text without surrounding whitespace, and how far its start moved."""
+    lead = len(piece.text) - len(piece.text.lstrip())
+    return piece.text.strip(), lead
+
+
+def _assemble(doc_id: str, pieces: list[PieceOfText]) -> str:
+    """A document text that holds every piece at its offset (gaps become spaces)."""
+    with_start = [p for p in pieces if p.start is not None]
+    if not with_start:
+        return "\n\n".join(p.text for p in pieces)
+    if len(with_start) != len(pieces):
+        raise ConfigError(
+            f"document {doc_id!r}: some chunks carry offsets and some do not; give all "
+            "of them offsets, or pass documents= to locate them in the text"
+        )
+    text = ""
+    for p in sorted(pieces, key=lambda p: p.start or 0):
+        start = p.start or 0
+        if start >= len(text):
+            text += " " * (start - len(text)) + p.text
+            continue
+        shared = text[start : start + len(p.text)]
+        if not p.text.startswith(shared):
+            raise ConfigError(
+                f"document {doc_id!r}: two chunks overlap at offset {start} with different "
+                "text; their offsets do not come from one document"
+            )
+        text += p.text[len(shared) :]
+    return text
+
+
+def _locate(doc: Document, pieces: list[PieceOfText]) -> list[int]:
+    """Each piece's start in ``doc.text`` (checked when given, searched for when not)."""
+    starts: list[int] = []
+    cursor = 0
+    for k, p in enumerate(pieces):
+        if p.start is not None:
+            if doc.text[p.start : p.start + len(p.text)] != p.text:
+                raise ConfigError(
+                    f"chunk {k} of document {doc.id!r}: the text at its offset {p.start} is "
+                    "not the chunk's text"
+                )
+            start = p.start
+        else:  # as LangChain's splitters find it: from just after the previous chunk's start
+            start = doc.text.find(p.text, cursor)
+            if start < 0:
+                start = doc.text.find(p.text)
+            if start < 0:
+                raise ConfigError(f"chunk {k} of document {doc.id!r} does not occur in its text")
+        starts.append(start)
+        cursor = start + 1
+    return starts
+
+
+def place_chunks(
+    items: Iterable[Any],
+    documents: Sequence[Document] | None,
+    sentences: Callable[[str], list[Span]],
+    count_tokens: Callable[[list[str]], list[int]],
+) -> tuple[list[Document], dict[str, list[Chunk]]]:
+    """Documents and their chunks from pre-split ``items``.
+
+    Args:
+        items: the chunks, of any kind :func:`read_piece` reads.
+        documents: the source documents, when the caller has them; each chunk is then
+            found in its document's text (at its offset when it has one). Without them,
+            a document's text is rebuilt from its chunks: at their offsets (the
+            characters between chunks, which splitters drop, become spaces) or, when
+            they carry none, joined by blank lines in the order given.
+        sentences: the sentence splitter (gives each chunk its sentence range).
+        count_tokens: the token counter for the chunks' ``token_count``.
+
+    Returns:
+        The documents in first-mention order, and each one's chunks in text order.
+        Chunk metadata is the document's metadata plus the chunk's own keys.
+
+    Raises:
+        ConfigError: on a chunk that names no document, names one not in ``documents``,
+            is not where its offset says, or on documents given without chunks.
+        TypeError: on an item of an unsupported kind.
+    """
+    grouped: dict[str, list[PieceOfText]] = {}
+    for position, item in enumerate(items):
+        piece = read_piece(item, position)
+        grouped.setdefault(piece.doc_id, []).append(piece)
+    by_id = {d.id: d for d in documents} if documents is not None else None
+    if by_id is not None:
+        unknown = [i for i in grouped if i not in by_id]
+        if unknown:
+            raise ConfigError(
+                f"chunks name documents that are not among documents=: {unknown[:5]} "
+                f"(their ids: {list(by_id)[:5]})"
+            )
+        bare = [i for i in by_id if i not in grouped]
+        if bare:
+            raise ConfigError(
+                f"documents without chunks: {bare[:5]}; index them with add_documents"
+            )
+    docs: list[Document] = []
+    chunk_lists: dict[str, list[Chunk]] = {}
+    for doc_id, pieces in grouped.items():
+        if by_id is not None:
+            doc = by_id[doc_id]
+        else:
+            doc = Document(doc_id, _assemble(doc_id, pieces), _shared_metadata(pieces))
+        starts = _locate(doc, pieces)
+        chunk_lists[doc_id] = _chunks_of(doc, pieces, starts, sentences, count_tokens)
+        docs.append(doc)
+    return docs, chunk_lists
+
+
+def _shared_metadata(pieces: list[PieceOfText]) -> dict[str, Any]:
+    """The metadata items every piece of a document has (the document's own metadata)."""
+    first = pieces[0].metadata
+    return {
+        k: v
+        for k, v in first.items()
+        if all(k in p.metadata and p.metadata[k] == v for p in pieces)
+    }
+
+
+def _chunks_of(
+    doc: Document,
+    pieces: list[PieceOfText],
+    starts: list[int],
+    sentences: Callable[[str], list[Span]],
+    count_tokens: Callable[[list[str]], list[int]],
+) -> list[Chunk]:
+    placed = []
+    for piece, start in zip(pieces, starts, strict=True):
+        text, lead = _strip(piece)
+        if text:  # a chunk of whitespace only holds nothing to index
+            placed.append((start + lead, text, piece.metadata))
+    placed.sort(key=lambda t: (t[0], len(t[1])))
+    spans = sentences(doc.text)
+    ends = [s.end for s in spans]
+    firsts = [s.start for s in spans]
+    counts = count_tokens([t for _, t, _ in placed])
+    chunks = []
+    for index, ((start, text, meta), tokens) in enumerate(zip(placed, counts, strict=True)):
+        end = start + len(text)
+        first = min(bisect.bisect_right(ends, start), max(len(spans) - 1, 0))
+        last = max(bisect.bisect_left(firsts, end), first + 1)
+        metadata = {**doc.metadata, **meta}
+        _check_json(doc.id, metadata)
+        chunks.append(Chunk(doc.id, start, end, text, tokens, index, first, last, metadata))
+    return chunks
+
+
+def _check_json(doc_id: str, metadata: Mapping[str, Any]) -> None:
+    try:
+        json.dumps(dict(metadata))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"metadata of a chunk of {doc_id!r} is not JSON-serialisable") from exc
+
+
+def whole_document_chunk(doc: Document, spans: Sequence[Span], tokens: int) -> list[Chunk]:
+    """The document as one chunk (its text without surrounding whitespace), or none if blank.
+
+    What a vector store does with what it is given: ``add_documents(..., split=False)``.
+    ``tokens`` is the stripped text's token count.
+    """
+    text = doc.text.strip()
+    if not text:
+        return []
+    start = len(doc.text) - len(doc.text.lstrip())
+    return [Chunk(doc.id, start, start + len(text), text, tokens, 0, 0, len(spans), doc.metadata)]
