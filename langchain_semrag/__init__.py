@@ -1,4 +1,4 @@
-"""semrag components for LangChain: text splitters, retrievers, a compressor, model bridges.
+"""semrag components for LangChain: splitters, retrievers, a vector store, a compressor, bridges.
 
 Install with ``pip install "semrag[langchain]"``.
 """
@@ -22,6 +22,7 @@ from langchain_semrag.text_splitters import (
     PSCTextSplitter,
     SemanticTextSplitter,
 )
+from langchain_semrag.vectorstores import SemanticVectorStore
 
 try:
     __version__ = version("semrag")
@@ -42,5 +43,6 @@ __all__ = [
     "SSGRetriever",
     "SketchRetriever",
     "SemanticTextSplitter",
+    "SemanticVectorStore",
     "__version__",
 ]

@@ -1,4 +1,4 @@
-"""semrag components for LlamaIndex: node parsers, retrievers, a postprocessor, model bridges.
+"""semrag for LlamaIndex: node parsers, retrievers, a vector store, a postprocessor, bridges.
 
 Install with ``pip install "semrag[llama-index]"``.
 """
@@ -22,6 +22,7 @@ from llama_index_semrag.retrievers import (
     SketchRetriever,
     SSGRetriever,
 )
+from llama_index_semrag.vector_stores import SemanticVectorStore
 
 try:
     __version__ = version("semrag")
@@ -42,5 +43,6 @@ __all__ = [
     "SSGRetriever",
     "SketchRetriever",
     "SemanticNodeParser",
+    "SemanticVectorStore",
     "__version__",
 ]

@@ -26,7 +26,14 @@ from langchain_core.language_models.fake import FakeListLLM
 from llama_index.core import Document as LIDocument
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
 
 import langchain_semrag as lcs
 import llama_index_semrag as lis
@@ -94,6 +101,24 @@ SLOW_384 = SlowEmbedder(dim=384)
 
 # Shipped weights declared for the fake encoder, built here so no measured call builds them.
 FAKE_MODELS = {kind: boundary_model_for(SLOW_384, kind) for kind in ("psc", "mfc")}
+
+
+def lc_store() -> Any:
+    store = lcs.SemanticVectorStore(lcs.SemragEmbeddings(SlowEmbedder(dim=64)))
+    store.add_texts(list(TEXTS.values()), ids=list(TEXTS))
+    return store
+
+
+def li_store() -> Any:
+    store = lis.SemanticVectorStore(SlowEmbedder(dim=64))
+    source = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id="src")}
+    store.add([TextNode(id_=k, text=v, relationships=source) for k, v in TEXTS.items()])
+    return store
+
+
+def on(make_store: Callable[[], Any], call: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+    """A case on a store filled before anything is measured."""
+    return lambda e: (lambda store: lambda: call(store, e))(make_store())
 
 
 def fake_model(cls: Any) -> dict[str, Any]:
@@ -262,9 +287,7 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: SemanticIndex(embedder=SlowEmbedder(dim=64)).aadd_documents(CORPUS)
     ],
     "semrag.index.semantic_index:SemanticIndex.aadd_chunks": [
-        lambda e: lambda: SemanticIndex(embedder=SlowEmbedder(dim=64)).aadd_chunks(
-            e.index.chunks()
-        )
+        lambda e: lambda: SemanticIndex(embedder=SlowEmbedder(dim=64)).aadd_chunks(e.index.chunks())
     ],
     "semrag.index.semantic_index:SemanticIndex.aembed_query": [
         lambda e: lambda: e.index.aembed_query(e.query())
@@ -417,6 +440,46 @@ CASES: dict[str, list[Case]] = {
                 query_str=e.query("resign"),
             )
         )
+    ],
+    "langchain_semrag.vectorstores:SemanticVectorStore.aadd_texts": [
+        on(lc_store, lambda s, e: s.aadd_texts(["Bees are back again."], ids=["pm"]))
+    ],
+    "langchain_semrag.vectorstores:SemanticVectorStore.asimilarity_search_with_score": [
+        on(lc_store, lambda s, e: s.asimilarity_search_with_score(e.query(), k=2)),
+        on(lc_store, lambda s, e: s.asimilarity_search_with_score(e.query(), filter={"a": 1})),
+    ],
+    "langchain_semrag.vectorstores:SemanticVectorStore.asimilarity_search": [
+        on(lc_store, lambda s, e: s.asimilarity_search(e.query(), k=2))
+    ],
+    "llama_index_semrag.vector_stores:SemanticVectorStore.async_add": [
+        on(li_store, lambda s, e: s.async_add([TextNode(id_="pm", text="Bees are back.")]))
+    ],
+    "llama_index_semrag.vector_stores:SemanticVectorStore.aquery": [
+        on(li_store, lambda s, e: s.aquery(VectorStoreQuery(query_str=e.query()))),
+        on(
+            li_store,
+            lambda s, e: s.aquery(
+                VectorStoreQuery(query_str=e.query(), mode=VectorStoreQueryMode.MMR)
+            ),
+        ),
+        on(
+            li_store,
+            lambda s, e: s.aquery(
+                VectorStoreQuery(query_str=e.query(), mode=VectorStoreQueryMode.SPARSE)
+            ),
+        ),
+    ],
+    "llama_index_semrag.vector_stores:SemanticVectorStore.adelete": [
+        on(li_store, lambda s, e: s.adelete("src"))
+    ],
+    "llama_index_semrag.vector_stores:SemanticVectorStore.adelete_nodes": [
+        on(li_store, lambda s, e: s.adelete_nodes(["pm"]))
+    ],
+    "llama_index_semrag.vector_stores:SemanticVectorStore.aget_nodes": [
+        on(li_store, lambda s, e: s.aget_nodes())
+    ],
+    "llama_index_semrag.vector_stores:SemanticVectorStore.aclear": [
+        on(li_store, lambda s, e: s.aclear())
     ],
     "llama_index_semrag.retrievers:_CoreRetriever._aretrieve": [
         lambda e, make=make: lambda: make(e).aretrieve(QueryBundle(e.query()))

@@ -1,0 +1,212 @@
+"""A LangChain ``VectorStore`` over a :class:`semrag.SemanticIndex`.
+
+Swap it in for ``InMemoryVectorStore`` or ``FAISS`` by changing the class name; the same
+index then also serves semrag's graph, intent-aware and SPC components.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from langchain_core.documents import Document as LCDocument
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from langchain_semrag.embeddings import SemragEmbeddings, to_embedder
+from semrag import Document, SemanticIndex
+from semrag.types import MetadataFilter, ScoredChunk
+
+__all__ = ["SemanticVectorStore"]
+
+
+class SemanticVectorStore(VectorStore):
+    """LangChain's vector-store interface on a :class:`~semrag.SemanticIndex`.
+
+    Each document added is stored as it is, one entry under its id (``add_documents``
+    never re-chunks: split first, with any splitter); re-adding an id replaces it.
+    Searches are exact (the index's ``flat`` dense search), ``filter`` is a mapping the
+    metadata must hold or a callable on the metadata, and MMR is supported. Metadata comes
+    back exactly as given.
+
+    The index underneath is a full semrag index (sentence vectors, BM25 and the semantic
+    similarity graph), so ``store.index`` can be handed to every semrag retriever.
+
+    Args:
+        embedding: any LangChain ``Embeddings``; default the packaged all-MiniLM-L6-v2
+            (offline). Ignored when ``index`` is given.
+        index: an existing index to serve (its documents, if it was filled with
+            ``add_documents``, come back as chunks, each under its document's id).
+        **index_kwargs: passed to :class:`~semrag.SemanticIndex` when it is created
+            (e.g. ``sparse="lucene"``, ``dense="hnsw"``).
+
+    Example:
+        >>> from semrag.testing import FakeEmbedder
+        >>> store = SemanticVectorStore(SemragEmbeddings(FakeEmbedder()))
+        >>> store.add_texts(["Bees dance.", "Rockets fly."], ids=["b", "r"])
+        ['b', 'r']
+        >>> [d.id for d in store.similarity_search("rockets", k=1)]
+        ['r']
+    """
+
+    def __init__(
+        self,
+        embedding: Embeddings | None = None,
+        *,
+        index: SemanticIndex | None = None,
+        **index_kwargs: Any,
+    ) -> None:
+        if index is None:
+            index = SemanticIndex(embedder=to_embedder(embedding), **index_kwargs)
+        elif index_kwargs:
+            raise TypeError("index_kwargs apply only when the store creates its index")
+        self.index = index
+        self._embedding = embedding
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embedding model (a :class:`SemragEmbeddings` over the index's embedder)."""
+        return self._embedding or SemragEmbeddings(self.index.embedder)
+
+    # -- writes ---------------------------------------------------------------------------
+    def _documents(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None,
+        ids: list[str] | None,
+    ) -> list[Document]:
+        texts = list(texts)
+        metas = metadatas if metadatas is not None else [{} for _ in texts]
+        ids = ids if ids is not None else [uuid.uuid4().hex for _ in texts]
+        if not len(texts) == len(metas) == len(ids):
+            raise ValueError("texts, metadatas and ids differ in length")
+        return [
+            Document(str(i or uuid.uuid4().hex), t, dict(m or {}))
+            for t, m, i in zip(texts, metas, ids, strict=True)
+        ]
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Store each text as one entry; returns the ids (new UUIDs where none are given)."""
+        docs = self._documents(texts, metadatas, ids)
+        self.index.add_documents(docs, split=False)
+        return [d.id for d in docs]
+
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Async twin of :meth:`add_texts`."""
+        docs = self._documents(texts, metadatas, ids)
+        await self.index.aadd_documents(docs, split=False)
+        return [d.id for d in docs]
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Remove the entries ``ids`` (all entries when ``None``); absent ids are ignored."""
+        self.index.delete_many(self.index.doc_ids if ids is None else list(ids))
+        return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[LCDocument]:
+        """The stored entries of ``ids`` that exist (missing ids are skipped)."""
+        return [
+            LCDocument(doc.text, metadata=dict(doc.metadata), id=doc.id)
+            for doc in (self.index.document(i) for i in ids if i in self.index)
+        ]
+
+    # -- searches -------------------------------------------------------------------------
+    @staticmethod
+    def _to_lc(hit: ScoredChunk) -> LCDocument:
+        return LCDocument(hit.chunk.text, metadata=dict(hit.chunk.metadata), id=hit.chunk.doc_id)
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: MetadataFilter | None = None, **kwargs: Any
+    ) -> list[tuple[LCDocument, float]]:
+        """The ``k`` nearest entries with their cosine similarities, best first."""
+        return [(self._to_lc(h), h.score) for h in self.index.search(query, k, filter=filter)]
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, filter: MetadataFilter | None = None, **kwargs: Any
+    ) -> list[tuple[LCDocument, float]]:
+        """Async twin of :meth:`similarity_search_with_score`."""
+        hits = await self.index.asearch(query, k, filter=filter)
+        return [(self._to_lc(h), h.score) for h in hits]
+
+    def similarity_search(
+        self, query: str, k: int = 4, filter: MetadataFilter | None = None, **kwargs: Any
+    ) -> list[LCDocument]:
+        """The ``k`` nearest entries, best first."""
+        return [d for d, _ in self.similarity_search_with_score(query, k, filter)]
+
+    async def asimilarity_search(
+        self, query: str, k: int = 4, filter: MetadataFilter | None = None, **kwargs: Any
+    ) -> list[LCDocument]:
+        """Async twin of :meth:`similarity_search`."""
+        return [d for d, _ in await self.asimilarity_search_with_score(query, k, filter)]
+
+    def similarity_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        filter: MetadataFilter | None = None,
+        **kwargs: Any,
+    ) -> list[LCDocument]:
+        """The ``k`` nearest entries to a query vector."""
+        return [self._to_lc(h) for h in self.index.search_vector(embedding, k, filter=filter)]
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: MetadataFilter | None = None,
+        **kwargs: Any,
+    ) -> list[LCDocument]:
+        """``k`` diverse entries of the ``fetch_k`` nearest (``SemanticIndex.search_mmr``)."""
+        hits = self.index.search_mmr(
+            embedding, k, fetch_k=fetch_k, lambda_mult=lambda_mult, filter=filter
+        )
+        return [self._to_lc(h) for h in hits]
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: MetadataFilter | None = None,
+        **kwargs: Any,
+    ) -> list[LCDocument]:
+        """MMR for a query text."""
+        vector = self.index.embed_query(query)
+        return self.max_marginal_relevance_search_by_vector(vector, k, fetch_k, lambda_mult, filter)
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        """Cosine similarity in [-1, 1] mapped to a relevance in [0, 1]: ``(1 + s) / 2``."""
+        return lambda score: (1.0 + score) / 2.0
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> SemanticVectorStore:
+        """A new store holding ``texts``; ``kwargs`` go to :class:`~semrag.SemanticIndex`."""
+        store = cls(embedding, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
