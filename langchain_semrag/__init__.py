@@ -8,7 +8,12 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from langchain_semrag.compressors import SPCCompressor
-from langchain_semrag.embeddings import LangChainEmbedder, LangChainLLM, SemragEmbeddings
+from langchain_semrag.embeddings import (
+    LangChainEmbedder,
+    LangChainLLM,
+    SemragEmbeddings,
+    SemragLLM,
+)
 from langchain_semrag.retrievers import (
     CommunityRetriever,
     GraphRetriever,
@@ -39,6 +44,7 @@ __all__ = [
     "PSCTextSplitter",
     "RetrieveAndCheckRetriever",
     "SemragEmbeddings",
+    "SemragLLM",
     "SPCCompressor",
     "SSGRetriever",
     "SketchRetriever",

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseLanguageModel
+from langchain_core.language_models.llms import LLM as LCBaseLLM
 from langchain_core.messages import BaseMessage
 
 from semrag.embeddings import BaseEmbedder, as_embedder
 
-__all__ = ["LangChainEmbedder", "LangChainLLM", "SemragEmbeddings", "to_embedder"]
+__all__ = ["LangChainEmbedder", "LangChainLLM", "SemragEmbeddings", "SemragLLM", "to_embedder"]
 
 
 class LangChainEmbedder(BaseEmbedder):
@@ -122,6 +124,54 @@ class LangChainLLM:
         return f"LangChainLLM({type(self.model).__name__})"
 
 
+def _cut_at_stop(text: str, stop: list[str] | None) -> str:
+    """``text`` up to the first of the ``stop`` strings (LangChain's stop-sequence rule)."""
+    ends = [i for i in (text.find(s) for s in stop or []) if i >= 0]
+    return text[: min(ends)] if ends else text
+
+
+class SemragLLM(LCBaseLLM):
+    """A semrag :class:`~semrag.llm.LLM` as a LangChain LLM.
+
+    For a local model (:class:`semrag.local_llm.TransformersLLM`) in an LCEL chain; stop
+    sequences cut the reply. Passed back to a semrag component it is unwrapped.
+
+    Args:
+        llm: the semrag LLM (``complete`` / ``acomplete``).
+
+    Example:
+        >>> from semrag.testing import FakeLLM
+        >>> SemragLLM(llm=FakeLLM(["hello. more"])).invoke("hi", stop=["."])
+        'hello'
+    """
+
+    llm: Any
+
+    @property
+    def _llm_type(self) -> str:
+        return "semrag"
+
+    def _call(
+        self,
+        prompt: str,
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        return _cut_at_stop(self.llm.complete(prompt), stop)
+
+    async def _acall(
+        self,
+        prompt: str,
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        return _cut_at_stop(await self.llm.acomplete(prompt), stop)
+
+
 def to_llm(obj: Any) -> Any:
-    """Wrap a LangChain language model; pass a semrag LLM (or ``None``) through."""
+    """Wrap a LangChain language model (a :class:`SemragLLM` is unwrapped); pass semrag LLMs."""
+    if isinstance(obj, SemragLLM):
+        return obj.llm
     return LangChainLLM(obj) if isinstance(obj, BaseLanguageModel) else obj

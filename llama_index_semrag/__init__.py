@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from llama_index_semrag.embeddings import LlamaIndexEmbedder, LlamaIndexLLM, SemragEmbedding
+from llama_index_semrag.embeddings import (
+    LlamaIndexEmbedder,
+    LlamaIndexLLM,
+    SemragEmbedding,
+    SemragLLM,
+)
 from llama_index_semrag.node_parsers import (
     MFCNodeParser,
     PSCNodeParser,
@@ -39,6 +44,7 @@ __all__ = [
     "PSCNodeParser",
     "RetrieveAndCheckRetriever",
     "SemragEmbedding",
+    "SemragLLM",
     "SPCPostprocessor",
     "SSGRetriever",
     "SketchRetriever",

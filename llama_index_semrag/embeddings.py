@@ -8,10 +8,12 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import LLM as LIBaseLLM
+from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
 
 from semrag.embeddings import BaseEmbedder, as_embedder
 
-__all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "SemragEmbedding", "to_embedder"]
+__all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "SemragEmbedding", "SemragLLM", "to_embedder"]
 
 
 class LlamaIndexEmbedder(BaseEmbedder):
@@ -141,6 +143,62 @@ class LlamaIndexLLM:
         return f"LlamaIndexLLM({type(self.llm).__name__})"
 
 
+class SemragLLM(CustomLLM):
+    """A semrag :class:`~semrag.llm.LLM` as a LlamaIndex ``LLM``.
+
+    For a local model (:class:`semrag.local_llm.TransformersLLM`) in a LlamaIndex query
+    engine or ``Settings.llm``. Passed back to a semrag component it is unwrapped.
+
+    Args:
+        llm: the semrag LLM (``complete`` / ``acomplete``).
+
+    Example:
+        >>> from semrag.testing import FakeLLM
+        >>> SemragLLM(FakeLLM(["hello"])).complete("hi").text
+        'hello'
+    """
+
+    _llm: Any = PrivateAttr()
+
+    def __init__(self, llm: Any, **kwargs: Any) -> None:
+        if not callable(getattr(llm, "complete", None)):
+            raise TypeError(f"expected a semrag LLM, got {type(llm).__name__}")
+        super().__init__(**kwargs)
+        self._llm = llm
+
+    @property
+    def llm(self) -> Any:
+        """The semrag LLM."""
+        return self._llm
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        """LlamaIndex's description of the model (a completion model)."""
+        return LLMMetadata(model_name=repr(self._llm), is_chat_model=False)
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The model's reply."""
+        return CompletionResponse(text=self._llm.complete(prompt))
+
+    @llm_completion_callback()
+    async def acomplete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        """Async twin of :meth:`complete`."""
+        return CompletionResponse(text=await self._llm.acomplete(prompt))
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        """The reply as one chunk (the semrag protocol does not stream)."""
+        text = self._llm.complete(prompt)
+        yield CompletionResponse(text=text, delta=text)
+
+
 def to_llm(obj: Any) -> Any:
-    """Wrap a LlamaIndex LLM; pass a semrag LLM (or ``None``) through."""
+    """Wrap a LlamaIndex LLM (a :class:`SemragLLM` is unwrapped); pass semrag LLMs through."""
+    if isinstance(obj, SemragLLM):
+        return obj.llm
     return LlamaIndexLLM(obj) if isinstance(obj, LIBaseLLM) else obj

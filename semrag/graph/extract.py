@@ -266,6 +266,25 @@ Reply with JSON only:
 Your response:"""
 
 
+def _occurs(name: str, folded_text: str) -> bool:
+    """Whether ``name`` occurs in the text (case and runs of whitespace ignored)."""
+    needle = " ".join(name.split()).casefold()
+    return bool(needle) and needle in folded_text
+
+
+def _quoted(evidence: str, text: str, a: Entity, b: Entity) -> str:
+    """``evidence`` if the text contains it, else the text's first sentence naming both."""
+    folded = " ".join(text.split()).casefold()
+    if evidence.strip() and _occurs(evidence, folded):
+        return evidence.strip()
+    for span in split_sentences(text):
+        sentence = span.of(text)
+        low = " ".join(sentence.split()).casefold()
+        if _occurs(a.name, low) and _occurs(b.name, low):
+            return sentence
+    return ""
+
+
 class LLMGraphExtractor:
     """Entities and relations per chunk from an LLM (validated JSON, concurrent, cached).
 
@@ -375,29 +394,58 @@ class LLMGraphExtractor:
         return out
 
     def _parse(self, chunk: Chunk, reply: dict[str, Any]) -> Extraction:
+        """The reply's graph, grounded in the chunk: nothing the text does not say is kept.
+
+        An entity whose name does not occur in the text is dropped (with its relations);
+        a relation's evidence is kept only if it is quoted from the text, else it becomes
+        the text's first sentence naming both entities (or nothing). If nothing grounded
+        is left of a reply that named entities, the heuristic extractor is used (noted).
+        """
         ref = ChunkRef(chunk.doc_id, chunk.start, chunk.end)
+        text = " ".join(chunk.text.split()).casefold()
         out = Extraction()
+        dropped: list[str] = []
         for item in reply["entities"]:
             e = Entity.of(
                 item["name"].strip(),
                 item.get("type", "").strip(),
                 item.get("description", "").strip(),
             )
-            if e.id:
+            if not e.id:
+                continue
+            if _occurs(e.name, text):
                 out.entities.append(e)
-        known = {e.id for e in out.entities}
+            else:
+                dropped.append(e.name)
+        known = {e.id: e for e in out.entities}
         for item in reply["relations"]:
-            a, b = entity_key(item["source"]), entity_key(item["target"])
-            for key, name in ((a, item["source"]), (b, item["target"])):
-                if key and key not in known:  # a relation may name an entity not listed
-                    out.entities.append(Entity.of(name.strip()))
-                    known.add(key)
+            ends = []
+            for name in (item["source"], item["target"]):
+                key = entity_key(name)
+                if key and key not in known and _occurs(name.strip(), text):
+                    known[key] = Entity.of(name.strip())  # a relation may name an unlisted one
+                    out.entities.append(known[key])
+                ends.append(key if key in known else "")
+            a, b = ends
             if a and b and a != b:
                 rtype = (item.get("type") or "RELATED_TO").strip() or "RELATED_TO"
-                out.relations.append(Relation(a, b, rtype, item.get("evidence", "").strip()))
-        text = chunk.text.casefold()
+                evidence = _quoted(item.get("evidence", ""), chunk.text, known[a], known[b])
+                out.relations.append(Relation(a, b, rtype, evidence))
+        if dropped:
+            out.notes.append(
+                f"{chunk.doc_id}:{chunk.start}: {len(dropped)} LLM entities not in the text "
+                f"dropped ({', '.join(dropped[:3])})"
+            )
+        if reply["entities"] and not out.entities:
+            fallback = self.fallback.extract(chunk)
+            fallback.notes.extend(out.notes)
+            fallback.notes.append(
+                f"{chunk.doc_id}:{chunk.start}: no LLM entity occurs in the text; heuristic used"
+            )
+            return fallback
         out.mentions = [
-            Mention(e.id, ref, max(1, text.count(e.name.casefold()))) for e in out.entities
+            Mention(e.id, ref, max(1, text.count(" ".join(e.name.split()).casefold())))
+            for e in out.entities
         ]
         return merge_extractions([out])
 

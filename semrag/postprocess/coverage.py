@@ -78,13 +78,28 @@ def lexical_support(element: str, sentence: str) -> float:
         >>> lexical_support("succeeded", "His successor, Mary Jones, called an election.")
         1.0
     """
-    words = [_stem(w) for w in content_words(element)] or [
-        _stem(w) for w in re.findall(r"\w+", element.lower())
-    ]
+    words = content_words(element) or re.findall(r"\w+", element.lower())
     if not words:
         return 0.0
-    have = {_stem(w) for w in re.findall(r"\w+", sentence.lower())}
-    return sum(w in have or any(_related(w, h) for h in have) for w in words) / len(words)
+    return 1.0 - len(unsupported_words(words, sentence)) / len(words)
+
+
+def unsupported_words(words: Sequence[str], text: str) -> list[str]:
+    """The ``words`` that ``text`` does not contain, inflections allowed.
+
+    The match is :func:`lexical_support`'s: same stem, or a long shared prefix.
+
+    Example:
+        >>> unsupported_words(["resigned", "Smith", "Paris"], "Smith announced his resignation.")
+        ['Paris']
+    """
+    have = {_stem(w) for w in re.findall(r"\w+", text.lower())}
+    out = []
+    for word in words:
+        w = _stem(word.lower())
+        if not (w in have or any(_related(w, h) for h in have)):
+            out.append(word)
+    return out
 
 
 def support_scores(

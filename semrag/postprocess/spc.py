@@ -43,9 +43,15 @@ from semrag._validation import HasMethods, Interval, Options, check_query, valid
 from semrag.embeddings import as_embedder
 from semrag.errors import LLMOutputError
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
-from semrag.postprocess.coverage import follow_up_query, key_elements, support_scores
+from semrag.postprocess.coverage import (
+    follow_up_query,
+    key_elements,
+    support_scores,
+    unsupported_words,
+)
 from semrag.postprocess.detect import Completeness, assess, sentence_edges
 from semrag.postprocess.stitch import best_window, covering_sentences
+from semrag.text.phrases import content_words
 from semrag.text.sentences import split_sentences
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, ScoredChunk, Span
@@ -642,6 +648,13 @@ class SPC:
         text = " ".join(reply["text"].split())
         if self.tokenizer.count([text])[0] > plan["budget"]:
             notes.append("compress: LLM text over the budget; extractive repair kept")
+            return
+        new_words = unsupported_words(content_words(text), plan["stitched"])
+        if new_words:  # a compression leaves words out or inflects them; more is invented
+            shown = ", ".join(new_words[:3])
+            notes.append(
+                f"compress: LLM text has words not in the source ({shown}); extractive repair kept"
+            )
             return
         plan["method"] = "llm"
         plan["llm_text"] = text

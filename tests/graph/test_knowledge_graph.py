@@ -126,6 +126,43 @@ def test_llm_extraction_with_fake_llm_and_cache():
     assert len(llm.prompts) == 1
 
 
+def test_llm_extraction_keeps_only_what_the_text_says():
+    text = "Ada Lovelace wrote programs for the Analytical Engine.\nCharles Babbage built it."
+    reply = {
+        "entities": [
+            {"name": "Ada  lovelace", "type": "PERSON"},  # case and spacing differ: kept
+            {"name": "Analytical Engine"},
+            {"name": "Alan Turing", "type": "PERSON"},  # invented
+        ],
+        "relations": [
+            {"source": "Ada Lovelace", "target": "Analytical Engine", "evidence": "made up"},
+            {"source": "Alan Turing", "target": "Ada Lovelace", "type": "ADMIRED"},
+            {
+                "source": "Charles Babbage",
+                "target": "Analytical Engine",
+                "type": "BUILT",
+                "evidence": "Charles Babbage built it.",
+            },
+        ],
+    }
+    out = LLMGraphExtractor(FakeLLM([json.dumps(reply)])).extract(chunk_of(text))
+    names = {e.id for e in out.entities}
+    assert names == {"ada lovelace", "analytical engine", "charles babbage"}
+    evidence = {(r.source, r.target): r.evidence for r in out.relations}
+    assert evidence == {
+        ("ada lovelace", "analytical engine"): (
+            "Ada Lovelace wrote programs for the Analytical Engine."
+        ),
+        ("charles babbage", "analytical engine"): "Charles Babbage built it.",
+    }
+    assert all(r.evidence in text for r in out.relations)
+    assert any("1 LLM entities not in the text dropped (Alan Turing)" in n for n in out.notes)
+    invented = {"entities": [{"name": "Grace Hopper"}], "relations": []}
+    fallback = LLMGraphExtractor(FakeLLM([json.dumps(invented)])).extract(chunk_of(text))
+    assert "ada lovelace" in {e.id for e in fallback.entities}
+    assert any("heuristic used" in n for n in fallback.notes)
+
+
 def test_llm_extraction_malformed_json_falls_back_or_raises():
     text = "Ada Lovelace met Charles Babbage."
     ex = LLMGraphExtractor(FakeLLM(["no json", '{"entities": 3}']))

@@ -425,6 +425,9 @@ CASES: dict[str, list[Case]] = {
     "llama_index_semrag.embeddings:LlamaIndexLLM.acomplete": [
         lambda e: lambda: lis.LlamaIndexLLM(MockLLM(max_tokens=4)).acomplete("hi")
     ],
+    "llama_index_semrag.embeddings:SemragLLM.acomplete": [
+        lambda e: lambda: lis.SemragLLM(SlowLLM()).acomplete("hi")
+    ],
     "llama_index_semrag.node_parsers:_CoreNodeParser._aparse_nodes": [
         lambda e, cls=cls: (
             lambda: cls(SLOW_384, **fake_model(cls)).aget_nodes_from_documents(

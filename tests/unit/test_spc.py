@@ -277,6 +277,21 @@ def test_llm_compression_over_budget_is_rejected(index):
     assert any("over the budget" in n for n in result.notes)
 
 
+def test_llm_compression_with_words_not_in_the_source_is_rejected(index):
+    invented = json.dumps({"text": "John Smith resigned in Paris."})
+
+    def script(prompt: str) -> str:
+        return invented if "Rewrite" in prompt else _script(prompt)
+
+    hits = [
+        hit_of(TEXT, "He then announced his resignation shortly after the investigation concluded.")
+    ]
+    result = SPC(index, llm=FakeLLM(script), refine=False).process("Why?", hits)
+    assert result.actions[0].method == "extractive"
+    assert result.chunks[0].chunk.has_offsets
+    assert any("words not in the source (Paris)" in n for n in result.notes)
+
+
 @pytest.mark.parametrize("with_llm", [False, True])
 def test_async_equals_sync(index, with_llm):
     hits = [
