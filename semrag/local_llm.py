@@ -16,6 +16,7 @@ import asyncio
 import importlib.util
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +89,16 @@ class TransformersLLM:
             (the brackets opened by its first ``{`` or ``[`` closed again; semrag's
             prompts ask for JSON only, so what follows is never read).
         device: a torch device (``"cpu"``, ``"cuda"``).
+        cache_size: replies kept by prompt (LRU; 0 keeps none). Decoding is greedy, so a
+            repeated prompt gets the same reply; the cache answers it without generating.
+        dtype: the weights' torch dtype once loaded (``"float32"``, ``"bfloat16"``: on a CPU
+            bfloat16 halves the memory read per token, about 1.7x faster for SmolLM2 here,
+            with the same greedy replies in our checks).
 
     Calls are serialised (one generation at a time per model); :meth:`acomplete` runs
-    in a worker thread, so the event loop is free meanwhile. :attr:`calls` and
-    :attr:`seconds` count the calls made and the time they took.
+    in a worker thread, so the event loop is free meanwhile. :attr:`requests` counts the
+    prompts received, :attr:`calls` the generations run (requests less cache hits) and
+    :attr:`seconds` the time they took.
 
     Raises:
         MissingDependencyError: if transformers (or gguf, for a GGUF file) is missing.
@@ -105,10 +112,14 @@ class TransformersLLM:
         gguf_file: str | None = None,
         max_new_tokens: int = 256,
         stop_at_json: bool = True,
+        cache_size: int = 0,
         device: str = "cpu",
+        dtype: str = "float32",
     ) -> None:
-        if max_new_tokens < 1:
-            raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if max_new_tokens < 1 or cache_size < 0:
+            raise ConfigError(
+                f"need max_new_tokens >= 1 and cache_size >= 0, got {max_new_tokens}, {cache_size}"
+            )
         folder = Path(path)
         if not folder.exists() or (gguf_file and not (folder / gguf_file).is_file()):
             raise ConfigError(f"no model at {folder / (gguf_file or '')}")
@@ -124,16 +135,23 @@ class TransformersLLM:
                 'loading GGUF weights needs gguf; install it with: pip install "semrag[local-llm]"'
             )
         self._torch = torch
+        torch_dtype = getattr(torch, dtype, None)
+        if not isinstance(torch_dtype, torch.dtype):
+            raise ConfigError(f"dtype must name a torch dtype, got {dtype!r}")
         kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), **kwargs)
-        self.model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs).to(device)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+        self.model = model.to(device=device, dtype=torch_dtype)
         self.model.eval()
         self.name = gguf_file or folder.name
         self.max_new_tokens = max_new_tokens
         self.stop_at_json = stop_at_json
         self.device = device
+        self.cache_size = cache_size
+        self.requests = 0
         self.calls = 0
         self.seconds = 0.0
+        self._cache: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -165,6 +183,10 @@ class TransformersLLM:
         ids = encoded["input_ids"].to(self.device)
         mask = encoded["attention_mask"].to(self.device)
         with self._lock, self._torch.inference_mode():
+            self.requests += 1
+            if prompt in self._cache:
+                self._cache.move_to_end(prompt)
+                return self._cache[prompt]
             started = time.perf_counter()
             out = self.model.generate(
                 ids,
@@ -176,7 +198,12 @@ class TransformersLLM:
             )
             self.calls += 1
             self.seconds += time.perf_counter() - started
-        return str(self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
+            reply = str(self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
+            if self.cache_size:
+                self._cache[prompt] = reply
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return reply
 
     async def acomplete(self, prompt: str) -> str:
         """Async twin of :meth:`complete` (in a worker thread)."""
