@@ -293,13 +293,19 @@ def _declarative(query: str) -> str:
 
 
 def plan_query(
-    query: str, *, weights: Mapping[str, tuple[float, float, float]] | None = None
+    query: str,
+    *,
+    weights: Mapping[str, tuple[float, float, float]] | None = None,
+    max_sparse: int = 8,
 ) -> QueryPlan:
     """The rule-based plan of ``query`` (no LLM).
 
     Args:
         query: the user's query.
         weights: intent -> ``(dense, sparse, extended)``; default :data:`INTENT_WEIGHTS`.
+        max_sparse: at most this many sparse sub-queries (each a BM25 search): the
+            query's content words first, then its entities in order, case-insensitive
+            duplicates dropped. A long query still costs ``max_sparse`` searches.
 
     Example:
         >>> plan = plan_query("Who founded the University of Chicago?")
@@ -312,10 +318,14 @@ def plan_query(
     declarative = _declarative(query)
     if declarative and declarative.lower() != query.strip(" ?!.").lower():
         dense.append(declarative)
-    sparse = [" ".join(content_words(query))] if content_words(query) else []
-    for p in entities(query):
-        if p.key not in (s.lower() for s in sparse):
-            sparse.append(p.text)
+    if max_sparse < 1:
+        raise ConfigError(f"max_sparse must be >= 1, got {max_sparse}")
+    words = content_words(query)
+    candidates = ([" ".join(words)] if words else []) + [p.text for p in entities(query)]
+    unique: dict[str, str] = {}
+    for c in candidates:
+        unique.setdefault(c.lower(), c)
+    sparse = list(unique.values())[:max_sparse]
     if not sparse and query.strip():
         sparse = [query]
     w = normalise_weights(dict(zip(CHANNELS, table[intent], strict=True)))
@@ -383,7 +393,7 @@ class IntentAwareRetriever:
             similarity pushes it out (measured on the development sets, see the README).
         refine_weight: weight of the sentence score in ``"sentence"`` refinement.
         max_paraphrases: dense sub-queries taken from the LLM.
-        max_keywords: sparse sub-queries taken from the LLM.
+        max_keywords: the most sparse sub-queries, from the LLM or the rules.
         on_llm_error: ``"fallback"`` (use the rules, note it in the metadata) or
             ``"raise"``.
 
@@ -519,7 +529,9 @@ class IntentAwareRetriever:
         """
         check_query("IntentAwareRetriever", query)
         if self.llm is None:
-            return self._finish(plan_query(query, weights=self.intent_weights))
+            return self._finish(
+                plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
+            )
         try:
             reply = complete_json(self.llm, self._prompt(query), _PLAN_SCHEMA)
         except Exception as exc:  # noqa: BLE001 - every LLM failure takes the documented path
@@ -530,7 +542,9 @@ class IntentAwareRetriever:
         """Async twin of :meth:`plan`."""
         check_query("IntentAwareRetriever", query)
         if self.llm is None:
-            return self._finish(plan_query(query, weights=self.intent_weights))
+            return self._finish(
+                plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
+            )
         try:
             reply = await acomplete_json(self.llm, self._prompt(query), _PLAN_SCHEMA)
         except Exception as exc:  # noqa: BLE001 - every LLM failure takes the documented path
@@ -545,7 +559,7 @@ class IntentAwareRetriever:
             raise exc
         why = llm_failure(exc)
         logger.warning("IAR: %s; using the rules instead", why)
-        plan = plan_query(query, weights=self.intent_weights)
+        plan = plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
         return self._finish(replace(plan, note=f"{why}; rules used"))
 
     def _from_llm(self, query: str, reply: Mapping[str, Any]) -> QueryPlan:
@@ -555,7 +569,7 @@ class IntentAwareRetriever:
         except ConfigError as exc:  # all zero or NaN: the reply says nothing usable
             if self.on_llm_error == "raise":
                 raise LLMOutputError(f"the LLM's channel weights are unusable: {exc}") from exc
-            w = plan_query(query, weights=self.intent_weights).weights
+            w = plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords).weights
             source = "llm+rule_weights"
             note = f"LLM weights unusable ({exc}); the rules' weights used"
         dense = [query] + [p for p in reply["paraphrases"] if p.strip()][: self.max_paraphrases]

@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, LLMOutputError
@@ -82,6 +84,31 @@ def test_plan_weights_follow_the_intent_and_sum_to_one():
         assert sum(plan.weights.values()) == pytest.approx(1.0)
     assert entity.sparse_queries == ("eiffel tower stand", "Eiffel Tower")
     assert entity.dense_queries == ("Where does the Eiffel Tower stand?", "the Eiffel Tower stand")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["Paris", "paris", "London", "Marie Curie", "river", "born", "the"]),
+        max_size=400,
+    ),
+    st.integers(1, 10),
+)
+def test_sparse_subqueries_are_capped_and_unique(words, cap):
+    plan = plan_query(" ".join(words) + "?", max_sparse=cap)
+    assert 1 <= len(plan.sparse_queries) <= cap
+    keys = [q.lower() for q in plan.sparse_queries]
+    assert len(keys) == len(set(keys))
+    uncapped = plan_query(" ".join(words) + "?", max_sparse=1000)
+    assert plan.sparse_queries == uncapped.sparse_queries[:cap]
+
+
+def test_a_long_query_costs_at_most_max_keywords_sparse_searches(index):
+    query = " and ".join(f"Topic{i} Item{i}" for i in range(300)) + "?"
+    (hit, *_) = IntentAwareRetriever(index, max_keywords=5).retrieve(query)
+    assert len(hit.provenance[0]["sparse_queries"]) <= 5
+    with pytest.raises(ConfigError):
+        plan_query("x", max_sparse=0)
 
 
 # -- fusion ------------------------------------------------------------------------------
