@@ -15,6 +15,7 @@ import networkx as nx
 from semrag.errors import ConfigError
 from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, Subgraph, entity_key
 from semrag.index.persist import atomic_directory, read_manifest
+from semrag.text.phrases import STOP_WORDS as _STOP
 
 __all__ = ["InMemoryGraphStore"]
 
@@ -27,6 +28,16 @@ def _tokens(key: str) -> set[str]:
     if len(words) > 1:
         words.add("".join(key.replace("-", " ").split()))
     return words
+
+
+def _lookup_tokens(key: str) -> set[str]:
+    """The tokens a fuzzy lookup follows.
+
+    The name's tokens without stop words ("of", "the": each is shared by thousands of
+    names), or all of them if nothing else is left.
+    """
+    tokens = _tokens(key)
+    return (tokens - _STOP) or tokens
 
 
 def _check_known(
@@ -45,8 +56,11 @@ class InMemoryGraphStore:
     """A :class:`~semrag.graph.GraphStore` on a networkx ``MultiDiGraph``.
 
     Entities are nodes, relations are edges keyed by their type; mentions and chunks sit in
-    dictionaries beside the graph. Thread-safe (one lock). Fuzzy name lookup uses a token
-    index plus a character-similarity ratio (``fuzzy_cutoff``).
+    dictionaries beside the graph. Adjacency indexes (an entity's relations, a chunk's
+    entities, a document's chunks) make ``neighbourhood`` and every write cost the records
+    they touch, not the store's size. Thread-safe (one lock). Fuzzy name lookup follows a
+    token index (stop words skipped) and scores candidates by token Jaccard or character
+    ratio (``fuzzy_cutoff``).
 
     Example:
         >>> store = InMemoryGraphStore()
@@ -72,6 +86,9 @@ class InMemoryGraphStore:
         self._mentions: dict[tuple[str, str], Mention] = {}
         self._chunks: dict[str, ChunkRef] = {}
         self._by_entity: dict[str, set[str]] = defaultdict(set)  # entity -> chunk keys
+        self._by_chunk: dict[str, set[str]] = defaultdict(set)  # chunk key -> entity ids
+        self._by_doc: dict[str, set[str]] = defaultdict(set)  # doc id -> chunk keys
+        self._rels_of: dict[str, set[tuple[str, str, str]]] = defaultdict(set)  # entity -> keys
         self._by_token: dict[str, set[str]] = defaultdict(set)  # name token -> entity ids
         self._communities: list[Community] = []
 
@@ -95,12 +112,17 @@ class InMemoryGraphStore:
                 for t in _tokens(e.id):
                     self._by_token[t].add(e.id)
             for r in relations:
-                self._relations[(r.source, r.type, r.target)] = r
+                key = (r.source, r.type, r.target)
+                self._relations[key] = r
+                self._rels_of[r.source].add(key)
+                self._rels_of[r.target].add(key)
                 self.graph.add_edge(r.source, r.target, key=r.type, weight=r.weight)
             for m in mentions:
                 self._chunks[m.chunk.key] = m.chunk
+                self._by_doc[m.chunk.doc_id].add(m.chunk.key)
                 self._mentions[(m.entity_id, m.chunk.key)] = m
                 self._by_entity[m.entity_id].add(m.chunk.key)
+                self._by_chunk[m.chunk.key].add(m.entity_id)
 
     def update(
         self,
@@ -122,20 +144,18 @@ class InMemoryGraphStore:
         with self._lock:
             known = (set(self._entities) - set(drop_entities)) | {e.id for e in entities}
             _check_known(known, relations, mentions)  # before any drop: all or nothing
-            for key in drop_chunks:
-                self._chunks.pop(key, None)
             gone_chunks = set(drop_chunks)
-            for pair in [p for p in self._mentions if p[1] in gone_chunks] + list(drop_mentions):
-                if self._mentions.pop(pair, None) is not None:
-                    self._by_entity[pair[0]].discard(pair[1])
-            for source, rtype, target in drop_relations:
-                if self._relations.pop((source, rtype, target), None) is not None:
-                    if self.graph.has_edge(source, target, key=rtype):
-                        self.graph.remove_edge(source, target, key=rtype)
+            stale = [(e, k) for k in gone_chunks for e in self._by_chunk.get(k, ())]
+            for key in gone_chunks:
+                self._forget_chunk(key)
+            for pair in stale + list(drop_mentions):
+                self._forget_mention(pair)
+            for rkey in drop_relations:
+                self._forget_relation(rkey)
             if drop_entities:
                 gone = set(drop_entities)
-                for pair in [p for e in gone for p in ((e, k) for k in self._by_entity.get(e, ()))]:
-                    self._mentions.pop(pair, None)
+                for pair in [(e, k) for e in gone for k in self._by_entity.get(e, ())]:
+                    self._forget_mention(pair)
                 self._delete_entities(list(gone))
                 self._communities = [
                     replace(c, entity_ids=tuple(e for e in c.entity_ids if e not in gone))
@@ -149,32 +169,65 @@ class InMemoryGraphStore:
         Returns the number of chunks removed.
         """
         with self._lock:
-            keys = {k for k, c in self._chunks.items() if c.doc_id == doc_id}
+            keys = set(self._by_doc.get(doc_id, ()))
             touched: set[str] = set()
             for key in keys:
-                del self._chunks[key]
-            for ent, ck in [m for m in self._mentions if m[1] in keys]:
-                del self._mentions[(ent, ck)]
-                self._by_entity[ent].discard(ck)
-                touched.add(ent)
-            orphans = [e for e in touched if not self._by_entity.get(e)]
+                for ent in list(self._by_chunk.get(key, ())):
+                    self._forget_mention((ent, key))
+                    touched.add(ent)
+                self._forget_chunk(key)
+            orphans = sorted(e for e in touched if not self._by_entity.get(e))
             self._delete_entities(orphans)
             return len(keys)
 
+    def _forget_chunk(self, key: str) -> None:
+        chunk = self._chunks.pop(key, None)
+        if chunk is not None:
+            keys = self._by_doc.get(chunk.doc_id)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_doc[chunk.doc_id]
+
+    def _forget_mention(self, pair: tuple[str, str]) -> None:
+        if self._mentions.pop(pair, None) is None:
+            return
+        entity, chunk = pair
+        self._by_entity[entity].discard(chunk)
+        ents = self._by_chunk.get(chunk)
+        if ents is not None:
+            ents.discard(entity)
+            if not ents:
+                del self._by_chunk[chunk]
+
+    def _forget_relation(self, key: tuple[str, str, str]) -> None:
+        if self._relations.pop(key, None) is None:
+            return
+        source, rtype, target = key
+        for end in (source, target):
+            keys = self._rels_of.get(end)
+            if keys is not None:
+                keys.discard(key)
+        if self.graph.has_edge(source, target, key=rtype):
+            self.graph.remove_edge(source, target, key=rtype)
+
     def _delete_entities(self, ids: Sequence[str]) -> None:
         for eid in ids:
+            for rkey in list(self._rels_of.get(eid, ())):
+                self._forget_relation(rkey)
+            self._rels_of.pop(eid, None)
             self._entities.pop(eid, None)
-            self._by_entity.pop(eid, None)
+            for chunk in self._by_entity.pop(eid, ()):
+                self._mentions.pop((eid, chunk), None)
+                ents = self._by_chunk.get(chunk)
+                if ents is not None:
+                    ents.discard(eid)
+                    if not ents:
+                        del self._by_chunk[chunk]
             for t in _tokens(eid):
                 self._by_token[t].discard(eid)
             if self.graph.has_node(eid):
                 self.graph.remove_node(eid)
-        gone = set(ids)
-        self._relations = {
-            k: r
-            for k, r in self._relations.items()
-            if r.source not in gone and r.target not in gone
-        }
 
     def write_communities(self, communities: Sequence[Community]) -> None:
         """Replace the stored communities."""
@@ -218,8 +271,9 @@ class InMemoryGraphStore:
                 if not fuzzy or not key:
                     continue
                 want = _tokens(key)
+                follow = _lookup_tokens(key)
                 cands = (
-                    set().union(*(self._by_token.get(t, set()) for t in want)) if want else set()
+                    set().union(*(self._by_token.get(t, set()) for t in follow)) if want else set()
                 )
                 for eid in cands:
                     have = _tokens(eid)
@@ -253,9 +307,13 @@ class InMemoryGraphStore:
                             nxt.append(n)
                 frontier = nxt
             inside = set(hops)
-            rels = [
-                r for r in self._relations.values() if r.source in inside and r.target in inside
-            ]
+            keys = {
+                k
+                for e in hops
+                for k in self._rels_of.get(e, ())
+                if k[0] in inside and k[2] in inside
+            }
+            rels = [self._relations[k] for k in sorted(keys)]
             return Subgraph([self._entities[e] for e in hops], rels, hops)
 
     def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
