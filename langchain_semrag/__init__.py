@@ -27,7 +27,7 @@ from langchain_semrag.text_splitters import (
     PSCTextSplitter,
     SemanticTextSplitter,
 )
-from langchain_semrag.vectorstores import SemanticVectorStore
+from langchain_semrag.vectorstores import SemanticVectorStore, VectorStoreClient
 
 try:
     __version__ = version("semrag")
@@ -50,5 +50,6 @@ __all__ = [
     "SketchRetriever",
     "SemanticTextSplitter",
     "SemanticVectorStore",
+    "VectorStoreClient",
     "__version__",
 ]

@@ -18,7 +18,7 @@ from langchain_semrag.embeddings import SemragEmbeddings, to_embedder
 from semrag import Document, SemanticIndex
 from semrag.types import MetadataFilter, ScoredChunk
 
-__all__ = ["SemanticVectorStore"]
+__all__ = ["SemanticVectorStore", "VectorStoreClient"]
 
 
 class SemanticVectorStore(VectorStore):
@@ -210,3 +210,66 @@ class SemanticVectorStore(VectorStore):
         store = cls(embedding, **kwargs)
         store.add_texts(texts, metadatas, ids=ids)
         return store
+
+
+class VectorStoreClient:
+    """A LangChain ``VectorStore`` as the dense channel of a :class:`~semrag.SemanticIndex`.
+
+    ``SemanticIndex(dense=VectorStoreClient(store))`` keeps BM25, the graph and the
+    knowledge graph in process and the chunk vectors in ``store`` (PGVector, Qdrant,
+    Chroma, ``Neo4jVector``, FAISS, ...), which answers the nearest-neighbour searches.
+    Stores with ``add_embeddings`` (FAISS) take semrag's vectors as they are; any other
+    store embeds the chunk texts itself, so give it ``SemragEmbeddings(index.embedder)``
+    (or the index's model) for results equal to the embedded index. Entries carry
+    ``semrag_doc_id`` and ``semrag_chunk_id`` metadata; their ids are the chunk ids.
+
+    Args:
+        store: the vector store.
+
+    Example:
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.testing import FakeEmbedder
+        >>> emb = FakeEmbedder()
+        >>> store = InMemoryVectorStore(SemragEmbeddings(emb))
+        >>> index = SemanticIndex(embedder=emb, dense=VectorStoreClient(store))
+        >>> index.add_documents([Document("b", "Bees dance."), Document("r", "Rockets fly.")])
+        >>> [h.chunk.doc_id for h in index.search("rockets", k=1)]
+        ['r']
+    """
+
+    def __init__(self, store: VectorStore) -> None:
+        if not isinstance(store, VectorStore):
+            raise TypeError(f"expected a LangChain VectorStore, got {type(store).__name__}")
+        self.store = store
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: Any,
+        metadatas: Sequence[dict[str, Any]],
+    ) -> None:
+        """Add (or replace) entries; semrag's vectors where the store takes them."""
+        add_embeddings = getattr(self.store, "add_embeddings", None)
+        if callable(add_embeddings):
+            pairs = list(zip(texts, [list(map(float, v)) for v in vectors], strict=True))
+            add_embeddings(pairs, metadatas=[dict(m) for m in metadatas], ids=list(ids))
+            return
+        docs = [
+            LCDocument(t, metadata=dict(m), id=i)
+            for t, m, i in zip(texts, metadatas, ids, strict=True)
+        ]
+        self.store.add_documents(docs, ids=list(ids))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove entries."""
+        self.store.delete(list(ids))
+
+    def search(self, vector: Any, k: int) -> list[str]:
+        """Ids of the ``k`` entries nearest ``vector``."""
+        docs = self.store.similarity_search_by_vector([float(x) for x in vector], k=k)
+        return [str(d.id or d.metadata["semrag_chunk_id"]) for d in docs]
+
+    def __repr__(self) -> str:
+        return f"VectorStoreClient({type(self.store).__name__})"

@@ -27,7 +27,7 @@ from llama_index_semrag.retrievers import (
     SketchRetriever,
     SSGRetriever,
 )
-from llama_index_semrag.vector_stores import SemanticVectorStore
+from llama_index_semrag.vector_stores import SemanticVectorStore, VectorStoreClient
 
 try:
     __version__ = version("semrag")
@@ -50,5 +50,6 @@ __all__ = [
     "SketchRetriever",
     "SemanticNodeParser",
     "SemanticVectorStore",
+    "VectorStoreClient",
     "__version__",
 ]

@@ -34,7 +34,7 @@ from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError
 from semrag.types import ScoredChunk
 
-__all__ = ["REF_DOC_KEY", "SemanticVectorStore"]
+__all__ = ["REF_DOC_KEY", "SemanticVectorStore", "VectorStoreClient"]
 
 REF_DOC_KEY = "semrag_ref_doc_id"
 """Metadata key that keeps a node's source document id in the index (not shown to users)."""
@@ -257,3 +257,67 @@ def _result(hits: list[ScoredChunk]) -> VectorStoreQueryResult:
     return VectorStoreQueryResult(
         nodes=nodes, similarities=[h.score for h in hits], ids=[h.chunk.doc_id for h in hits]
     )
+
+
+class VectorStoreClient:
+    """A LlamaIndex vector store as the dense channel of a :class:`~semrag.SemanticIndex`.
+
+    ``SemanticIndex(dense=VectorStoreClient(store))`` keeps BM25 and the graphs in process
+    and the chunk vectors (semrag's own, passed as node embeddings) in ``store``, which
+    answers the nearest-neighbour searches. Each entry is a ``TextNode`` whose id and
+    source document are the chunk id, so ``delete`` works on every store.
+
+    Args:
+        store: any LlamaIndex ``BasePydanticVectorStore``.
+
+    Example:
+        >>> from llama_index.core.vector_stores import SimpleVectorStore
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.testing import FakeEmbedder
+        >>> client = VectorStoreClient(SimpleVectorStore())
+        >>> index = SemanticIndex(embedder=FakeEmbedder(), dense=client)
+        >>> index.add_documents([Document("b", "Bees dance."), Document("r", "Rockets fly.")])
+        >>> [h.chunk.doc_id for h in index.search("rockets", k=1)]
+        ['r']
+    """
+
+    def __init__(self, store: BasePydanticVectorStore) -> None:
+        if not isinstance(store, BasePydanticVectorStore):
+            raise TypeError(f"expected a LlamaIndex vector store, got {type(store).__name__}")
+        self.store = store
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: Any,
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Add (or replace) entries with semrag's vectors."""
+        nodes = [
+            TextNode(
+                id_=i,
+                text=t,
+                embedding=[float(x) for x in v],
+                metadata=dict(m),
+                relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=i)},
+            )
+            for i, t, v, m in zip(ids, texts, vectors, metadatas, strict=True)
+        ]
+        self.store.add(nodes)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove entries (each is its own source document)."""
+        for i in ids:
+            self.store.delete(i)
+
+    def search(self, vector: Any, k: int) -> list[str]:
+        """Ids of the ``k`` entries nearest ``vector``."""
+        query = VectorStoreQuery(query_embedding=[float(x) for x in vector], similarity_top_k=k)
+        result = self.store.query(query)
+        if result.ids is not None:
+            return [str(i) for i in result.ids]
+        return [n.node_id for n in result.nodes or []]
+
+    def __repr__(self) -> str:
+        return f"VectorStoreClient({type(self.store).__name__})"

@@ -43,6 +43,7 @@ from semrag.graph.live_ssg import LiveSSG
 from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
 from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.index.dense import DenseIndex, top_k
+from semrag.index.external import StoreBackedDense, VectorClient
 from semrag.index.persist import atomic_directory, read_manifest
 from semrag.index.presplit import place_chunks, whole_document_chunk
 from semrag.index.sparse import IDF_VARIANTS, BM25Index
@@ -194,7 +195,9 @@ class SemanticIndex:
             or the packaged all-MiniLM-L6-v2.
         ssg: an :class:`~semrag.graph.ssg.SSGConfig`, ``True`` for the defaults, or
             ``False`` to skip the semantic similarity graph.
-        dense: ``"flat"`` (exact inner product) or ``"hnsw"`` for large corpora.
+        dense: ``"flat"`` (exact inner product), ``"hnsw"`` for large corpora, or a
+            :class:`~semrag.index.external.VectorClient`: the dense channel on a vector
+            store you already run (the adapters wrap LangChain and LlamaIndex stores).
         sparse: the BM25 idf: ``"okapi"`` (as rank-bm25 scores; a term in more than half
             the chunks scores 0 or near it, which on a corpus of a few chunks is most
             terms) or ``"lucene"`` (always positive, as Lucene and Elasticsearch score;
@@ -226,7 +229,7 @@ class SemanticIndex:
         embedder: Any = None,
         *,
         ssg: SSGConfig | bool = True,
-        dense: str = "flat",
+        dense: str | VectorClient = "flat",
         sparse: str = "okapi",
         chunk_vectors: str = "embed",
         theme_llm: LLM | None = None,
@@ -238,7 +241,7 @@ class SemanticIndex:
         p = validate_params(
             "SemanticIndex",
             {
-                "dense": [Options("flat", "hnsw")],
+                "dense": [Options("flat", "hnsw"), HasMethods("upsert", "delete", "search")],
                 "sparse": [Options(*IDF_VARIANTS)],
                 "chunk_vectors": [Options("embed", "mean")],
                 "theme_llm": [HasMethods("complete", "acomplete"), None],
@@ -266,14 +269,16 @@ class SemanticIndex:
         self.ssg_config = SSGConfig() if ssg is True else (ssg or None)
         if self.ssg_config is not None and not isinstance(self.ssg_config, SSGConfig):
             raise ConfigError("ssg must be an SSGConfig, True or False")
-        self.dense_kind = dense
+        self.dense_kind = dense if isinstance(dense, str) else StoreBackedDense.kind
         self.chunk_vectors = chunk_vectors
         self.theme_llm = theme_llm
         self.show_progress = show_progress
         self._entries: dict[str, IndexedDocument] = {}
         self._chunk_by_id: dict[int, Chunk] = {}
         self._next_id = 0
-        self._dense: DenseIndex | None = None
+        self._dense: DenseIndex | StoreBackedDense | None = (
+            None if isinstance(dense, str) else StoreBackedDense(dense, self.embedder.dim)
+        )
         self.sparse = BM25Index(idf=sparse)
         self._ssg = LiveSSG(self.ssg_config, self.embedder.dim) if self.ssg_config else None
         self._view: SSGView | None = None
@@ -371,8 +376,8 @@ class SemanticIndex:
         return list(self._entries[doc_id].themes)
 
     @property
-    def dense(self) -> DenseIndex:
-        """The FAISS index over chunk vectors."""
+    def dense(self) -> DenseIndex | StoreBackedDense:
+        """The dense part: chunk vectors searched in process, or by the user's vector store."""
         if self._dense is None:
             self._dense = DenseIndex(self.embedder.dim, kind=self.dense_kind)
         return self._dense
@@ -1042,6 +1047,7 @@ class SemanticIndex:
         embedder: Any = None,
         chunker: BoundaryChunker | None = None,
         theme_llm: LLM | None = None,
+        dense: VectorClient | None = None,
     ) -> SemanticIndex:
         """Load an index written by :meth:`save`.
 
@@ -1051,6 +1057,8 @@ class SemanticIndex:
                 MiniLM. Its dimension must match the saved one.
             chunker: the chunker for documents added later; default ``SemanticChunker``.
             theme_llm: optional theme LLM for documents added later.
+            dense: the vector store of an index saved with one (required then; it must
+                hold the entries it held at the save: the store persists them itself).
 
         Raises:
             ConfigError: on a missing directory, a newer format or a dimension mismatch.
@@ -1063,7 +1071,7 @@ class SemanticIndex:
             directory, kind=KIND, format_version=FORMAT_VERSION, library_version=__version__
         )
         try:
-            return cls._from_saved(directory, m, embedder, chunker, theme_llm)
+            return cls._from_saved(directory, m, embedder, chunker, theme_llm, dense)
         except (KeyError, IndexError, TypeError, ValueError, OSError) as exc:
             if isinstance(exc, ConfigError):
                 raise
@@ -1080,13 +1088,21 @@ class SemanticIndex:
         embedder: Any,
         chunker: BoundaryChunker | None,
         theme_llm: LLM | None,
+        client: VectorClient | None,
     ) -> SemanticIndex:
         ssg_cfg = SSGConfig(**m["ssg"]) if m["ssg"] else False
+        external = m["dense"]["kind"] == StoreBackedDense.kind
+        if external != (client is not None):
+            raise ConfigError(
+                "this index keeps its vectors in a vector store: pass it as dense="
+                if external
+                else "dense= is for an index saved with a vector store; this one was not"
+            )
         index = cls(
             chunker,
             embedder,
             ssg=ssg_cfg,
-            dense=m["dense"]["kind"],
+            dense=client if client is not None else m["dense"]["kind"],
             chunk_vectors=m["chunk_vectors"],
             theme_llm=theme_llm,
         )
@@ -1098,7 +1114,11 @@ class SemanticIndex:
         svecs = np.load(directory / "sentence_vectors.npy", allow_pickle=False)
         nvecs = np.load(directory / "node_vectors.npy", allow_pickle=False)
         tvecs = np.load(directory / "theme_vectors.npy", allow_pickle=False)
-        index._dense = DenseIndex.load(directory, m["dense"])
+        index._dense = (
+            StoreBackedDense.load(directory, client, int(m["dim"]))
+            if client is not None
+            else DenseIndex.load(directory, m["dense"])
+        )
         index.sparse = BM25Index.load(directory)  # with its saved idf variant
         records = []
         with open(directory / "documents.jsonl", encoding="utf-8") as f:

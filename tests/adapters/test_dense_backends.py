@@ -1,0 +1,163 @@
+"""The dense channel on the user's vector store equals the embedded one.
+
+Backends: LangChain's InMemoryVectorStore (it embeds with the index's model), LangChain
+FAISS (it takes semrag's vectors through add_embeddings) and LlamaIndex's
+SimpleVectorStore (semrag's vectors as node embeddings). Each must give the same dense
+top-k (ids and scores) as the embedded flat index, after any sequence of changes, and the
+retrievers built on the index the same results.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import faiss
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core.vector_stores import SimpleVectorStore
+
+import langchain_semrag as lcs
+import llama_index_semrag as lis
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError, StoreError
+from semrag.retrieval import IntentAwareRetriever, SSGRetriever
+
+with warnings.catch_warnings():  # the package warns on import that it is being sunset
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_community.docstore.in_memory import InMemoryDocstore
+    from langchain_community.vectorstores import FAISS
+
+DIM = 32
+TEXTS = [
+    "Honey bees dance to tell the hive where flowers grow. The queen lays the eggs.",
+    "The rocket reached orbit after a long delay. Engineers cheered in the room.",
+    "Stock prices fell as investors sold their shares. The market closed lower.",
+    "Marie Curie was born in Warsaw. She won the Nobel Prize twice.",
+    "Warsaw lies on the Vistula river. It is the capital of Poland.",
+    "Cats sleep most of the day. A cat purrs when it is content.",
+]
+QUERIES = ["where do bees find flowers", "river through Warsaw", "market shares", "orbit"]
+
+
+def embedder():
+    # Random-looking vectors: no two scores tie, so every backend's order is determined.
+    return lcs.LangChainEmbedder(DeterministicFakeEmbedding(size=DIM))
+
+
+def clients(emb):
+    lc_faiss = FAISS(
+        embedding_function=lcs.SemragEmbeddings(emb),
+        index=faiss.IndexFlatIP(DIM),
+        docstore=InMemoryDocstore(),
+        index_to_docstore_id={},
+    )
+    return {
+        "langchain-in-memory": lcs.VectorStoreClient(
+            InMemoryVectorStore(lcs.SemragEmbeddings(emb))
+        ),
+        "langchain-faiss": lcs.VectorStoreClient(lc_faiss),
+        "llama-index-simple": lis.VectorStoreClient(SimpleVectorStore()),
+    }
+
+
+BACKENDS = list(clients(embedder()))
+
+
+def pair(backend):
+    emb = embedder()
+    embedded = SemanticIndex(embedder=emb)
+    external = SemanticIndex(embedder=emb, dense=clients(emb)[backend])
+    return embedded, external
+
+
+def same_dense(a: SemanticIndex, b: SemanticIndex, k: int = 4) -> None:
+    for q in QUERIES:
+        ha, hb = a.search(q, k=k), b.search(q, k=k)
+        assert [(h.chunk.doc_id, h.chunk.start) for h in ha] == [
+            (h.chunk.doc_id, h.chunk.start) for h in hb
+        ]
+        assert [h.score for h in ha] == pytest.approx([h.score for h in hb], abs=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dense_and_retrievers_equal_the_embedded_index(backend):
+    a, b = pair(backend)
+    docs = [Document(f"d{i}", t) for i, t in enumerate(TEXTS)]
+    a.add_documents(docs)
+    b.add_documents(docs)
+    same_dense(a, b, k=len(a.chunks()) + 2)
+    for q in QUERIES:
+        for make in (
+            lambda ix: IntentAwareRetriever(ix, k=3),
+            lambda ix: SSGRetriever(ix, algorithm="query_traversal", k=3),
+        ):
+            ra, rb = make(a).retrieve(q), make(b).retrieve(q)
+            assert [(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in ra] == [
+                (h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in rb
+            ]
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.sampled_from(BACKENDS),
+    st.lists(
+        st.tuples(st.sampled_from(["add", "delete"]), st.integers(0, len(TEXTS) - 1)),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_any_sequence_of_changes_keeps_the_backends_equal(backend, ops):
+    a, b = pair(backend)
+    for op, i in ops:
+        for index in (a, b):
+            if op == "add":
+                index.add_documents([Document(f"d{i}", TEXTS[i] + f" Version {len(ops)}.")])
+            else:
+                index.delete(f"d{i}")
+    assert a.doc_ids == b.doc_ids
+    assert np.array_equal(a.dense.ids, b.dense.ids)
+    same_dense(a, b, k=len(TEXTS) * 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_save_and_load_with_the_store(tmp_path, backend):
+    emb = embedder()
+    client = clients(emb)[backend]
+    index = SemanticIndex(embedder=emb, dense=client)
+    index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
+    index.save(tmp_path / "i")
+    with pytest.raises(ConfigError, match="pass it as dense="):
+        SemanticIndex.load(tmp_path / "i", embedder=emb)
+    loaded = SemanticIndex.load(tmp_path / "i", embedder=emb, dense=client)
+    same_dense(index, loaded)
+    flat = SemanticIndex(embedder=emb)
+    flat.add_documents([Document("x", "Bees.")])
+    flat.save(tmp_path / "flat")
+    with pytest.raises(ConfigError, match="not"):
+        SemanticIndex.load(tmp_path / "flat", embedder=emb, dense=client)
+
+
+class Failing:
+    """A store that takes nothing."""
+
+    def upsert(self, ids, texts, vectors, metadatas):
+        raise ConnectionError("store down")
+
+    def delete(self, ids):
+        raise AssertionError("nothing to delete")
+
+    def search(self, vector, k):
+        return []
+
+
+def test_a_failing_store_leaves_the_index_as_it_was():
+    index = SemanticIndex(embedder=embedder(), dense=Failing())
+    with pytest.raises(StoreError, match="store down"):
+        index.add_documents([Document("a", "Bees dance.")])
+    assert len(index) == 0 and index.search("bees", k=3) == []
+    with pytest.raises(ConfigError):
+        SemanticIndex(embedder=embedder(), dense=object())
