@@ -144,13 +144,7 @@ class DenseIndex:
         Raises:
             EmbeddingError: if the queries have the wrong dimension.
         """
-        q = np.ascontiguousarray(queries, dtype=np.float32)
-        if q.ndim == 1:
-            q = q[None, :]
-        if q.ndim != 2 or q.shape[1] != self.dim:
-            raise EmbeddingError(f"query dimension {q.shape[-1]}; index dimension {self.dim}")
-        if k < 1:
-            raise ConfigError(f"k must be >= 1, got {k}")
+        q = query_matrix(queries, self.dim, k)
         v = self._version
         scores = np.full((q.shape[0], k), -np.inf, np.float32)
         ids = np.full((q.shape[0], k), -1, np.int64)
@@ -395,6 +389,23 @@ class DenseIndex:
 
     def __repr__(self) -> str:
         return f"DenseIndex(dim={self.dim}, kind={self.kind!r}, size={len(self)})"
+
+
+def query_matrix(queries: npt.ArrayLike, dim: int, k: int) -> Floats:
+    """Queries as a float32 matrix, one per row, checked against the index's dimension and k.
+
+    Raises:
+        EmbeddingError: if the queries have the wrong dimension.
+        ConfigError: if ``k < 1``.
+    """
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    if q.ndim == 1:
+        q = q[None, :]
+    if q.ndim != 2 or q.shape[1] != dim:
+        raise EmbeddingError(f"query dimension {q.shape[-1]}; index dimension {dim}")
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    return q
 
 
 def top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:

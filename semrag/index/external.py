@@ -23,9 +23,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from semrag.errors import ConfigError, EmbeddingError, StoreError
+from semrag.errors import ConfigError, StoreError
 from semrag.index.change import Change
-from semrag.index.dense import DenseIndex
+from semrag.index.dense import DenseIndex, query_matrix
 
 __all__ = ["StoreBackedDense", "VectorClient"]
 
@@ -104,13 +104,7 @@ class StoreBackedDense:
         The store picks the candidates; they are kept if the published version holds
         them, scored by cosine similarity and ordered by score, ties to the lower id.
         """
-        q = np.ascontiguousarray(queries, dtype=np.float32)
-        if q.ndim == 1:
-            q = q[None, :]
-        if q.ndim != 2 or q.shape[1] != self.dim:
-            raise EmbeddingError(f"query dimension {q.shape[-1]}; index dimension {self.dim}")
-        if k < 1:
-            raise ConfigError(f"k must be >= 1, got {k}")
+        q = query_matrix(queries, self.dim, k)
         scores = np.full((q.shape[0], k), -np.inf, np.float32)
         ids = np.full((q.shape[0], k), -1, np.int64)
         live = self._vectors.ids
