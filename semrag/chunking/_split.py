@@ -237,37 +237,46 @@ def merge_small_segments(
         ``(segments, removed_gaps)``: the merged ranges and the gaps whose breaks were
         removed.
     """
-    segs = [list(s) for s in segments]
+    segs = [(int(a), int(b)) for a, b in segments]
     if min_tokens <= 0 or len(segs) < 2:
-        return [tuple(s) for s in segs], []  # type: ignore[misc]
+        return segs, []
     prefix = np.concatenate([[0], np.cumsum(sentence_tokens)])
-
-    def size(seg: list[int]) -> int:
-        return int(prefix[seg[1]] - prefix[seg[0]])
-
+    first = [a for a, _ in segs]
+    last = [b for _, b in segs]
+    n = len(segs)
+    after = list(range(1, n)) + [-1]  # a linked list: a merge unlinks in O(1)
+    before = [-1, *range(n - 1)]
     removed: list[int] = []
-    changed = True
-    while changed and len(segs) > 1:
-        changed = False
-        for i in range(len(segs)):
-            if size(segs[i]) >= min_tokens:
-                continue
-            options = []
-            if i > 0:
-                options.append((float(distances[segs[i][0] - 1]), i - 1))
-            if i + 1 < len(segs):
-                options.append((float(distances[segs[i][1] - 1]), i + 1))
-            for _, j in sorted(options):
-                a, b = sorted((i, j))
-                if size([segs[a][0], segs[b][1]]) <= max_tokens:
-                    removed.append(segs[a][1] - 1)
-                    segs[a] = [segs[a][0], segs[b][1]]
-                    del segs[b]
-                    changed = True
-                    break
-            if changed:
+    # One pass, left to right. A merged segment is looked at again (it may still be
+    # small); a small segment that cannot merge never can later, since merges only
+    # grow its neighbours. Linear in the number of segments.
+    i = 0
+    while i != -1:
+        if int(prefix[last[i]] - prefix[first[i]]) >= min_tokens:
+            i = after[i]
+            continue
+        options = []
+        if before[i] != -1:
+            options.append((float(distances[first[i] - 1]), 0, before[i]))
+        if after[i] != -1:
+            options.append((float(distances[last[i] - 1]), 1, after[i]))
+        for _, _, j in sorted(options):
+            a, b = (j, i) if j == before[i] else (i, j)
+            if int(prefix[last[b]] - prefix[first[a]]) <= max_tokens:
+                removed.append(last[a] - 1)
+                last[a] = last[b]
+                after[a] = after[b]
+                if after[b] != -1:
+                    before[after[b]] = a
+                i = a
                 break
-    return [(a, b) for a, b in segs], sorted(removed)
+        else:
+            i = after[i]
+    out, k = [], 0
+    while k != -1:
+        out.append((first[k], last[k]))
+        k = after[k]
+    return out, sorted(removed)
 
 
 def split_with_overlap(

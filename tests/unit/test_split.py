@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semrag.chunking._split import (
     Threshold,
@@ -128,6 +130,56 @@ def test_merge_small_segments_respects_max_tokens():
     distances = np.array([0.1, 0.2], dtype=np.float32)
     merged, removed = merge_small_segments(segs, tokens, distances, min_tokens=5, max_tokens=51)
     assert merged == segs and removed == []
+
+
+def _merge_by_rescanning(segments, tokens, distances, min_tokens, max_tokens):
+    """The first implementation (rescans from the start after every merge): the reference."""
+    segs = [list(x) for x in segments]
+    prefix = np.concatenate([[0], np.cumsum(tokens)])
+    size = lambda seg: int(prefix[seg[1]] - prefix[seg[0]])  # noqa: E731
+    removed, changed = [], True
+    while changed and len(segs) > 1 and min_tokens > 0:
+        changed = False
+        for i in range(len(segs)):
+            if size(segs[i]) >= min_tokens:
+                continue
+            options = []
+            if i > 0:
+                options.append((float(distances[segs[i][0] - 1]), i - 1))
+            if i + 1 < len(segs):
+                options.append((float(distances[segs[i][1] - 1]), i + 1))
+            for _, j in sorted(options):
+                a, b = sorted((i, j))
+                if size([segs[a][0], segs[b][1]]) <= max_tokens:
+                    removed.append(segs[a][1] - 1)
+                    segs[a] = [segs[a][0], segs[b][1]]
+                    del segs[b]
+                    changed = True
+                    break
+            if changed:
+                break
+    return [tuple(x) for x in segs], sorted(removed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 30), min_size=1, max_size=40),
+    st.data(),
+    st.integers(0, 40),
+    st.integers(1, 120),
+)
+def test_merge_small_segments_in_one_pass_equals_rescanning(tokens, data, min_tokens, max_tokens):
+    n = len(tokens)
+    breaks = data.draw(st.lists(st.booleans(), min_size=n - 1, max_size=n - 1))
+    segs = segments_from_breaks(n, np.array(breaks, dtype=bool))
+    distances = np.array(
+        data.draw(st.lists(st.sampled_from([0.1, 0.2, 0.5, 0.9]), min_size=n - 1, max_size=n - 1)),
+        dtype=np.float32,
+    )
+    got = merge_small_segments(
+        segs, tokens, distances, min_tokens=min_tokens, max_tokens=max_tokens
+    )
+    assert got == _merge_by_rescanning(segs, tokens, distances, min_tokens, max_tokens)
 
 
 def _split(text, max_tokens, overlap, prefer=()):
