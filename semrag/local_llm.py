@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -25,6 +26,8 @@ from semrag.errors import ConfigError, MissingDependencyError
 __all__ = ["TransformersLLM", "smollm2_gguf"]
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# A prompt that asks for a JSON object: "JSON" and, within a line or two, an object's "{".
+_ASKS_FOR_OBJECT = re.compile(r"JSON[^{}]{0,80}\{")
 
 
 def smollm2_gguf() -> Path:
@@ -88,6 +91,10 @@ class TransformersLLM:
         stop_at_json: stop as soon as the reply holds a complete JSON object or array
             (the brackets opened by its first ``{`` or ``[`` closed again; semrag's
             prompts ask for JSON only, so what follows is never read).
+        prefill_json: when the prompt asks for a JSON object (it says "JSON" and shows
+            an object, as every semrag prompt does), start the reply with ``{``. Small
+            models otherwise often answer in prose (SmolLM2-135M: themes went from no
+            valid reply to valid ones in our checks).
         device: a torch device (``"cpu"``, ``"cuda"``).
         cache_size: replies kept by prompt (LRU; 0 keeps none). Decoding is greedy, so a
             repeated prompt gets the same reply; the cache answers it without generating.
@@ -112,6 +119,7 @@ class TransformersLLM:
         gguf_file: str | None = None,
         max_new_tokens: int = 256,
         stop_at_json: bool = True,
+        prefill_json: bool = True,
         cache_size: int = 0,
         device: str = "cpu",
         dtype: str = "float32",
@@ -146,6 +154,7 @@ class TransformersLLM:
         self.name = gguf_file or folder.name
         self.max_new_tokens = max_new_tokens
         self.stop_at_json = stop_at_json
+        self.prefill_json = prefill_json
         self.device = device
         self.cache_size = cache_size
         self.requests = 0
@@ -180,8 +189,14 @@ class TransformersLLM:
         encoded = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
-        ids = encoded["input_ids"].to(self.device)
-        mask = encoded["attention_mask"].to(self.device)
+        ids = encoded["input_ids"]
+        reply_from = ids.shape[1]  # the reply's first token (the prefill's, if any)
+        prefill = "{" if self.prefill_json and _ASKS_FOR_OBJECT.search(prompt) else ""
+        if prefill:
+            extra = self.tokenizer(prefill, return_tensors="pt", add_special_tokens=False)
+            ids = self._torch.cat([ids, extra["input_ids"]], dim=1)
+        ids = ids.to(self.device)
+        mask = self._torch.ones_like(ids)
         with self._lock, self._torch.inference_mode():
             self.requests += 1
             if prompt in self._cache:
@@ -193,12 +208,12 @@ class TransformersLLM:
                 attention_mask=mask,
                 max_new_tokens=self.max_new_tokens,
                 do_sample=False,
-                stopping_criteria=self._stopper(ids.shape[1]) if self.stop_at_json else None,
+                stopping_criteria=self._stopper(reply_from) if self.stop_at_json else None,
                 pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
             )
             self.calls += 1
             self.seconds += time.perf_counter() - started
-            reply = str(self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
+            reply = str(self.tokenizer.decode(out[0, reply_from:], skip_special_tokens=True))
             if self.cache_size:
                 self._cache[prompt] = reply
                 while len(self._cache) > self.cache_size:

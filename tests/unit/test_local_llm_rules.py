@@ -1,0 +1,52 @@
+"""The local model's text rules (no model is loaded here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from semrag.graph import communities, extract
+from semrag.index import semantic_index
+from semrag.local_llm import _ASKS_FOR_OBJECT, _json_closed
+from semrag.postprocess import spc
+from semrag.retrieval import intent, ppr, sketch, ssg
+
+PROMPTS = {
+    "themes": semantic_index._THEME_PROMPT,
+    "extraction": extract._EXTRACT_PROMPT,
+    "report": communities._REPORT_PROMPT,
+    "guided traversal": ssg._LLM_PROMPT,
+    "ppr entities": ppr._NER_PROMPT,
+    "sketch entities": sketch._NER_PROMPT,
+    "iar plan": intent._PLAN_PROMPT,
+    "spc refine": spc._REFINE_PROMPT,
+    "spc damage": spc._DAMAGE_PROMPT,
+    "spc compress": spc._COMPRESS_PROMPT,
+    "spc elements": spc._ELEMENTS_PROMPT,
+    "spc entail": spc._ENTAIL_PROMPT,
+}
+
+
+@pytest.mark.parametrize("name", list(PROMPTS))
+def test_every_semrag_prompt_is_seen_to_ask_for_an_object(name):
+    assert _ASKS_FOR_OBJECT.search(PROMPTS[name]), name
+
+
+def test_other_prompts_get_no_prefill():
+    assert not _ASKS_FOR_OBJECT.search("Write a haiku about JSON.")
+    assert not _ASKS_FOR_OBJECT.search("Summarise the text.\n{text}")
+
+
+@pytest.mark.parametrize(
+    ("text", "closed"),
+    [
+        ('{"a": 1}', True),
+        ('Sure! {"a": [1, 2]} and more', True),
+        ('{"a": "}"', False),
+        ('{"a": "\\"}"}', True),
+        ("[1, [2]", False),
+        ("no json at all", False),
+        ("}{", False),
+    ],
+)
+def test_json_closed(text, closed):
+    assert _json_closed(text) is closed
