@@ -14,7 +14,7 @@ import warnings
 import faiss
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -75,12 +75,20 @@ def pair(backend):
 
 
 def same_dense(a: SemanticIndex, b: SemanticIndex, k: int = 4) -> None:
+    """The same chunks with the same scores in the same order.
+
+    Two scores within float32 rounding of each other are one tie: the embedded index
+    scores with one matrix product, the store-backed part with another, and their last
+    bits may differ, which can swap two near-tied chunks.
+    """
     for q in QUERIES:
         ha, hb = a.search(q, k=k), b.search(q, k=k)
-        assert [(h.chunk.doc_id, h.chunk.start) for h in ha] == [
-            (h.chunk.doc_id, h.chunk.start) for h in hb
-        ]
         assert [h.score for h in ha] == pytest.approx([h.score for h in hb], abs=1e-5)
+
+        def ranked(hits):
+            return sorted((-round(h.score, 5), h.chunk.doc_id, h.chunk.start) for h in hits)
+
+        assert ranked(ha) == ranked(hb)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -102,6 +110,7 @@ def test_dense_and_retrievers_equal_the_embedded_index(backend):
 
 
 @settings(max_examples=15, deadline=None)
+@example("langchain-in-memory", [("add", 0), ("add", 1), ("add", 2), ("add", 3), ("add", 0)])
 @given(
     st.sampled_from(BACKENDS),
     st.lists(
