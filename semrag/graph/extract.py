@@ -272,13 +272,11 @@ def _occurs(name: str, folded_text: str) -> bool:
     return bool(needle) and needle in folded_text
 
 
-def _quoted(evidence: str, text: str, a: Entity, b: Entity) -> str:
+def _quoted(evidence: str, sentences: Sequence[str], folded: str, a: Entity, b: Entity) -> str:
     """``evidence`` if the text contains it, else the text's first sentence naming both."""
-    folded = " ".join(text.split()).casefold()
     if evidence.strip() and _occurs(evidence, folded):
         return evidence.strip()
-    for span in split_sentences(text):
-        sentence = span.of(text)
+    for sentence in sentences:
         low = " ".join(sentence.split()).casefold()
         if _occurs(a.name, low) and _occurs(b.name, low):
             return sentence
@@ -418,6 +416,7 @@ class LLMGraphExtractor:
             else:
                 dropped.append(e.name)
         known = {e.id: e for e in out.entities}
+        sentences: list[str] | None = None
         for item in reply["relations"]:
             ends = []
             for name in (item["source"], item["target"]):
@@ -429,7 +428,9 @@ class LLMGraphExtractor:
             a, b = ends
             if a and b and a != b:
                 rtype = (item.get("type") or "RELATED_TO").strip() or "RELATED_TO"
-                evidence = _quoted(item.get("evidence", ""), chunk.text, known[a], known[b])
+                if sentences is None:  # split once per chunk, not once per relation
+                    sentences = [span.of(chunk.text) for span in split_sentences(chunk.text)]
+                evidence = _quoted(item.get("evidence", ""), sentences, text, known[a], known[b])
                 out.relations.append(Relation(a, b, rtype, evidence))
         if dropped:
             out.notes.append(
