@@ -127,15 +127,9 @@ class SemanticVectorStore(BasePydanticVectorStore):
         await self._index.aadd_documents(docs, split=False)
         return [d.id for d in docs]
 
-    def _ids_where(
-        self, node_ids: Sequence[str] | None, accept: Callable[[Mapping[str, Any]], bool]
-    ) -> list[str]:
-        wanted = self._index.doc_ids if node_ids is None else [i for i in node_ids]
-        return [i for i in wanted if i in self._index and accept(self._index.document(i).metadata)]
-
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Remove every node whose source document is ``ref_doc_id``."""
-        self._index.delete_many(self._ids_where(None, _accept(None, [ref_doc_id])))
+        self._index.delete_many(self._index.doc_ids_where(_accept(None, [ref_doc_id])))
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Async twin of :meth:`delete` (off the event loop)."""
@@ -148,7 +142,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
         **delete_kwargs: Any,
     ) -> None:
         """Remove the nodes ``node_ids`` that ``filters`` accepts (all nodes if both are None)."""
-        self._index.delete_many(self._ids_where(node_ids, _accept(filters)))
+        self._index.delete_many(self._index.doc_ids_where(_accept(filters), node_ids))
 
     async def adelete_nodes(
         self,
@@ -172,7 +166,10 @@ class SemanticVectorStore(BasePydanticVectorStore):
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         """The stored nodes ``node_ids`` that ``filters`` accepts (missing ids skipped)."""
-        return [_node(self._index.document(i)) for i in self._ids_where(node_ids, _accept(filters))]
+        return [
+            _node(self._index.document(i))
+            for i in self._index.doc_ids_where(_accept(filters), node_ids)
+        ]
 
     async def aget_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None

@@ -775,6 +775,23 @@ class SemanticIndex:
         """Remove a document, its chunks and its graph nodes; ``False`` if it was absent."""
         return bool(self._commit((), [doc_id]))
 
+    def doc_ids_where(
+        self, filter: MetadataFilter, among: Iterable[str] | None = None
+    ) -> list[str]:
+        """Ids of the documents (of ``among``, default all) whose metadata ``filter`` accepts.
+
+        Example:
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
+            >>> index.add_documents([Document("a", "Bees.", {"n": 1}), Document("b", "Ants.")])
+            >>> index.doc_ids_where({"n": 1}), index.doc_ids_where(lambda m: True, ["b", "x"])
+            (['a'], ['b'])
+        """
+        accept = as_filter(filter)
+        entries = self._entries
+        wanted = entries if among is None else [i for i in among if i in entries]
+        return [i for i in wanted if accept(entries[i].doc.metadata)]
+
     def delete_many(self, doc_ids: Iterable[str]) -> int:
         """Remove several documents in one change; returns how many were indexed.
 
