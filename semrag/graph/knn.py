@@ -19,12 +19,15 @@ for an empty slot), best first.
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
 
-__all__ = ["empty_lists", "hnsw_top", "merge_top", "top_neighbours"]
+__all__ = ["NodeANN", "empty_lists", "hnsw_top", "merge_top", "top_neighbours"]
 
 Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
@@ -208,3 +211,133 @@ def hnsw_top(
         cols[r], vals[r] = -1, -np.inf
         cols[r, : keep.sum()], vals[r, : keep.sum()] = c2[0][keep], v2[0][keep]
     return cols, vals
+
+
+class NodeANN:
+    """A persistent HNSW index over rows that come and go, for approximate neighbour lists.
+
+    Rows are numbered by *serials*: the FAISS row each was inserted as. The caller keeps the
+    serials of its rows (they increase along its rows, because rows are appended in order
+    and removals keep the order), so a hit maps back with one ``searchsorted``. Removed
+    rows are masked (a bitmap selector) until they are a quarter of the graph, when
+    :meth:`needs_compaction` asks the caller to :meth:`rebuild` from its live rows.
+
+    The methods that change it return a new object and leave this one as it was, except
+    that inserting writes into the shared FAISS graph: rows past :attr:`n` that an object
+    does not know of (a staged change that was dropped) are masked as removed by the next
+    insert. Only one change may be staged at a time (the index's commit lock).
+
+    Args:
+        dim: vector dimension.
+        m: HNSW graph degree.
+        ef_construction: HNSW build breadth.
+        ef_search: least HNSW search breadth.
+    """
+
+    def __init__(
+        self, dim: int, *, m: int = 16, ef_construction: int = 40, ef_search: int = 64
+    ) -> None:
+        self.dim, self.m = dim, m
+        self.ef_construction, self.ef_search = ef_construction, ef_search
+        self._graph: object | None = None
+        self.dead = np.zeros(0, bool)
+
+    @property
+    def n(self) -> int:
+        """FAISS rows this object knows of (removed ones included)."""
+        return int(self.dead.size)
+
+    def _new_graph(self) -> object:
+        faiss = _faiss()
+        graph = faiss.IndexHNSWFlat(self.dim, self.m, faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.efConstruction = self.ef_construction
+        return graph
+
+    def _with(self, graph: object | None, dead: npt.NDArray[np.bool_]) -> NodeANN:
+        out = copy.copy(self)
+        out._graph, out.dead = graph, dead
+        return out
+
+    def removed(self, serials: Ints) -> NodeANN:
+        """This index with ``serials`` masked."""
+        if not serials.size:
+            return self
+        dead = self.dead.copy()
+        dead[serials] = True
+        return self._with(self._graph, dead)
+
+    def added(self, vectors: Floats) -> tuple[NodeANN, Ints]:
+        """This index with ``vectors`` inserted; returns it and their serials."""
+        graph = self._graph if self._graph is not None else self._new_graph()
+        stale = graph.ntotal - self.n  # rows a dropped stage inserted
+        graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        dead = np.concatenate(
+            [self.dead, np.ones(stale, bool), np.zeros(vectors.shape[0], bool)]
+        )
+        first = self.n + stale
+        return self._with(graph, dead), np.arange(first, first + vectors.shape[0])
+
+    def needs_compaction(self) -> bool:
+        """True once removed rows are a quarter of the graph."""
+        return bool(self.dead.sum() * 4 > self.n)
+
+    def rebuild(self, vectors: Floats) -> NodeANN:
+        """A new graph over ``vectors`` (the live rows in serial order; serials restart at 0)."""
+        graph = self._new_graph()
+        if vectors.shape[0]:
+            graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        return self._with(graph, np.zeros(vectors.shape[0], bool))
+
+    def search(self, queries: Floats, depth: int) -> tuple[Ints, Floats]:
+        """The ``depth`` nearest live serials of each query, ``(serials, float32 scores)``."""
+        faiss = _faiss()
+        m = queries.shape[0]
+        live = self.n - int(self.dead.sum())
+        depth = min(depth, live)
+        if not m or depth <= 0 or self._graph is None:
+            return np.full((m, 0), -1, np.int64), np.zeros((m, 0), np.float32)
+        keep = np.zeros(self._graph.ntotal, bool)
+        keep[: self.n] = ~self.dead
+        params = faiss.SearchParametersHNSW(
+            sel=faiss.IDSelectorBitmap(np.packbits(keep, bitorder="little")),
+            efSearch=max(self.ef_search, depth),
+        )
+        scores, serials = self._graph.search(
+            np.ascontiguousarray(queries, dtype=np.float32), depth, params=params
+        )
+        return serials.astype(np.int64), scores.astype(np.float32)
+
+    def save(self, directory: Path, name: str) -> list[str]:
+        """Write ``{name}.faiss`` and ``{name}_dead.npy`` (the rows this object knows of)."""
+        faiss = _faiss()
+        graph = self._graph if self._graph is not None else self._new_graph()
+        if graph.ntotal != self.n:  # holds rows of a staged change: save a clean graph
+            return self.rebuild_known().save(directory, name)
+        faiss.write_index(graph, str(directory / f"{name}.faiss"))
+        np.save(directory / f"{name}_dead.npy", self.dead, allow_pickle=False)
+        return [f"{name}.faiss", f"{name}_dead.npy"]
+
+    def rebuild_known(self) -> NodeANN:
+        """A copy whose graph holds exactly the rows this object knows of."""
+        graph = self._new_graph()
+        if self.n:
+            graph.add(self._graph.reconstruct_n(0, self.n))
+        return self._with(graph, self.dead.copy())
+
+    @classmethod
+    def load(cls, directory: Path, name: str, dim: int, **options: int) -> NodeANN:
+        """Read what :meth:`save` wrote.
+
+        Raises:
+            ValueError: if the files do not fit together (the caller reports a
+                :class:`~semrag.errors.StoreError`).
+        """
+        faiss = _faiss()
+        graph = faiss.read_index(str(directory / f"{name}.faiss"))
+        dead = np.load(directory / f"{name}_dead.npy", allow_pickle=False)
+        if not hasattr(graph, "hnsw") or graph.d != dim:
+            raise ValueError(f"{name}.faiss is not an HNSW index of dimension {dim}")
+        if dead.dtype != np.bool_ or dead.shape != (graph.ntotal,):
+            raise ValueError(f"{name}_dead.npy does not match {name}.faiss")
+        ann = cls(dim, **options)
+        return ann._with(graph, dead)

@@ -35,7 +35,14 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
-from semrag.graph.knn import FLOAT32_TOLERANCE, empty_lists, merge_top, top_neighbours
+from semrag.graph.knn import (
+    FLOAT32_TOLERANCE,
+    NodeANN,
+    empty_lists,
+    exact_similarities,
+    merge_top,
+    top_neighbours,
+)
 from semrag.graph.ssg import (
     SemanticSimilarityGraph,
     SSGConfig,
@@ -126,6 +133,9 @@ class LiveSSG:
         self._sentences = GrowingRows(np.zeros((0, dim), np.float32))
         self.vector_sum = np.zeros(dim, np.float64)
         self.vector_scatter = np.zeros((dim, dim), np.float64)
+        # knn="hnsw": a persistent node index; node_serial[i] is node i's row in it
+        self._ann = NodeANN(dim) if config.knn == "hnsw" else None
+        self.node_serial = np.zeros(0, np.int64)
         self.graph = self._graph()
 
     @property
@@ -165,17 +175,23 @@ class LiveSSG:
         n_old, d_old = self.node_doc.size, len(self.doc_ids)
         self._add(change.added)
         cfg = self.config
-        self.inter_cols, self.inter_vals = self._update(
-            self.inter_cols,
-            self.inter_vals,
-            self.node_vectors,
-            self.node_doc,
-            refill_nodes,
-            n_old,
-            lambda q, g: inter_lists(q, g, self.node_vectors, self.node_doc, cfg),
-            cfg.top_x,
-            cfg.min_inter,
-        )
+        if self._ann is not None:
+            if self._ann.needs_compaction():
+                self._ann = self._ann.rebuild(self.node_vectors)
+                self.node_serial = np.arange(self.node_doc.size, dtype=np.int64)
+            self.inter_cols, self.inter_vals = self._ann_update(refill_nodes, n_old)
+        else:
+            self.inter_cols, self.inter_vals = self._update(
+                self.inter_cols,
+                self.inter_vals,
+                self.node_vectors,
+                self.node_doc,
+                refill_nodes,
+                n_old,
+                lambda q, g: inter_lists(q, g, self.node_vectors, self.node_doc, cfg),
+                cfg.top_x,
+                cfg.min_inter,
+            )
         doc_numbers = np.arange(len(self.doc_ids))
         self.bridge_cols, self.bridge_vals = self._update(
             self.bridge_cols,
@@ -214,6 +230,9 @@ class LiveSSG:
         self.doc_sentences = np.r_[0, np.cumsum(counts[keep_doc])].astype(np.int64)
         self.doc_nodes = np.r_[0, np.cumsum(np.diff(self.doc_nodes)[keep_doc])].astype(np.int64)
         self.node_doc = doc_map[node_doc]
+        if self._ann is not None:
+            self._ann = self._ann.removed(self.node_serial[~keep_node])
+            self.node_serial = self.node_serial[keep_node]
         self._nodes.keep(keep_node)
         self.intra_cols = _remap(self.intra_cols[keep_node], node_map)
         self.intra_vals = self.intra_vals[keep_node]
@@ -261,6 +280,9 @@ class LiveSSG:
         self.node_doc = np.concatenate([self.node_doc, *node_doc])
         self.node_sentences = np.concatenate([self.node_sentences, *node_sent])
         self._nodes.append(new_vectors)
+        if self._ann is not None:
+            self._ann, serials = self._ann.added(new_vectors)
+            self.node_serial = np.concatenate([self.node_serial, serials])
         self.intra_cols = np.concatenate([self.intra_cols, *intra_c])
         self.intra_vals = np.concatenate([self.intra_vals, *intra_v])
         self._sentences.append(
@@ -313,6 +335,93 @@ class LiveSSG:
                 cols[others], vals[others] = merge_top(cols[others], vals[others], new_c, new_v, k)
         return cols, vals
 
+    def _ann_update(self, refill: Ints, n_old: int) -> tuple[Ints, Floats]:
+        """``knn="hnsw"``: the inter-document lists after a change, from the node index.
+
+        New rows and ``refill`` get lists from an HNSW search; an old row takes a new row
+        into its list when it is among that new row's hits (the reverse-neighbour
+        approximation), so a change costs its own rows times ``log`` of the corpus.
+        """
+        cfg = self.config
+        k, n = cfg.top_x, self.node_doc.size
+        cols, vals = self.inter_cols, self.inter_vals
+        if not k:
+            return cols, vals
+        cols, vals = cols.copy(), vals.copy()
+        targets = np.union1d(refill, np.arange(n_old, n)).astype(np.int64)
+        # a new row looks deeper, so that the old rows it should enter are among its hits
+        hits, sims = self._ann_hits(targets, 2 * k)
+        cols[targets], vals[targets] = hits[:, :k], sims[:, :k]
+        is_new = targets >= n_old
+        src = np.repeat(targets[is_new], hits.shape[1])
+        dst, val = hits[is_new].ravel(), sims[is_new].ravel()
+        back = (dst >= 0) & (dst < n_old) & ~np.isin(dst, refill)
+        if back.any():
+            c, u, v = dst[back], src[back], val[back]
+            order = np.lexsort((u, -v, c))  # per old row, best first (ties: lower row)
+            c, u, v = c[order], u[order], v[order]
+            rows, start, count = np.unique(c, return_index=True, return_counts=True)
+            rank = np.arange(c.size) - np.repeat(start, count)
+            w = min(int(count.max()), k)
+            take = rank < w
+            more_c, more_v = empty_lists(rows.size, w)
+            at = np.repeat(np.arange(rows.size), count)[take]
+            more_c[at, rank[take]], more_v[at, rank[take]] = u[take], v[take]
+            cols[rows], vals[rows] = merge_top(cols[rows], vals[rows], more_c, more_v, k)
+        return cols, vals
+
+    def _ann_hits(self, rows: Ints, width: int) -> tuple[Ints, Floats]:
+        """Up to ``width`` HNSW hits of each row in other documents, ``>= min_inter``.
+
+        Values are :func:`~semrag.graph.knn.exact_similarities`, best first (ties: lower
+        row). A row whose search was used up by its own document's nodes searches again
+        past them.
+        """
+        cfg = self.config
+        cols, vals = empty_lists(rows.size, width)
+        if not rows.size or self._ann is None:
+            return cols, vals
+        own = np.diff(self.doc_nodes)[self.node_doc[rows]]
+        depth = width + min(int(own.max()) - 1, 64)
+        again = self._ann_fill(rows, np.arange(rows.size), depth, width, cols, vals)
+        for i in again:  # own document larger than the first search went: search past it
+            self._ann_fill(rows, np.array([i]), width + int(own[i]), width, cols, vals)
+        return cols, vals
+
+    def _ann_fill(
+        self, rows: Ints, which: Ints, depth: int, width: int, cols: Ints, vals: Floats
+    ) -> Ints:
+        """Fill ``cols[which], vals[which]``; returns the ones whose search ran short."""
+        floor = self.config.min_inter
+        short = []
+        for a in range(0, which.size, 512):  # 512 x depth x d float64 values at a time
+            part = which[a : a + 512]
+            q = self.node_vectors[rows[part]]
+            serials, fast = self._ann.search(q, depth)
+            hit = np.searchsorted(self.node_serial, np.maximum(serials, 0))
+            hit = np.where(serials >= 0, np.minimum(hit, self.node_doc.size - 1), -1)
+            same = self.node_doc[np.maximum(hit, 0)] == self.node_doc[rows[part], None]
+            other = (hit >= 0) & ~same
+            exact = np.where(
+                other, exact_similarities(q, self.node_vectors[np.maximum(hit, 0)]), -np.inf
+            )
+            ok = other & (exact >= floor)
+            order = np.lexsort((np.where(ok, hit, np.iinfo(np.int64).max), -exact), axis=1)
+            order = order[:, :width]
+            got = np.take_along_axis(ok, order, axis=1)
+            w = order.shape[1]
+            cols[part, :w] = np.where(got, np.take_along_axis(hit, order, axis=1), -1)
+            vals[part, :w] = np.where(got, np.take_along_axis(exact, order, axis=1), -np.inf)
+            # ran short: own nodes took places, the search was full and still above the floor
+            if serials.shape[1] == depth:
+                short_rows = (
+                    (got.sum(axis=1) < width)
+                    & ((hit >= 0) & same).any(axis=1)
+                    & (fast[:, -1] >= floor - FLOAT32_TOLERANCE)
+                )
+                short.extend(part[short_rows].tolist())
+        return np.asarray(short, np.int64)
+
     # -- reading ----------------------------------------------------------------------------
     def _graph(self) -> SemanticSimilarityGraph:
         indptr, indices, scores, kinds = edges_csr(
@@ -343,14 +452,21 @@ class LiveSSG:
     def save(self, directory: Path) -> list[str]:
         """Write ``ssg.npz`` and ``ssg.json`` (document ids and themes).
 
-        The node and sentence vectors are the index's to save (``node_vectors.npy``,
-        ``sentence_vectors.npy``); :meth:`load` takes them back as arguments.
+        With ``knn="hnsw"`` the node index is saved too (``ssg_ann.faiss``,
+        ``ssg_ann_dead.npy``). The node and sentence vectors are the index's to save
+        (``node_vectors.npy``, ``sentence_vectors.npy``); :meth:`load` takes them back as
+        arguments.
         """
-        np.savez(directory / "ssg.npz", **{name: getattr(self, name) for name in _ARRAYS})
+        arrays = {name: getattr(self, name) for name in _ARRAYS}
+        files = ["ssg.npz", "ssg.json"]
+        if self._ann is not None:
+            arrays["node_serial"] = self.node_serial
+            files += self._ann.save(directory, "ssg_ann")
+        np.savez(directory / "ssg.npz", **arrays)
         (directory / "ssg.json").write_text(
             json.dumps({"doc_ids": self.doc_ids, "themes": self.themes}), encoding="utf-8"
         )
-        return ["ssg.npz", "ssg.json"]
+        return files
 
     @classmethod
     def load(
@@ -376,10 +492,18 @@ class LiveSSG:
                 raise ValueError(f"ssg.npz lacks {sorted(missing)}")
             for name in _ARRAYS:
                 setattr(ssg, name, z[name])
+            saved_serials = z["node_serial"] if "node_serial" in z.files else None
         meta = json.loads((directory / "ssg.json").read_text(encoding="utf-8"))
         ssg.doc_ids = [str(d) for d in meta["doc_ids"]]
         ssg.themes = [[str(t) for t in ts] for ts in meta["themes"]]
         ssg._pos = {d: i for i, d in enumerate(ssg.doc_ids)}
+        if ssg._ann is not None:
+            if saved_serials is not None and (directory / "ssg_ann.faiss").exists():
+                ssg._ann = NodeANN.load(directory, "ssg_ann", ssg.dim)
+                ssg.node_serial = saved_serials
+            else:  # saved without the node index (another knn): build it once
+                ssg._ann = ssg._ann.rebuild(ssg.node_vectors)
+                ssg.node_serial = np.arange(ssg.node_doc.size, dtype=np.int64)
         ssg._check()
         ssg.graph = ssg._graph()
         return ssg
@@ -408,6 +532,12 @@ class LiveSSG:
                 raise ValueError(
                     f"ssg.npz: {name} has shape {getattr(self, name).shape}, not {shape}"
                 )
+        if self._ann is not None:
+            serial = self.node_serial
+            if serial.shape != (n,) or (n and (np.diff(serial) <= 0).any()):
+                raise ValueError("ssg.npz: node_serial does not number the nodes in order")
+            if n and (serial[-1] >= self._ann.n or self._ann.dead[serial].any()):
+                raise ValueError("ssg_ann: the node index does not hold the graph's nodes")
         lists = np.concatenate([self.intra_cols.ravel(), self.inter_cols.ravel()])
         if len(self.themes) != docs or (lists >= n).any() or (self.bridge_cols >= docs).any():
             raise ValueError("ssg.npz: neighbour lists point outside the graph")
