@@ -271,9 +271,7 @@ class NodeANN:
         graph = self._graph if self._graph is not None else self._new_graph()
         stale = graph.ntotal - self.n  # rows a dropped stage inserted
         graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
-        dead = np.concatenate(
-            [self.dead, np.ones(stale, bool), np.zeros(vectors.shape[0], bool)]
-        )
+        dead = np.concatenate([self.dead, np.ones(stale, bool), np.zeros(vectors.shape[0], bool)])
         first = self.n + stale
         return self._with(graph, dead), np.arange(first, first + vectors.shape[0])
 

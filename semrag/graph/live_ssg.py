@@ -50,6 +50,7 @@ from semrag.graph.ssg import (
     inter_lists,
     intra_lists,
     pca3_from_sums,
+    theme_lists,
 )
 from semrag.index.change import Change, IndexedDocument
 
@@ -200,7 +201,7 @@ class LiveSSG:
             doc_numbers,
             refill_docs,
             d_old,
-            lambda q, g: top_neighbours(q, g, self.theme_vectors, doc_numbers, cfg.top_t, -np.inf),
+            lambda q, g: theme_lists(q, g, self.theme_vectors, doc_numbers, cfg),
             cfg.top_t,
             -np.inf,
         )
@@ -377,7 +378,6 @@ class LiveSSG:
         row). A row whose search was used up by its own document's nodes searches again
         past them.
         """
-        cfg = self.config
         cols, vals = empty_lists(rows.size, width)
         if not rows.size or self._ann is None:
             return cols, vals

@@ -59,7 +59,14 @@ class SSGConfig:
     node_pooling: str = "mean"
     """``"mean"`` of the sentence vectors (no extra embedding) or ``"concat"`` (embed the text)."""
     knn: str = "auto"
-    """``"flat"`` (exact), ``"hnsw"`` (approximate) or ``"auto"`` (HNSW above 50,000 nodes)."""
+    """How inter-document neighbours are found.
+
+    ``"flat"``: exact; a graph changed step by step equals a fresh build, and a change
+    costs its nodes times the corpus (one matrix product). ``"hnsw"``: approximate; the
+    index keeps a persistent HNSW over its nodes, a change costs its nodes times ``log``
+    of the corpus, and the lists find about 97% of the exact neighbours (they depend on the
+    order of the changes). ``"auto"``: exact, except that one batch of more than 50,000 new
+    nodes (a large fresh build) is searched with a temporary HNSW."""
 
     def __post_init__(self) -> None:
         at_least_1 = [Interval(INT, 1, None)]
@@ -128,6 +135,20 @@ def inter_lists(
     """
     find = hnsw_top if _use_hnsw(config, queries.shape[0]) else top_neighbours
     return find(queries, query_docs, vectors, node_doc, config.top_x, config.min_inter)
+
+
+def theme_lists(
+    queries: Floats, query_docs: Ints, themes: Floats, docs: Ints, config: SSGConfig
+) -> tuple[Ints, Floats]:
+    """The theme bridges of some documents against all documents.
+
+    Exact, or HNSW for batches of more than 50,000 documents (``knn`` ``"auto"`` or
+    ``"hnsw"``): a fresh build over that many documents would otherwise compare every
+    pair.
+    """
+    big = config.knn != "flat" and queries.shape[0] > 50_000
+    find = hnsw_top if big else top_neighbours
+    return find(queries, query_docs, themes, docs, config.top_t, -np.inf)
 
 
 def edges_csr(
