@@ -18,7 +18,8 @@ Measured on the same index, in one process:
 * **first query after a change** against a steady-state query, per retriever;
 * peak memory (RSS) of the process.
 
-Usage: python benchmarks/living_index.py [--out benchmarks/RESULTS.md]
+Usage: python benchmarks/living_index.py [--out F] [--every N] [--embedder minilm|fake]
+[--knn auto|flat|hnsw]
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from _common import DATA, emit, header, need, table  # noqa: E402
 
 from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
+from semrag.graph import SSGConfig  # noqa: E402
 from semrag.graph.live_ssg import LiveSSG  # noqa: E402
 from semrag.index.dense import DenseIndex  # noqa: E402
 from semrag.index.sparse import BM25Index  # noqa: E402
@@ -89,14 +91,16 @@ def embedder_for(name: str):
     return as_embedder(None)
 
 
-def build(docs: list[Document], name: str) -> SemanticIndex:
+def build(docs: list[Document], name: str, knn: str) -> SemanticIndex:
     cache = os.environ.get("SEMRAG_BENCH_CACHE")
     where = Path(cache) / f"living-{name}" if cache else None
     embedder = embedder_for(name.split("-")[0])
     if where is not None and (where / "manifest.json").exists():
         return SemanticIndex.load(where, embedder=embedder)
     # Chunk vectors are the mean of their sentences' (no second embedding of long texts).
-    index = SemanticIndex(embedder=embedder, chunk_vectors="mean", show_progress=True)
+    index = SemanticIndex(
+        embedder=embedder, chunk_vectors="mean", ssg=SSGConfig(knn=knn), show_progress=True
+    )
     index.add_documents(docs)
     if where is not None:
         index.save(where)
@@ -182,12 +186,19 @@ def main() -> None:
         default="minilm",
         help="minilm: the packaged model; fake: hashed bag-of-words vectors (no model)",
     )
+    ap.add_argument(
+        "--knn",
+        choices=["auto", "flat", "hnsw"],
+        default="auto",
+        help="SSGConfig.knn: hnsw keeps a persistent node index (approximate lists)",
+    )
     args = ap.parse_args()
     docs = sections()
     held = docs[::HOLD_OUT]
     base = [d for i, d in enumerate(docs) if i % HOLD_OUT and i % args.every == 0]
     t = time.perf_counter()
-    index = build(base, args.embedder if args.every == 1 else f"{args.embedder}-{args.every}")
+    name = args.embedder if args.every == 1 else f"{args.embedder}-{args.every}"
+    index = build(base, name if args.knn == "auto" else f"{name}-{args.knn}", args.knn)
     print(f"index ready in {time.perf_counter() - t:.0f} s: {index!r}")
     nodes = index.ssg.n_nodes
     run = retrievers(index)
@@ -275,7 +286,8 @@ def main() -> None:
             f"{f' (every {args.every}th)' if args.every > 1 else ''} "
             f"({nodes:,} window nodes, {len(index.chunks()):,} chunks), every "
             f"{HOLD_OUT}th section held out and added; embedder: {EMBEDDERS[args.embedder]}; "
-            "chunk vectors: mean of their sentences; default SSGConfig",
+            "chunk vectors: mean of their sentences; "
+            f"SSGConfig(knn={args.knn!r}), the other settings default",
         )
         + "\n"
         + table(rows, ["change", "wall s", "commit s", "commit / rebuild", "readers wait ms"])

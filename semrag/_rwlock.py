@@ -26,6 +26,10 @@ class RWLock:
         self._waiting = 0
         self._local = threading.local()
 
+    def reading(self) -> bool:
+        """Whether the calling thread holds a read (or the write)."""
+        return bool(getattr(self._local, "depth", 0)) or self._writer == threading.get_ident()
+
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
         """Hold a shared read for the block."""
@@ -73,7 +77,13 @@ class RWLock:
                 self._cond.notify_all()
 
 
-def reading(index: Any) -> contextlib.AbstractContextManager[Any]:
-    """``index.read()`` when the index offers version-consistent reads, else nothing."""
+def reading(index: Any, *, followers: bool = False) -> contextlib.AbstractContextManager[Any]:
+    """``index.read()`` when the index offers version-consistent reads, else nothing.
+
+    ``followers=True`` also reads the index's followers (its knowledge graph) at the
+    same version (see :meth:`semrag.SemanticIndex.read`).
+    """
     read = getattr(index, "read", None)
-    return read() if callable(read) else contextlib.nullcontext()
+    if not callable(read):
+        return contextlib.nullcontext()
+    return read(followers=True) if followers else read()

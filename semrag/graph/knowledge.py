@@ -7,7 +7,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -260,14 +260,25 @@ class KnowledgeGraph:
     def apply(self, change: Change) -> None:
         """Follow one change of the index (called by the index; see :meth:`build`).
 
-        The added documents' chunks are extracted; what the change touches is re-derived
-        from the per-document ledger (:mod:`semrag.graph.ledger`) and written to the store
-        in one ``update``. Communities are marked stale.
+        :meth:`stage` then the function it returns.
+        """
+        self.stage(change)()
+
+    def stage(self, change: Change) -> Callable[[], None]:
+        """Extract the change's added chunks; the returned function writes the change.
+
+        The extraction (the expensive part, an LLM's with an LLM extractor) reads nothing
+        the graph holds, so the index runs it before it locks anything. The returned
+        function re-derives what the change touches from the per-document ledger
+        (:mod:`semrag.graph.ledger`) and writes it to the store in one ``update``;
+        communities are marked stale. The index calls it while graph readers wait (see
+        :meth:`SemanticIndex.read`), so they never see the index and the graph at two
+        different versions.
 
         Raises:
             ConfigError: if the graph was not built over an index with :meth:`build`.
-            StoreError: if the store fails; the graph is rewritten whole on the next
-                change or :meth:`repair`.
+            StoreError: (from the returned function) if the store fails; the graph is
+                rewritten whole on the next change or :meth:`repair`.
         """
         if self._ledger is None:
             raise ConfigError(
@@ -280,6 +291,9 @@ class KnowledgeGraph:
         found = iter([self._extractor.extract(c) for c in _progress(chunks, show, "extracting")])
         added = [(d.id, merge_extractions([next(found) for _ in d.chunks])) for d in change.added]
         self.timings["extract_s"] = time.perf_counter() - t0
+        return lambda: self._commit(change, added)
+
+    def _commit(self, change: Change, added: list[tuple[str, Extraction]]) -> None:
         t0 = time.perf_counter()
         diff = self._ledger.apply(added, change.removed_ids)
         for d in change.added:

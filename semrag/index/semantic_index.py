@@ -26,7 +26,7 @@ import bisect
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -288,8 +288,12 @@ class SemanticIndex:
         # changes in the same order. A commit stages the change in every part without the
         # write side of _lock, then holds it only to swap the staged states in; readers of
         # several parts hold its read side (see read()), so they never mix two versions.
-        # Graph readers take no lock: they read the published SSGView.
+        # Graph readers take no lock: they read the published SSGView. Readers of the
+        # index and a follower (the knowledge graph) also hold the read side of
+        # _follow_lock, which a commit holds from its swap until every follower is written
+        # (lock order: _follow_lock, then _lock).
         self._lock = RWLock()
+        self._follow_lock = RWLock()
         self._commit_lock = threading.RLock()
         self._publish_view()
 
@@ -390,12 +394,24 @@ class SemanticIndex:
             parts["ssg"] = self._ssg
         return parts
 
-    def read(self) -> contextlib.AbstractContextManager[None]:
+    def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
         """Read one version of the index for the length of a ``with`` block.
 
         Retrievers that read several parts for one query (IAR, PPR) hold it, so every
         hit comes from one version. Many readers share it; a commit waits for the
-        readers inside and keeps new ones out only while it applies its change.
+        readers inside and keeps new ones out only while it swaps its staged parts in.
+
+        Args:
+            followers: also read the parts that follow the index (the knowledge graph of
+                :meth:`KnowledgeGraph.build`) at the same version. SKETCH and community
+                search hold it. Such readers also wait while a commit writes its change
+                to the followers (the graph's ledger update and store write, not its
+                extraction, which runs before); other readers do not. Take it as the
+                outermost read of a thread (a ``followers`` read inside a plain one is a
+                :class:`RuntimeError`: it could deadlock with a commit).
+
+        Raises:
+            RuntimeError: ``followers=True`` inside a plain read of the same thread.
 
         Example:
             >>> from semrag.testing import FakeEmbedder
@@ -406,7 +422,14 @@ class SemanticIndex:
             >>> dense[0].chunk == sparse[0].chunk
             True
         """
-        return self._lock.read()
+        if not followers:
+            return self._lock.read()
+        if self._lock.reading() and not self._follow_lock.reading():
+            raise RuntimeError(
+                "index.read(followers=True) inside index.read(): take the followers read "
+                "first (the outermost read)"
+            )
+        return _both(self._follow_lock.read(), self._lock.read())
 
     # -- the one place the index changes ----------------------------------------------------
     def follow(
@@ -462,21 +485,24 @@ class SemanticIndex:
                 return change
             # Each part computes its next state where no reader looks (a failure here
             # leaves the index as it was); readers wait only while the states are swapped in.
+            # Followers that stage (the knowledge graph's extraction) do it here too.
             publish = [part.stage(change) for part in self.parts.values()]
-            with self._lock.write():
-                for swap in publish:
-                    swap()
-                entries = {i: e for i, e in self._entries.items() if i not in gone}
-                entries.update((d.id, d) for d in added)
-                for i in change.removed_chunk_ids():
-                    self._chunk_by_id.pop(i, None)
-                for d in added:
-                    self._chunk_by_id.update(zip(d.chunk_ids, d.chunks, strict=True))
-                self._entries = entries
-                self._version = change.version
-                self._publish_view()
-            for follower in list(self._followers):
-                follower.apply(change)
+            follow = [_staged(f, change) for f in self._followers]
+            with self._follow_lock.write():
+                with self._lock.write():
+                    for swap in publish:
+                        swap()
+                    entries = {i: e for i, e in self._entries.items() if i not in gone}
+                    entries.update((d.id, d) for d in added)
+                    for i in change.removed_chunk_ids():
+                        self._chunk_by_id.pop(i, None)
+                    for d in added:
+                        self._chunk_by_id.update(zip(d.chunk_ids, d.chunks, strict=True))
+                    self._entries = entries
+                    self._version = change.version
+                    self._publish_view()
+                for write in follow:  # readers of index and followers wait for these
+                    write()
             return change
 
     def _publish_view(self) -> None:
@@ -1214,3 +1240,19 @@ class SemanticIndex:
             f"SemanticIndex(documents={len(self)}, chunks={len(self._chunk_by_id)}, "
             f"chunker={self.chunker!r}, ssg={self.ssg_config is not None})"
         )
+
+
+def _staged(part: IndexPart, change: Change) -> Callable[[], None]:
+    """``part.stage(change)`` for a part that stages, else a function that applies it."""
+    stage = getattr(part, "stage", None)
+    if callable(stage):
+        return stage(change)
+    return lambda: part.apply(change)
+
+
+@contextlib.contextmanager
+def _both(
+    first: contextlib.AbstractContextManager[None], second: contextlib.AbstractContextManager[None]
+) -> Iterator[None]:
+    with first, second:
+        yield

@@ -117,7 +117,7 @@ class CommunityRetriever:
         return await asyncio.to_thread(self._run, q, k)
 
     def _run(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
-        with reading(self.index):  # chunks, vectors and sentences of one version
+        with reading(self.index, followers=True):  # index and graph at one version
             return self._local(q, k) if self.mode == "local" else self._global(q, k)
 
     # -- local (eq. 4) -------------------------------------------------------------------------

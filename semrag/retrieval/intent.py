@@ -603,8 +603,10 @@ class IntentAwareRetriever:
         k = check_k("IntentAwareRetriever", k, self.k)
         plan = self.plan(query)
         vectors = self.index.embedder.embed(list(plan.dense_queries))
-        with reading(self.index):  # every channel reads one version
-            ext = self.extended.retrieve(query, k=self.m) if self._use_extended(plan) else []
+        extended = self._use_extended(plan)
+        # every channel reads one version (and the extended channel's graph, if it has one)
+        with reading(self.index, followers=extended):
+            ext = self.extended.retrieve(query, k=self.m) if extended else []
             return self._fuse(plan, vectors, ext, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:

@@ -370,7 +370,7 @@ class SketchRetriever:
     def _merge(
         self, query: str, q: np.ndarray, seeds: list[Entity], note: str, k: int
     ) -> list[ScoredChunk]:
-        with reading(self.index):  # pieces, graph chunks and vectors of one version
+        with reading(self.index, followers=True):  # index and graph at one version
             return self._merge_read(query, q, seeds, note, k)
 
     def _merge_read(

@@ -5,7 +5,9 @@ community search and every SSG traversal), each kept across the changes so its c
 exercised, while one writer adds, replaces (with a different number of sentences, so
 offsets move) and deletes documents; a knowledge graph follows the index. Each hit must
 hold together: its text is the text of a version of its document at its offsets, and its
-provenance sentences lie inside it.
+provenance sentences lie inside it. A ninth reader checks that the index and the graph
+are read at one version: inside ``index.read(followers=True)`` every chunk the graph
+mentions is a chunk of the index.
 """
 
 from __future__ import annotations
@@ -106,12 +108,30 @@ def test_every_hit_stays_consistent_under_concurrent_writes():
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer)]
+    graph_reads = [0]
+
+    def graph_reader() -> None:
+        """Inside a followers read, every chunk the graph mentions is a chunk of the index."""
+        try:
+            while time.monotonic() < stop:
+                with index.read(followers=True):
+                    entities = [e.id for e in kg.store.entities()]
+                    for refs in kg.store.chunks_for(entities).values():
+                        for ref in refs:
+                            present = ref.doc_id in index.doc_ids
+                            chunks = index.chunks(ref.doc_id) if present else []
+                            if (ref.start, ref.end) not in {(c.start, c.end) for c in chunks}:
+                                violations.append(f"graph mentions {ref.key}, not in the index")
+                graph_reads[0] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=graph_reader)]
     threads += [threading.Thread(target=reader, args=(i,)) for i in range(READERS)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not errors, errors[:3]
-    assert hits_seen[0] > 100, "the readers hardly ran"
+    assert hits_seen[0] > 100 and graph_reads[0] > 10, "the readers hardly ran"
     assert violations == [], f"{len(violations)} of {hits_seen[0]} hits: {violations[:5]}"
