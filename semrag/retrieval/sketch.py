@@ -311,30 +311,39 @@ class SketchRetriever:
     # -- query entities --------------------------------------------------------------------------
     def query_entities(self, query: str) -> tuple[list[Entity], str]:
         """The store's entities the query names, and a note (LLM fallback) or ``""``."""
+        fuzzy, exact, note = self._names(query)
+        return self._match(fuzzy, exact), note
+
+    async def aquery_entities(self, query: str) -> tuple[list[Entity], str]:
+        """Async twin of :meth:`query_entities`."""
+        fuzzy, exact, note = await self._anames(query)
+        return await asyncio.to_thread(self._match, fuzzy, exact), note
+
+    def _names(self, query: str) -> tuple[list[str], list[str], str]:
+        """The query's entity phrases: ``(fuzzy, exact, note)`` (LLM NER or the phrases)."""
         if self.llm is None:
-            return self._match(*query_phrases(query)), ""
+            return *query_phrases(query), ""
         try:
             names = complete_json(self.llm, _NER_PROMPT.format(query=query), _NER_SCHEMA)[
                 "entities"
             ]
         except Exception as exc:  # every LLM failure takes the documented path
             return self._ner_failed(query, exc)
-        return self._match(names, []), ""
+        return list(names), [], ""
 
-    async def aquery_entities(self, query: str) -> tuple[list[Entity], str]:
-        """Async twin of :meth:`query_entities`."""
+    async def _anames(self, query: str) -> tuple[list[str], list[str], str]:
         if self.llm is None:
-            return await asyncio.to_thread(self._match, *query_phrases(query)), ""
+            return *query_phrases(query), ""
         try:
             reply = await acomplete_json(self.llm, _NER_PROMPT.format(query=query), _NER_SCHEMA)
         except Exception as exc:  # every LLM failure takes the documented path
-            return await asyncio.to_thread(self._ner_failed, query, exc)
-        return await asyncio.to_thread(self._match, reply["entities"], []), ""
+            return self._ner_failed(query, exc)
+        return list(reply["entities"]), [], ""
 
-    def _ner_failed(self, query: str, exc: Exception) -> tuple[list[Entity], str]:
+    def _ner_failed(self, query: str, exc: Exception) -> tuple[list[str], list[str], str]:
         if self.on_llm_error == "raise":
             raise exc
-        return self._match(*query_phrases(query)), f"NER: {llm_failure(exc)}; phrases used"
+        return *query_phrases(query), f"NER: {llm_failure(exc)}; phrases used"
 
     def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[Entity]:
         """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches."""
@@ -354,24 +363,23 @@ class SketchRetriever:
         """The top ``k`` merged items for ``query``."""
         k = check_k("SketchRetriever", k, self.k)
         check_query("SketchRetriever", query)
-        seeds, note = self.query_entities(query)
+        names = self._names(query)
         q = self.index.embed_query(query)
-        return self._merge(query, q, seeds, note, k)
+        return self._merge(query, q, names, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve` (NER and the query embedding run concurrently)."""
         k = check_k("SketchRetriever", k, self.k)
         check_query("SketchRetriever", query)
-        (seeds, note), q = await asyncio.gather(
-            self.aquery_entities(query), self.index.aembed_query(query)
-        )
-        return await asyncio.to_thread(self._merge, query, q, seeds, note, k)
+        names, q = await asyncio.gather(self._anames(query), self.index.aembed_query(query))
+        return await asyncio.to_thread(self._merge, query, q, names, k)
 
     def _merge(
-        self, query: str, q: np.ndarray, seeds: list[Entity], note: str, k: int
+        self, query: str, q: np.ndarray, names: tuple[list[str], list[str], str], k: int
     ) -> list[ScoredChunk]:
+        fuzzy, exact, note = names
         with reading(self.index, followers=True):  # index and graph at one version
-            return self._merge_read(query, q, seeds, note, k)
+            return self._merge_read(query, q, self._match(fuzzy, exact), note, k)
 
     def _merge_read(
         self, query: str, q: np.ndarray, seeds: list[Entity], note: str, k: int
