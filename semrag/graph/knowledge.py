@@ -98,6 +98,7 @@ class KnowledgeGraph:
         store: Any = None,
         resolve: bool = True,
         resolution_threshold: float = RESOLUTION_THRESHOLD,
+        name_search: str = "exact",
         communities: bool = True,
         community_levels: int = 2,
         community_algorithm: str = "auto",
@@ -112,6 +113,12 @@ class KnowledgeGraph:
             store: the :class:`GraphStore` (default in memory).
             resolve: merge entities whose names embed closer than ``resolution_threshold``.
             resolution_threshold: cosine similarity needed to merge two entity names.
+            name_search: how a name finds the names it may merge with: ``"exact"`` (a
+                range search against every name: the graph equals a fresh build after any
+                changes) or ``"hnsw"`` (an HNSW index over the names, for a million names:
+                a name costs ``log`` of the names, not all of them; a pair the HNSW search
+                misses stays two entities, so the graph can depend on the order of the
+                changes).
             communities: detect communities and write their reports.
             community_levels: levels of the community hierarchy.
             community_algorithm: ``"auto"``, ``"leiden"`` or ``"louvain"``.
@@ -122,10 +129,15 @@ class KnowledgeGraph:
             ConfigError: for a parameter outside what is allowed.
         """
         _check_build(
-            resolve, resolution_threshold, communities, community_levels, community_algorithm
+            resolve,
+            resolution_threshold,
+            name_search,
+            communities,
+            community_levels,
+            community_algorithm,
         )
         kg = cls(store, index=index)
-        kg._follow(index, extractor, resolve, resolution_threshold, show_progress)
+        kg._follow(index, extractor, resolve, resolution_threshold, name_search, show_progress)
         if communities:
             kg.build_communities(
                 levels=community_levels, algorithm=community_algorithm, llm=community_llm
@@ -141,6 +153,7 @@ class KnowledgeGraph:
         store: Any = None,
         resolve: bool = True,
         resolution_threshold: float = RESOLUTION_THRESHOLD,
+        name_search: str = "exact",
         communities: bool = True,
         community_levels: int = 2,
         community_algorithm: str = "auto",
@@ -148,14 +161,21 @@ class KnowledgeGraph:
     ) -> KnowledgeGraph:
         """Async twin of :meth:`build`: LLM extraction runs concurrently (up to its limit)."""
         _check_build(
-            resolve, resolution_threshold, communities, community_levels, community_algorithm
+            resolve,
+            resolution_threshold,
+            name_search,
+            communities,
+            community_levels,
+            community_algorithm,
         )
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
         if hasattr(extractor, "aextract_many"):  # concurrent LLM calls fill its cache
             chunks = await asyncio.to_thread(index.chunks)
             await extractor.aextract_many(chunks)
-        await asyncio.to_thread(kg._follow, index, extractor, resolve, resolution_threshold, False)
+        await asyncio.to_thread(
+            kg._follow, index, extractor, resolve, resolution_threshold, name_search, False
+        )
         if communities:
             await asyncio.to_thread(
                 kg.build_communities,
@@ -167,9 +187,17 @@ class KnowledgeGraph:
 
     # -- following an index -------------------------------------------------------------------
     def _follow(
-        self, index: Any, extractor: Any, resolve: bool, threshold: float, show_progress: bool
+        self,
+        index: Any,
+        extractor: Any,
+        resolve: bool,
+        threshold: float,
+        name_search: str,
+        show_progress: bool,
     ) -> None:
-        self._ledger = GraphLedger(self.embedder, resolve=resolve, threshold=threshold)
+        self._ledger = GraphLedger(
+            self.embedder, resolve=resolve, threshold=threshold, name_search=name_search
+        )
         self._extractor = extractor or HeuristicGraphExtractor()
         self._show_progress = show_progress
         index.follow(self, replay=True)
@@ -482,13 +510,14 @@ def _progress(items: Sequence[Any], show: bool, desc: str) -> Iterable[Any]:
 
 
 def _check_build(
-    resolve: Any, threshold: Any, communities: Any, levels: Any, algorithm: Any
+    resolve: Any, threshold: Any, name_search: Any, communities: Any, levels: Any, algorithm: Any
 ) -> None:
     validate_params(
         "KnowledgeGraph.build",
         {
             "resolve": [bool],
             "resolution_threshold": [Interval(REAL, -1, 1)],
+            "name_search": [Options("exact", "hnsw")],
             "communities": [bool],
             "community_levels": [Interval(INT, 1, None)],
             "community_algorithm": [Options("auto", "leiden", "louvain")],
@@ -496,6 +525,7 @@ def _check_build(
         {
             "resolve": resolve,
             "resolution_threshold": threshold,
+            "name_search": name_search,
             "communities": communities,
             "community_levels": levels,
             "community_algorithm": algorithm,

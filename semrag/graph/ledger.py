@@ -35,6 +35,7 @@ import numpy as np
 
 from semrag._buffers import GrowingRows
 from semrag.graph.extract import Extraction
+from semrag.graph.knn import NodeANN
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation
 
 __all__ = ["GraphDiff", "GraphLedger"]
@@ -78,19 +79,24 @@ class _Doc:
 
 
 class _NameIndex:
-    """Unit vectors of the names present, for exact range searches.
+    """Unit vectors of the names present, for range searches.
 
     Rows are appended and a removed name's row is marked dead (compacted once half the
     rows are dead), so a change costs its own names, never a copy of every vector. The
-    search is exact: an approximate one could miss a pair that a fresh build finds, and
-    the graph would then depend on the order of the changes.
+    search is exact by default. With ``approximate=True`` an HNSW index over the rows
+    finds the candidates (a name costs ``log`` of the names); it can miss a pair that a
+    fresh build finds, and the graph then depends on the order of the changes.
     """
 
-    def __init__(self) -> None:
+    _DEPTH = 32  # first HNSW search depth; doubled while every hit is above the threshold
+
+    def __init__(self, *, approximate: bool = False) -> None:
         self._row: dict[str, int] = {}
         self._keys: list[str | None] = []
         self._vectors: GrowingRows | None = None  # made by the first add (its dimension)
         self._dead: list[int] = []
+        self._approximate = approximate
+        self._ann: NodeANN | None = None  # rows of _keys, in order (approximate only)
 
     def __contains__(self, key: object) -> bool:
         return key in self._row
@@ -99,9 +105,15 @@ class _NameIndex:
         rows = np.asarray(vectors, dtype=np.float64)
         if self._vectors is None:
             self._vectors = GrowingRows(rows[:0])
-        self._row.update((k, len(self._keys) + i) for i, k in enumerate(keys))
+        first = len(self._keys)
+        self._row.update((k, first + i) for i, k in enumerate(keys))
         self._keys += keys
         self._vectors.append(rows)
+        if self._approximate:
+            ann = self._ann or NodeANN(rows.shape[1])
+            self._ann, serials = ann.added(rows.astype(np.float32))
+            if serials.size and serials[0] != first:  # out of step (a failed change): rebuild
+                self._rebuild_ann()
 
     def remove(self, key: str) -> None:
         row = self._row.pop(key, None)
@@ -109,6 +121,8 @@ class _NameIndex:
             return
         self._keys[row] = None
         self._dead.append(row)
+        if self._ann is not None:
+            self._ann = self._ann.removed(np.array([row]))
         if 2 * len(self._row) < len(self._keys):  # half the rows dead: compact
             keep = np.ones(len(self._keys), bool)
             keep[self._dead] = False
@@ -117,6 +131,14 @@ class _NameIndex:
             self._keys = [k for k in self._keys if k is not None]
             self._row = {k: i for i, k in enumerate(self._keys)}
             self._dead = []
+            if self._ann is not None:
+                self._rebuild_ann()
+
+    def _rebuild_ann(self) -> None:
+        if self._vectors is None or self._ann is None:
+            return
+        self._ann = self._ann.rebuild(self._vectors.view.astype(np.float32))
+        self._ann = self._ann.removed(np.asarray(self._dead, np.int64))
 
     def within(self, keys: list[str], threshold: float) -> dict[str, list[str]]:
         """For each key, the other names at least ``threshold`` similar (in row order)."""
@@ -126,6 +148,8 @@ class _NameIndex:
         base = self._vectors.view
         alive = np.ones(base.shape[0], bool)
         alive[self._dead] = False
+        if self._ann is not None:
+            return self._within_ann(asked, base, threshold)
         out: dict[str, list[str]] = {}
         step = max(1, (1 << 22) // max(base.shape[0], 1))
         for a in range(0, len(asked), step):
@@ -136,6 +160,28 @@ class _NameIndex:
                 out[key] = [self._keys[j] for j in hits if self._keys[j] != key]
         return out
 
+    def _within_ann(
+        self, asked: list[str], base: np.ndarray, threshold: float
+    ) -> dict[str, list[str]]:
+        """:meth:`within` from the HNSW index: hits checked in float64, deepened as needed."""
+        out: dict[str, list[str]] = {}
+        rows = np.array([self._row[k] for k in asked], np.int64)
+        todo, depth = np.arange(rows.size), self._DEPTH
+        live = len(self._row)
+        while todo.size and self._ann is not None:
+            hits, fast = self._ann.search(base[rows[todo]].astype(np.float32), depth)
+            deeper = []
+            for i, h, f in zip(todo.tolist(), hits, fast, strict=True):
+                h = h[h >= 0]
+                sims = base[h] @ base[rows[i]]
+                key = asked[i]
+                near = sorted(int(j) for j in h[sims >= threshold])
+                out[key] = [self._keys[j] for j in near if self._keys[j] != key]
+                if h.size == depth and f[-1] >= threshold - 1e-4 and depth < live:
+                    deeper.append(i)  # every hit is near: there may be more
+            todo, depth = np.asarray(deeper, np.int64), 2 * depth
+        return out
+
 
 class GraphLedger:
     """Per-document extractions and the entities, relations and mentions derived from them.
@@ -144,19 +190,23 @@ class GraphLedger:
         embedder: embeds entity names for resolution (``None`` with ``resolve=False``).
         resolve: merge names whose vectors are at least ``threshold`` similar.
         threshold: cosine similarity needed to merge two names.
+        name_search: ``"exact"`` or ``"hnsw"`` (see :class:`_NameIndex`).
     """
 
-    def __init__(self, embedder: Any, *, resolve: bool, threshold: float) -> None:
+    def __init__(
+        self, embedder: Any, *, resolve: bool, threshold: float, name_search: str = "exact"
+    ) -> None:
         self.embedder = embedder
         self.resolve = resolve and embedder is not None
         self.threshold = threshold
+        self.name_search = name_search
         self._docs: dict[str, _Doc] = {}
         self._seq = 0
         self._name_docs: dict[str, dict[str, None]] = {}
         self._mention_total: dict[str, int] = {}
         self._comp_of: dict[str, str] = {}
         self._members: dict[str, set[str]] = {}
-        self._names = _NameIndex()
+        self._names = _NameIndex(approximate=name_search == "hnsw")
         self._rels: dict[RelKey, Relation] = {}
         self._rels_of: dict[str, set[RelKey]] = {}
         self._ments: dict[MentionKey, Mention] = {}
@@ -178,6 +228,7 @@ class GraphLedger:
         return {
             "resolve": self.resolve,
             "threshold": self.threshold,
+            "name_search": self.name_search,
             "seq": self._seq,
             "documents": [
                 {
@@ -208,7 +259,15 @@ class GraphLedger:
             KeyError, TypeError, ValueError: on a malformed record (callers report a
                 :class:`~semrag.errors.StoreError`).
         """
-        ledger = cls(embedder, resolve=bool(data["resolve"]), threshold=float(data["threshold"]))
+        name_search = str(data.get("name_search", "exact"))
+        if name_search not in ("exact", "hnsw"):
+            raise ValueError(f"name_search {name_search!r} is not 'exact' or 'hnsw'")
+        ledger = cls(
+            embedder,
+            resolve=bool(data["resolve"]),
+            threshold=float(data["threshold"]),
+            name_search=name_search,
+        )
         added = []
         for r in data["documents"]:
             extraction = Extraction(

@@ -1,0 +1,117 @@
+"""Entity-name search for resolution: exact, or from an HNSW index (``name_search="hnsw"``).
+
+The HNSW search must find what the exact range search finds: a cluster of names larger
+than its first search depth (it searches deeper while every hit is near), names that come
+and go (masked, then compacted), and a knowledge graph that follows an index with it
+equals a fresh exact build on a small corpus.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError, StoreError
+from semrag.graph import KnowledgeGraph
+from semrag.graph.ledger import _NameIndex
+from semrag.testing import FakeEmbedder
+
+DIM = 32
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def names_and_vectors(seed: int = 0) -> tuple[list[str], np.ndarray]:
+    """1,500 scattered names and a tight cluster of 80 (more than the first search depth)."""
+    rng = np.random.default_rng(seed)
+    scattered = unit(rng.normal(size=(1500, DIM)))
+    centre = unit(rng.normal(size=(1, DIM)))
+    cluster = unit(centre + 0.02 * rng.normal(size=(80, DIM)))
+    keys = [f"n{i}" for i in range(1500)] + [f"c{i}" for i in range(80)]
+    return keys, np.concatenate([scattered, cluster])
+
+
+def both(keys: list[str], vectors: np.ndarray) -> tuple[_NameIndex, _NameIndex]:
+    exact, approx = _NameIndex(), _NameIndex(approximate=True)
+    for index in (exact, approx):
+        for a in range(0, len(keys), 300):  # added change by change
+            index.add(keys[a : a + 300], vectors[a : a + 300])
+    return exact, approx
+
+
+def test_the_hnsw_search_finds_what_the_exact_search_finds():
+    keys, vectors = names_and_vectors()
+    exact, approx = both(keys, vectors)
+    want, got = exact.within(keys, 0.9), approx.within(keys, 0.9)
+    assert len(want["c0"]) == 79  # the whole cluster, deeper than the first search
+    assert got["c0"] == want["c0"]
+    found = sum(len(set(got[k]) & set(want[k])) for k in keys)
+    assert found / sum(len(want[k]) for k in keys) >= 0.99
+    assert all(set(got[k]) <= set(want[k]) for k in keys)  # never a name below the threshold
+
+
+def test_removed_names_are_never_found_and_compaction_keeps_the_search():
+    keys, vectors = names_and_vectors(1)
+    exact, approx = both(keys, vectors)
+    for k in keys[::2] + keys[1::4]:  # three quarters removed: compacted on the way
+        exact.remove(k)
+        approx.remove(k)
+    left = [k for k in keys if k in exact]
+    assert left and all(k in approx for k in left)
+    want, got = exact.within(left, 0.9), approx.within(left, 0.9)
+    assert got["c3"] == want["c3"]
+    assert all(set(got[k]) <= set(left) for k in left)
+
+
+STORIES = [
+    "Barack Obama met Angela Merkel in Berlin. Obama spoke about trade.",
+    "Angela Merkel visited Paris. Merkel met Emmanuel Macron there.",
+    "Barack Obama flew to Paris. Obama and Macron discussed climate.",
+    "Emmanuel Macron spoke in Berlin. Macron praised Angela Merkel.",
+]
+
+
+def test_a_graph_with_hnsw_name_search_follows_the_index_like_an_exact_one():
+    from tests.unit.test_living_index import graph_table
+
+    index = SemanticIndex(embedder=FakeEmbedder(dim=DIM), ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES[:2])])
+    kg = KnowledgeGraph.build(index, communities=False, name_search="hnsw")
+    for op, doc_id, text in [
+        ("add", "s2", STORIES[2]),
+        ("delete", "s0", None),
+        ("add", "s3", STORIES[3]),
+        ("add", "s0", STORIES[0]),
+    ]:
+        if op == "add":
+            index.add_documents([Document(doc_id, text)])
+        else:
+            index.delete(doc_id)
+        fresh_index = SemanticIndex(embedder=FakeEmbedder(dim=DIM), ssg=False)
+        fresh_index.add_documents([Document(d, index.document(d).text) for d in index.doc_ids])
+        fresh = KnowledgeGraph.build(fresh_index, communities=False)
+        assert graph_table(kg) == graph_table(fresh), (op, doc_id)
+
+
+def test_the_name_search_is_saved_with_the_ledger_and_checked(tmp_path):
+    index = SemanticIndex(embedder=FakeEmbedder(dim=DIM), ssg=False)
+    index.add_documents([Document("s0", STORIES[0])])
+    kg = KnowledgeGraph.build(index, communities=False, name_search="hnsw")
+    kg.save_ledger(tmp_path / "ledger")
+    data = json.loads((tmp_path / "ledger" / "ledger.json").read_text(encoding="utf-8"))
+    assert data["name_search"] == "hnsw"
+    kg.detach()
+    back = KnowledgeGraph.resume(index, kg.store, tmp_path / "ledger")
+    assert back._ledger.name_search == "hnsw"
+    back.detach()
+    data["name_search"] = "fuzzy"
+    (tmp_path / "ledger" / "ledger.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(StoreError):
+        KnowledgeGraph.resume(index, kg.store, tmp_path / "ledger")
+    with pytest.raises(ConfigError, match="name_search"):
+        KnowledgeGraph.build(index, name_search="fuzzy")
