@@ -98,7 +98,7 @@ class KnowledgeGraph:
         store: Any = None,
         resolve: bool = True,
         resolution_threshold: float = RESOLUTION_THRESHOLD,
-        name_search: str = "exact",
+        name_search: str = "auto",
         communities: bool = True,
         community_levels: int = 2,
         community_algorithm: str = "auto",
@@ -115,10 +115,11 @@ class KnowledgeGraph:
             resolution_threshold: cosine similarity needed to merge two entity names.
             name_search: how a name finds the names it may merge with: ``"exact"`` (a
                 range search against every name: the graph equals a fresh build after any
-                changes) or ``"hnsw"`` (an HNSW index over the names, for a million names:
-                a name costs ``log`` of the names, not all of them; a pair the HNSW search
-                misses stays two entities, so the graph can depend on the order of the
-                changes).
+                changes), ``"hnsw"`` (an HNSW index over the names: a name costs ``log`` of
+                the names, not all of them; a pair the HNSW search misses stays two
+                entities, so the graph can depend on the order of the changes) or
+                ``"auto"`` (exact while one search compares at most 10^9 name pairs, about
+                30k names against 30k; the HNSW index from the first larger one on).
             communities: detect communities and write their reports.
             community_levels: levels of the community hierarchy.
             community_algorithm: ``"auto"``, ``"leiden"`` or ``"louvain"``.
@@ -153,7 +154,7 @@ class KnowledgeGraph:
         store: Any = None,
         resolve: bool = True,
         resolution_threshold: float = RESOLUTION_THRESHOLD,
-        name_search: str = "exact",
+        name_search: str = "auto",
         communities: bool = True,
         community_levels: int = 2,
         community_algorithm: str = "auto",
@@ -517,7 +518,7 @@ def _check_build(
         {
             "resolve": [bool],
             "resolution_threshold": [Interval(REAL, -1, 1)],
-            "name_search": [Options("exact", "hnsw")],
+            "name_search": [Options("auto", "exact", "hnsw")],
             "communities": [bool],
             "community_levels": [Interval(INT, 1, None)],
             "community_algorithm": [Options("auto", "leiden", "louvain")],

@@ -82,21 +82,26 @@ class _NameIndex:
     """Unit vectors of the names present, for range searches.
 
     Rows are appended and a removed name's row is marked dead (compacted once half the
-    rows are dead), so a change costs its own names, never a copy of every vector. The
-    search is exact by default. With ``approximate=True`` an HNSW index over the rows
-    finds the candidates (a name costs ``log`` of the names); it can miss a pair that a
-    fresh build finds, and the graph then depends on the order of the changes.
+    rows are dead), so a change costs its own names, never a copy of every vector.
+
+    ``mode="exact"`` compares the asked names with every name. ``mode="hnsw"`` finds the
+    candidates in an HNSW index over the rows (a name costs ``log`` of the names); it can
+    miss a pair that a fresh build finds, and the graph then depends on the order of the
+    changes. ``mode="auto"`` is exact while a search compares at most :attr:`BUDGET` pairs
+    (asked names x names) and builds the HNSW index the first time one would compare more
+    (a large fresh build), keeping it from then on.
     """
 
     _DEPTH = 32  # first HNSW search depth; doubled while every hit is above the threshold
+    BUDGET = 10**9  # most pairs an "auto" search compares exactly (about 30k x 30k names)
 
-    def __init__(self, *, approximate: bool = False) -> None:
+    def __init__(self, *, mode: str = "exact") -> None:
         self._row: dict[str, int] = {}
         self._keys: list[str | None] = []
         self._vectors: GrowingRows | None = None  # made by the first add (its dimension)
         self._dead: list[int] = []
-        self._approximate = approximate
-        self._ann: NodeANN | None = None  # rows of _keys, in order (approximate only)
+        self._mode = mode
+        self._ann: NodeANN | None = None  # rows of _keys, in order, once built
 
     def __contains__(self, key: object) -> bool:
         return key in self._row
@@ -109,11 +114,17 @@ class _NameIndex:
         self._row.update((k, first + i) for i, k in enumerate(keys))
         self._keys += keys
         self._vectors.append(rows)
-        if self._approximate:
-            ann = self._ann or NodeANN(rows.shape[1])
-            self._ann, serials = ann.added(rows.astype(np.float32))
+        if self._mode == "hnsw" and self._ann is None:
+            self._ann = NodeANN(rows.shape[1])
+        if self._ann is not None:
+            self._ann, serials = self._ann.added(rows.astype(np.float32))
             if serials.size and serials[0] != first:  # out of step (a failed change): rebuild
                 self._rebuild_ann()
+
+    @property
+    def approximate(self) -> bool:
+        """Whether searches use the HNSW index (``"hnsw"``, or ``"auto"`` once it is built)."""
+        return self._ann is not None
 
     def remove(self, key: str) -> None:
         row = self._row.pop(key, None)
@@ -135,9 +146,10 @@ class _NameIndex:
                 self._rebuild_ann()
 
     def _rebuild_ann(self) -> None:
-        if self._vectors is None or self._ann is None:
+        if self._vectors is None:
             return
-        self._ann = self._ann.rebuild(self._vectors.view.astype(np.float32))
+        ann = self._ann or NodeANN(self._vectors.view.shape[1])
+        self._ann = ann.rebuild(self._vectors.view.astype(np.float32))
         self._ann = self._ann.removed(np.asarray(self._dead, np.int64))
 
     def within(self, keys: list[str], threshold: float) -> dict[str, list[str]]:
@@ -148,6 +160,8 @@ class _NameIndex:
         base = self._vectors.view
         alive = np.ones(base.shape[0], bool)
         alive[self._dead] = False
+        if self._ann is None and self._mode == "auto" and len(asked) * len(self._row) > self.BUDGET:
+            self._rebuild_ann()  # a search too large to run exactly: from now on, HNSW
         if self._ann is not None:
             return self._within_ann(asked, base, threshold)
         out: dict[str, list[str]] = {}
@@ -190,11 +204,11 @@ class GraphLedger:
         embedder: embeds entity names for resolution (``None`` with ``resolve=False``).
         resolve: merge names whose vectors are at least ``threshold`` similar.
         threshold: cosine similarity needed to merge two names.
-        name_search: ``"exact"`` or ``"hnsw"`` (see :class:`_NameIndex`).
+        name_search: ``"auto"``, ``"exact"`` or ``"hnsw"`` (see :class:`_NameIndex`).
     """
 
     def __init__(
-        self, embedder: Any, *, resolve: bool, threshold: float, name_search: str = "exact"
+        self, embedder: Any, *, resolve: bool, threshold: float, name_search: str = "auto"
     ) -> None:
         self.embedder = embedder
         self.resolve = resolve and embedder is not None
@@ -206,7 +220,7 @@ class GraphLedger:
         self._mention_total: dict[str, int] = {}
         self._comp_of: dict[str, str] = {}
         self._members: dict[str, set[str]] = {}
-        self._names = _NameIndex(approximate=name_search == "hnsw")
+        self._names = _NameIndex(mode=name_search)
         self._rels: dict[RelKey, Relation] = {}
         self._rels_of: dict[str, set[RelKey]] = {}
         self._ments: dict[MentionKey, Mention] = {}
@@ -259,9 +273,9 @@ class GraphLedger:
             KeyError, TypeError, ValueError: on a malformed record (callers report a
                 :class:`~semrag.errors.StoreError`).
         """
-        name_search = str(data.get("name_search", "exact"))
-        if name_search not in ("exact", "hnsw"):
-            raise ValueError(f"name_search {name_search!r} is not 'exact' or 'hnsw'")
+        name_search = str(data.get("name_search", "exact"))  # older ledgers were exact
+        if name_search not in ("auto", "exact", "hnsw"):
+            raise ValueError(f"name_search {name_search!r} is not 'auto', 'exact' or 'hnsw'")
         ledger = cls(
             embedder,
             resolve=bool(data["resolve"]),

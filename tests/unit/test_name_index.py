@@ -37,7 +37,7 @@ def names_and_vectors(seed: int = 0) -> tuple[list[str], np.ndarray]:
 
 
 def both(keys: list[str], vectors: np.ndarray) -> tuple[_NameIndex, _NameIndex]:
-    exact, approx = _NameIndex(), _NameIndex(approximate=True)
+    exact, approx = _NameIndex(mode="exact"), _NameIndex(mode="hnsw")
     for index in (exact, approx):
         for a in range(0, len(keys), 300):  # added change by change
             index.add(keys[a : a + 300], vectors[a : a + 300])
@@ -66,6 +66,21 @@ def test_removed_names_are_never_found_and_compaction_keeps_the_search():
     want, got = exact.within(left, 0.9), approx.within(left, 0.9)
     assert got["c3"] == want["c3"]
     assert all(set(got[k]) <= set(left) for k in left)
+
+
+def test_auto_searches_exactly_until_a_search_is_too_large(monkeypatch):
+    monkeypatch.setattr(_NameIndex, "BUDGET", 50_000)
+    keys, vectors = names_and_vectors(2)
+    exact, auto = _NameIndex(mode="exact"), _NameIndex(mode="auto")
+    for index in (exact, auto):
+        index.add(keys, vectors)
+    assert auto.within(keys[:20], 0.9) == exact.within(keys[:20], 0.9)  # 20 x 1,580 pairs
+    assert not auto.approximate
+    assert auto.within(keys[-80:], 0.9) == exact.within(keys[-80:], 0.9)  # over the budget
+    assert auto.approximate  # built, and kept from now on
+    auto.add(["late"], vectors[-1:])
+    exact.add(["late"], vectors[-1:])
+    assert auto.within(["late"], 0.9) == exact.within(["late"], 0.9)
 
 
 STORIES = [
