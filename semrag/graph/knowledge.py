@@ -329,6 +329,8 @@ class KnowledgeGraph:
             self._ledger.fingerprints[d.id] = _print(d)
         for _, extraction in added:
             self.notes.extend(extraction.notes)
+        self.timings["resolve_s"] = time.perf_counter() - t0  # resolution and derivation
+        t0 = time.perf_counter()
         self._write(diff)
         self.timings["write_s"] = time.perf_counter() - t0
         with self._lock:

@@ -1,0 +1,264 @@
+"""Scale: build time and memory per stage, and query latency per retriever, at N chunks.
+
+Corpus: the sections of ../shared/data/sectioned_text (Wikipedia articles, novels, lecture
+transcripts; one document per section). Larger corpora recombine real documents: round
+``r`` joins the first half of each section with the second half of another (a seeded
+permutation), so every sentence is real text and its vector is a real sentence vector.
+Each distinct sentence is embedded once (the packaged MiniLM, or ``--embedder fake``) and,
+with ``SEMRAG_BENCH_CACHE`` set, its vector is cached on disk; chunk vectors are the mean
+of their sentences (``chunk_vectors="mean"``), so recombined documents cost no model call.
+
+Stages (wall time, and the process's peak RSS after each): chunk (splitting and chunking),
+embed (model calls), dense, BM25 and SSG (each part applying the one change that adds every
+document), then the heuristic knowledge graph: extract, resolve (name resolution and the
+derived graph), write (the store), communities, reports. Latency: p50 / p95 of single
+timed queries for every non-LLM retriever, with the graph's degree statistics.
+
+Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
+[--knn auto|flat|hnsw] [--out F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+from _common import DATA, emit, header, need, table  # noqa: E402
+
+from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
+from semrag.embeddings import BaseEmbedder  # noqa: E402
+from semrag.graph import KnowledgeGraph, SSGConfig  # noqa: E402
+from semrag.retrieval import (  # noqa: E402
+    ALGORITHMS,
+    CommunityRetriever,
+    IntentAwareRetriever,
+    SketchRetriever,
+)
+
+QUERIES = [
+    "When did the war end and who signed the treaty?",
+    "How does a neural network learn its weights?",
+    "What did she say to him at the door?",
+    "What is the energy of a particle in a box?",
+    "Where was the capital of the empire?",
+    "Which algorithm finds the shortest path in a graph?",
+    "Why did the river flood the valley?",
+    "Who wrote the first novel of the series?",
+    "How are proteins folded in the cell?",
+    "What caused the economic crisis of the decade?",
+    "Which king founded the city on the river?",
+    "How is entropy related to temperature?",
+]
+
+
+def sections() -> list[tuple[str, list[str]]]:
+    """``(id, lines)`` of every section, in a fixed order."""
+    root = need(DATA / "sectioned_text")
+    out = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in sorted(folder.iterdir()):
+            if not path.is_file() or path.suffix == ".md" or path.name.startswith("."):
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for i, part in enumerate(p for p in text.split("==========") if p.strip()):
+                lines = [ln.strip() for ln in part.splitlines() if ln.strip()]
+                if lines:
+                    out.append((f"{folder.name}/{path.name}#{i}", lines))
+    return out
+
+
+def corpus(n_docs: int) -> list[Document]:
+    """``n_docs`` documents: the sections, then recombinations of them (real sentences)."""
+    base = sections()
+    docs = [Document(i, " ".join(lines)) for i, lines in base[:n_docs]]
+    r = 0
+    while len(docs) < n_docs:
+        r += 1
+        perm = np.random.default_rng(r).permutation(len(base))
+        for a, b in enumerate(perm.tolist()):
+            if len(docs) >= n_docs:
+                break
+            first, second = base[a][1], base[b][1]
+            lines = first[: max(1, len(first) // 2)] + second[len(second) // 2 :]
+            docs.append(Document(f"r{r}/{a}", " ".join(lines)))
+    return docs
+
+
+class SentenceCache(BaseEmbedder):
+    """Embeds each distinct text once; the vectors are kept (and saved) by text."""
+
+    def __init__(self, inner: BaseEmbedder, path: Path | None) -> None:
+        super().__init__(cache_size=0, dim=inner.dim)
+        self.inner, self.path = inner, path
+        self.vectors: dict[str, np.ndarray] = {}
+        self.model_s = 0.0
+        if path is not None and path.exists():
+            with np.load(path, allow_pickle=False) as z:
+                self.vectors = dict(zip(z["texts"].tolist(), z["vectors"], strict=True))
+
+    @property
+    def tokenizer(self):  # noqa: ANN201 - the inner embedder's
+        return self.inner.tokenizer
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        todo = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        if todo:
+            t0 = time.perf_counter()
+            for text, vec in zip(todo, self.inner.embed(todo), strict=True):
+                self.vectors[text] = np.asarray(vec, np.float32)
+            self.model_s += time.perf_counter() - t0
+        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, self.dim))
+
+    def save(self) -> None:
+        if self.path is not None:
+            texts, vectors = list(self.vectors), np.stack(list(self.vectors.values()))
+            np.savez(self.path, texts=np.array(texts), vectors=vectors)
+
+
+def embedder_for(name: str) -> BaseEmbedder:
+    if name == "fake":
+        from semrag.testing import FakeEmbedder
+
+        return FakeEmbedder(dim=384)
+    from semrag.embeddings import as_embedder
+
+    return as_embedder(None)
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def timed_parts(index: SemanticIndex, spent: dict[str, float]) -> None:
+    """Record the time each of the index's parts takes to stage a change."""
+    for name, part in index.parts.items():
+        stage = part.stage
+
+        def timed(change, _stage=stage, _name=name):  # noqa: ANN001, ANN202
+            t0 = time.perf_counter()
+            try:
+                return _stage(change)
+            finally:
+                spent[_name] = spent.get(_name, 0.0) + time.perf_counter() - t0
+
+        part.stage = timed  # type: ignore[method-assign]
+
+
+def latency(fn, rounds: int = 2) -> tuple[float, float]:  # noqa: ANN001
+    fn(QUERIES[0])  # warm caches (entity vectors, pieces, reports)
+    times = []
+    for _ in range(rounds):
+        for q in QUERIES:
+            t0 = time.perf_counter()
+            fn(q)
+            times.append(1000 * (time.perf_counter() - t0))
+    return statistics.median(times), float(np.percentile(times, 95))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chunks", type=int, default=100_000, help="target number of chunks")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: about 1,000 chunks")
+    ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
+    ap.add_argument("--knn", choices=["auto", "flat", "hnsw"], default="auto")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    target = 1_000 if args.quick else args.chunks
+    cache_dir = os.environ.get("SEMRAG_BENCH_CACHE")
+    cache = Path(cache_dir) / f"scale-sentences-{args.embedder}.npz" if cache_dir else None
+    embedder = SentenceCache(embedder_for(args.embedder), cache)
+
+    # Chunks per document, from a sample: documents enough for the target.
+    probe = SemanticIndex(embedder=embedder, chunk_vectors="mean", ssg=False)
+    sample = corpus(200)
+    probe.add_documents(sample)
+    per_doc = len(probe.chunks()) / len(sample)
+    docs = corpus(max(1, round(target / per_doc)))
+    del probe
+
+    spent: dict[str, float] = {}
+    rss: dict[str, float] = {"start": peak_mb()}
+    index = SemanticIndex(
+        embedder=embedder, chunk_vectors="mean", ssg=SSGConfig(knn=args.knn), show_progress=True
+    )
+    timed_parts(index, spent)
+    model_before = embedder.model_s
+    t0 = time.perf_counter()
+    index.add_documents(docs)
+    total = time.perf_counter() - t0
+    rss["index"] = peak_mb()
+    embedder.save()
+    embed_s = embedder.model_s - model_before
+    parts_s = sum(spent.values())
+
+    kg = KnowledgeGraph.build(index, communities=True)
+    rss["graph"] = peak_mb()
+    t = kg.timings
+    stages = [
+        {"stage": "chunk (split, chunk, mean vectors)", "s": total - embed_s - parts_s},
+        {"stage": "embed (model calls, distinct sentences)", "s": embed_s},
+        {"stage": "dense", "s": spent.get("dense", 0.0)},
+        {"stage": "BM25", "s": spent.get("sparse", 0.0)},
+        {"stage": "SSG", "s": spent.get("ssg", 0.0)},
+        {"stage": "KG extract (heuristic)", "s": t.get("extract_s", 0.0)},
+        {"stage": "KG resolve and derive", "s": t.get("resolve_s", 0.0)},
+        {"stage": "KG write (in-memory store)", "s": t.get("write_s", 0.0)},
+        {"stage": "KG communities", "s": t.get("communities_s", 0.0)},
+        {"stage": "KG reports (extractive)", "s": t.get("reports_s", 0.0)},
+    ]
+    index_s = sum(r["s"] for r in stages[:5]) - embed_s
+    graph_s = sum(r["s"] for r in stages[5:])
+
+    run = {
+        "dense": lambda q: index.search(q, k=10),
+        "BM25": lambda q: index.search_sparse(q, k=10),
+        "IAR": IntentAwareRetriever(index, k=10).retrieve,
+    }
+    for algorithm in ALGORITHMS:
+        if algorithm != "llm_guided_traversal":
+            run[f"SSG {algorithm}"] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
+    run["SKETCH"] = SketchRetriever(index, kg, k=10).retrieve
+    run["local"] = CommunityRetriever(index, kg, mode="local", k=10).retrieve
+    run["global"] = CommunityRetriever(index, kg, mode="global", k=10).retrieve
+    lat = []
+    for name, fn in run.items():
+        p50, p95 = latency(fn)
+        lat.append({"retriever": name, "p50 ms": p50, "p95 ms": p95})
+    rss["queries"] = peak_mb()
+
+    g = index.ssg
+    degree = np.diff(g.indptr)
+    counts = kg.store.counts()
+    report = (
+        header(
+            f"Scale: {len(index.chunks()):,} chunks",
+            f"../shared/data/sectioned_text sections, recombined ({len(docs):,} documents, "
+            f"{len(index.chunks()):,} chunks, {g.n_nodes:,} window nodes); embedder: "
+            f"{args.embedder} (each distinct sentence once; chunk vectors: mean of their "
+            f"sentences); SSGConfig(knn={args.knn!r}); heuristic knowledge graph in memory "
+            f"({counts.get('entities', 0):,} entities, {counts.get('relations', 0):,} "
+            "relations)",
+        )
+        + "\n"
+        + table(stages, ["stage", "s"])
+        + f"\n\nIndex + SSG build, embedding excluded: {index_s:,.1f} s; heuristic knowledge "
+        f"graph: {graph_s:,.1f} s. Peak RSS: {rss['index']:,.0f} MB after the index, "
+        f"{rss['graph']:,.0f} MB after the graph, {rss['queries']:,.0f} MB after the "
+        "queries.\n\n"
+        + f"SSG degree: mean {degree.mean():.2f}, median {np.median(degree):.0f}, max "
+        f"{degree.max()}; inter-document edges: {int((g.kinds == 1).sum()):,} of "
+        f"{g.indices.size:,}.\n\n" + table(lat, ["retriever", "p50 ms", "p95 ms"]) + "\n"
+    )
+    emit(report, args.out)
+
+
+if __name__ == "__main__":
+    main()
