@@ -96,7 +96,7 @@ class SentenceCache(BaseEmbedder):
     """Embeds each distinct text once; the vectors are kept (and saved) by text."""
 
     def __init__(self, inner: BaseEmbedder, path: Path | None) -> None:
-        super().__init__(cache_size=0, dim=inner.dim)
+        super().__init__(dim=inner.dim)
         self.inner, self.path = inner, path
         self.vectors: dict[str, np.ndarray] = {}
         self.model_s = 0.0

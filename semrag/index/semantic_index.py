@@ -563,14 +563,15 @@ class SemanticIndex:
             texts.append(", ".join(theme) if theme else doc.text[:500])
         return texts
 
-    def _store_block(
+    def _vectors_of_block(
         self,
         block: list[tuple[Document, list[Span]]],
         sentence_vectors: Floats,
         chunk_lists: list[list[Chunk]],
         themes: list[list[str]],
         second: Floats,
-    ) -> None:
+    ) -> list[tuple[Any, ...]]:
+        """Each document of a block with its sentence, chunk, node and theme vectors."""
         s_pos = 0
         t_pos = 0
         cfg = self.ssg_config
@@ -593,6 +594,12 @@ class SemanticIndex:
             theme_vec = _normalise(second[t_pos : t_pos + 1])[0]
             computed.append((doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec))
             t_pos += 1
+        return computed
+
+    def _store(self, computed: list[tuple[Any, ...]]) -> None:
+        """Commit the documents of one ``add_documents`` call as one change."""
+        if not computed:
+            return
         with self._commit_lock:  # ids are taken in commit order
             added = []
             for doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec in computed:
@@ -603,7 +610,7 @@ class SemanticIndex:
                         doc, spans, svec, list(chunks), ids, cvec, ranges_n, nvec, theme, theme_vec
                     )
                 )
-            self._commit(added)  # one change per block: re-added documents are replaced
+            self._commit(added)  # one change per call: re-added documents are replaced
 
     def _keyword_themes(self, block: list[tuple[Document, list[Span]]]) -> list[list[str]]:
         n = self.ssg_config.n_themes if self.ssg_config else 5
@@ -704,8 +711,11 @@ class SemanticIndex:
         return [given[d.id] for d, _ in block]
 
     def _add(self, docs: list[Document], given: _Given) -> None:
+        # Blocks bound the embedder's batches; the call is one change (one commit), so a
+        # bulk load costs every part one application, and a failure adds nothing.
         blocks = self._blocks(docs)
         bar = self._progress(len(docs))
+        computed: list[tuple[Any, ...]] = []
         for block in blocks:
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
             svecs = self.embedder.embed(sentence_texts)
@@ -725,11 +735,12 @@ class SemanticIndex:
                         replies.append(self._theme_failed(d, exc))
                 themes = self._merge_themes(block, replies, themes)
             second = self.embedder.embed(self._second_pass_texts(block, chunk_lists, themes))
-            self._store_block(block, svecs, chunk_lists, themes, second)
+            computed += self._vectors_of_block(block, svecs, chunk_lists, themes, second)
             if bar is not None:
                 bar.update(len(block))
         if bar is not None:
             bar.close()
+        self._store(computed)
 
     async def aadd_documents(self, documents: Iterable[Any], *, split: bool = True) -> None:
         """Async twin of :meth:`add_documents`.
@@ -749,6 +760,7 @@ class SemanticIndex:
 
     async def _aadd(self, docs: list[Document], given: _Given) -> None:
         blocks = await asyncio.to_thread(self._blocks, docs)
+        computed: list[tuple[Any, ...]] = []
         for block in blocks:
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
             svecs = await self.embedder.aembed(sentence_texts)
@@ -770,7 +782,10 @@ class SemanticIndex:
                 themes = self._merge_themes(block, replies, themes)
             texts = await asyncio.to_thread(self._second_pass_texts, block, chunk_lists, themes)
             second = await self.embedder.aembed(texts)
-            await asyncio.to_thread(self._store_block, block, svecs, chunk_lists, themes, second)
+            computed += await asyncio.to_thread(
+                self._vectors_of_block, block, svecs, chunk_lists, themes, second
+            )
+        await asyncio.to_thread(self._store, computed)
 
     def _theme_failed(self, doc: Document, exc: Exception) -> None:
         if self.on_llm_error == "raise":

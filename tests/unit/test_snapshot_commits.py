@@ -180,3 +180,33 @@ def test_a_change_that_fails_while_staged_changes_nothing():
     assert {h.chunk.doc_id for h in index.search("stocks fell", k=5)} == {"a"}
     index.add_documents([Document("b", "Stocks fell sharply.")])  # and the index goes on
     assert index.doc_ids == ["a", "b"] and len(index.dense) == len(index.chunks())
+
+
+class _FailsLater(FakeEmbedder):
+    """Fails on its ``fail_at``-th batch (a model that dies halfway through a bulk load)."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__(dim=DIM, cache_size=4)  # blocks of two sentences
+        self.fail_at, self.batches = fail_at, 0
+
+    def _embed_batch(self, texts):
+        self.batches += 1
+        if self.batches == self.fail_at:
+            raise RuntimeError("model died")
+        return super()._embed_batch(texts)
+
+
+def test_one_add_documents_call_is_one_change_and_a_failure_adds_nothing():
+    docs = [Document(f"d{i}", f"Doc {i} has bees. It has honey too.") for i in range(6)]
+    index = SemanticIndex(embedder=FakeEmbedder(dim=DIM, cache_size=4))
+    seen = []
+    index.follow(type("Spy", (), {"apply": lambda self, change: seen.append(change)})())
+    index.add_documents(docs)  # six blocks of two sentences
+    assert index.version == 1 and len(seen) == 1 and len(seen[0].added) == 6
+
+    broken = SemanticIndex(embedder=_FailsLater(fail_at=3))
+    broken.add_documents([Document("keep", "Kept text. It stays.")])
+    with pytest.raises(RuntimeError, match="model died"):
+        broken.add_documents(docs)
+    assert broken.doc_ids == ["keep"] and broken.version == 1
+    assert {h.chunk.doc_id for h in broken.search("bees honey", k=5)} == {"keep"}

@@ -1,0 +1,59 @@
+"""``benchmarks/scale.py --quick`` runs end to end (the smoke run of the scale benchmark).
+
+It runs on a generated ``sectioned_text`` (so the test needs no data set): every stage
+reports a time, every non-LLM retriever a latency, and the corpus reaches about the
+quick size by recombining the sections.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPICS = ["bees", "rockets", "rivers", "bread", "castles", "volcanoes", "engines", "forests"]
+
+
+def make_sections(root: Path) -> None:
+    """Two files of sections, one sentence per line, sections split by ``==========``."""
+    folder = root / "sectioned_text" / "generated"
+    folder.mkdir(parents=True)
+    for f in range(2):
+        parts = []
+        for s, topic in enumerate(TOPICS):
+            lines = [
+                f"The {topic} of region {f}{s} were studied by Dr. Ada Stone in {1900 + j}."
+                for j in range(12)
+            ]
+            parts.append("\n".join(lines))
+        (folder / f"file{f}.txt").write_text("\n==========\n".join(parts), encoding="utf-8")
+
+
+def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
+    make_sections(tmp_path)
+    env = {**os.environ, "SEMRAG_DATA": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    env.pop("SEMRAG_BENCH_CACHE", None)
+    out = tmp_path / "scale.md"
+    subprocess.run(
+        [sys.executable, "benchmarks/scale.py", "--quick", "--embedder", "fake", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    report = out.read_text(encoding="utf-8")
+    chunks = int(re.search(r"Scale: ([\d,]+) chunks", report).group(1).replace(",", ""))
+    assert 500 <= chunks <= 2000  # about the quick size, from 16 recombined sections
+    rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \|", report, flags=re.M))
+    for stage in ("dense", "BM25", "SSG", "KG extract (heuristic)", "KG communities"):
+        assert stage in rows, stage
+    latency = re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \| ([\d.,]+) \|$", report, flags=re.M)
+    names = {name for name, _, _ in latency}
+    assert {"dense", "BM25", "IAR", "SKETCH", "local", "global"} <= names
+    assert sum(name.startswith("SSG ") for name in names) == 6  # every non-LLM algorithm
+    assert all(float(p50.replace(",", "")) > 0 for _, p50, _ in latency)
+    assert "SSG degree: mean" in report and "Peak RSS" in report
