@@ -20,6 +20,19 @@ DATA = Path(os.environ.get("SEMRAG_DATA", Path(__file__).resolve().parents[2] / 
 BATCH = 64
 
 
+# Questions for the sectioned_text corpus (Wikipedia, novels, lectures), for latency runs.
+CORPUS_QUERIES = [
+    "When did the war end and who signed the treaty?",
+    "How does a neural network learn its weights?",
+    "What did she say to him at the door?",
+    "What is the energy of a particle in a box?",
+    "Where was the capital of the empire?",
+    "Which algorithm finds the shortest path in a graph?",
+    "Why did the river flood the valley?",
+    "Who wrote the first novel of the series?",
+]
+
+
 def need(path: Path) -> Path:
     if not path.exists():
         sys.exit(f"data set missing: {path} (set SEMRAG_DATA to the shared data folder)")

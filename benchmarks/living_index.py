@@ -35,6 +35,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from _common import CORPUS_QUERIES as QUERIES  # noqa: E402
 from _common import DATA, emit, header, need, table  # noqa: E402
 
 from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
@@ -50,16 +51,6 @@ EMBEDDERS = {
     "fake": "FakeEmbedder (hashed bag of words, 384-d; no model, so the add times hold no "
     "model cost)",
 }
-QUERIES = [
-    "When did the war end and who signed the treaty?",
-    "How does a neural network learn its weights?",
-    "What did she say to him at the door?",
-    "What is the energy of a particle in a box?",
-    "Where was the capital of the empire?",
-    "Which algorithm finds the shortest path in a graph?",
-    "Why did the river flood the valley?",
-    "Who wrote the first novel of the series?",
-]
 
 
 FIRSTS = 5  # changes after which the first query is timed

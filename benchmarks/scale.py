@@ -31,7 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from _common import DATA, emit, header, need, table  # noqa: E402
+from _common import CORPUS_QUERIES, DATA, emit, header, need, table  # noqa: E402
 
 from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.embeddings import BaseEmbedder  # noqa: E402
@@ -44,14 +44,7 @@ from semrag.retrieval import (  # noqa: E402
 )
 
 QUERIES = [
-    "When did the war end and who signed the treaty?",
-    "How does a neural network learn its weights?",
-    "What did she say to him at the door?",
-    "What is the energy of a particle in a box?",
-    "Where was the capital of the empire?",
-    "Which algorithm finds the shortest path in a graph?",
-    "Why did the river flood the valley?",
-    "Who wrote the first novel of the series?",
+    *CORPUS_QUERIES,
     "How are proteins folded in the cell?",
     "What caused the economic crisis of the decade?",
     "Which king founded the city on the river?",

@@ -22,10 +22,9 @@ from semrag import Document, SemanticIndex
 from semrag.errors import StoreError
 from semrag.graph import SSGConfig
 from semrag.graph.live_ssg import LiveSSG
-from semrag.graph.ssg import window_ranges
 from semrag.index.change import Change, IndexedDocument
 from semrag.testing import FakeEmbedder
-from semrag.types import Span
+from tests.unit.test_living_index import indexed_document
 
 DIM = 24
 CENTRES = np.random.default_rng(7).normal(size=(12, DIM))
@@ -36,23 +35,7 @@ def clustered_document(doc_id: str, n_sentences: int, seed: int, cfg: SSGConfig)
     rng = np.random.default_rng(seed)
     centre = CENTRES[rng.integers(len(CENTRES))]
     sv = (centre + 1.2 * rng.normal(size=(n_sentences, DIM))).astype(np.float32)
-    sv /= np.linalg.norm(sv, axis=1, keepdims=True)
-    ranges = window_ranges(n_sentences, cfg.window, cfg.step)
-    nv = np.stack([sv[a:b].mean(axis=0) for a, b in ranges]) if ranges else sv[:0]
-    nv = nv / np.linalg.norm(nv, axis=1, keepdims=True) if len(nv) else nv
-    theme = sv.sum(axis=0) + 0.01
-    return IndexedDocument(
-        Document(doc_id, "x" * n_sentences),
-        [Span(i, i + 1) for i in range(n_sentences)],
-        sv,
-        [],
-        [],
-        np.zeros((0, DIM), np.float32),
-        ranges,
-        nv.astype(np.float32),
-        [doc_id],
-        (theme / np.linalg.norm(theme)).astype(np.float32),
-    )
+    return indexed_document(doc_id, sv, cfg)
 
 
 def exact_twin(cfg: SSGConfig) -> SSGConfig:

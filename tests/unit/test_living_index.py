@@ -96,7 +96,13 @@ def test_merging_two_partial_lists_equals_the_list_of_the_union(rows, k, split):
 def fake_document(doc_id: str, n_sentences: int, seed: int, cfg: SSGConfig) -> IndexedDocument:
     rng = np.random.default_rng(seed)
     sv = rng.integers(-1, 2, size=(n_sentences, DIM)).astype(np.float32) + 0.01
-    sv /= np.linalg.norm(sv, axis=1, keepdims=True)
+    return indexed_document(doc_id, sv, cfg)
+
+
+def indexed_document(doc_id: str, sentence_vectors: np.ndarray, cfg: SSGConfig) -> IndexedDocument:
+    """A document's record from its sentence vectors (normalised; window nodes averaged)."""
+    sv = sentence_vectors / np.linalg.norm(sentence_vectors, axis=1, keepdims=True)
+    n_sentences = len(sv)
     ranges = window_ranges(n_sentences, cfg.window, cfg.step)
     nv = np.stack([sv[a:b].mean(axis=0) for a, b in ranges]) if ranges else sv[:0]
     nv = nv / np.linalg.norm(nv, axis=1, keepdims=True) if len(nv) else nv
@@ -104,10 +110,10 @@ def fake_document(doc_id: str, n_sentences: int, seed: int, cfg: SSGConfig) -> I
     return IndexedDocument(
         Document(doc_id, "x" * n_sentences),
         [Span(i, i + 1) for i in range(n_sentences)],
-        sv,
+        sv.astype(np.float32),
         [],
         [],
-        np.zeros((0, DIM), np.float32),
+        np.zeros((0, sv.shape[1]), np.float32),
         ranges,
         nv.astype(np.float32),
         [doc_id],
