@@ -24,6 +24,7 @@ import argparse
 import os
 import resource
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -191,9 +192,14 @@ def main() -> None:
     embedder.save()
     embed_s = embedder.model_s - model_before
     parts_s = sum(spent.values())
+    # progress on stderr, so a run stopped later still tells how far it got
+    print(f"index: {total:.1f} s, parts {spent}, RSS {rss['index']:.0f} MB", file=sys.stderr)
 
-    kg = KnowledgeGraph.build(index, communities=True)
+    kg = KnowledgeGraph.build(index, communities=False)
+    print(f"graph: {kg.timings}, RSS {peak_mb():.0f} MB", file=sys.stderr)
+    kg.build_communities()
     rss["graph"] = peak_mb()
+    print(f"communities: {kg.timings}, RSS {rss['graph']:.0f} MB", file=sys.stderr)
     t = kg.timings
     stages = [
         {"stage": "chunk (split, chunk, mean vectors)", "s": total - embed_s - parts_s},
