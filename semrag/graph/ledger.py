@@ -158,12 +158,12 @@ class _NameIndex:
         if not asked or self._vectors is None:
             return {}
         base = self._vectors.view
-        alive = np.ones(base.shape[0], bool)
-        alive[self._dead] = False
         if self._ann is None and self._mode == "auto" and len(asked) * len(self._row) > self.BUDGET:
             self._rebuild_ann()  # a search too large to run exactly: from now on, HNSW
         if self._ann is not None:
             return self._within_ann(asked, base, threshold)
+        alive = np.ones(base.shape[0], bool)
+        alive[self._dead] = False
         out: dict[str, list[str]] = {}
         step = max(1, (1 << 22) // max(base.shape[0], 1))
         for a in range(0, len(asked), step):
