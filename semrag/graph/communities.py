@@ -191,6 +191,29 @@ def _extractive(
     return title, summary
 
 
+def _relations_within(
+    communities: Sequence[Community], relations: Sequence[Relation]
+) -> list[list[Relation]]:
+    """For each community, the relations with both ends among its members, in input order.
+
+    One pass over the relations: an entity belongs to a few communities (one per level),
+    so a relation meets only the communities of its source.
+    """
+    member_of: dict[str, list[int]] = {}
+    for i, c in enumerate(communities):
+        for e in dict.fromkeys(c.entity_ids):
+            member_of.setdefault(e, []).append(i)
+    within: list[list[Relation]] = [[] for _ in communities]
+    for r in relations:
+        sources = member_of.get(r.source)
+        targets = member_of.get(r.target) if sources else None
+        if targets:
+            for i in sources:  # type: ignore[union-attr]
+                if i in targets:
+                    within[i].append(r)
+    return within
+
+
 def community_reports(
     communities: Sequence[Community],
     entities: Sequence[Entity],
@@ -214,9 +237,7 @@ def community_reports(
         degree[r.source] = degree.get(r.source, 0.0) + r.weight
         degree[r.target] = degree.get(r.target, 0.0) + r.weight
     out, notes = [], []
-    for c in communities:
-        members = set(c.entity_ids)
-        rels = [r for r in relations if r.source in members and r.target in members]
+    for c, rels in zip(communities, _relations_within(communities, relations), strict=True):
         title, summary = _extractive(c.entity_ids, by_id, rels, degree, n_sentences)
         if llm is not None:
             prompt = _REPORT_PROMPT.format(

@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document as LCDocument
 from langchain_core.language_models.fake import FakeListLLM
 from langchain_tests.integration_tests import RetrieversIntegrationTests
@@ -21,6 +23,7 @@ import llama_index_semrag
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.graph import (
+    Community,
     Entity,
     HeuristicGraphExtractor,
     InMemoryGraphStore,
@@ -32,6 +35,7 @@ from semrag.graph import (
     detect_communities,
     resolve_entities,
 )
+from semrag.graph.communities import _relations_within
 from semrag.graph.extract import Extraction
 from semrag.retrieval import CommunityRetriever, GraphRetriever, SketchRetriever
 from semrag.testing import FakeEmbedder, FakeLLM
@@ -240,6 +244,21 @@ def test_communities_on_known_structure(algorithm):
     assert (llm_reports[0].title, llm_reports[0].summary) == ("T", "S.")
     bad, notes = community_reports(comms[:1], ents, rels, llm=FakeLLM(["x"], cycle=True))
     assert bad[0].summary and notes
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=40),
+    st.lists(st.lists(st.integers(0, 9), max_size=6), max_size=6),
+)
+def test_report_relations_are_those_with_both_ends_inside(pairs, groups):
+    # the one grouped pass equals filtering every relation for every community
+    rels = [Relation(f"e{a}", f"e{b}", weight=1 + i) for i, (a, b) in enumerate(pairs)]
+    comms = [Community(f"c{i}", i % 2, tuple(f"e{m}" for m in g)) for i, g in enumerate(groups)]
+    expected = [
+        [r for r in rels if r.source in c.entity_ids and r.target in c.entity_ids] for c in comms
+    ]
+    assert _relations_within(comms, rels) == expected
 
 
 def test_knowledge_graph_build_and_communities_in_store():
