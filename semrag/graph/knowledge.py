@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from semrag._buffers import GrowingRows
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError, StoreError
 from semrag.graph.communities import community_reports, detect_communities
@@ -76,6 +77,7 @@ class KnowledgeGraph:
         self.notes: list[str] = []
         self.algorithm = ""
         self._vectors: tuple[list[Entity], np.ndarray] | None = None
+        self._rows: _EntityRows | None = None  # kept per change while following
         self._lock = threading.RLock()
         self.version = 0
         """Changes with every ingest and community build: retrievers key caches by it."""
@@ -201,6 +203,8 @@ class KnowledgeGraph:
         )
         self._extractor = extractor or HeuristicGraphExtractor()
         self._show_progress = show_progress
+        if not self.store.counts().get("entities"):  # entity vectors kept from the start
+            self._rows = _EntityRows(self.embedder.dim)
         index.follow(self, replay=True)
         self._show_progress = False
 
@@ -220,10 +224,14 @@ class KnowledgeGraph:
                 "only a graph built over an index (KnowledgeGraph.build) has a ledger"
             )
         manifest = {"kind": _LEDGER_KIND, "format_version": 1, "library_version": __version__}
+        spelled, vectors = self._ledger.name_vectors()
         with atomic_directory(directory, manifest) as tmp:
             (tmp / "ledger.json").write_text(
                 json.dumps(self._ledger.to_json(), ensure_ascii=False), encoding="utf-8"
             )
+            # the names' vectors, so a resumed graph embeds no name again
+            (tmp / "names.json").write_text(json.dumps(spelled, ensure_ascii=False), "utf-8")
+            np.save(tmp / "names.npy", vectors, allow_pickle=False)
         return Path(directory)
 
     @classmethod
@@ -249,8 +257,12 @@ class KnowledgeGraph:
         kg = cls(store, index=index)
         try:
             data = json.loads((directory / "ledger.json").read_text(encoding="utf-8"))
-            kg._ledger = GraphLedger.from_json(data, kg.embedder)
-        except (KeyError, TypeError, ValueError) as exc:
+            names = None
+            if (directory / "names.json").exists():  # older saves: names are embedded again
+                spelled = json.loads((directory / "names.json").read_text(encoding="utf-8"))
+                names = (spelled, np.load(directory / "names.npy", allow_pickle=False))
+            kg._ledger = GraphLedger.from_json(data, kg.embedder, names)
+        except (KeyError, TypeError, ValueError, OSError) as exc:
             raise StoreError(f"{directory} does not hold a consistent ledger ({exc})") from exc
         kg._extractor = extractor or HeuristicGraphExtractor()
         index.follow(kg, replay=kg._catch_up)
@@ -325,6 +337,9 @@ class KnowledgeGraph:
     def _commit(self, change: Change, added: list[tuple[str, Extraction]]) -> None:
         t0 = time.perf_counter()
         diff = self._ledger.apply(added, change.removed_ids)
+        with self._lock:  # the entities' vectors follow the ledger (a failed write is
+            if self._rows is not None:  # repaired from it)
+                self._rows.update(diff.drop_entities, diff.entities, self._ledger_vector)
         for d in change.added:
             self._ledger.fingerprints[d.id] = _print(d)
         for _, extraction in added:
@@ -384,7 +399,7 @@ class KnowledgeGraph:
         self.timings["write_s"] = time.perf_counter() - t0
         self.notes.extend(extraction.notes)
         with self._lock:
-            self._vectors = None
+            self._vectors = self._rows = None  # rebuilt from the store at the next read
             self.version += 1
 
     def add_graph_documents(self, graph_documents: Iterable[Any], *, resolve: bool = False) -> int:
@@ -469,10 +484,22 @@ class KnowledgeGraph:
 
     # -- lookups --------------------------------------------------------------------------------
     def entity_vectors(self) -> tuple[list[Entity], np.ndarray]:
-        """Every entity and the unit vector of its name (computed once per change)."""
+        """Every entity and the unit vector of its name.
+
+        A graph that follows an index keeps them change by change, from the vectors name
+        resolution made (saved with the ledger): a change costs its own entities, and
+        only names resolution never embedded are embedded (at this call). Otherwise they
+        are computed once per change. The arrays hold until the next change; read them
+        inside ``index.read(followers=True)``.
+        """
         if self.embedder is None:
             raise ConfigError("this KnowledgeGraph has no embedder (give index= or embedder=)")
         with self._lock:
+            if self._vectors is None and self._ledger is not None:
+                if self._rows is None:  # a resumed graph, or one changed by hand
+                    self._rows = _EntityRows(self.embedder.dim)
+                    self._rows.update((), self.store.entities(), self._ledger_vector)
+                self._vectors = self._rows.read(self.embedder)
             if self._vectors is None:
                 ents = self.store.entities()
                 vecs = (
@@ -483,11 +510,82 @@ class KnowledgeGraph:
                 self._vectors = (ents, np.asarray(vecs, dtype=np.float32))
             return self._vectors
 
+    def _ledger_vector(self, entity: Entity) -> np.ndarray | None:
+        return None if self._ledger is None else self._ledger.name_vector(entity.id, entity.name)
+
     def __repr__(self) -> str:
         return f"KnowledgeGraph(store={self.store!r})"
 
 
 _LEDGER_KIND = "semrag.GraphLedger"
+
+
+class _EntityRows:
+    """The entities of a followed graph and their names' vectors, kept change by change.
+
+    An entity a change re-derives under its id keeps its row (rewritten in place); a
+    dropped entity's row is dead until the next :meth:`read` compacts the rows. A row
+    gets the vector name resolution made for its name (:meth:`GraphLedger.name_vector`);
+    a row with none (a new spelling, or a graph built with ``resolve=False``) is embedded
+    at the next read, and only those rows are. So a change costs its own entities, and
+    no query embeds the graph's names.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.ents: list[Entity | None] = []
+        self.row: dict[str, int] = {}
+        self.vectors = GrowingRows(np.zeros((0, dim), np.float32))
+        self.todo: set[int] = set()
+        self.dead = 0
+
+    def update(
+        self,
+        dropped: Iterable[str],
+        entities: Sequence[Entity],
+        vector_of: Callable[[Entity], np.ndarray | None],
+    ) -> None:
+        """Drop ``dropped``; set (or add) ``entities``."""
+        for eid in dropped:
+            i = self.row.pop(eid, None)
+            if i is not None:
+                self.ents[i] = None
+                self.todo.discard(i)
+                self.dead += 1
+        fresh: list[np.ndarray] = []
+        for e in entities:
+            vec = vector_of(e)
+            i = self.row.get(e.id)
+            if i is None:
+                i = self.row[e.id] = len(self.ents)
+                self.ents.append(e)
+                if vec is None:
+                    vec = np.zeros(self.vectors.buf.shape[1], np.float32)
+                    self.todo.add(i)
+                fresh.append(vec)
+                continue
+            old, self.ents[i] = self.ents[i], e
+            if vec is not None:
+                self.vectors.buf[i] = vec  # rows are only read inside a followers read
+                self.todo.discard(i)
+            elif old is None or old.name != e.name:
+                self.todo.add(i)
+        if fresh:
+            self.vectors.append(np.asarray(fresh, np.float32))
+
+    def read(self, embedder: Any) -> tuple[list[Entity], np.ndarray]:
+        """Every live entity and its vector: embeds the rows still without one, compacts."""
+        if self.todo:
+            rows = sorted(self.todo)
+            names = [self.ents[i].name for i in rows]  # type: ignore[union-attr]
+            self.vectors.buf[rows] = embedder.embed(names)
+            self.todo.clear()
+        if self.dead:
+            keep = np.array([e is not None for e in self.ents], bool)
+            self.vectors.keep(keep)
+            self.ents = [e for e in self.ents if e is not None]
+            self.row = {e.id: i for i, e in enumerate(self.ents)}  # type: ignore[union-attr]
+            self.dead = 0
+        return list(self.ents), self.vectors.view  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,6 +121,18 @@ class _NameIndex:
             if serials.size and serials[0] != first:  # out of step (a failed change): rebuild
                 self._rebuild_ann()
 
+    def vector(self, key: str) -> np.ndarray | None:
+        """The unit vector of ``key``'s name, or ``None`` if the key is not here."""
+        row = self._row.get(key)
+        return None if row is None or self._vectors is None else self._vectors.view[row]
+
+    def rows(self) -> tuple[list[str], np.ndarray]:
+        """The keys present and their vectors (a copy of the live rows, in row order)."""
+        if self._vectors is None:
+            return [], np.zeros((0, 0))
+        alive = [i for i, k in enumerate(self._keys) if k is not None]
+        return [self._keys[i] for i in alive], self._vectors.view[alive]  # type: ignore[misc]
+
     @property
     def approximate(self) -> bool:
         """Whether searches use the HNSW index (``"hnsw"``, or ``"auto"`` once it is built)."""
@@ -221,6 +233,8 @@ class GraphLedger:
         self._comp_of: dict[str, str] = {}
         self._members: dict[str, set[str]] = {}
         self._names = _NameIndex(mode=name_search)
+        self._embedded: dict[str, str] = {}  # key -> the spelling its vector was made from
+        self._saved: dict[str, tuple[str, np.ndarray]] = {}  # vectors read from a save
         self._rels: dict[RelKey, Relation] = {}
         self._rels_of: dict[str, set[RelKey]] = {}
         self._ments: dict[MentionKey, Mention] = {}
@@ -266,8 +280,16 @@ class GraphLedger:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], embedder: Any) -> GraphLedger:
-        """Rebuild a ledger written by :meth:`to_json` (names are embedded again).
+    def from_json(
+        cls,
+        data: dict[str, Any],
+        embedder: Any,
+        names: tuple[list[list[str]], np.ndarray] | None = None,
+    ) -> GraphLedger:
+        """Rebuild a ledger written by :meth:`to_json`.
+
+        ``names`` are the name vectors :meth:`name_vectors` gave when it was saved; a
+        name without one is embedded again.
 
         Raises:
             KeyError, TypeError, ValueError: on a malformed record (callers report a
@@ -282,6 +304,13 @@ class GraphLedger:
             threshold=float(data["threshold"]),
             name_search=name_search,
         )
+        if names is not None:
+            spelled, vectors = names
+            if len(spelled) != len(vectors):
+                raise ValueError(f"{len(spelled)} names but {len(vectors)} name vectors")
+            ledger._saved = {
+                str(k): (str(n), v) for (k, n), v in zip(spelled, vectors, strict=True)
+            }
         added = []
         for r in data["documents"]:
             extraction = Extraction(
@@ -298,6 +327,7 @@ class GraphLedger:
             added.append((str(r["id"]), extraction))
             ledger.fingerprints[str(r["id"])] = str(r["fingerprint"])
         ledger.apply(added, [])
+        ledger._saved = {}
         for r in data["documents"]:  # keep the saved order numbers
             ledger._docs[str(r["id"])].seq = int(r["seq"])
         ledger._seq = int(data["seq"])
@@ -332,6 +362,7 @@ class GraphLedger:
             self._name_docs.pop(key, None)
             self._mention_total.pop(key, None)
             self._names.remove(key)
+            self._embedded.pop(key, None)
         self._embed_new([k for k in touched if k in self._name_docs])
         diff = self._rederive(touched)
         diff.drop_chunks = sorted(drop_chunks)
@@ -358,10 +389,31 @@ class GraphLedger:
         if not new:
             return
         names = [self._spelling(k).name for k in new]
-        vectors = np.asarray(self.embedder.embed(names), dtype=np.float64)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+        vectors = np.empty((len(new), self.embedder.dim))
+        todo = []
+        for i, (key, name) in enumerate(zip(new, names, strict=True)):
+            saved = self._saved.get(key)
+            if saved is not None and saved[0] == name:
+                vectors[i] = saved[1]  # read from a save (a wrong dimension is a ValueError)
+            else:
+                todo.append(i)
+        if todo:
+            made = np.asarray(self.embedder.embed([names[i] for i in todo]), dtype=np.float64)
+            norms = np.linalg.norm(made, axis=1, keepdims=True)
+            vectors[todo] = np.divide(made, norms, out=np.zeros_like(made), where=norms > 0)
         self._names.add(new, vectors)
+        self._embedded.update(zip(new, names, strict=True))
+
+    def name_vector(self, key: str, name: str) -> np.ndarray | None:
+        """The unit vector resolution made for ``key`` if it was made from ``name``."""
+        if self._embedded.get(key) != name:
+            return None
+        return self._names.vector(key)
+
+    def name_vectors(self) -> tuple[list[list[str]], np.ndarray]:
+        """``[key, spelling]`` of every name with a vector, and the vectors (for a save)."""
+        keys, vectors = self._names.rows()
+        return [[k, self._embedded[k]] for k in keys], vectors
 
     def everything(self) -> GraphDiff:
         """The whole derived graph as writes (to rewrite a store from scratch)."""

@@ -392,6 +392,10 @@ class LivingIndex(RuleBasedStateMachine):
         assert_same_ssg(self.index._ssg, fresh._ssg)
         fresh_kg = KnowledgeGraph.build(fresh, communities=False)  # in the embedded store
         assert graph_table(self.kg) == graph_table(fresh_kg)
+        ents, vectors = self.kg.entity_vectors()  # kept per change, or read from a save
+        assert sorted(e.id for e in ents) == [e[0] for e in graph_table(self.kg)["entities"]]
+        names = [e.name for e in ents]
+        np.testing.assert_allclose(vectors, FakeEmbedder(dim=32).embed(names), atol=1e-6)
         if self.store_factory is None:  # Neo4j's entity lookup is full-text: see issue 16
             assert results(self.index, self.retrievers) == results(
                 fresh, make_retrievers(fresh, fresh_kg)
@@ -661,6 +665,69 @@ def test_a_saved_graph_resumes_following_and_catches_up(tmp_path):
     (tmp_path / "ledger" / "ledger.json").write_text("{}", encoding="utf-8")
     with pytest.raises(StoreError):  # a damaged ledger is a typed error
         KnowledgeGraph.resume(loaded, InMemoryGraphStore(), tmp_path / "ledger")
+
+
+class RecordingEmbedder(FakeEmbedder):
+    """A FakeEmbedder with no cache that records every text it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=32, cache_size=0)
+        self.texts: list[str] = []
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        self.texts += texts
+        return super()._embed_batch(texts)
+
+
+def assert_entity_vectors(kg: KnowledgeGraph, embedder: RecordingEmbedder, embeds: set[str]):
+    """The graph's entity vectors are its entities' names' vectors; only ``embeds`` are made."""
+    before = len(embedder.texts)
+    ents, vectors = kg.entity_vectors()
+    assert set(embedder.texts[before:]) == embeds
+    assert sorted(e.id for e in ents) == sorted(e.id for e in kg.store.entities())
+    names = [e.name for e in ents]
+    np.testing.assert_allclose(vectors, FakeEmbedder(dim=32).embed(names), atol=1e-6)
+
+
+def test_entity_vectors_are_kept_per_change_and_saved_with_the_ledger(tmp_path):
+    from semrag.errors import StoreError
+    from semrag.graph import InMemoryGraphStore
+
+    embedder = RecordingEmbedder()
+    index = SemanticIndex(embedder=embedder, ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES[:3])])
+    kg = KnowledgeGraph.build(index, communities=False)
+    assert_entity_vectors(kg, embedder, set())  # resolution's vectors: no name embedded again
+    index.add_documents([Document("s3", STORIES[3])])
+    assert_entity_vectors(kg, embedder, set())
+    index.delete("s1")
+    index.add_documents([Document("s0", STORIES[4])])  # replaced
+    assert_entity_vectors(kg, embedder, set())
+
+    kg.store.save(tmp_path / "store")
+    kg.save_ledger(tmp_path / "ledger")
+    kg.detach()
+    before = len(embedder.texts)
+    resumed = KnowledgeGraph.resume(
+        index, InMemoryGraphStore.load(tmp_path / "store"), tmp_path / "ledger"
+    )
+    assert embedder.texts[before:] == []  # the names' vectors were saved
+    assert_entity_vectors(resumed, embedder, set())
+    resumed.detach()
+
+    # without resolution there are no names' vectors: a change embeds its new entities only
+    plain = KnowledgeGraph.build(index, resolve=False, communities=False)
+    assert_entity_vectors(plain, embedder, {e.name for e in plain.store.entities()})
+    old = {e.name for e in plain.store.entities()}
+    index.add_documents([Document("s5", STORIES[1])])
+    new = {e.name for e in plain.store.entities()} - old
+    assert new
+    assert_entity_vectors(plain, embedder, new)
+    plain.detach()
+
+    np.save(tmp_path / "ledger" / "names.npy", np.zeros((2, 5)))  # a damaged save
+    with pytest.raises(StoreError):
+        KnowledgeGraph.resume(index, InMemoryGraphStore(), tmp_path / "ledger")
 
 
 def test_bm25_removing_every_text_of_a_cached_term_at_once():
