@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from semrag.index.dense import DenseIndex
+from semrag.index.pieces import PieceIndex
 from semrag.index.semantic_index import SemanticIndex
 from semrag.index.sparse import BM25Index, bm25_tokenize
 
-__all__ = ["BM25Index", "DenseIndex", "SemanticIndex", "bm25_tokenize"]
+__all__ = ["BM25Index", "DenseIndex", "PieceIndex", "SemanticIndex", "bm25_tokenize"]

@@ -190,8 +190,17 @@ class DenseIndex:
         assignment.
         """
         ids, _, vectors = change.added_chunks()
+        return self.staged(change.removed_chunk_ids(), ids, vectors)
+
+    def staged(
+        self, removed: Sequence[int] | Ints, ids: Sequence[int] | Ints, vectors: Any
+    ) -> Callable[[], None]:
+        """Stage the version without ``removed`` and with ``ids``; returns its publisher.
+
+        ``vectors`` may be ``None`` when there are no ``ids``.
+        """
         with self._write_lock:
-            nxt = self._removed(self._version, np.asarray(change.removed_chunk_ids(), np.int64))
+            nxt = self._removed(self._version, np.asarray(removed, np.int64))
             if vectors is not None:
                 nxt = self._added(nxt, *self._checked(ids, vectors))
         return lambda: self._publish(nxt)
@@ -307,19 +316,20 @@ class DenseIndex:
         return _Version(v.ids, v.vectors, v.dead, v.live, graph, _bitmap(v))
 
     # -- persistence --------------------------------------------------------------------------
-    def save(self, directory: Path) -> list[str]:
+    def save(self, directory: Path, *, prefix: str = "dense") -> list[str]:
         """Write ``dense_ids.npy``, ``dense_vectors.npy`` (and ``dense.faiss`` for HNSW).
 
         The rows are the current version's, removed rows included (``dense_dead.npy``
-        marks them), so a saved HNSW graph stays aligned with them.
+        marks them), so a saved HNSW graph stays aligned with them. ``prefix`` replaces
+        ``dense`` in the names (another dense index in the same directory).
         """
         v = self._version
-        np.save(directory / "dense_ids.npy", v.ids, allow_pickle=False)
-        np.save(directory / "dense_vectors.npy", v.vectors, allow_pickle=False)
-        files = ["dense_ids.npy", "dense_vectors.npy"]
+        np.save(directory / f"{prefix}_ids.npy", v.ids, allow_pickle=False)
+        np.save(directory / f"{prefix}_vectors.npy", v.vectors, allow_pickle=False)
+        files = [f"{prefix}_ids.npy", f"{prefix}_vectors.npy"]
         if v.dead is not None:
-            np.save(directory / "dense_dead.npy", v.dead, allow_pickle=False)
-            files.append("dense_dead.npy")
+            np.save(directory / f"{prefix}_dead.npy", v.dead, allow_pickle=False)
+            files.append(f"{prefix}_dead.npy")
         if self.kind == "hnsw" and v.n:
             faiss = _faiss()
             with self._hnsw_lock.read():
@@ -327,20 +337,20 @@ class DenseIndex:
                 if graph is None:  # holds rows of a change being staged: save this version's
                     graph = self._new_hnsw()
                     graph.add(v.vectors)
-                faiss.write_index(graph, str(directory / "dense.faiss"))
-            files.append("dense.faiss")
+                faiss.write_index(graph, str(directory / f"{prefix}.faiss"))
+            files.append(f"{prefix}.faiss")
         return files
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> DenseIndex:
+    def load(cls, directory: Path, config: dict[str, Any], *, prefix: str = "dense") -> DenseIndex:
         """Read what :meth:`save` wrote, with the config recorded next to it.
 
         Raises:
             StoreError: if the files disagree with each other or with the config.
         """
         index = cls(**config)
-        ids = np.load(directory / "dense_ids.npy", allow_pickle=False)
-        vectors = np.load(directory / "dense_vectors.npy", allow_pickle=False)
+        ids = np.load(directory / f"{prefix}_ids.npy", allow_pickle=False)
+        vectors = np.load(directory / f"{prefix}_vectors.npy", allow_pickle=False)
         if ids.ndim != 1 or vectors.shape != (ids.size, index.dim):
             raise StoreError(
                 f"{directory}: dense ids {ids.shape} and vectors {vectors.shape} do not "
@@ -349,14 +359,14 @@ class DenseIndex:
         if ids.size > 1 and (np.diff(ids) <= 0).any():
             raise StoreError(f"{directory}: dense ids are not strictly increasing")
         dead = None
-        if (directory / "dense_dead.npy").exists():
-            dead = np.load(directory / "dense_dead.npy", allow_pickle=False)
+        if (directory / f"{prefix}_dead.npy").exists():
+            dead = np.load(directory / f"{prefix}_dead.npy", allow_pickle=False)
             if dead.shape != ids.shape or dead.dtype != np.bool_:
-                raise StoreError(f"{directory}: dense_dead.npy does not match the ids")
+                raise StoreError(f"{directory}: {prefix}_dead.npy does not match the ids")
         index._id_buf = np.ascontiguousarray(ids, dtype=np.int64)
         index._vec_buf = np.ascontiguousarray(vectors, dtype=np.float32)
         live = int(ids.size - (dead.sum() if dead is not None else 0))
-        faiss_file = directory / "dense.faiss"
+        faiss_file = directory / f"{prefix}.faiss"
         if index.kind == "hnsw" and ids.size:
             graph = None
             if faiss_file.exists():

@@ -45,6 +45,7 @@ from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.index.dense import DenseIndex, top_k
 from semrag.index.external import StoreBackedDense, VectorClient
 from semrag.index.persist import atomic_directory, read_manifest
+from semrag.index.pieces import PieceIndex, check_split
 from semrag.index.presplit import place_chunks, whole_document_chunk
 from semrag.index.sparse import IDF_VARIANTS, BM25Index
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -209,6 +210,13 @@ class SemanticIndex:
             themes are TF-IDF keywords.
         on_llm_error: when the theme LLM fails for a document: ``"fallback"`` (its
             keyword themes are used and :attr:`notes` says so) or ``"raise"``.
+        pieces: ``(max_tokens, overlap_tokens)``: also keep every chunk cut again into
+            small overlapping pieces with their vectors, as SKETCH searches them (the
+            paper: ``(100, 16)``; see :class:`~semrag.index.pieces.PieceIndex`). Each
+            change splits and embeds its own documents' pieces, and they are saved with
+            the index, so no SKETCH query with that split embeds a piece. ``None``
+            (default): a :class:`~semrag.retrieval.SketchRetriever` makes them itself on
+            its first query after each change.
         show_progress: progress bars on long builds.
 
     Attributes:
@@ -234,6 +242,7 @@ class SemanticIndex:
         chunk_vectors: str = "embed",
         theme_llm: LLM | None = None,
         on_llm_error: str = "fallback",
+        pieces: tuple[int, int] | None = None,
         show_progress: bool = False,
     ) -> None:
         from semrag.chunking.semantic import SemanticChunker
@@ -281,6 +290,16 @@ class SemanticIndex:
         )
         self.sparse = BM25Index(idf=sparse)
         self._ssg = LiveSSG(self.ssg_config, self.embedder.dim) if self.ssg_config else None
+        self._pieces = (
+            None
+            if pieces is None
+            else PieceIndex(
+                check_split("SemanticIndex", pieces),
+                self.chunker.tokenizer,
+                self.embedder,
+                self.dense_kind,
+            )
+        )
         self._view: SSGView | None = None
         self._version = 0
         self._followers: list[IndexPart] = []
@@ -392,7 +411,14 @@ class SemanticIndex:
         parts: dict[str, StagedPart] = {"dense": self.dense, "sparse": self.sparse}
         if self._ssg is not None:
             parts["ssg"] = self._ssg
+        if self._pieces is not None:
+            parts["pieces"] = self._pieces
         return parts
+
+    @property
+    def piece_index(self) -> PieceIndex | None:
+        """The small pieces kept with the index (``pieces=``), or ``None``."""
+        return self._pieces
 
     def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
         """Read one version of the index for the length of a ``with`` block.
@@ -1063,6 +1089,11 @@ class SemanticIndex:
             "dense": self.dense.config(),
             "chunk_vectors": self.chunk_vectors,
             "next_id": self._next_id,
+            "pieces": (
+                None
+                if self._pieces is None
+                else {"split": list(self._pieces.split), "dense": self._pieces.dense.config()}
+            ),
         }
         with self._commit_lock, atomic_directory(directory, manifest) as tmp:
             entries = list(self._entries.values())
@@ -1163,6 +1194,7 @@ class SemanticIndex:
             dense=client if client is not None else m["dense"]["kind"],
             chunk_vectors=m["chunk_vectors"],
             theme_llm=theme_llm,
+            pieces=tuple(m["pieces"]["split"]) if m.get("pieces") else None,
         )
         if index.embedder.dim != m["dim"]:
             raise ConfigError(
@@ -1227,6 +1259,14 @@ class SemanticIndex:
             index._entries[doc.id] = entry
             index._chunk_by_id.update(zip(ids, chunks, strict=True))
         index._version = 1 if records else 0
+        if m.get("pieces"):
+            index._pieces = PieceIndex.load(
+                directory,
+                list(index._entries.values()),
+                tokenizer=index.chunker.tokenizer,
+                embedder=index.embedder,
+                config=m["pieces"]["dense"],
+            )
         if ssg_cfg:
             index._ssg = index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs)
             index._publish_view()

@@ -32,8 +32,8 @@ import asyncio
 import math
 import re
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,17 +46,14 @@ from semrag._validation import (
     Interval,
     Options,
     check_k,
-    check_param,
     check_query,
     validate_params,
 )
-from semrag.chunking._split import split_with_overlap
-from semrag.errors import ConfigError
 from semrag.graph.types import Entity
-from semrag.index.dense import DenseIndex
+from semrag.index.pieces import PieceIndex, check_split
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import content_words, entities, key_phrases
-from semrag.types import Chunk, ScoredChunk, Span
+from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SketchRetriever", "query_phrases"]
 
@@ -96,6 +93,35 @@ class _Item:
     graph: float = 0.0
     entities: dict[str, int] = field(default_factory=dict)
     piece_of: int | None = None  # index chunk id a small piece came from
+
+
+class _Chunks(Mapping[int, Chunk]):
+    """The index's chunks by id (the pieces of ``split=None``)."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    def __getitem__(self, cid: int) -> Chunk:
+        return self.index.chunk(cid)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.index.dense.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.index.dense)
+
+
+class _Same(Mapping[int, int]):
+    """Every chunk is its own parent (the pieces of ``split=None``)."""
+
+    def __getitem__(self, cid: int) -> int:
+        return cid
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
 
 
 class SketchRetriever:
@@ -181,17 +207,7 @@ class SketchRetriever:
             },
         )
         if split is not None:
-            split = (
-                check_param("SketchRetriever", "split[0]", split[0], [Interval(INT, 8, None)]),
-                check_param("SketchRetriever", "split[1]", split[1], [Interval(INT, 0, None)])
-                if len(split) == 2
-                else None,
-            )
-            if split[1] is None or split[1] > split[0] // 2:
-                raise ConfigError(
-                    f"SketchRetriever: split must be (max_tokens >= 8, overlap <= max_tokens // 2),"
-                    f" got {p['split']}"
-                )
+            split = check_split("SketchRetriever", split)
         k, depth, n_vector, max_entities = p["k"], p["depth"], p["n_vector"], p["max_entities"]
         max_graph_chunks, max_bridges = p["max_graph_chunks"], p["max_bridges"]
         fuzzy_matches, hop_decay, graph_weight = (
@@ -217,96 +233,37 @@ class SketchRetriever:
         self.token_budget = token_budget
         self.max_facts = max_facts
         self.on_llm_error = on_llm_error
-        # The pieces follow the index document by document: a change splits and embeds
-        # the changed documents only. Piece ids are never reused and grow in index order.
-        self._piece_docs: dict[str, tuple[Any, list[int]]] = {}  # record, piece ids
-        self._piece_chunk: dict[int, Chunk] = {}
-        self._piece_parent: dict[int, int] = {}
-        self._piece_index = DenseIndex(index.embedder.dim, kind=index.dense_kind)
-        self._next_piece = 0
-        self._pieces_version = -1
+        self._own: PieceIndex | None = None  # pieces kept here when the index holds none
+        self._own_version = -1
         self._lock = threading.Lock()
 
     # -- the small pieces ------------------------------------------------------------------------
-    def pieces(self) -> tuple[Mapping[int, Chunk], Mapping[int, int], DenseIndex]:
+    def pieces(self) -> tuple[Mapping[int, Chunk], Mapping[int, int], Any]:
         """The small pieces searched by vector, the index chunk each came from, their index.
 
-        Pieces and parents are keyed by the ids the dense index returns. They follow the
-        index (keyed by :attr:`SemanticIndex.version`): on first use after a change, the
-        pieces of removed or replaced documents leave and the new documents are split
-        and embedded; chunks already within the size reuse their stored vectors. Read
-        them under ``index.read()`` to keep one version.
+        Pieces and parents are keyed by the ids the dense index returns. They are the
+        index's own (``SemanticIndex(pieces=split)`` with this split: made when each
+        change was indexed), or the index's chunks (``split=None``), or else kept here:
+        on first use after a change, the pieces of removed or replaced documents leave
+        and the new documents are split and embedded (:meth:`PieceIndex.sync`). Read them
+        under ``index.read()`` to keep one version.
         """
+        index = self.index
+        if self.split is None:
+            return _Chunks(index), _Same(), index.dense
+        kept = index.piece_index
+        if kept is not None and kept.split == self.split:
+            return kept.pieces, kept.parents, kept.dense
         # Lock order: the index's read first, then this retriever's lock.
-        with reading(self.index), self._lock:
-            if self._pieces_version != self.index.version:
-                self._sync_pieces()
-                self._pieces_version = self.index.version
-            return self._piece_chunk, self._piece_parent, self._piece_index
-
-    def _sync_pieces(self) -> None:
-        index = self.index
-        live = {d: index.indexed(d) for d in index.doc_ids}
-        stale = [d for d, (record, _) in self._piece_docs.items() if live.get(d) is not record]
-        gone = [i for d in stale for i in self._piece_docs.pop(d)[1]]
-        if gone:
-            self._piece_index.remove(gone)
-            for i in gone:
-                del self._piece_chunk[i], self._piece_parent[i]
-        found: list[tuple[Chunk, int, bool]] = []
-        for doc_id in [d for d in index.doc_ids if d not in self._piece_docs]:
-            got = self._split(doc_id)
-            first = self._next_piece + len(found)
-            self._piece_docs[doc_id] = (live[doc_id], list(range(first, first + len(got))))
-            found += got
-        if not found:
-            return
-        vectors = np.zeros((len(found), index.embedder.dim), np.float32)
-        reuse = [i for i, (_, _, whole) in enumerate(found) if whole]
-        if reuse:
-            vectors[reuse] = index.vectors_of([found[i][1] for i in reuse])
-        todo = [i for i, (_, _, whole) in enumerate(found) if not whole]
-        if todo:
-            vectors[todo] = index.embedder.embed([found[i][0].text for i in todo])
-        ids = np.arange(self._next_piece, self._next_piece + len(found))
-        self._piece_index.add(ids, vectors)
-        for i, (piece, parent, _) in zip(ids.tolist(), found, strict=True):
-            self._piece_chunk[i], self._piece_parent[i] = piece, parent
-        self._next_piece += len(found)
-
-    def _split(self, doc_id: str) -> list[tuple[Chunk, int, bool]]:
-        """``(piece, parent chunk id, whole chunk?)`` for each piece of ``doc_id``."""
-        index = self.index
-        tok = index.chunker.tokenizer
-        text = index.document(doc_id).text
-        starts = [s.start for s in index.sentences(doc_id)]
-        out: list[tuple[Chunk, int, bool]] = []
-        for cid, c in zip(index.chunk_ids(doc_id), index.chunks(doc_id), strict=True):
-            if self.split is None or c.token_count <= self.split[0]:
-                out.append((c, cid, True))
-                continue
-            local = tok.offsets(c.text)
-            spans = split_with_overlap(
-                text,
-                Span(c.start, c.end),
-                [(c.start + a, c.start + b) for a, b in local],
-                max_tokens=self.split[0],
-                overlap_tokens=self.split[1],
-                count=lambda t: tok.count([t])[0],
-                preferred_starts=[s for s in starts if c.start < s < c.end],
-            )
-            for j, sp in enumerate(spans):
-                piece_text = sp.of(text)
-                piece = replace(
-                    c,
-                    start=sp.start,
-                    end=sp.end,
-                    text=piece_text,
-                    token_count=tok.count([piece_text])[0],
-                    index=j,
+        with reading(index), self._lock:
+            if self._own is None:
+                self._own = PieceIndex(
+                    self.split, index.chunker.tokenizer, index.embedder, index.dense_kind
                 )
-                out.append((piece, cid, False))
-        return out
+            if self._own_version != index.version:
+                self._own.sync([index.indexed(d) for d in index.doc_ids])
+                self._own_version = index.version
+            return self._own.pieces, self._own.parents, self._own.dense
 
     # -- query entities --------------------------------------------------------------------------
     def query_entities(self, query: str) -> tuple[list[Entity], str]:

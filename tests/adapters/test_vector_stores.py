@@ -216,3 +216,42 @@ async def test_llama_index_async_paths():
     await store.adelete_nodes(["n1"])
     await store.aclear()
     assert store.get_nodes() == []
+
+
+@pytest.mark.parametrize("framework", ["langchain", "llama_index"])
+def test_the_stores_keep_sketch_pieces_with_the_index(framework):
+    """``pieces=`` reaches the store's index; SKETCH in that framework reads those pieces."""
+    from semrag.graph import KnowledgeGraph
+
+    long = " ".join(f"Rocket launch {i} reached orbit after the countdown." for i in range(30))
+    if framework == "langchain":
+        store = langchain_semrag.SemanticVectorStore(
+            langchain_semrag.SemragEmbeddings(FakeEmbedder()), pieces=(12, 3)
+        )
+        store.add_texts([long, *TEXTS])
+        graph = KnowledgeGraph.build(store.index, communities=False)
+        retriever = langchain_semrag.SketchRetriever(
+            index=store.index, graph=graph, k=2, options={"split": (12, 3)}
+        )
+        hits = [d.page_content for d in retriever.invoke("rocket orbit")]
+    else:
+        from llama_index.core.schema import TextNode
+
+        import llama_index_semrag
+
+        emb = llama_index_semrag.SemragEmbedding(FakeEmbedder())
+        store = llama_index_semrag.SemanticVectorStore(emb, pieces=(12, 3))
+        nodes = [TextNode(text=t, id_=f"n{i}") for i, t in enumerate([long, *TEXTS])]
+        for n in nodes:
+            n.embedding = emb.get_text_embedding(n.text)
+        store.add(nodes)
+        graph = KnowledgeGraph.build(store.index, communities=False)
+        retriever = llama_index_semrag.SketchRetriever(
+            index=store.index, graph=graph, k=2, split=(12, 3)
+        )
+        hits = [n.node.get_content() for n in retriever.retrieve("rocket orbit")]
+    kept = store.index.piece_index
+    assert kept is not None and len(kept.pieces) > len(store.index.chunks())
+    assert retriever._core.pieces()[2] is kept.dense  # SKETCH searched the index's pieces
+    texts = {c.text for c in kept.pieces.values()} | {c.text for c in store.index.chunks()}
+    assert hits and set(hits) <= texts
