@@ -17,6 +17,7 @@ Every result's provenance names the entities (local) or the community and its re
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,20 @@ from semrag.postprocess.stitch import covering_sentences
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["CommunityRetriever"]
+
+
+def best_above(sims: np.ndarray, key_of: Callable[[int], str], k: int, floor: float) -> list[int]:
+    """Positions of the ``k`` largest ``sims`` above ``floor``, best first.
+
+    Ties go to the smaller ``key_of(position)``, so the input's order never decides. Only
+    the positions tied with the last place or better are sorted (a partition finds
+    them), never all of them.
+    """
+    top = np.flatnonzero(sims > floor)
+    if top.size > k:
+        last = np.partition(sims[top], top.size - k)[-k]
+        top = top[sims[top] >= last]
+    return sorted(top.tolist(), key=lambda i: (-sims[i], key_of(i)))[:k]
 
 
 class CommunityRetriever:
@@ -126,9 +141,7 @@ class CommunityRetriever:
         if not ents:
             return []
         sims = vecs @ q
-        # Ties go to the smaller entity id, so the store's order never decides.
-        by_rank = np.lexsort((np.array([e.id for e in ents]), -sims))
-        order = [i for i in by_rank[: self.max_entities] if sims[i] > self.tau_e]
+        order = best_above(sims, lambda i: ents[i].id, self.max_entities, self.tau_e)
         chosen = {ents[i].id: (ents[i], float(sims[i]), vecs[i]) for i in order}
         best: dict[int, tuple[float, float, list[dict[str, Any]]]] = {}
         for eid, refs in self.kg.store.chunks_for(list(chosen)).items():

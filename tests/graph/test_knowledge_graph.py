@@ -515,3 +515,19 @@ def test_sketch_pieces_follow_the_index_and_embed_only_changed_documents():
     assert [(h.chunk.doc_id, h.chunk.start) for h in kept.retrieve(q)] == [
         (h.chunk.doc_id, h.chunk.start) for h in fresh.retrieve(q)
     ]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.sampled_from([-0.5, 0.1, 0.3, 0.3, 0.7, 0.9]), max_size=30),
+    st.integers(1, 8),
+    st.sampled_from([-1.0, 0.2, 0.5]),
+)
+def test_local_search_entities_are_the_best_above_the_floor_ties_by_id(values, k, floor):
+    from semrag.retrieval.community import best_above
+
+    sims = np.array(values, np.float32)
+    ids = [f"e{(7 * i) % 31:02d}" for i in range(len(values))]  # ids not in input order
+    by_rank = np.lexsort((np.array(ids, dtype=str), -sims)) if len(values) else []
+    expected = [int(i) for i in by_rank[:k] if sims[i] > floor]
+    assert best_above(sims, ids.__getitem__, k, floor) == expected
