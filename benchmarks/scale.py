@@ -70,9 +70,10 @@ def sections() -> list[tuple[str, list[str]]]:
 
 
 def corpus(n_docs: int) -> list[Document]:
-    """``n_docs`` documents: the sections, then recombinations of them (real sentences)."""
+    """``n_docs`` documents: the sections (in a seeded order), then recombinations of them."""
     base = sections()
-    docs = [Document(i, " ".join(lines)) for i, lines in base[:n_docs]]
+    mixed = np.random.default_rng(0).permutation(len(base))[:n_docs]  # every genre in a prefix
+    docs = [Document(base[i][0], " ".join(base[i][1])) for i in mixed.tolist()]
     r = 0
     while len(docs) < n_docs:
         r += 1
@@ -96,7 +97,8 @@ class SentenceCache(BaseEmbedder):
         self.model_s = 0.0
         if path is not None and path.exists():
             with np.load(path, allow_pickle=False) as z:
-                self.vectors = dict(zip(z["texts"].tolist(), z["vectors"], strict=True))
+                texts = z["texts"].tobytes().decode("utf-8").split("\x00")
+                self.vectors = dict(zip(texts, z["vectors"], strict=True))
 
     @property
     def tokenizer(self):  # noqa: ANN201 - the inner embedder's
@@ -112,9 +114,11 @@ class SentenceCache(BaseEmbedder):
         return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, self.dim))
 
     def save(self) -> None:
-        if self.path is not None:
-            texts, vectors = list(self.vectors), np.stack(list(self.vectors.values()))
-            np.savez(self.path, texts=np.array(texts), vectors=vectors)
+        # the texts as one NUL-separated UTF-8 blob (a str array pads every text to the
+        # longest, gigabytes at 100k chunks)
+        if self.path is not None and all("\x00" not in t for t in self.vectors):
+            blob = np.frombuffer("\x00".join(self.vectors).encode("utf-8"), np.uint8)
+            np.savez(self.path, texts=blob, vectors=np.stack(list(self.vectors.values())))
 
 
 def embedder_for(name: str) -> BaseEmbedder:
@@ -170,13 +174,20 @@ def main() -> None:
     cache = Path(cache_dir) / f"scale-sentences-{args.embedder}.npz" if cache_dir else None
     embedder = SentenceCache(embedder_for(args.embedder), cache)
 
-    # Chunks per document, from a sample: documents enough for the target.
+    # Chunks per character, from a sample spread over the corpus: documents enough for the
+    # target (documents vary in length far more than their chunks per character do).
+    guess = corpus(max(200, target // 5))
+    sample = guess[:: max(1, len(guess) // 300)]
     probe = SemanticIndex(embedder=embedder, chunk_vectors="mean", ssg=False)
-    sample = corpus(200)
     probe.add_documents(sample)
-    per_doc = len(probe.chunks()) / len(sample)
-    docs = corpus(max(1, round(target / per_doc)))
-    del probe
+    per_char = len(probe.chunks()) / sum(len(d.text) for d in sample)
+    del probe, guess
+    docs, expected = [], 0.0
+    for doc in corpus(max(1, int(2 * target / (per_char * 2000)) + 50)):
+        if expected >= target:
+            break
+        docs.append(doc)
+        expected += per_char * len(doc.text)
 
     spent: dict[str, float] = {}
     rss: dict[str, float] = {"start": peak_mb()}
