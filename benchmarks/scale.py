@@ -15,7 +15,8 @@ derived graph), write (the store), communities, reports. Latency: p50 / p95 of s
 timed queries for every non-LLM retriever, with the graph's degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
-[--knn auto|flat|hnsw] [--out F]
+[--knn auto|flat|hnsw] [--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md
+(how each stage and each p50 grows between two reports).
 """
 
 from __future__ import annotations
@@ -161,6 +162,55 @@ def latency(fn, rounds: int = 2) -> tuple[float, float]:  # noqa: ANN001
     return statistics.median(times), float(np.percentile(times, 95))
 
 
+def _read_report(path: str) -> tuple[int, dict[str, float]]:
+    """Chunks, and every table row's first number (stage seconds, p50 ms), of a report."""
+    text = Path(path).read_text(encoding="utf-8")
+    n = int(text.split("### Scale: ", 1)[1].split(" chunks", 1)[0].replace(",", ""))
+    rows, kind = {}, ""
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and len(cells) >= 2:
+            try:
+                rows[f"{cells[0]} ({kind})"] = float(cells[1].replace(",", ""))
+            except ValueError:
+                kind = {"stage": "s", "retriever": "p50 ms"}.get(cells[0], cells[0])  # a header
+    return n, rows
+
+
+def exponents(small: str, large: str) -> str:
+    """How each stage's time and each retriever's p50 grow between two reports.
+
+    The exponent ``b`` of ``t ~ n^b``: ``log(t_large / t_small) / log(n_large / n_small)``.
+    """
+    (n1, a), (n2, b) = _read_report(small), _read_report(large)
+    if n1 == n2:
+        raise SystemExit("the two reports are of the same size")
+    rows = []
+    for name, t1 in a.items():
+        t2 = b.get(name)
+        if t2 is None or t1 <= 0 or t2 <= 0:
+            continue
+        rows.append(
+            {
+                "stage or retriever": name,
+                f"at {n1:,}": t1,
+                f"at {n2:,}": t2,
+                "exponent": round(float(np.log(t2 / t1) / np.log(n2 / n1)), 2),
+            }
+        )
+    columns = ["stage or retriever", f"at {n1:,}", f"at {n2:,}", "exponent"]
+    return (
+        header(
+            f"Scale: growth from {n1:,} to {n2:,} chunks",
+            f"the two reports above ({small}, {large}); seconds per stage, p50 ms per "
+            "retriever; exponent b of t ~ n^b",
+        )
+        + "\n"
+        + table(rows, columns)
+        + "\n"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks", type=int, default=100_000, help="target number of chunks")
@@ -168,7 +218,11 @@ def main() -> None:
     ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
     ap.add_argument("--knn", choices=["auto", "flat", "hnsw"], default="auto")
     ap.add_argument("--out")
+    ap.add_argument("--exponents", nargs=2, metavar=("SMALL", "LARGE"), help="compare two reports")
     args = ap.parse_args()
+    if args.exponents:
+        emit(exponents(*args.exponents), args.out)
+        return
     target = 1_000 if args.quick else args.chunks
     cache_dir = os.environ.get("SEMRAG_BENCH_CACHE")
     cache = Path(cache_dir) / f"scale-sentences-{args.embedder}.npz" if cache_dir else None

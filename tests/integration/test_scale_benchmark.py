@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = ["bees", "rockets", "rivers", "bread", "castles", "volcanoes", "engines", "forests"]
 
@@ -57,3 +59,24 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
     assert sum(name.startswith("SSG ") for name in names) == 6  # every non-LLM algorithm
     assert all(float(p50.replace(",", "")) > 0 for _, p50, _ in latency)
     assert "SSG degree: mean" in report and "Peak RSS" in report
+
+    # the growth between two reports: here a report against itself, scaled by hand
+    def sixteen_times(m: re.Match) -> str:  # a stage row (two cells): 16x the time
+        return f"| {m.group(1)} | {16 * float(m.group(2).replace(',', ''))} |"
+
+    big = re.sub(r"^\| ([^|]+?) \| ([\d.,]+) \|$", sixteen_times, report, flags=re.M)
+    big = big.replace(f"Scale: {chunks:,} chunks", f"Scale: {4 * chunks:,} chunks")
+    (tmp_path / "big.md").write_text(big, encoding="utf-8")
+    growth = subprocess.run(
+        [sys.executable, "benchmarks/scale.py", "--exponents", str(out), str(tmp_path / "big.md")],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    found = re.findall(r"^\| ([^|]+?) \| [\d.,]+ \| [\d.,]+ \| ([-\d.]+) \|$", growth, flags=re.M)
+    exps = {name: float(b) for name, b in found}
+    assert exps["SSG (s)"] == pytest.approx(2.0, abs=0.01)  # 16x the time for 4x the chunks
+    assert exps["dense (p50 ms)"] == pytest.approx(0.0, abs=0.01)  # latencies unchanged
