@@ -149,6 +149,24 @@ class LiveSSG:
         """Every sentence vector, documents in order (a view, like :attr:`node_vectors`)."""
         return self._sentences.view
 
+    def buffers(self) -> tuple[Floats, Floats]:
+        """The arrays that hold the sentence rows and the node rows now.
+
+        They move when the rows outgrow them or are compacted.
+        """
+        return self._sentences.buf, self._nodes.buf
+
+    def document_rows(self, doc_id: str) -> tuple[Floats, Floats]:
+        """Views of ``doc_id``'s sentence vectors and window-node vectors in this graph.
+
+        Raises:
+            KeyError: if the document is not in the graph.
+        """
+        d = self._pos[doc_id]
+        s0, s1 = self.doc_sentences[d], self.doc_sentences[d + 1]
+        n0, n1 = self.doc_nodes[d], self.doc_nodes[d + 1]
+        return self.sentence_matrix[s0:s1], self.node_vectors[n0:n1]
+
     @classmethod
     def fresh(cls, config: SSGConfig, dim: int, documents: Sequence[IndexedDocument]) -> LiveSSG:
         """A graph built in one pass over ``documents`` (one change that adds them all)."""

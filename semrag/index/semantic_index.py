@@ -26,6 +26,7 @@ import bisect
 import contextlib
 import json
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -301,6 +302,7 @@ class SemanticIndex:
             )
         )
         self._view: SSGView | None = None
+        self._shared: tuple[weakref.ref[Floats], ...] | None = None  # see _share_vectors
         self._version = 0
         self._followers: list[IndexPart] = []
         # _commit_lock orders whole commits (followers included), so every part sees the
@@ -525,11 +527,34 @@ class SemanticIndex:
                     for d in added:
                         self._chunk_by_id.update(zip(d.chunk_ids, d.chunks, strict=True))
                     self._entries = entries
+                    self._share_vectors(added)
                     self._version = change.version
                     self._publish_view()
                 for write in follow:  # readers of index and followers wait for these
                     write()
             return change
+
+    def _share_vectors(self, added: Iterable[IndexedDocument]) -> None:
+        """Point documents' sentence and node vectors at the graph's rows: held once.
+
+        The SSG keeps every sentence and window-node vector in one array each; a
+        document's arrays become views of its rows there, so the arrays ingestion made
+        are freed. Those arrays move when the rows outgrow them or are compacted (a
+        delete); then every document is pointed again, which costs what the move did.
+        The values never change, so a reader sees the same vectors either way.
+        """
+        ssg = self._ssg
+        if ssg is None:
+            return
+        buffers = ssg.buffers()
+        moved = self._shared is None or any(
+            ref() is not buf for ref, buf in zip(self._shared, buffers, strict=True)
+        )
+        for e in self._entries.values() if moved else added:
+            sentences, nodes = ssg.document_rows(e.id)
+            object.__setattr__(e, "sentence_vectors", sentences)  # the same values, shared
+            object.__setattr__(e, "node_vectors", nodes)
+        self._shared = tuple(weakref.ref(b) for b in buffers)
 
     def _publish_view(self) -> None:
         if self._ssg is None:
@@ -1269,6 +1294,7 @@ class SemanticIndex:
             )
         if ssg_cfg:
             index._ssg = index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs)
+            index._share_vectors(())
             index._publish_view()
         return index
 
