@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -88,7 +89,10 @@ class BM25Index:
         self.b = b
         self.epsilon = epsilon
         self.idf = idf
-        self._docs: dict[int, list[str]] = {}  # id -> tokens, in insertion order
+        # id -> (length, its distinct terms), in insertion order. The terms are interned:
+        # one string per term, however many texts hold it (the term frequencies are in the
+        # postings), so a text costs its distinct terms, not a copy of its tokens.
+        self._docs: dict[int, tuple[int, tuple[str, ...]]] = {}
         self._postings: dict[str, dict[int, int]] = {}  # term -> {id: term frequency}
         self._df_hist: dict[int, int] = {}  # document frequency -> number of terms
         self._total_len = 0
@@ -128,9 +132,10 @@ class BM25Index:
         grown: dict[str, list[tuple[int, int, int]]] = {}  # cached terms' new postings
         with self._lock:
             for i, tokens in zip(new, token_lists, strict=True):
-                self._docs[i] = list(tokens)
+                counts = Counter(map(sys.intern, tokens))
+                self._docs[i] = (len(tokens), tuple(counts))
                 self._total_len += len(tokens)
-                for term, tf in Counter(tokens).items():
+                for term, tf in counts.items():
                     posting = self._postings.setdefault(term, {})
                     self._move(len(posting), len(posting) + 1)
                     posting[i] = tf
@@ -151,12 +156,12 @@ class BM25Index:
         shrunk: dict[str, list[int]] = {}  # cached terms' removed postings
         with self._lock:
             for i in {int(i) for i in ids}:
-                tokens = self._docs.pop(i, None)
-                if tokens is None:
+                doc = self._docs.pop(i, None)
+                if doc is None:
                     continue
                 removed += 1
-                self._total_len -= len(tokens)
-                for term in set(tokens):
+                self._total_len -= doc[0]
+                for term in doc[1]:
                     posting = self._postings[term]
                     self._move(len(posting), len(posting) - 1)
                     del posting[i]
@@ -224,7 +229,7 @@ class BM25Index:
             ids = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
             tf = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
             length = np.fromiter(
-                (len(self._docs[i]) for i in posting), dtype=np.float64, count=len(posting)
+                (self._docs[i][0] for i in posting), dtype=np.float64, count=len(posting)
             )
             found = self._arrays[term] = (ids, tf, length)
         return found
@@ -285,7 +290,10 @@ class BM25Index:
                 "epsilon": self.epsilon,
                 "idf": self.idf,
                 "ids": list(self._docs),
-                "tokens": list(self._docs.values()),
+                "tokens": [  # each term as often as it occurs (order does not count)
+                    [t for t in terms for _ in range(self._postings[t][i])]
+                    for i, (_, terms) in self._docs.items()
+                ],
             }
         (directory / "bm25.json").write_text(json.dumps(payload), encoding="utf-8")
         return ["bm25.json"]

@@ -457,3 +457,29 @@ def test_dense_index_appends_in_place_and_keeps_ids_sorted():
         idx.vectors[0, 0] = 3.0  # views are read-only
     assert idx.remove([0, 1, 500]) == 3 and 0 not in idx.ids.tolist()
     assert idx.search(rows[1], 1)[1][0][0] in idx.ids
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from("ant bee cat dog elk fox gnu".split()), min_size=1, max_size=8),
+        min_size=1,
+        max_size=6,
+    ),
+    st.lists(st.sampled_from("ant bee cat dog yak".split()), min_size=1, max_size=3),
+)
+def test_bm25_keeps_each_term_once_and_a_save_keeps_the_scores(tmp_path_factory, texts, query):
+    from rank_bm25 import BM25Okapi
+
+    bm = BM25Index()
+    bm.add(list(range(len(texts))), [" ".join(t) for t in texts])
+    held: dict[str, object] = {}
+    for _, terms in bm._docs.values():  # one string per term, shared by every text
+        for term in terms:
+            assert held.setdefault(term, term) is term
+    directory = tmp_path_factory.mktemp("bm25")
+    bm.save(directory)
+    again = BM25Index.load(directory)
+    ref = BM25Okapi(texts).get_scores(query)
+    for index in (bm, again):  # term frequencies and lengths survive the save
+        np.testing.assert_allclose(index.scores(" ".join(query))[1], ref, rtol=1e-9, atol=1e-12)
