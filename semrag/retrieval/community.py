@@ -7,8 +7,10 @@
 * ``mode="global"``: community reports ranked by ``relevance + centrality_weight * rank``
   (relevance = similarity of the query to the report's title and summary; rank = the
   community's PageRank share), the top ``top_communities``; then their *points*: the
-  sentences of the chunks that mention their members, ranked by similarity to the query;
-  the top ``k`` are returned as sentence-sized chunks with exact offsets.
+  sentences of the chunks that mention their members (each community's ``max_chunks``
+  chunks that mention the most of its members, so a query's cost does not grow with a
+  community of thousands of entities), ranked by similarity to the query; the top ``k``
+  are returned as sentence-sized chunks with exact offsets.
 
 Every result's provenance names the entities (local) or the community and its report
 (global) that led to it.
@@ -60,6 +62,8 @@ class CommunityRetriever:
         top_communities: reports kept (global).
         centrality_weight: weight of a community's rank against its relevance (global).
         level: community level searched (global; default all levels).
+        max_chunks: chunks read per community (global): those mentioning the most of its
+            members (ties: document order). ``None`` reads every chunk.
     """
 
     def __init__(
@@ -76,6 +80,7 @@ class CommunityRetriever:
         top_communities: int = 5,
         centrality_weight: float = 0.2,
         level: int | None = None,
+        max_chunks: int | None = 64,
     ) -> None:
         p = validate_params(
             "CommunityRetriever",
@@ -89,6 +94,7 @@ class CommunityRetriever:
                 "top_communities": [Interval(INT, 1, None)],
                 "centrality_weight": [Interval(REAL, 0, 1)],
                 "level": [Interval(INT, 0, None), None],
+                "max_chunks": [Interval(INT, 1, None), None],
             },
             {
                 "mode": mode,
@@ -100,6 +106,7 @@ class CommunityRetriever:
                 "top_communities": top_communities,
                 "centrality_weight": centrality_weight,
                 "level": level,
+                "max_chunks": max_chunks,
             },
         )
         k, tau_e, tau_d, max_entities = p["k"], p["tau_e"], p["tau_d"], p["max_entities"]
@@ -116,8 +123,12 @@ class CommunityRetriever:
         self.top_communities = top_communities
         self.centrality_weight = centrality_weight
         self.level = level
-        self._reports: tuple[list[Any], np.ndarray] | None = None
+        self.max_chunks = p["max_chunks"]
+        # communities, their reports' vectors, ranks and ids (one version, one tuple)
+        self._reports: tuple[list[Any], np.ndarray, np.ndarray, list[str]] | None = None
         self._reports_version = -1
+        self._points: dict[str, list[tuple[str, int, int]]] = {}  # community -> runs
+        self._points_version: tuple[int, int] = (-1, -1)
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Top ``k`` results for ``query``."""
@@ -184,9 +195,14 @@ class CommunityRetriever:
 
         Cached until the knowledge graph changes (keyed by its ``version``).
         """
+        comms, vecs, _, _ = self._report_state()
+        return comms, vecs
+
+    def _report_state(self) -> tuple[list[Any], np.ndarray, np.ndarray, list[str]]:
+        """Communities, their reports' vectors, ranks and ids: one version, one tuple."""
         version = getattr(self.kg, "version", 0)
-        if self._reports is None or self._reports_version != version:
-            self._reports_version = version
+        state = self._reports
+        if state is None or self._reports_version != version:
             comms = self.kg.store.read_communities(self.level)
             texts = [f"{c.title}. {c.summary}" for c in comms]
             vecs = (
@@ -194,30 +210,49 @@ class CommunityRetriever:
                 if texts
                 else np.zeros((0, self.index.embedder.dim), np.float32)
             )
-            self._reports = (comms, np.asarray(vecs, np.float32))
-        return self._reports
+            ranks = np.array([c.rank for c in comms], np.float64)
+            state = (comms, np.asarray(vecs, np.float32), ranks, [c.id for c in comms])
+            self._reports, self._reports_version = state, version
+        return state
+
+    def _sentence_runs(self, comm: Any) -> list[tuple[str, int, int]]:
+        """``(doc_id, first, end)`` sentence runs of the community's chunks that are read.
+
+        The ``max_chunks`` chunks mentioning the most members; kept per version of the
+        index and the graph, so a community's mentions are read once.
+        """
+        version = (getattr(self.kg, "version", 0), self.index.version)
+        if self._points_version != version:
+            self._points, self._points_version = {}, version
+        found = self._points.get(comm.id)
+        if found is None:
+            members: dict[tuple[str, int, int], int] = {}
+            for refs in self.kg.store.chunks_for(list(comm.entity_ids)).values():
+                for r in {(r.doc_id, r.start, r.end) for r in refs}:
+                    members[r] = members.get(r, 0) + 1
+            chunks = sorted(members, key=lambda c: (-members[c], c))[: self.max_chunks]
+            found = []
+            for doc_id, start, end in sorted(chunks):
+                if doc_id in self.index:
+                    a, b = covering_sentences(self.index.sentences(doc_id), start, end)
+                    found.append((doc_id, a, b))
+            self._points[comm.id] = found
+        return found
 
     def _global(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
-        comms, vecs = self.reports()
+        comms, vecs, ranks, ids = self._report_state()
         if not comms:
             raise ConfigError(
                 "global search needs communities: build the graph with communities=True"
             )
         relevance = vecs @ q
-        score = relevance + self.centrality_weight * np.array([c.rank for c in comms])
-        best = np.lexsort((np.array([c.id for c in comms]), -score))[: self.top_communities]
+        score = relevance + self.centrality_weight * ranks
+        best = best_above(score, ids.__getitem__, self.top_communities, -np.inf)
         top = [comms[i] for i in best]
         rel = {comms[i].id: float(relevance[i]) for i in best}
         points: dict[tuple[str, int], tuple[float, Any]] = {}
         for comm in top:
-            refs = self.kg.store.chunks_for(list(comm.entity_ids))
-            for doc_id, start, end in {
-                (r.doc_id, r.start, r.end) for rs in refs.values() for r in rs
-            }:
-                if doc_id not in self.index:
-                    continue
-                spans = self.index.sentences(doc_id)
-                a, b = covering_sentences(spans, start, end)
+            for doc_id, a, b in self._sentence_runs(comm):
                 sims = self.index.sentence_vectors(doc_id)[a:b] @ q
                 for j, s in enumerate(sims, start=a):
                     key = (doc_id, j)

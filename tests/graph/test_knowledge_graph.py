@@ -463,8 +463,9 @@ def test_retriever_caches_follow_changes_of_the_index_and_the_graph():
     assert "bees" not in {h.chunk.doc_id for h in sketch.retrieve("Honey bees dance")}
     glob = CommunityRetriever(index, kg, mode="global", k=3)
     first = glob.reports()
+    assert glob.reports()[1] is first[1]  # cached while the graph stays
     kg.build_communities(levels=1)
-    assert glob.reports() is not first  # refreshed once the graph's communities changed
+    assert glob.reports()[1] is not first[1]  # refreshed once the graph's communities changed
 
 
 def test_sketch_pieces_follow_the_index_and_embed_only_changed_documents():
@@ -531,3 +532,28 @@ def test_local_search_entities_are_the_best_above_the_floor_ties_by_id(values, k
     by_rank = np.lexsort((np.array(ids, dtype=str), -sims)) if len(values) else []
     expected = [int(i) for i in by_rank[:k] if sims[i] > floor]
     assert best_above(sims, ids.__getitem__, k, floor) == expected
+
+
+def test_global_search_reads_each_communitys_most_mentioning_chunks():
+    """``max_chunks`` bounds the chunks read per community; ``None`` reads them all."""
+    index, kg = shared()
+    capped = CommunityRetriever(index, kg, mode="global", k=50, max_chunks=1)
+    every = CommunityRetriever(index, kg, mode="global", k=50, max_chunks=None)
+    query = "Who produced the song by Justin Timberlake?"
+    got, full = capped.retrieve(query), every.retrieve(query)
+    assert {h.chunk.doc_id for h in got} <= {h.chunk.doc_id for h in full}
+    comms, _ = every.reports()
+    for comm in comms:
+        refs = kg.store.chunks_for(list(comm.entity_ids))
+        mentions: dict[tuple, int] = {}
+        for rs in refs.values():
+            for r in {(r.doc_id, r.start, r.end) for r in rs}:
+                mentions[r] = mentions.get(r, 0) + 1
+        runs = capped._sentence_runs(comm)
+        assert len(runs) == min(1, len(mentions))
+        if mentions:  # the chunk that mentions the most members (ties: document order)
+            doc_id, start, end = min(mentions, key=lambda c: (-mentions[c], c))
+            assert runs[0][0] == doc_id
+            spans = index.sentences(doc_id)
+            assert spans[runs[0][1]].start <= start and end <= spans[runs[0][2] - 1].end
+        assert len(every._sentence_runs(comm)) == len(mentions)
