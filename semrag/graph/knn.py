@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
+from semrag._rwlock import RWLock
 
 __all__ = ["NodeANN", "empty_lists", "hnsw_top", "merge_top", "top_neighbours"]
 
@@ -225,7 +226,9 @@ class NodeANN:
     The methods that change it return a new object and leave this one as it was, except
     that inserting writes into the shared FAISS graph: rows past :attr:`n` that an object
     does not know of (a staged change that was dropped) are masked as removed by the next
-    insert. Only one change may be staged at a time (the index's commit lock).
+    insert. Only one change may be staged at a time (the index's commit lock). Searches
+    share a lock that an insert holds alone, so a published version is searched safely
+    while the next change is staged.
 
     Args:
         dim: vector dimension.
@@ -241,6 +244,10 @@ class NodeANN:
         self.ef_construction, self.ef_search = ef_construction, ef_search
         self._graph: object | None = None
         self.dead = np.zeros(0, bool)
+        # Every object over one graph shares the lock: searches share it and an insert
+        # holds it alone, so an older version is searched safely while a change is staged.
+        self._lock = RWLock()
+        self._bits: npt.NDArray[np.uint8] | None = None  # this version's live rows, packed
 
     @property
     def n(self) -> int:
@@ -255,7 +262,7 @@ class NodeANN:
 
     def _with(self, graph: object | None, dead: npt.NDArray[np.bool_]) -> NodeANN:
         out = copy.copy(self)
-        out._graph, out.dead = graph, dead
+        out._graph, out.dead, out._bits = graph, dead, None
         return out
 
     def removed(self, serials: Ints) -> NodeANN:
@@ -269,8 +276,9 @@ class NodeANN:
     def added(self, vectors: Floats) -> tuple[NodeANN, Ints]:
         """This index with ``vectors`` inserted; returns it and their serials."""
         graph = self._graph if self._graph is not None else self._new_graph()
-        stale = graph.ntotal - self.n  # rows a dropped stage inserted
-        graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        with self._lock.write():
+            stale = graph.ntotal - self.n  # rows a dropped stage inserted
+            graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
         dead = np.concatenate([self.dead, np.ones(stale, bool), np.zeros(vectors.shape[0], bool)])
         first = self.n + stale
         return self._with(graph, dead), np.arange(first, first + vectors.shape[0])
@@ -294,15 +302,21 @@ class NodeANN:
         depth = min(depth, live)
         if not m or depth <= 0 or self._graph is None:
             return np.full((m, 0), -1, np.int64), np.zeros((m, 0), np.float32)
-        keep = np.zeros(self._graph.ntotal, bool)
-        keep[: self.n] = ~self.dead
-        params = faiss.SearchParametersHNSW(
-            sel=faiss.IDSelectorBitmap(np.packbits(keep, bitorder="little")),
-            efSearch=max(self.ef_search, depth),
-        )
-        scores, serials = self._graph.search(
-            np.ascontiguousarray(queries, dtype=np.float32), depth, params=params
-        )
+        if self._bits is None:  # made once per version (a search costs no pass over rows)
+            self._bits = np.packbits(~self.dead, bitorder="little")
+        with self._lock.read():
+            # rows a later staged change inserted are past this version's bitmap: pad it
+            # (the selector reads a byte per 8 rows of the graph, unchecked)
+            need = (self._graph.ntotal + 7) // 8
+            bits = self._bits
+            if bits.size < need:
+                bits = np.concatenate([bits, np.zeros(need - bits.size, np.uint8)])
+            params = faiss.SearchParametersHNSW(
+                sel=faiss.IDSelectorBitmap(bits), efSearch=max(self.ef_search, depth)
+            )
+            scores, serials = self._graph.search(
+                np.ascontiguousarray(queries, dtype=np.float32), depth, params=params
+            )
         return serials.astype(np.int64), scores.astype(np.float32)
 
     def save(self, directory: Path, name: str) -> list[str]:
@@ -319,7 +333,9 @@ class NodeANN:
         """A copy whose graph holds exactly the rows this object knows of."""
         graph = self._new_graph()
         if self.n:
-            graph.add(self._graph.reconstruct_n(0, self.n))
+            with self._lock.read():
+                known = self._graph.reconstruct_n(0, self.n)
+            graph.add(known)
         return self._with(graph, self.dead.copy())
 
     @classmethod

@@ -464,6 +464,8 @@ class LiveSSG:
             theme_bridges=bridges,
             pca_mean=mean,
             pca_components=comps,
+            node_ann=self._ann,
+            node_serial=self.node_serial if self._ann is not None else None,
         )
 
     # -- persistence ------------------------------------------------------------------------

@@ -284,6 +284,11 @@ class SemanticSimilarityGraph:
     theme_bridges: list[list[tuple[int, float]]]
     pca_mean: Floats
     pca_components: Floats
+    node_ann: Any = None
+    """With ``SSGConfig(knn="hnsw")``: this version's :class:`~semrag.graph.knn.NodeANN`
+    over the nodes (anchor searches are approximate and cost ``log`` of the nodes)."""
+    node_serial: Ints | None = None
+    """Each node's row in :attr:`node_ann` (increasing)."""
 
     @property
     def n_nodes(self) -> int:

@@ -102,6 +102,36 @@ class _NodeSearch:
         return scores, ids
 
 
+class _NodeANNSearch:
+    """Approximate top-k over one version's window nodes, with :class:`_NodeSearch`'s shape.
+
+    The HNSW hits (serials) map back to nodes through the version's increasing serials;
+    each hit is scored exactly (its vector times the query) and ties go to the lower node.
+    """
+
+    def __init__(self, ann: Any, serials: npt.NDArray[np.int64], vectors: Floats) -> None:
+        self.ann, self.serials, self.vectors = ann, serials, vectors
+
+    def search(self, query: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+        """``(scores, ids)`` of shape ``(1, k)``, best first; missing slots have id -1."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        scores = np.full((1, k), -np.inf, np.float32)
+        ids = np.full((1, k), -1, np.int64)
+        n = self.vectors.shape[0]
+        if n == 0 or k < 1:
+            return scores, ids
+        hits = self.ann.search(q[None, :], min(k, n))[0][0]
+        hits = hits[hits >= 0]
+        nodes = np.searchsorted(self.serials, hits)
+        found = nodes < n
+        found[found] = self.serials[nodes[found]] == hits[found]
+        nodes = nodes[found]
+        exact = self.vectors[nodes] @ q
+        order = np.lexsort((nodes, -exact))
+        ids[0, : order.size], scores[0, : order.size] = nodes[order], exact[order]
+        return scores, ids
+
+
 class SSGView:
     """One consistent version of the similarity graph and the documents it was built from.
 
@@ -135,13 +165,18 @@ class SSGView:
         return doc_id in self._entries
 
     @property
-    def node_index(self) -> _NodeSearch:
-        """Exact search over this version's window nodes (ids = node numbers).
+    def node_index(self) -> _NodeSearch | _NodeANNSearch:
+        """Search over this version's window nodes (ids = node numbers).
 
-        Nothing is built for it: it reads the version's node vectors, so a change never
-        leaves an index to rebuild on the next query.
+        Exact: the version's node vectors times the query, nothing built for it, so a
+        change never leaves an index to rebuild on the next query. With
+        ``SSGConfig(knn="hnsw")``: the graph's persistent HNSW, masked to this version's
+        nodes (approximate, ``log`` of the nodes per query; scores exact).
         """
-        return _NodeSearch(self.graph.node_vectors)
+        g = self.graph
+        if g.node_ann is not None and g.node_serial is not None:
+            return _NodeANNSearch(g.node_ann, g.node_serial, g.node_vectors)
+        return _NodeSearch(g.node_vectors)
 
     def sentence_location(self, global_index: int) -> tuple[str, Span]:
         """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
@@ -1077,8 +1112,8 @@ class SemanticIndex:
         return view
 
     @property
-    def node_index(self) -> _NodeSearch:
-        """Exact search over the SSG's window nodes (ids = node numbers)."""
+    def node_index(self) -> _NodeSearch | _NodeANNSearch:
+        """Search over the SSG's window nodes (ids = node numbers; see SSGView.node_index)."""
         return self.ssg_view().node_index
 
     @property

@@ -188,3 +188,57 @@ def test_semantic_index_keeps_the_approximate_graph_through_changes_and_saves(tm
     (tmp_path / "idx" / "ssg_ann_dead.npy").write_bytes(b"\x93NUMPY broken")
     with pytest.raises(StoreError):
         SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=32))
+
+
+def test_the_anchor_search_uses_the_node_index_of_its_version():
+    """knn="hnsw": a view's node search is the HNSW's, masked to that version's nodes."""
+    import threading
+
+    from semrag.index.semantic_index import _NodeANNSearch, _NodeSearch
+
+    cfg = SSGConfig(window=2, top_x=3, knn="hnsw")
+    live, _ = grown(cfg, 240)
+    g = live.graph
+    approximate = _NodeANNSearch(g.node_ann, g.node_serial, g.node_vectors)
+    exact = _NodeSearch(g.node_vectors)
+    queries = np.random.default_rng(5).normal(size=(40, DIM)).astype(np.float32)
+    found = total = 0
+    for q in queries:
+        scores, ids = approximate.search(q, 10)
+        want = set(exact.search(q, 10)[1][0].tolist())
+        got = ids[0][ids[0] >= 0]
+        np.testing.assert_allclose(scores[0][: got.size], g.node_vectors[got] @ q, rtol=1e-5)
+        assert (np.diff(scores[0][: got.size]) <= 0).all()  # best first
+        found += len(want & set(got.tolist()))
+        total += len(want)
+    assert found / total >= 0.9
+
+    # a published version is searched while the next changes insert into the same HNSW
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                for q in queries[:5]:
+                    ids = approximate.search(q, 10)[1][0]
+                    assert ((ids >= -1) & (ids < g.n_nodes)).all()  # only this version's nodes
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for i in range(30):
+            live.apply(Change(1000 + i, (clustered_document(f"n{i}", 12, seed=500 + i, cfg=cfg),)))
+    finally:
+        done.set()
+        reader.join(60)
+    assert not errors, errors
+    assert live.graph.n_nodes > g.n_nodes
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg)
+    index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS)])
+    assert isinstance(index.ssg_view().node_index, _NodeANNSearch)
+    assert isinstance(
+        SemanticIndex(embedder=FakeEmbedder(dim=32)).ssg_view().node_index, _NodeSearch
+    )
