@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +12,7 @@ from semrag.graph import KnowledgeGraph
 from semrag.index.pieces import PieceIndex
 from semrag.retrieval import SketchRetriever
 from semrag.testing import FakeEmbedder
+from tests.unit.test_living_index import RecordingEmbedder
 
 SPLIT = (12, 3)
 TOPICS = ["Bees", "Rockets", "Honey", "Stocks", "Rivers"]
@@ -77,19 +77,9 @@ def test_pieces_kept_per_change_equal_a_fresh_split(ops):
         check_pieces(index)
 
 
-class Recording(FakeEmbedder):
-    def __init__(self) -> None:
-        super().__init__(dim=32, cache_size=0)
-        self.texts: list[str] = []
-
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        self.texts += texts
-        return super()._embed_batch(texts)
-
-
 def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
     docs = [Document(f"d{i}", long_text(t, 25)) for i, t in enumerate(TOPICS[:3])]
-    embedder = Recording()
+    embedder = RecordingEmbedder()
     kept = SemanticIndex(embedder=embedder, ssg=False, pieces=SPLIT)
     kept.add_documents(docs)
     plain = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
