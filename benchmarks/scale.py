@@ -314,7 +314,9 @@ def main() -> None:
         + "\n"
         + table(stages, ["stage", "s"])
         + f"\n\nIndex + SSG build, embedding excluded: {index_s:,.1f} s; heuristic knowledge "
-        f"graph: {graph_s:,.1f} s. Peak RSS: {rss['index']:,.0f} MB after the index, "
+        f"graph: {graph_s:,.1f} s. Peak RSS: {rss['start']:,.0f} MB before the index (the "
+        "corpus, the sentence-vector cache, the libraries), "
+        f"{rss['index']:,.0f} MB after the index, "
         f"{rss['graph']:,.0f} MB after the graph, {rss['queries']:,.0f} MB after the "
         "queries.\n\n"
         + f"SSG degree: mean {degree.mean():.2f}, median {np.median(degree):.0f}, max "
