@@ -100,6 +100,17 @@ def _remap(cols: Ints, new_of_old: Ints) -> Ints:
     return np.where(cols >= 0, new_of_old[np.maximum(cols, 0)], -1)
 
 
+def _moments(rows: Floats, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """``(sum, X^T X)`` of ``rows`` in float64, a block at a time (no float64 copy of all)."""
+    total = np.zeros(rows.shape[1], np.float64)
+    scatter = np.zeros((rows.shape[1], rows.shape[1]), np.float64)
+    for a in range(0, rows.shape[0], block):
+        part = rows[a : a + block].astype(np.float64)
+        total += part.sum(axis=0)
+        scatter += part.T @ part
+    return total, scatter
+
+
 class LiveSSG:
     """The semantic similarity graph of an index, kept up to date change by change.
 
@@ -236,9 +247,9 @@ class LiveSSG:
         node_map = np.where(keep_node, np.cumsum(keep_node) - 1, -1)
         doc_map = np.where(keep_doc, np.cumsum(keep_doc) - 1, -1)
 
-        dropped = self.node_vectors[~keep_node].astype(np.float64)
-        self.vector_sum = self.vector_sum - dropped.sum(axis=0)
-        self.vector_scatter = self.vector_scatter - dropped.T @ dropped
+        total, scatter = _moments(self.node_vectors[~keep_node])
+        self.vector_sum = self.vector_sum - total
+        self.vector_scatter = self.vector_scatter - scatter
 
         counts = np.diff(self.doc_sentences)
         lost = np.where(keep_doc, 0, counts)
@@ -292,10 +303,12 @@ class LiveSSG:
             self.doc_ids.append(entry.id)
             self.themes.append(list(entry.themes))
             self._pos[entry.id] = d0 + j
-        new_vectors = np.concatenate([e.node_vectors for e in documents]).astype(np.float32)
-        added = new_vectors.astype(np.float64)
-        self.vector_sum = self.vector_sum + added.sum(axis=0)
-        self.vector_scatter = self.vector_scatter + added.T @ added
+        new_vectors = np.concatenate([e.node_vectors for e in documents]).astype(
+            np.float32, copy=False
+        )
+        total, scatter = _moments(new_vectors)
+        self.vector_sum = self.vector_sum + total
+        self.vector_scatter = self.vector_scatter + scatter
         self.node_doc = np.concatenate([self.node_doc, *node_doc])
         self.node_sentences = np.concatenate([self.node_sentences, *node_sent])
         self._nodes.append(new_vectors)
@@ -305,7 +318,7 @@ class LiveSSG:
         self.intra_cols = np.concatenate([self.intra_cols, *intra_c])
         self.intra_vals = np.concatenate([self.intra_vals, *intra_v])
         self._sentences.append(
-            np.concatenate([e.sentence_vectors for e in documents]).astype(np.float32)
+            np.concatenate([e.sentence_vectors for e in documents]).astype(np.float32, copy=False)
         )
         self.doc_nodes = np.r_[
             self.doc_nodes, n0 + np.cumsum([len(e.node_ranges) for e in documents])

@@ -80,7 +80,8 @@ def _mean_of(vectors: Floats, ranges: Sequence[Sequence[int]], dim: int) -> Floa
 
 def _normalise(v: Floats) -> Floats:
     norms = np.linalg.norm(v, axis=-1, keepdims=True)
-    return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0).astype(np.float32)
+    out = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+    return out.astype(np.float32, copy=False)
 
 
 class _NodeSearch:
