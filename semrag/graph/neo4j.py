@@ -84,9 +84,9 @@ _FULLTEXT = (
     "YIELD node, score RETURN node.id AS id, node.name AS name, node.type AS type, "
     "node.description AS description, score"
 )
-_NEIGHBOURS = (
+_NEIGHBOURS = (  # bounded: the caller keeps at most $limit ids, so no more rows can count
     "UNWIND $ids AS id MATCH (e:Entity {id: id})-[:RELATES]-(n:Entity) "
-    "RETURN DISTINCT n.id AS id ORDER BY id"
+    "RETURN DISTINCT n.id AS id ORDER BY id LIMIT $limit"
 )
 _RELATIONS_AMONG = (
     "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids "
@@ -129,7 +129,10 @@ _COUNTS = (
     "CALL { MATCH (c:Community) RETURN count(c) AS communities } "
     "RETURN entities, relations, chunks, mentions, communities"
 )
-_CLEAR = "MATCH (n) WHERE n:Entity OR n:Chunk OR n:Community DETACH DELETE n"
+_CLEAR = (  # in batches of its own transactions: a large graph never needs one huge one
+    "MATCH (n) WHERE n:Entity OR n:Chunk OR n:Community "
+    "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+)
 _SET_VECTORS = (
     "UNWIND $rows AS row MERGE (c:Chunk {key: row.key}) "
     "SET c.doc_id = row.doc_id, c.start = row.start, c.end = row.end, c.embedding = row.vector"
@@ -371,8 +374,19 @@ class Neo4jGraphStore:
         )
 
     def clear(self) -> None:
-        """Delete semrag's nodes (entities, chunks, communities) from the database."""
-        self._write(_CLEAR)
+        """Delete semrag's nodes (entities, chunks, communities) from the database.
+
+        The nodes go 10,000 at a time, each batch its own transaction (``CALL { ... } IN
+        TRANSACTIONS``, Neo4j 5.23 or newer), so a large graph never needs one transaction
+        that holds all of it. A failure halfway leaves part of the graph; clearing again
+        finishes the work.
+        """
+
+        def run() -> None:
+            with self._driver.session(database=self.database) as session:
+                session.run(_CLEAR).consume()  # an implicit transaction, as the clause needs
+
+        self._call(run)
 
     def upsert_chunk_vectors(self, chunks: Sequence[ChunkRef], vectors: Any) -> None:
         """Store chunk embeddings for the vector index (needs ``vector_dimensions``)."""
@@ -461,7 +475,8 @@ class Neo4jGraphStore:
             if not frontier or len(hops) >= limit:
                 break
             nxt = []
-            for row in self._read(_NEIGHBOURS, ids=frontier):
+            # a row is a new id or one of the len(hops) seen: limit rows give the same result
+            for row in self._read(_NEIGHBOURS, ids=frontier, limit=int(limit)):
                 if row["id"] not in hops and len(hops) < limit:
                     hops[row["id"]] = hop
                     nxt.append(row["id"])

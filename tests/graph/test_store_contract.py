@@ -91,6 +91,14 @@ def test_neighbourhood_by_depth(store):
     assert len(store.neighbourhood([ents[0].id], depth=2, limit=2).hops) == 2
 
 
+def test_a_hubs_neighbourhood_is_cut_at_the_limit_by_id(store):
+    hub = Entity.of("hub")
+    spokes = [Entity.of(f"spoke {i:02d}") for i in range(30)]
+    store.upsert([hub, *spokes], [Relation(hub.id, s.id) for s in spokes[::-1]])
+    hops = store.neighbourhood([hub.id], depth=1, limit=5).hops
+    assert hops == {hub.id: 0, **{s.id: 1 for s in spokes[:4]}}  # the smallest ids
+
+
 def test_chunks_for_and_find(store):
     ents, rels, ments = sample()
     store.upsert(ents, rels, ments)
@@ -288,3 +296,19 @@ def test_update_drops_then_writes_in_one_call(store):
     assert [c.doc_id for c in store.chunks_for([bab.id])[bab.id]] == ["d2"]
     store.update(drop_relations=[(bab.id, "DESIGNED", eng.id)])
     assert store.relations() == []
+
+
+@pytest.mark.neo4j
+@pytest.mark.integration
+@pytest.mark.enable_socket
+def test_clear_deletes_a_graph_larger_than_one_batch(neo4j_server):
+    store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+    try:
+        store.clear()
+        many = [Entity.of(f"entity {i}") for i in range(10_050)]  # past one 10,000-row batch
+        store.upsert(many, [Relation(a.id, b.id) for a, b in zip(many, many[1:], strict=False)])
+        assert store.counts()["entities"] == 10_050
+        store.clear()
+        assert store.counts()["entities"] == 0 and store.counts()["relations"] == 0
+    finally:
+        store.close()
