@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import threading
 from collections import defaultdict
@@ -13,31 +12,13 @@ from pathlib import Path
 import networkx as nx
 
 from semrag.errors import ConfigError
-from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, Subgraph, entity_key
+from semrag.graph.names import name_tokens, rank_matches
+from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, Subgraph
 from semrag.index.persist import atomic_directory, read_manifest
-from semrag.text.phrases import STOP_WORDS as _STOP
 
 __all__ = ["InMemoryGraphStore"]
 
 _FORMAT = 1
-
-
-def _tokens(key: str) -> set[str]:
-    """Name tokens, plus the name without spaces ("sexy back" also finds "sexyback")."""
-    words = {t for t in key.replace("-", " ").split() if t}
-    if len(words) > 1:
-        words.add("".join(key.replace("-", " ").split()))
-    return words
-
-
-def _lookup_tokens(key: str) -> set[str]:
-    """The tokens a fuzzy lookup follows.
-
-    The name's tokens without stop words ("of", "the": each is shared by thousands of
-    names), or all of them if nothing else is left.
-    """
-    tokens = _tokens(key)
-    return (tokens - _STOP) or tokens
 
 
 def _check_known(
@@ -109,7 +90,7 @@ class InMemoryGraphStore:
             for e in entities:
                 self._entities[e.id] = e
                 self.graph.add_node(e.id)
-                for t in _tokens(e.id):
+                for t in name_tokens(e.id):
                     self._by_token[t].add(e.id)
             for r in relations:
                 key = (r.source, r.type, r.target)
@@ -224,7 +205,7 @@ class InMemoryGraphStore:
                     ents.discard(eid)
                     if not ents:
                         del self._by_chunk[chunk]
-            for t in _tokens(eid):
+            for t in name_tokens(eid):
                 self._by_token[t].discard(eid)
             if self.graph.has_node(eid):
                 self.graph.remove_node(eid)
@@ -260,30 +241,19 @@ class InMemoryGraphStore:
     ) -> list[Entity]:
         """Exact key matches, then (``fuzzy``) entities sharing a name token, best first.
 
-        A fuzzy match needs a token Jaccard or character ratio of at least ``fuzzy_cutoff``.
+        A fuzzy match needs a token Jaccard or character ratio of at least ``fuzzy_cutoff``
+        (:mod:`semrag.graph.names`: the same meaning as on every store).
         """
         with self._lock:
-            scored: dict[str, float] = {}
-            for name in names:
-                key = entity_key(name)
-                if key in self._entities:
-                    scored[key] = max(scored.get(key, 0.0), 2.0)
-                if not fuzzy or not key:
-                    continue
-                want = _tokens(key)
-                follow = _lookup_tokens(key)
-                cands = (
-                    set().union(*(self._by_token.get(t, set()) for t in follow)) if want else set()
-                )
-                for eid in cands:
-                    have = _tokens(eid)
-                    jaccard = len(want & have) / len(want | have)
-                    ratio = difflib.SequenceMatcher(None, key, eid).ratio()
-                    score = max(jaccard, ratio)
-                    if score >= self.fuzzy_cutoff:
-                        scored[eid] = max(scored.get(eid, 0.0), score)
-            best = sorted(scored, key=lambda e: (-scored[e], e))[:limit]
-            return [self._entities[e] for e in best]
+            ids = rank_matches(
+                names,
+                exists=lambda keys: {k for k in keys if k in self._entities},
+                candidates=lambda tokens: set().union(*(self._by_token.get(t, ()) for t in tokens)),
+                fuzzy=fuzzy,
+                cutoff=self.fuzzy_cutoff,
+                limit=limit,
+            )
+            return [self._entities[e] for e in ids]
 
     def neighbourhood(
         self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200

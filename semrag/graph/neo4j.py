@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
-from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, Subgraph, entity_key
+from semrag.graph.names import name_tokens, rank_matches
+from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, Subgraph
 
 __all__ = ["Neo4jGraphStore"]
 
@@ -36,6 +37,9 @@ _SCHEMA = (
     "CREATE CONSTRAINT semrag_community_id IF NOT EXISTS FOR (c:Community) REQUIRE c.id IS UNIQUE",
     "CREATE INDEX semrag_chunk_doc IF NOT EXISTS FOR (c:Chunk) ON (c.doc_id)",
     "CREATE FULLTEXT INDEX semrag_entity_names IF NOT EXISTS FOR (e:Entity) ON EACH [e.name]",
+    # the name tokens of each entity's key, as the in-memory token index holds them
+    "CREATE FULLTEXT INDEX semrag_entity_tokens IF NOT EXISTS FOR (e:Entity) ON EACH [e.tokens] "
+    "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
 )
 _VECTOR_INDEX = (
     "CREATE VECTOR INDEX semrag_chunk_vectors IF NOT EXISTS FOR (c:Chunk) ON (c.embedding) "
@@ -43,7 +47,8 @@ _VECTOR_INDEX = (
 )
 _UPSERT_ENTITIES = (
     "UNWIND $rows AS row MERGE (e:Entity {id: row.id}) "
-    "SET e.name = row.name, e.type = row.type, e.description = row.description"
+    "SET e.name = row.name, e.type = row.type, e.description = row.description, "
+    "e.tokens = row.tokens"
 )
 _UPSERT_RELATIONS = (
     "UNWIND $rows AS row MATCH (a:Entity {id: row.source}) MATCH (b:Entity {id: row.target}) "
@@ -79,11 +84,13 @@ _ALL_RELATIONS = (
     "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id AS source, b.id AS target, "
     "r.type AS type, r.evidence AS evidence, r.weight AS weight"
 )
-_FULLTEXT = (
-    "CALL db.index.fulltext.queryNodes('semrag_entity_names', $q, {limit: $limit}) "
-    "YIELD node, score RETURN node.id AS id, node.name AS name, node.type AS type, "
-    "node.description AS description, score"
+_TOKEN_CANDIDATES = (  # entities sharing a lookup token (bounded: see find_entities)
+    "CALL db.index.fulltext.queryNodes('semrag_entity_tokens', $q, {limit: $limit}) "
+    "YIELD node RETURN node.id AS id"
 )
+_EXISTING = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id"
+_UNTOKENIZED = "MATCH (e:Entity) WHERE e.tokens IS NULL RETURN e.id AS id LIMIT $limit"
+_SET_TOKENS = "UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.tokens = row.tokens"
 _NEIGHBOURS = (  # bounded: the caller keeps at most $limit ids, so no more rows can count
     "UNWIND $ids AS id MATCH (e:Entity {id: id})-[:RELATES]-(n:Entity) "
     "RETURN DISTINCT n.id AS id ORDER BY id LIMIT $limit"
@@ -145,16 +152,6 @@ _SEARCH_VECTORS = (
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
 
-def _lucene_query(name: str, fuzzy: bool) -> str:
-    words = [_LUCENE_SPECIAL.sub(r"\\\1", w) for w in name.split() if w.strip()]
-    words = [w for w in words if w.upper() not in ("AND", "OR", "NOT", "TO")] or words
-    if not words:
-        return ""
-    if fuzzy:
-        return " AND ".join(f"{w}~" if len(w) > 3 else w for w in words)
-    return '"' + " ".join(words) + '"'
-
-
 class Neo4jGraphStore:
     """Knowledge graph on a Neo4j 5 server.
 
@@ -169,6 +166,8 @@ class Neo4jGraphStore:
         retry_seconds: how long the driver retries a transaction on transient errors.
         connection_timeout: seconds to wait for a connection.
         driver: an existing ``neo4j.Driver`` to use instead of ``uri``/``user``/``password``.
+        fuzzy_cutoff: the least score of a fuzzy name match (as ``InMemoryGraphStore``'s).
+        fuzzy_candidates: the most entities sharing a token that one fuzzy lookup scores.
 
     Raises:
         StoreUnavailableError: if the server cannot be reached or refuses the credentials.
@@ -189,6 +188,8 @@ class Neo4jGraphStore:
         retry_seconds: float = 15.0,
         connection_timeout: float = 10.0,
         driver: Any = None,
+        fuzzy_cutoff: float = 0.5,
+        fuzzy_candidates: int = 10_000,
     ) -> None:
         try:
             import neo4j
@@ -200,6 +201,8 @@ class Neo4jGraphStore:
         self.uri = uri
         self.database = database
         self.batch_size = batch_size
+        self.fuzzy_cutoff = fuzzy_cutoff
+        self.fuzzy_candidates = fuzzy_candidates
         self.vector_dimensions = vector_dimensions
         self._driver = driver or neo4j.GraphDatabase.driver(
             uri,
@@ -253,9 +256,15 @@ class Neo4jGraphStore:
             self._write(query, rows=rows[i : i + self.batch_size])
 
     def ensure_schema(self) -> None:
-        """Create the constraints and indexes if they are missing (idempotent)."""
+        """Create the constraints and indexes if they are missing (idempotent).
+
+        Entities written before the name-token index existed get their tokens here.
+        """
         for statement in _SCHEMA:
             self._write(statement)
+        self._read("CALL db.awaitIndexes(300)")  # a new index is searched once it is online
+        while ids := [r["id"] for r in self._read(_UNTOKENIZED, limit=self.batch_size)]:
+            self._write(_SET_TOKENS, rows=[{"id": i, "tokens": _tokens_text(i)} for i in ids])
         if self.vector_dimensions:
             self._write(_VECTOR_INDEX, dim=int(self.vector_dimensions))
 
@@ -446,20 +455,31 @@ class Neo4jGraphStore:
     def find_entities(
         self, names: Sequence[str], *, fuzzy: bool = True, limit: int = 10
     ) -> list[Entity]:
-        """Exact key matches first, then the full-text index (fuzzy terms with ``fuzzy``)."""
-        keys = [entity_key(n) for n in names]
-        exact = self.get_entities(list(dict.fromkeys(k for k in keys if k)))
-        scored: dict[str, tuple[float, Entity]] = {e.id: (1e9, e) for e in exact}
-        for name in names:
-            q = _lucene_query(name, fuzzy)
-            if not q:
-                continue
-            for row in self._read(_FULLTEXT, q=q, limit=int(limit)):
-                e = self._entity(row)
-                if e.id not in scored or scored[e.id][0] < row["score"]:
-                    scored[e.id] = (float(row["score"]), e)
-        best = sorted(scored.values(), key=lambda se: (-se[0], se[1].id))[:limit]
-        return [e for _, e in best]
+        """Exact key matches, then (``fuzzy``) entities sharing a name token, best first.
+
+        The same meaning as the in-memory store (:mod:`semrag.graph.names`): the
+        candidates come from the full-text index over each entity's name tokens
+        (``semrag_entity_tokens``, whitespace analyser), at most
+        :attr:`fuzzy_candidates` of them per name (the one bound the in-memory store does
+        not have), and are scored in Python as there.
+        """
+        ids = rank_matches(
+            names,
+            exists=lambda keys: {r["id"] for r in self._read(_EXISTING, ids=keys)},
+            candidates=self._token_candidates,
+            fuzzy=fuzzy,
+            cutoff=self.fuzzy_cutoff,
+            limit=limit,
+        )
+        return self.get_entities(ids)
+
+    def _token_candidates(self, tokens: set[str]) -> list[str]:
+        terms = [_LUCENE_SPECIAL.sub(r"\\\1", t) for t in sorted(tokens)]
+        if not terms:
+            return []
+        q = " OR ".join(f'"{t}"' for t in terms)
+        rows = self._read(_TOKEN_CANDIDATES, q=q, limit=int(self.fuzzy_candidates))
+        return [r["id"] for r in rows]
 
     def neighbourhood(
         self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
@@ -515,9 +535,21 @@ class Neo4jGraphStore:
         return f"Neo4jGraphStore(uri={self.uri!r}, database={self.database!r})"
 
 
+def _tokens_text(key: str) -> str:
+    """An entity's name tokens as the whitespace-analysed text of its ``tokens`` property."""
+    return " ".join(sorted(name_tokens(key)))
+
+
 def _entity_rows(entities: Iterable[Entity]) -> list[dict[str, Any]]:
     return [
-        {"id": e.id, "name": e.name, "type": e.type, "description": e.description} for e in entities
+        {
+            "id": e.id,
+            "name": e.name,
+            "type": e.type,
+            "description": e.description,
+            "tokens": _tokens_text(e.id),
+        }
+        for e in entities
     ]
 
 

@@ -312,3 +312,57 @@ def test_clear_deletes_a_graph_larger_than_one_batch(neo4j_server):
         assert store.counts()["entities"] == 0 and store.counts()["relations"] == 0
     finally:
         store.close()
+
+
+LOOKUPS = [
+    "Babbage",
+    "Ada Lovelac",
+    "charles",
+    "the engine",
+    "Analytical",
+    "Sexy Back",
+    "sexyback",
+    "Lord Byron",
+    "of the",
+    "ada-lovelace",
+    "Engine Analytical",
+    "zzzz",
+    "Babage Charles",
+]
+
+
+@pytest.mark.neo4j
+@pytest.mark.integration
+@pytest.mark.enable_socket
+def test_name_lookup_means_the_same_on_every_store(neo4j_server):
+    """Exact and fuzzy lookups: Neo4j returns what the in-memory store returns, in order."""
+    names = [
+        "Ada Lovelace",
+        "Charles Babbage",
+        "Analytical Engine",
+        "SexyBack",
+        "Sexy Back Tour",
+        "Lord Byron",
+        "Byron",
+        "The Engine Room",
+        "Ada",
+        "Charles Dickens",
+        "Babbage Engine",
+    ]
+    ents = [Entity.of(n) for n in names]
+    memory = InMemoryGraphStore()
+    memory.upsert(ents)
+    neo = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+    try:
+        neo.clear()
+        neo.upsert(ents)
+        for query in LOOKUPS:
+            for fuzzy in (False, True):
+                for limit in (1, 3, 20):
+                    want = [e.id for e in memory.find_entities([query], fuzzy=fuzzy, limit=limit)]
+                    got = [e.id for e in neo.find_entities([query], fuzzy=fuzzy, limit=limit)]
+                    assert got == want, (query, fuzzy, limit)
+        both = [e.id for e in neo.find_entities(["Byron", "Babbage"], limit=20)]
+        assert both == [e.id for e in memory.find_entities(["Byron", "Babbage"], limit=20)]
+    finally:
+        neo.close()

@@ -1,0 +1,77 @@
+"""Entity-name lookup with one meaning on every graph store: exact keys, then fuzzy matches.
+
+A name matches an entity *exactly* when their keys (:func:`~semrag.graph.types.entity_key`)
+are equal. A *fuzzy* match is an entity that shares a lookup token with the name (its name
+tokens without stop words, see :func:`lookup_tokens`) and scores at least the store's
+cutoff: the larger of the token Jaccard similarity and the character ratio of the two keys.
+Exact matches rank first, then by score, ties by entity id. Each store finds the
+candidates its own way (an in-memory token index, a Neo4j full-text index over the
+tokens); :func:`rank_matches` scores and orders them the same way for both.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Sequence
+
+from semrag.graph.types import entity_key
+from semrag.text.phrases import STOP_WORDS
+
+__all__ = ["lookup_tokens", "name_tokens", "rank_matches"]
+
+_EXACT = 2.0  # above every fuzzy score (at most 1)
+
+
+def name_tokens(key: str) -> set[str]:
+    """A key's tokens, plus the key without spaces ("sexy back" also finds "sexyback")."""
+    words = {t for t in key.replace("-", " ").split() if t}
+    if len(words) > 1:
+        words.add("".join(key.replace("-", " ").split()))
+    return words
+
+
+def lookup_tokens(key: str) -> set[str]:
+    """The tokens a fuzzy lookup follows.
+
+    The name's tokens without stop words ("of", "the": each is shared by thousands of
+    names), or all of them if nothing else is left.
+    """
+    tokens = name_tokens(key)
+    return (tokens - STOP_WORDS) or tokens
+
+
+def fuzzy_score(key: str, candidate: str) -> float:
+    """The larger of the token Jaccard similarity and the character ratio of two keys."""
+    want, have = name_tokens(key), name_tokens(candidate)
+    jaccard = len(want & have) / len(want | have) if want | have else 0.0
+    return max(jaccard, difflib.SequenceMatcher(None, key, candidate).ratio())
+
+
+def rank_matches(
+    names: Sequence[str],
+    *,
+    exists: Callable[[list[str]], set[str]],
+    candidates: Callable[[set[str]], Iterable[str]],
+    fuzzy: bool,
+    cutoff: float,
+    limit: int,
+) -> list[str]:
+    """Ids of the entities ``names`` match, best first (see the module docstring).
+
+    Args:
+        names: the names looked up.
+        exists: the ids among the given keys that the store holds.
+        candidates: the ids of the entities that share one of the given lookup tokens.
+        fuzzy: also return fuzzy matches.
+        cutoff: the least fuzzy score.
+        limit: the most ids returned.
+    """
+    keys = [k for k in (entity_key(n) for n in names) if k]
+    scored = dict.fromkeys(exists(list(dict.fromkeys(keys))), _EXACT)
+    if fuzzy:
+        for key in keys:
+            for eid in candidates(lookup_tokens(key)):
+                score = fuzzy_score(key, eid)
+                if score >= cutoff and score > scored.get(eid, 0.0):
+                    scored[eid] = score
+    return sorted(scored, key=lambda e: (-scored[e], e))[:limit]
