@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import itertools
 import json
 import threading
 import weakref
@@ -339,6 +340,8 @@ class SemanticIndex:
         )
         self._view: SSGView | None = None
         self._shared: tuple[weakref.ref[Floats], ...] | None = None  # see _share_vectors
+        # doc id -> (its record, chunk order by start, starts, furthest end so far)
+        self._chunk_spans: dict[str, tuple[IndexedDocument, list[int], list[int], list[int]]] = {}
         self._version = 0
         self._followers: list[IndexPart] = []
         # _commit_lock orders whole commits (followers included), so every part sees the
@@ -412,15 +415,26 @@ class SemanticIndex:
         return self._entries[doc_id].sentence_vectors
 
     def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
-        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
+        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``.
+
+        In the document's chunk order. Two binary searches bound the candidates (chunks
+        by start, and the furthest end reached so far), so a document of many chunks
+        costs a lookup ``log`` of them plus the chunks found, whatever their layout
+        (chunks of a splitter may overlap).
+        """
         entry = self._entries.get(doc_id)
         if entry is None:
             return []
-        return [
-            i
-            for i, c in zip(entry.chunk_ids, entry.chunks, strict=True)
-            if c.start < end and start < c.end
-        ]
+        cached = self._chunk_spans.get(doc_id)
+        if cached is None or cached[0] is not entry:
+            order = sorted(range(len(entry.chunks)), key=lambda i: entry.chunks[i].start)
+            starts = [entry.chunks[i].start for i in order]
+            reach = list(itertools.accumulate((entry.chunks[i].end for i in order), max))
+            cached = self._chunk_spans[doc_id] = (entry, order, starts, reach)
+        _, order, starts, reach = cached
+        lo, hi = bisect.bisect_right(reach, start), bisect.bisect_left(starts, end)
+        found = sorted(j for j in order[lo:hi] if entry.chunks[j].end > start)
+        return [entry.chunk_ids[j] for j in found]
 
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
@@ -563,6 +577,8 @@ class SemanticIndex:
                     for d in added:
                         self._chunk_by_id.update(zip(d.chunk_ids, d.chunks, strict=True))
                     self._entries = entries
+                    for doc_id in gone:
+                        self._chunk_spans.pop(doc_id, None)
                     self._share_vectors(added)
                     self._version = change.version
                     self._publish_view()

@@ -483,3 +483,24 @@ def test_bm25_keeps_each_term_once_and_a_save_keeps_the_scores(tmp_path_factory,
     ref = BM25Okapi(texts).get_scores(query)
     for index in (bm, again):  # term frequencies and lengths survive the save
         np.testing.assert_allclose(index.scores(" ".join(query))[1], ref, rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 58), st.integers(1, 20)), min_size=1, max_size=12),
+    st.lists(st.tuples(st.integers(0, 70), st.integers(0, 15)), min_size=1, max_size=10),
+)
+def test_overlapping_chunks_equals_a_scan_for_any_chunk_layout(spans, queries):
+    from semrag.types import Chunk
+
+    text = "".join(chr(ord("a") + i % 26) for i in range(80))
+    cuts = sorted({(a, min(80, a + n)) for a, n in spans}, key=lambda s: (s[1], -s[0]))
+    chunks = [Chunk("d", a, b, text[a:b], 1) for a, b in cuts]  # any order, overlapping
+    index = SemanticIndex(embedder=FakeEmbedder(dim=16), ssg=False)
+    index.add_chunks(chunks, documents=[Document("d", text)])
+    stored = list(zip(index.chunk_ids("d"), index.chunks("d"), strict=True))
+    for start, n in queries:
+        end = start + n
+        want = [i for i, c in stored if c.start < end and start < c.end]
+        assert index.overlapping_chunks("d", start, end) == want
+    assert index.overlapping_chunks("missing", 0, 5) == []
