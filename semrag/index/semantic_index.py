@@ -433,8 +433,11 @@ class SemanticIndex:
             cached = self._chunk_spans[doc_id] = (entry, order, starts, reach)
         _, order, starts, reach = cached
         lo, hi = bisect.bisect_right(reach, start), bisect.bisect_left(starts, end)
-        found = sorted(j for j in order[lo:hi] if entry.chunks[j].end > start)
-        return [entry.chunk_ids[j] for j in found]
+        chunks, ids = entry.chunks, entry.chunk_ids
+        found = [j for j in order[lo:hi] if chunks[j].end > start]
+        if len(found) > 1 and any(a > b for a, b in itertools.pairwise(found)):
+            found.sort()  # chunks not stored in start order
+        return [ids[j] for j in found]
 
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
