@@ -260,21 +260,21 @@ class InMemoryGraphStore:
     ) -> Subgraph:
         """Entities up to ``depth`` hops away (both directions) and the relations among them.
 
-        Breadth-first; at most ``limit`` entities.
+        Breadth-first; at most ``limit`` entities. Each hop takes the neighbours of the
+        whole frontier in id order, as every store does (Neo4j's query sorts them so).
         """
         with self._lock:
             hops = {e: 0 for e in entity_ids if e in self._entities}
             frontier = list(hops)
             for hop in range(1, depth + 1):
-                nxt = []
+                around: set[str] = set()
                 for node in frontier:
-                    around = sorted(
-                        set(self.graph.successors(node)) | set(self.graph.predecessors(node))
-                    )
-                    for n in around:
-                        if n not in hops and len(hops) < limit:
-                            hops[n] = hop
-                            nxt.append(n)
+                    around.update(self.graph.successors(node), self.graph.predecessors(node))
+                nxt = []
+                for n in sorted(around):
+                    if n not in hops and len(hops) < limit:
+                        hops[n] = hop
+                        nxt.append(n)
                 frontier = nxt
             inside = set(hops)
             keys = {

@@ -99,6 +99,16 @@ def test_a_hubs_neighbourhood_is_cut_at_the_limit_by_id(store):
     assert hops == {hub.id: 0, **{s.id: 1 for s in spokes[:4]}}  # the smallest ids
 
 
+def test_a_frontiers_neighbours_are_taken_together_in_id_order(store):
+    a, b = Entity.of("a seed"), Entity.of("b seed")
+    zs = [Entity.of(f"z {i}") for i in range(5)]
+    ys = [Entity.of(f"y {i}") for i in range(5)]
+    rels = [Relation(a.id, z.id) for z in zs] + [Relation(b.id, y.id) for y in ys]
+    store.upsert([a, b, *zs, *ys], rels)
+    hops = store.neighbourhood([a.id, b.id], depth=1, limit=5).hops
+    assert hops == {a.id: 0, b.id: 0, "y 0": 1, "y 1": 1, "y 2": 1}  # not a's first
+
+
 def test_chunks_for_and_find(store):
     ents, rels, ments = sample()
     store.upsert(ents, rels, ments)
