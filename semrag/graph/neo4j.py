@@ -88,7 +88,6 @@ _TOKEN_CANDIDATES = (  # entities sharing a lookup token (bounded: see find_enti
     "CALL db.index.fulltext.queryNodes('semrag_entity_tokens', $q, {limit: $limit}) "
     "YIELD node RETURN node.id AS id"
 )
-_EXISTING = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id"
 _UNTOKENIZED = "MATCH (e:Entity) WHERE e.tokens IS NULL RETURN e.id AS id LIMIT $limit"
 _SET_TOKENS = "UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.tokens = row.tokens"
 _NEIGHBOURS = (  # bounded: the caller keeps at most $limit ids, so no more rows can count
@@ -465,7 +464,7 @@ class Neo4jGraphStore:
         """
         ids = rank_matches(
             names,
-            exists=lambda keys: {r["id"] for r in self._read(_EXISTING, ids=keys)},
+            exists=lambda keys: {e.id for e in self.get_entities(keys)},
             candidates=self._token_candidates,
             fuzzy=fuzzy,
             cutoff=self.fuzzy_cutoff,

@@ -116,9 +116,11 @@ class PieceIndex:
         found = [(d, self._split(d)) for d in added]
         flat = [p for _, got in found for p in got]
         vectors = np.zeros((len(flat), self.dense.dim), np.float32)
-        todo = [i for i, (_, _, vec) in enumerate(flat) if vec is None]
+        todo = []  # pieces to embed; a whole chunk keeps the chunk's vector
         for i, (_, _, vec) in enumerate(flat):
-            if vec is not None:
+            if vec is None:
+                todo.append(i)
+            else:
                 vectors[i] = vec
         if todo:
             vectors[todo] = self.embedder.embed([flat[i][0].text for i in todo])

@@ -95,14 +95,11 @@ class _Item:
     piece_of: int | None = None  # index chunk id a small piece came from
 
 
-class _Chunks(Mapping[int, Chunk]):
-    """The index's chunks by id (the pieces of ``split=None``)."""
+class _ByChunkId:
+    """Keys: the index's chunk ids (the pieces of ``split=None`` are the chunks)."""
 
     def __init__(self, index: Any) -> None:
         self.index = index
-
-    def __getitem__(self, cid: int) -> Chunk:
-        return self.index.chunk(cid)
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.index.dense.ids.tolist())
@@ -111,17 +108,18 @@ class _Chunks(Mapping[int, Chunk]):
         return len(self.index.dense)
 
 
-class _Same(Mapping[int, int]):
-    """Every chunk is its own parent (the pieces of ``split=None``)."""
+class _Chunks(_ByChunkId, Mapping[int, Chunk]):
+    """The index's chunks by id."""
+
+    def __getitem__(self, cid: int) -> Chunk:
+        return self.index.chunk(cid)
+
+
+class _Same(_ByChunkId, Mapping[int, int]):
+    """Every chunk is its own parent."""
 
     def __getitem__(self, cid: int) -> int:
         return cid
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
 
 
 class SketchRetriever:
@@ -250,7 +248,7 @@ class SketchRetriever:
         """
         index = self.index
         if self.split is None:
-            return _Chunks(index), _Same(), index.dense
+            return _Chunks(index), _Same(index), index.dense
         kept = index.piece_index
         if kept is not None and kept.split == self.split:
             return kept.pieces, kept.parents, kept.dense
