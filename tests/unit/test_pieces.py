@@ -116,3 +116,17 @@ def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
 def test_a_bad_split_is_a_config_error(split):
     with pytest.raises(ConfigError):
         SemanticIndex(embedder=FakeEmbedder(dim=32), pieces=split)
+
+
+def test_split_none_searches_the_index_chunks_themselves():
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"d{i}", long_text(t, 20)) for i, t in enumerate(TOPICS[:3])])
+    sketch = SketchRetriever(index, KnowledgeGraph.build(index, communities=False), split=None)
+    pieces, parents, dense = sketch.pieces()
+    assert dense is index.dense
+    ids = index.dense.ids.tolist()
+    assert sorted(pieces) == sorted(parents) == ids
+    assert all(pieces[i] == index.chunk(i) and parents[i] == i for i in ids)
+    chunks = {(c.doc_id, c.start, c.end) for c in index.chunks()}
+    hits = sketch.retrieve("Which rockets fact is told?")
+    assert hits and all((h.chunk.doc_id, h.chunk.start, h.chunk.end) in chunks for h in hits)
