@@ -13,7 +13,12 @@ from semrag.retrieval.intent import (
     classify_intent,
     plan_query,
 )
-from semrag.retrieval.ppr import PassageGraph, PPRRetriever, personalized_pagerank
+from semrag.retrieval.ppr import (
+    PassageGraph,
+    PPRRetriever,
+    local_pagerank,
+    personalized_pagerank,
+)
 from semrag.retrieval.sketch import SketchRetriever
 from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever, Step, Traversal
 
@@ -36,6 +41,7 @@ __all__ = [
     "Step",
     "Traversal",
     "classify_intent",
+    "local_pagerank",
     "personalized_pagerank",
     "plan_query",
 ]

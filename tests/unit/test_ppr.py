@@ -14,7 +14,12 @@ from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError
 from semrag.eval.metrics import multihop_recall
 from semrag.graph import KnowledgeGraph
-from semrag.retrieval import GraphRetriever, PPRRetriever, personalized_pagerank
+from semrag.retrieval import (
+    GraphRetriever,
+    PPRRetriever,
+    local_pagerank,
+    personalized_pagerank,
+)
 from semrag.testing import FakeEmbedder, FakeLLM
 
 # Two-hop chain: the question names the film; the director's passage never mentions the
@@ -74,6 +79,54 @@ def test_pagerank_is_a_distribution_reachable_from_the_seeds(case):
     for _ in range(n):
         reach = reach | (adj @ reach > 0)
     assert np.all(p[~reach] < 1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(2, 14).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(
+                st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.floats(0.1, 3.0)),
+                max_size=40,
+            ),
+            st.lists(st.floats(0, 1), min_size=n, max_size=n).filter(lambda s: sum(s) > 0),
+            st.floats(0.05, 0.95),
+            st.sampled_from([1e-3, 1e-5, 1e-8]),
+        )
+    )
+)
+def test_push_pagerank_is_a_lower_bound_within_epsilon_times_degree(case):
+    """Forward push against the exact solution, isolated nodes and weights included."""
+    n, edges, seed_w, damping, eps = case
+    adj = np.zeros((n, n))
+    for a, b, w in edges:
+        if a != b:
+            adj[a, b] += w
+            adj[b, a] += w
+    deg = adj.sum(axis=0)
+    t = np.divide(adj, deg, out=np.zeros_like(adj), where=deg > 0)
+    seeds = np.asarray(seed_w) / sum(seed_w)
+    # the exact walk: a node without edges restarts its mass at the seeds
+    d = damping
+    walk = t + np.outer(seeds, deg == 0)
+    exact = np.linalg.solve(np.eye(n) - d * walk, (1 - d) * seeds)
+    got = local_pagerank(sp.csr_matrix(t), deg, seeds, d, epsilon=eps)
+    assert np.all(got <= exact + 1e-12)
+    short = exact - got
+    if np.all(deg > 0):
+        assert np.all(short <= eps * deg + 1e-12)
+    assert short.sum() <= eps * (deg.sum() + n) + 1e-12
+    assert got.sum() <= 1 + 1e-12
+
+
+def test_push_pagerank_equals_power_iteration_on_a_passage_graph(index):
+    g = PPRRetriever(index).passage_graph()
+    seeds = np.zeros(g.transition.shape[0])
+    seeds[[0, g.n_passages]] = 0.5
+    power = personalized_pagerank(g.transition, seeds, 0.8, tol=1e-12)
+    push = local_pagerank(g.transition, g.degree, seeds, 0.8, epsilon=1e-10)
+    np.testing.assert_allclose(push, power, atol=1e-8)
 
 
 def test_two_hop_passage_is_reached_through_the_entity(index):
