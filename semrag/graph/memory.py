@@ -12,8 +12,16 @@ from pathlib import Path
 import networkx as nx
 
 from semrag.errors import ConfigError
-from semrag.graph.names import name_tokens, rank_matches
-from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, Subgraph
+from semrag.graph.names import best_matches, lookup_tokens, name_tokens, per_name, rank_matches
+from semrag.graph.types import (
+    ChunkRef,
+    Community,
+    Entity,
+    Mention,
+    Relation,
+    Subgraph,
+    entity_key,
+)
 from semrag.index.persist import atomic_directory, read_manifest
 
 __all__ = ["InMemoryGraphStore"]
@@ -254,6 +262,39 @@ class InMemoryGraphStore:
                 limit=limit,
             )
             return [self._entities[e] for e in ids]
+
+    def lookup(
+        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
+    ) -> list[list[str]]:
+        """Each name's entity ids: its exact match alone, else its best fuzzy matches.
+
+        ``fuzzy_limit``: one limit for every name or one per name (0: exact only); the
+        meaning of :func:`semrag.graph.names.best_matches`, as on every store.
+        """
+        limits = per_name(names, fuzzy_limit)
+        with self._lock:
+            out = []
+            for name, limit in zip(names, limits, strict=True):
+                key = entity_key(name)
+                exact = key in self._entities
+                tokens = lookup_tokens(key) if key and limit and not exact else set()
+                near = set().union(*(self._by_token.get(t, ()) for t in tokens))
+                out.append(
+                    best_matches(
+                        key, exact=exact, candidates=near, cutoff=self.fuzzy_cutoff, limit=limit
+                    )
+                    if key
+                    else []
+                )
+            return out
+
+    def expand(
+        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
+        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once."""
+        with self._lock:
+            sub = self.neighbourhood(entity_ids, depth=depth, limit=limit)
+            return sub, self.chunks_for(list(sub.hops))
 
     def neighbourhood(
         self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200

@@ -7,6 +7,9 @@ cutoff: the larger of the token Jaccard similarity and the character ratio of th
 Exact matches rank first, then by score, ties by entity id. Each store finds the
 candidates its own way (an in-memory token index, a Neo4j full-text index over the
 tokens); :func:`rank_matches` scores and orders them the same way for both.
+
+:func:`best_matches` is the per-name lookup of a query (``GraphStore.lookup``): a name's
+exact match alone if it has one, else its best fuzzy matches.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Sequence
 
+from semrag.errors import ConfigError
 from semrag.graph.types import entity_key
 from semrag.text.phrases import STOP_WORDS
 
-__all__ = ["lookup_tokens", "name_tokens", "rank_matches"]
+__all__ = ["best_matches", "lookup_tokens", "name_tokens", "per_name", "rank_matches"]
 
 _EXACT = 2.0  # above every fuzzy score (at most 1)
 
@@ -75,3 +79,42 @@ def rank_matches(
                 if score >= cutoff and score > scored.get(eid, 0.0):
                     scored[eid] = score
     return sorted(scored, key=lambda e: (-scored[e], e))[:limit]
+
+
+def best_matches(
+    key: str, *, exact: bool, candidates: Iterable[str], cutoff: float, limit: int
+) -> list[str]:
+    """One name's matches: its exact key alone, else up to ``limit`` fuzzy ones, best first.
+
+    Args:
+        key: the name's key (:func:`~semrag.graph.types.entity_key`).
+        exact: whether the store holds an entity with this key.
+        candidates: the ids sharing one of the key's lookup tokens (unused if ``exact``).
+        cutoff: the least fuzzy score.
+        limit: the most fuzzy matches.
+    """
+    if exact:
+        return [key]
+    scored = {e: fuzzy_score(key, e) for e in candidates}
+    kept = [e for e, score in scored.items() if score >= cutoff]
+    return sorted(kept, key=lambda e: (-scored[e], e))[:limit]
+
+
+def per_name(names: Sequence[str], fuzzy_limit: int | Sequence[int]) -> list[int]:
+    """``lookup``'s fuzzy limit of each name (one for all, or one each).
+
+    Raises:
+        ConfigError: for a negative limit, or a list whose length is not the names'.
+    """
+    if isinstance(fuzzy_limit, int):
+        limits = [fuzzy_limit] * len(names)
+    else:
+        limits = [int(x) for x in fuzzy_limit]
+        if len(limits) != len(names):
+            raise ConfigError(
+                f"lookup got {len(limits)} fuzzy limits for {len(names)} names; "
+                "give one limit, or one per name"
+            )
+    if any(x < 0 for x in limits):
+        raise ConfigError(f"lookup's fuzzy limits must be >= 0, got {min(limits)}")
+    return limits

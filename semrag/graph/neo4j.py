@@ -22,12 +22,21 @@ down, or refuses the credentials, raises :class:`~semrag.errors.StoreUnavailable
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
-from semrag.graph.names import name_tokens, rank_matches
-from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, Subgraph
+from semrag.graph.names import best_matches, lookup_tokens, name_tokens, per_name, rank_matches
+from semrag.graph.types import (
+    ChunkRef,
+    Community,
+    Entity,
+    Mention,
+    Relation,
+    Subgraph,
+    entity_key,
+)
 
 __all__ = ["Neo4jGraphStore"]
 
@@ -99,8 +108,8 @@ _RELATIONS_AMONG = (
     "RETURN a.id AS source, b.id AS target, r.type AS type, r.evidence AS evidence, "
     "r.weight AS weight"
 )
-_CHUNKS_FOR = (
-    "UNWIND $ids AS id MATCH (e:Entity {id: id})-[:MENTIONED_IN]->(c:Chunk) "
+_CHUNKS_FOR = (  # an entity without chunks gives one row of nulls
+    "UNWIND $ids AS id MATCH (e:Entity {id: id}) OPTIONAL MATCH (e)-[:MENTIONED_IN]->(c:Chunk) "
     "RETURN e.id AS entity, c.doc_id AS doc_id, c.start AS start, c.end AS end "
     "ORDER BY entity, doc_id, start"
 )
@@ -147,6 +156,52 @@ _SEARCH_VECTORS = (
     "CALL db.index.vector.queryNodes('semrag_chunk_vectors', $k, $vector) YIELD node, score "
     "RETURN node.doc_id AS doc_id, node.start AS start, node.end AS end, score"
 )
+# One statement for every name of a query: its exact entity, else its token candidates.
+_LOOKUP = (
+    "UNWIND $rows AS row "
+    "OPTIONAL MATCH (x:Entity {id: row.key}) "
+    "CALL (row, x) { "
+    "  WITH row, x WHERE x IS NULL AND row.q <> '' "
+    "  CALL db.index.fulltext.queryNodes('semrag_entity_tokens', row.q, {limit: $limit}) "
+    "  YIELD node RETURN collect(node.id) AS candidates "
+    "} "
+    "RETURN row.i AS i, x IS NOT NULL AS exact, candidates"
+)
+# One hop of a bounded breadth-first search: the kept frontier's neighbours in id order,
+# cut where the whole search reaches $limit entities (as ``neighbourhood`` does).
+_HOP = (
+    "CALL (kept, frontier) { "
+    "  UNWIND frontier AS e MATCH (e)-[:RELATES]-(n:Entity) "
+    "  WITH DISTINCT n ORDER BY n.id LIMIT $limit RETURN collect(n) AS near "
+    "} "
+    "WITH kept, sizes, [n IN near WHERE NOT n IN kept] AS new "
+    "WITH kept, sizes, CASE WHEN $limit > size(kept) "
+    "THEN new[0..($limit - size(kept))] ELSE [] END AS frontier "
+    "WITH kept + frontier AS kept, frontier, sizes + [size(frontier)] AS sizes "
+)
+# A neighbourhood, the relations among it and its entities' chunks, in one statement.
+_EXPAND_HEAD = (
+    "UNWIND range(0, size($ids) - 1) AS i MATCH (s:Entity {id: $ids[i]}) "
+    "WITH i, s ORDER BY i WITH collect(s) AS kept "
+    "WITH kept, kept AS frontier, [size(kept)] AS sizes "
+)
+_EXPAND_TAIL = (
+    "CALL (kept) { "
+    "  UNWIND kept AS a MATCH (a)-[r:RELATES]->(b:Entity) WHERE b IN kept "
+    "  WITH a, r, b ORDER BY a.id, r.type, b.id "
+    "  RETURN collect({source: a.id, target: b.id, type: r.type, evidence: r.evidence, "
+    "  weight: r.weight}) AS relations "
+    "} "
+    "CALL (kept) { "
+    "  UNWIND kept AS e MATCH (e)-[:MENTIONED_IN]->(c:Chunk) "
+    "  WITH e, c ORDER BY e.id, c.doc_id, c.start "
+    "  RETURN collect({entity: e.id, doc_id: c.doc_id, start: c.start, end: c.end}) AS refs "
+    "} "
+    "RETURN [e IN kept | {id: e.id, name: e.name, type: e.type, "
+    "description: e.description}] AS entities, sizes, relations, refs"
+)
+_EXPAND_HOPS = 2  # deeper searches go hop by hop (:meth:`Neo4jGraphStore.neighbourhood`)
+_EXPAND = {depth: _EXPAND_HEAD + _HOP * depth + _EXPAND_TAIL for depth in range(_EXPAND_HOPS + 1)}
 # Lucene's query syntax: these characters are escaped so a name is searched as text.
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
@@ -203,6 +258,9 @@ class Neo4jGraphStore:
         self.fuzzy_cutoff = fuzzy_cutoff
         self.fuzzy_candidates = fuzzy_candidates
         self.vector_dimensions = vector_dimensions
+        self.reads = 0
+        """Read statements run so far (each one read transaction: one round trip)."""
+        self._count_lock = threading.Lock()
         self._driver = driver or neo4j.GraphDatabase.driver(
             uri,
             auth=(user, password),
@@ -245,6 +303,8 @@ class Neo4jGraphStore:
         return self._call(run)
 
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        with self._count_lock:
+            self.reads += 1
         return self._transact(lambda tx: [r.data() for r in tx.run(query, params)], write=False)
 
     def _write(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -473,12 +533,74 @@ class Neo4jGraphStore:
         return self.get_entities(ids)
 
     def _token_candidates(self, tokens: set[str]) -> list[str]:
-        terms = [_LUCENE_SPECIAL.sub(r"\\\1", t) for t in sorted(tokens)]
-        if not terms:
+        q = self._token_query(tokens)
+        if not q:
             return []
-        q = " OR ".join(f'"{t}"' for t in terms)
         rows = self._read(_TOKEN_CANDIDATES, q=q, limit=int(self.fuzzy_candidates))
         return [r["id"] for r in rows]
+
+    @staticmethod
+    def _token_query(tokens: set[str]) -> str:
+        """A Lucene query for any of these tokens, each searched as text ("" for none)."""
+        escaped = (_LUCENE_SPECIAL.sub(r"\\\1", t) for t in sorted(tokens))
+        return " OR ".join('"' + t + '"' for t in escaped)
+
+    def lookup(
+        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
+    ) -> list[list[str]]:
+        """Each name's entity ids: its exact match alone, else its best fuzzy matches.
+
+        One statement for all the names (their exact keys and their token candidates,
+        at most :attr:`fuzzy_candidates` each), scored in Python as
+        :func:`semrag.graph.names.best_matches` says, the meaning on every store.
+        ``fuzzy_limit``: one limit for every name or one per name (0: exact only).
+        """
+        limits = per_name(names, fuzzy_limit)
+        keys = [entity_key(n) for n in names]
+        rows = [
+            {"i": i, "key": key, "q": self._token_query(lookup_tokens(key)) if limit else ""}
+            for i, (key, limit) in enumerate(zip(keys, limits, strict=True))
+            if key
+        ]
+        out: list[list[str]] = [[] for _ in names]
+        if not rows:
+            return out
+        for r in self._read(_LOOKUP, rows=rows, limit=int(self.fuzzy_candidates)):
+            i = r["i"]
+            out[i] = best_matches(
+                keys[i],
+                exact=r["exact"],
+                candidates=r["candidates"],
+                cutoff=self.fuzzy_cutoff,
+                limit=limits[i],
+            )
+        return out
+
+    def expand(
+        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
+        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
+
+        One statement up to depth 2 (the hops, the relations among the entities and
+        their chunks); deeper searches go hop by hop.
+        """
+        if depth > _EXPAND_HOPS:
+            sub = self.neighbourhood(entity_ids, depth=depth, limit=limit)
+            return sub, self.chunks_for(list(sub.hops))
+        ids = list(dict.fromkeys(entity_ids))
+        row = self._read(_EXPAND[depth], ids=ids, limit=int(limit))[0]
+        entities = [self._entity(e) for e in row["entities"]]
+        hops: dict[str, int] = {}
+        at = 0
+        for hop, size in enumerate(row["sizes"]):
+            for e in entities[at : at + size]:
+                hops[e.id] = hop
+            at += size
+        refs: dict[str, list[ChunkRef]] = {e.id: [] for e in entities}
+        for r in row["refs"]:
+            refs[r["entity"]].append(ChunkRef(r["doc_id"], r["start"], r["end"]))
+        relations = [self._relation(r) for r in row["relations"]]
+        return Subgraph(entities, relations, hops), refs
 
     def neighbourhood(
         self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
@@ -505,11 +627,13 @@ class Neo4jGraphStore:
         return Subgraph(self.get_entities(ids), rels, hops)
 
     def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
-        """Chunks mentioning each entity, in document order."""
-        out: dict[str, list[ChunkRef]] = {e.id: [] for e in self.get_entities(list(entity_ids))}
-        for r in self._read(_CHUNKS_FOR, ids=list(out)):
-            out[r["entity"]].append(ChunkRef(r["doc_id"], r["start"], r["end"]))
-        return out
+        """Chunks mentioning each entity, in document order (one statement)."""
+        found: dict[str, list[ChunkRef]] = {}
+        for r in self._read(_CHUNKS_FOR, ids=list(dict.fromkeys(entity_ids))):
+            refs = found.setdefault(r["entity"], [])
+            if r["doc_id"] is not None:
+                refs.append(ChunkRef(r["doc_id"], r["start"], r["end"]))
+        return {e: found[e] for e in entity_ids if e in found}
 
     def read_communities(self, level: int | None = None) -> list[Community]:
         """Stored communities (of one level)."""

@@ -191,6 +191,22 @@ class GraphStore(Protocol):
         """Chunks mentioning each entity."""
         ...
 
+    def lookup(
+        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
+    ) -> list[list[str]]:
+        """Each name's entity ids: its exact match alone, else its best fuzzy matches.
+
+        ``fuzzy_limit`` is one limit for every name or one per name (0: exact only). One
+        round trip on a server.
+        """
+        ...
+
+    def expand(
+        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
+        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once."""
+        ...
+
     def delete_document(self, doc_id: str) -> int:
         """Remove a document's chunks and mentions, and entities left with no mention."""
         ...

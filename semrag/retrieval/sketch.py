@@ -267,12 +267,13 @@ class SketchRetriever:
     def query_entities(self, query: str) -> tuple[list[Entity], str]:
         """The store's entities the query names, and a note (LLM fallback) or ``""``."""
         fuzzy, exact, note = self._names(query)
-        return self._match(fuzzy, exact), note
+        return self.kg.store.get_entities(self._match(fuzzy, exact)), note
 
     async def aquery_entities(self, query: str) -> tuple[list[Entity], str]:
         """Async twin of :meth:`query_entities`."""
         fuzzy, exact, note = await self._anames(query)
-        return await asyncio.to_thread(self._match, fuzzy, exact), note
+        ids = await asyncio.to_thread(self._match, fuzzy, exact)
+        return await asyncio.to_thread(self.kg.store.get_entities, ids), note
 
     def _names(self, query: str) -> tuple[list[str], list[str], str]:
         """The query's entity phrases: ``(fuzzy, exact, note)`` (LLM NER or the phrases)."""
@@ -300,18 +301,18 @@ class SketchRetriever:
             raise exc
         return *query_phrases(query), f"NER: {llm_failure(exc)}; phrases used"
 
-    def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[Entity]:
-        """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches."""
-        store = self.kg.store
-        found: dict[str, Entity] = {}
-        for phrase in fuzzy:
-            hit = store.find_entities([phrase], fuzzy=False, limit=1)
-            for e in hit or store.find_entities([phrase], fuzzy=True, limit=self.fuzzy_matches):
-                found.setdefault(e.id, e)
-        if exact and len(found) < self.max_entities:
-            for e in store.find_entities(list(exact), fuzzy=False, limit=self.max_entities):
-                found.setdefault(e.id, e)
-        return list(found.values())[: self.max_entities]
+    def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[str]:
+        """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches.
+
+        One store lookup for every phrase (one round trip on a server).
+        """
+        limits = [self.fuzzy_matches] * len(fuzzy) + [0] * len(exact)
+        per = self.kg.store.lookup([*fuzzy, *exact], fuzzy_limit=limits)
+        found = dict.fromkeys(e for ids in per[: len(fuzzy)] for e in ids)
+        if len(found) < self.max_entities:
+            ngrams = sorted({e for ids in per[len(fuzzy) :] for e in ids})
+            found.update(dict.fromkeys(e for e in ngrams[: self.max_entities] if e not in found))
+        return list(found)[: self.max_entities]
 
     # -- retrieval ---------------------------------------------------------------------------------
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
@@ -337,7 +338,7 @@ class SketchRetriever:
             return self._merge_read(query, q, self._match(fuzzy, exact), note, k)
 
     def _merge_read(
-        self, query: str, q: np.ndarray, seeds: list[Entity], note: str, k: int
+        self, query: str, q: np.ndarray, seed_ids: list[str], note: str, k: int
     ) -> list[ScoredChunk]:
         index = self.index
         pieces, parents, dense = self.pieces()
@@ -352,11 +353,11 @@ class SketchRetriever:
                     c, vec, unstructured=True, piece_of=parents[i]
                 )
         # structured side
-        store = self.kg.store
-        sub = store.neighbourhood([e.id for e in seeds], depth=self.depth)
+        sub, refs = self.kg.store.expand(seed_ids, depth=self.depth)
+        by_id = {e.id: e for e in sub.entities}
+        seeds = [by_id[e] for e in seed_ids if e in by_id]
         facts = sorted(sub.relations, key=lambda r: -r.weight)[: self.max_facts]
         names = {e.id: e.name for e in sub.entities}
-        refs = store.chunks_for(list(sub.hops))
         per_chunk: dict[int, dict[str, int]] = {}
         for eid, chunk_refs in refs.items():
             for ref in chunk_refs:

@@ -429,8 +429,13 @@ def test_sketch_and_communities_on_neo4j(neo4j_server):
     try:
         kg = KnowledgeGraph.build(index, store=store)
         assert store.counts()["communities"] > 0
-        hits = SketchRetriever(index, kg, k=3).retrieve("When was the performer of SexyBack born?")
+        question = "When was the performer of SexyBack born?"
+        before = store.reads
+        hits = SketchRetriever(index, kg, k=3).retrieve(question)
+        assert store.reads - before == 2  # one lookup, one expansion
         assert "timberlake" in [h.chunk.doc_id for h in hits]
+        in_memory = SketchRetriever(index, KnowledgeGraph.build(index), k=3).retrieve(question)
+        assert [(h.chunk, h.score) for h in hits] == [(h.chunk, h.score) for h in in_memory]
         ghits = CommunityRetriever(index, kg, mode="global", k=2).retrieve("honey bees")
         assert ghits
     finally:

@@ -122,6 +122,45 @@ def test_chunks_for_and_find(store):
     assert store.find_entities(["zzzz qqqq"]) == []
 
 
+def test_lookup_gives_each_name_its_exact_match_else_its_best_fuzzy_ones(store):
+    ents, rels, ments = sample()
+    store.upsert(ents, rels, ments)
+    names = ["Charles Babbage", "Babbage", "Ada Lovelac", "zzzz qqqq", "", "Babbage"]
+    got = store.lookup(names, fuzzy_limit=[3, 3, 3, 3, 3, 0])
+    assert got[0] == ["charles babbage"]  # exact: that entity alone
+    assert got[1] and got[1][0] == "charles babbage"
+    assert got[2] == ["ada lovelace"]
+    assert got[3] == [] and got[4] == [] and got[5] == []  # limit 0: exact only
+    assert store.lookup(names[:2]) == [["charles babbage"], []]  # default: exact only
+    with pytest.raises(ConfigError, match="one per name"):
+        store.lookup(names, fuzzy_limit=[1, 2])
+    with pytest.raises(ConfigError, match=">= 0"):
+        store.lookup(names[:1], fuzzy_limit=-1)
+
+
+def test_expand_is_the_neighbourhood_and_its_chunks(store):
+    """``expand`` equals ``neighbourhood`` + ``chunks_for`` at every depth and limit."""
+    ents = [Entity.of(f"node {i:02d}") for i in range(24)]
+    rels = [
+        Relation(ents[i].id, ents[(i * 7 + 3) % 24].id, "NEXT", weight=1.0 + i % 3)
+        for i in range(24)
+    ]
+    rels += [Relation(ents[0].id, ents[i].id, "HUB") for i in range(5, 20)]
+    ments = [Mention(e.id, ChunkRef(f"d{i % 4}", 10 * i, 10 * i + 9)) for i, e in enumerate(ents)]
+    ments += [Mention(ents[1].id, ChunkRef("d0", 0, 5))]
+    store.upsert(ents, rels, ments)
+    for seeds in ([ents[0].id], [ents[3].id, ents[1].id, "missing", ents[3].id], [], ["missing"]):
+        for depth in (0, 1, 2, 3):
+            for limit in (1, 4, 9, 200):
+                sub, refs = store.expand(seeds, depth=depth, limit=limit)
+                want = store.neighbourhood(seeds, depth=depth, limit=limit)
+                assert list(sub.hops.items()) == list(want.hops.items()), (seeds, depth, limit)
+                assert [e.id for e in sub.entities] == list(want.hops)
+                key = lambda r: (r.source, r.type, r.target)  # noqa: E731
+                assert sorted(sub.relations, key=key) == sorted(want.relations, key=key)
+                assert refs == store.chunks_for(list(want.hops))
+
+
 def test_delete_document(store):
     ents, rels, ments = sample()
     store.upsert(ents, rels, ments)
@@ -374,5 +413,11 @@ def test_name_lookup_means_the_same_on_every_store(neo4j_server):
                     assert got == want, (query, fuzzy, limit)
         both = [e.id for e in neo.find_entities(["Byron", "Babbage"], limit=20)]
         assert both == [e.id for e in memory.find_entities(["Byron", "Babbage"], limit=20)]
+        for limit in (0, 1, 3, 20):  # a query's per-name lookup, all names in one statement
+            before = neo.reads
+            assert neo.lookup(LOOKUPS, fuzzy_limit=limit) == memory.lookup(
+                LOOKUPS, fuzzy_limit=limit
+            ), limit
+            assert neo.reads == before + 1
     finally:
         neo.close()
