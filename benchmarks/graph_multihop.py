@@ -13,7 +13,8 @@ HeuristicGraphExtractor (no LLM), entity resolution and Leiden communities.
   for 3k items. Peers in the same run: LangChain FAISS over whole paragraphs (the dense
   peer of the SSG table), LangChain BM25Retriever, and semrag's own dense and BM25 over
   the index's chunks;
-- latency: p50/p95 per query of SketchRetriever on each store (and dense search).
+- latency: p50/p95 per query of SketchRetriever and local community search on each store
+  (and dense search), with the read statements (round trips) Neo4j ran per query.
 
     python benchmarks/graph_multihop.py [--parts build quality latency] [--out FILE]
 """
@@ -233,18 +234,27 @@ def main() -> None:
                 for q in sample[:5]:
                     fn(q)
                 times = []
+                reads = neo.store.reads
                 for q in sample:
                     t0 = time.perf_counter()
                     fn(q)
                     times.append(1000 * (time.perf_counter() - t0))
+                per_query = (neo.store.reads - reads) / len(sample)
                 rows.append(
                     {
                         "retriever": name,
                         "p50 ms": float(np.percentile(times, 50)),
                         "p95 ms": float(np.percentile(times, 95)),
+                        "Neo4j reads per query": f"{per_query:.2f}" if "Neo4j" in name else "-",
                     }
                 )
                 print(rows[-1], flush=True)
+            p50 = {r["retriever"]: r["p50 ms"] for r in rows}
+            ratios = [
+                f"{kind}: Neo4j p50 / in-memory p50 = "
+                f"{p50[f'{kind}, Neo4j{tail}'] / p50[f'{kind}, in-memory{tail}']:.1f}x"
+                for kind, tail in (("SketchRetriever", " store"), ("CommunityRetriever local", ""))
+            ]
             emit(
                 "\n".join(
                     [
@@ -253,7 +263,9 @@ def main() -> None:
                             f"{data}; {len(sample)} queries, one at a time",
                         ),
                         "",
-                        table(rows, ["retriever", "p50 ms", "p95 ms"]),
+                        table(rows, ["retriever", "p50 ms", "p95 ms", "Neo4j reads per query"]),
+                        "",
+                        "; ".join(ratios) + " (goal: within 5x, at most 3 round trips).",
                         "",
                     ]
                 ),
