@@ -1,6 +1,7 @@
 """Graphs: the semantic similarity graph (SSG) and the knowledge graph (stores, records).
 
-``Neo4jGraphStore`` needs ``pip install "semrag[neo4j]"``; it is imported lazily.
+``Neo4jGraphStore`` and ``Neo4jVectorClient`` need ``pip install "semrag[neo4j]"``; they
+are imported lazily.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "LLMGraphExtractor",
     "Mention",
     "Neo4jGraphStore",
+    "Neo4jVectorClient",
     "Relation",
     "SSGConfig",
     "SemanticSimilarityGraph",
@@ -60,4 +62,8 @@ def __getattr__(name: str) -> Any:
         from semrag.graph.neo4j import Neo4jGraphStore
 
         return Neo4jGraphStore
+    if name == "Neo4jVectorClient":
+        from semrag.graph.neo4j import Neo4jVectorClient
+
+        return Neo4jVectorClient
     raise AttributeError(f"module 'semrag.graph' has no attribute {name!r}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
@@ -38,7 +38,7 @@ from semrag.graph.types import (
     entity_key,
 )
 
-__all__ = ["Neo4jGraphStore"]
+__all__ = ["Neo4jGraphStore", "Neo4jVectorClient"]
 
 _SCHEMA = (
     "CREATE CONSTRAINT semrag_entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
@@ -202,6 +202,29 @@ _EXPAND_TAIL = (
 )
 _EXPAND_HOPS = 2  # deeper searches go hop by hop (:meth:`Neo4jGraphStore.neighbourhood`)
 _EXPAND = {depth: _EXPAND_HEAD + _HOP * depth + _EXPAND_TAIL for depth in range(_EXPAND_HOPS + 1)}
+# The dense channel's entries (Neo4jVectorClient): their own label, apart from the graph.
+_DENSE_SCHEMA = (
+    "CREATE CONSTRAINT semrag_vector_id IF NOT EXISTS FOR (v:SemragVector) REQUIRE v.id IS UNIQUE"
+)
+_DENSE_INDEX = (
+    "CREATE VECTOR INDEX semrag_dense_vectors IF NOT EXISTS FOR (v:SemragVector) "
+    "ON (v.embedding) OPTIONS {indexConfig: {`vector.dimensions`: $dim, "
+    "`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}"
+)
+_DENSE_DIM = (
+    "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'semrag_dense_vectors' "
+    "RETURN options.indexConfig['vector.dimensions'] AS dim"
+)
+_DENSE_UPSERT = (
+    "UNWIND $rows AS row MERGE (v:SemragVector {id: row.id}) "
+    "SET v.text = row.text, v.doc_id = row.doc_id, v.embedding = row.vector"
+)
+_DENSE_DELETE = "UNWIND $ids AS id MATCH (v:SemragVector {id: id}) DETACH DELETE v"
+_DENSE_SEARCH = (
+    "CALL db.index.vector.queryNodes('semrag_dense_vectors', $k, $vector) YIELD node, score "
+    "RETURN node.id AS id ORDER BY score DESC, id"
+)
+_DENSE_CLEAR = "MATCH (v:SemragVector) CALL (v) { DETACH DELETE v } IN TRANSACTIONS OF 10000 ROWS"
 # Lucene's query syntax: these characters are escaped so a name is searched as text.
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
@@ -701,3 +724,101 @@ def _mention_rows(mentions: Iterable[Mention]) -> list[dict[str, Any]]:
         }
         for m in mentions
     ]
+
+
+class Neo4jVectorClient:
+    """The dense channel in Neo4j's native vector index: a :class:`~semrag.index.VectorClient`.
+
+    ``SemanticIndex(dense=Neo4jVectorClient(store, dim))`` sends each chunk's vector, text
+    and document id to Neo4j (nodes ``(:SemragVector {id, text, doc_id, embedding})``,
+    apart from the knowledge graph's nodes) and asks the vector index
+    ``semrag_dense_vectors`` (cosine, created if missing) for nearest neighbours. The
+    index's ``StoreBackedDense`` keeps the versions: entries written while a change is
+    staged stay hidden until it is published, and scores are computed by semrag, so every
+    store ranks alike. The index is created without quantization (Neo4j quantizes by
+    default, which reorders close scores). Its search is approximate (HNSW, and it misses
+    more where many entries were deleted), so a search asks it for ``oversample`` times
+    ``k`` candidates (at least ``min_candidates``), which semrag scores exactly: the top
+    ``k`` of those are the answer.
+
+    Args:
+        store: the :class:`Neo4jGraphStore` whose connection (and database) to use.
+        dim: the vector dimension.
+        oversample: candidates asked of the vector index per result wanted.
+        min_candidates: the fewest candidates asked.
+
+    Raises:
+        ConfigError: if the database's ``semrag_dense_vectors`` index has another
+            dimension, or for a vector of the wrong dimension.
+        StoreUnavailableError: if the server cannot be reached.
+    """
+
+    def __init__(
+        self, store: Neo4jGraphStore, dim: int, *, oversample: int = 4, min_candidates: int = 40
+    ) -> None:
+        if int(dim) < 1:
+            raise ConfigError(f"dim must be >= 1, got {dim}")
+        if oversample < 1 or min_candidates < 1:
+            raise ConfigError(
+                f"oversample and min_candidates must be >= 1, got {oversample}, {min_candidates}"
+            )
+        self.store = store
+        self.dim = int(dim)
+        self.oversample = int(oversample)
+        self.min_candidates = int(min_candidates)
+        store._write(_DENSE_SCHEMA)
+        have = [r["dim"] for r in store._read(_DENSE_DIM)]
+        if have and int(have[0]) != self.dim:
+            raise ConfigError(
+                f"the database's semrag_dense_vectors index has dimension {have[0]}, "
+                f"not {self.dim}: use a database of its own for this index (database=...)"
+            )
+        store._write(_DENSE_INDEX, dim=self.dim)
+        store._read("CALL db.awaitIndexes(300)")
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: Any,
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Store (or replace) these entries, ``store.batch_size`` per transaction."""
+        rows = []
+        for i, text, vector, meta in zip(ids, texts, vectors, metadatas, strict=True):
+            values = [float(x) for x in vector]
+            if len(values) != self.dim:
+                raise ConfigError(f"vector of dimension {len(values)}; the index has {self.dim}")
+            rows.append(
+                {"id": str(i), "text": text, "doc_id": meta.get("semrag_doc_id"), "vector": values}
+            )
+        self.store._write_batches(_DENSE_UPSERT, rows)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove these entries (absent ids are ignored)."""
+        ids = [str(i) for i in ids]
+        for at in range(0, len(ids), self.store.batch_size):
+            self.store._write(_DENSE_DELETE, ids=ids[at : at + self.store.batch_size])
+
+    def search(self, vector: Any, k: int) -> list[str]:
+        """Candidate ids near ``vector``, best first: ``oversample * k`` (one read).
+
+        At least ``k`` and ``min_candidates`` of them; the caller scores them exactly.
+        """
+        values = [float(x) for x in vector]
+        if len(values) != self.dim:
+            raise ConfigError(f"query of dimension {len(values)}; the index has {self.dim}")
+        n = max(int(k), self.oversample * int(k), self.min_candidates)
+        return [r["id"] for r in self.store._read(_DENSE_SEARCH, k=n, vector=values)]
+
+    def clear(self) -> None:
+        """Delete every entry, 10,000 per transaction."""
+
+        def run() -> None:
+            with self.store._driver.session(database=self.store.database) as session:
+                session.run(_DENSE_CLEAR).consume()  # an implicit transaction, as the clause needs
+
+        self.store._call(run)
+
+    def __repr__(self) -> str:
+        return f"Neo4jVectorClient({self.store!r}, dim={self.dim}, oversample={self.oversample})"

@@ -52,7 +52,11 @@ class VectorClient(Protocol):
         ...
 
     def search(self, vector: Floats, k: int) -> list[str]:
-        """The ids of the ``k`` entries nearest ``vector``, best first."""
+        """The ids of the ``k`` entries nearest ``vector``, best first.
+
+        An approximate store may return more candidates than ``k``: every one is scored
+        exactly, and the best ``k`` are kept.
+        """
         ...
 
 
