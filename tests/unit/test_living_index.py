@@ -219,8 +219,8 @@ SSG_CONFIG = SSGConfig(window=2, top_k=3, top_x=2, top_t=2, min_intra=0.0, min_i
 SSG_ALGORITHMS = [a for a in ALGORITHMS if a != "llm_guided_traversal"]
 
 
-def new_index() -> SemanticIndex:
-    return SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=SSG_CONFIG)
+def new_index(dense: object = "flat") -> SemanticIndex:
+    return SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=SSG_CONFIG, dense=dense)
 
 
 def hit_key(h) -> tuple:
@@ -287,6 +287,7 @@ class LivingIndex(RuleBasedStateMachine):
     """Random adds, re-adds, deletes, saves and loads; always equal to a fresh build."""
 
     store_factory = None  # None: the embedded store; else a callable giving an empty store
+    dense_factory = None  # None: the embedded dense part; else a callable giving a client
 
     def _build_graph(self) -> KnowledgeGraph:
         store = self.store_factory() if self.store_factory else None
@@ -294,7 +295,8 @@ class LivingIndex(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.index = new_index()
+        self.dense = self.dense_factory() if self.dense_factory else None
+        self.index = new_index(self.dense or "flat")
         self.kg = self._build_graph()  # follows the index
         self.retrievers = make_retrievers(self.index, self.kg)
         self.docs: dict[str, str] = {}
@@ -379,7 +381,9 @@ class LivingIndex(RuleBasedStateMachine):
         else:
             store = self.kg.store  # Neo4j keeps its data
         self.kg.detach()
-        self.index = SemanticIndex.load(self.tmp / "index", embedder=FakeEmbedder(dim=32))
+        self.index = SemanticIndex.load(
+            self.tmp / "index", embedder=FakeEmbedder(dim=32), dense=self.dense
+        )
         self.kg = KnowledgeGraph.resume(self.index, store, self.tmp / "ledger")
         self.retrievers = make_retrievers(self.index, self.kg)
 
@@ -608,10 +612,14 @@ def test_new_names_resolve_against_the_entities_already_there():
 @pytest.mark.integration
 @pytest.mark.enable_socket
 def test_the_living_index_state_machine_on_neo4j(neo4j_server):
-    """The same machine with the graph in a real Neo4j: the store always holds a fresh build."""
+    """The same machine with the graph and the dense channel in a real Neo4j.
+
+    The store always holds a fresh build, and every retriever (dense searches answered by
+    Neo4j's vector index) returns what a fresh embedded build returns.
+    """
     from hypothesis.stateful import run_state_machine_as_test
 
-    from semrag.graph import Neo4jGraphStore
+    from semrag.graph import Neo4jGraphStore, Neo4jVectorClient
 
     stores: list[Neo4jGraphStore] = []
 
@@ -621,8 +629,14 @@ def test_the_living_index_state_machine_on_neo4j(neo4j_server):
         stores.append(store)
         return store
 
+    def make_client() -> Neo4jVectorClient:
+        client = Neo4jVectorClient(make_store(), 32)
+        client.clear()
+        return client
+
     class OnNeo4j(LivingIndex):
         store_factory = staticmethod(make_store)
+        dense_factory = staticmethod(make_client)
 
     try:
         run_state_machine_as_test(
