@@ -137,11 +137,11 @@ _READ_COMMUNITIES = (
     "c.rank AS rank, c.parent AS parent, members"
 )
 _COUNTS = (
-    "CALL { MATCH (e:Entity) RETURN count(e) AS entities } "
-    "CALL { MATCH (:Entity)-[r:RELATES]->(:Entity) RETURN count(r) AS relations } "
-    "CALL { MATCH (c:Chunk) RETURN count(c) AS chunks } "
-    "CALL { MATCH (:Entity)-[m:MENTIONED_IN]->(:Chunk) RETURN count(m) AS mentions } "
-    "CALL { MATCH (c:Community) RETURN count(c) AS communities } "
+    "CALL () { MATCH (e:Entity) RETURN count(e) AS entities } "
+    "CALL () { MATCH (:Entity)-[r:RELATES]->(:Entity) RETURN count(r) AS relations } "
+    "CALL () { MATCH (c:Chunk) RETURN count(c) AS chunks } "
+    "CALL () { MATCH (:Entity)-[m:MENTIONED_IN]->(:Chunk) RETURN count(m) AS mentions } "
+    "CALL () { MATCH (c:Community) RETURN count(c) AS communities } "
     "RETURN entities, relations, chunks, mentions, communities"
 )
 _CLEAR = (  # in batches of its own transactions: a large graph never needs one huge one
