@@ -189,16 +189,15 @@ _EXPAND_TAIL = (
     "CALL (kept) { "
     "  UNWIND kept AS a MATCH (a)-[r:RELATES]->(b:Entity) WHERE b IN kept "
     "  WITH a, r, b ORDER BY a.id, r.type, b.id "
-    "  RETURN collect({source: a.id, target: b.id, type: r.type, evidence: r.evidence, "
-    "  weight: r.weight}) AS relations "
+    "  RETURN collect([a.id, b.id, r.type, r.evidence, r.weight]) AS relations "
     "} "
     "CALL (kept) { "
     "  UNWIND kept AS e MATCH (e)-[:MENTIONED_IN]->(c:Chunk) "
     "  WITH e, c ORDER BY e.id, c.doc_id, c.start "
-    "  RETURN collect({entity: e.id, doc_id: c.doc_id, start: c.start, end: c.end}) AS refs "
+    "  RETURN collect([e.id, c.doc_id, c.start, c.end]) AS refs "
     "} "
-    "RETURN [e IN kept | {id: e.id, name: e.name, type: e.type, "
-    "description: e.description}] AS entities, sizes, relations, refs"
+    "RETURN [e IN kept | [e.id, e.name, e.type, e.description]] AS entities, sizes, "
+    "relations, refs"
 )
 _EXPAND_HOPS = 2  # deeper searches go hop by hop (:meth:`Neo4jGraphStore.neighbourhood`)
 _EXPAND = {depth: _EXPAND_HEAD + _HOP * depth + _EXPAND_TAIL for depth in range(_EXPAND_HOPS + 1)}
@@ -612,7 +611,10 @@ class Neo4jGraphStore:
             return sub, self.chunks_for(list(sub.hops))
         ids = list(dict.fromkeys(entity_ids))
         row = self._read(_EXPAND[depth], ids=ids, limit=int(limit))[0]
-        entities = [self._entity(e) for e in row["entities"]]
+        # lists, not maps: fewer keys to decode in a large neighbourhood
+        entities = [
+            Entity(i, name or "", kind or "", d or "") for i, name, kind, d in row["entities"]
+        ]
         hops: dict[str, int] = {}
         at = 0
         for hop, size in enumerate(row["sizes"]):
@@ -620,9 +622,9 @@ class Neo4jGraphStore:
                 hops[e.id] = hop
             at += size
         refs: dict[str, list[ChunkRef]] = {e.id: [] for e in entities}
-        for r in row["refs"]:
-            refs[r["entity"]].append(ChunkRef(r["doc_id"], r["start"], r["end"]))
-        relations = [self._relation(r) for r in row["relations"]]
+        for entity, doc_id, start, end in row["refs"]:
+            refs[entity].append(ChunkRef(doc_id, start, end))
+        relations = [Relation(a, b, t, ev or "", float(w)) for a, b, t, ev, w in row["relations"]]
         return Subgraph(entities, relations, hops), refs
 
     def neighbourhood(
