@@ -74,11 +74,8 @@ def rank_matches(
     scored = dict.fromkeys(exists(list(dict.fromkeys(keys))), _EXACT)
     if fuzzy:
         for key in keys:
-            for eid in candidates(lookup_tokens(key)):
-                score = fuzzy_score(key, eid)
-                if score >= cutoff and score > scored.get(eid, 0.0):
-                    scored[eid] = score
-    return sorted(scored, key=lambda e: (-scored[e], e))[:limit]
+            _score_into(scored, key, candidates(lookup_tokens(key)), cutoff)
+    return _best_first(scored, limit)
 
 
 def best_matches(
@@ -95,9 +92,24 @@ def best_matches(
     """
     if exact:
         return [key]
-    scored = {e: fuzzy_score(key, e) for e in candidates}
-    kept = [e for e, score in scored.items() if score >= cutoff]
-    return sorted(kept, key=lambda e: (-scored[e], e))[:limit]
+    scored: dict[str, float] = {}
+    _score_into(scored, key, candidates, cutoff)
+    return _best_first(scored, limit)
+
+
+def _score_into(
+    scored: dict[str, float], key: str, candidates: Iterable[str], cutoff: float
+) -> None:
+    """Raise each candidate's score in ``scored`` to its fuzzy score for ``key`` (if kept)."""
+    for eid in candidates:
+        score = fuzzy_score(key, eid)
+        if score >= cutoff and score > scored.get(eid, 0.0):
+            scored[eid] = score
+
+
+def _best_first(scored: dict[str, float], limit: int) -> list[str]:
+    """The ``limit`` best ids: by score, ties by id."""
+    return sorted(scored, key=lambda e: (-scored[e], e))[:limit]
 
 
 def per_name(names: Sequence[str], fuzzy_limit: int | Sequence[int]) -> list[int]:

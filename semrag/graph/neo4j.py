@@ -218,7 +218,7 @@ _DENSE_UPSERT = (
     "UNWIND $rows AS row MERGE (v:SemragVector {id: row.id}) "
     "SET v.text = row.text, v.doc_id = row.doc_id, v.embedding = row.vector"
 )
-_DENSE_DELETE = "UNWIND $ids AS id MATCH (v:SemragVector {id: id}) DETACH DELETE v"
+_DENSE_DELETE = "UNWIND $rows AS id MATCH (v:SemragVector {id: id}) DETACH DELETE v"
 _DENSE_SEARCH = (
     "CALL db.index.vector.queryNodes('semrag_dense_vectors', $k, $vector) YIELD node, score "
     "RETURN node.id AS id ORDER BY score DESC, id"
@@ -332,7 +332,7 @@ class Neo4jGraphStore:
     def _write(self, query: str, **params: Any) -> list[dict[str, Any]]:
         return self._transact(lambda tx: [r.data() for r in tx.run(query, params)], write=True)
 
-    def _write_batches(self, query: str, rows: list[dict[str, Any]]) -> None:
+    def _write_batches(self, query: str, rows: Sequence[Any]) -> None:
         for i in range(0, len(rows), self.batch_size):
             self._write(query, rows=rows[i : i + self.batch_size])
 
@@ -471,10 +471,14 @@ class Neo4jGraphStore:
         that holds all of it. A failure halfway leaves part of the graph; clearing again
         finishes the work.
         """
+        self._run_batched(_CLEAR)
+
+    def _run_batched(self, query: str) -> None:
+        """Run a ``CALL { ... } IN TRANSACTIONS`` statement (it needs an implicit transaction)."""
 
         def run() -> None:
             with self._driver.session(database=self.database) as session:
-                session.run(_CLEAR).consume()  # an implicit transaction, as the clause needs
+                session.run(query).consume()
 
         self._call(run)
 
@@ -798,9 +802,7 @@ class Neo4jVectorClient:
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove these entries (absent ids are ignored)."""
-        ids = [str(i) for i in ids]
-        for at in range(0, len(ids), self.store.batch_size):
-            self.store._write(_DENSE_DELETE, ids=ids[at : at + self.store.batch_size])
+        self.store._write_batches(_DENSE_DELETE, [str(i) for i in ids])
 
     def search(self, vector: Any, k: int) -> list[str]:
         """Candidate ids near ``vector``, best first: ``oversample * k`` (one read).
@@ -815,12 +817,7 @@ class Neo4jVectorClient:
 
     def clear(self) -> None:
         """Delete every entry, 10,000 per transaction."""
-
-        def run() -> None:
-            with self.store._driver.session(database=self.store.database) as session:
-                session.run(_DENSE_CLEAR).consume()  # an implicit transaction, as the clause needs
-
-        self.store._call(run)
+        self.store._run_batched(_DENSE_CLEAR)
 
     def __repr__(self) -> str:
         return f"Neo4jVectorClient({self.store!r}, dim={self.dim}, oversample={self.oversample})"

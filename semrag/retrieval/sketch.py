@@ -267,13 +267,15 @@ class SketchRetriever:
     def query_entities(self, query: str) -> tuple[list[Entity], str]:
         """The store's entities the query names, and a note (LLM fallback) or ``""``."""
         fuzzy, exact, note = self._names(query)
-        return self.kg.store.get_entities(self._match(fuzzy, exact)), note
+        return self._entities(fuzzy, exact), note
 
     async def aquery_entities(self, query: str) -> tuple[list[Entity], str]:
         """Async twin of :meth:`query_entities`."""
         fuzzy, exact, note = await self._anames(query)
-        ids = await asyncio.to_thread(self._match, fuzzy, exact)
-        return await asyncio.to_thread(self.kg.store.get_entities, ids), note
+        return await asyncio.to_thread(self._entities, fuzzy, exact), note
+
+    def _entities(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[Entity]:
+        return self.kg.store.get_entities(self._match(fuzzy, exact))
 
     def _names(self, query: str) -> tuple[list[str], list[str], str]:
         """The query's entity phrases: ``(fuzzy, exact, note)`` (LLM NER or the phrases)."""
