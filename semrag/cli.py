@@ -11,11 +11,14 @@
   ``--algorithm dense`` / ``sparse``) and prints provenance. The Neo4j password comes from
   ``--neo4j-password`` or the ``NEO4J_PASSWORD`` environment variable.
 * ``semrag train-boundary --data KIND:PATH[@START:STOP]... [--dev ...] --model psc|mfc --out DIR
-  [--window N --negative-mix boundary=.5,section=.25,document=.25 --threshold auto]`` trains
+  [--window N|N,N,... --negative-mix boundary=.05,section=.475,document=.475
+  --dev-negative-mix boundary=.5,section=.25,document=.25 --threshold auto]`` trains
   a PSC or MFC boundary model on sectioned data (KIND: sectioned (a folder of Choi-format
   files), nicta, csabstruct, pubmedqa, squad, choi; ``@24:40`` keeps documents 24 to 39).
   Without ``--dev`` each source is split by document (``--split 0.8/0.1/0.1``) and the dev
-  parts choose the epoch and the threshold; ``training.json`` records the command.
+  parts choose the epoch and the threshold; the dev pairs follow ``--dev-negative-mix`` (the
+  default mix unless told), so dev accuracy compares recipes that train on other mixes;
+  ``training.json`` records the command.
 """
 
 from __future__ import annotations
@@ -330,9 +333,15 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
             dev_sources.append((name, dv))
     dev_docs = [d for _, docs in dev_sources for d in docs]
     args.negative_mix = dict(args.negative_mix or DEFAULT_NEGATIVE_MIX)
+    args.dev_negative_mix = dict(args.dev_negative_mix or DEFAULT_NEGATIVE_MIX)
     sampling = {"negative_ratio": args.negative_ratio, "negative_mix": args.negative_mix}
     train = sample_pairs(train_docs, seed=args.seed, **sampling)
-    dev = sample_pairs(dev_docs, seed=args.seed + 1, **sampling)
+    dev = sample_pairs(
+        dev_docs,
+        seed=args.seed + 1,
+        negative_ratio=args.negative_ratio,
+        negative_mix=args.dev_negative_mix,
+    )
     config = TrainConfig(
         epochs=args.epochs,
         lr=args.lr,
@@ -366,8 +375,9 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
         "data": [name for name, _ in sources],
         "dev": [name for name, _ in dev_sources],
         "split": list(args.split) if not args.dev else None,
-        "window": args.window,
+        "window": list(args.window) if len(args.window) > 1 else args.window[0],
         "sampling": sampling,
+        "dev_negative_mix": args.dev_negative_mix,
         "train_pairs": train.counts(),
         "dev_pairs": dev.counts(),
         "config": config_record(config),
@@ -395,13 +405,27 @@ def _portable_argv(args: argparse.Namespace) -> list[str]:
                 for k, _, rest in (s.partition(":") for s in args.__dict__[flag])
             ]
     out += ["--split", "/".join(f"{f:g}" for f in args.split)]
-    out += ["--window", str(args.window), "--negative-ratio", f"{args.negative_ratio:g}"]
-    mix = ",".join(f"{k}={v:g}" for k, v in args.negative_mix.items())
-    out += ["--negative-mix", mix, "--threshold", str(args.threshold)]
+    window = ",".join(str(w) for w in args.window)
+    out += ["--window", window, "--negative-ratio", f"{args.negative_ratio:g}"]
+    for flag in ("negative_mix", "dev_negative_mix"):
+        mix = ",".join(f"{k}={v:g}" for k, v in getattr(args, flag).items())
+        out += ["--" + flag.replace("_", "-"), mix]
+    out += ["--threshold", str(args.threshold)]
     out += ["--epochs", str(args.epochs), "--lr", f"{args.lr:g}"]
     out += ["--weight-decay", f"{args.weight_decay:g}", "--proj-dim", str(args.proj_dim)]
     out += ["--seed", str(args.seed), "--out", Path(args.out).name]
     return out
+
+
+def _windows(value: str) -> tuple[int, ...]:
+    from semrag.chunking.boundary.data import check_windows
+
+    try:
+        return check_windows([int(v) for v in value.split(",")])
+    except (ValueError, SemragError) as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected N or N,N,... (e.g. 1,3,8), got {value!r}"
+        ) from exc
 
 
 def _fractions(value: str) -> tuple[float, float, float]:
@@ -505,14 +529,28 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("--model", choices=("psc", "mfc"), required=True)
     tb.add_argument("--out", required=True, metavar="DIR")
     tb.add_argument("--encoder", default=None, help="sentence-transformers model directory")
-    tb.add_argument("--window", type=int, default=1, help="sentences per side of a gap")
+    tb.add_argument(
+        "--window",
+        type=_windows,
+        default=(1,),
+        metavar="N[,N...]",
+        help="sentences per side of a gap; several (1,3,8) concatenate the means of each",
+    )
     tb.add_argument("--negative-ratio", type=float, default=1.0, help="negatives per positive")
     tb.add_argument(
         "--negative-mix",
         type=_negative_mix,
         default=None,
         metavar="KIND=SHARE,...",
-        help="shares of boundary, section and document negatives (default 0.5, 0.25, 0.25)",
+        help="shares of boundary, section and document negatives in the training pairs "
+        "(default 0.5, 0.25, 0.25)",
+    )
+    tb.add_argument(
+        "--dev-negative-mix",
+        type=_negative_mix,
+        default=None,
+        metavar="KIND=SHARE,...",
+        help="the same shares for the dev pairs (default 0.5, 0.25, 0.25)",
     )
     tb.add_argument(
         "--threshold",

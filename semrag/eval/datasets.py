@@ -248,6 +248,9 @@ def read_sectioned_text(
         split_lines: split each line into sentences with :func:`split_sentences` (for files
             with one paragraph per line, such as the novels, and to train on the units the
             chunkers see).
+
+    Raises:
+        ConfigError: if the folder is missing or holds no file with one of ``suffixes``.
     """
     root = _need(Path(folder))
     docs = []
@@ -258,6 +261,11 @@ def read_sectioned_text(
             sections = [[s for line in section for s in _split(line)] for section in sections]
         doc = _sectioned(path.name, sections)
         docs.append(SectionedDocument(doc.id, doc.sections, separator))
+    if not docs:
+        raise ConfigError(
+            f"{root} holds no document files (names ending in {', '.join(suffixes)}); "
+            "a sectioned folder has one Choi-format file per document"
+        )
     return docs
 
 

@@ -9,6 +9,7 @@ from semrag import MFCChunker, PSCChunker
 from semrag.chunking.boundary import PairModelChunker, shipped_weights
 from semrag.chunking.boundary.data import (
     PAIR_KINDS,
+    check_windows,
     gap_sides,
     sample_pairs,
     split_documents,
@@ -368,3 +369,122 @@ def test_shipped_chunkers_score_every_gap(cls, minilm):
     if cls is PSCChunker:  # the README's example (MFC misses it: benchmarks/RESULTS.md)
         assert breaks == [2], (breaks, probs)  # bees | rocket
     check_chunker(chunker, ["", README_TEXT, "One sentence."])
+
+
+def test_several_windows_concatenate_the_means_of_each():
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(12, 4)).astype(np.float32)
+    doc_of = np.array([0] * 7 + [1] * 5)
+    left, right = np.array([0, 2, 3, 5, 7, 9]), np.array([1, 3, 4, 6, 8, 10])
+    got_left, got_right = gap_sides(vectors, doc_of, left, right, (1, 3, 2))
+    assert got_left.shape == got_right.shape == (6, 12)
+    for i, w in enumerate((1, 3, 2)):
+        want_left, want_right = gap_sides(vectors, doc_of, left, right, w)
+        np.testing.assert_allclose(got_left[:, 4 * i : 4 * i + 4], want_left, rtol=1e-6)
+        np.testing.assert_allclose(got_right[:, 4 * i : 4 * i + 4], want_right, rtol=1e-6)
+    assert check_windows(3) == (3,) and check_windows([1, 3, 8]) == (1, 3, 8)
+    for bad in ((), (0,), (3, 3), ("a",), (1.5,), 0):
+        with pytest.raises(ConfigError, match="window"):
+            check_windows(bad)
+
+
+@pytest.mark.parametrize("cls", [PSCModel, MFCModel])
+def test_a_several_window_model_saves_loads_and_takes_whole_sides(cls, tmp_path):
+    model = cls(8, proj_dim=4, window=(1, 3), encoder="fake")
+    assert model.window == (1, 3) and model.side_dim == 16
+    assert model.proj.in_features == 16
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(5, 16)), rng.normal(size=(5, 16))
+    before = model.predict_proba(a, b)
+    model.save(tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["window"] == [1, 3]
+    loaded = cls.load(tmp_path / "m")
+    assert loaded.window == (1, 3)
+    np.testing.assert_allclose(loaded.predict_proba(a, b), before, rtol=1e-6)
+    # A side given whole (one vector) stands for the side at every window.
+    whole_a, whole_b = a[:, :8], b[:, :8]
+    np.testing.assert_allclose(
+        model.predict_proba(whole_a, whole_b),
+        model.predict_proba(np.tile(whole_a, 2), np.tile(whole_b, 2)),
+        rtol=1e-6,
+    )
+    with pytest.raises(ConfigError, match=r"\(n, 8\) or \(n, 16\)"):
+        model.predict_proba(a[:, :12], b[:, :12])
+
+
+@pytest.mark.parametrize("kind", ["psc", "mfc"])
+def test_several_window_training_and_chunking(kind, tmp_path):
+    emb = FakeEmbedder(dim=64)
+    train, dev = sample_pairs(corpus(40, 1), seed=0), sample_pairs(corpus(15, 2), seed=1)
+    model, _ = fit_boundary_model(
+        kind,
+        train,
+        dev,
+        emb,
+        window=(1, 2),
+        config=TrainConfig(epochs=6, proj_dim=16, lr=1e-2, batch_size=32),
+    )
+    by_kind = accuracy_by_kind(model, sample_pairs(corpus(15, 3), seed=2), emb)
+    assert by_kind["all"] > 0.75, by_kind
+    doc = corpus(1, 7)[0]
+    chunker = PairModelChunker(emb, model=model, tokenizer=WhitespaceTokenizer())
+    (result,) = chunker.chunk_with_stats([doc.text])
+    vectors = np.asarray(emb.embed([s.of(doc.text) for s in result.stats.sentences]))
+    gaps = np.arange(len(vectors) - 1)
+    sides = gap_sides(vectors, np.zeros(len(vectors), np.int64), gaps, gaps + 1, (1, 2))
+    np.testing.assert_allclose(result.stats.scores, model.predict_proba(*sides), rtol=1e-5)
+    check_chunker(chunker, ["", "One sentence only", doc.text])
+
+
+@pytest.mark.model
+def test_cli_trains_several_windows_with_a_fixed_dev_mix(tmp_path, capsys):
+    from semrag.cli import main
+
+    folder = tmp_path / "sections"
+    folder.mkdir()
+    for doc in corpus(30, 4):
+        body = "\n".join("==========\n" + "\n".join(section) for section in doc.sections)
+        (folder / f"{doc.id}.ref").write_text(body + "\n", encoding="utf-8")
+    out = tmp_path / "mfc-test"
+    argv = ["train-boundary", "--data", f"sectioned:{folder}", "--model", "mfc"]
+    argv += ["--window", "1,2", "--epochs", "2", "--split", "0.6/0.4/0", "--out", str(out)]
+    argv += ["--negative-mix", "boundary=0.2,section=0.4,document=0.4"]
+    assert main([*argv, "--cache", str(tmp_path / "cache")]) == 0
+    record = json.loads((out / "training.json").read_text())
+    assert record["window"] == [1, 2]
+    assert record["sampling"]["negative_mix"] == {"boundary": 0.2, "section": 0.4, "document": 0.4}
+    assert record["dev_negative_mix"] == {"boundary": 0.5, "section": 0.25, "document": 0.25}
+    dev = record["dev_pairs"]
+    assert dev["boundary"] == dev["section"] + dev["document"]  # the default mix: half boundaries
+    assert (
+        "--window 1,2" in record["command"]
+        and "--dev-negative-mix boundary=0.5" in record["command"]
+    )
+    assert str(tmp_path) not in record["command"]
+    assert MFCModel.load(out).window == (1, 2)
+    with pytest.raises(SystemExit) as exited:  # argparse rejects the option
+        main(
+            [
+                "train-boundary",
+                "--data",
+                f"sectioned:{folder}",
+                "--model",
+                "psc",
+                "--window",
+                "2,2",
+                "--out",
+                str(out),
+            ]
+        )
+    assert exited.value.code == 2
+    assert "window" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("==========\nNot a document file.\n", encoding="utf-8")
+    assert (
+        main(
+            ["train-boundary", "--data", f"sectioned:{empty}", "--model", "psc", "--out", str(out)]
+        )
+        == 2
+    )
+    assert "holds no document files" in capsys.readouterr().err

@@ -35,6 +35,7 @@ from semrag.eval.datasets import SectionedDocument
 
 __all__ = [
     "DEFAULT_NEGATIVE_MIX",
+    "check_windows",
     "gap_sides",
     "PAIR_KINDS",
     "PairSet",
@@ -218,9 +219,9 @@ def gap_sides(
     doc_of: npt.NDArray[np.int64],
     left: npt.ArrayLike,
     right: npt.ArrayLike,
-    window: int,
+    window: int | Sequence[int],
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-    """Side vectors of gaps for a ``window``-sentence model.
+    """Side vectors of gaps for a model that reads ``window`` sentences per side.
 
     Gap ``g`` has a left side ending at sentence ``left[g]`` and a right side starting at
     ``right[g]``. Both sides take the same number of sentences, ``k = min(window, sentences
@@ -229,31 +230,63 @@ def gap_sides(
     the next topics. Each side is the L2-normalised mean of its sentence vectors (window 1:
     the sentence vectors themselves).
 
+    With several windows (e.g. ``(1, 3, 8)``) each side is the concatenation of its means
+    at every window, in the given order: the sentence next to the gap and the wider context
+    side by side.
+
     Raises:
-        ConfigError: if ``window`` < 1 or the arrays disagree in length.
+        ConfigError: if a window is < 1 or the arrays disagree in length.
     """
-    if window < 1:
-        raise ConfigError(f"window must be >= 1, got {window}")
+    windows = check_windows(window)
     vectors = np.asarray(vectors, dtype=np.float32)
     doc_of = np.asarray(doc_of, dtype=np.int64)
     left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
     if vectors.shape[0] != doc_of.size:
         raise ConfigError(f"{vectors.shape[0]} vectors for {doc_of.size} sentences")
-    if window == 1:
+    if windows == (1,):
         return vectors[left], vectors[right]
     n = vectors.shape[0]
     change = np.flatnonzero(np.diff(doc_of)) + 1
     bounds = np.concatenate([[0], change, [n]])
     which = np.searchsorted(bounds, np.arange(n), side="right") - 1
     doc_start, doc_end = bounds[which], bounds[which + 1]
-    k = np.minimum.reduce(
-        [np.full(left.size, window), left - doc_start[left] + 1, doc_end[right] - right]
-    )
+    room = np.minimum(left - doc_start[left] + 1, doc_end[right] - right)
     csum = np.zeros((n + 1, vectors.shape[1]), dtype=np.float64)
     np.cumsum(vectors, axis=0, out=csum[1:])
-    left_mean = (csum[left + 1] - csum[left + 1 - k]) / k[:, None]
-    right_mean = (csum[right + k] - csum[right]) / k[:, None]
-    return _unit(left_mean), _unit(right_mean)
+    lefts, rights = [], []
+    for w in windows:
+        if w == 1:
+            lefts.append(vectors[left])
+            rights.append(vectors[right])
+            continue
+        k = np.minimum(room, w)
+        lefts.append(_unit((csum[left + 1] - csum[left + 1 - k]) / k[:, None]))
+        rights.append(_unit((csum[right + k] - csum[right]) / k[:, None]))
+    if len(windows) == 1:
+        return lefts[0], rights[0]
+    return np.concatenate(lefts, axis=1), np.concatenate(rights, axis=1)
+
+
+def check_windows(window: int | Sequence[int]) -> tuple[int, ...]:
+    """``window`` as a tuple of distinct positive ints (one int is a 1-tuple).
+
+    Raises:
+        ConfigError: on an empty sequence, a repeated window or one < 1.
+    """
+    raw = (window,) if isinstance(window, (int, np.integer)) else tuple(window)
+    try:
+        windows = tuple(int(w) for w in raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"window must be an int or a sequence of ints, got {window!r}") from exc
+    if (
+        not windows
+        or any(w < 1 or w != r for w, r in zip(windows, raw, strict=True))
+        or len(set(windows)) != len(windows)
+    ):
+        raise ConfigError(
+            f"window must be an int >= 1 or distinct ints >= 1 (e.g. (1, 3, 8)), got {window!r}"
+        )
+    return windows
 
 
 def _unit(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:

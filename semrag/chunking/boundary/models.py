@@ -1,7 +1,8 @@
 """PSC and MFC: small pair models that say whether two sides of a gap share a section.
 
 Both read the frozen encoder's embeddings ``e_i, e_j`` of the two sides of a gap (one
-sentence each in the paper; the mean of ``window`` sentences per side when trained so) and
+sentence each in the paper; the mean of ``window`` sentences per side when trained so, or
+the concatenation of such means at several windows, e.g. ``window=(1, 3, 8)``) and
 project them with one learned linear map ``W``:
 
 * **PSC** (Projected Similarity Chunking): ``logit = (W e_i) . (W e_j) + b``.
@@ -80,24 +81,44 @@ class _PairModel(torch.nn.Module):
         dim: int,
         *,
         proj_dim: int = 256,
-        window: int = 1,
+        window: int | Sequence[int] = 1,
         encoder: dict[str, Any] | str | None = None,
         threshold: float = 0.5,
     ):
         super().__init__()
-        if dim < 1 or proj_dim < 1 or window < 1:
-            raise ConfigError(
-                f"dim, proj_dim and window must be >= 1, got {dim}, {proj_dim}, {window}"
-            )
+        from semrag.chunking.boundary.data import check_windows
+
+        if dim < 1 or proj_dim < 1:
+            raise ConfigError(f"dim and proj_dim must be >= 1, got {dim}, {proj_dim}")
+        self.windows = check_windows(window)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"threshold must be within (0, 1), got {threshold}")
         self.dim = dim
         self.proj_dim = proj_dim
-        self.window = window
         self.encoder = {"name": encoder} if isinstance(encoder, str) else encoder
         self.threshold = float(threshold)
         self.history_: list[dict[str, Any]] = []
-        self.proj = torch.nn.Linear(dim, proj_dim, bias=False)
+        self.proj = torch.nn.Linear(dim * len(self.windows), proj_dim, bias=False)
+
+    @property
+    def window(self) -> int | tuple[int, ...]:
+        """Sentences per side: one int, or the windows whose means are concatenated."""
+        return self.windows[0] if len(self.windows) == 1 else self.windows
+
+    @property
+    def side_dim(self) -> int:
+        """Width of one side vector: ``dim`` times the number of windows."""
+        return self.dim * len(self.windows)
+
+    def _as_sides(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Side vectors of width ``side_dim``.
+
+        An ``(n, dim)`` array is one vector per side at every window (a side given whole,
+        as a text pair's side is).
+        """
+        if x.ndim == 2 and x.shape[1] == self.dim and len(self.windows) > 1:
+            return np.tile(x, (1, len(self.windows)))
+        return x
 
     @property
     def encoder_name(self) -> str:
@@ -109,7 +130,7 @@ class _PairModel(torch.nn.Module):
         return {
             "dim": self.dim,
             "proj_dim": self.proj_dim,
-            "window": self.window,
+            "window": list(self.windows) if len(self.windows) > 1 else self.windows[0],
             "threshold": self.threshold,
             "encoder": self.encoder,
         }
@@ -154,22 +175,34 @@ class _PairModel(torch.nn.Module):
         """
         from semrag.chunking.boundary.train import side_tensors, train_loop
 
-        train_sides = side_tensors(
-            pairs, labels, embedder, self.window, cache_dir=cache_dir, progress=show_progress
-        )
+        if int(embedder.dim) != self.dim:
+            raise ConfigError(
+                f"the embedder gives {embedder.dim}-dimensional vectors; "
+                f"this model takes {self.dim}"
+            )
+
+        def sides(items: Any, item_labels: Any) -> tuple[Any, Any, Any]:
+            left, right, y = side_tensors(
+                items,
+                item_labels,
+                embedder,
+                self.window,
+                cache_dir=cache_dir,
+                progress=show_progress,
+            )
+            return (
+                torch.from_numpy(self._as_sides(left.numpy())),
+                torch.from_numpy(self._as_sides(right.numpy())),
+                y,
+            )
+
+        train_sides = sides(pairs, labels)
         if dev is None:
             train_sides, dev_sides = _hold_out(
                 train_sides, seed=0 if config is None else config.seed
             )
         else:
-            dev_sides = side_tensors(
-                dev, dev_labels, embedder, self.window, cache_dir=cache_dir, progress=show_progress
-            )
-        if train_sides[0].shape[1] != self.dim:
-            raise ConfigError(
-                f"the embedder gives {train_sides[0].shape[1]}-dimensional vectors; "
-                f"this model takes {self.dim}"
-            )
+            dev_sides = sides(dev, dev_labels)
         self.encoder = encoder_identity(embedder)
         self.history_ = train_loop(self, train_sides, dev_sides, config, progress=show_progress)
         return self
@@ -207,9 +240,11 @@ class _PairModel(torch.nn.Module):
             right_ = np.asarray(right, dtype=np.float32)
         if left.ndim == 1:
             left, right_ = left[None, :], right_[None, :]
-        if left.shape != right_.shape or left.ndim != 2 or left.shape[1] != self.dim:
+        left, right_ = self._as_sides(left), self._as_sides(right_)
+        if left.shape != right_.shape or left.ndim != 2 or left.shape[1] != self.side_dim:
+            wide = f" or (n, {self.side_dim})" if self.side_dim != self.dim else ""
             raise ConfigError(
-                f"{self.kind} model expects two (n, {self.dim}) arrays from "
+                f"{self.kind} model expects two (n, {self.dim}){wide} arrays from "
                 f"{self.encoder_name}; got {left.shape} and {right_.shape}"
             )
         out = np.empty(left.shape[0], dtype=np.float32)
@@ -399,7 +434,7 @@ def load_boundary_model(directory: str | Path, *, expected_dim: int | None = Non
     model = _KINDS[kind](
         dim,
         proj_dim=int(config.get("proj_dim", 256)),
-        window=int(config.get("window", 1)),
+        window=config.get("window", 1),
         encoder=encoder,
         threshold=float(config.get("threshold", 0.5)),
     )

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from semrag.chunking.boundary.data import PAIR_KINDS, PairSet, gap_sides
+from semrag.chunking.boundary.data import PAIR_KINDS, PairSet, check_windows, gap_sides
 from semrag.chunking.boundary.models import MFCModel, PSCModel, _PairModel
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError
@@ -169,15 +169,16 @@ def side_tensors(
     pairs: PairSet | Sequence[tuple[str, str]],
     labels: Sequence[float] | None,
     embedder: BaseEmbedder,
-    window: int,
+    window: int | Sequence[int],
     *,
     cache_dir: str | Path | None = None,
     progress: bool = False,
 ) -> tuple[Any, Any, Any]:
     """Left side, right side and label tensors of labelled pairs.
 
-    A :class:`PairSet` embeds only the sentences its pairs' windows read; text pairs embed
-    each text as one side.
+    A :class:`PairSet` embeds only the sentences its pairs' windows read (its sides are
+    :func:`~semrag.chunking.boundary.data.gap_sides`); text pairs embed each text as one
+    side, of the encoder's width.
 
     Raises:
         ConfigError: on no pairs, labels missing or of the wrong length, or labels not 0/1.
@@ -212,13 +213,13 @@ def side_tensors(
 def _pair_set_sides(
     pairs: PairSet,
     embedder: BaseEmbedder,
-    window: int,
+    window: int | Sequence[int],
     cache_dir: str | Path | None,
     progress: bool,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """Side vectors of every pair, embedding only the sentences inside their windows."""
     n = len(pairs.sentences)
-    offsets = np.arange(window)
+    offsets = np.arange(max(check_windows(window)))
     needed = np.unique(
         np.concatenate(
             [
@@ -307,7 +308,7 @@ def fit_boundary_model(
     embedder: BaseEmbedder,
     *,
     config: TrainConfig | None = None,
-    window: int = 1,
+    window: int | Sequence[int] = 1,
     cache_dir: str | Path | None = None,
     show_progress: bool = False,
 ) -> tuple[_PairModel, list[dict[str, Any]]]:
@@ -319,7 +320,7 @@ def fit_boundary_model(
         dev: development pairs (used only to choose the epoch).
         embedder: the frozen sentence encoder.
         config: hyper-parameters.
-        window: sentences per side.
+        window: sentences per side, or several windows whose means are concatenated.
         cache_dir: where sentence embeddings are cached between runs.
         show_progress: progress bars.
 
