@@ -16,6 +16,7 @@ is its own).
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -68,7 +69,10 @@ class StoreBackedDense:
     invisible: results are filtered to the published version) and the removed entries are
     deleted from the store when the change is published. A store that fails while a
     change is staged leaves the index as it was; entries it already took are invisible and
-    replaced by the next change that adds them.
+    replaced by the next change that adds them. A store that fails to delete while a
+    change is published does not stop the publish (the other parts are mid-swap): the
+    entries stay invisible, a ``RuntimeWarning`` says so, and the next change deletes them
+    first (:attr:`pending_deletes` counts them).
 
     Args:
         client: the vector store.
@@ -88,10 +92,17 @@ class StoreBackedDense:
         self.dim = dim
         self._vectors = DenseIndex(dim)  # the published vectors, versioned
         self._unpublished = 0  # entries the store holds outside the published version
+        self._stale: list[int] = []  # removed entries a failed delete left in the store
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._vectors)
+
+    @property
+    def pending_deletes(self) -> int:
+        """Removed entries the store still holds after a failed delete (never returned)."""
+        with self._lock:
+            return len(self._stale)
 
     @property
     def ids(self) -> Ints:
@@ -144,7 +155,18 @@ class StoreBackedDense:
         """
         publish_vectors = self._vectors.stage(change)
         ids, chunks, vectors = change.added_chunks()
-        removed = change.removed_chunk_ids()
+        removed = list(change.removed_chunk_ids())
+        with self._lock:
+            stale, self._stale = self._stale, []
+        if stale:  # what an earlier publish failed to delete goes first
+            try:
+                self._delete(stale)
+            except Exception as exc:
+                with self._lock:
+                    self._stale = stale + self._stale
+                raise StoreError(
+                    f"the vector store failed to delete {len(stale)} removed entries: {exc}"
+                ) from exc
         if ids:
             with self._lock:
                 self._unpublished += len(ids)
@@ -167,12 +189,26 @@ class StoreBackedDense:
             publish_vectors()
             with self._lock:
                 self._unpublished += len(removed) - len(ids)
-            if removed:
-                self.client.delete([str(i) for i in removed])
+            if not removed:
+                return
+            try:  # never raise here: the index is swapping every part in
+                self._delete(removed)
+            except Exception as exc:  # noqa: BLE001 - reported, kept and retried
                 with self._lock:
-                    self._unpublished -= len(removed)
+                    self._stale += removed
+                warnings.warn(
+                    f"the vector store failed to delete {len(removed)} removed entries "
+                    f"({exc}); they are never returned and are deleted with the next change",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
         return publish
+
+    def _delete(self, ids: list[int]) -> None:
+        self.client.delete([str(i) for i in ids])
+        with self._lock:
+            self._unpublished -= len(ids)
 
     def apply(self, change: Change) -> None:
         """Stage and publish ``change``."""

@@ -585,8 +585,9 @@ class SemanticIndex:
                     self._share_vectors(added)
                     self._version = change.version
                     self._publish_view()
-                for write in follow:  # readers of index and followers wait for these
-                    write()
+                failed = _run_all(follow)  # readers of index and followers wait for these
+            if failed is not None:
+                raise failed
             return change
 
     def _share_vectors(self, added: Iterable[IndexedDocument]) -> None:
@@ -1376,6 +1377,25 @@ class SemanticIndex:
             f"SemanticIndex(documents={len(self)}, chunks={len(self._chunk_by_id)}, "
             f"chunker={self.chunker!r}, ssg={self.ssg_config is not None})"
         )
+
+
+def _run_all(writes: Sequence[Callable[[], None]]) -> Exception | None:
+    """Run every follower's write, even after one fails; the first failure, if any.
+
+    A follower that fails repairs itself from its own record (the knowledge graph
+    rewrites its store from its ledger); the others must not miss the change meanwhile.
+    Later failures are attached to the first as notes.
+    """
+    first: Exception | None = None
+    for write in writes:
+        try:
+            write()
+        except Exception as exc:  # noqa: BLE001 - re-raised by the caller
+            if first is None:
+                first = exc
+            else:
+                first.add_note(f"another follower failed too: {exc!r}")
+    return first
 
 
 def _staged(part: IndexPart, change: Change) -> Callable[[], None]:

@@ -170,3 +170,53 @@ def test_a_failing_store_leaves_the_index_as_it_was():
     assert len(index) == 0 and index.search("bees", k=3) == []
     with pytest.raises(ConfigError):
         SemanticIndex(embedder=embedder(), dense=object())
+
+
+class Flaky:
+    """An exact in-memory store whose next ``fail_deletes`` deletes fail."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, np.ndarray] = {}
+        self.fail_deletes = 0
+
+    def upsert(self, ids, texts, vectors, metadatas):
+        self.rows.update(zip(ids, np.asarray(vectors, dtype=np.float32), strict=True))
+
+    def delete(self, ids):
+        if self.fail_deletes:
+            self.fail_deletes -= 1
+            raise ConnectionError("connection dropped")
+        for i in ids:
+            self.rows.pop(i, None)
+
+    def search(self, vector, k):
+        keys = list(self.rows)
+        sims = [float(self.rows[i] @ vector) for i in keys]
+        return [keys[j] for j in np.argsort(sims)[::-1][:k]]
+
+
+def test_a_store_that_fails_to_delete_leaves_every_part_published():
+    client = Flaky()
+    index = SemanticIndex(embedder=embedder(), dense=client)
+    index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
+    before = set(index.dense.ids.tolist())
+    client.fail_deletes = 1
+    with pytest.warns(RuntimeWarning, match="failed to delete .* next change"):
+        index.delete("d0")
+    gone = before - set(index.dense.ids.tolist())
+    assert gone
+    # Every part took the change (the dense part's failure came after its publish).
+    assert "d0" not in index.doc_ids and index.version == 2
+    fresh = SemanticIndex(embedder=embedder())
+    fresh.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS) if i])
+    for q in QUERIES:
+        assert [h.chunk.doc_id for h in index.search_sparse(q, k=5)] == [
+            h.chunk.doc_id for h in fresh.search_sparse(q, k=5)
+        ]
+    same_dense(index, fresh)
+    assert gone <= {int(i) for i in client.rows}  # still in the store, never returned
+    assert index.dense.pending_deletes == len(gone)
+    index.add_documents([Document("new", "Bees make honey in the hive.")])
+    assert not gone & {int(i) for i in client.rows}  # deleted with the next change
+    assert index.dense.pending_deletes == 0
+    assert {int(i) for i in client.rows} == set(index.dense.ids.tolist())

@@ -789,3 +789,28 @@ def test_the_name_index_range_search_equals_brute_force(ops, threshold):
             want = {k for k, v in present.items() if k != key and v @ present[key] >= threshold}
             assert set(found[key]) == want
         assert "absent" not in found
+
+
+def test_a_failing_follower_does_not_keep_the_change_from_the_others():
+    from semrag.errors import StoreError
+
+    index = new_index()
+    seen: list[int] = []
+
+    class Down:
+        def apply(self, change):
+            raise StoreError("graph store down")
+
+    class Recorder:
+        def apply(self, change):
+            seen.append(change.version)
+
+    index.follow(Down())
+    index.follow(Recorder())
+    with pytest.raises(StoreError, match="graph store down"):
+        index.add_documents([Document("a", "Bees make honey.")])
+    assert seen == [1] and index.version == 1 and index.doc_ids == ["a"]
+    index.follow(Down())  # a second failure is a note on the first
+    with pytest.raises(StoreError) as raised:
+        index.delete("a")
+    assert seen == [1, 2] and "another follower failed too" in " ".join(raised.value.__notes__)
