@@ -132,3 +132,61 @@ def test_neo4j_dense_channel_round_trips_and_checks_dimensions(neo4j, tmp_path):
         client.search([0.0] * (DIM + 1), 3)
     index.delete_many(index.doc_ids)
     assert client.search(emb.embed(["bees"])[0], 10) == []  # deletes reached the store
+
+
+def test_a_server_killed_mid_change_then_the_change_rerun_equals_a_fresh_build(neo4j_server):
+    """Neo4j dies under two changes; after a restart the next change repairs everything.
+
+    The add fails while staged (the index is unchanged); the delete is published in
+    process while neither its vector deletes nor the graph's write reach the server (a
+    warning, and the graph's StoreError). Re-running the add after the restart deletes the
+    left-over vectors first and rewrites the graph from its ledger: every retriever then
+    answers as a fresh embedded build of the same documents.
+    """
+    import warnings
+
+    from semrag.errors import StoreError
+    from semrag.graph import Neo4jGraphStore, Neo4jVectorClient
+
+    connection = (neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+    store = Neo4jGraphStore(*connection, retry_seconds=1, connection_timeout=2)
+    store.clear()
+    client = Neo4jVectorClient(store, DIM)
+    client.clear()
+    emb = embedder()
+    index = SemanticIndex(embedder=emb, dense=client)
+    index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
+    kg = KnowledgeGraph.build(index, store=store)
+    more = [Document(f"m{i}", t) for i, t in enumerate(MORE)]
+    neo4j_server.kill()
+    try:
+        with pytest.raises(StoreError):
+            index.add_documents(more)
+        assert sorted(index.doc_ids) == sorted(f"d{i}" for i in range(len(TEXTS)))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(StoreError):
+                index.delete("d2")
+        assert any("failed to delete" in str(w.message) for w in caught)
+        assert "d2" not in index.doc_ids and index.dense.pending_deletes > 0
+    finally:
+        neo4j_server.start()  # same data directory and port
+    try:
+        index.add_documents(more)  # the change re-run
+        assert index.dense.pending_deletes == 0
+        fresh = SemanticIndex(embedder=emb)
+        fresh.add_documents([Document(d, index.document(d).text) for d in index.doc_ids])
+        fresh_kg = KnowledgeGraph.build(fresh)
+        for graph in (kg, fresh_kg):
+            graph.refresh_communities()
+        assert answers(index, kg) == answers(fresh, fresh_kg)
+        same_dense(fresh, index, k=len(index.chunks()) + 2)
+        assert sorted(e.id for e in store.entities()) == sorted(
+            e.id for e in fresh_kg.store.entities()
+        )
+        stored = client.search(emb.embed(["bees"])[0], 200)
+        assert sorted(int(i) for i in stored) == index.dense.ids.tolist()
+    finally:
+        client.clear()
+        store.clear()
+        store.close()
