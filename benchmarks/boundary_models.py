@@ -287,6 +287,11 @@ def main() -> None:
         help="sentence-embedding cache of the recipes part",
     )
     ap.add_argument("--choi-every", type=int, default=10)
+    ap.add_argument(
+        "--ours-only",
+        action="store_true",
+        help="quality: only PSC, MFC and SemanticChunker (new weights, without the peers' runs)",
+    )
     args = ap.parse_args()
 
     pubmed = read_pubmedqa(need(DATA / "pubmedqa" / "ori_pqal.json.gz"))
@@ -338,14 +343,15 @@ def main() -> None:
                 results[name] = [
                     [c.start for c in r.chunks] for r in chunker.chunk_with_stats(texts)
                 ]
-            for name, splitter in lc.items():
-                results[name] = [locate(t, splitter.split_text(t)) for t in texts]
-            results["chonkie SemanticChunker (defaults)"] = [
-                [c.start_index for c in chonkie.chunk(t)] for t in texts
-            ]
-            results[f"fixed size ({mean_words} words)"] = [
-                fixed_size_starts(t, mean_words) for t in texts
-            ]
+            if not args.ours_only:
+                for name, splitter in lc.items():
+                    results[name] = [locate(t, splitter.split_text(t)) for t in texts]
+                results["chonkie SemanticChunker (defaults)"] = [
+                    [c.start_index for c in chonkie.chunk(t)] for t in texts
+                ]
+                results[f"fixed size ({mean_words} words)"] = [
+                    fixed_size_starts(t, mean_words) for t in texts
+                ]
             for name, starts in results.items():
                 rows.append({"data": set_name, "chunker": name, **quality(docs, starts)})
                 print(rows[-1], flush=True)

@@ -326,7 +326,7 @@ def test_shipped_weights_exist_load_and_record_no_machine_path(cls):
     model = load_boundary_model(directory, expected_dim=384)
     assert model.encoder["name"] == "all-MiniLM-L6-v2"
     assert model.encoder["fingerprint"] and len(model.encoder["probe"]) == 4
-    assert 0 < model.threshold < 1 and model.window >= 1
+    assert 0 < model.threshold < 1 and min(model.windows) >= 1
     assert (directory / "model.safetensors").stat().st_size < 2_000_000
     record = json.loads((directory / "training.json").read_text())
     assert record["command"].startswith("semrag train-boundary")
