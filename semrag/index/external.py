@@ -61,6 +61,9 @@ class VectorClient(Protocol):
         ...
 
 
+_PENDING = "dense_pending_deletes.npy"
+
+
 class StoreBackedDense:
     """A dense part whose searches are answered by a :class:`VectorClient`.
 
@@ -215,14 +218,23 @@ class StoreBackedDense:
         self.stage(change)()
 
     def save(self, directory: Path) -> list[str]:
-        """Write the vectors (the store keeps its own entries)."""
-        return self._vectors.save(directory)
+        """Write the vectors (the store keeps its own entries) and the pending deletes."""
+        files = self._vectors.save(directory)
+        with self._lock:
+            stale = np.asarray(self._stale, dtype=np.int64)
+        if stale.size:  # a loaded index deletes them with its first change
+            np.save(directory / _PENDING, stale, allow_pickle=False)
+            files.append(_PENDING)
+        return files
 
     @classmethod
     def load(cls, directory: Path, client: VectorClient, dim: int) -> StoreBackedDense:
-        """Read the vectors :meth:`save` wrote; ``client`` must hold the same entries."""
+        """Read what :meth:`save` wrote; ``client`` must hold the same entries."""
         part = cls(client, dim)
         part._vectors = DenseIndex.load(directory, {"dim": dim, "kind": "flat"})
+        if (directory / _PENDING).exists():
+            part._stale = np.load(directory / _PENDING, allow_pickle=False).tolist()
+            part._unpublished = len(part._stale)
         return part
 
     def config(self) -> dict[str, Any]:

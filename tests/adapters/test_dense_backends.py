@@ -195,7 +195,7 @@ class Flaky:
         return [keys[j] for j in np.argsort(sims)[::-1][:k]]
 
 
-def test_a_store_that_fails_to_delete_leaves_every_part_published():
+def test_a_store_that_fails_to_delete_leaves_every_part_published(tmp_path):
     client = Flaky()
     index = SemanticIndex(embedder=embedder(), dense=client)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
@@ -215,6 +215,9 @@ def test_a_store_that_fails_to_delete_leaves_every_part_published():
         ]
     same_dense(index, fresh)
     assert gone <= {int(i) for i in client.rows}  # still in the store, never returned
+    assert index.dense.pending_deletes == len(gone)
+    index.save(tmp_path / "i")  # the pending deletes are saved with the index
+    index = SemanticIndex.load(tmp_path / "i", embedder=embedder(), dense=client)
     assert index.dense.pending_deletes == len(gone)
     index.add_documents([Document("new", "Bees make honey in the hive.")])
     assert not gone & {int(i) for i in client.rows}  # deleted with the next change
