@@ -375,7 +375,7 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
         "data": [name for name, _ in sources],
         "dev": [name for name, _ in dev_sources],
         "split": list(args.split) if not args.dev else None,
-        "window": list(args.window) if len(args.window) > 1 else args.window[0],
+        "window": model.get_config_dict()["window"],
         "sampling": sampling,
         "dev_negative_mix": args.dev_negative_mix,
         "train_pairs": train.counts(),
