@@ -1,7 +1,7 @@
 """Graphs: the semantic similarity graph (SSG) and the knowledge graph (stores, records).
 
-``Neo4jGraphStore`` and ``Neo4jVectorClient`` need ``pip install "semrag[neo4j]"``; they
-are imported lazily.
+``Neo4jGraphStore``, ``Neo4jVectorClient``, ``Neo4jIndexStore`` and ``Neo4jIndex`` need
+``pip install "semrag[neo4j]"``; they are imported lazily.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ __all__ = [
     "LLMGraphExtractor",
     "Mention",
     "Neo4jGraphStore",
+    "Neo4jIndex",
+    "Neo4jIndexStore",
     "Neo4jVectorClient",
     "Relation",
     "SSGConfig",
@@ -57,13 +59,17 @@ __all__ = [
 ]
 
 
+_LAZY = {  # need the neo4j driver: imported on first use
+    "Neo4jGraphStore": "semrag.graph.neo4j",
+    "Neo4jVectorClient": "semrag.graph.neo4j",
+    "Neo4jIndex": "semrag.graph.neo4j_index",
+    "Neo4jIndexStore": "semrag.graph.neo4j_index",
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name == "Neo4jGraphStore":
-        from semrag.graph.neo4j import Neo4jGraphStore
+    if name in _LAZY:
+        import importlib
 
-        return Neo4jGraphStore
-    if name == "Neo4jVectorClient":
-        from semrag.graph.neo4j import Neo4jVectorClient
-
-        return Neo4jVectorClient
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'semrag.graph' has no attribute {name!r}")

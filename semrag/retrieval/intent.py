@@ -376,11 +376,11 @@ class IntentAwareRetriever:
         llm: an :class:`~semrag.llm.LLM` for query enrichment and weights; without one the
             rules of :func:`plan_query` are used.
         extended: the extended channel: ``"auto"`` (SKETCH over ``graph`` when one is
-            given, else ``"ppr"``), ``"ppr"`` (the personalized-PageRank
-            :class:`~semrag.retrieval.PPRRetriever`, the default because it wins on the
-            multi-hop development sets), ``"ssg"`` (the SSG query traversal), ``"sketch"``,
-            ``None`` (off; its weight is shared out to the other two), or any object with
-            ``retrieve(query, k=...)`` and ``aretrieve``.
+            given, else ``"ppr"``; none on a :class:`~semrag.graph.Neo4jIndex`), ``"ppr"``
+            (the personalized-PageRank :class:`~semrag.retrieval.PPRRetriever`, the default
+            because it wins on the multi-hop development sets), ``"ssg"`` (the SSG query
+            traversal), ``"sketch"``, ``None`` (off; its weight is shared out to the other
+            two), or any object with ``retrieve(query, k=...)`` and ``aretrieve``.
         graph: a :class:`~semrag.graph.KnowledgeGraph` of the index, for the SKETCH channel.
         weights: fixed ``{"dense", "sparse", "extended"}`` weights for every query (turns
             intent weighting off; for ablations).
@@ -492,8 +492,8 @@ class IntentAwareRetriever:
         self.extended = self._extended_channel(extended, graph)
 
     def _extended_channel(self, extended: Any, graph: Any) -> Any:
-        if extended == "auto":
-            extended = "sketch" if graph is not None else "ppr"
+        if extended == "auto":  # an index that serves from a database may have no PPR
+            extended = "sketch" if graph is not None else getattr(self.index, "extended", "ppr")
         if extended == "ppr":
             from semrag.retrieval.ppr import PPRRetriever
 

@@ -1,0 +1,982 @@
+"""The corpus of an index in Neo4j: written by the index's changes, read with no state in process.
+
+Two halves, one schema:
+
+* :class:`Neo4jIndexStore` follows a :class:`~semrag.SemanticIndex` (the writer process) and
+  writes every :class:`~semrag.index.change.Change` of it to Neo4j in **one transaction**
+  (batched ``UNWIND``): documents with their text and metadata, sentences with offsets and
+  vectors, chunks with text, offsets and vectors, the semantic similarity graph's window
+  nodes and their edges, and the theme bridges between documents.
+* :class:`Neo4jIndex` serves queries from that database alone: dense search through the
+  native vector index, sparse search through the full-text index, chunks, documents,
+  sentences and their vectors by id. It holds nothing of the corpus, so any number of
+  serving processes (or machines) read one database. It has the read methods retrievers
+  use, so :class:`~semrag.retrieval.IntentAwareRetriever` and
+  :class:`~semrag.postprocess.SPC` run on it unchanged.
+
+Schema (created idempotently, ``IF NOT EXISTS``; labels apart from the knowledge graph's):
+
+* ``(:SemragDocument {id, text, metadata, themes, fingerprint})``;
+* ``(:SemragChunk {id, doc_id, start, end, text, token_count, index, sentence_start,
+  sentence_end, metadata, embedding})``, with the vector index ``semrag_chunk_embedding``
+  (cosine, not quantized) and the full-text index ``semrag_chunk_text``;
+* ``(:SemragSentence {key, doc_id, i, start, end, embedding})``;
+* ``(:SemragWindow {key, doc_id, n, first, end, embedding})`` (a window node of the
+  similarity graph: sentences ``first .. end - 1`` of its document), with the vector index
+  ``semrag_window_embedding``, and ``(:SemragWindow)-[:SIMILAR {score, kind}]->
+  (:SemragWindow)`` (``kind`` 0 within a document, 1 across documents);
+* ``(:SemragDocument)-[:THEME_BRIDGE {score}]->(:SemragDocument)``;
+* ``(:SemragIndexState {name})``: the index version the database holds, the vector
+  dimension, the embedder, and a digest of the similarity graph's edges.
+
+**Crash safety.** A change is one transaction: a server that dies under it keeps the
+version before. The store then knows it is behind (its version is not the change's
+predecessor); the next change, or :meth:`Neo4jIndexStore.sync`, compares the documents'
+fingerprints and the edges it last wrote with the index and writes the difference, so the
+database ends equal to a fresh build of the index's documents.
+
+**Sparse channel.** Neo4j's full-text index is Lucene's BM25 (``k1 = 1.2``, ``b = 0.75``,
+its standard analyzer: lower case, English stop words dropped) over the chunk text;
+semrag's :class:`~semrag.index.sparse.BM25Index` is Okapi BM25 over its own tokens (no stop
+words, another idf floor). The two rank alike but not identically: the contract test
+checks an overlap of the top results of at least 0.8.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag._validation import check_k, check_query
+from semrag.embeddings import as_embedder
+from semrag.errors import ConfigError, StoreError
+from semrag.graph.neo4j import Neo4jGraphStore
+from semrag.graph.ssg import SemanticSimilarityGraph
+from semrag.index.change import Change, IndexedDocument
+from semrag.text.tokens import WhitespaceTokenizer
+from semrag.types import Chunk, Document, ScoredChunk, Span
+
+__all__ = ["Neo4jIndex", "Neo4jIndexStore"]
+
+Floats = npt.NDArray[np.float32]
+Ints = npt.NDArray[np.int64]
+
+_STATE = "index"
+_SCHEMA = (
+    "CREATE CONSTRAINT semrag_document_id IF NOT EXISTS "
+    "FOR (d:SemragDocument) REQUIRE d.id IS UNIQUE",
+    "CREATE CONSTRAINT semrag_chunk_id IF NOT EXISTS FOR (c:SemragChunk) REQUIRE c.id IS UNIQUE",
+    "CREATE CONSTRAINT semrag_sentence_key IF NOT EXISTS "
+    "FOR (s:SemragSentence) REQUIRE s.key IS UNIQUE",
+    "CREATE CONSTRAINT semrag_window_key IF NOT EXISTS "
+    "FOR (w:SemragWindow) REQUIRE w.key IS UNIQUE",
+    "CREATE CONSTRAINT semrag_state_name IF NOT EXISTS "
+    "FOR (s:SemragIndexState) REQUIRE s.name IS UNIQUE",
+    "CREATE INDEX semrag_chunk_doc_id IF NOT EXISTS FOR (c:SemragChunk) ON (c.doc_id)",
+    "CREATE INDEX semrag_sentence_doc_id IF NOT EXISTS FOR (s:SemragSentence) ON (s.doc_id)",
+    "CREATE INDEX semrag_window_doc_id IF NOT EXISTS FOR (w:SemragWindow) ON (w.doc_id)",
+    "CREATE FULLTEXT INDEX semrag_chunk_text IF NOT EXISTS FOR (c:SemragChunk) ON EACH [c.text]",
+)
+_VECTOR_INDEXES = tuple(
+    f"CREATE VECTOR INDEX semrag_{name}_embedding IF NOT EXISTS FOR (n:{label}) ON (n.embedding) "
+    "OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', "
+    "`vector.quantization.enabled`: false}}"
+    for name, label in (("chunk", "SemragChunk"), ("window", "SemragWindow"))
+)
+_READ_STATE = (  # properties(): no warning from a database that has none of these keys yet
+    "OPTIONAL MATCH (s:SemragIndexState {name: $name}) RETURN properties(s) AS state"
+)
+_VECTOR_DIMS = (
+    "SHOW VECTOR INDEXES YIELD name, options "
+    "WHERE name IN ['semrag_chunk_embedding', 'semrag_window_embedding'] "
+    "RETURN name, options.indexConfig['vector.dimensions'] AS dim"
+)
+_DROP_VECTOR_INDEXES = (
+    "DROP INDEX semrag_chunk_embedding IF EXISTS",
+    "DROP INDEX semrag_window_embedding IF EXISTS",
+)
+_WRITE_STATE = (
+    "MERGE (s:SemragIndexState {name: $name}) "
+    "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, s.edges = $edges"
+)
+# -- a change, in one transaction ------------------------------------------------------------
+_DELETE_DOCS = (
+    "UNWIND $ids AS id "
+    "CALL (id) { MATCH (c:SemragChunk {doc_id: id}) DETACH DELETE c } "
+    "CALL (id) { MATCH (s:SemragSentence {doc_id: id}) DETACH DELETE s } "
+    "CALL (id) { MATCH (w:SemragWindow {doc_id: id}) DETACH DELETE w } "
+    "CALL (id) { MATCH (d:SemragDocument {id: id}) DETACH DELETE d }"
+)
+_UPSERT_DOCS = (
+    "UNWIND $rows AS r MERGE (d:SemragDocument {id: r.id}) "
+    "SET d.text = r.text, d.metadata = r.metadata, d.themes = r.themes, "
+    "d.fingerprint = r.fingerprint"
+)
+_UPSERT_CHUNKS = (
+    "UNWIND $rows AS r MERGE (c:SemragChunk {id: r.id}) "
+    "SET c.doc_id = r.doc_id, c.start = r.start, c.end = r.end, c.text = r.text, "
+    "c.token_count = r.token_count, c.index = r.index, c.sentence_start = r.sentence_start, "
+    "c.sentence_end = r.sentence_end, c.metadata = r.metadata, c.embedding = r.vector"
+)
+_UPSERT_SENTENCES = (
+    "UNWIND $rows AS r MERGE (s:SemragSentence {key: r.key}) "
+    "SET s.doc_id = r.doc_id, s.i = r.i, s.start = r.start, s.end = r.end, s.embedding = r.vector"
+)
+_UPSERT_WINDOWS = (
+    "UNWIND $rows AS r MERGE (w:SemragWindow {key: r.key}) "
+    "SET w.doc_id = r.doc_id, w.n = r.n, w.first = r.first, w.end = r.end, w.embedding = r.vector"
+)
+_DROP_OUT_EDGES = "UNWIND $keys AS k MATCH (:SemragWindow {key: k})-[e:SIMILAR]->() DELETE e"
+_CREATE_EDGES = (
+    "UNWIND $rows AS r MATCH (a:SemragWindow {key: r.src}), (b:SemragWindow {key: r.dst}) "
+    "CREATE (a)-[:SIMILAR {score: r.score, kind: r.kind}]->(b)"
+)
+_DROP_BRIDGES = "UNWIND $ids AS id MATCH (:SemragDocument {id: id})-[e:THEME_BRIDGE]->() DELETE e"
+_CREATE_BRIDGES = (
+    "UNWIND $rows AS r MATCH (a:SemragDocument {id: r.src}), (b:SemragDocument {id: r.dst}) "
+    "CREATE (a)-[:THEME_BRIDGE {score: r.score}]->(b)"
+)
+_FINGERPRINTS = (
+    "MATCH (d:SemragDocument) RETURN d.id AS id, properties(d)['fingerprint'] AS fingerprint"
+)
+_ALL_EDGES_DROP = (
+    "MATCH (:SemragWindow)-[e:SIMILAR]->() CALL (e) { DELETE e } IN TRANSACTIONS OF 10000 ROWS"
+)
+_CLEAR = (
+    "MATCH (n) WHERE n:SemragDocument OR n:SemragChunk OR n:SemragSentence OR n:SemragWindow "
+    "OR n:SemragIndexState CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+)
+# -- reads ----------------------------------------------------------------------------------
+_CHUNK_FIELDS = (
+    "c.id AS id, c.doc_id AS doc_id, c.start AS start, c.end AS end, c.text AS text, "
+    "c.token_count AS token_count, c.index AS index, c.sentence_start AS sentence_start, "
+    "c.sentence_end AS sentence_end, c.metadata AS metadata"
+)
+_DENSE = (  # candidates of every query row, each scored exactly by the caller
+    "UNWIND range(0, size($vectors) - 1) AS row "
+    "CALL db.index.vector.queryNodes('semrag_chunk_embedding', $n, $vectors[row]) "
+    "YIELD node AS c RETURN row, c.id AS id, c.embedding AS embedding"
+)
+_SPARSE = (
+    "UNWIND range(0, size($queries) - 1) AS row "
+    "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $queries[row], "
+    "{limit: $n}) YIELD node, score RETURN node.id AS id, score } "
+    "RETURN row, id, score"
+)
+_SPARSE_AMONG = (
+    "CALL db.index.fulltext.queryNodes('semrag_chunk_text', $text) YIELD node, score "
+    "WHERE node.id IN $ids RETURN node.id AS id, score"
+)
+_CHUNKS = (
+    f"UNWIND $ids AS i MATCH (c:SemragChunk {{id: i}}) "
+    f"RETURN {_CHUNK_FIELDS}, c.embedding AS embedding"
+)
+_DOC_CHUNKS = (
+    f"MATCH (c:SemragChunk {{doc_id: $doc_id}}) RETURN {_CHUNK_FIELDS} ORDER BY c.index, c.id"
+)
+_OVERLAPPING = (
+    "MATCH (c:SemragChunk {doc_id: $doc_id}) WHERE c.start < $end AND c.end > $start "
+    "RETURN c.id AS id ORDER BY c.index, c.id"
+)
+_DOCUMENT = (
+    "MATCH (d:SemragDocument {id: $id}) "
+    "OPTIONAL MATCH (s:SemragSentence {doc_id: $id}) "
+    "WITH d, s ORDER BY s.i "
+    "RETURN d.text AS text, d.metadata AS metadata, d.themes AS themes, "
+    "collect([s.start, s.end]) AS spans, collect(s.embedding) AS vectors"
+)
+_DOC_IDS = "MATCH (d:SemragDocument) RETURN d.id AS id ORDER BY d.id"
+_COUNT_CHUNKS = "MATCH (c:SemragChunk) RETURN count(c) AS n"
+_HAS_DOC = "MATCH (d:SemragDocument {id: $id}) RETURN count(d) AS n"
+_COUNTS = (
+    "CALL () { MATCH (d:SemragDocument) RETURN count(d) AS documents } "
+    "CALL () { MATCH (c:SemragChunk) RETURN count(c) AS chunks } "
+    "CALL () { MATCH (s:SemragSentence) RETURN count(s) AS sentences } "
+    "CALL () { MATCH (w:SemragWindow) RETURN count(w) AS windows } "
+    "CALL () { MATCH (:SemragWindow)-[e:SIMILAR]->() RETURN count(e) AS edges } "
+    "CALL () { MATCH (:SemragDocument)-[b:THEME_BRIDGE]->() RETURN count(b) AS bridges } "
+    "RETURN documents, chunks, sentences, windows, edges, bridges"
+)
+_DUMP_EDGES = (
+    "MATCH (a:SemragWindow)-[e:SIMILAR]->(b:SemragWindow) "
+    "RETURN a.doc_id AS a_doc, a.n AS a_n, b.doc_id AS b_doc, b.n AS b_n, "
+    "e.kind AS kind, e.score AS score"
+)
+_DUMP_BRIDGES = (
+    "MATCH (a:SemragDocument)-[e:THEME_BRIDGE]->(b:SemragDocument) "
+    "RETURN a.id AS a, b.id AS b, e.score AS score"
+)
+_DUMP_CHUNKS = (
+    "MATCH (c:SemragChunk) RETURN c.doc_id AS doc_id, c.start AS start, c.end AS end, "
+    "c.text AS text, c.embedding AS embedding"
+)
+_DUMP_WINDOWS = (
+    "MATCH (w:SemragWindow) RETURN w.doc_id AS doc_id, w.n AS n, w.first AS first, w.end AS end"
+)
+# Lucene's query syntax: special characters are escaped and its operators lower-cased, so a
+# query is searched as words.
+_LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
+_LUCENE_OPERATORS = re.compile(r"\b(AND|OR|NOT|TO)\b")
+
+
+def part_key(doc_id: str, n: int) -> str:
+    """The key of sentence or window ``n`` of ``doc_id`` (unambiguous for any id)."""
+    return f"{len(doc_id)}:{doc_id}#{n}"
+
+
+def lucene_query(text: str) -> str:
+    """``text`` as a Lucene query of its words (specials escaped, operators as words)."""
+    words = _LUCENE_OPERATORS.sub(lambda m: m.group(1).lower(), text)
+    return _LUCENE_SPECIAL.sub(r"\\\1", words)
+
+
+def _read_state(store: Neo4jGraphStore, name: str) -> dict[str, Any]:
+    """The state node's properties (empty if the database holds no index of this name)."""
+    return dict(store._read(_READ_STATE, name=name)[0]["state"] or {})
+
+
+def _json(value: Mapping[str, Any], what: str) -> str:
+    try:
+        return json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{what} must be JSON (str, numbers, bools, None, lists, dicts) to be stored in "
+            f"Neo4j: {exc}"
+        ) from exc
+
+
+def _fingerprint(entry: IndexedDocument) -> str:
+    """What identifies one version of a document in the store (text, metadata, chunk ids)."""
+    h = hashlib.sha256(entry.doc.text.encode("utf-8", "surrogatepass"))
+    h.update(_json(entry.doc.metadata, "document metadata").encode())
+    h.update(np.asarray(entry.chunk_ids, np.int64).tobytes())
+    return h.hexdigest()
+
+
+def _vector(v: Any) -> list[float]:
+    return [float(x) for x in np.asarray(v, dtype=np.float32).reshape(-1)]
+
+
+class _Edges:
+    """A similarity graph's edges and bridges in keys that survive renumbering.
+
+    ``rows`` is an ``(edges, 6)`` int64 array: source document number, source window,
+    target document number, target window, kind, and the float32 score's bits; document
+    numbers index :attr:`doc_ids`.
+    """
+
+    def __init__(self, graph: SemanticSimilarityGraph | None) -> None:
+        if graph is None or graph.n_nodes == 0:
+            self.doc_ids: list[str] = [] if graph is None else list(graph.doc_ids)
+            self.rows = np.zeros((0, 6), np.int64)
+            self.bridges: dict[str, list[tuple[str, float]]] = {d: [] for d in self.doc_ids}
+            return
+        self.doc_ids = list(graph.doc_ids)
+        node_doc = graph.node_doc.astype(np.int64)
+        local = np.arange(node_doc.size) - np.searchsorted(node_doc, node_doc, side="left")
+        src = np.repeat(np.arange(node_doc.size), np.diff(graph.indptr))
+        dst = graph.indices.astype(np.int64)
+        bits = np.asarray(graph.scores, np.float32).view(np.int32).astype(np.int64)
+        self.rows = np.stack(
+            [
+                node_doc[src],
+                local[src],
+                node_doc[dst],
+                local[dst],
+                graph.kinds.astype(np.int64),
+                bits,
+            ],
+            axis=1,
+        )
+        self.bridges = {
+            self.doc_ids[d]: [(self.doc_ids[j], float(s)) for j, s in row]
+            for d, row in enumerate(graph.theme_bridges)
+        }
+
+    def digest(self) -> str:
+        """A digest of every edge and bridge, by document id."""
+        h = hashlib.sha256(json.dumps(self.doc_ids).encode())
+        h.update(np.ascontiguousarray(self.rows).tobytes())
+        h.update(json.dumps(sorted(self.bridges.items())).encode())
+        return h.hexdigest()
+
+    def renumbered(self, doc_ids: Sequence[str], gone: set[str]) -> tuple[Ints, set[int]]:
+        """These rows in ``doc_ids``' numbering, and the new numbers of sources to rewrite.
+
+        Rows of documents in ``gone`` are dropped; a kept source that pointed into a gone
+        document is to be rewritten (its edge left with the document).
+        """
+        pos = {d: i for i, d in enumerate(doc_ids)}
+        new_of_old = np.array(
+            [-1 if d in gone or d not in pos else pos[d] for d in self.doc_ids] or [0], np.int64
+        )
+        if not self.rows.size:
+            return self.rows, set()
+        rows = self.rows.copy()
+        rows[:, 0] = new_of_old[rows[:, 0]]
+        rows[:, 2] = new_of_old[rows[:, 2]]
+        lost = (rows[:, 0] >= 0) & (rows[:, 2] < 0)
+        dirty = {(int(a), int(b)) for a, b in rows[lost][:, :2]}
+        return rows[(rows[:, 0] >= 0) & (rows[:, 2] >= 0)], dirty
+
+
+class Neo4jIndexStore:
+    """Keeps an index's corpus, vectors and similarity graph in Neo4j, change by change.
+
+    Attach it to the index that writes (``store.attach(index)``, or
+    ``Neo4jIndexStore.for_index(index, graph_store)``); every later change of the index is
+    written in one transaction, after the index has published it. A database that already
+    holds this index (same version and edges) is trusted as it is; any other is brought
+    level by writing the difference. Serve queries with :class:`Neo4jIndex`.
+
+    Args:
+        store: the :class:`~semrag.graph.Neo4jGraphStore` whose connection (and database)
+            to use; the knowledge graph may live beside the corpus in the same database.
+        name: the name of this index's state node (one database holds one corpus).
+
+    Raises:
+        ConfigError: if the database holds vectors of another dimension.
+        StoreUnavailableError: if the server cannot be reached.
+    """
+
+    def __init__(self, store: Neo4jGraphStore, *, name: str = _STATE) -> None:
+        self.store = store
+        self.name = name
+        self._index: Any = None
+        self._edges: _Edges | None = None
+        self._version: int | None = None
+        self._behind = False
+        self._lock = threading.Lock()
+        for statement in _SCHEMA:
+            store._write(statement)
+
+    # -- attaching ------------------------------------------------------------------------------
+    @classmethod
+    def for_index(cls, index: Any, store: Neo4jGraphStore, **kwargs: Any) -> Neo4jIndexStore:
+        """A store attached to ``index`` (see :meth:`attach`)."""
+        out = cls(store, **kwargs)
+        out.attach(index)
+        return out
+
+    def attach(self, index: Any) -> None:
+        """Follow ``index``: bring the database level with it now, then write every change.
+
+        Raises:
+            ConfigError: if the database holds vectors of another dimension, or the store
+                already follows another index.
+        """
+        if self._index is not None and self._index is not index:
+            raise ConfigError("this Neo4jIndexStore already follows another index")
+        dim = int(index.embedder.dim)
+        have = [self._state().get("dim")]
+        have += [r["dim"] for r in self.store._read(_VECTOR_DIMS)]
+        for d in have:
+            if d is not None and int(d) != dim:
+                raise ConfigError(
+                    f"the database holds {d}-dimensional vectors; the index has {dim}: "
+                    "use a database of its own for this index (database=...), or clear() it"
+                )
+        for statement in _VECTOR_INDEXES:
+            self.store._write(statement, dim=dim)
+        self.store._read("CALL db.awaitIndexes(300)")
+        self._index = index
+        index.follow(self, replay=self._catch_up)
+
+    def _catch_up(self, documents: list[IndexedDocument], version: int) -> Change:
+        """The change that brings the database level with ``documents`` (at ``version``)."""
+        state = self._state()
+        edges = self._graph_edges()
+        if state.get("version") == version and state.get("edges") == edges.digest():
+            self._edges, self._version = edges, version
+            return Change(version)  # the database holds this index already
+        self._edges, self._version = None, None  # unknown: every edge is rewritten
+        return self._difference(documents, version)
+
+    def _difference(self, documents: Sequence[IndexedDocument], version: int) -> Change:
+        have = {r["id"]: r["fingerprint"] for r in self.store._read(_FINGERPRINTS)}
+        added = tuple(d for d in documents if have.get(d.id) != _fingerprint(d))
+        keep = {d.id for d in documents}
+        removed = tuple(_Gone(i) for i in have if i not in keep or i in {d.id for d in added})
+        return Change(version, added=added, removed=removed)  # type: ignore[arg-type]
+
+    def sync(self) -> Change:
+        """Bring the database level with the attached index now (after a failed write).
+
+        Returns:
+            The change that was written (empty if the database was level).
+
+        Raises:
+            ConfigError: if the store is not attached.
+        """
+        if self._index is None:
+            raise ConfigError("attach the store to an index first (store.attach(index))")
+        with self._index.read():
+            docs = [self._index.indexed(d) for d in self._index.doc_ids]
+            version = self._index.version
+        with self._lock:
+            change = self._repair(docs, version)
+            rows = _document_rows(change.added, windows=self._index.ssg_config is not None)
+            self._write(change, rows)
+            return change
+
+    # -- a change -------------------------------------------------------------------------------
+    def stage(self, change: Change) -> Callable[[], None]:
+        """Check and convert ``change``'s rows now; the returned function writes them.
+
+        The index stages its followers before it publishes a change, so rows the database
+        cannot take (metadata that is not JSON) fail the change while nothing has changed.
+        The write itself runs after the index publishes (it needs the published similarity
+        graph): one transaction. A store that missed a change (its last write failed)
+        writes the difference with the index instead, so the database ends level either way.
+
+        Raises:
+            ConfigError: for metadata that is not JSON.
+        """
+        rows = _document_rows(change.added, windows=self._index.ssg_config is not None)
+        return lambda: self._apply(change, rows)
+
+    def apply(self, change: Change) -> None:
+        """Write ``change`` in one transaction (:meth:`stage` and its write in a row).
+
+        Raises:
+            StoreUnavailableError: if the server cannot be reached (the database keeps the
+                version before; the next change or :meth:`sync` repairs it).
+        """
+        self.stage(change)()
+
+    def _apply(self, change: Change, rows: tuple[list[dict[str, Any]], ...]) -> None:
+        with self._lock:
+            if not change and self._version == change.version and not self._behind:
+                return  # the catch-up of a database that holds this index already
+            if self._behind or (self._version is not None and self._version != change.version - 1):
+                docs = [self._index.indexed(d) for d in self._index.doc_ids]
+                change = self._repair(docs, change.version)
+                rows = _document_rows(change.added, windows=self._index.ssg_config is not None)
+            self._write(change, rows)
+
+    def _repair(self, documents: Sequence[IndexedDocument], version: int) -> Change:
+        """The difference with ``documents``, after the edges written last are checked.
+
+        A write that failed may have committed all the same (the reply was lost); the
+        state's digest tells, and edges not known for sure are all rewritten.
+        """
+        if self._edges is not None and self._state().get("edges") != self._edges.digest():
+            self._edges = None
+        return self._difference(documents, version)
+
+    def _write(self, change: Change, rows: tuple[list[dict[str, Any]], ...]) -> None:
+        graph = self._graph()
+        new = _Edges(graph)
+        gone = set(change.removed_ids) | set(change.added_ids)
+        added_ids = set(change.added_ids)
+        if self._edges is None:  # nothing known of the database's edges: rewrite them all
+            self.store._run_batched(_ALL_EDGES_DROP)
+            sources = {(int(a), int(b)) for a, b in new.rows[:, :2]}
+            bridge_docs = set(new.doc_ids)
+            drop_sources: list[str] = []
+        else:
+            old_rows, sources = self._edges.renumbered(new.doc_ids, gone)
+            sources |= _changed_sources(old_rows, new.rows, new.doc_ids, added_ids)
+            drop_sources = [
+                part_key(new.doc_ids[d], n) for d, n in sources if new.doc_ids[d] not in added_ids
+            ]
+            for d, n in map(tuple, np.unique(new.rows[:, :2], axis=0)):
+                if new.doc_ids[int(d)] in added_ids:
+                    sources.add((int(d), int(n)))
+            old_bridges = self._edges.bridges
+            bridge_docs = {
+                d
+                for d in new.doc_ids
+                if d in added_ids
+                or new.bridges.get(d) != old_bridges.get(d)
+                or any(t in gone for t, _ in old_bridges.get(d, ()))  # left with its target
+            }
+        edge_rows = _edge_rows(new, sources)
+        bridge_rows = [
+            {"src": d, "dst": t, "score": s} for d in sorted(bridge_docs) for t, s in new.bridges[d]
+        ]
+        docs, chunks, sentences, windows = rows
+        dim = int(self._index.embedder.dim)
+        batch = self.store.batch_size
+
+        def work(tx: Any) -> None:
+            def run(query: str, key: str, rows: Sequence[Any]) -> None:
+                for i in range(0, len(rows), batch):
+                    tx.run(query, {key: rows[i : i + batch]}).consume()
+
+            run(_DELETE_DOCS, "ids", sorted(gone))
+            run(_UPSERT_DOCS, "rows", docs)
+            run(_UPSERT_CHUNKS, "rows", chunks)
+            run(_UPSERT_SENTENCES, "rows", sentences)
+            run(_UPSERT_WINDOWS, "rows", windows)
+            run(_DROP_OUT_EDGES, "keys", drop_sources)
+            run(_CREATE_EDGES, "rows", edge_rows)
+            run(_DROP_BRIDGES, "ids", sorted(bridge_docs - added_ids))
+            run(_CREATE_BRIDGES, "rows", bridge_rows)
+            tx.run(
+                _WRITE_STATE,
+                name=self.name,
+                version=change.version,
+                dim=dim,
+                embedder=repr(self._index.embedder),
+                edges=new.digest(),
+            ).consume()
+
+        try:
+            self.store._transact(work, write=True)
+        except StoreError:
+            self._behind = True  # the next change (or sync) writes the difference
+            raise
+        self._edges, self._version, self._behind = new, change.version, False
+
+    def _graph(self) -> SemanticSimilarityGraph | None:
+        return self._index.ssg if self._index.ssg_config is not None else None
+
+    def _graph_edges(self) -> _Edges:
+        return _Edges(self._graph())
+
+    def _state(self) -> dict[str, Any]:
+        return _read_state(self.store, self.name)
+
+    # -- the IndexPart protocol -------------------------------------------------------------------
+    def save(self, directory: Any) -> list[str]:
+        """Nothing to save: the database is the state (the index's own save is enough)."""
+        return []
+
+    def clear(self) -> None:
+        """Delete the stored corpus (10,000 nodes per transaction) and its vector indexes.
+
+        Resumable: a failure halfway leaves part of the corpus; clearing again finishes.
+        """
+        self.store._run_batched(_CLEAR)
+        for statement in _DROP_VECTOR_INDEXES:
+            self.store._write(statement)
+        self._edges, self._version = None, None
+
+    def counts(self) -> dict[str, int]:
+        """Documents, chunks, sentences, windows, similarity edges and bridges stored."""
+        return dict(self.store._read(_COUNTS)[0])
+
+    def dump(self) -> dict[str, Any]:
+        """Everything stored, by document id and offsets (ids aside): for comparing builds."""
+        read = self.store._read
+        return {
+            "chunks": sorted(
+                (r["doc_id"], r["start"], r["end"], r["text"], tuple(r["embedding"]))
+                for r in read(_DUMP_CHUNKS)
+            ),
+            "windows": sorted(tuple(r.values()) for r in read(_DUMP_WINDOWS)),
+            "edges": sorted(tuple(r.values()) for r in read(_DUMP_EDGES)),
+            "bridges": sorted(tuple(r.values()) for r in read(_DUMP_BRIDGES)),
+            "counts": self.counts(),
+        }
+
+    def __repr__(self) -> str:
+        return f"Neo4jIndexStore({self.store!r}, version={self._version})"
+
+
+class _Gone:
+    """A removed document known only by its id (what a difference with the database needs)."""
+
+    __slots__ = ("id", "chunk_ids")
+
+    def __init__(self, doc_id: str) -> None:
+        self.id = doc_id
+        self.chunk_ids: list[int] = []
+
+
+def _changed_sources(
+    old: Ints, new: Ints, doc_ids: Sequence[str], added: set[str]
+) -> set[tuple[int, int]]:
+    """Sources (document number, window) whose edges differ between ``old`` and ``new``."""
+    is_added = np.array([d in added for d in doc_ids] or [False])
+    new_kept = new[~is_added[new[:, 0]]] if new.size else new
+    old_kept = old[~is_added[old[:, 0]]] if old.size else old
+    both = np.concatenate([old_kept, new_kept])
+    if not both.size:
+        return set()
+    rows, counts = np.unique(both, axis=0, return_counts=True)
+    return {(int(a), int(b)) for a, b in rows[counts == 1][:, :2]}
+
+
+def _edge_rows(edges: _Edges, sources: set[tuple[int, int]]) -> list[dict[str, Any]]:
+    if not sources or not edges.rows.size:
+        return []
+    want = np.array(sorted(sources), np.int64)
+    keys = edges.rows[:, 0] * (1 << 32) + edges.rows[:, 1]
+    pick = np.isin(keys, want[:, 0] * (1 << 32) + want[:, 1])
+    ids = edges.doc_ids
+    scores = edges.rows[pick, 5].astype(np.int32).view(np.float32)
+    return [
+        {
+            "src": part_key(ids[a], int(n)),
+            "dst": part_key(ids[b], int(m)),
+            "kind": int(kind),
+            "score": float(s),
+        }
+        for (a, n, b, m, kind, _), s in zip(edges.rows[pick].tolist(), scores.tolist(), strict=True)
+    ]
+
+
+def _document_rows(
+    added: Iterable[IndexedDocument], *, windows: bool
+) -> tuple[list[dict[str, Any]], ...]:
+    """Rows of the documents, chunks, sentences and (with ``windows``) window nodes."""
+    docs: list[dict[str, Any]] = []
+    chunks: list[dict[str, Any]] = []
+    sentences: list[dict[str, Any]] = []
+    nodes: list[dict[str, Any]] = []
+    for e in added:
+        doc_id = e.doc.id
+        docs.append(
+            {
+                "id": doc_id,
+                "text": e.doc.text,
+                "metadata": _json(e.doc.metadata, "document metadata"),
+                "themes": list(e.themes),
+                "fingerprint": _fingerprint(e),
+            }
+        )
+        for cid, c, v in zip(e.chunk_ids, e.chunks, e.chunk_vectors, strict=True):
+            chunks.append(
+                {
+                    "id": int(cid),
+                    "doc_id": doc_id,
+                    "start": c.start,
+                    "end": c.end,
+                    "text": c.text,
+                    "token_count": int(c.token_count),
+                    "index": int(c.index),
+                    "sentence_start": int(c.sentence_start),
+                    "sentence_end": int(c.sentence_end),
+                    "metadata": _json(c.metadata, "chunk metadata"),
+                    "vector": _vector(v),
+                }
+            )
+        for i, (s, v) in enumerate(zip(e.sentences, e.sentence_vectors, strict=True)):
+            sentences.append(
+                {
+                    "key": part_key(doc_id, i),
+                    "doc_id": doc_id,
+                    "i": i,
+                    "start": s.start,
+                    "end": s.end,
+                    "vector": _vector(v),
+                }
+            )
+        if windows:
+            for n, ((a, b), v) in enumerate(zip(e.node_ranges, e.node_vectors, strict=True)):
+                nodes.append(
+                    {
+                        "key": part_key(doc_id, n),
+                        "doc_id": doc_id,
+                        "n": n,
+                        "first": int(a),
+                        "end": int(b),
+                        "vector": _vector(v),
+                    }
+                )
+    return docs, chunks, sentences, nodes
+
+
+# -- serving --------------------------------------------------------------------------------------
+class _Dense:
+    """``index.dense`` of a :class:`Neo4jIndex`: length and batched exact-rescored search."""
+
+    def __init__(self, owner: Neo4jIndex) -> None:
+        self._owner = owner
+
+    def __len__(self) -> int:
+        return int(self._owner._read(_COUNT_CHUNKS)[0]["n"])
+
+    def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
+        """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
+        return self._owner._dense_search(np.atleast_2d(np.asarray(queries, np.float32)), k)
+
+
+class _Sparse:
+    """``index.sparse`` of a :class:`Neo4jIndex`: the full-text index."""
+
+    def __init__(self, owner: Neo4jIndex) -> None:
+        self._owner = owner
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """``(chunk id, Lucene BM25 score)`` of the top ``k`` chunks, best first."""
+        return self._owner._sparse_search([query], k)[0]
+
+
+class Neo4jIndex:
+    """Serves an index stored by :class:`Neo4jIndexStore`, holding no corpus in process.
+
+    Every read is a query to the database (counted in ``store.reads``); within
+    ``with index.read():`` the chunks, documents and vectors a query has fetched are kept
+    for the rest of the block, so one retrieval asks for each at most once. It offers
+    the read methods of :class:`~semrag.SemanticIndex` that dense and sparse search,
+    :class:`~semrag.retrieval.IntentAwareRetriever` (without the extended channel) and
+    :class:`~semrag.postprocess.SPC` use.
+
+    Each round trip reads one committed version (a change is one transaction); a change
+    that lands between two round trips of one query can be seen by the second only.
+
+    Args:
+        store: the :class:`~semrag.graph.Neo4jGraphStore` (connection and database).
+        embedder: embeds queries; ``None`` for the packaged MiniLM. Its dimension must be
+            the stored one.
+        tokenizer: counts tokens for SPC's budgets (default: the embedder's tokenizer, as
+            the index's chunker counts by default).
+        oversample: dense candidates asked of the (approximate) vector index per result;
+            semrag scores them exactly, so the top ``k`` equal an exact search's unless the
+            vector index misses one of them.
+        min_candidates: the fewest dense candidates asked.
+        name: the stored index's name (as given to :class:`Neo4jIndexStore`).
+
+    Raises:
+        ConfigError: if the database holds no index of that name, or vectors of another
+            dimension than the embedder's.
+    """
+
+    ssg_config = None
+    """No similarity-graph traversal on this backend yet."""
+    extended = None
+    """IAR's default extended channel here: none (PPR builds its passage graph in process)."""
+
+    def __init__(
+        self,
+        store: Neo4jGraphStore,
+        *,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        oversample: int = 4,
+        min_candidates: int = 40,
+        name: str = _STATE,
+    ) -> None:
+        if oversample < 1 or min_candidates < 1:
+            raise ConfigError(
+                f"oversample and min_candidates must be >= 1, got {oversample}, {min_candidates}"
+            )
+        self.store = store
+        self.name = name
+        self.embedder = as_embedder(embedder)
+        self.tokenizer = (
+            tokenizer or getattr(self.embedder, "tokenizer", None) or (WhitespaceTokenizer())
+        )
+        self.oversample, self.min_candidates = int(oversample), int(min_candidates)
+        state = _read_state(store, name)
+        if state.get("version") is None:
+            raise ConfigError(
+                f"the database holds no semrag index named {name!r}: "
+                "write one with Neo4jIndexStore.for_index(index, store)"
+            )
+        if int(state["dim"]) != self.embedder.dim:
+            raise ConfigError(
+                f"the stored index has {state['dim']}-dimensional vectors "
+                f"({state['embedder']}); the embedder gives {self.embedder.dim}"
+            )
+        self.dense = _Dense(self)
+        self.sparse = _Sparse(self)
+        self._local = threading.local()
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        return self.store._read(query, **params)
+
+    @contextlib.contextmanager
+    def read(self, *, followers: bool = False) -> Iterator[None]:
+        """Keep what one query fetches for the length of the block (see the class doc)."""
+        outer = getattr(self._local, "cache", None)
+        if outer is None:
+            self._local.cache = {"chunks": {}, "docs": {}}
+        try:
+            yield
+        finally:
+            if outer is None:
+                self._local.cache = None
+
+    def _cache(self, kind: str) -> dict[Any, Any]:
+        cache = getattr(self._local, "cache", None)
+        return cache[kind] if cache is not None else {}  # outside a read: kept for one call
+
+    @property
+    def version(self) -> int:
+        """The index version the database holds."""
+        return int(_read_state(self.store, self.name)["version"])
+
+    # -- searches -------------------------------------------------------------------------------
+    def embed_query(self, query: str) -> Floats:
+        """The query's unit vector."""
+        return self.embedder.embed([query])[0]
+
+    async def aembed_query(self, query: str) -> Floats:
+        """Async twin of :meth:`embed_query`."""
+        return (await self.embedder.aembed([query]))[0]
+
+    def _dense_search(self, queries: Floats, k: int) -> tuple[Floats, Ints]:
+        if queries.shape[1] != self.embedder.dim:
+            raise ConfigError(
+                f"query of dimension {queries.shape[1]}; the index has {self.embedder.dim}"
+            )
+        n = max(int(k), self.oversample * int(k), self.min_candidates)
+        rows = self._read(_DENSE, n=n, vectors=[_vector(q) for q in queries])
+        scores = np.full((len(queries), k), -np.inf, np.float32)
+        ids = np.full((len(queries), k), -1, np.int64)
+        by_row: dict[int, list[tuple[float, int]]] = {}
+        for r in rows:
+            v = np.asarray(r["embedding"], np.float32)
+            by_row.setdefault(r["row"], []).append((-float(v @ queries[r["row"]]), int(r["id"])))
+        for row, found in by_row.items():
+            found.sort()
+            top = found[:k]
+            ids[row, : len(top)] = [i for _, i in top]
+            scores[row, : len(top)] = [-s for s, _ in top]
+        return scores, ids
+
+    def _sparse_search(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        rows = self._read(_SPARSE, n=int(k), queries=[lucene_query(q) for q in queries])
+        out: list[list[tuple[int, float]]] = [[] for _ in queries]
+        for r in rows:
+            out[r["row"]].append((int(r["id"]), float(r["score"])))
+        for hits in out:
+            hits.sort(key=lambda h: (-h[1], h[0]))
+        return out
+
+    def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for a query vector (exact scores, as the embedded index)."""
+        k = check_k("Neo4jIndex.search", k, 10)
+        with self.read():
+            scores, ids = self._dense_search(np.asarray(vector, np.float32)[None, :], k)
+            keep = ids[0] >= 0
+            chunks = self._chunks([int(i) for i in ids[0][keep]])
+            return [
+                ScoredChunk(c, float(s), {"dense": float(s)}, ({"channel": "dense", "rank": r},))
+                for r, (c, s) in enumerate(zip(chunks, scores[0][keep], strict=True))
+            ]
+
+    def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for ``query`` (one round trip, plus one for the chunks)."""
+        check_query("Neo4jIndex.search", query)
+        return self.search_vector(self.embed_query(query), k)
+
+    def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """Full-text (Lucene BM25) top-``k`` chunks for ``query``."""
+        check_query("Neo4jIndex.search_sparse", query)
+        k = check_k("Neo4jIndex.search_sparse", k, 10)
+        with self.read():
+            hits = self.sparse.search(query, k)
+            chunks = self._chunks([i for i, _ in hits])
+            return [
+                ScoredChunk(c, s, {"sparse": s}, ({"channel": "sparse", "rank": r},))
+                for r, (c, (_, s)) in enumerate(zip(chunks, hits, strict=True))
+            ]
+
+    def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
+        """Full-text scores of ``query`` for the given chunks (0 where no term matches)."""
+        ids = [int(i) for i in chunk_ids]
+        rows = self._read(_SPARSE_AMONG, text=lucene_query(query), ids=ids) if ids else []
+        got = {int(r["id"]): float(r["score"]) for r in rows}
+        return np.array([got.get(i, 0.0) for i in ids], np.float64)
+
+    # -- the corpus, by id ----------------------------------------------------------------------
+    def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
+        """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
+        cache = getattr(self._local, "cache", None)
+        known = cache["chunks"] if cache is not None else {}
+        missing = sorted({int(i) for i in ids} - known.keys())
+        if missing:
+            for r in self._read(_CHUNKS, ids=missing):
+                known[int(r["id"])] = (_chunk(r), np.asarray(r["embedding"], np.float32))
+        unknown = [int(i) for i in ids if int(i) not in known]
+        if unknown:
+            raise KeyError(f"chunk ids not in the index: {unknown[:5]}")
+        return [known[int(i)] for i in ids]
+
+    def _chunks(self, ids: Sequence[int]) -> list[Chunk]:
+        return [c for c, _ in self._rows(ids)]
+
+    def chunk(self, chunk_id: int) -> Chunk:
+        """The chunk stored under an integer id (``KeyError`` if absent)."""
+        return self._rows([chunk_id])[0][0]
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
+        """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
+        rows = self._rows(chunk_ids)
+        if not rows:
+            return np.zeros((0, self.embedder.dim), np.float32)
+        return np.stack([v for _, v in rows])
+
+    def chunks(self, doc_id: str) -> list[Chunk]:
+        """Chunks of one document, in its order."""
+        return [_chunk(r) for r in self._read(_DOC_CHUNKS, doc_id=doc_id)]
+
+    def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
+        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
+        rows = self._read(_OVERLAPPING, doc_id=doc_id, start=int(start), end=int(end))
+        return [int(r["id"]) for r in rows]
+
+    def _document(self, doc_id: str) -> tuple[Document, list[Span], Floats, list[str]]:
+        cache = self._cache("docs")
+        if doc_id not in cache:
+            rows = self._read(_DOCUMENT, id=doc_id)
+            if not rows:
+                raise KeyError(doc_id)
+            r = rows[0]
+            spans = [Span(a, b) for a, b in r["spans"] if a is not None]
+            vectors = (
+                np.asarray(r["vectors"], np.float32)
+                if spans
+                else np.zeros((0, self.embedder.dim), np.float32)
+            )
+            doc = Document(doc_id, r["text"], json.loads(r["metadata"]))
+            cache[doc_id] = (doc, spans, vectors, list(r["themes"] or []))
+        return cache[doc_id]
+
+    def document(self, doc_id: str) -> Document:
+        """The stored document ``doc_id`` (``KeyError`` if absent)."""
+        return self._document(doc_id)[0]
+
+    def sentences(self, doc_id: str) -> list[Span]:
+        """Sentence spans of ``doc_id``."""
+        return self._document(doc_id)[1]
+
+    def sentence_vectors(self, doc_id: str) -> Floats:
+        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`."""
+        return self._document(doc_id)[2]
+
+    def themes(self, doc_id: str) -> list[str]:
+        """Themes of ``doc_id``."""
+        return self._document(doc_id)[3]
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Ids of the stored documents (sorted; the database keeps no insertion order)."""
+        return [r["id"] for r in self._read(_DOC_IDS)]
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and self._read(_HAS_DOC, id=doc_id)[0]["n"] > 0
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def __repr__(self) -> str:
+        return f"Neo4jIndex({self.store!r}, embedder={self.embedder!r})"
+
+
+def _chunk(r: Mapping[str, Any]) -> Chunk:
+    return Chunk(
+        doc_id=r["doc_id"],
+        start=int(r["start"]),
+        end=int(r["end"]),
+        text=r["text"],
+        token_count=int(r["token_count"]),
+        index=int(r["index"]),
+        sentence_start=int(r["sentence_start"]),
+        sentence_end=int(r["sentence_end"]),
+        metadata=json.loads(r["metadata"]),
+    )

@@ -1,0 +1,194 @@
+"""The whole index in Neo4j: written change by change, served with no corpus in process.
+
+A :class:`Neo4jIndexStore` follows an embedded index; after any sequence of changes the
+database must hold exactly what a fresh build of the surviving documents writes (chunks
+with text, offsets and vectors; window nodes; similarity edges with their scores; theme
+bridges). A :class:`Neo4jIndex` then answers dense search exactly as the embedded index,
+sparse search through Lucene's full-text index with an overlap of at least 0.8 with
+semrag's BM25, and runs IAR and SPC with nothing but a database connection.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError, StoreUnavailableError
+from semrag.graph import SSGConfig
+from semrag.postprocess import SPC
+from semrag.retrieval import IntentAwareRetriever
+from tests.adapters.test_dense_backends import QUERIES, TEXTS, embedder
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
+
+# Every pair of windows is similar enough for an edge, so each change moves many edges.
+SSG = SSGConfig(window=2, top_k=3, top_x=3, min_intra=-1.0, min_inter=-1.0, top_t=2)
+LONG = [" ".join(TEXTS[(i + j) % len(TEXTS)] for j in range(2)) for i in range(len(TEXTS))]
+MORE = [
+    "Justin Timberlake released SexyBack in 2006. Timberlake was born in Memphis.",
+    "Memphis lies on the Mississippi river in Tennessee. Blues music grew there.",
+]
+
+
+@pytest.fixture
+def graph_store(neo4j_server):
+    from semrag.graph import Neo4jGraphStore
+    from semrag.graph.neo4j_index import Neo4jIndexStore
+
+    store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+    Neo4jIndexStore(store).clear()
+    yield store
+    Neo4jIndexStore(store).clear()
+    store.close()
+
+
+def changes(index: SemanticIndex) -> None:
+    """Adds, a delete, a replacement and more adds: every path of the store's writes."""
+    index.add_documents([Document(f"d{i}", t, {"n": i}) for i, t in enumerate(LONG)])
+    index.delete("d2")
+    index.add_documents([Document(f"m{i}", t) for i, t in enumerate(MORE)])
+    index.add_documents([Document("d0", TEXTS[0] + " The hive is warm in winter.")])
+    index.delete_many(["d5", "m0"])
+
+
+def fresh_dump(index: SemanticIndex, store) -> dict:
+    """What a fresh build of ``index``'s documents writes to a cleared database."""
+    from semrag.graph.neo4j_index import Neo4jIndexStore
+
+    fresh = SemanticIndex(embedder=index.embedder, ssg=index.ssg_config)
+    fresh.add_documents([index.document(d) for d in index.doc_ids])
+    writer = Neo4jIndexStore(store)
+    writer.clear()
+    writer.attach(fresh)
+    return writer.dump()
+
+
+def test_incremental_changes_leave_what_a_fresh_build_writes(graph_store):
+    from semrag.graph.neo4j_index import Neo4jIndexStore
+
+    index = SemanticIndex(embedder=embedder(), ssg=SSG)
+    writer = Neo4jIndexStore.for_index(index, graph_store)
+    changes(index)
+    got = writer.dump()
+    counts = got["counts"]
+    assert counts["documents"] == len(index.doc_ids) == 5
+    assert counts["chunks"] == len(index.chunks())
+    assert counts["edges"] > counts["windows"] > 0 and counts["bridges"] > 0
+    assert got == fresh_dump(index, graph_store)
+
+
+def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, monkeypatch):
+    from semrag.graph.neo4j_index import Neo4jIndexStore
+
+    index = SemanticIndex(embedder=embedder(), ssg=SSG)
+    writer = Neo4jIndexStore.for_index(index, graph_store)
+    index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
+    real = graph_store._transact
+
+    def down(work, *, write):
+        if write:
+            raise StoreUnavailableError("Neo4j is unavailable (test)")
+        return real(work, write=write)
+
+    monkeypatch.setattr(graph_store, "_transact", down)
+    with pytest.raises(StoreUnavailableError):
+        index.delete("d1")  # the index publishes; the database keeps the version before
+    monkeypatch.setattr(graph_store, "_transact", real)
+    assert writer.counts()["documents"] == len(LONG)  # nothing half-written
+    index.add_documents([Document("m0", MORE[0])])  # this change writes the difference
+    assert writer.dump() == fresh_dump(index, graph_store)
+
+    writer = Neo4jIndexStore.for_index(index2 := SemanticIndex(embedder=embedder()), graph_store)
+    index2.add_documents([Document("a", TEXTS[0])])
+    monkeypatch.setattr(graph_store, "_transact", down)
+    with pytest.raises(StoreUnavailableError):
+        index2.add_documents([Document("b", TEXTS[1])])
+    monkeypatch.setattr(graph_store, "_transact", real)
+    change = writer.sync()
+    assert change.added_ids == ["b"] and writer.sync().added_ids == []
+    assert writer.dump() == fresh_dump(index2, graph_store)
+
+
+def test_a_new_writer_trusts_a_level_database_and_levels_any_other(graph_store):
+    from semrag.graph.neo4j_index import Neo4jIndexStore
+
+    index = SemanticIndex(embedder=embedder())
+    Neo4jIndexStore.for_index(index, graph_store)
+    index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
+    before = graph_store.reads
+    again = Neo4jIndexStore.for_index(index, graph_store)  # e.g. the writer restarted
+    assert again.counts()["documents"] == len(TEXTS)
+    other = SemanticIndex(embedder=embedder())
+    other.add_documents([Document("d0", TEXTS[0]), Document("x", MORE[1])])
+    third = Neo4jIndexStore.for_index(other, graph_store)
+    assert graph_store.reads > before
+    assert third.dump() == fresh_dump(other, graph_store)
+
+
+def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_store):
+    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+
+    emb = embedder()
+    index = SemanticIndex(embedder=emb)
+    Neo4jIndexStore.for_index(index, graph_store)
+    changes(index)
+    reader = Neo4jIndex(graph_store, embedder=emb)
+    assert sorted(reader.doc_ids) == sorted(index.doc_ids) and "d0" in reader
+    overlaps = []
+    for q in [*QUERIES, "Timberlake Memphis", "Nobel Prize"]:
+        want = [(h.chunk, round(h.score, 5)) for h in index.search(q, k=4)]
+        before = graph_store.reads
+        got = [(h.chunk, round(h.score, 5)) for h in reader.search(q, k=4)]
+        assert graph_store.reads - before == 2  # the search, then the chunks
+        assert got == want
+        assert [h.chunk.metadata for h in reader.search(q, k=4)] == [c.metadata for c, _ in want]
+        bm25 = {h.chunk for h in index.search_sparse(q, k=3)}
+        lucene = {h.chunk for h in reader.search_sparse(q, k=3)}
+        if bm25:
+            overlaps.append(len(bm25 & lucene) / len(bm25))
+    assert sum(overlaps) / len(overlaps) >= 0.8
+    for chunk in reader.chunks("d0"):
+        assert reader.document("d0").text[chunk.start : chunk.end] == chunk.text
+    assert reader.sentences("d0") == index.sentences("d0")
+    assert (reader.sentence_vectors("d0") == index.sentence_vectors("d0")).all()
+
+    hits = IntentAwareRetriever(reader, k=3).retrieve("Which river flows by Memphis?")
+    assert hits and all(h.chunk in index.chunks(h.chunk.doc_id) for h in hits)
+    assert any("Memphis" in h.chunk.text for h in hits)  # the full-text channel found it
+    # IAR on the database and in process (both without the extended channel): the dense
+    # channel is the same, the sparse one is Lucene's BM25 against semrag's
+    same = []
+    for q in [*QUERIES, "Which river flows by Memphis?", "Nobel Prize winner"]:
+        here = {h.chunk for h in IntentAwareRetriever(index, k=3, extended=None).retrieve(q)}
+        there = {h.chunk for h in IntentAwareRetriever(reader, k=3).retrieve(q)}
+        same.append(len(here & there) / len(here))
+    assert sum(same) / len(same) >= 0.8
+    result = SPC(reader).process("Where was Marie Curie born?", reader.search("Curie Warsaw", k=2))
+    assert result.chunks and all(
+        reader.document(c.chunk.doc_id).text[c.chunk.start : c.chunk.end] == c.chunk.text
+        for c in result.chunks
+    )
+
+
+def test_the_reader_checks_what_it_is_given(graph_store):
+    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.testing import FakeEmbedder
+
+    with pytest.raises(ConfigError, match="no semrag index"):
+        Neo4jIndex(graph_store, embedder=embedder())
+    index = SemanticIndex(embedder=embedder())
+    Neo4jIndexStore.for_index(index, graph_store)
+    index.add_documents([Document("a", TEXTS[0])])
+    with pytest.raises(ConfigError, match="dimensional"):
+        Neo4jIndex(graph_store, embedder=FakeEmbedder(dim=8))
+    with pytest.raises(ConfigError, match="dimensional"):
+        Neo4jIndexStore.for_index(SemanticIndex(embedder=FakeEmbedder(dim=8)), graph_store)
+    reader = Neo4jIndex(graph_store, embedder=embedder())
+    with pytest.raises(KeyError):
+        reader.chunk(10**9)
+    with pytest.raises(ConfigError):
+        reader.search("   ")
+    assert reader.search_sparse("AND OR ( [ the", k=2) is not None  # Lucene syntax is escaped
+    with pytest.raises(ConfigError, match="JSON"):
+        index.add_documents([Document("b", TEXTS[1], {"when": object()})])
+    assert "b" not in index and "b" not in reader  # the change failed while staged
