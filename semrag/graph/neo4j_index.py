@@ -59,7 +59,7 @@ from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError, StoreError
 from semrag.graph.neo4j import Neo4jGraphStore
-from semrag.graph.ssg import SemanticSimilarityGraph
+from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.index.change import Change, IndexedDocument
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, Document, ScoredChunk, Span
@@ -105,7 +105,9 @@ _DROP_VECTOR_INDEXES = (
 )
 _WRITE_STATE = (
     "MERGE (s:SemragIndexState {name: $name}) "
-    "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, s.edges = $edges"
+    "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, s.edges = $edges, "
+    "s.ssg = $ssg, s.windows = $windows, s.pca_mean = $pca_mean, s.pca_components = $pca, "
+    "s.next_seq = $next_seq"
 )
 # -- a change, in one transaction ------------------------------------------------------------
 _DELETE_DOCS = (
@@ -118,7 +120,7 @@ _DELETE_DOCS = (
 _UPSERT_DOCS = (
     "UNWIND $rows AS r MERGE (d:SemragDocument {id: r.id}) "
     "SET d.text = r.text, d.metadata = r.metadata, d.themes = r.themes, "
-    "d.fingerprint = r.fingerprint"
+    "d.fingerprint = r.fingerprint, d.n_sentences = r.n_sentences, d.seq = r.seq"
 )
 _UPSERT_CHUNKS = (
     "UNWIND $rows AS r MERGE (c:SemragChunk {id: r.id}) "
@@ -128,7 +130,8 @@ _UPSERT_CHUNKS = (
 )
 _UPSERT_SENTENCES = (
     "UNWIND $rows AS r MERGE (s:SemragSentence {key: r.key}) "
-    "SET s.doc_id = r.doc_id, s.i = r.i, s.start = r.start, s.end = r.end, s.embedding = r.vector"
+    "SET s.doc_id = r.doc_id, s.i = r.i, s.start = r.start, s.end = r.end, s.text = r.text, "
+    "s.embedding = r.vector"
 )
 _UPSERT_WINDOWS = (
     "UNWIND $rows AS r MERGE (w:SemragWindow {key: r.key}) "
@@ -145,7 +148,8 @@ _CREATE_BRIDGES = (
     "CREATE (a)-[:THEME_BRIDGE {score: r.score}]->(b)"
 )
 _FINGERPRINTS = (
-    "MATCH (d:SemragDocument) RETURN d.id AS id, properties(d)['fingerprint'] AS fingerprint"
+    "MATCH (d:SemragDocument) "
+    "RETURN d.id AS id, properties(d)['fingerprint'] AS fingerprint, properties(d)['seq'] AS seq"
 )
 _ALL_EDGES_DROP = (
     "MATCH (:SemragWindow)-[e:SIMILAR]->() CALL (e) { DELETE e } IN TRANSACTIONS OF 10000 ROWS"
@@ -220,6 +224,25 @@ _DUMP_CHUNKS = (
 )
 _DUMP_WINDOWS = (
     "MATCH (w:SemragWindow) RETURN w.doc_id AS doc_id, w.n AS n, w.first AS first, w.end AS end"
+)
+# The similarity graph, a node (and its sentences) at a time: nodes are numbered per query.
+_NODE_FIELDS = (
+    "w.key AS key, w.doc_id AS doc_id, w.first AS first, w.end AS end, "
+    "w.embedding AS embedding, w.n AS n, d.seq AS seq, d.metadata AS metadata, "
+    "COLLECT { UNWIND range(w.first, w.end - 1) AS i "
+    "MATCH (s:SemragSentence "
+    "{key: toString(size(w.doc_id)) + ':' + w.doc_id + '#' + toString(i)}) "
+    "RETURN {i: s.i, start: s.start, end: s.end, text: s.text, embedding: s.embedding} } "
+    "AS sentences"
+)
+_ANCHORS = (
+    "CALL db.index.vector.queryNodes('semrag_window_embedding', $n, $vector) YIELD node AS w "
+    f"MATCH (d:SemragDocument {{id: w.doc_id}}) RETURN {_NODE_FIELDS}"
+)
+_HOP = (
+    "MATCH (:SemragWindow {key: $key})-[e:SIMILAR]->(w:SemragWindow) "
+    f"MATCH (d:SemragDocument {{id: w.doc_id}}) RETURN e.score AS score, e.kind AS kind, "
+    f"{_NODE_FIELDS}"
 )
 # Lucene's query syntax: special characters are escaped and its operators lower-cased, so a
 # query is searched as words.
@@ -354,6 +377,7 @@ class Neo4jIndexStore:
         self._edges: _Edges | None = None
         self._version: int | None = None
         self._behind = False
+        self._next_seq = 0
         self._lock = threading.Lock()
         for statement in _SCHEMA:
             store._write(statement)
@@ -388,6 +412,7 @@ class Neo4jIndexStore:
             self.store._write(statement, dim=dim)
         self.store._read("CALL db.awaitIndexes(300)")
         self._index = index
+        self._next_seq = int(self._state().get("next_seq") or 0)
         index.follow(self, replay=self._catch_up)
 
     def _catch_up(self, documents: list[IndexedDocument], version: int) -> Change:
@@ -401,11 +426,26 @@ class Neo4jIndexStore:
         return self._difference(documents, version)
 
     def _difference(self, documents: Sequence[IndexedDocument], version: int) -> Change:
-        have = {r["id"]: r["fingerprint"] for r in self.store._read(_FINGERPRINTS)}
-        added = tuple(d for d in documents if have.get(d.id) != _fingerprint(d))
+        """The change that makes the database hold ``documents``, in their order.
+
+        A stored document is kept if it is the same version (fingerprint) and comes after
+        the documents kept before it; from the first one that is not, every document is
+        written again (added documents go to the end), so the database's order is the
+        index's.
+        """
+        have = {r["id"]: (r["fingerprint"], r["seq"]) for r in self.store._read(_FINGERPRINTS)}
+        added: list[IndexedDocument] = []
+        last = -1
+        for d in documents:
+            fingerprint, seq = have.get(d.id, (None, None))
+            if added or fingerprint != _fingerprint(d) or seq is None or seq <= last:
+                added.append(d)
+            else:
+                last = seq
+        again = {d.id for d in added}
         keep = {d.id for d in documents}
-        removed = tuple(_Gone(i) for i in have if i not in keep or i in {d.id for d in added})
-        return Change(version, added=added, removed=removed)  # type: ignore[arg-type]
+        removed = tuple(_Gone(i) for i in have if i not in keep or i in again)
+        return Change(version, added=tuple(added), removed=removed)  # type: ignore[arg-type]
 
     def sync(self) -> Change:
         """Bring the database level with the attached index now (after a failed write).
@@ -504,6 +544,11 @@ class Neo4jIndexStore:
             {"src": d, "dst": t, "score": s} for d in sorted(bridge_docs) for t, s in new.bridges[d]
         ]
         docs, chunks, sentences, windows = rows
+        next_seq = self._next_seq
+        for row in docs:  # added documents go after every document there (the index's order)
+            row["seq"], next_seq = next_seq, next_seq + 1
+        if next_seq >= 1 << 31:
+            raise StoreError("more than 2**31 documents were written to this database")
         dim = int(self._index.embedder.dim)
         batch = self.store.batch_size
 
@@ -528,6 +573,11 @@ class Neo4jIndexStore:
                 dim=dim,
                 embedder=repr(self._index.embedder),
                 edges=new.digest(),
+                ssg=None if graph is None else json.dumps(graph.config.to_dict()),
+                windows=0 if graph is None else graph.n_nodes,
+                pca_mean=None if graph is None else _vector(graph.pca_mean),
+                pca=None if graph is None else _vector(graph.pca_components),
+                next_seq=next_seq,
             ).consume()
 
         try:
@@ -536,6 +586,7 @@ class Neo4jIndexStore:
             self._behind = True  # the next change (or sync) writes the difference
             raise
         self._edges, self._version, self._behind = new, change.version, False
+        self._next_seq = next_seq
 
     def _graph(self) -> SemanticSimilarityGraph | None:
         return self._index.ssg if self._index.ssg_config is not None else None
@@ -629,7 +680,10 @@ def _edge_rows(edges: _Edges, sources: set[tuple[int, int]]) -> list[dict[str, A
 def _document_rows(
     added: Iterable[IndexedDocument], *, windows: bool
 ) -> tuple[list[dict[str, Any]], ...]:
-    """Rows of the documents, chunks, sentences and (with ``windows``) window nodes."""
+    """Rows of the documents, chunks, sentences and (with ``windows``) window nodes.
+
+    Each document's ``seq`` (its place in the index's order) is set when it is written.
+    """
     docs: list[dict[str, Any]] = []
     chunks: list[dict[str, Any]] = []
     sentences: list[dict[str, Any]] = []
@@ -643,6 +697,7 @@ def _document_rows(
                 "metadata": _json(e.doc.metadata, "document metadata"),
                 "themes": list(e.themes),
                 "fingerprint": _fingerprint(e),
+                "n_sentences": len(e.sentences),
             }
         )
         for cid, c, v in zip(e.chunk_ids, e.chunks, e.chunk_vectors, strict=True):
@@ -661,7 +716,9 @@ def _document_rows(
                     "vector": _vector(v),
                 }
             )
-        for i, (s, v) in enumerate(zip(e.sentences, e.sentence_vectors, strict=True)):
+        spans = e.sentences
+        for i, (s, v) in enumerate(zip(spans, e.sentence_vectors, strict=True)):
+            stop = spans[i + 1].start if i + 1 < len(spans) else s.end
             sentences.append(
                 {
                     "key": part_key(doc_id, i),
@@ -669,6 +726,7 @@ def _document_rows(
                     "i": i,
                     "start": s.start,
                     "end": s.end,
+                    "text": e.doc.text[s.start : max(stop, s.end)],  # up to the next sentence
                     "vector": _vector(v),
                 }
             )
@@ -743,8 +801,6 @@ class Neo4jIndex:
             dimension than the embedder's.
     """
 
-    ssg_config = None
-    """No similarity-graph traversal on this backend yet."""
     extended = None
     """IAR's default extended channel here: none (PPR builds its passage graph in process)."""
 
@@ -780,6 +836,8 @@ class Neo4jIndex:
                 f"the stored index has {state['dim']}-dimensional vectors "
                 f"({state['embedder']}); the embedder gives {self.embedder.dim}"
             )
+        self.ssg_config = SSGConfig(**json.loads(state["ssg"])) if state.get("ssg") else None
+        """The stored similarity graph's config (``None`` without one)."""
         self.dense = _Dense(self)
         self.sparse = _Sparse(self)
         self._local = threading.local()
@@ -953,6 +1011,20 @@ class Neo4jIndex:
         """Themes of ``doc_id``."""
         return self._document(doc_id)[3]
 
+    def ssg_view(self) -> _RemoteView:
+        """The similarity graph as :class:`~semrag.retrieval.SSGRetriever` reads it.
+
+        Fetched as the traversal goes: the anchor search is one round trip and each node
+        expanded is one more (its neighbours, their vectors and sentences). Node numbers
+        are given in the order nodes are met, so they hold for one query only.
+
+        Raises:
+            ConfigError: if the stored index has no similarity graph.
+        """
+        if self.ssg_config is None:
+            raise ConfigError("the stored index was built with ssg=False")
+        return _RemoteView(self, _read_state(self.store, self.name))
+
     @property
     def doc_ids(self) -> list[str]:
         """Ids of the stored documents (sorted; the database keeps no insertion order)."""
@@ -980,3 +1052,162 @@ def _chunk(r: Mapping[str, Any]) -> Chunk:
         sentence_end=int(r["sentence_end"]),
         metadata=json.loads(r["metadata"]),
     )
+
+
+class _Rows:
+    """Rows fetched so far, indexed like an array (an int, or a list of ints)."""
+
+    def __init__(self, get: Callable[[int], Any], dim: int) -> None:
+        self._get, self._dim = get, dim
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, (int, np.integer)):
+            return self._get(int(idx))
+        rows = [self._get(int(i)) for i in idx]
+        return np.stack(rows) if rows else np.zeros((0, self._dim), np.float32)
+
+
+class _RemoteGraph:
+    """:class:`~semrag.graph.ssg.SemanticSimilarityGraph`'s read side, fetched node by node."""
+
+    def __init__(self, view: _RemoteView, n_nodes: int, mean: Floats, components: Floats) -> None:
+        self._view = view
+        self.n_nodes = n_nodes
+        self.pca_mean, self.pca_components = mean, components
+        self.node_vectors = _Rows(lambda n: view._vectors[n], view.dim)
+        self.node_sentences = _Rows(lambda n: view._ranges[n], 2)
+
+    def neighbours(self, node: int) -> tuple[Ints, Floats, npt.NDArray[np.int8]]:
+        """``(nodes, scores, kinds)`` of the edges leaving ``node`` (one round trip, once)."""
+        return self._view._neighbours(node)
+
+    def project_3d(self, vectors: Floats) -> Floats:
+        """Project vectors with the stored graph's PCA (triangulation_geometric_3d)."""
+        v = np.asarray(vectors, dtype=np.float32)
+        return ((v - self.pca_mean) @ self.pca_components.T).astype(np.float32)
+
+
+class _RemoteNodeIndex:
+    """The anchor search: the window vector index, candidates scored exactly."""
+
+    def __init__(self, view: _RemoteView) -> None:
+        self._view = view
+
+    def search(self, query: Floats, k: int) -> tuple[Floats, Ints]:
+        """``(scores, ids)`` of shape ``(1, k)``, best first (ties to the lower node)."""
+        view, owner = self._view, self._view._owner
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        n = max(int(k), owner.oversample * int(k), owner.min_candidates)
+        nodes = sorted({view._add(r) for r in owner._read(_ANCHORS, n=n, vector=_vector(q))})
+        scores = np.full((1, k), -np.inf, np.float32)
+        ids = np.full((1, k), -1, np.int64)
+        if nodes:
+            sims = np.stack([view._vectors[i] for i in nodes]) @ q
+            top = np.argsort(-sims, kind="stable")[:k]
+            ids[0, : top.size] = np.asarray(nodes, np.int64)[top]
+            scores[0, : top.size] = sims[top]
+        return scores, ids
+
+
+class _RemoteView:
+    """:class:`~semrag.index.semantic_index.SSGView` over the database, for one query.
+
+    A node's number is ``seq << 32 | n`` (window ``n`` of the document placed ``seq`` in
+    the index's order) and a sentence's ``seq << 32 | i``: both sort as the embedded
+    index's global numbers do, so every tie a traversal breaks by number breaks alike,
+    and a run of sentence numbers is a run of one document's sentences.
+    """
+
+    def __init__(self, owner: Neo4jIndex, state: Mapping[str, Any]) -> None:
+        self._owner = owner
+        self.dim = dim = owner.embedder.dim
+        self.version = int(state["version"])
+        self._keys: dict[int, str] = {}
+        self._vectors: dict[int, Floats] = {}
+        self._ranges: dict[int, tuple[int, int]] = {}
+        self._adjacent: dict[int, tuple[Ints, Floats, npt.NDArray[np.int8]]] = {}
+        self._docs: dict[int, str] = {}  # by seq
+        self._metadata: dict[str, Any] = {}
+        self._sentences: dict[int, tuple[Span, str, Floats]] = {}
+        mean = np.asarray(state.get("pca_mean") or np.zeros(dim), np.float32)
+        components = np.asarray(state.get("pca_components") or [], np.float32).reshape(-1, dim)
+        self.graph = _RemoteGraph(self, int(state.get("windows") or 0), mean, components)
+        self.node_index = _RemoteNodeIndex(self)
+        self.sentence_matrix = _Rows(lambda i: self._sentences[i][2], dim)
+
+    def _add(self, row: Mapping[str, Any]) -> int:
+        """The number of the node in ``row`` (kept, with its sentences, when first met)."""
+        seq = int(row["seq"]) << 32
+        node = seq | int(row["n"])
+        if node in self._keys:
+            return node
+        doc_id = row["doc_id"]
+        if row["seq"] not in self._docs:
+            self._docs[int(row["seq"])] = doc_id
+            self._metadata[doc_id] = json.loads(row["metadata"])
+        for srow in row["sentences"]:
+            self._sentences.setdefault(
+                seq | int(srow["i"]),
+                (
+                    Span(int(srow["start"]), int(srow["end"])),
+                    srow["text"],
+                    np.asarray(srow["embedding"], np.float32),
+                ),
+            )
+        self._keys[node] = row["key"]
+        self._vectors[node] = np.asarray(row["embedding"], np.float32)
+        self._ranges[node] = (seq | int(row["first"]), seq | int(row["end"]))
+        return node
+
+    def _neighbours(self, node: int) -> tuple[Ints, Floats, npt.NDArray[np.int8]]:
+        if node not in self._adjacent:
+            rows = self._owner._read(_HOP, key=self._keys[node])
+            edges = sorted((int(r["kind"]), -float(r["score"]), self._add(r)) for r in rows)
+            self._adjacent[node] = (
+                np.array([n for _, _, n in edges], np.int64),
+                np.array([-s for _, s, _ in edges], np.float32),
+                np.array([k for k, _, _ in edges], np.int8),
+            )
+        return self._adjacent[node]
+
+    def sentence_location(self, global_index: int) -> tuple[str, Span]:
+        """``(doc_id, span)`` of a sentence met in this query, by its number."""
+        return self._docs[global_index >> 32], self._sentences[global_index][0]
+
+    def sentence_text(self, global_index: int) -> str:
+        """The text of a sentence met in this query."""
+        span, text, _ = self._sentences[global_index]
+        return text[: span.end - span.start]
+
+    def node_chunk(self, node: int) -> Chunk:
+        """A window node as a :class:`Chunk` with exact offsets."""
+        a, b = self._ranges[node]
+        return self.sentences_chunk(a, b, index=node)
+
+    def sentences_chunk(self, first: int, end: int, *, index: int = 0) -> Chunk:
+        """Sentences ``first .. end - 1`` (met in this query, all of one document) as a chunk.
+
+        Raises:
+            ConfigError: if the range is empty, crosses a document or was not fetched.
+        """
+        seq = first >> 32
+        known = all(i in self._sentences for i in range(first, end))
+        if not (first < end and (end - 1) >> 32 == seq and known):
+            raise ConfigError(f"sentences {first}..{end - 1} are not a fetched run of one document")
+        doc_id = self._docs[seq]
+        parts = [self._sentences[i][1] for i in range(first, end - 1)]
+        text = "".join(parts) + self.sentence_text(end - 1)
+        start, stop = self._sentences[first][0].start, self._sentences[end - 1][0].end
+        if len(text) != stop - start:
+            raise StoreError(f"the stored sentences of {doc_id!r} do not tile its text")
+        return Chunk(
+            doc_id=doc_id,
+            start=start,
+            end=stop,
+            text=text,
+            token_count=int(self._owner.tokenizer.count([text])[0]),
+            index=index,
+            sentence_start=first - (seq << 32),
+            sentence_end=end - (seq << 32),
+            metadata=self._metadata[doc_id],
+        )

@@ -10,13 +10,17 @@ semrag's BM25, and runs IAR and SPC with nothing but a database connection.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreUnavailableError
 from semrag.graph import SSGConfig
 from semrag.postprocess import SPC
-from semrag.retrieval import IntentAwareRetriever
+from semrag.retrieval import IntentAwareRetriever, SSGRetriever
+from semrag.retrieval.ssg import ALGORITHMS
+from semrag.testing import FakeLLM
 from tests.adapters.test_dense_backends import QUERIES, TEXTS, embedder
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
@@ -192,3 +196,41 @@ def test_the_reader_checks_what_it_is_given(graph_store):
     with pytest.raises(ConfigError, match="JSON"):
         index.add_documents([Document("b", TEXTS[1], {"when": object()})])
     assert "b" not in index and "b" not in reader  # the change failed while staged
+
+
+def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_store):
+    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+
+    emb = embedder()
+    index = SemanticIndex(embedder=emb, ssg=SSG)
+    Neo4jIndexStore.for_index(index, graph_store)
+    changes(index)
+    reader = Neo4jIndex(graph_store, embedder=emb)
+    assert reader.ssg_config == SSG
+    found = 0
+    for algorithm in ALGORITHMS:
+        for q in [*QUERIES, "Which river flows by Memphis?", "Nobel Prize winner"]:
+            runs = []
+            for ix in (index, reader):
+                llm = FakeLLM(['{"choice": 2}'], cycle=True) if "llm" in algorithm else None
+                hits = SSGRetriever(ix, algorithm=algorithm, k=4, llm=llm).retrieve(q)
+                # a hit's chunk.index is its node's number: per query on Neo4j
+                runs.append(
+                    [
+                        (
+                            dataclasses.replace(h.chunk, index=0),
+                            round(h.score, 5),
+                            [(p["edge"], p["sentences"]) for p in h.provenance],
+                        )
+                        for h in hits
+                    ]
+                )
+            assert runs[1] == runs[0], (algorithm, q)
+            found += len(runs[0])
+    assert found > 2 * len(ALGORITHMS) * 6  # the traversals went somewhere
+    with pytest.raises(ConfigError, match="ssg=False"):
+        bare = SemanticIndex(embedder=emb, ssg=False)
+        Neo4jIndexStore(graph_store).clear()
+        Neo4jIndexStore.for_index(bare, graph_store)
+        bare.add_documents([Document("a", TEXTS[0])])
+        Neo4jIndex(graph_store, embedder=emb).ssg_view()
