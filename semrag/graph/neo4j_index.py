@@ -44,6 +44,7 @@ checks an overlap of the top results of at least 0.8.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -921,6 +922,16 @@ class Neo4jIndex:
         """Dense top-``k`` chunks for ``query`` (one round trip, plus one for the chunks)."""
         check_query("Neo4jIndex.search", query)
         return self.search_vector(self.embed_query(query), k)
+
+    async def asearch(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """Async twin of :meth:`search` (the round trips run in a worker thread)."""
+        check_query("Neo4jIndex.search", query)
+        vector = await self.aembed_query(query)
+        return await asyncio.to_thread(self.search_vector, vector, k)
+
+    async def asearch_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """Async twin of :meth:`search_sparse` (in a worker thread)."""
+        return await asyncio.to_thread(self.search_sparse, query, k)
 
     def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Full-text (Lucene BM25) top-``k`` chunks for ``query``."""

@@ -20,7 +20,7 @@ from semrag.graph import SSGConfig
 from semrag.postprocess import SPC
 from semrag.retrieval import IntentAwareRetriever, SSGRetriever
 from semrag.retrieval.ssg import ALGORITHMS
-from semrag.testing import FakeLLM
+from semrag.testing import FakeEmbedder, FakeLLM
 from tests.adapters.test_dense_backends import QUERIES, TEXTS, embedder
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
@@ -234,3 +234,33 @@ def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_
         Neo4jIndexStore.for_index(bare, graph_store)
         bare.add_documents([Document("a", TEXTS[0])])
         Neo4jIndex(graph_store, embedder=emb).ssg_view()
+
+
+async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypatch):
+    # The cases of tests/unit/test_loop_stalls.py (ELSEWHERE): a slow model and a slow
+    # network (each read waits DELAY) must not stall the loop.
+    import time
+
+    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from tests.unit.test_loop_stalls import DELAY, ELSEWHERE, MAX_STALL, SlowEmbedder, longest_stall
+
+    index = SemanticIndex(embedder=FakeEmbedder())
+    Neo4jIndexStore.for_index(index, graph_store)
+    index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
+    reader = Neo4jIndex(graph_store, embedder=SlowEmbedder())
+    real = graph_store._read
+
+    def slow_read(query, **params):
+        time.sleep(DELAY)
+        return real(query, **params)
+
+    monkeypatch.setattr(graph_store, "_read", slow_read)
+    cases = {
+        "aembed_query": lambda: reader.aembed_query("bees"),
+        "asearch": lambda: reader.asearch("bees", k=2),
+        "asearch_sparse": lambda: reader.asearch_sparse("bees", k=2),
+    }
+    assert {k.rsplit(".", 1)[1] for k in ELSEWHERE} == set(cases)
+    for name, make in cases.items():
+        assert await longest_stall(make) < MAX_STALL, name
+    assert (await reader.asearch("bees", k=2))[0].chunk.doc_id == "d0"

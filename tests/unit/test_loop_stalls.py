@@ -521,10 +521,19 @@ def public_async_methods() -> set[str]:
     return found
 
 
+# Methods whose cases need the real Neo4j server: measured in the test named here.
+ELSEWHERE = {
+    f"semrag.graph.neo4j_index:Neo4jIndex.{name}": "tests/graph/test_neo4j_index.py"
+    "::test_the_readers_async_twins_leave_the_loop_free"
+    for name in ("aembed_query", "asearch", "asearch_sparse")
+}
+
+
 def test_every_async_method_has_a_case():
     found = public_async_methods()
-    assert found - set(CASES) == set(), "async methods without a loop-stall case"
-    assert set(CASES) - found == set(), "cases for methods that no longer exist"
+    cased = set(CASES) | set(ELSEWHERE)
+    assert found - cased == set(), "async methods without a loop-stall case"
+    assert cased - found == set(), "cases for methods that no longer exist"
 
 
 @pytest.mark.parametrize(
