@@ -127,16 +127,18 @@ _UPSERT_CHUNKS = (
     "UNWIND $rows AS r MERGE (c:SemragChunk {id: r.id}) "
     "SET c.doc_id = r.doc_id, c.start = r.start, c.end = r.end, c.text = r.text, "
     "c.token_count = r.token_count, c.index = r.index, c.sentence_start = r.sentence_start, "
-    "c.sentence_end = r.sentence_end, c.metadata = r.metadata, c.embedding = r.vector"
+    "c.sentence_end = r.sentence_end, c.metadata = r.metadata, c.embedding = r.vector, "
+    "c.vec = r.vec"
 )
 _UPSERT_SENTENCES = (
     "UNWIND $rows AS r MERGE (s:SemragSentence {key: r.key}) "
     "SET s.doc_id = r.doc_id, s.i = r.i, s.start = r.start, s.end = r.end, s.text = r.text, "
-    "s.embedding = r.vector"
+    "s.vec = r.vec"
 )
 _UPSERT_WINDOWS = (
     "UNWIND $rows AS r MERGE (w:SemragWindow {key: r.key}) "
-    "SET w.doc_id = r.doc_id, w.n = r.n, w.first = r.first, w.end = r.end, w.embedding = r.vector"
+    "SET w.doc_id = r.doc_id, w.n = r.n, w.first = r.first, w.end = r.end, "
+    "w.embedding = r.vector, w.vec = r.vec"
 )
 _DROP_OUT_EDGES = "UNWIND $keys AS k MATCH (:SemragWindow {key: k})-[e:SIMILAR]->() DELETE e"
 _CREATE_EDGES = (
@@ -165,25 +167,23 @@ _CHUNK_FIELDS = (
     "c.token_count AS token_count, c.index AS index, c.sentence_start AS sentence_start, "
     "c.sentence_end AS sentence_end, c.metadata AS metadata"
 )
-_DENSE = (  # candidates of every query row, each scored exactly by the caller
+_DENSE = (  # candidates of every query row with their chunks, each scored exactly by the caller
     "UNWIND range(0, size($vectors) - 1) AS row "
     "CALL db.index.vector.queryNodes('semrag_chunk_embedding', $n, $vectors[row]) "
-    "YIELD node AS c RETURN row, c.id AS id, c.embedding AS embedding"
+    f"YIELD node AS c RETURN row, {_CHUNK_FIELDS}, c.vec AS vec"
 )
 _SPARSE = (
     "UNWIND range(0, size($queries) - 1) AS row "
     "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $queries[row], "
-    "{limit: $n}) YIELD node, score RETURN node.id AS id, score } "
-    "RETURN row, id, score"
+    "{limit: $n}) YIELD node AS c, score "
+    f"RETURN {_CHUNK_FIELDS}, c.vec AS vec, score }} "
+    "RETURN *"
 )
 _SPARSE_AMONG = (
     "CALL db.index.fulltext.queryNodes('semrag_chunk_text', $text) YIELD node, score "
     "WHERE node.id IN $ids RETURN node.id AS id, score"
 )
-_CHUNKS = (
-    f"UNWIND $ids AS i MATCH (c:SemragChunk {{id: i}}) "
-    f"RETURN {_CHUNK_FIELDS}, c.embedding AS embedding"
-)
+_CHUNKS = f"UNWIND $ids AS i MATCH (c:SemragChunk {{id: i}}) RETURN {_CHUNK_FIELDS}, c.vec AS vec"
 _DOC_CHUNKS = (
     f"MATCH (c:SemragChunk {{doc_id: $doc_id}}) RETURN {_CHUNK_FIELDS} ORDER BY c.index, c.id"
 )
@@ -196,7 +196,7 @@ _DOCUMENT = (
     "OPTIONAL MATCH (s:SemragSentence {doc_id: $id}) "
     "WITH d, s ORDER BY s.i "
     "RETURN d.text AS text, d.metadata AS metadata, d.themes AS themes, "
-    "collect([s.start, s.end]) AS spans, collect(s.embedding) AS vectors"
+    "collect([s.start, s.end]) AS spans, collect(s.vec) AS vectors"
 )
 _DOC_IDS = "MATCH (d:SemragDocument) RETURN d.id AS id ORDER BY d.id"
 _COUNT_CHUNKS = "MATCH (c:SemragChunk) RETURN count(c) AS n"
@@ -229,11 +229,11 @@ _DUMP_WINDOWS = (
 # The similarity graph, a node (and its sentences) at a time: nodes are numbered per query.
 _NODE_FIELDS = (
     "w.key AS key, w.doc_id AS doc_id, w.first AS first, w.end AS end, "
-    "w.embedding AS embedding, w.n AS n, d.seq AS seq, d.metadata AS metadata, "
+    "w.vec AS vec, w.n AS n, d.seq AS seq, d.metadata AS metadata, "
     "COLLECT { UNWIND range(w.first, w.end - 1) AS i "
     "MATCH (s:SemragSentence "
     "{key: toString(size(w.doc_id)) + ':' + w.doc_id + '#' + toString(i)}) "
-    "RETURN {i: s.i, start: s.start, end: s.end, text: s.text, embedding: s.embedding} } "
+    "RETURN {i: s.i, start: s.start, end: s.end, text: s.text, vec: s.vec} } "
     "AS sentences"
 )
 _ANCHORS = (
@@ -287,6 +287,15 @@ def _fingerprint(entry: IndexedDocument) -> str:
 
 def _vector(v: Any) -> list[float]:
     return [float(x) for x in np.asarray(v, dtype=np.float32).reshape(-1)]
+
+
+def _bytes(v: Any) -> bytes:
+    """A vector as float32 bytes: what reads fetch (exact, and far cheaper than a list)."""
+    return np.asarray(v, dtype="<f4").reshape(-1).tobytes()
+
+
+def _unbytes(b: bytes) -> Floats:
+    return np.frombuffer(b, dtype="<f4")
 
 
 class _Edges:
@@ -715,6 +724,7 @@ def _document_rows(
                     "sentence_end": int(c.sentence_end),
                     "metadata": _json(c.metadata, "chunk metadata"),
                     "vector": _vector(v),
+                    "vec": _bytes(v),
                 }
             )
         spans = e.sentences
@@ -728,7 +738,7 @@ def _document_rows(
                     "start": s.start,
                     "end": s.end,
                     "text": e.doc.text[s.start : max(stop, s.end)],  # up to the next sentence
-                    "vector": _vector(v),
+                    "vec": _bytes(v),
                 }
             )
         if windows:
@@ -741,6 +751,7 @@ def _document_rows(
                         "first": int(a),
                         "end": int(b),
                         "vector": _vector(v),
+                        "vec": _bytes(v),
                     }
                 )
     return docs, chunks, sentences, nodes
@@ -759,6 +770,10 @@ class _Dense:
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
         return self._owner._dense_search(np.atleast_2d(np.asarray(queries, np.float32)), k)
+
+    def vectors_of(self, ids: Sequence[int]) -> Floats:
+        """Stored vectors of these chunks (fetched with them)."""
+        return self._owner.vectors_of(ids)
 
 
 class _Sparse:
@@ -802,6 +817,8 @@ class Neo4jIndex:
             dimension than the embedder's.
     """
 
+    piece_index = None
+    """No small pieces stored: SKETCH searches the chunks here (``split=None``)."""
     extended = None
     """IAR's default extended channel here: none (PPR builds its passage graph in process)."""
 
@@ -888,7 +905,7 @@ class Neo4jIndex:
         ids = np.full((len(queries), k), -1, np.int64)
         by_row: dict[int, list[tuple[float, int]]] = {}
         for r in rows:
-            v = np.asarray(r["embedding"], np.float32)
+            v = self._remember(r)
             by_row.setdefault(r["row"], []).append((-float(v @ queries[r["row"]]), int(r["id"])))
         for row, found in by_row.items():
             found.sort()
@@ -901,6 +918,7 @@ class Neo4jIndex:
         rows = self._read(_SPARSE, n=int(k), queries=[lucene_query(q) for q in queries])
         out: list[list[tuple[int, float]]] = [[] for _ in queries]
         for r in rows:
+            self._remember(r)
             out[r["row"]].append((int(r["id"]), float(r["score"])))
         for hits in out:
             hits.sort(key=lambda h: (-h[1], h[0]))
@@ -953,6 +971,14 @@ class Neo4jIndex:
         return np.array([got.get(i, 0.0) for i in ids], np.float64)
 
     # -- the corpus, by id ----------------------------------------------------------------------
+    def _remember(self, row: Mapping[str, Any]) -> Floats:
+        """Keep a fetched chunk row for the rest of this read; returns its vector."""
+        vector = _unbytes(row["vec"])
+        cache = getattr(self._local, "cache", None)
+        if cache is not None:
+            cache["chunks"].setdefault(int(row["id"]), (_chunk(row), vector))
+        return vector
+
     def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
         """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
         cache = getattr(self._local, "cache", None)
@@ -960,7 +986,7 @@ class Neo4jIndex:
         missing = sorted({int(i) for i in ids} - known.keys())
         if missing:
             for r in self._read(_CHUNKS, ids=missing):
-                known[int(r["id"])] = (_chunk(r), np.asarray(r["embedding"], np.float32))
+                known[int(r["id"])] = (_chunk(r), _unbytes(r["vec"]))
         unknown = [int(i) for i in ids if int(i) not in known]
         if unknown:
             raise KeyError(f"chunk ids not in the index: {unknown[:5]}")
@@ -998,7 +1024,7 @@ class Neo4jIndex:
             r = rows[0]
             spans = [Span(a, b) for a, b in r["spans"] if a is not None]
             vectors = (
-                np.asarray(r["vectors"], np.float32)
+                np.stack([_unbytes(b) for b in r["vectors"]])
                 if spans
                 else np.zeros((0, self.embedder.dim), np.float32)
             )
@@ -1162,11 +1188,11 @@ class _RemoteView:
                 (
                     Span(int(srow["start"]), int(srow["end"])),
                     srow["text"],
-                    np.asarray(srow["embedding"], np.float32),
+                    _unbytes(srow["vec"]),
                 ),
             )
         self._keys[node] = row["key"]
-        self._vectors[node] = np.asarray(row["embedding"], np.float32)
+        self._vectors[node] = _unbytes(row["vec"])
         self._ranges[node] = (seq | int(row["first"]), seq | int(row["end"]))
         return node
 

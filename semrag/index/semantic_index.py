@@ -449,6 +449,11 @@ class SemanticIndex:
                 raise KeyError("chunk ids not in the sparse index")
             return scores[pos] if len(want) else np.zeros(0)
 
+    @property
+    def tokenizer(self) -> Any:
+        """What counts a chunk's tokens: the chunker's tokenizer."""
+        return self.chunker.tokenizer
+
     def themes(self, doc_id: str) -> list[str]:
         """Themes of ``doc_id`` (keywords, or the theme LLM's)."""
         return list(self._entries[doc_id].themes)

@@ -321,14 +321,11 @@ class SPC:
             self.embedder = index.embedder
         else:
             self.embedder = as_embedder(embedder)  # None: the packaged MiniLM, loaded on use
-        if tokenizer is None:  # the index's chunker counts, or the database index's tokenizer
-            chunker = getattr(index, "chunker", None)
+        if tokenizer is None:
             tokenizer = (
-                chunker.tokenizer
-                if chunker is not None
-                else getattr(index, "tokenizer", None)
-                or getattr(self.embedder, "tokenizer", None)
-                or WhitespaceTokenizer()
+                index.tokenizer
+                if index is not None
+                else getattr(self.embedder, "tokenizer", None) or WhitespaceTokenizer()
             )
         self.tokenizer = tokenizer
         self.refine = refine

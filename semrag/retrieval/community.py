@@ -268,7 +268,7 @@ class CommunityRetriever:
                 span.start,
                 span.end,
                 text,
-                int(self.index.chunker.tokenizer.count([text])[0]),
+                int(self.index.tokenizer.count([text])[0]),
                 index=j,
                 sentence_start=j,
                 sentence_end=j + 1,

@@ -49,6 +49,7 @@ from semrag._validation import (
     check_query,
     validate_params,
 )
+from semrag.errors import ConfigError
 from semrag.graph.types import Entity
 from semrag.index.pieces import PieceIndex, check_split
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -252,6 +253,11 @@ class SketchRetriever:
         kept = index.piece_index
         if kept is not None and kept.split == self.split:
             return kept.pieces, kept.parents, kept.dense
+        if not callable(getattr(index, "indexed", None)):
+            raise ConfigError(
+                f"{type(index).__name__} keeps no pieces of split {self.split}: search its "
+                "chunks with SketchRetriever(..., split=None)"
+            )
         # Lock order: the index's read first, then this retriever's lock.
         with reading(index), self._lock:
             if self._own is None:

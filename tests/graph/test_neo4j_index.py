@@ -143,7 +143,7 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
         want = [(h.chunk, round(h.score, 5)) for h in index.search(q, k=4)]
         before = graph_store.reads
         got = [(h.chunk, round(h.score, 5)) for h in reader.search(q, k=4)]
-        assert graph_store.reads - before == 2  # the search, then the chunks
+        assert graph_store.reads - before == 1  # candidates and their chunks in one read
         assert got == want
         assert [h.chunk.metadata for h in reader.search(q, k=4)] == [c.metadata for c, _ in want]
         bm25 = {h.chunk for h in index.search_sparse(q, k=3)}
@@ -264,3 +264,47 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
     for name, make in cases.items():
         assert await longest_stall(make) < MAX_STALL, name
     assert (await reader.asearch("bees", k=2))[0].chunk.doc_id == "d0"
+
+
+def test_sketch_and_community_search_serve_from_the_database_with_the_graph_beside_it(
+    graph_store,
+):
+    # The writer keeps the index and its knowledge graph in one database; the serving
+    # process opens both with nothing but the connection and the embedder.
+    from semrag.graph import KnowledgeGraph
+    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.retrieval import CommunityRetriever, SketchRetriever
+
+    emb = embedder()
+    graph_store.clear()
+    index = SemanticIndex(embedder=emb, ssg=SSG)
+    Neo4jIndexStore.for_index(index, graph_store)
+    kg = KnowledgeGraph.build(index, store=graph_store)
+    changes(index)
+    kg.refresh_communities()
+    reader = Neo4jIndex(graph_store, embedder=emb)
+    served = KnowledgeGraph(graph_store, embedder=emb)
+    pairs = {
+        "sketch": (
+            SketchRetriever(index, kg, split=None),
+            SketchRetriever(reader, served, split=None),
+        ),
+        "local": (
+            CommunityRetriever(index, kg, mode="local"),
+            CommunityRetriever(reader, served, mode="local"),
+        ),
+        "global": (
+            CommunityRetriever(index, kg, mode="global"),
+            CommunityRetriever(reader, served, mode="global"),
+        ),
+    }
+    found = 0
+    for name, (here, there) in pairs.items():
+        for q in [*QUERIES, "Which river flows by Memphis?", "Where was Marie Curie born?"]:
+            want = [(h.chunk, round(h.score, 5)) for h in here.retrieve(q, k=4)]
+            assert [(h.chunk, round(h.score, 5)) for h in there.retrieve(q, k=4)] == want, name
+            found += len(want)
+    assert found > 20
+    with pytest.raises(ConfigError, match="split=None"):
+        SketchRetriever(reader, served).retrieve("Memphis")
+    graph_store.clear()

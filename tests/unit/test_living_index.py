@@ -612,14 +612,15 @@ def test_new_names_resolve_against_the_entities_already_there():
 @pytest.mark.integration
 @pytest.mark.enable_socket
 def test_the_living_index_state_machine_on_neo4j(neo4j_server):
-    """The same machine with the graph and the dense channel in a real Neo4j.
+    """The same machine with the graph, the dense channel and the whole index in Neo4j.
 
     The store always holds a fresh build, and every retriever (dense searches answered by
-    Neo4j's vector index) returns what a fresh embedded build returns.
+    Neo4j's vector index) returns what a fresh embedded build returns; so does a
+    ``Neo4jIndex`` serving the database that ``Neo4jIndexStore`` keeps level.
     """
     from hypothesis.stateful import run_state_machine_as_test
 
-    from semrag.graph import Neo4jGraphStore, Neo4jVectorClient
+    from semrag.graph import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore, Neo4jVectorClient
 
     stores: list[Neo4jGraphStore] = []
 
@@ -637,6 +638,38 @@ def test_the_living_index_state_machine_on_neo4j(neo4j_server):
     class OnNeo4j(LivingIndex):
         store_factory = staticmethod(make_store)
         dense_factory = staticmethod(make_client)
+
+        # ... and the whole index in the same database (Neo4jIndexStore), served by a
+        # Neo4jIndex that holds nothing in process: dense and every SSG traversal answer as
+        # a fresh embedded build does.
+        def __init__(self) -> None:
+            super().__init__()
+            Neo4jIndexStore(self.kg.store).clear()
+            self.writer = Neo4jIndexStore.for_index(self.index, self.kg.store)
+
+        @rule()
+        def save_and_load(self):
+            super().save_and_load()  # a new index object: a new writer trusts the database
+            self.writer = Neo4jIndexStore.for_index(self.index, self.kg.store)
+
+        @invariant()
+        def the_database_serves_a_fresh_build(self):
+            fresh = new_index()
+            fresh.add_documents([Document(d, t) for d, t in self.docs.items()])
+            counts = self.writer.counts()
+            assert counts["documents"] == len(self.docs)
+            assert counts["chunks"] == len(fresh.chunks())
+            assert counts["windows"] == fresh.ssg.n_nodes
+            assert counts["edges"] == fresh.ssg.indices.size
+            reader = Neo4jIndex(self.kg.store, embedder=FakeEmbedder(dim=32))
+
+            def served(ix):
+                out = {"dense": lambda q: ix.search(q, k=10)}
+                for algorithm in SSG_ALGORITHMS:
+                    out[algorithm] = SSGRetriever(ix, algorithm=algorithm, k=10).retrieve
+                return out
+
+            assert results(fresh, served(reader)) == results(fresh, served(fresh))
 
     try:
         run_state_machine_as_test(
