@@ -340,7 +340,9 @@ class Neo4jGraphStore:
                 routing_=self._neo4j.RoutingControl.READ,
                 database_=self.database,
             )
-            return [r.data() for r in records]
+            # the values as they came (Record.data() walks every list and byte string:
+            # 25 times slower on vectors); no statement here returns a node or relationship
+            return [dict(r.items()) for r in records]
 
         return self._call(run)
 

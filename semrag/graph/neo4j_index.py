@@ -162,6 +162,8 @@ _CLEAR = (
     "OR n:SemragIndexState CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
 )
 # -- reads ----------------------------------------------------------------------------------
+# part_key() in Cypher: the key of sentence i of the document {doc}
+_SENTENCE_KEY = "toString(size({doc})) + ':' + {doc} + '#' + toString(i)"
 _CHUNK_FIELDS = (
     "c.id AS id, c.doc_id AS doc_id, c.start AS start, c.end AS end, c.text AS text, "
     "c.token_count AS token_count, c.index AS index, c.sentence_start AS sentence_start, "
@@ -180,8 +182,16 @@ _SPARSE = (
     "RETURN *"
 )
 _SPARSE_AMONG = (
-    "CALL db.index.fulltext.queryNodes('semrag_chunk_text', $text) YIELD node, score "
-    "WHERE node.id IN $ids RETURN node.id AS id, score"
+    "UNWIND range(0, size($texts) - 1) AS row "
+    "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $texts[row]) "
+    "YIELD node, score WHERE node.id IN $ids RETURN node.id AS id, score } "
+    "RETURN row, id, score"
+)
+_CHUNK_SENTENCES = (
+    "UNWIND range(0, size($rows) - 1) AS row WITH row, $rows[row] AS r "
+    "RETURN row, COLLECT { UNWIND range(r.first, r.end - 1) AS i "
+    "MATCH (s:SemragSentence {key: " + _SENTENCE_KEY.format(doc="r.doc_id") + "}) "
+    "RETURN s.vec } AS vecs"
 )
 _CHUNKS = f"UNWIND $ids AS i MATCH (c:SemragChunk {{id: i}}) RETURN {_CHUNK_FIELDS}, c.vec AS vec"
 _DOC_CHUNKS = (
@@ -229,21 +239,29 @@ _DUMP_WINDOWS = (
 # The similarity graph, a node (and its sentences) at a time: nodes are numbered per query.
 _NODE_FIELDS = (
     "w.key AS key, w.doc_id AS doc_id, w.first AS first, w.end AS end, "
-    "w.vec AS vec, w.n AS n, d.seq AS seq, d.metadata AS metadata, "
-    "COLLECT { UNWIND range(w.first, w.end - 1) AS i "
-    "MATCH (s:SemragSentence "
-    "{key: toString(size(w.doc_id)) + ':' + w.doc_id + '#' + toString(i)}) "
-    "RETURN {i: s.i, start: s.start, end: s.end, text: s.text, vec: s.vec} } "
-    "AS sentences"
+    "w.vec AS vec, w.n AS n, d.seq AS seq, d.metadata AS metadata"
+)
+_VIEW_STATE = (
+    "MATCH (s:SemragIndexState {name: $name}) RETURN s.version AS version, s.windows AS windows"
+)
+_PCA = (
+    "MATCH (s:SemragIndexState {name: $name}) "
+    "RETURN s.pca_mean AS mean, s.pca_components AS components"
 )
 _ANCHORS = (
     "CALL db.index.vector.queryNodes('semrag_window_embedding', $n, $vector) YIELD node AS w "
     f"MATCH (d:SemragDocument {{id: w.doc_id}}) RETURN {_NODE_FIELDS}"
 )
-_HOP = (
-    "MATCH (:SemragWindow {key: $key})-[e:SIMILAR]->(w:SemragWindow) "
-    f"MATCH (d:SemragDocument {{id: w.doc_id}}) RETURN e.score AS score, e.kind AS kind, "
-    f"{_NODE_FIELDS}"
+_LOAD = (  # for each node: its sentences, and its out-edges with their target nodes
+    "UNWIND $keys AS k MATCH (v:SemragWindow {key: k}) "
+    "RETURN k AS source, "
+    "COLLECT { UNWIND range(v.first, v.end - 1) AS i "
+    "MATCH (s:SemragSentence {key: " + _SENTENCE_KEY.format(doc="v.doc_id") + "}) "
+    "RETURN {i: s.i, start: s.start, end: s.end, text: s.text, vec: s.vec} } AS sentences, "
+    "COLLECT { MATCH (v)-[e:SIMILAR]->(w:SemragWindow) "
+    "MATCH (d:SemragDocument {id: w.doc_id}) "
+    "RETURN {score: e.score, kind: e.kind, key: w.key, doc_id: w.doc_id, first: w.first, "
+    "end: w.end, vec: w.vec, n: w.n, seq: d.seq, metadata: d.metadata} } AS edges"
 )
 # Lucene's query syntax: special characters are escaped and its operators lower-cased, so a
 # query is searched as words.
@@ -786,6 +804,10 @@ class _Sparse:
         """``(chunk id, Lucene BM25 score)`` of the top ``k`` chunks, best first."""
         return self._owner._sparse_search([query], k)[0]
 
+    def search_many(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        """:meth:`search` for each query, in one round trip."""
+        return self._owner._sparse_search(list(queries), k) if queries else []
+
 
 class Neo4jIndex:
     """Serves an index stored by :class:`Neo4jIndexStore`, holding no corpus in process.
@@ -965,10 +987,33 @@ class Neo4jIndex:
 
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """Full-text scores of ``query`` for the given chunks (0 where no term matches)."""
+        return self.sparse_scores_many([query], chunk_ids)[0]
+
+    def sparse_scores_many(
+        self, queries: Sequence[str], chunk_ids: Sequence[int]
+    ) -> npt.NDArray[np.float64]:
+        """:meth:`sparse_scores` of each query, in one round trip."""
         ids = [int(i) for i in chunk_ids]
-        rows = self._read(_SPARSE_AMONG, text=lucene_query(query), ids=ids) if ids else []
-        got = {int(r["id"]): float(r["score"]) for r in rows}
-        return np.array([got.get(i, 0.0) for i in ids], np.float64)
+        out = np.zeros((len(queries), len(ids)), np.float64)
+        if not ids or not queries:
+            return out
+        texts = [lucene_query(q) for q in queries]
+        column = {i: j for j, i in enumerate(ids)}
+        for r in self._read(_SPARSE_AMONG, texts=texts, ids=ids):
+            out[r["row"], column[int(r["id"])]] = float(r["score"])
+        return out
+
+    def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
+        """The vectors of each chunk's sentences, in one round trip."""
+        chunks = self._chunks(chunk_ids)
+        rows = [
+            {"doc_id": c.doc_id, "first": c.sentence_start, "end": c.sentence_end} for c in chunks
+        ]
+        out: list[Floats] = [np.zeros((0, self.embedder.dim), np.float32) for _ in chunks]
+        for r in self._read(_CHUNK_SENTENCES, rows=rows) if rows else []:
+            if r["vecs"]:
+                out[r["row"]] = np.stack([_unbytes(b) for b in r["vecs"]])
+        return out
 
     # -- the corpus, by id ----------------------------------------------------------------------
     def _remember(self, row: Mapping[str, Any]) -> Floats:
@@ -1051,16 +1096,19 @@ class Neo4jIndex:
     def ssg_view(self) -> _RemoteView:
         """The similarity graph as :class:`~semrag.retrieval.SSGRetriever` reads it.
 
-        Fetched as the traversal goes: the anchor search is one round trip and each node
-        expanded is one more (its neighbours, their vectors and sentences). Node numbers
-        are given in the order nodes are met, so they hold for one query only.
+        Fetched as the traversal goes: the version is one round trip, the anchor search
+        one more, and nodes' sentences and edges are loaded in batches of the nodes closest
+        to the query (see ``_RemoteView``). A node's number holds for one query only.
 
         Raises:
             ConfigError: if the stored index has no similarity graph.
         """
         if self.ssg_config is None:
             raise ConfigError("the stored index was built with ssg=False")
-        return _RemoteView(self, _read_state(self.store, self.name))
+        state = self._read(_VIEW_STATE, name=self.name)
+        if not state:
+            raise ConfigError(f"the database holds no semrag index named {self.name!r}")
+        return _RemoteView(self, state[0])
 
     @property
     def doc_ids(self) -> list[str]:
@@ -1105,23 +1153,32 @@ class _Rows:
 
 
 class _RemoteGraph:
-    """:class:`~semrag.graph.ssg.SemanticSimilarityGraph`'s read side, fetched node by node."""
+    """:class:`~semrag.graph.ssg.SemanticSimilarityGraph`'s read side, fetched as needed."""
 
-    def __init__(self, view: _RemoteView, n_nodes: int, mean: Floats, components: Floats) -> None:
+    def __init__(self, view: _RemoteView, n_nodes: int) -> None:
         self._view = view
         self.n_nodes = n_nodes
-        self.pca_mean, self.pca_components = mean, components
+        self._pca: tuple[Floats, Floats] | None = None
         self.node_vectors = _Rows(lambda n: view._vectors[n], view.dim)
         self.node_sentences = _Rows(lambda n: view._ranges[n], 2)
 
     def neighbours(self, node: int) -> tuple[Ints, Floats, npt.NDArray[np.int8]]:
-        """``(nodes, scores, kinds)`` of the edges leaving ``node`` (one round trip, once)."""
-        return self._view._neighbours(node)
+        """``(nodes, scores, kinds)`` of the edges leaving ``node`` (fetched in a batch)."""
+        view = self._view
+        if node not in view._adjacent:
+            view._load(node)
+        return view._adjacent[node]
 
     def project_3d(self, vectors: Floats) -> Floats:
-        """Project vectors with the stored graph's PCA (triangulation_geometric_3d)."""
+        """Project vectors with the stored graph's PCA (read once per query)."""
+        if self._pca is None:
+            view = self._view
+            r = view._owner._read(_PCA, name=view._owner.name)[0]
+            mean = np.asarray(r["mean"] or np.zeros(view.dim), np.float32)
+            self._pca = mean, np.asarray(r["components"] or [], np.float32).reshape(-1, view.dim)
+        mean, components = self._pca
         v = np.asarray(vectors, dtype=np.float32)
-        return ((v - self.pca_mean) @ self.pca_components.T).astype(np.float32)
+        return ((v - mean) @ components.T).astype(np.float32)
 
 
 class _RemoteNodeIndex:
@@ -1134,6 +1191,7 @@ class _RemoteNodeIndex:
         """``(scores, ids)`` of shape ``(1, k)``, best first (ties to the lower node)."""
         view, owner = self._view, self._view._owner
         q = np.asarray(query, dtype=np.float32).reshape(-1)
+        view._q = q
         n = max(int(k), owner.oversample * int(k), owner.min_candidates)
         nodes = sorted({view._add(r) for r in owner._read(_ANCHORS, n=n, vector=_vector(q))})
         scores = np.full((1, k), -np.inf, np.float32)
@@ -1153,12 +1211,21 @@ class _RemoteView:
     the index's order) and a sentence's ``seq << 32 | i``: both sort as the embedded
     index's global numbers do, so every tie a traversal breaks by number breaks alike,
     and a run of sentence numbers is a run of one document's sentences.
+
+    Nodes arrive with their vectors (from the anchor search, or as a loaded node's
+    neighbours). A node's sentences and out-edges are loaded when first needed, together
+    with those of the ``batch - 1`` other met nodes closest to the query that are not
+    loaded yet: a traversal mostly goes to such nodes next, so most steps need no round
+    trip.
     """
+
+    batch = 8
 
     def __init__(self, owner: Neo4jIndex, state: Mapping[str, Any]) -> None:
         self._owner = owner
         self.dim = dim = owner.embedder.dim
         self.version = int(state["version"])
+        self._q: Floats | None = None
         self._keys: dict[int, str] = {}
         self._vectors: dict[int, Floats] = {}
         self._ranges: dict[int, tuple[int, int]] = {}
@@ -1166,54 +1233,77 @@ class _RemoteView:
         self._docs: dict[int, str] = {}  # by seq
         self._metadata: dict[str, Any] = {}
         self._sentences: dict[int, tuple[Span, str, Floats]] = {}
-        mean = np.asarray(state.get("pca_mean") or np.zeros(dim), np.float32)
-        components = np.asarray(state.get("pca_components") or [], np.float32).reshape(-1, dim)
-        self.graph = _RemoteGraph(self, int(state.get("windows") or 0), mean, components)
+        self.graph = _RemoteGraph(self, int(state.get("windows") or 0))
         self.node_index = _RemoteNodeIndex(self)
-        self.sentence_matrix = _Rows(lambda i: self._sentences[i][2], dim)
+        self.sentence_matrix = _Rows(self._sentence_vector, dim)
 
     def _add(self, row: Mapping[str, Any]) -> int:
-        """The number of the node in ``row`` (kept, with its sentences, when first met)."""
+        """The number of the node in ``row`` (kept when first met)."""
         seq = int(row["seq"]) << 32
         node = seq | int(row["n"])
         if node in self._keys:
             return node
         doc_id = row["doc_id"]
-        if row["seq"] not in self._docs:
+        if int(row["seq"]) not in self._docs:
             self._docs[int(row["seq"])] = doc_id
             self._metadata[doc_id] = json.loads(row["metadata"])
-        for srow in row["sentences"]:
-            self._sentences.setdefault(
-                seq | int(srow["i"]),
-                (
-                    Span(int(srow["start"]), int(srow["end"])),
-                    srow["text"],
-                    _unbytes(srow["vec"]),
-                ),
-            )
         self._keys[node] = row["key"]
         self._vectors[node] = _unbytes(row["vec"])
         self._ranges[node] = (seq | int(row["first"]), seq | int(row["end"]))
         return node
 
-    def _neighbours(self, node: int) -> tuple[Ints, Floats, npt.NDArray[np.int8]]:
-        if node not in self._adjacent:
-            rows = self._owner._read(_HOP, key=self._keys[node])
-            edges = sorted((int(r["kind"]), -float(r["score"]), self._add(r)) for r in rows)
-            self._adjacent[node] = (
+    def _load(self, node: int) -> None:
+        """Load ``node``'s sentences and edges, and those of the next likely nodes."""
+        batch = [node]
+        waiting = [n for n in self._keys if n not in self._adjacent and n != node]
+        if waiting and self._q is not None and self.batch > 1:
+            sims = np.stack([self._vectors[n] for n in waiting]) @ self._q
+            batch += [waiting[j] for j in np.argsort(-sims, kind="stable")[: self.batch - 1]]
+        rows = self._owner._read(_LOAD, keys=[self._keys[n] for n in batch])
+        number = {self._keys[n]: n for n in batch}
+        for r in rows:
+            source = number[r["source"]]
+            seq = source & ~0xFFFFFFFF
+            for srow in r["sentences"]:
+                self._sentences.setdefault(
+                    seq | int(srow["i"]),
+                    (
+                        Span(int(srow["start"]), int(srow["end"])),
+                        srow["text"],
+                        _unbytes(srow["vec"]),
+                    ),
+                )
+            edges = sorted((int(e["kind"]), -float(e["score"]), self._add(e)) for e in r["edges"])
+            self._adjacent[source] = (
                 np.array([n for _, _, n in edges], np.int64),
                 np.array([-s for _, s, _ in edges], np.float32),
                 np.array([k for k, _, _ in edges], np.int8),
             )
-        return self._adjacent[node]
+        for n in batch:  # a node the database no longer has: no sentences, no edges
+            self._adjacent.setdefault(
+                n, (np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.int8))
+            )
+
+    def _sentence(self, global_index: int) -> tuple[Span, str, Floats]:
+        found = self._sentences.get(global_index)
+        if found is None:
+            owner = next((n for n, (a, b) in self._ranges.items() if a <= global_index < b), None)
+            if owner is None or owner in self._adjacent:
+                raise KeyError(f"sentence {global_index} was not met in this query")
+            self._load(owner)
+            found = self._sentences[global_index]
+        return found
+
+    def _sentence_vector(self, global_index: int) -> Floats:
+        return self._sentence(global_index)[2]
 
     def sentence_location(self, global_index: int) -> tuple[str, Span]:
         """``(doc_id, span)`` of a sentence met in this query, by its number."""
-        return self._docs[global_index >> 32], self._sentences[global_index][0]
+        return self._docs[global_index >> 32], self._sentence(global_index)[0]
 
     def sentence_text(self, global_index: int) -> str:
         """The text of a sentence met in this query."""
-        span, text, _ = self._sentences[global_index]
+        span, text, _ = self._sentence(global_index)
         return text[: span.end - span.start]
 
     def node_chunk(self, node: int) -> Chunk:
@@ -1225,16 +1315,18 @@ class _RemoteView:
         """Sentences ``first .. end - 1`` (met in this query, all of one document) as a chunk.
 
         Raises:
-            ConfigError: if the range is empty, crosses a document or was not fetched.
+            ConfigError: if the range is empty, crosses a document or was not met.
         """
         seq = first >> 32
-        known = all(i in self._sentences for i in range(first, end))
-        if not (first < end and (end - 1) >> 32 == seq and known):
-            raise ConfigError(f"sentences {first}..{end - 1} are not a fetched run of one document")
+        if not (first < end and (end - 1) >> 32 == seq):
+            raise ConfigError(f"sentences {first}..{end - 1} are not a run of one document")
+        try:
+            rows = [self._sentence(i) for i in range(first, end)]
+        except KeyError as exc:
+            raise ConfigError(f"sentences {first}..{end - 1} were not met in this query") from exc
         doc_id = self._docs[seq]
-        parts = [self._sentences[i][1] for i in range(first, end - 1)]
-        text = "".join(parts) + self.sentence_text(end - 1)
-        start, stop = self._sentences[first][0].start, self._sentences[end - 1][0].end
+        text = "".join(t for _, t, _ in rows[:-1]) + self.sentence_text(end - 1)
+        start, stop = rows[0][0].start, rows[-1][0].end
         if len(text) != stop - start:
             raise StoreError(f"the stored sentences of {doc_id!r} do not tile its text")
         return Chunk(

@@ -449,6 +449,25 @@ class SemanticIndex:
                 raise KeyError("chunk ids not in the sparse index")
             return scores[pos] if len(want) else np.zeros(0)
 
+    def sparse_scores_many(
+        self, queries: Sequence[str], chunk_ids: Sequence[int]
+    ) -> npt.NDArray[np.float64]:
+        """:meth:`sparse_scores` of each query: shape ``(len(queries), len(chunk_ids))``."""
+        with self._lock.read():
+            rows = [self.sparse_scores(q, chunk_ids) for q in queries]
+        return np.array(rows, np.float64).reshape(len(queries), len(chunk_ids))
+
+    def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
+        """The vectors of each chunk's sentences (``sentence_start .. sentence_end``)."""
+        with self._lock.read():
+            out = []
+            for i in chunk_ids:
+                c = self._chunk_by_id[int(i)]
+                out.append(
+                    self._entries[c.doc_id].sentence_vectors[c.sentence_start : c.sentence_end]
+                )
+            return out
+
     @property
     def tokenizer(self) -> Any:
         """What counts a chunk's tokens: the chunker's tokenizer."""

@@ -281,6 +281,10 @@ class BM25Index:
         order = np.argsort(-scores, kind="stable")[:k]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
+    def search_many(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        """:meth:`search` for each query (a database backend answers them in one read)."""
+        return [self.search(q, k) for q in queries]
+
     def save(self, directory: Path) -> list[str]:
         """Write ``bm25.json`` (ids and token lists)."""
         with self._lock:

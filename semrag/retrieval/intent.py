@@ -640,8 +640,8 @@ class IntentAwareRetriever:
         ids = cands.ids
         dense = (index.vectors_of(ids) @ vectors.T).max(axis=1).astype(np.float64)
         sparse = np.zeros(len(ids))
-        for sub in plan.sparse_queries:
-            sparse = np.maximum(sparse, index.sparse_scores(sub, ids))
+        if plan.sparse_queries:
+            sparse = np.maximum(sparse, index.sparse_scores_many(plan.sparse_queries, ids).max(0))
         extended = np.array([cands.extended.get(i, np.nan) for i in ids])
         raw = {"dense": dense, "sparse": sparse, "extended": extended}
         methods = self.normalisation
@@ -684,8 +684,8 @@ class IntentAwareRetriever:
         _, found = index.dense.search(vectors, n)
         for row in found:
             pool.update((int(i), None) for i in row if i >= 0)
-        for sub in plan.sparse_queries:
-            pool.update((i, None) for i, _ in index.sparse.search(sub, n))
+        for hits in index.sparse.search_many(list(plan.sparse_queries), n):
+            pool.update((i, None) for i, _ in hits)
         cands = _Candidates()
         for hit in ext:
             for i in index.overlapping_chunks(hit.chunk.doc_id, hit.chunk.start, hit.chunk.end):
@@ -698,11 +698,7 @@ class IntentAwareRetriever:
         self, ids: list[int], q: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float64]:
         out = np.empty(len(ids))
-        for j, i in enumerate(ids):
-            chunk = self.index.chunk(i)
-            vecs = self.index.sentence_vectors(chunk.doc_id)[
-                chunk.sentence_start : chunk.sentence_end
-            ]
+        for j, vecs in enumerate(self.index.sentence_vectors_of(ids)):
             out[j] = float((vecs @ q).max()) if len(vecs) else np.nan
         return out
 
