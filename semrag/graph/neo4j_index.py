@@ -392,15 +392,25 @@ class Neo4jIndexStore:
         store: the :class:`~semrag.graph.Neo4jGraphStore` whose connection (and database)
             to use; the knowledge graph may live beside the corpus in the same database.
         name: the name of this index's state node (one database holds one corpus).
+        max_transaction_rows: a change of more rows than this (a first build of a large
+            corpus, say) is written as a sequence of transactions (whole documents each,
+            then the edges in batches, the version last) rather than one; a failure
+            halfway is repaired as any failed write is (the next change, or :meth:`sync`,
+            writes the difference and rewrites the edges).
 
     Raises:
         ConfigError: if the database holds vectors of another dimension.
         StoreUnavailableError: if the server cannot be reached.
     """
 
-    def __init__(self, store: Neo4jGraphStore, *, name: str = _STATE) -> None:
+    def __init__(
+        self, store: Neo4jGraphStore, *, name: str = _STATE, max_transaction_rows: int = 50_000
+    ) -> None:
+        if max_transaction_rows < 1:
+            raise ConfigError(f"max_transaction_rows must be >= 1, got {max_transaction_rows}")
         self.store = store
         self.name = name
+        self.max_transaction_rows = max_transaction_rows
         self._index: Any = None
         self._edges: _Edges | None = None
         self._version: int | None = None
@@ -580,36 +590,47 @@ class Neo4jIndexStore:
         dim = int(self._index.embedder.dim)
         batch = self.store.batch_size
 
-        def work(tx: Any) -> None:
-            def run(query: str, key: str, rows: Sequence[Any]) -> None:
-                for i in range(0, len(rows), batch):
-                    tx.run(query, {key: rows[i : i + batch]}).consume()
+        def batches(query: str, key: str, rows: Sequence[Any]) -> list[list[_Statement]]:
+            return [[(query, {key: rows[i : i + batch]})] for i in range(0, len(rows), batch)]
 
-            run(_DELETE_DOCS, "ids", sorted(gone))
-            run(_UPSERT_DOCS, "rows", docs)
-            run(_UPSERT_CHUNKS, "rows", chunks)
-            run(_UPSERT_SENTENCES, "rows", sentences)
-            run(_UPSERT_WINDOWS, "rows", windows)
-            run(_DROP_OUT_EDGES, "keys", drop_sources)
-            run(_CREATE_EDGES, "rows", edge_rows)
-            run(_DROP_BRIDGES, "ids", sorted(bridge_docs - added_ids))
-            run(_CREATE_BRIDGES, "rows", bridge_rows)
-            tx.run(
-                _WRITE_STATE,
-                name=self.name,
-                version=change.version,
-                dim=dim,
-                embedder=repr(self._index.embedder),
-                edges=new.digest(),
-                ssg=None if graph is None else json.dumps(graph.config.to_dict()),
-                windows=0 if graph is None else graph.n_nodes,
-                pca_mean=None if graph is None else _vector(graph.pca_mean),
-                pca=None if graph is None else _vector(graph.pca_components),
-                next_seq=next_seq,
-            ).consume()
-
+        steps: list[list[_Statement]] = batches(_DELETE_DOCS, "ids", sorted(gone))
+        for group in _by_document(docs, chunks, sentences, windows, self.max_transaction_rows):
+            steps.append(
+                [
+                    (query, {"rows": part[i : i + batch]})
+                    for query, part in zip(
+                        (_UPSERT_DOCS, _UPSERT_CHUNKS, _UPSERT_SENTENCES, _UPSERT_WINDOWS),
+                        group,
+                        strict=True,
+                    )
+                    for i in range(0, len(part), batch)
+                ]
+            )
+        steps += batches(_DROP_OUT_EDGES, "keys", drop_sources)
+        steps += batches(_CREATE_EDGES, "rows", edge_rows)
+        steps += batches(_DROP_BRIDGES, "ids", sorted(bridge_docs - added_ids))
+        steps += batches(_CREATE_BRIDGES, "rows", bridge_rows)
+        state = {
+            "name": self.name,
+            "version": change.version,
+            "dim": dim,
+            "embedder": repr(self._index.embedder),
+            "edges": new.digest(),
+            "ssg": None if graph is None else json.dumps(graph.config.to_dict()),
+            "windows": 0 if graph is None else graph.n_nodes,
+            "pca_mean": None if graph is None else _vector(graph.pca_mean),
+            "pca": None if graph is None else _vector(graph.pca_components),
+            "next_seq": next_seq,
+        }
+        steps.append([(_WRITE_STATE, state)])
+        size = sum(len(p.get("rows", p.get("ids", p.get("keys", ())))) for g in steps for _, p in g)
         try:
-            self.store._transact(work, write=True)
+            if size <= self.max_transaction_rows:  # all of it or none of it
+                self.store._transact(_run_steps(steps), write=True)
+            else:  # in steps: a failure halfway is repaired as any failed write is
+                self._behind, self._edges = True, None
+                for step in steps:
+                    self.store._transact(_run_steps([step]), write=True)
         except StoreError:
             self._behind = True  # the next change (or sync) writes the difference
             raise
@@ -703,6 +724,46 @@ def _edge_rows(edges: _Edges, sources: set[tuple[int, int]]) -> list[dict[str, A
         }
         for (a, n, b, m, kind, _), s in zip(edges.rows[pick].tolist(), scores.tolist(), strict=True)
     ]
+
+
+_Statement = tuple[str, dict[str, Any]]
+
+
+def _run_steps(steps: Sequence[Sequence[_Statement]]) -> Callable[[Any], None]:
+    """A transaction function running every statement of ``steps`` in order."""
+
+    def work(tx: Any) -> None:
+        for step in steps:
+            for query, params in step:
+                tx.run(query, params).consume()
+
+    return work
+
+
+def _by_document(
+    docs: list[dict[str, Any]],
+    chunks: list[dict[str, Any]],
+    sentences: list[dict[str, Any]],
+    windows: list[dict[str, Any]],
+    most: int,
+) -> Iterator[tuple[list[dict[str, Any]], ...]]:
+    """The rows in groups of whole documents, each group at most ``most`` rows (or one doc)."""
+    parts: dict[str, list[list[dict[str, Any]]]] = {d["id"]: [[d], [], [], []] for d in docs}
+    for j, rows in enumerate((chunks, sentences, windows), start=1):
+        for row in rows:
+            parts[row["doc_id"]][j].append(row)
+    group: list[list[dict[str, Any]]] = [[], [], [], []]
+    size = 0
+    for doc in parts.values():
+        n = sum(map(len, doc))
+        if size and size + n > most:
+            yield tuple(group)
+            group, size = [[], [], [], []], 0
+        for g, rows in zip(group, doc, strict=True):
+            g.extend(rows)
+        size += n
+    if size:
+        yield tuple(group)
 
 
 def _document_rows(
@@ -828,10 +889,12 @@ class Neo4jIndex:
             the stored one.
         tokenizer: counts tokens for SPC's budgets (default: the embedder's tokenizer, as
             the index's chunker counts by default).
-        oversample: dense candidates asked of the (approximate) vector index per result;
-            semrag scores them exactly, so the top ``k`` equal an exact search's unless the
-            vector index misses one of them.
-        min_candidates: the fewest dense candidates asked.
+        oversample: candidates asked of the (approximate) vector indexes per result (chunks
+            for dense search, windows for an SSG anchor); semrag scores them exactly, so the
+            top ``k`` equal an exact search's unless the vector index misses one of them
+            (on the 2Wiki benchmark's 5,060 chunks, 4 and 40 missed in 3 of 40 queries'
+            top 20; 10 and 100 in none).
+        min_candidates: the fewest candidates asked.
         name: the stored index's name (as given to :class:`Neo4jIndexStore`).
 
     Raises:
@@ -850,8 +913,8 @@ class Neo4jIndex:
         *,
         embedder: Any = None,
         tokenizer: Any = None,
-        oversample: int = 4,
-        min_candidates: int = 40,
+        oversample: int = 10,
+        min_candidates: int = 100,
         name: str = _STATE,
     ) -> None:
         if oversample < 1 or min_candidates < 1:
