@@ -138,6 +138,8 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
     changes(index)
     reader = Neo4jIndex(graph_store, embedder=emb)
     assert sorted(reader.doc_ids) == sorted(index.doc_ids) and "d0" in reader
+    assert len(reader) == len(index) and len(reader.dense) == len(index.chunks())
+    assert reader.version == index.version and "d2" not in reader
     overlaps = []
     for q in [*QUERIES, "Timberlake Memphis", "Nobel Prize"]:
         want = [(h.chunk, round(h.score, 5)) for h in index.search(q, k=4)]
@@ -266,14 +268,14 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
     assert (await reader.asearch("bees", k=2))[0].chunk.doc_id == "d0"
 
 
-def test_sketch_and_community_search_serve_from_the_database_with_the_graph_beside_it(
-    graph_store,
-):
-    # The writer keeps the index and its knowledge graph in one database; the serving
-    # process opens both with nothing but the connection and the embedder.
+def with_graph(graph_store):
+    """An index and its knowledge graph written to one database, and both as served.
+
+    The writer keeps the index (``Neo4jIndexStore``) and its graph in one database; the
+    serving side opens both with nothing but the connection and the embedder.
+    """
     from semrag.graph import KnowledgeGraph
     from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
-    from semrag.retrieval import CommunityRetriever, SketchRetriever
 
     emb = embedder()
     graph_store.clear()
@@ -282,8 +284,20 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
     kg = KnowledgeGraph.build(index, store=graph_store)
     changes(index)
     kg.refresh_communities()
-    reader = Neo4jIndex(graph_store, embedder=emb)
-    served = KnowledgeGraph(graph_store, embedder=emb)
+    return (
+        index,
+        kg,
+        Neo4jIndex(graph_store, embedder=emb),
+        KnowledgeGraph(graph_store, embedder=emb),
+    )
+
+
+def test_sketch_and_community_search_serve_from_the_database_with_the_graph_beside_it(
+    graph_store,
+):
+    from semrag.retrieval import CommunityRetriever, SketchRetriever
+
+    index, kg, reader, served = with_graph(graph_store)
     pairs = {
         "sketch": (
             SketchRetriever(index, kg, split=None),
@@ -317,18 +331,8 @@ def test_both_frameworks_take_the_database_index_as_they_take_an_index(graph_sto
 
     import langchain_semrag as lcs
     import llama_index_semrag as lis
-    from semrag.graph import KnowledgeGraph
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
 
-    emb = embedder()
-    graph_store.clear()
-    index = SemanticIndex(embedder=emb, ssg=SSG)
-    Neo4jIndexStore.for_index(index, graph_store)
-    kg = KnowledgeGraph.build(index, store=graph_store)
-    changes(index)
-    kg.refresh_communities()
-    reader = Neo4jIndex(graph_store, embedder=emb)
-    served = KnowledgeGraph(graph_store, embedder=emb)
+    index, kg, reader, served = with_graph(graph_store)
     q = "Which river flows by Memphis?"
 
     def spans(docs):
