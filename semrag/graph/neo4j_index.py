@@ -169,18 +169,33 @@ _CHUNK_FIELDS = (
     "c.token_count AS token_count, c.index AS index, c.sentence_start AS sentence_start, "
     "c.sentence_end AS sentence_end, c.metadata AS metadata"
 )
-_DENSE = (  # candidates of every query row with their chunks, each scored exactly by the caller
-    "UNWIND range(0, size($vectors) - 1) AS row "
-    "CALL db.index.vector.queryNodes('semrag_chunk_embedding', $n, $vectors[row]) "
-    f"YIELD node AS c RETURN row, {_CHUNK_FIELDS}, c.vec AS vec"
-)
-_SPARSE = (
-    "UNWIND range(0, size($queries) - 1) AS row "
-    "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $queries[row], "
-    "{limit: $n}) YIELD node AS c, score "
-    f"RETURN {_CHUNK_FIELDS}, c.vec AS vec, score }} "
-    "RETURN *"
-)
+
+
+def _dense_query(n: str) -> str:
+    """Vector candidates of every query row, with their chunks (scored exactly by the caller)."""
+    return (
+        "UNWIND range(0, size($vectors) - 1) AS row "
+        f"CALL db.index.vector.queryNodes('semrag_chunk_embedding', {n}, $vectors[row]) "
+        f"YIELD node AS c RETURN 'dense' AS channel, row, {_CHUNK_FIELDS}, c.vec AS vec, "
+        "0.0 AS score"
+    )
+
+
+def _sparse_query(n: str) -> str:
+    """The full-text top hits of every query row, with their chunks and Lucene scores."""
+    return (
+        "UNWIND range(0, size($queries) - 1) AS row "
+        "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $queries[row], "
+        f"{{limit: {n}}}) YIELD node AS c, score "
+        f"RETURN {_CHUNK_FIELDS}, c.vec AS vec, score }} "
+        "RETURN 'sparse' AS channel, row, id, doc_id, start, end, text, token_count, index, "
+        "sentence_start, sentence_end, metadata, vec, score"
+    )
+
+
+_DENSE = _dense_query("$n")
+_SPARSE = _sparse_query("$n")
+_CHANNELS = _dense_query("$dense_n") + " UNION ALL " + _sparse_query("$sparse_n")
 _SPARSE_AMONG = (
     "UNWIND range(0, size($texts) - 1) AS row "
     "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $texts[row]) "
@@ -1009,8 +1024,12 @@ class Neo4jIndex:
             raise ConfigError(
                 f"query of dimension {queries.shape[1]}; the index has {self.embedder.dim}"
             )
-        n = self._candidates(int(k))
-        rows = self._read(_DENSE, n=n, vectors=[_vector(q) for q in queries])
+        rows = self._read(_DENSE, n=self._candidates(int(k)), vectors=[_vector(q) for q in queries])
+        return self._dense_rows(rows, queries, k)
+
+    def _dense_rows(
+        self, rows: Sequence[Mapping[str, Any]], queries: Floats, k: int
+    ) -> tuple[Floats, Ints]:
         scores = np.full((len(queries), k), -np.inf, np.float32)
         ids = np.full((len(queries), k), -1, np.int64)
         by_row: dict[int, list[tuple[float, int]]] = {}
@@ -1026,13 +1045,42 @@ class Neo4jIndex:
 
     def _sparse_search(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
         rows = self._read(_SPARSE, n=int(k), queries=[lucene_query(q) for q in queries])
-        out: list[list[tuple[int, float]]] = [[] for _ in queries]
+        return self._sparse_rows(rows, len(queries))
+
+    def _sparse_rows(
+        self, rows: Sequence[Mapping[str, Any]], n_queries: int
+    ) -> list[list[tuple[int, float]]]:
+        out: list[list[tuple[int, float]]] = [[] for _ in range(n_queries)]
         for r in rows:
             self._remember(r)
             out[r["row"]].append((int(r["id"]), float(r["score"])))
         for hits in out:
             hits.sort(key=lambda h: (-h[1], h[0]))
         return out
+
+    def search_channels(
+        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
+    ) -> tuple[Ints, list[list[tuple[int, float]]]]:
+        """Dense top-``k`` ids of each vector and full-text top ``k`` of each query, at once.
+
+        One round trip (the chunks come with them), as
+        :meth:`semrag.SemanticIndex.search_channels` is one read.
+        """
+        v = np.atleast_2d(np.asarray(vectors, np.float32))
+        if v.shape[1] != self.embedder.dim:
+            raise ConfigError(f"query of dimension {v.shape[1]}; the index has {self.embedder.dim}")
+        if not queries:
+            return self._dense_search(v, k)[1], []
+        rows = self._read(
+            _CHANNELS,
+            dense_n=self._candidates(int(k)),
+            sparse_n=int(k),
+            vectors=[_vector(q) for q in v],
+            queries=[lucene_query(q) for q in queries],
+        )
+        dense = [r for r in rows if r["channel"] == "dense"]
+        sparse = [r for r in rows if r["channel"] == "sparse"]
+        return self._dense_rows(dense, v, k)[1], self._sparse_rows(sparse, len(queries))
 
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector (exact scores, as the embedded index)."""
@@ -1047,7 +1095,7 @@ class Neo4jIndex:
             ]
 
     def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for ``query`` (one round trip, plus one for the chunks)."""
+        """Dense top-``k`` chunks for ``query`` (one round trip: the chunks come with them)."""
         check_query("Neo4jIndex.search", query)
         return self.search_vector(self.embed_query(query), k)
 

@@ -449,6 +449,17 @@ class SemanticIndex:
                 raise KeyError("chunk ids not in the sparse index")
             return scores[pos] if len(want) else np.zeros(0)
 
+    def search_channels(
+        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
+    ) -> tuple[npt.NDArray[np.int64], list[list[tuple[int, float]]]]:
+        """Dense top-``k`` ids of each vector (``-1`` pads) and BM25 top ``k`` of each query.
+
+        One read of one version (a database index answers both in one round trip).
+        """
+        with self._lock.read():
+            _, ids = self.dense.search(vectors, k)
+            return ids, self.sparse.search_many(list(queries), k)
+
     def sparse_scores_many(
         self, queries: Sequence[str], chunk_ids: Sequence[int]
     ) -> npt.NDArray[np.float64]:

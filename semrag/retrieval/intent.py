@@ -634,10 +634,10 @@ class IntentAwareRetriever:
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
     ) -> list[ScoredChunk]:
         index = self.index
-        if not len(index.dense):
-            return []
         cands = self._candidates(plan, vectors, ext)
         ids = cands.ids
+        if not ids:  # an empty index
+            return []
         dense = (index.vectors_of(ids) @ vectors.T).max(axis=1).astype(np.float64)
         sparse = np.zeros(len(ids))
         if plan.sparse_queries:
@@ -681,10 +681,10 @@ class IntentAwareRetriever:
         index = self.index
         n = self.n_candidates
         pool: dict[int, None] = {}
-        _, found = index.dense.search(vectors, n)
+        found, sparse_hits = index.search_channels(vectors, list(plan.sparse_queries), n)
         for row in found:
             pool.update((int(i), None) for i in row if i >= 0)
-        for hits in index.sparse.search_many(list(plan.sparse_queries), n):
+        for hits in sparse_hits:
             pool.update((i, None) for i, _ in hits)
         cands = _Candidates()
         for hit in ext:

@@ -158,7 +158,9 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
     assert reader.sentences("d0") == index.sentences("d0")
     assert (reader.sentence_vectors("d0") == index.sentence_vectors("d0")).all()
 
+    before = graph_store.reads
     hits = IntentAwareRetriever(reader, k=3).retrieve("Which river flows by Memphis?")
+    assert graph_store.reads - before == 3  # candidates, sparse scores, refining sentences
     assert hits and all(h.chunk in index.chunks(h.chunk.doc_id) for h in hits)
     assert any("Memphis" in h.chunk.text for h in hits)  # the full-text channel found it
     # IAR on the database and in process (both without the extended channel): the dense

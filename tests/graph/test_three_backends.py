@@ -11,6 +11,10 @@ Every retriever must return the same chunks in the same order on all three, with
 scores: dense search, IAR, PPR, an SSG traversal, SKETCH, local and global community
 search. BM25 is semrag's own on every backend (Neo4j's full-text index is not used as the
 sparse channel), so its results are equal too.
+
+The whole index in Neo4j, served with no corpus in process (``Neo4jIndexStore`` and
+``Neo4jIndex``, where the sparse channel is Lucene's), has its contract in
+``test_neo4j_index.py``.
 """
 
 from __future__ import annotations
