@@ -4,36 +4,44 @@ Two halves, one schema:
 
 * :class:`Neo4jIndexStore` follows a :class:`~semrag.SemanticIndex` (the writer process) and
   writes every :class:`~semrag.index.change.Change` of it to Neo4j in **one transaction**
-  (batched ``UNWIND``): documents with their text and metadata, sentences with offsets and
-  vectors, chunks with text, offsets and vectors, the semantic similarity graph's window
-  nodes and their edges, and the theme bridges between documents.
+  (batched ``UNWIND``; a change of more than ``max_transaction_rows`` rows goes in steps):
+  documents with their text and metadata, sentences with offsets and vectors, chunks with
+  text, offsets and vectors, the semantic similarity graph's window nodes and the edges
+  whose lists changed, and the theme bridges between documents.
 * :class:`Neo4jIndex` serves queries from that database alone: dense search through the
-  native vector index, sparse search through the full-text index, chunks, documents,
-  sentences and their vectors by id. It holds nothing of the corpus, so any number of
-  serving processes (or machines) read one database. It has the read methods retrievers
-  use, so :class:`~semrag.retrieval.IntentAwareRetriever` and
-  :class:`~semrag.postprocess.SPC` run on it unchanged.
+  native vector index, sparse search through the full-text index, the similarity graph
+  node by node, chunks, documents, sentences and their vectors by id. It holds nothing of
+  the corpus, so any number of serving processes (or machines) read one database. It has
+  the read methods retrievers use, so IAR, every SSG algorithm, SKETCH (``split=None``),
+  community search (with ``KnowledgeGraph(store, embedder=...)``) and SPC run on it
+  unchanged.
 
 Schema (created idempotently, ``IF NOT EXISTS``; labels apart from the knowledge graph's):
 
-* ``(:SemragDocument {id, text, metadata, themes, fingerprint})``;
+* ``(:SemragDocument {id, text, metadata, themes, fingerprint, n_sentences, seq})``
+  (``seq``: the document's place in the index's order);
 * ``(:SemragChunk {id, doc_id, start, end, text, token_count, index, sentence_start,
-  sentence_end, metadata, embedding})``, with the vector index ``semrag_chunk_embedding``
-  (cosine, not quantized) and the full-text index ``semrag_chunk_text``;
-* ``(:SemragSentence {key, doc_id, i, start, end, embedding})``;
-* ``(:SemragWindow {key, doc_id, n, first, end, embedding})`` (a window node of the
+  sentence_end, metadata, embedding, vec})``, with the vector index
+  ``semrag_chunk_embedding`` (cosine, not quantized) and the full-text index
+  ``semrag_chunk_text``;
+* ``(:SemragSentence {key, doc_id, i, start, end, text, vec})`` (``text`` runs to the next
+  sentence, so sentences concatenate to their document's text);
+* ``(:SemragWindow {key, doc_id, n, first, end, embedding, vec})`` (a window node of the
   similarity graph: sentences ``first .. end - 1`` of its document), with the vector index
   ``semrag_window_embedding``, and ``(:SemragWindow)-[:SIMILAR {score, kind}]->
   (:SemragWindow)`` (``kind`` 0 within a document, 1 across documents);
 * ``(:SemragDocument)-[:THEME_BRIDGE {score}]->(:SemragDocument)``;
 * ``(:SemragIndexState {name})``: the index version the database holds, the vector
-  dimension, the embedder, and a digest of the similarity graph's edges.
+  dimension, the embedder, the graph's config, size and PCA, and a digest of its edges.
+
+``embedding`` is the float list the vector indexes read; ``vec`` is the same vector as
+float32 bytes, which reads fetch (exact, and far cheaper to decode).
 
 **Crash safety.** A change is one transaction: a server that dies under it keeps the
-version before. The store then knows it is behind (its version is not the change's
-predecessor); the next change, or :meth:`Neo4jIndexStore.sync`, compares the documents'
-fingerprints and the edges it last wrote with the index and writes the difference, so the
-database ends equal to a fresh build of the index's documents.
+version before. The store then knows it is behind; the next change, or
+:meth:`Neo4jIndexStore.sync`, compares the documents' fingerprints and places and the edges
+it last wrote (checked against the stored digest) with the index and writes the
+difference, so the database ends equal to a fresh build of the index's documents.
 
 **Sparse channel.** Neo4j's full-text index is Lucene's BM25 (``k1 = 1.2``, ``b = 0.75``,
 its standard analyzer: lower case, English stop words dropped) over the chunk text;
