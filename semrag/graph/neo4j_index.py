@@ -272,9 +272,13 @@ _PCA = (
     "MATCH (s:SemragIndexState {name: $name}) "
     "RETURN s.pca_mean AS mean, s.pca_components AS components"
 )
-_ANCHORS = (
-    "CALL db.index.vector.queryNodes('semrag_window_embedding', $n, $vector) YIELD node AS w "
-    f"MATCH (d:SemragDocument {{id: w.doc_id}}) RETURN {_NODE_FIELDS}"
+_ANCHORS = (  # the version read with the candidates: one round trip
+    "MATCH (s:SemragIndexState {name: $name}) "
+    "CALL () { CALL db.index.vector.queryNodes('semrag_window_embedding', $n, $vector) "
+    "YIELD node AS w MATCH (d:SemragDocument {id: w.doc_id}) "
+    "RETURN collect({key: w.key, doc_id: w.doc_id, first: w.first, end: w.end, vec: w.vec, "
+    "n: w.n, seq: d.seq, metadata: d.metadata}) AS nodes } "
+    "RETURN s.version AS version, s.windows AS windows, nodes"
 )
 _LOAD = (  # for each node: its sentences, and its out-edges with their target nodes
     "UNWIND $keys AS k MATCH (v:SemragWindow {key: k}) "
@@ -1240,19 +1244,16 @@ class Neo4jIndex:
     def ssg_view(self) -> _RemoteView:
         """The similarity graph as :class:`~semrag.retrieval.SSGRetriever` reads it.
 
-        Fetched as the traversal goes: the version is one round trip, the anchor search
-        one more, and nodes' sentences and edges are loaded in batches of the nodes closest
-        to the query (see ``_RemoteView``). A node's number holds for one query only.
+        Fetched as the traversal goes: the anchor search (with the version) is one round
+        trip, and nodes' sentences and edges are loaded in batches of the nodes closest to
+        the query (see ``_RemoteView``). A node's number holds for one query only.
 
         Raises:
             ConfigError: if the stored index has no similarity graph.
         """
         if self.ssg_config is None:
             raise ConfigError("the stored index was built with ssg=False")
-        state = self._read(_VIEW_STATE, name=self.name)
-        if not state:
-            raise ConfigError(f"the database holds no semrag index named {self.name!r}")
-        return _RemoteView(self, state[0])
+        return _RemoteView(self)
 
     @property
     def doc_ids(self) -> list[str]:
@@ -1299,12 +1300,16 @@ class _Rows:
 class _RemoteGraph:
     """:class:`~semrag.graph.ssg.SemanticSimilarityGraph`'s read side, fetched as needed."""
 
-    def __init__(self, view: _RemoteView, n_nodes: int) -> None:
+    def __init__(self, view: _RemoteView) -> None:
         self._view = view
-        self.n_nodes = n_nodes
         self._pca: tuple[Floats, Floats] | None = None
         self.node_vectors = _Rows(lambda n: view._vectors[n], view.dim)
         self.node_sentences = _Rows(lambda n: view._ranges[n], 2)
+
+    @property
+    def n_nodes(self) -> int:
+        """Window nodes in the stored graph (read with the anchor search, or now)."""
+        return int(self._view._read_state()["windows"] or 0)
 
     def neighbours(self, node: int) -> tuple[Ints, Floats, npt.NDArray[np.int8]]:
         """``(nodes, scores, kinds)`` of the edges leaving ``node`` (fetched in a batch)."""
@@ -1337,7 +1342,11 @@ class _RemoteNodeIndex:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         view._q = q
         n = owner._candidates(int(k))
-        nodes = sorted({view._add(r) for r in owner._read(_ANCHORS, n=n, vector=_vector(q))})
+        found = owner._read(_ANCHORS, name=owner.name, n=n, vector=_vector(q))
+        if not found:
+            raise ConfigError(f"the database holds no semrag index named {owner.name!r}")
+        view._state = found[0]
+        nodes = sorted({view._add(r) for r in found[0]["nodes"]})
         scores = np.full((1, k), -np.inf, np.float32)
         ids = np.full((1, k), -1, np.int64)
         if nodes:
@@ -1365,10 +1374,10 @@ class _RemoteView:
 
     batch = 8
 
-    def __init__(self, owner: Neo4jIndex, state: Mapping[str, Any]) -> None:
+    def __init__(self, owner: Neo4jIndex) -> None:
         self._owner = owner
         self.dim = dim = owner.embedder.dim
-        self.version = int(state["version"])
+        self._state: Mapping[str, Any] | None = None
         self._q: Floats | None = None
         self._keys: dict[int, str] = {}
         self._vectors: dict[int, Floats] = {}
@@ -1377,9 +1386,22 @@ class _RemoteView:
         self._docs: dict[int, str] = {}  # by seq
         self._metadata: dict[str, Any] = {}
         self._sentences: dict[int, tuple[Span, str, Floats]] = {}
-        self.graph = _RemoteGraph(self, int(state.get("windows") or 0))
+        self.graph = _RemoteGraph(self)
         self.node_index = _RemoteNodeIndex(self)
         self.sentence_matrix = _Rows(self._sentence_vector, dim)
+
+    def _read_state(self) -> Mapping[str, Any]:
+        if self._state is None:
+            rows = self._owner._read(_VIEW_STATE, name=self._owner.name)
+            if not rows:
+                raise ConfigError(f"the database holds no semrag index named {self._owner.name!r}")
+            self._state = rows[0]
+        return self._state
+
+    @property
+    def version(self) -> int:
+        """The index version this query read (with its anchor search)."""
+        return int(self._read_state()["version"])
 
     def _add(self, row: Mapping[str, Any]) -> int:
         """The number of the node in ``row`` (kept when first met)."""

@@ -380,8 +380,8 @@ class SSGRetriever:
     def _run(
         self, query: str, q: Floats, k: int, view: Any
     ) -> Generator[str, str | None, Traversal]:
-        if view.graph.n_nodes == 0:
-            return Traversal(stop_reason="empty index")
+        # An empty index shows as an anchor search that finds nothing (a view served from a
+        # database learns its size with that search, not before it).
         ctx = _Context(view, q)
         max_s, after = self._limits(k)
         if self.algorithm == "basic_retrieval":
@@ -400,10 +400,10 @@ class SSGRetriever:
         )
 
     def _basic(self, ctx: _Context, max_s: int, after: int) -> Traversal:
-        n = ctx.graph.n_nodes
-        depth = min(n, 4 * max_s)
-        scores, ids = ctx.view.node_index.search(ctx.q, depth)
+        _, ids = ctx.view.node_index.search(ctx.q, 4 * max_s)  # fewer nodes: padded with -1
         order = [int(i) for i in ids[0] if i >= 0]
+        if not order:
+            return Traversal(stop_reason="empty index")
         t = Traversal()
         for pos, node in enumerate(order):
             if len(ctx.extracted) >= max_s:
@@ -421,6 +421,8 @@ class SSGRetriever:
     def _greedy(self, ctx: _Context, max_s: int, after: int) -> Traversal:
         algo = self.algorithm
         anchor = self._anchor(ctx)
+        if anchor < 0:
+            return Traversal(stop_reason="empty index")
         t = Traversal()
         t.steps.append(
             Step(anchor, None, "anchor", float("nan"), ctx.node_sim(anchor), ctx.visit(anchor))
@@ -509,6 +511,8 @@ class SSGRetriever:
         self, ctx: _Context, query: str, max_s: int, after: int
     ) -> Generator[str, str | None, Traversal]:
         anchor = self._anchor(ctx)
+        if anchor < 0:
+            return Traversal(stop_reason="empty index")
         t = Traversal()
         t.steps.append(
             Step(anchor, None, "anchor", float("nan"), ctx.node_sim(anchor), ctx.visit(anchor))
