@@ -67,7 +67,7 @@ import numpy.typing as npt
 from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError, StoreError
-from semrag.graph.neo4j import Neo4jGraphStore
+from semrag.graph.neo4j import _LUCENE_SPECIAL, Neo4jGraphStore
 from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.index.change import Change, IndexedDocument
 from semrag.text.tokens import WhitespaceTokenizer
@@ -261,10 +261,6 @@ _DUMP_WINDOWS = (
     "MATCH (w:SemragWindow) RETURN w.doc_id AS doc_id, w.n AS n, w.first AS first, w.end AS end"
 )
 # The similarity graph, a node (and its sentences) at a time: nodes are numbered per query.
-_NODE_FIELDS = (
-    "w.key AS key, w.doc_id AS doc_id, w.first AS first, w.end AS end, "
-    "w.vec AS vec, w.n AS n, d.seq AS seq, d.metadata AS metadata"
-)
 _VIEW_STATE = (
     "MATCH (s:SemragIndexState {name: $name}) RETURN s.version AS version, s.windows AS windows"
 )
@@ -293,7 +289,6 @@ _LOAD = (  # for each node: its sentences, and its out-edges with their target n
 )
 # Lucene's query syntax: special characters are escaped and its operators lower-cased, so a
 # query is searched as words.
-_LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 _LUCENE_OPERATORS = re.compile(r"\b(AND|OR|NOT|TO)\b")
 
 
@@ -387,7 +382,9 @@ class _Edges:
         h.update(json.dumps(sorted(self.bridges.items())).encode())
         return h.hexdigest()
 
-    def renumbered(self, doc_ids: Sequence[str], gone: set[str]) -> tuple[Ints, set[int]]:
+    def renumbered(
+        self, doc_ids: Sequence[str], gone: set[str]
+    ) -> tuple[Ints, set[tuple[int, int]]]:
         """These rows in ``doc_ids``' numbering, and the new numbers of sources to rewrite.
 
         Rows of documents in ``gone`` are dropped; a kept source that pointed into a gone
@@ -1174,8 +1171,7 @@ class Neo4jIndex:
 
     def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
         """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
-        cache = getattr(self._local, "cache", None)
-        known = cache["chunks"] if cache is not None else {}
+        known = self._cache("chunks")
         missing = sorted({int(i) for i in ids} - known.keys())
         if missing:
             for r in self._read(_CHUNKS, ids=missing):
