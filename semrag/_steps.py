@@ -4,6 +4,9 @@ Algorithms that call an LLM are written once as generators that yield requests (
 and receive replies. The sync driver answers with blocking calls; the async driver runs
 each step of the generator in a worker thread (so its CPU work and any sync embedding
 never block the event loop) and awaits the replies.
+
+Algorithms that read an index the same way yield :class:`Call` requests: the sync answer
+calls the index's method, the async answer awaits its ``a``-prefixed twin.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["Done", "advance", "adrive", "drive"]
+__all__ = ["Call", "Done", "acall", "advance", "adrive", "call", "drive"]
 
 Ask = TypeVar("Ask")
 Result = TypeVar("Result")
@@ -24,6 +27,28 @@ class Done:
     """The generator finished with ``value``."""
 
     value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A request to call ``target.<name>(*args)`` (answered by :func:`call` / :func:`acall`)."""
+
+    name: str
+    args: tuple[Any, ...]
+
+
+def call(target: Any, request: Call) -> Any:
+    """Answer ``request`` with a blocking call of ``target``'s method."""
+    return getattr(target, request.name)(*request.args)
+
+
+async def acall(target: Any, request: Call) -> Any:
+    """Answer ``request`` with ``target``'s async twin (``a`` + name).
+
+    Raises:
+        AttributeError: if ``target`` has no such twin (callers check first).
+    """
+    return await getattr(target, "a" + request.name)(*request.args)
 
 
 def advance(gen: Generator[Any, Any, Any], reply: Any) -> Any:

@@ -17,13 +17,23 @@ and LLM output only ever travel as parameters. Writes are ``UNWIND $rows ... MER
 batches of ``batch_size`` rows, each batch one managed transaction (all of it or none),
 retried by the driver on transient errors for up to ``retry_seconds``. A server that is
 down, or refuses the credentials, raises :class:`~semrag.errors.StoreUnavailableError`.
+
+Async reads (``Neo4jGraphStore._aread``, and the ``a...`` twins built on it) go through the
+driver's asyncio API (``neo4j.AsyncGraphDatabase``): one async driver per store, running
+on the store's own I/O event loop (a daemon thread started at the first async read). A
+caller's loop awaits the answer and never blocks, any number of reads are in flight at
+once (bounded by the driver's connection pool, not by a thread pool), and one store
+serves every event loop of the process (an async driver is bound to the loop it runs
+on). :meth:`Neo4jGraphStore.close` stops it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
@@ -242,6 +252,8 @@ class Neo4jGraphStore:
         retry_seconds: how long the driver retries a transaction on transient errors.
         connection_timeout: seconds to wait for a connection.
         driver: an existing ``neo4j.Driver`` to use instead of ``uri``/``user``/``password``.
+            With it, async reads run that driver in a worker thread (the store holds no
+            credentials to open an async driver with).
         fuzzy_cutoff: the least score of a fuzzy name match (as ``InMemoryGraphStore``'s).
         fuzzy_candidates: the most entities sharing a token that one fuzzy lookup scores.
 
@@ -283,13 +295,18 @@ class Neo4jGraphStore:
         self.reads = 0
         """Read statements run so far (each one read transaction: one round trip)."""
         self._count_lock = threading.Lock()
-        self._driver = driver or neo4j.GraphDatabase.driver(
-            uri,
-            auth=(user, password),
-            max_transaction_retry_time=retry_seconds,
-            connection_timeout=connection_timeout,
-            connection_acquisition_timeout=connection_timeout,
-        )
+        settings: dict[str, Any] = {
+            "auth": (user, password),
+            "max_transaction_retry_time": retry_seconds,
+            "connection_timeout": connection_timeout,
+            "connection_acquisition_timeout": connection_timeout,
+        }
+        # the async driver is opened with the same settings at the first async read
+        self._async_settings = None if driver is not None else settings
+        self._aio: _AsyncDriverLoop | None = None
+        self._closed = False
+        self._aio_lock = threading.Lock()
+        self._driver = driver or neo4j.GraphDatabase.driver(uri, **settings)
         try:
             self._call(self._driver.verify_connectivity)
             self.ensure_schema()
@@ -300,19 +317,25 @@ class Neo4jGraphStore:
 
     # -- plumbing -------------------------------------------------------------------------------
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        exc_mod = self._neo4j.exceptions
         try:
             return fn(*args, **kwargs)
-        except exc_mod.AuthError as exc:
-            raise StoreUnavailableError(
+        except Exception as exc:
+            raise self._translated(exc) from exc
+
+    def _translated(self, exc: Exception) -> Exception:
+        """The semrag error for a driver's exception (others as they are)."""
+        exc_mod = self._neo4j.exceptions
+        if isinstance(exc, exc_mod.AuthError):
+            return StoreUnavailableError(
                 f"Neo4j at {self.uri} refused the credentials: {exc.message}"
-            ) from exc
-        except (exc_mod.ServiceUnavailable, exc_mod.SessionExpired, OSError) as exc:
-            raise StoreUnavailableError(f"Neo4j at {self.uri} is unavailable: {exc}") from exc
-        except exc_mod.DriverError as exc:
-            raise StoreUnavailableError(f"Neo4j driver error at {self.uri}: {exc}") from exc
-        except exc_mod.Neo4jError as exc:
-            raise StoreError(f"Neo4j rejected a statement: {exc.code}: {exc.message}") from exc
+            )
+        if isinstance(exc, exc_mod.ServiceUnavailable | exc_mod.SessionExpired | OSError):
+            return StoreUnavailableError(f"Neo4j at {self.uri} is unavailable: {exc}")
+        if isinstance(exc, exc_mod.DriverError):
+            return StoreUnavailableError(f"Neo4j driver error at {self.uri}: {exc}")
+        if isinstance(exc, exc_mod.Neo4jError):
+            return StoreError(f"Neo4j rejected a statement: {exc.code}: {exc.message}")
+        return exc
 
     def _transact(self, work: Callable[[Any], Any], *, write: bool) -> Any:
         """Run ``work(tx)`` in one managed transaction (retried by the driver)."""
@@ -340,11 +363,37 @@ class Neo4jGraphStore:
                 routing_=self._neo4j.RoutingControl.READ,
                 database_=self.database,
             )
-            # the values as they came (Record.data() walks every list and byte string:
-            # 25 times slower on vectors); no statement here returns a node or relationship
-            return [dict(r.items()) for r in records]
+            return _values(records)
 
         return self._call(run)
+
+    async def _aread(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        """Async twin of :meth:`_read`, on the async driver (see the module doc).
+
+        Cancelling the caller cancels the read on the I/O loop.
+        """
+        if self._async_settings is None:  # a driver given by the caller: sync only
+            return await asyncio.to_thread(self._read, query, **params)
+        with self._count_lock:
+            self.reads += 1
+        aio = self._async_loop()
+        try:
+            return await asyncio.wrap_future(aio.submit(aio.read(query, params)))
+        except Exception as exc:
+            raise self._translated(exc) from exc
+
+    def _async_loop(self) -> _AsyncDriverLoop:
+        with self._aio_lock:
+            if self._closed:
+                raise StoreUnavailableError(f"the store for {self.uri} is closed")
+            if self._aio is None:
+                settings = self._async_settings or {}
+                self._aio = _AsyncDriverLoop(
+                    lambda: self._neo4j.AsyncGraphDatabase.driver(self.uri, **settings),
+                    self._neo4j.RoutingControl.READ,
+                    self.database,
+                )
+            return self._aio
 
     def _write(self, query: str, **params: Any) -> list[dict[str, Any]]:
         return self._transact(lambda tx: [r.data() for r in tx.run(query, params)], write=True)
@@ -367,8 +416,14 @@ class Neo4jGraphStore:
             self._write(_VECTOR_INDEX, dim=int(self.vector_dimensions))
 
     def close(self) -> None:
-        """Close the driver."""
-        self._driver.close()
+        """Close the driver (and the async driver and its I/O loop, if started)."""
+        with self._aio_lock:
+            aio, self._aio, self._closed = self._aio, None, True
+        try:
+            if aio is not None:
+                aio.close()
+        finally:
+            self._driver.close()
 
     def __enter__(self) -> Neo4jGraphStore:
         return self
@@ -702,6 +757,57 @@ class Neo4jGraphStore:
 
     def __repr__(self) -> str:
         return f"Neo4jGraphStore(uri={self.uri!r}, database={self.database!r})"
+
+
+def _values(records: Iterable[Any]) -> list[dict[str, Any]]:
+    """Each record's values as they came.
+
+    ``Record.data()`` walks every list and byte string (25 times slower on vectors); no
+    statement here returns a node or relationship.
+    """
+    return [dict(r.items()) for r in records]
+
+
+class _AsyncDriverLoop:
+    """An event loop in a daemon thread that owns one ``neo4j.AsyncDriver``.
+
+    An async driver (its connections and locks) belongs to the loop it runs on; this
+    one's loop is its own, so coroutines from any caller's loop are submitted to it
+    (:meth:`submit`) and awaited there as futures.
+    """
+
+    def __init__(self, make: Callable[[], Any], routing: Any, database: str | None) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="semrag-neo4j-io", daemon=True
+        )
+        self._thread.start()
+        self._routing, self._database = routing, database
+
+        async def open_driver() -> Any:
+            return make()
+
+        self._driver = self.submit(open_driver()).result()
+
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        """Run ``coro`` on the I/O loop."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    async def read(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """One read statement (runs on the I/O loop)."""
+        records, _, _ = await self._driver.execute_query(
+            query, params, routing_=self._routing, database_=self._database
+        )
+        return _values(records)
+
+    def close(self) -> None:
+        """Close the driver, stop the loop and join its thread."""
+        try:
+            self.submit(self._driver.close()).result()
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
 
 
 def _tokens_text(key: str) -> str:

@@ -52,18 +52,20 @@ checks an overlap of the top results of at least 0.8.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import contextvars
 import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from semrag._steps import adrive, drive
 from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError, StoreError
@@ -290,6 +292,22 @@ _LOAD = (  # for each node: its sentences, and its out-edges with their target n
 # Lucene's query syntax: special characters are escaped and its operators lower-cased, so a
 # query is searched as words.
 _LUCENE_OPERATORS = re.compile(r"\b(AND|OR|NOT|TO)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One read statement a step of :class:`Neo4jIndex` asks for (answered with its rows)."""
+
+    query: str
+    params: dict[str, Any]
+
+
+_Result = TypeVar("_Result")
+_Steps = Generator[_Ask, list[dict[str, Any]], _Result]
+# what each Neo4jIndex's read() keeps, by id(index): see Neo4jIndex.read
+_READS: contextvars.ContextVar[dict[int, dict[str, dict[Any, Any]]] | None] = (
+    contextvars.ContextVar("semrag_neo4j_index_reads", default=None)
+)
 
 
 def part_key(doc_id: str, n: int) -> str:
@@ -922,6 +940,13 @@ class Neo4jIndex:
     Each round trip reads one committed version (a change is one transaction); a change
     that lands between two round trips of one query can be seen by the second only.
 
+    The async twins (:meth:`asearch`, :meth:`asearch_channels`, ...) await the store's
+    async driver (see :mod:`semrag.graph.neo4j`): no worker thread waits on the network,
+    and what they decode runs in a worker thread. Each read method is written once, as
+    steps that ask for statements; the sync and the async method drive the same steps.
+    ``read()`` is a context, not a lock, so a coroutine holds it across its awaits
+    (``async_reads``), which IAR's async path does.
+
     Args:
         store: the :class:`~semrag.graph.Neo4jGraphStore` (connection and database).
         embedder: embeds queries; ``None`` for the packaged MiniLM. Its dimension must be
@@ -946,6 +971,8 @@ class Neo4jIndex:
     """No small pieces stored: SKETCH searches the chunks here (``split=None``)."""
     extended = None
     """IAR's default extended channel here: none (PPR builds its passage graph in process)."""
+    async_reads = True
+    """Its ``a...`` read methods await the database, and ``read()`` may span awaits."""
 
     def __init__(
         self,
@@ -983,26 +1010,39 @@ class Neo4jIndex:
         """The stored similarity graph's config (``None`` without one)."""
         self.dense = _Dense(self)
         self.sparse = _Sparse(self)
-        self._local = threading.local()
 
     # -- plumbing -------------------------------------------------------------------------------
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
         return self.store._read(query, **params)
 
+    def _run(self, steps: _Steps[Any]) -> Any:
+        """Drive read steps with blocking reads."""
+        return drive(steps, lambda ask: self.store._read(ask.query, **ask.params))
+
+    async def _arun(self, steps: _Steps[Any]) -> Any:
+        """Drive read steps with the async driver (the steps run in worker threads)."""
+        return await adrive(steps, lambda ask: self.store._aread(ask.query, **ask.params))
+
     @contextlib.contextmanager
     def read(self, *, followers: bool = False) -> Iterator[None]:
-        """Keep what one query fetches for the length of the block (see the class doc)."""
-        outer = getattr(self._local, "cache", None)
-        if outer is None:
-            self._local.cache = {"chunks": {}, "docs": {}}
+        """Keep what one query fetches for the length of the block (see the class doc).
+
+        The kept rows live in a context variable: a thread's own, a task's own, and
+        seen by the worker threads a task starts (``asyncio.to_thread`` copies it).
+        """
+        held = _READS.get()
+        if held is not None and id(self) in held:
+            yield
+            return
+        token = _READS.set({**(held or {}), id(self): {"chunks": {}, "docs": {}}})
         try:
             yield
         finally:
-            if outer is None:
-                self._local.cache = None
+            _READS.reset(token)
 
     def _cache(self, kind: str) -> dict[Any, Any]:
-        cache = getattr(self._local, "cache", None)
+        held = _READS.get()
+        cache = held.get(id(self)) if held is not None else None
         return cache[kind] if cache is not None else {}  # outside a read: kept for one call
 
     def _candidates(self, k: int) -> int:
@@ -1029,12 +1069,20 @@ class Neo4jIndex:
         return (await self.embedder.aembed([query]))[0]
 
     def _dense_search(self, queries: Floats, k: int) -> tuple[Floats, Ints]:
+        return self._run(self._dense_steps(queries, k))
+
+    def _dense_steps(self, queries: Floats, k: int) -> _Steps[tuple[Floats, Ints]]:
+        self._check_dim(queries)
+        rows = yield _Ask(
+            _DENSE, {"n": self._candidates(int(k)), "vectors": [_vector(q) for q in queries]}
+        )
+        return self._dense_rows(rows, queries, k)
+
+    def _check_dim(self, queries: Floats) -> None:
         if queries.shape[1] != self.embedder.dim:
             raise ConfigError(
                 f"query of dimension {queries.shape[1]}; the index has {self.embedder.dim}"
             )
-        rows = self._read(_DENSE, n=self._candidates(int(k)), vectors=[_vector(q) for q in queries])
-        return self._dense_rows(rows, queries, k)
 
     def _dense_rows(
         self, rows: Sequence[Mapping[str, Any]], queries: Floats, k: int
@@ -1053,7 +1101,12 @@ class Neo4jIndex:
         return scores, ids
 
     def _sparse_search(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
-        rows = self._read(_SPARSE, n=int(k), queries=[lucene_query(q) for q in queries])
+        return self._run(self._sparse_steps(queries, k))
+
+    def _sparse_steps(
+        self, queries: Sequence[str], k: int
+    ) -> _Steps[list[list[tuple[int, float]]]]:
+        rows = yield _Ask(_SPARSE, {"n": int(k), "queries": [lucene_query(q) for q in queries]})
         return self._sparse_rows(rows, len(queries))
 
     def _sparse_rows(
@@ -1075,17 +1128,29 @@ class Neo4jIndex:
         One round trip (the chunks come with them), as
         :meth:`semrag.SemanticIndex.search_channels` is one read.
         """
+        return self._run(self._channels_steps(vectors, queries, k))
+
+    async def asearch_channels(
+        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
+    ) -> tuple[Ints, list[list[tuple[int, float]]]]:
+        """Async twin of :meth:`search_channels`."""
+        return await self._arun(self._channels_steps(vectors, queries, k))
+
+    def _channels_steps(
+        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
+    ) -> _Steps[tuple[Ints, list[list[tuple[int, float]]]]]:
         v = np.atleast_2d(np.asarray(vectors, np.float32))
-        if v.shape[1] != self.embedder.dim:
-            raise ConfigError(f"query of dimension {v.shape[1]}; the index has {self.embedder.dim}")
         if not queries:
-            return self._dense_search(v, k)[1], []
-        rows = self._read(
+            return (yield from self._dense_steps(v, k))[1], []
+        self._check_dim(v)
+        rows = yield _Ask(
             _CHANNELS,
-            dense_n=self._candidates(int(k)),
-            sparse_n=int(k),
-            vectors=[_vector(q) for q in v],
-            queries=[lucene_query(q) for q in queries],
+            {
+                "dense_n": self._candidates(int(k)),
+                "sparse_n": int(k),
+                "vectors": [_vector(q) for q in v],
+                "queries": [lucene_query(q) for q in queries],
+            },
         )
         dense = [r for r in rows if r["channel"] == "dense"]
         sparse = [r for r in rows if r["channel"] == "sparse"]
@@ -1093,15 +1158,23 @@ class Neo4jIndex:
 
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector (exact scores, as the embedded index)."""
-        k = check_k("Neo4jIndex.search", k, 10)
         with self.read():
-            scores, ids = self._dense_search(np.asarray(vector, np.float32)[None, :], k)
-            keep = ids[0] >= 0
-            chunks = self._chunks([int(i) for i in ids[0][keep]])
-            return [
-                ScoredChunk(c, float(s), {"dense": float(s)}, ({"channel": "dense", "rank": r},))
-                for r, (c, s) in enumerate(zip(chunks, scores[0][keep], strict=True))
-            ]
+            return self._run(self._search_vector_steps(vector, k))
+
+    async def asearch_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
+        """Async twin of :meth:`search_vector`."""
+        with self.read():
+            return await self._arun(self._search_vector_steps(vector, k))
+
+    def _search_vector_steps(self, vector: Floats, k: int) -> _Steps[list[ScoredChunk]]:
+        k = check_k("Neo4jIndex.search", k, 10)
+        scores, ids = yield from self._dense_steps(np.asarray(vector, np.float32)[None, :], k)
+        keep = ids[0] >= 0
+        rows = yield from self._rows_steps([int(i) for i in ids[0][keep]])
+        return [
+            ScoredChunk(c, float(s), {"dense": float(s)}, ({"channel": "dense", "rank": r},))
+            for r, ((c, _), s) in enumerate(zip(rows, scores[0][keep], strict=True))
+        ]
 
     def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for ``query`` (one round trip: the chunks come with them)."""
@@ -1109,26 +1182,29 @@ class Neo4jIndex:
         return self.search_vector(self.embed_query(query), k)
 
     async def asearch(self, query: str, k: int = 10) -> list[ScoredChunk]:
-        """Async twin of :meth:`search` (the round trips run in a worker thread)."""
+        """Async twin of :meth:`search` (on the async driver)."""
         check_query("Neo4jIndex.search", query)
-        vector = await self.aembed_query(query)
-        return await asyncio.to_thread(self.search_vector, vector, k)
-
-    async def asearch_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
-        """Async twin of :meth:`search_sparse` (in a worker thread)."""
-        return await asyncio.to_thread(self.search_sparse, query, k)
+        return await self.asearch_vector(await self.aembed_query(query), k)
 
     def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Full-text (Lucene BM25) top-``k`` chunks for ``query``."""
+        with self.read():
+            return self._run(self._search_sparse_steps(query, k))
+
+    async def asearch_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """Async twin of :meth:`search_sparse` (on the async driver)."""
+        with self.read():
+            return await self._arun(self._search_sparse_steps(query, k))
+
+    def _search_sparse_steps(self, query: str, k: int) -> _Steps[list[ScoredChunk]]:
         check_query("Neo4jIndex.search_sparse", query)
         k = check_k("Neo4jIndex.search_sparse", k, 10)
-        with self.read():
-            hits = self.sparse.search(query, k)
-            chunks = self._chunks([i for i, _ in hits])
-            return [
-                ScoredChunk(c, s, {"sparse": s}, ({"channel": "sparse", "rank": r},))
-                for r, (c, (_, s)) in enumerate(zip(chunks, hits, strict=True))
-            ]
+        hits = (yield from self._sparse_steps([query], k))[0]
+        rows = yield from self._rows_steps([i for i, _ in hits])
+        return [
+            ScoredChunk(c, s, {"sparse": s}, ({"channel": "sparse", "rank": r},))
+            for r, ((c, _), (_, s)) in enumerate(zip(rows, hits, strict=True))
+        ]
 
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """Full-text scores of ``query`` for the given chunks (0 where no term matches)."""
@@ -1138,24 +1214,42 @@ class Neo4jIndex:
         self, queries: Sequence[str], chunk_ids: Sequence[int]
     ) -> npt.NDArray[np.float64]:
         """:meth:`sparse_scores` of each query, in one round trip."""
+        return self._run(self._sparse_scores_steps(queries, chunk_ids))
+
+    async def asparse_scores_many(
+        self, queries: Sequence[str], chunk_ids: Sequence[int]
+    ) -> npt.NDArray[np.float64]:
+        """Async twin of :meth:`sparse_scores_many`."""
+        return await self._arun(self._sparse_scores_steps(queries, chunk_ids))
+
+    def _sparse_scores_steps(
+        self, queries: Sequence[str], chunk_ids: Sequence[int]
+    ) -> _Steps[npt.NDArray[np.float64]]:
         ids = [int(i) for i in chunk_ids]
         out = np.zeros((len(queries), len(ids)), np.float64)
         if not ids or not queries:
             return out
         texts = [lucene_query(q) for q in queries]
         column = {i: j for j, i in enumerate(ids)}
-        for r in self._read(_SPARSE_AMONG, texts=texts, ids=ids):
+        for r in (yield _Ask(_SPARSE_AMONG, {"texts": texts, "ids": ids})):
             out[r["row"], column[int(r["id"])]] = float(r["score"])
         return out
 
     def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
         """The vectors of each chunk's sentences, in one round trip."""
-        chunks = self._chunks(chunk_ids)
+        return self._run(self._sentence_vectors_steps(chunk_ids))
+
+    async def asentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
+        """Async twin of :meth:`sentence_vectors_of`."""
+        return await self._arun(self._sentence_vectors_steps(chunk_ids))
+
+    def _sentence_vectors_steps(self, chunk_ids: Sequence[int]) -> _Steps[list[Floats]]:
+        chunks = [c for c, _ in (yield from self._rows_steps(chunk_ids))]
         rows = [
             {"doc_id": c.doc_id, "first": c.sentence_start, "end": c.sentence_end} for c in chunks
         ]
         out: list[Floats] = [np.zeros((0, self.embedder.dim), np.float32) for _ in chunks]
-        for r in self._read(_CHUNK_SENTENCES, rows=rows) if rows else []:
+        for r in (yield _Ask(_CHUNK_SENTENCES, {"rows": rows})) if rows else []:
             if r["vecs"]:
                 out[r["row"]] = np.stack([_unbytes(b) for b in r["vecs"]])
         return out
@@ -1164,17 +1258,18 @@ class Neo4jIndex:
     def _remember(self, row: Mapping[str, Any]) -> Floats:
         """Keep a fetched chunk row for the rest of this read; returns its vector."""
         vector = _unbytes(row["vec"])
-        cache = getattr(self._local, "cache", None)
-        if cache is not None:
-            cache["chunks"].setdefault(int(row["id"]), (_chunk(row), vector))
+        self._cache("chunks").setdefault(int(row["id"]), (_chunk(row), vector))
         return vector
 
     def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
         """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
+        return self._run(self._rows_steps(ids))
+
+    def _rows_steps(self, ids: Sequence[int]) -> _Steps[list[tuple[Chunk, Floats]]]:
         known = self._cache("chunks")
         missing = sorted({int(i) for i in ids} - known.keys())
         if missing:
-            for r in self._read(_CHUNKS, ids=missing):
+            for r in (yield _Ask(_CHUNKS, {"ids": missing})):
                 known[int(r["id"])] = (_chunk(r), _unbytes(r["vec"]))
         unknown = [int(i) for i in ids if int(i) not in known]
         if unknown:

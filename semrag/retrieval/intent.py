@@ -51,10 +51,11 @@ offsets. Its scores are normalised by rank (PageRank mass says little beyond the
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -62,6 +63,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._rwlock import reading
+from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import (
     HasMethods,
     Interval,
@@ -610,7 +612,12 @@ class IntentAwareRetriever:
             return self._fuse(plan, vectors, ext, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve`; the channels run concurrently."""
+        """Async twin of :meth:`retrieve`; the channels run concurrently.
+
+        On an index with async reads (``async_reads``, e.g.
+        :class:`~semrag.graph.Neo4jIndex`) its round trips are awaited and only the
+        scoring runs in worker threads; on the embedded index the fusion runs in one.
+        """
         k = check_k("IntentAwareRetriever", k, self.k)
         plan = await self.aplan(query)
         ext_task = (
@@ -619,7 +626,7 @@ class IntentAwareRetriever:
         vectors, ext = await asyncio.gather(
             self.index.embedder.aembed(list(plan.dense_queries)), ext_task
         )
-        return await asyncio.to_thread(self._fuse, plan, vectors, ext, k)
+        return await self._afuse(plan, vectors, ext, k)
 
     def _use_extended(self, plan: QueryPlan) -> bool:
         return self.extended is not None and plan.weights.get("extended", 0.0) > 0
@@ -628,20 +635,34 @@ class IntentAwareRetriever:
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
     ) -> list[ScoredChunk]:
         with reading(self.index):  # candidates, scores and chunks of one version
-            return self._fuse_read(plan, vectors, ext, k)
+            return drive(
+                self._fuse_steps(plan, vectors, ext, k), functools.partial(call, self.index)
+            )
 
-    def _fuse_read(
+    async def _afuse(
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
     ) -> list[ScoredChunk]:
         index = self.index
-        cands = self._candidates(plan, vectors, ext)
+        if not getattr(index, "async_reads", False):  # a lock held by one thread: all in one
+            return await asyncio.to_thread(self._fuse, plan, vectors, ext, k)
+        with reading(index):
+            steps = self._fuse_steps(plan, vectors, ext, k)
+            return await adrive(steps, functools.partial(acall, index))
+
+    def _fuse_steps(
+        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
+    ) -> Generator[Call, Any, list[ScoredChunk]]:
+        """The fusion, asking for the index reads that may be round trips (:class:`Call`)."""
+        index = self.index
+        cands = yield from self._candidates(plan, vectors, ext)
         ids = cands.ids
         if not ids:  # an empty index
             return []
         dense = (index.vectors_of(ids) @ vectors.T).max(axis=1).astype(np.float64)
         sparse = np.zeros(len(ids))
         if plan.sparse_queries:
-            sparse = np.maximum(sparse, index.sparse_scores_many(plan.sparse_queries, ids).max(0))
+            scores = yield Call("sparse_scores_many", (plan.sparse_queries, ids))
+            sparse = np.maximum(sparse, scores.max(0))
         extended = np.array([cands.extended.get(i, np.nan) for i in ids])
         raw = {"dense": dense, "sparse": sparse, "extended": extended}
         methods = self.normalisation
@@ -654,7 +675,7 @@ class IntentAwareRetriever:
         if refine == "auto":
             refine = "none" if plan.intent == "multi_hop" else "sentence"
         if refine == "sentence" and len(top) > 1:
-            sentence = self._sentence_scores([ids[i] for i in top], vectors[0])
+            sentence = yield from self._sentence_scores([ids[i] for i in top], vectors[0])
             final = final + self.refine_weight * normalise_scores(sentence)
         order = np.argsort(-final, kind="stable")[:k]
         meta = plan.to_metadata()
@@ -677,11 +698,11 @@ class IntentAwareRetriever:
 
     def _candidates(
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk]
-    ) -> _Candidates:
+    ) -> Generator[Call, Any, _Candidates]:
         index = self.index
         n = self.n_candidates
         pool: dict[int, None] = {}
-        found, sparse_hits = index.search_channels(vectors, list(plan.sparse_queries), n)
+        found, sparse_hits = yield Call("search_channels", (vectors, list(plan.sparse_queries), n))
         for row in found:
             pool.update((int(i), None) for i in row if i >= 0)
         for hits in sparse_hits:
@@ -696,9 +717,9 @@ class IntentAwareRetriever:
 
     def _sentence_scores(
         self, ids: list[int], q: npt.NDArray[np.float32]
-    ) -> npt.NDArray[np.float64]:
+    ) -> Generator[Call, Any, npt.NDArray[np.float64]]:
         out = np.empty(len(ids))
-        for j, vecs in enumerate(self.index.sentence_vectors_of(ids)):
+        for j, vecs in enumerate((yield Call("sentence_vectors_of", (ids,)))):
             out[j] = float((vecs @ q).max()) if len(vecs) else np.nan
         return out
 

@@ -241,10 +241,14 @@ def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_
 
 
 async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypatch):
-    # The cases of tests/unit/test_loop_stalls.py (ELSEWHERE): a slow model and a slow
-    # network (each read waits DELAY) must not stall the loop.
+    # The cases of tests/unit/test_loop_stalls.py (ELSEWHERE): a slow model, and a network
+    # so slow that each read blocks the store's I/O loop for DELAY, must not stall the
+    # caller's loop; and the async twins never touch the sync driver.
     import time
 
+    import numpy as np
+
+    from semrag.graph import neo4j as neo4j_module
     from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
     from tests.unit.test_loop_stalls import DELAY, ELSEWHERE, MAX_STALL, SlowEmbedder, longest_stall
 
@@ -252,22 +256,151 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
     Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     reader = Neo4jIndex(graph_store, embedder=SlowEmbedder())
-    real = graph_store._read
+    real = neo4j_module._AsyncDriverLoop.read
 
-    def slow_read(query, **params):
-        time.sleep(DELAY)
-        return real(query, **params)
+    async def slow_read(self, query, params):
+        time.sleep(DELAY)  # blocks the I/O loop, which is not the caller's
+        return await real(self, query, params)
 
-    monkeypatch.setattr(graph_store, "_read", slow_read)
+    def no_sync_read(query, **params):
+        raise AssertionError("an async twin used the sync driver")
+
+    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", slow_read)
+    monkeypatch.setattr(graph_store, "_read", no_sync_read)
+    q = np.asarray(FakeEmbedder().embed(["bees"]))
     cases = {
         "aembed_query": lambda: reader.aembed_query("bees"),
         "asearch": lambda: reader.asearch("bees", k=2),
+        "asearch_vector": lambda: reader.asearch_vector(q[0], k=2),
         "asearch_sparse": lambda: reader.asearch_sparse("bees", k=2),
+        "asearch_channels": lambda: reader.asearch_channels(q, ["bees"], 3),
+        "asparse_scores_many": lambda: reader.asparse_scores_many(["bees"], [0, 1, 2]),
+        "asentence_vectors_of": lambda: reader.asentence_vectors_of([0, 1]),
     }
     assert {k.rsplit(".", 1)[1] for k in ELSEWHERE} == set(cases)
     for name, make in cases.items():
         assert await longest_stall(make) < MAX_STALL, name
     assert (await reader.asearch("bees", k=2))[0].chunk.doc_id == "d0"
+
+
+async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(graph_store):
+    # Same answers as the sync twins (which read through the sync driver), read through
+    # the async driver only; IAR's async path awaits its round trips the same way.
+    import numpy as np
+
+    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+
+    emb = embedder()
+    index = SemanticIndex(embedder=emb)
+    Neo4jIndexStore.for_index(index, graph_store)
+    index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
+    reader = Neo4jIndex(graph_store, embedder=emb)
+    iar = IntentAwareRetriever(reader, k=3)
+    vectors = np.asarray(emb.embed(QUERIES[:2]))
+    ids = [0, 2, 4, 5]
+    sync = {
+        "search": [reader.search(q, k=3) for q in QUERIES],
+        "sparse": [reader.search_sparse(q, k=3) for q in QUERIES],
+        "channels": reader.search_channels(vectors, QUERIES[:2], 4),
+        "scores": reader.sparse_scores_many(QUERIES[:2], ids),
+        "sentences": reader.sentence_vectors_of(ids),
+        "iar": [iar.retrieve(q) for q in QUERIES],
+    }
+    sync_reads = graph_store.reads
+    calls = []
+    real = graph_store._read
+
+    def counted(query, **params):
+        calls.append(query)
+        return real(query, **params)
+
+    graph_store._read = counted  # the async twins must not come here
+    got = {
+        "search": [await reader.asearch(q, k=3) for q in QUERIES],
+        "sparse": [await reader.asearch_sparse(q, k=3) for q in QUERIES],
+        "channels": await reader.asearch_channels(vectors, QUERIES[:2], 4),
+        "scores": await reader.asparse_scores_many(QUERIES[:2], ids),
+        "sentences": await reader.asentence_vectors_of(ids),
+        "iar": [await iar.aretrieve(q) for q in QUERIES],
+    }
+    del graph_store._read
+    assert calls == []
+    assert graph_store.reads > sync_reads  # counted on the async side too
+    for key in ("search", "sparse", "iar"):
+        assert [
+            [(h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in hits] for hits in got[key]
+        ] == [
+            [(h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in hits] for hits in sync[key]
+        ], key
+        assert all(got[key]), key
+    assert np.array_equal(got["channels"][0], sync["channels"][0])
+    assert got["channels"][1] == sync["channels"][1]
+    np.testing.assert_allclose(got["scores"], sync["scores"])
+    assert got["scores"].any()
+    for a, b in zip(got["sentences"], sync["sentences"], strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert len(a)
+
+
+async def test_concurrent_async_reads_share_one_loop_not_a_thread_each(graph_store, monkeypatch):
+    # 32 concurrent searches with a slow (awaiting) network: all 32 reads are in flight at
+    # once, where a worker thread per read would cap them at the thread pool's size.
+    import asyncio
+    import concurrent.futures
+
+    from semrag.graph import neo4j as neo4j_module
+    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+
+    emb = FakeEmbedder()
+    index = SemanticIndex(embedder=emb)
+    Neo4jIndexStore.for_index(index, graph_store)
+    index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
+    reader = Neo4jIndex(graph_store, embedder=emb)
+    real = neo4j_module._AsyncDriverLoop.read
+    flight = {"now": 0, "most": 0}
+
+    async def slow_read(self, query, params):
+        flight["now"] += 1  # on the I/O loop only: no lock needed
+        flight["most"] = max(flight["most"], flight["now"])
+        try:
+            await asyncio.sleep(0.3)
+            return await real(self, query, params)
+        finally:
+            flight["now"] -= 1
+
+    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", slow_read)
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=4))
+    hits = await asyncio.gather(*(reader.asearch_sparse(TEXTS[i % 6][:20], k=2) for i in range(32)))
+    assert all(hits)
+    assert flight["most"] >= 24, flight
+    # a cancelled caller cancels its read on the I/O loop
+    task = asyncio.create_task(reader.asearch_sparse("bees", k=2))
+    while flight["now"] == 0:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):
+        if flight["now"] == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert flight["now"] == 0
+
+
+async def test_async_reads_raise_the_stores_errors_and_stop_with_the_store(neo4j_server):
+    from semrag.errors import StoreError
+    from semrag.graph import Neo4jGraphStore
+
+    store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+    assert (await store._aread("RETURN 1 AS n")) == [{"n": 1}]
+    with pytest.raises(StoreError, match="rejected a statement"):
+        await store._aread("RETURN nonsense(")
+    thread = store._aio._thread
+    store.close()
+    assert not thread.is_alive()
+    with pytest.raises(StoreUnavailableError, match="closed"):
+        await store._aread("RETURN 1 AS n")
 
 
 def with_graph(graph_store):

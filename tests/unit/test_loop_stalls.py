@@ -525,7 +525,15 @@ def public_async_methods() -> set[str]:
 ELSEWHERE = {
     f"semrag.graph.neo4j_index:Neo4jIndex.{name}": "tests/graph/test_neo4j_index.py"
     "::test_the_readers_async_twins_leave_the_loop_free"
-    for name in ("aembed_query", "asearch", "asearch_sparse")
+    for name in (
+        "aembed_query",
+        "asearch",
+        "asearch_vector",
+        "asearch_sparse",
+        "asearch_channels",
+        "asparse_scores_many",
+        "asentence_vectors_of",
+    )
 }
 
 
