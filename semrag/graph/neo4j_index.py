@@ -233,6 +233,18 @@ _DOCUMENT = (
     "RETURN d.text AS text, d.metadata AS metadata, d.themes AS themes, "
     "collect([s.start, s.end]) AS spans, collect(s.vec) AS vectors"
 )
+_OVERLAPPING_MANY = (
+    "UNWIND range(0, size($spans) - 1) AS row WITH row, $spans[row] AS s "
+    "MATCH (c:SemragChunk {doc_id: s[0]}) WHERE c.start < s[2] AND c.end > s[1] "
+    f"RETURN row, {_CHUNK_FIELDS}, c.vec AS vec ORDER BY row, c.index, c.id"
+)
+_DOCUMENTS = (
+    "UNWIND $ids AS id MATCH (d:SemragDocument {id: id}) CALL (d) { "
+    "OPTIONAL MATCH (s:SemragSentence {doc_id: d.id}) WITH s ORDER BY s.i "
+    "RETURN collect([s.start, s.end]) AS spans, collect(s.vec) AS vectors } "
+    "RETURN d.id AS id, d.text AS text, d.metadata AS metadata, d.themes AS themes, "
+    "spans, vectors"
+)
 _DOC_IDS = "MATCH (d:SemragDocument) RETURN d.id AS id ORDER BY d.id"
 _COUNT_CHUNKS = "MATCH (c:SemragChunk) RETURN count(c) AS n"
 _COUNT_DOCS = "MATCH (d:SemragDocument) RETURN count(d) AS n"
@@ -1299,22 +1311,52 @@ class Neo4jIndex:
         rows = self._read(_OVERLAPPING, doc_id=doc_id, start=int(start), end=int(end))
         return [int(r["id"]) for r in rows]
 
+    def overlapping_chunks_many(self, spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
+        """:meth:`overlapping_chunks` of each ``(doc_id, start, end)``, in one round trip.
+
+        The chunks come with them (kept for the rest of a ``read()``).
+        """
+        out: list[list[int]] = [[] for _ in spans]
+        if not spans:
+            return out
+        rows = self._read(_OVERLAPPING_MANY, spans=[[d, int(a), int(b)] for d, a, b in spans])
+        for r in rows:
+            self._remember(r)
+            out[r["row"]].append(int(r["id"]))
+        return out
+
+    def fetch_documents(self, doc_ids: Sequence[str]) -> None:
+        """Fetch these documents (text, sentences, vectors) in one round trip.
+
+        Kept for the rest of a ``read()`` (outside one there is nowhere to keep them); ids
+        not stored are left out (reading one of them later raises ``KeyError``).
+        """
+        cache = self._cache("docs")
+        missing = sorted({d for d in doc_ids if d not in cache})
+        if missing:
+            for r in self._read(_DOCUMENTS, ids=missing):
+                cache[r["id"]] = self._document_entry(r)
+
     def _document(self, doc_id: str) -> tuple[Document, list[Span], Floats, list[str]]:
         cache = self._cache("docs")
         if doc_id not in cache:
             rows = self._read(_DOCUMENT, id=doc_id)
             if not rows:
                 raise KeyError(doc_id)
-            r = rows[0]
-            spans = [Span(a, b) for a, b in r["spans"] if a is not None]
-            vectors = (
-                np.stack([_unbytes(b) for b in r["vectors"]])
-                if spans
-                else np.zeros((0, self.embedder.dim), np.float32)
-            )
-            doc = Document(doc_id, r["text"], json.loads(r["metadata"]))
-            cache[doc_id] = (doc, spans, vectors, list(r["themes"] or []))
+            cache[doc_id] = self._document_entry({**rows[0], "id": doc_id})
         return cache[doc_id]
+
+    def _document_entry(
+        self, r: Mapping[str, Any]
+    ) -> tuple[Document, list[Span], Floats, list[str]]:
+        spans = [Span(a, b) for a, b in r["spans"] if a is not None]
+        vectors = (
+            np.stack([_unbytes(b) for b in r["vectors"]])
+            if spans
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
+        doc = Document(r["id"], r["text"], json.loads(r["metadata"]))
+        return doc, spans, vectors, list(r["themes"] or [])
 
     def document(self, doc_id: str) -> Document:
         """The stored document ``doc_id`` (``KeyError`` if absent)."""

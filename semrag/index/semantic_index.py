@@ -439,6 +439,17 @@ class SemanticIndex:
             found.sort()  # chunks not stored in start order
         return [ids[j] for j in found]
 
+    def overlapping_chunks_many(self, spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
+        """:meth:`overlapping_chunks` of each ``(doc_id, start, end)`` (one read on a server)."""
+        return [self.overlapping_chunks(d, a, b) for d, a, b in spans]
+
+    def fetch_documents(self, doc_ids: Sequence[str]) -> None:
+        """Nothing to fetch: the documents are in memory.
+
+        A retriever about to read several documents' sentences says so here; an index
+        on a server (:class:`~semrag.graph.Neo4jIndex`) fetches them in one round trip.
+        """
+
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
         with self._lock.read():

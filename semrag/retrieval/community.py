@@ -155,11 +155,12 @@ class CommunityRetriever:
         order = best_above(sims, lambda i: ents[i].id, self.max_entities, self.tau_e)
         chosen = {ents[i].id: (ents[i], float(sims[i]), vecs[i]) for i in order}
         best: dict[int, tuple[float, float, list[dict[str, Any]]]] = {}
-        for eid, refs in self.kg.store.chunks_for(list(chosen)).items():
+        found = self.kg.store.chunks_for(list(chosen))
+        spans = [(r.doc_id, r.start, r.end) for refs in found.values() for r in refs]
+        overlaps = iter(self.index.overlapping_chunks_many(spans))
+        for eid, refs in found.items():
             ent, e_sim, e_vec = chosen[eid]
-            cids = sorted(
-                {c for r in refs for c in self.index.overlapping_chunks(r.doc_id, r.start, r.end)}
-            )
+            cids = sorted({c for _ in refs for c in next(overlaps)})
             if not cids:
                 continue
             cvecs = self.index.vectors_of(cids)
@@ -215,13 +216,12 @@ class CommunityRetriever:
             self._reports, self._reports_version = state, version
         return state
 
-    def _sentence_runs(self, comm: Any) -> list[tuple[str, int, int]]:
+    def _sentence_runs(self, comm: Any, version: tuple[int, int]) -> list[tuple[str, int, int]]:
         """``(doc_id, first, end)`` sentence runs of the community's chunks that are read.
 
         The ``max_chunks`` chunks mentioning the most members; kept per version of the
-        index and the graph, so a community's mentions are read once.
+        index and the graph (``version``), so a community's mentions are read once.
         """
-        version = (getattr(self.kg, "version", 0), self.index.version)
         if self._points_version != version:
             self._points, self._points_version = {}, version
         found = self._points.get(comm.id)
@@ -251,8 +251,11 @@ class CommunityRetriever:
         top = [comms[i] for i in best]
         rel = {comms[i].id: float(relevance[i]) for i in best}
         points: dict[tuple[str, int], tuple[float, Any]] = {}
-        for comm in top:
-            for doc_id, a, b in self._sentence_runs(comm):
+        version = (getattr(self.kg, "version", 0), self.index.version)
+        runs = [self._sentence_runs(comm, version) for comm in top]
+        self.index.fetch_documents(sorted({d for found in runs for d, _, _ in found}))
+        for comm, found in zip(top, runs, strict=True):
+            for doc_id, a, b in found:
                 sims = self.index.sentence_vectors(doc_id)[a:b] @ q
                 for j, s in enumerate(sims, start=a):
                     key = (doc_id, j)

@@ -352,14 +352,13 @@ class SketchRetriever:
         pieces, parents, dense = self.pieces()
         items: dict[tuple[str, int, int], _Item] = {}
         # unstructured side
-        if len(dense):
-            _, ids = dense.search(q, self.n_vector or 2 * k)
-            found = [int(i) for i in ids[0] if i >= 0]
-            for i, vec in zip(found, dense.vectors_of(found), strict=True):
-                c = pieces[i]
-                items[(c.doc_id, c.start, c.end)] = _Item(
-                    c, vec, unstructured=True, piece_of=parents[i]
-                )
+        _, ids = dense.search(q, self.n_vector or 2 * k)  # -1 slots: an empty index
+        found = [int(i) for i in ids[0] if i >= 0]
+        for i, vec in zip(found, dense.vectors_of(found), strict=True):
+            c = pieces[i]
+            items[(c.doc_id, c.start, c.end)] = _Item(
+                c, vec, unstructured=True, piece_of=parents[i]
+            )
         # structured side
         sub, refs = self.kg.store.expand(seed_ids, depth=self.depth)
         by_id = {e.id: e for e in sub.entities}
@@ -367,10 +366,11 @@ class SketchRetriever:
         facts = sorted(sub.relations, key=lambda r: -r.weight)[: self.max_facts]
         names = {e.id: e.name for e in sub.entities}
         per_chunk: dict[int, dict[str, int]] = {}
-        for eid, chunk_refs in refs.items():
-            for ref in chunk_refs:
-                for cid in index.overlapping_chunks(ref.doc_id, ref.start, ref.end):
-                    per_chunk.setdefault(cid, {})[eid] = sub.hops[eid]
+        mentions = [(eid, ref) for eid, chunk_refs in refs.items() for ref in chunk_refs]
+        spans = [(ref.doc_id, ref.start, ref.end) for _, ref in mentions]
+        for (eid, _), cids in zip(mentions, index.overlapping_chunks_many(spans), strict=True):
+            for cid in cids:
+                per_chunk.setdefault(cid, {})[eid] = sub.hops[eid]
         bridges = self._bridges(sub, refs)
         bridge_q = self._bridge_queries(query, seeds, [names[b] for b in bridges])
         bridge_vec = dict(zip(bridges, bridge_q, strict=True))

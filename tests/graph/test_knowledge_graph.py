@@ -548,17 +548,18 @@ def test_global_search_reads_each_communitys_most_mentioning_chunks():
     got, full = capped.retrieve(query), every.retrieve(query)
     assert {h.chunk.doc_id for h in got} <= {h.chunk.doc_id for h in full}
     comms, _ = every.reports()
+    version = (kg.version, index.version)
     for comm in comms:
         refs = kg.store.chunks_for(list(comm.entity_ids))
         mentions: dict[tuple, int] = {}
         for rs in refs.values():
             for r in {(r.doc_id, r.start, r.end) for r in rs}:
                 mentions[r] = mentions.get(r, 0) + 1
-        runs = capped._sentence_runs(comm)
+        runs = capped._sentence_runs(comm, version)
         assert len(runs) == min(1, len(mentions))
         if mentions:  # the chunk that mentions the most members (ties: document order)
             doc_id, start, end = min(mentions, key=lambda c: (-mentions[c], c))
             assert runs[0][0] == doc_id
             spans = index.sentences(doc_id)
             assert spans[runs[0][1]].start <= start and end <= spans[runs[0][2] - 1].end
-        assert len(every._sentence_runs(comm)) == len(mentions)
+        assert len(every._sentence_runs(comm, version)) == len(mentions)

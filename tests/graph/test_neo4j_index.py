@@ -448,12 +448,28 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
         ),
     }
     found = 0
+    # round trips per query once the served graph has embedded its names and reports:
+    # one per stage (SKETCH: names, dense, neighbourhood, chunks of its mentions)
+    most = {"sketch": 4, "local": 2, "global": 2}
     for name, (here, there) in pairs.items():
+        there.retrieve(QUERIES[0], k=4)
         for q in [*QUERIES, "Which river flows by Memphis?", "Where was Marie Curie born?"]:
             want = [(h.chunk, round(h.score, 5)) for h in here.retrieve(q, k=4)]
+            before = graph_store.reads
             assert [(h.chunk, round(h.score, 5)) for h in there.retrieve(q, k=4)] == want, name
+            assert graph_store.reads - before <= most[name], (name, q)
             found += len(want)
     assert found > 20
+    spans = [(c.doc_id, c.start, c.end - 1) for c in index.chunks()] + [("nowhere", 0, 5)]
+    assert reader.overlapping_chunks_many(spans) == index.overlapping_chunks_many(spans)
+    assert reader.overlapping_chunks_many(spans) == [reader.overlapping_chunks(*s) for s in spans]
+    with reader.read():
+        before = graph_store.reads
+        reader.fetch_documents([*index.doc_ids, "nowhere"])
+        for doc_id in index.doc_ids:
+            assert reader.document(doc_id) == index.document(doc_id)
+            assert reader.sentences(doc_id) == index.sentences(doc_id)
+        assert graph_store.reads - before == 1
     with pytest.raises(ConfigError, match="split=None"):
         SketchRetriever(reader, served).retrieve("Memphis")
     graph_store.clear()
