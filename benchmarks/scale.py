@@ -132,6 +132,32 @@ def embedder_for(name: str) -> BaseEmbedder:
     return as_embedder(None)
 
 
+def cached_embedder(name: str) -> SentenceCache:
+    """The embedder ``name`` behind the sentence cache (on disk with SEMRAG_BENCH_CACHE)."""
+    cache_dir = os.environ.get("SEMRAG_BENCH_CACHE")
+    cache = Path(cache_dir) / f"scale-sentences-{name}.npz" if cache_dir else None
+    return SentenceCache(embedder_for(name), cache)
+
+
+def documents(target: int, embedder: BaseEmbedder) -> list[Document]:
+    """The first documents of :func:`corpus` that make about ``target`` chunks."""
+    # Chunks per character, from a sample spread over the corpus: documents enough for the
+    # target (documents vary in length far more than their chunks per character do).
+    guess = corpus(max(200, target // 5))
+    sample = guess[:: max(1, len(guess) // 300)]
+    probe = SemanticIndex(embedder=embedder, chunk_vectors="mean", ssg=False)
+    probe.add_documents(sample)
+    per_char = len(probe.chunks()) / sum(len(d.text) for d in sample)
+    del probe, guess
+    docs, expected = [], 0.0
+    for doc in corpus(max(1, int(2 * target / (per_char * 2000)) + 50)):
+        if expected >= target:
+            break
+        docs.append(doc)
+        expected += per_char * len(doc.text)
+    return docs
+
+
 def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -224,24 +250,8 @@ def main() -> None:
         emit(exponents(*args.exponents), args.out)
         return
     target = 1_000 if args.quick else args.chunks
-    cache_dir = os.environ.get("SEMRAG_BENCH_CACHE")
-    cache = Path(cache_dir) / f"scale-sentences-{args.embedder}.npz" if cache_dir else None
-    embedder = SentenceCache(embedder_for(args.embedder), cache)
-
-    # Chunks per character, from a sample spread over the corpus: documents enough for the
-    # target (documents vary in length far more than their chunks per character do).
-    guess = corpus(max(200, target // 5))
-    sample = guess[:: max(1, len(guess) // 300)]
-    probe = SemanticIndex(embedder=embedder, chunk_vectors="mean", ssg=False)
-    probe.add_documents(sample)
-    per_char = len(probe.chunks()) / sum(len(d.text) for d in sample)
-    del probe, guess
-    docs, expected = [], 0.0
-    for doc in corpus(max(1, int(2 * target / (per_char * 2000)) + 50)):
-        if expected >= target:
-            break
-        docs.append(doc)
-        expected += per_char * len(doc.text)
+    embedder = cached_embedder(args.embedder)
+    docs = documents(target, embedder)
 
     spent: dict[str, float] = {}
     rss: dict[str, float] = {"start": peak_mb()}

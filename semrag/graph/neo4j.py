@@ -24,7 +24,10 @@ on the store's own I/O event loop (a daemon thread started at the first async re
 caller's loop awaits the answer and never blocks, any number of reads are in flight at
 once (bounded by the driver's connection pool, not by a thread pool), and one store
 serves every event loop of the process (an async driver is bound to the loop it runs
-on). :meth:`Neo4jGraphStore.close` stops it.
+on). :meth:`Neo4jGraphStore.close` stops it. The price, measured in
+``benchmarks/neo4j_backend.py``: the Python async driver decodes a large reply more slowly
+than the sync one (a few ms on a dense search's rows), so on a small machine the sync
+driver in worker threads (``async_driver=False``) can serve more queries per second.
 """
 
 from __future__ import annotations
@@ -254,6 +257,8 @@ class Neo4jGraphStore:
         driver: an existing ``neo4j.Driver`` to use instead of ``uri``/``user``/``password``.
             With it, async reads run that driver in a worker thread (the store holds no
             credentials to open an async driver with).
+        async_driver: async reads on the driver's asyncio API (see the module doc);
+            ``False`` runs the sync driver in worker threads instead.
         fuzzy_cutoff: the least score of a fuzzy name match (as ``InMemoryGraphStore``'s).
         fuzzy_candidates: the most entities sharing a token that one fuzzy lookup scores.
 
@@ -278,6 +283,7 @@ class Neo4jGraphStore:
         driver: Any = None,
         fuzzy_cutoff: float = 0.5,
         fuzzy_candidates: int = 10_000,
+        async_driver: bool = True,
     ) -> None:
         try:
             import neo4j
@@ -302,7 +308,7 @@ class Neo4jGraphStore:
             "connection_acquisition_timeout": connection_timeout,
         }
         # the async driver is opened with the same settings at the first async read
-        self._async_settings = None if driver is not None else settings
+        self._async_settings = settings if driver is None and async_driver else None
         self._aio: _AsyncDriverLoop | None = None
         self._closed = False
         self._aio_lock = threading.Lock()
@@ -372,7 +378,7 @@ class Neo4jGraphStore:
 
         Cancelling the caller cancels the read on the I/O loop.
         """
-        if self._async_settings is None:  # a driver given by the caller: sync only
+        if self._async_settings is None:  # async_driver=False, or a driver given: sync
             return await asyncio.to_thread(self._read, query, **params)
         with self._count_lock:
             self.reads += 1

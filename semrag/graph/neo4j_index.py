@@ -181,13 +181,18 @@ _CHUNK_FIELDS = (
 )
 
 
-def _dense_query(n: str) -> str:
-    """Vector candidates of every query row, with their chunks (scored exactly by the caller)."""
+def _dense_query(n: str, keep: str) -> str:
+    """Vector candidates of every query row, with their chunks (scored exactly by the caller).
+
+    The vector index scores its ``n`` candidates exactly (cosine, in float32); only the
+    best ``keep`` of them travel, with their text and vectors, and the caller scores those
+    again as the embedded index does.
+    """
     return (
         "UNWIND range(0, size($vectors) - 1) AS row "
-        f"CALL db.index.vector.queryNodes('semrag_chunk_embedding', {n}, $vectors[row]) "
-        f"YIELD node AS c RETURN 'dense' AS channel, row, {_CHUNK_FIELDS}, c.vec AS vec, "
-        "0.0 AS score"
+        f"CALL (row) {{ CALL db.index.vector.queryNodes('semrag_chunk_embedding', {n}, "
+        f"$vectors[row]) YIELD node, score RETURN node AS c ORDER BY score DESC LIMIT {keep} }} "
+        f"RETURN 'dense' AS channel, row, {_CHUNK_FIELDS}, c.vec AS vec, 0.0 AS score"
     )
 
 
@@ -203,9 +208,9 @@ def _sparse_query(n: str) -> str:
     )
 
 
-_DENSE = _dense_query("$n")
+_DENSE = _dense_query("$n", "$keep")
 _SPARSE = _sparse_query("$n")
-_CHANNELS = _dense_query("$dense_n") + " UNION ALL " + _sparse_query("$sparse_n")
+_CHANNELS = _dense_query("$dense_n", "$dense_keep") + " UNION ALL " + _sparse_query("$sparse_n")
 _SPARSE_AMONG = (
     "UNWIND range(0, size($texts) - 1) AS row "
     "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $texts[row]) "
@@ -1066,6 +1071,16 @@ class Neo4jIndex:
         """
         return max(self.min_candidates, k + (self.oversample - 1) * min(k, 20))
 
+    @staticmethod
+    def _kept(k: int) -> int:
+        """Candidates fetched for ``k`` results: the vector index's best ``2 k``.
+
+        Its scores are exact cosines in float32, the embedded index's are float32 dot
+        products of unit vectors: they differ in the last bits, far less than ``k`` places
+        of rank apart (only more than ``k`` exactly tied vectors could be cut differently).
+        """
+        return 2 * k
+
     @property
     def version(self) -> int:
         """The index version the database holds."""
@@ -1086,7 +1101,12 @@ class Neo4jIndex:
     def _dense_steps(self, queries: Floats, k: int) -> _Steps[tuple[Floats, Ints]]:
         self._check_dim(queries)
         rows = yield _Ask(
-            _DENSE, {"n": self._candidates(int(k)), "vectors": [_vector(q) for q in queries]}
+            _DENSE,
+            {
+                "n": self._candidates(int(k)),
+                "keep": self._kept(int(k)),
+                "vectors": [_vector(q) for q in queries],
+            },
         )
         return self._dense_rows(rows, queries, k)
 
@@ -1159,6 +1179,7 @@ class Neo4jIndex:
             _CHANNELS,
             {
                 "dense_n": self._candidates(int(k)),
+                "dense_keep": self._kept(int(k)),
                 "sparse_n": int(k),
                 "vectors": [_vector(q) for q in v],
                 "queries": [lucene_query(q) for q in queries],
@@ -1530,6 +1551,16 @@ class _RemoteView:
                 raise ConfigError(f"the database holds no semrag index named {self._owner.name!r}")
             self._state = rows[0]
         return self._state
+
+    @staticmethod
+    def _kept(k: int) -> int:
+        """Candidates fetched for ``k`` results: the vector index's best ``2 k``.
+
+        Its scores are exact cosines in float32, the embedded index's are float32 dot
+        products of unit vectors: they differ in the last bits, far less than ``k`` places
+        of rank apart (only more than ``k`` exactly tied vectors could be cut differently).
+        """
+        return 2 * k
 
     @property
     def version(self) -> int:

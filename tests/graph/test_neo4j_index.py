@@ -401,6 +401,18 @@ async def test_async_reads_raise_the_stores_errors_and_stop_with_the_store(neo4j
     assert not thread.is_alive()
     with pytest.raises(StoreUnavailableError, match="closed"):
         await store._aread("RETURN 1 AS n")
+    # async_driver=False: the sync driver in worker threads, and no I/O loop
+    threads = Neo4jGraphStore(
+        neo4j_server.uri, neo4j_server.user, neo4j_server.password, async_driver=False
+    )
+    try:
+        before = threads.reads
+        assert (await threads._aread("RETURN 1 AS n")) == [{"n": 1}]
+        with pytest.raises(StoreError, match="rejected a statement"):
+            await threads._aread("RETURN nonsense(")
+        assert threads._aio is None and threads.reads == before + 2
+    finally:
+        threads.close()
 
 
 def with_graph(graph_store):

@@ -58,8 +58,11 @@ def free_port() -> int:
 class Neo4jTestServer:
     """One server process; :meth:`stop`, :meth:`kill` and :meth:`start` again on the same data."""
 
-    def __init__(self, *, startup_timeout: float = 180.0) -> None:
+    def __init__(
+        self, *, startup_timeout: float = 180.0, heap: str = "1g", page_cache_mb: int = 64
+    ) -> None:
         self.classpath = build()
+        self.heap, self.page_cache_mb = heap, int(page_cache_mb)
         self.home = Path(tempfile.mkdtemp(prefix="semrag-neo4j-"))
         self.port = free_port()
         self.user = "neo4j"
@@ -79,13 +82,14 @@ class Neo4jTestServer:
         self.process = subprocess.Popen(
             [
                 java,
-                "-Xmx1g",
+                f"-Xmx{self.heap}",
                 "-cp",
                 self.classpath,
                 "semrag.testing.Neo4jTestServer",
                 str(self.home),
                 str(self.port),
                 self.password,
+                str(self.page_cache_mb),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

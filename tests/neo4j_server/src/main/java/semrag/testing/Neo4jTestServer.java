@@ -17,7 +17,8 @@ import org.neo4j.graphdb.QueryExecutionException;
  * with password PASSWORD. Prints "READY" when Bolt accepts connections and shuts down
  * cleanly when its standard input closes or reads "stop".
  *
- * <p>Usage: java -cp ... semrag.testing.Neo4jTestServer DIR PORT PASSWORD
+ * <p>Usage: java -cp ... semrag.testing.Neo4jTestServer DIR PORT PASSWORD [PAGECACHE_MB]
+ * (the page cache: 64 MB unless given)
  */
 public final class Neo4jTestServer {
   private Neo4jTestServer() {}
@@ -26,13 +27,14 @@ public final class Neo4jTestServer {
     Path home = Path.of(args[0]);
     int port = Integer.parseInt(args[1]);
     String password = args[2];
+    long pageCacheMb = args.length > 3 ? Long.parseLong(args[3]) : 64L;
     DatabaseManagementService service =
         new DatabaseManagementServiceBuilder(home)
             .setConfig(BoltConnector.enabled, true)
             .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
             .setConfig(HttpConnector.enabled, false)
             .setConfig(GraphDatabaseSettings.auth_enabled, true)
-            .setConfig(GraphDatabaseSettings.pagecache_memory, 64L * 1024 * 1024)
+            .setConfig(GraphDatabaseSettings.pagecache_memory, pageCacheMb * 1024 * 1024)
             .build();
     Runtime.getRuntime().addShutdownHook(new Thread(service::shutdown));
     // The embedded API runs with full rights: set the password so clients can log in.
