@@ -12,7 +12,8 @@ Two halves, one schema:
   native vector index, sparse search through the full-text index, the similarity graph
   node by node, chunks, documents, sentences and their vectors by id. It holds nothing of
   the corpus, so any number of serving processes (or machines) read one database. It has
-  the read methods retrievers use, so IAR, every SSG algorithm, SKETCH (``split=None``),
+  the read methods retrievers use, so IAR, every SSG algorithm, SKETCH (over the stored
+  pieces, or ``split=None``),
   community search (with ``KnowledgeGraph(store, embedder=...)``) and SPC run on it
   unchanged.
 
@@ -31,6 +32,9 @@ Schema (created idempotently, ``IF NOT EXISTS``; labels apart from the knowledge
   ``semrag_window_embedding``, and ``(:SemragWindow)-[:SIMILAR {score, kind}]->
   (:SemragWindow)`` (``kind`` 0 within a document, 1 across documents);
 * ``(:SemragDocument)-[:THEME_BRIDGE {score}]->(:SemragDocument)``;
+* ``(:SemragPiece {key, doc_id, j, parent, start, end, text, token_count, index, embedding,
+  vec})``, with the vector index ``semrag_piece_embedding``: SKETCH's small pieces, when
+  the index keeps them (``SemanticIndex(pieces=...)``); ``parent`` is the chunk's id;
 * ``(:SemragIndexState {name})``: the index version the database holds, the vector
   dimension, the embedder, the graph's config, size and PCA, and a digest of its edges.
 
@@ -59,7 +63,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -89,36 +93,44 @@ _SCHEMA = (
     "FOR (s:SemragSentence) REQUIRE s.key IS UNIQUE",
     "CREATE CONSTRAINT semrag_window_key IF NOT EXISTS "
     "FOR (w:SemragWindow) REQUIRE w.key IS UNIQUE",
+    "CREATE CONSTRAINT semrag_piece_key IF NOT EXISTS FOR (p:SemragPiece) REQUIRE p.key IS UNIQUE",
     "CREATE CONSTRAINT semrag_state_name IF NOT EXISTS "
     "FOR (s:SemragIndexState) REQUIRE s.name IS UNIQUE",
     "CREATE INDEX semrag_chunk_doc_id IF NOT EXISTS FOR (c:SemragChunk) ON (c.doc_id)",
     "CREATE INDEX semrag_sentence_doc_id IF NOT EXISTS FOR (s:SemragSentence) ON (s.doc_id)",
     "CREATE INDEX semrag_window_doc_id IF NOT EXISTS FOR (w:SemragWindow) ON (w.doc_id)",
+    "CREATE INDEX semrag_piece_doc_id IF NOT EXISTS FOR (p:SemragPiece) ON (p.doc_id)",
     "CREATE FULLTEXT INDEX semrag_chunk_text IF NOT EXISTS FOR (c:SemragChunk) ON EACH [c.text]",
 )
 _VECTOR_INDEXES = tuple(
     f"CREATE VECTOR INDEX semrag_{name}_embedding IF NOT EXISTS FOR (n:{label}) ON (n.embedding) "
     "OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', "
     "`vector.quantization.enabled`: false}}"
-    for name, label in (("chunk", "SemragChunk"), ("window", "SemragWindow"))
+    for name, label in (
+        ("chunk", "SemragChunk"),
+        ("window", "SemragWindow"),
+        ("piece", "SemragPiece"),
+    )
 )
 _READ_STATE = (  # properties(): no warning from a database that has none of these keys yet
     "OPTIONAL MATCH (s:SemragIndexState {name: $name}) RETURN properties(s) AS state"
 )
 _VECTOR_DIMS = (
     "SHOW VECTOR INDEXES YIELD name, options "
-    "WHERE name IN ['semrag_chunk_embedding', 'semrag_window_embedding'] "
+    "WHERE name IN ['semrag_chunk_embedding', 'semrag_window_embedding', "
+    "'semrag_piece_embedding'] "
     "RETURN name, options.indexConfig['vector.dimensions'] AS dim"
 )
 _DROP_VECTOR_INDEXES = (
     "DROP INDEX semrag_chunk_embedding IF EXISTS",
     "DROP INDEX semrag_window_embedding IF EXISTS",
+    "DROP INDEX semrag_piece_embedding IF EXISTS",
 )
 _WRITE_STATE = (
     "MERGE (s:SemragIndexState {name: $name}) "
     "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, s.edges = $edges, "
     "s.ssg = $ssg, s.windows = $windows, s.pca_mean = $pca_mean, s.pca_components = $pca, "
-    "s.next_seq = $next_seq"
+    "s.next_seq = $next_seq, s.pieces = $pieces"
 )
 # -- a change, in one transaction ------------------------------------------------------------
 _DELETE_DOCS = (
@@ -126,6 +138,7 @@ _DELETE_DOCS = (
     "CALL (id) { MATCH (c:SemragChunk {doc_id: id}) DETACH DELETE c } "
     "CALL (id) { MATCH (s:SemragSentence {doc_id: id}) DETACH DELETE s } "
     "CALL (id) { MATCH (w:SemragWindow {doc_id: id}) DETACH DELETE w } "
+    "CALL (id) { MATCH (p:SemragPiece {doc_id: id}) DETACH DELETE p } "
     "CALL (id) { MATCH (d:SemragDocument {id: id}) DETACH DELETE d }"
 )
 _UPSERT_DOCS = (
@@ -150,6 +163,12 @@ _UPSERT_WINDOWS = (
     "SET w.doc_id = r.doc_id, w.n = r.n, w.first = r.first, w.end = r.end, "
     "w.embedding = r.vector, w.vec = r.vec"
 )
+_UPSERT_PIECES = (
+    "UNWIND $rows AS r MERGE (p:SemragPiece {key: r.key}) "
+    "SET p.doc_id = r.doc_id, p.j = r.j, p.parent = r.parent, p.start = r.start, "
+    "p.end = r.end, p.text = r.text, p.token_count = r.token_count, p.index = r.index, "
+    "p.embedding = r.vector, p.vec = r.vec"
+)
 _DROP_OUT_EDGES = "UNWIND $keys AS k MATCH (:SemragWindow {key: k})-[e:SIMILAR]->() DELETE e"
 _CREATE_EDGES = (
     "UNWIND $rows AS r MATCH (a:SemragWindow {key: r.src}), (b:SemragWindow {key: r.dst}) "
@@ -169,7 +188,8 @@ _ALL_EDGES_DROP = (
 )
 _CLEAR = (
     "MATCH (n) WHERE n:SemragDocument OR n:SemragChunk OR n:SemragSentence OR n:SemragWindow "
-    "OR n:SemragIndexState CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+    "OR n:SemragPiece OR n:SemragIndexState "
+    "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
 )
 # -- reads ----------------------------------------------------------------------------------
 # part_key() in Cypher: the key of sentence i of the document {doc}
@@ -238,6 +258,15 @@ _DOCUMENT = (
     "RETURN d.text AS text, d.metadata AS metadata, d.themes AS themes, "
     "collect([s.start, s.end]) AS spans, collect(s.vec) AS vectors"
 )
+_PIECES_SEARCH = (  # as _DENSE, over SKETCH's pieces; each with its parent chunk
+    "UNWIND range(0, size($vectors) - 1) AS row "
+    "CALL (row) { CALL db.index.vector.queryNodes('semrag_piece_embedding', $n, $vectors[row]) "
+    "YIELD node, score RETURN node AS p ORDER BY score DESC LIMIT $keep } "
+    "MATCH (d:SemragDocument {id: p.doc_id}) MATCH (c:SemragChunk {id: p.parent}) "
+    "RETURN row, d.seq AS seq, p.j AS j, p.start AS piece_start, p.end AS piece_end, "
+    "p.text AS piece_text, p.token_count AS piece_tokens, p.index AS piece_index, "
+    f"p.vec AS piece_vec, {_CHUNK_FIELDS}, c.vec AS vec"
+)
 _OVERLAPPING_MANY = (
     "UNWIND range(0, size($spans) - 1) AS row WITH row, $spans[row] AS s "
     "MATCH (c:SemragChunk {doc_id: s[0]}) WHERE c.start < s[2] AND c.end > s[1] "
@@ -259,9 +288,10 @@ _COUNTS = (
     "CALL () { MATCH (c:SemragChunk) RETURN count(c) AS chunks } "
     "CALL () { MATCH (s:SemragSentence) RETURN count(s) AS sentences } "
     "CALL () { MATCH (w:SemragWindow) RETURN count(w) AS windows } "
+    "CALL () { MATCH (p:SemragPiece) RETURN count(p) AS pieces } "
     "CALL () { MATCH (:SemragWindow)-[e:SIMILAR]->() RETURN count(e) AS edges } "
     "CALL () { MATCH (:SemragDocument)-[b:THEME_BRIDGE]->() RETURN count(b) AS bridges } "
-    "RETURN documents, chunks, sentences, windows, edges, bridges"
+    "RETURN documents, chunks, sentences, windows, pieces, edges, bridges"
 )
 _DUMP_EDGES = (
     "MATCH (a:SemragWindow)-[e:SIMILAR]->(b:SemragWindow) "
@@ -275,6 +305,10 @@ _DUMP_BRIDGES = (
 _DUMP_CHUNKS = (
     "MATCH (c:SemragChunk) RETURN c.doc_id AS doc_id, c.start AS start, c.end AS end, "
     "c.text AS text, c.embedding AS embedding"
+)
+_DUMP_PIECES = (
+    "MATCH (p:SemragPiece) RETURN p.doc_id AS doc_id, p.j AS j, p.start AS start, p.end AS end, "
+    "p.text AS text, p.token_count AS token_count, p.embedding AS embedding"
 )
 _DUMP_WINDOWS = (
     "MATCH (w:SemragWindow) RETURN w.doc_id AS doc_id, w.n AS n, w.first AS first, w.end AS end"
@@ -517,26 +551,31 @@ class Neo4jIndexStore:
         """The change that brings the database level with ``documents`` (at ``version``)."""
         state = self._state()
         edges = self._graph_edges()
-        if state.get("version") == version and state.get("edges") == edges.digest():
+        same = state.get("version") == version and state.get("edges") == edges.digest()
+        same_pieces = state.get("pieces") == self._pieces_split()
+        if same and same_pieces:
             self._edges, self._version = edges, version
             return Change(version)  # the database holds this index already
         self._edges, self._version = None, None  # unknown: every edge is rewritten
-        return self._difference(documents, version)
+        return self._difference(documents, version, everything=not same_pieces)
 
-    def _difference(self, documents: Sequence[IndexedDocument], version: int) -> Change:
+    def _difference(
+        self, documents: Sequence[IndexedDocument], version: int, *, everything: bool = False
+    ) -> Change:
         """The change that makes the database hold ``documents``, in their order.
 
         A stored document is kept if it is the same version (fingerprint) and comes after
         the documents kept before it; from the first one that is not, every document is
         written again (added documents go to the end), so the database's order is the
-        index's.
+        index's. ``everything``: write every document again (the pieces kept changed).
         """
         have = {r["id"]: (r["fingerprint"], r["seq"]) for r in self.store._read(_FINGERPRINTS)}
         added: list[IndexedDocument] = []
         last = -1
         for d in documents:
             fingerprint, seq = have.get(d.id, (None, None))
-            if added or fingerprint != _fingerprint(d) or seq is None or seq <= last:
+            stale = fingerprint != _fingerprint(d) or seq is None or seq <= last
+            if added or everything or stale:
                 added.append(d)
             else:
                 last = seq
@@ -617,7 +656,7 @@ class Neo4jIndexStore:
         added_ids = set(change.added_ids)
         if self._edges is None:  # nothing known of the database's edges: rewrite them all
             self.store._run_batched(_ALL_EDGES_DROP)
-            sources = {(int(a), int(b)) for a, b in new.rows[:, :2]}
+            sources = {(a, b) for a, b in np.unique(new.rows[:, :2], axis=0).tolist()}
             bridge_docs = set(new.doc_ids)
             drop_sources: list[str] = []
         else:
@@ -642,6 +681,7 @@ class Neo4jIndexStore:
             {"src": d, "dst": t, "score": s} for d in sorted(bridge_docs) for t, s in new.bridges[d]
         ]
         docs, chunks, sentences, windows = rows
+        pieces = self._piece_rows(change.added_ids)
         next_seq = self._next_seq
         for row in docs:  # added documents go after every document there (the index's order)
             row["seq"], next_seq = next_seq, next_seq + 1
@@ -654,12 +694,19 @@ class Neo4jIndexStore:
             return [[(query, {key: rows[i : i + batch]})] for i in range(0, len(rows), batch)]
 
         steps: list[list[_Statement]] = batches(_DELETE_DOCS, "ids", sorted(gone))
-        for group in _by_document(docs, chunks, sentences, windows, self.max_transaction_rows):
+        parts = (chunks, sentences, windows, pieces)
+        for group in _by_document(docs, parts, self.max_transaction_rows):
             steps.append(
                 [
                     (query, {"rows": part[i : i + batch]})
                     for query, part in zip(
-                        (_UPSERT_DOCS, _UPSERT_CHUNKS, _UPSERT_SENTENCES, _UPSERT_WINDOWS),
+                        (
+                            _UPSERT_DOCS,
+                            _UPSERT_CHUNKS,
+                            _UPSERT_SENTENCES,
+                            _UPSERT_WINDOWS,
+                            _UPSERT_PIECES,
+                        ),
                         group,
                         strict=True,
                     )
@@ -681,6 +728,7 @@ class Neo4jIndexStore:
             "pca_mean": None if graph is None else _vector(graph.pca_mean),
             "pca": None if graph is None else _vector(graph.pca_components),
             "next_seq": next_seq,
+            "pieces": self._pieces_split(),
         }
         steps.append([(_WRITE_STATE, state)])
         size = sum(len(p.get("rows", p.get("ids", p.get("keys", ())))) for g in steps for _, p in g)
@@ -696,6 +744,34 @@ class Neo4jIndexStore:
             raise
         self._edges, self._version, self._behind = new, change.version, False
         self._next_seq = next_seq
+
+    def _pieces_split(self) -> list[int] | None:
+        """The split of the index's SKETCH pieces (``SemanticIndex(pieces=...)``), if any."""
+        kept = getattr(self._index, "piece_index", None)
+        return None if kept is None else list(kept.split)
+
+    def _piece_rows(self, doc_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """Rows of the published pieces of these documents (none without a piece index)."""
+        kept = getattr(self._index, "piece_index", None)
+        if kept is None:
+            return []
+        return [
+            {
+                "key": part_key(doc_id, j),
+                "doc_id": doc_id,
+                "j": j,
+                "parent": int(parent),
+                "start": piece.start,
+                "end": piece.end,
+                "text": piece.text,
+                "token_count": int(piece.token_count),
+                "index": int(piece.index),
+                "vector": v,
+                "vec": v,
+            }
+            for doc_id in doc_ids
+            for j, (piece, parent, v) in enumerate(kept.pieces_of(doc_id))
+        ]
 
     def _graph(self) -> SemanticSimilarityGraph | None:
         return self._index.ssg if self._index.ssg_config is not None else None
@@ -734,6 +810,13 @@ class Neo4jIndexStore:
                 for r in read(_DUMP_CHUNKS)
             ),
             "windows": sorted(tuple(r.values()) for r in read(_DUMP_WINDOWS)),
+            "pieces": sorted(
+                (
+                    *(r[k] for k in ("doc_id", "j", "start", "end", "text", "token_count")),
+                    tuple(r["embedding"]),
+                )
+                for r in read(_DUMP_PIECES)
+            ),
             "edges": sorted(tuple(r.values()) for r in read(_DUMP_EDGES)),
             "bridges": sorted(tuple(r.values()) for r in read(_DUMP_BRIDGES)),
             "counts": self.counts(),
@@ -781,23 +864,37 @@ def _changed_sources(
     return {(int(x), int(y)) for x, y in rows[:, :2]}
 
 
-def _edge_rows(edges: _Edges, sources: set[tuple[int, int]]) -> list[dict[str, Any]]:
+class _EdgeRows(Sequence[dict[str, Any]]):
+    """The rows of some edges, made a slice at a time (a first build has millions)."""
+
+    def __init__(self, ids: Sequence[str], rows: Ints) -> None:
+        self._ids, self._rows = ids, rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return _EdgeRows(self._ids, self._rows[at])
+        return self._row(self._rows[at])
+
+    def _row(self, row: Ints) -> dict[str, Any]:
+        a, n, b, m, kind, bits = (int(x) for x in row)
+        return {
+            "src": part_key(self._ids[a], n),
+            "dst": part_key(self._ids[b], m),
+            "kind": kind,
+            "score": float(np.int32(bits).view(np.float32)),
+        }
+
+
+def _edge_rows(edges: _Edges, sources: set[tuple[int, int]]) -> _EdgeRows:
     if not sources or not edges.rows.size:
-        return []
+        return _EdgeRows(edges.doc_ids, edges.rows[:0])
     want = np.array(sorted(sources), np.int64)
     keys = edges.rows[:, 0] * (1 << 32) + edges.rows[:, 1]
     pick = np.isin(keys, want[:, 0] * (1 << 32) + want[:, 1])
-    ids = edges.doc_ids
-    scores = edges.rows[pick, 5].astype(np.int32).view(np.float32)
-    return [
-        {
-            "src": part_key(ids[a], int(n)),
-            "dst": part_key(ids[b], int(m)),
-            "kind": int(kind),
-            "score": float(s),
-        }
-        for (a, n, b, m, kind, _), s in zip(edges.rows[pick].tolist(), scores.tolist(), strict=True)
-    ]
+    return _EdgeRows(edges.doc_ids, edges.rows[pick])
 
 
 _Statement = tuple[str, dict[str, Any]]
@@ -809,30 +906,53 @@ def _run_steps(steps: Sequence[Sequence[_Statement]]) -> Callable[[Any], None]:
     def work(tx: Any) -> None:
         for step in steps:
             for query, params in step:
-                tx.run(query, params).consume()
+                tx.run(query, _wire(params)).consume()
 
     return work
 
 
+def _wire(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as the driver takes them, made as a batch is sent.
+
+    Rows keep their vectors as numpy rows until then (a first build of a large corpus
+    would hold every vector again as a list of floats): ``vector`` goes as a float list
+    (what the vector indexes read), ``vec`` as float32 bytes.
+    """
+    rows = params.get("rows")
+    if rows is None:
+        return params
+    wired = []
+    for row in rows:
+        if isinstance(row.get("vec"), np.ndarray):
+            row = dict(row, vec=_bytes(row["vec"]))
+            if "vector" in row:
+                row["vector"] = _vector(row["vector"])
+        wired.append(row)
+    return {**params, "rows": wired}
+
+
 def _by_document(
-    docs: list[dict[str, Any]],
-    chunks: list[dict[str, Any]],
-    sentences: list[dict[str, Any]],
-    windows: list[dict[str, Any]],
-    most: int,
+    docs: list[dict[str, Any]], parts: Sequence[list[dict[str, Any]]], most: int
 ) -> Iterator[tuple[list[dict[str, Any]], ...]]:
-    """The rows in groups of whole documents, each group at most ``most`` rows (or one doc)."""
-    parts: dict[str, list[list[dict[str, Any]]]] = {d["id"]: [[d], [], [], []] for d in docs}
-    for j, rows in enumerate((chunks, sentences, windows), start=1):
+    """The rows in groups of whole documents, each group at most ``most`` rows (or one doc).
+
+    ``parts`` are row lists keyed by ``doc_id`` (chunks, sentences, ...); a group is the
+    documents' rows, then each part's rows of those documents.
+    """
+    width = 1 + len(parts)
+    by_doc: dict[str, list[list[dict[str, Any]]]] = {
+        d["id"]: [[d]] + [[] for _ in parts] for d in docs
+    }
+    for j, rows in enumerate(parts, start=1):
         for row in rows:
-            parts[row["doc_id"]][j].append(row)
-    group: list[list[dict[str, Any]]] = [[], [], [], []]
+            by_doc[row["doc_id"]][j].append(row)
+    group: list[list[dict[str, Any]]] = [[] for _ in range(width)]
     size = 0
-    for doc in parts.values():
+    for doc in by_doc.values():
         n = sum(map(len, doc))
         if size and size + n > most:
             yield tuple(group)
-            group, size = [[], [], [], []], 0
+            group, size = [[] for _ in range(width)], 0
         for g, rows in zip(group, doc, strict=True):
             g.extend(rows)
         size += n
@@ -876,8 +996,8 @@ def _document_rows(
                     "sentence_start": int(c.sentence_start),
                     "sentence_end": int(c.sentence_end),
                     "metadata": _json(c.metadata, "chunk metadata"),
-                    "vector": _vector(v),
-                    "vec": _bytes(v),
+                    "vector": v,
+                    "vec": v,
                 }
             )
         spans = e.sentences
@@ -891,7 +1011,7 @@ def _document_rows(
                     "start": s.start,
                     "end": s.end,
                     "text": e.doc.text[s.start : max(stop, s.end)],  # up to the next sentence
-                    "vec": _bytes(v),
+                    "vec": v,
                 }
             )
         if windows:
@@ -903,8 +1023,8 @@ def _document_rows(
                         "n": n,
                         "first": int(a),
                         "end": int(b),
-                        "vector": _vector(v),
-                        "vec": _bytes(v),
+                        "vector": v,
+                        "vec": v,
                     }
                 )
     return docs, chunks, sentences, nodes
@@ -927,6 +1047,86 @@ class _Dense:
     def vectors_of(self, ids: Sequence[int]) -> Floats:
         """Stored vectors of these chunks (fetched with them)."""
         return self._owner.vectors_of(ids)
+
+
+class _RemotePieces:
+    """``index.piece_index`` of a :class:`Neo4jIndex`: SKETCH's pieces, fetched as searched.
+
+    A piece's id is ``seq << 32 | j`` (its document's place, its place in the document);
+    ``pieces`` and ``parents`` hold the pieces the searches of the current ``read()`` found.
+    """
+
+    def __init__(self, owner: Neo4jIndex, split: tuple[int, int]) -> None:
+        self._owner = owner
+        self.split = split
+        self.dense = _PieceDense(owner)
+        self.pieces: Mapping[int, Chunk] = _Found(owner, 0)
+        self.parents: Mapping[int, int] = _Found(owner, 1)
+
+    def __repr__(self) -> str:
+        return f"stored pieces (split={self.split})"
+
+
+class _Found(Mapping[int, Any]):
+    """Field ``at`` of the pieces found in this read (``KeyError`` for others)."""
+
+    def __init__(self, owner: Neo4jIndex, at: int) -> None:
+        self._owner, self._at = owner, at
+
+    def __getitem__(self, piece_id: int) -> Any:
+        found = self._owner._cache("pieces").get(int(piece_id))
+        if found is None:
+            raise KeyError(f"piece {piece_id} was not found by a search in this read()")
+        return found[self._at]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._owner._cache("pieces"))
+
+    def __len__(self) -> int:
+        return len(self._owner._cache("pieces"))
+
+
+class _PieceDense:
+    """Exact-rescored vector search over the stored pieces (as ``_Dense`` over chunks)."""
+
+    def __init__(self, owner: Neo4jIndex) -> None:
+        self._owner = owner
+
+    def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
+        """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
+        owner = self._owner
+        q = np.atleast_2d(np.asarray(queries, np.float32))
+        owner._check_dim(q)
+        rows = owner._read(
+            _PIECES_SEARCH,
+            n=owner._candidates(int(k)),
+            keep=owner._kept(int(k)),
+            vectors=[_vector(v) for v in q],
+        )
+        pieces = owner._cache("pieces")
+        found = []
+        for r in rows:
+            owner._remember(r)  # the parent chunk (and its vector), for the rest of the read
+            piece_id = int(r["seq"]) << 32 | int(r["j"])
+            if piece_id not in pieces:
+                piece = replace(
+                    _chunk(r),
+                    start=r["piece_start"],
+                    end=r["piece_end"],
+                    text=r["piece_text"],
+                    token_count=r["piece_tokens"],
+                    index=r["piece_index"],
+                )
+                pieces[piece_id] = (piece, int(r["id"]), _unbytes(r["piece_vec"]))
+            found.append((r["row"], piece_id, pieces[piece_id][2]))
+        return _ranked(found, q, k)
+
+    def vectors_of(self, ids: Sequence[int]) -> Floats:
+        """Vectors of pieces found in this read."""
+        pieces = self._owner._cache("pieces")
+        if not ids:
+            return np.zeros((0, self._owner.embedder.dim), np.float32)
+        return np.stack([pieces[int(i)][2] for i in ids])
 
 
 class _Sparse:
@@ -984,8 +1184,6 @@ class Neo4jIndex:
             dimension than the embedder's.
     """
 
-    piece_index = None
-    """No small pieces stored: SKETCH searches the chunks here (``split=None``)."""
     extended = None
     """IAR's default extended channel here: none (PPR builds its passage graph in process)."""
     async_reads = True
@@ -1025,6 +1223,10 @@ class Neo4jIndex:
             )
         self.ssg_config = SSGConfig(**json.loads(state["ssg"])) if state.get("ssg") else None
         """The stored similarity graph's config (``None`` without one)."""
+        pieces = state.get("pieces")
+        self.piece_index = _RemotePieces(self, (int(pieces[0]), int(pieces[1]))) if pieces else None
+        """SKETCH's small pieces as stored (``SemanticIndex(pieces=...)`` in the writer), or
+        ``None``: then SKETCH searches the chunks here (``split=None``)."""
         self.dense = _Dense(self)
         self.sparse = _Sparse(self)
 
@@ -1051,7 +1253,7 @@ class Neo4jIndex:
         if held is not None and id(self) in held:
             yield
             return
-        token = _READS.set({**(held or {}), id(self): {"chunks": {}, "docs": {}}})
+        token = _READS.set({**(held or {}), id(self): {"chunks": {}, "docs": {}, "pieces": {}}})
         try:
             yield
         finally:
@@ -1119,18 +1321,7 @@ class Neo4jIndex:
     def _dense_rows(
         self, rows: Sequence[Mapping[str, Any]], queries: Floats, k: int
     ) -> tuple[Floats, Ints]:
-        scores = np.full((len(queries), k), -np.inf, np.float32)
-        ids = np.full((len(queries), k), -1, np.int64)
-        by_row: dict[int, list[tuple[float, int]]] = {}
-        for r in rows:
-            v = self._remember(r)
-            by_row.setdefault(r["row"], []).append((-float(v @ queries[r["row"]]), int(r["id"])))
-        for row, found in by_row.items():
-            found.sort()
-            top = found[:k]
-            ids[row, : len(top)] = [i for _, i in top]
-            scores[row, : len(top)] = [-s for s, _ in top]
-        return scores, ids
+        return _ranked([(r["row"], int(r["id"]), self._remember(r)) for r in rows], queries, k)
 
     def _sparse_search(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
         return self._run(self._sparse_steps(queries, k))
@@ -1424,6 +1615,26 @@ class Neo4jIndex:
         return f"Neo4jIndex({self.store!r}, embedder={self.embedder!r})"
 
 
+def _ranked(
+    found: Sequence[tuple[int, int, Floats]], queries: Floats, k: int
+) -> tuple[Floats, Ints]:
+    """``(scores, ids)`` of each query row's top ``k`` of its ``(row, id, vector)`` candidates.
+
+    Scored exactly (the dot product, as the embedded dense index), ties to the lower id.
+    """
+    scores = np.full((len(queries), k), -np.inf, np.float32)
+    ids = np.full((len(queries), k), -1, np.int64)
+    by_row: dict[int, list[tuple[float, int]]] = {}
+    for row, i, v in found:
+        by_row.setdefault(row, []).append((-float(v @ queries[row]), i))
+    for row, got in by_row.items():
+        got.sort()
+        top = got[:k]
+        ids[row, : len(top)] = [i for _, i in top]
+        scores[row, : len(top)] = [-s for s, _ in top]
+    return scores, ids
+
+
 def _chunk(r: Mapping[str, Any]) -> Chunk:
     return Chunk(
         doc_id=r["doc_id"],
@@ -1551,16 +1762,6 @@ class _RemoteView:
                 raise ConfigError(f"the database holds no semrag index named {self._owner.name!r}")
             self._state = rows[0]
         return self._state
-
-    @staticmethod
-    def _kept(k: int) -> int:
-        """Candidates fetched for ``k`` results: the vector index's best ``2 k``.
-
-        Its scores are exact cosines in float32, the embedded index's are float32 dot
-        products of unit vectors: they differ in the last bits, far less than ``k`` places
-        of rank apart (only more than ``k`` exactly tied vectors could be cut differently).
-        """
-        return 2 * k
 
     @property
     def version(self) -> int:

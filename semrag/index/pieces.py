@@ -87,6 +87,12 @@ class PieceIndex:
         """The index chunk id each piece came from."""
         return self._parent
 
+    def pieces_of(self, doc_id: str) -> list[tuple[Chunk, int, np.ndarray]]:
+        """``(piece, parent chunk id, vector)`` of each piece of ``doc_id``, in order."""
+        ids = self._docs[doc_id][1] if doc_id in self._docs else []
+        vectors = self.dense.vectors_of(ids) if ids else np.zeros((0, self.dense.dim), np.float32)
+        return [(self._chunk[i], self._parent[i], v) for i, v in zip(ids, vectors, strict=True)]
+
     # -- following the index --------------------------------------------------------------------
     def stage(self, change: Change) -> Callable[[], None]:
         """Split and embed the change's added documents; the returned function publishes.

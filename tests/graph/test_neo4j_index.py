@@ -25,6 +25,8 @@ from tests.adapters.test_dense_backends import QUERIES, TEXTS, embedder
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
 
+# SKETCH's pieces: small enough that most chunks are cut into several.
+PIECES = (8, 2)
 # Every pair of windows is similar enough for an edge, so each change moves many edges.
 SSG = SSGConfig(window=2, top_k=3, top_x=3, min_intra=-1.0, min_inter=-1.0, top_t=2)
 LONG = [" ".join(TEXTS[(i + j) % len(TEXTS)] for j in range(2)) for i in range(len(TEXTS))]
@@ -59,7 +61,8 @@ def fresh_dump(index: SemanticIndex, store) -> dict:
     """What a fresh build of ``index``'s documents writes to a cleared database."""
     from semrag.graph.neo4j_index import Neo4jIndexStore
 
-    fresh = SemanticIndex(embedder=index.embedder, ssg=index.ssg_config)
+    split = index.piece_index.split if index.piece_index is not None else None
+    fresh = SemanticIndex(embedder=index.embedder, ssg=index.ssg_config, pieces=split)
     fresh.add_documents([index.document(d) for d in index.doc_ids])
     writer = Neo4jIndexStore(store)
     writer.clear()
@@ -70,11 +73,12 @@ def fresh_dump(index: SemanticIndex, store) -> dict:
 def test_incremental_changes_leave_what_a_fresh_build_writes(graph_store):
     from semrag.graph.neo4j_index import Neo4jIndexStore
 
-    index = SemanticIndex(embedder=embedder(), ssg=SSG)
+    index = SemanticIndex(embedder=embedder(), ssg=SSG, pieces=PIECES)
     writer = Neo4jIndexStore.for_index(index, graph_store)
     changes(index)
     got = writer.dump()
     counts = got["counts"]
+    assert counts["pieces"] > counts["chunks"]  # chunks cut into pieces, with vectors
     assert counts["documents"] == len(index.doc_ids) == 5
     assert counts["chunks"] == len(index.chunks())
     assert counts["edges"] > counts["windows"] > 0 and counts["bridges"] > 0
@@ -127,6 +131,12 @@ def test_a_new_writer_trusts_a_level_database_and_levels_any_other(graph_store):
     third = Neo4jIndexStore.for_index(other, graph_store)
     assert graph_store.reads > before
     assert third.dump() == fresh_dump(other, graph_store)
+    # the same documents, now with SKETCH's pieces: every document is written again
+    pieces = SemanticIndex(embedder=embedder(), pieces=PIECES)
+    pieces.add_documents([other.document(d) for d in other.doc_ids])
+    fourth = Neo4jIndexStore.for_index(pieces, graph_store)
+    assert fourth.counts()["pieces"] > 0
+    assert fourth.dump() == fresh_dump(pieces, graph_store)
 
 
 def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_store):
@@ -426,7 +436,7 @@ def with_graph(graph_store):
 
     emb = embedder()
     graph_store.clear()
-    index = SemanticIndex(embedder=emb, ssg=SSG)
+    index = SemanticIndex(embedder=emb, ssg=SSG, pieces=PIECES)
     Neo4jIndexStore.for_index(index, graph_store)
     kg = KnowledgeGraph.build(index, store=graph_store)
     changes(index)
@@ -450,6 +460,10 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
             SketchRetriever(index, kg, split=None),
             SketchRetriever(reader, served, split=None),
         ),
+        "sketch pieces": (  # the paper's search over small pieces, stored by the writer
+            SketchRetriever(index, kg, split=PIECES),
+            SketchRetriever(reader, served, split=PIECES),
+        ),
         "local": (
             CommunityRetriever(index, kg, mode="local"),
             CommunityRetriever(reader, served, mode="local"),
@@ -462,7 +476,7 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
     found = 0
     # round trips per query once the served graph has embedded its names and reports:
     # one per stage (SKETCH: names, dense, neighbourhood, chunks of its mentions)
-    most = {"sketch": 4, "local": 2, "global": 2}
+    most = {"sketch": 4, "sketch pieces": 4, "local": 2, "global": 2}
     for name, (here, there) in pairs.items():
         there.retrieve(QUERIES[0], k=4)
         for q in [*QUERIES, "Which river flows by Memphis?", "Where was Marie Curie born?"]:
@@ -483,7 +497,7 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
             assert reader.sentences(doc_id) == index.sentences(doc_id)
         assert graph_store.reads - before == 1
     with pytest.raises(ConfigError, match="split=None"):
-        SketchRetriever(reader, served).retrieve("Memphis")
+        SketchRetriever(reader, served, split=(50, 8)).retrieve("Memphis")
     graph_store.clear()
 
 
