@@ -665,9 +665,9 @@ class Neo4jIndexStore:
             drop_sources = [
                 part_key(new.doc_ids[d], n) for d, n in sources if new.doc_ids[d] not in added_ids
             ]
-            for d, n in map(tuple, np.unique(new.rows[:, :2], axis=0)):
-                if new.doc_ids[int(d)] in added_ids:
-                    sources.add((int(d), int(n)))
+            numbers = [i for i, d in enumerate(new.doc_ids) if d in added_ids]
+            of_added = new.rows[np.isin(new.rows[:, 0], numbers), :2]
+            sources |= {(d, n) for d, n in np.unique(of_added, axis=0).tolist()}
             old_bridges = self._edges.bridges
             bridge_docs = {
                 d
@@ -839,29 +839,50 @@ class _Gone:
 def _changed_sources(
     old: Ints, new: Ints, doc_ids: Sequence[str], added: set[str]
 ) -> set[tuple[int, int]]:
-    """Sources (document number, window) whose edges differ between ``old`` and ``new``."""
+    """Sources (document number, window) whose edges differ between ``old`` and ``new``.
+
+    Sources of ``added`` documents are left out (they are written whole). Each source's
+    edge list is summarised by its length and a 64-bit hash of its edges as a multiset
+    (in one pass over the rows, which come grouped by source), and only the summaries
+    are compared: linear in the edges, where sorting the edges themselves took seconds
+    per change at 100k chunks.
+    """
     is_added = np.array([d in added for d in doc_ids] or [False])
-    new_kept = new[~is_added[new[:, 0]]] if new.size else new
-    old_kept = old[~is_added[old[:, 0]]] if old.size else old
-    both = np.concatenate([old_kept, new_kept])
-    if not both.size:
+    parts = [rows[~is_added[rows[:, 0]]] if rows.size else rows for rows in (old, new)]
+    summaries = [_edge_list_summaries(rows) for rows in parts]
+    keys, sums, counts = (np.concatenate(pair) for pair in zip(*summaries, strict=True))
+    if not keys.size:
         return set()
-    # Each edge as three packed keys (source, target, kind and score bits), sorted once: an
-    # edge in one graph only is a row equal to neither neighbour. (np.unique(axis=0)
-    # compares rows as bytes: ten times slower at 100k edges.)
-    keys = (
-        (both[:, 0] << 32) | both[:, 1],
-        (both[:, 2] << 32) | both[:, 3],
-        (both[:, 4] << 32) | (both[:, 5] & 0xFFFFFFFF),
-    )
-    order = np.lexsort(keys[::-1])
-    a, b, c = (k[order] for k in keys)
-    same = (a[1:] == a[:-1]) & (b[1:] == b[:-1]) & (c[1:] == c[:-1])
+    order = np.lexsort((counts, sums, keys))
+    k, h, n = keys[order], sums[order], counts[order]
+    same = (k[1:] == k[:-1]) & (h[1:] == h[:-1]) & (n[1:] == n[:-1])
     alone = np.ones(len(order), bool)
     alone[1:] &= ~same
     alone[:-1] &= ~same
-    rows = both[order][alone]
-    return {(int(x), int(y)) for x, y in rows[:, :2]}
+    return {(int(x) >> 32, int(x) & 0xFFFFFFFF) for x in k[alone].tolist()}
+
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+
+def _mixed(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """SplitMix64's finaliser of each value (wrapping arithmetic)."""
+    z = x + _MIX[0]
+    z = (z ^ (z >> np.uint64(30))) * _MIX[1]
+    z = (z ^ (z >> np.uint64(27))) * _MIX[2]
+    return z ^ (z >> np.uint64(31))
+
+
+def _edge_list_summaries(rows: Ints) -> tuple[Ints, npt.NDArray[np.uint64], Ints]:
+    """``(source keys, multiset hashes, lengths)`` of each run of rows with one source."""
+    if not rows.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    source = (rows[:, 0] << 32) | rows[:, 1]
+    starts = np.flatnonzero(np.r_[True, source[1:] != source[:-1]])
+    target = ((rows[:, 2] << 32) | rows[:, 3]).astype(np.uint64)
+    label = ((rows[:, 4] << 32) | (rows[:, 5] & 0xFFFFFFFF)).astype(np.uint64)
+    edge = _mixed(_mixed(target) ^ label)
+    return source[starts], np.add.reduceat(edge, starts), np.diff(np.r_[starts, len(source)])
 
 
 class _EdgeRows(Sequence[dict[str, Any]]):
