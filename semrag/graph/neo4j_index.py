@@ -329,9 +329,8 @@ _ANCHORS = (  # the version read with the candidates: one round trip
     "n: w.n, seq: d.seq, metadata: d.metadata}) AS nodes } "
     "RETURN s.version AS version, s.windows AS windows, nodes"
 )
-_LOAD = (  # for each node: its sentences, and its out-edges with their target nodes
-    "UNWIND $keys AS k MATCH (v:SemragWindow {key: k}) "
-    "RETURN k AS source, "
+_LOADED = (  # a node v: its sentences, and its out-edges with their target nodes
+    "RETURN v.key AS source, "
     "COLLECT { UNWIND range(v.first, v.end - 1) AS i "
     "MATCH (s:SemragSentence {key: " + _SENTENCE_KEY.format(doc="v.doc_id") + "}) "
     "RETURN {i: s.i, start: s.start, end: s.end, text: s.text, vec: s.vec} } AS sentences, "
@@ -339,6 +338,15 @@ _LOAD = (  # for each node: its sentences, and its out-edges with their target n
     "MATCH (d:SemragDocument {id: w.doc_id}) "
     "RETURN {score: e.score, kind: e.kind, key: w.key, doc_id: w.doc_id, first: w.first, "
     "end: w.end, vec: w.vec, n: w.n, seq: d.seq, metadata: d.metadata} } AS edges"
+)
+_LOAD = "UNWIND $keys AS k MATCH (v:SemragWindow {key: k}) " + _LOADED
+# ... and the first node's out-neighbours nearest the query: where a traversal goes next
+_LOAD_AHEAD = (
+    _LOAD + " UNION ALL "
+    "MATCH (:SemragWindow {key: $keys[0]})-[:SIMILAR]->(v:SemragWindow) "
+    "WHERE NOT v.key IN $keys "
+    "WITH DISTINCT v ORDER BY vector.similarity.cosine(v.embedding, $q) DESC LIMIT $ahead "
+    + _LOADED
 )
 # Lucene's query syntax: special characters are escaped and its operators lower-cased, so a
 # query is searched as words.
@@ -1752,13 +1760,15 @@ class _RemoteView:
     and a run of sentence numbers is a run of one document's sentences.
 
     Nodes arrive with their vectors (from the anchor search, or as a loaded node's
-    neighbours). A node's sentences and out-edges are loaded when first needed, together
-    with those of the ``batch - 1`` other met nodes closest to the query that are not
-    loaded yet: a traversal mostly goes to such nodes next, so most steps need no round
-    trip.
+    neighbours). A node's sentences and out-edges are loaded when first needed, in one
+    round trip with those of the ``batch - 1`` other met nodes closest to the query that
+    are not loaded yet and of the node's ``ahead`` out-neighbours closest to the query (the
+    server ranks them): a traversal mostly goes to such nodes next, so most steps need no
+    round trip.
     """
 
     batch = 8
+    ahead = 16
 
     def __init__(self, owner: Neo4jIndex) -> None:
         self._owner = owner
@@ -1766,6 +1776,7 @@ class _RemoteView:
         self._state: Mapping[str, Any] | None = None
         self._q: Floats | None = None
         self._keys: dict[int, str] = {}
+        self._numbers: dict[str, int] = {}  # node number by key
         self._vectors: dict[int, Floats] = {}
         self._ranges: dict[int, tuple[int, int]] = {}
         self._adjacent: dict[int, tuple[Ints, Floats, npt.NDArray[np.int8]]] = {}
@@ -1800,6 +1811,7 @@ class _RemoteView:
             self._docs[int(row["seq"])] = doc_id
             self._metadata[doc_id] = json.loads(row["metadata"])
         self._keys[node] = row["key"]
+        self._numbers[row["key"]] = node
         self._vectors[node] = _unbytes(row["vec"])
         self._ranges[node] = (seq | int(row["first"]), seq | int(row["end"]))
         return node
@@ -1811,10 +1823,16 @@ class _RemoteView:
         if waiting and self._q is not None and self.batch > 1:
             sims = np.stack([self._vectors[n] for n in waiting]) @ self._q
             batch += [waiting[j] for j in np.argsort(-sims, kind="stable")[: self.batch - 1]]
-        rows = self._owner._read(_LOAD, keys=[self._keys[n] for n in batch])
-        number = {self._keys[n]: n for n in batch}
+        keys = [self._keys[n] for n in batch]
+        if self.ahead and self._q is not None:
+            rows = self._owner._read(
+                _LOAD_AHEAD, keys=keys, q=_vector(self._q), ahead=int(self.ahead)
+            )
+        else:
+            rows = self._owner._read(_LOAD, keys=keys)
+        rows.sort(key=lambda r: r["source"] not in keys)  # the asked nodes meet the others
         for r in rows:
-            source = number[r["source"]]
+            source = self._numbers[r["source"]]
             seq = source & ~0xFFFFFFFF
             for srow in r["sentences"]:
                 self._sentences.setdefault(
