@@ -1619,7 +1619,8 @@ class Neo4jIndex:
         """The similarity graph as :class:`~semrag.retrieval.SSGRetriever` reads it.
 
         Fetched as the traversal goes: the anchor search (with the version) is one round
-        trip, and nodes' sentences and edges are loaded in batches of the nodes closest to
+        trip, and nodes' sentences and edges are loaded in batches: the node asked for,
+        the met nodes closest to the query, and the asked node's out-neighbours closest to
         the query (see ``_RemoteView``). A node's number holds for one query only.
 
         Raises:
