@@ -326,10 +326,13 @@ class Neo4jGraphStore:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
-            raise self._translated(exc) from exc
+            mapped = self._translated(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
 
-    def _translated(self, exc: Exception) -> Exception:
-        """The semrag error for a driver's exception (others as they are)."""
+    def _translated(self, exc: Exception) -> Exception | None:
+        """The semrag error for a driver's exception (``None``: not the driver's)."""
         exc_mod = self._neo4j.exceptions
         if isinstance(exc, exc_mod.AuthError):
             return StoreUnavailableError(
@@ -341,7 +344,7 @@ class Neo4jGraphStore:
             return StoreUnavailableError(f"Neo4j driver error at {self.uri}: {exc}")
         if isinstance(exc, exc_mod.Neo4jError):
             return StoreError(f"Neo4j rejected a statement: {exc.code}: {exc.message}")
-        return exc
+        return None
 
     def _transact(self, work: Callable[[Any], Any], *, write: bool) -> Any:
         """Run ``work(tx)`` in one managed transaction (retried by the driver)."""
@@ -382,18 +385,20 @@ class Neo4jGraphStore:
             return await asyncio.to_thread(self._read, query, **params)
         with self._count_lock:
             self.reads += 1
-        aio = self._async_loop()
+        aio = self._async_loop(self._async_settings)
         try:
             return await asyncio.wrap_future(aio.submit(aio.read(query, params)))
         except Exception as exc:
-            raise self._translated(exc) from exc
+            mapped = self._translated(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
 
-    def _async_loop(self) -> _AsyncDriverLoop:
+    def _async_loop(self, settings: Mapping[str, Any]) -> _AsyncDriverLoop:
         with self._aio_lock:
             if self._closed:
                 raise StoreUnavailableError(f"the store for {self.uri} is closed")
             if self._aio is None:
-                settings = self._async_settings or {}
                 self._aio = _AsyncDriverLoop(
                     lambda: self._neo4j.AsyncGraphDatabase.driver(self.uri, **settings),
                     self._neo4j.RoutingControl.READ,

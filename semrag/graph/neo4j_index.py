@@ -247,17 +247,6 @@ _CHUNKS = f"UNWIND $ids AS i MATCH (c:SemragChunk {{id: i}}) RETURN {_CHUNK_FIEL
 _DOC_CHUNKS = (
     f"MATCH (c:SemragChunk {{doc_id: $doc_id}}) RETURN {_CHUNK_FIELDS} ORDER BY c.index, c.id"
 )
-_OVERLAPPING = (
-    "MATCH (c:SemragChunk {doc_id: $doc_id}) WHERE c.start < $end AND c.end > $start "
-    "RETURN c.id AS id ORDER BY c.index, c.id"
-)
-_DOCUMENT = (
-    "MATCH (d:SemragDocument {id: $id}) "
-    "OPTIONAL MATCH (s:SemragSentence {doc_id: $id}) "
-    "WITH d, s ORDER BY s.i "
-    "RETURN d.text AS text, d.metadata AS metadata, d.themes AS themes, "
-    "collect([s.start, s.end]) AS spans, collect(s.vec) AS vectors"
-)
 _PIECES_SEARCH = (  # as _DENSE, over SKETCH's pieces; each with its parent chunk
     "UNWIND range(0, size($vectors) - 1) AS row "
     "CALL (row) { CALL db.index.vector.queryNodes('semrag_piece_embedding', $n, $vectors[row]) "
@@ -1549,8 +1538,7 @@ class Neo4jIndex:
 
     def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
         """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
-        rows = self._read(_OVERLAPPING, doc_id=doc_id, start=int(start), end=int(end))
-        return [int(r["id"]) for r in rows]
+        return self.overlapping_chunks_many([(doc_id, start, end)])[0]
 
     def overlapping_chunks_many(self, spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
         """:meth:`overlapping_chunks` of each ``(doc_id, start, end)``, in one round trip.
@@ -1581,10 +1569,10 @@ class Neo4jIndex:
     def _document(self, doc_id: str) -> tuple[Document, list[Span], Floats, list[str]]:
         cache = self._cache("docs")
         if doc_id not in cache:
-            rows = self._read(_DOCUMENT, id=doc_id)
+            rows = self._read(_DOCUMENTS, ids=[doc_id])
             if not rows:
                 raise KeyError(doc_id)
-            cache[doc_id] = self._document_entry({**rows[0], "id": doc_id})
+            cache[doc_id] = self._document_entry(rows[0])
         return cache[doc_id]
 
     def _document_entry(
