@@ -12,7 +12,8 @@
   ``--neo4j-password`` or the ``NEO4J_PASSWORD`` environment variable.
 * ``semrag train-boundary --data KIND:PATH[@START:STOP]... [--dev ...] --model psc|mfc --out DIR
   [--window N|N,N,... --negative-mix boundary=.05,section=.475,document=.475
-  --dev-negative-mix boundary=.5,section=.25,document=.25 --threshold auto]`` trains
+  --dev-negative-mix boundary=.5,section=.25,document=.25 --edge-share S --threshold auto
+  --rule auto|threshold|valley]`` trains
   a PSC or MFC boundary model on sectioned data (KIND: sectioned (a folder of Choi-format
   files), nicta, csabstruct, pubmedqa, squad, choi; ``@24:40`` keeps documents 24 to 39).
   Without ``--dev`` each source is split by document (``--split 0.8/0.1/0.1``) and the dev
@@ -312,6 +313,7 @@ def _negative_mix(value: str) -> dict[str, float]:
 
 def _cmd_train_boundary(args: argparse.Namespace) -> int:
     from semrag.chunking.boundary.data import DEFAULT_NEGATIVE_MIX, sample_pairs, split_documents
+    from semrag.chunking.boundary.rules import BREAK_RULES
     from semrag.chunking.boundary.train import (
         TrainConfig,
         accuracy_by_kind,
@@ -332,10 +334,12 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
             train_docs += tr
             dev_sources.append((name, dv))
     dev_docs = [d for _, docs in dev_sources for d in docs]
+    edge_reach = max(1, max(args.window) - 1)
     args.negative_mix = dict(args.negative_mix or DEFAULT_NEGATIVE_MIX)
     args.dev_negative_mix = dict(args.dev_negative_mix or DEFAULT_NEGATIVE_MIX)
     sampling = {"negative_ratio": args.negative_ratio, "negative_mix": args.negative_mix}
-    train = sample_pairs(train_docs, seed=args.seed, **sampling)
+    edges = {"edge_share": args.edge_share, "edge_reach": args.edge_reach or edge_reach}
+    train = sample_pairs(train_docs, seed=args.seed, **sampling, **edges)
     dev = sample_pairs(
         dev_docs,
         seed=args.seed + 1,
@@ -362,11 +366,13 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
     )
     cache = {"cache_dir": args.cache}
     if args.threshold == "auto":
-        chosen = choose_threshold(model, dev_sources, embedder, **cache)
-        model.threshold = chosen["threshold"]
+        rules = BREAK_RULES if args.rule == "auto" else (args.rule,)
+        chosen = choose_threshold(model, dev_sources, embedder, rules=rules, **cache)
+        model.threshold, model.rule = chosen["threshold"], chosen["rule"]
     else:
         model.threshold = float(args.threshold)
-        chosen = {"threshold": model.threshold}
+        model.rule = "threshold" if args.rule == "auto" else args.rule
+        chosen = {"threshold": model.threshold, "rule": model.rule}
     out = model.save(args.out)
     best = min(history, key=lambda h: h["dev_loss"])
     record = {
@@ -376,7 +382,7 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
         "dev": [name for name, _ in dev_sources],
         "split": list(args.split) if not args.dev else None,
         "window": model.get_config_dict()["window"],
-        "sampling": sampling,
+        "sampling": {**sampling, **edges},
         "dev_negative_mix": args.dev_negative_mix,
         "train_pairs": train.counts(),
         "dev_pairs": dev.counts(),
@@ -390,7 +396,7 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
     print(
         f"{args.model}: {len(train)} training pairs, best epoch {best['epoch']} "
         f"(dev loss {best['dev_loss']:.4f}, dev accuracy {best['dev_acc']:.3f}), "
-        f"threshold {model.threshold:.3f} -> {out}"
+        f"threshold {model.threshold:.3f} ({model.rule} rule) -> {out}"
     )
     return 0
 
@@ -407,10 +413,14 @@ def _portable_argv(args: argparse.Namespace) -> list[str]:
     out += ["--split", "/".join(f"{f:g}" for f in args.split)]
     window = ",".join(str(w) for w in args.window)
     out += ["--window", window, "--negative-ratio", f"{args.negative_ratio:g}"]
+    if args.edge_share:
+        out += ["--edge-share", f"{args.edge_share:g}"]
+        if args.edge_reach:
+            out += ["--edge-reach", str(args.edge_reach)]
     for flag in ("negative_mix", "dev_negative_mix"):
         mix = ",".join(f"{k}={v:g}" for k, v in getattr(args, flag).items())
         out += ["--" + flag.replace("_", "-"), mix]
-    out += ["--threshold", str(args.threshold)]
+    out += ["--threshold", str(args.threshold), "--rule", args.rule]
     out += ["--epochs", str(args.epochs), "--lr", f"{args.lr:g}"]
     out += ["--weight-decay", f"{args.weight_decay:g}", "--proj-dim", str(args.proj_dim)]
     out += ["--seed", str(args.seed), "--out", Path(args.out).name]
@@ -538,6 +548,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tb.add_argument("--negative-ratio", type=float, default=1.0, help="negatives per positive")
     tb.add_argument(
+        "--edge-share",
+        type=float,
+        default=0.0,
+        help="share of training pairs whose sides are cut to 1..EDGE_REACH sentences, as "
+        "near a document's edge (default 0)",
+    )
+    tb.add_argument(
+        "--edge-reach",
+        type=int,
+        default=None,
+        help="most sentences per side of a cut pair (default: the largest window - 1)",
+    )
+    tb.add_argument(
         "--negative-mix",
         type=_negative_mix,
         default=None,
@@ -556,6 +579,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--threshold",
         default="auto",
         help="p(same section) below which to break; auto: lowest Pk on the dev documents",
+    )
+    tb.add_argument(
+        "--rule",
+        choices=("auto", "threshold", "valley"),
+        default="auto",
+        help="break at every gap below the threshold, or only at local minima (valley); "
+        "auto: chosen with an auto threshold on the dev documents, else threshold",
     )
     tb.add_argument("--epochs", type=int, default=8)
     tb.add_argument("--lr", type=float, default=1e-3)

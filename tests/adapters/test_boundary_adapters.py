@@ -100,6 +100,14 @@ def test_new_options_reach_the_core_in_both_frameworks(trained):
     assert [d.page_content for d in lc.create_documents([text])] == [c.text for c in core]
     nodes = li.get_nodes_from_documents([LIDocument(text=text, id_="d")])
     assert [n.text for n in nodes] == [c.text for c in core]
+    valley = PairModelChunker(emb, model=dirs["mfc"], threshold=0.95, rule="valley").chunk(text)
+    every = PairModelChunker(emb, model=dirs["mfc"], threshold=0.95).chunk(text)
+    assert len(valley) < len(every)
+    lc = MFCTextSplitter(embeddings=emb, model=dirs["mfc"], threshold=0.95, rule="valley")
+    li = MFCNodeParser(embed_model=emb, model=dirs["mfc"], threshold=0.95, rule="valley")
+    assert [d.page_content for d in lc.create_documents([text])] == [c.text for c in valley]
+    nodes = li.get_nodes_from_documents([LIDocument(text=text, id_="d")])
+    assert [n.text for n in nodes] == [c.text for c in valley]
     short = "The cat sat on the mat. Stock prices fell sharply today."
     for kwargs in ({"short_text_distance": 0.5}, {"short_text_distance": None}):
         want = len(SemanticChunker(FakeEmbedder(), **kwargs).chunk(short))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -7,6 +8,7 @@ from hypothesis import strategies as st
 from semrag import SemanticChunker
 from semrag.chunking.boundary import PairModelChunker
 from semrag.chunking.boundary.models import encoder_identity
+from semrag.chunking.boundary.rules import gap_breaks
 from semrag.testing import FakeEmbedder, check_chunks
 from semrag.text import WhitespaceTokenizer
 from tests.strategies import any_text
@@ -63,18 +65,20 @@ def test_chunks_tile_the_text_and_respect_the_cap(text, config, overlap):
     kind=st.sampled_from(["psc", "mfc"]),
     window=st.sampled_from([1, 3]),
     threshold=st.floats(0.05, 0.95),
+    rule=st.sampled_from(["threshold", "valley"]),
     max_tokens=st.integers(8, 40),
     min_tokens=st.integers(0, 8),
     overlap=st.booleans(),
 )
 def test_pair_model_chunks_tile_the_text_and_respect_the_cap(
-    text, kind, window, threshold, max_tokens, min_tokens, overlap
+    text, kind, window, threshold, rule, max_tokens, min_tokens, overlap
 ):
     overlap_tokens = max_tokens // 4 if overlap else 0
     chunker = PairModelChunker(
         EMBEDDER,
         model=PAIR_MODELS[(kind, window)],
         threshold=threshold,
+        rule=rule,
         tokenizer=TOKENIZER,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
@@ -85,6 +89,24 @@ def test_pair_model_chunks_tile_the_text_and_respect_the_cap(
     assert chunker.chunk(text) == chunks  # deterministic
     batched = chunker.chunk_documents([text, text])
     assert [c.text for c in batched] == [c.text for c in chunks] * 2
+
+
+@given(
+    probs=st.lists(st.floats(0.0, 1.0), max_size=40).map(np.asarray),
+    threshold=st.floats(0.01, 0.99),
+)
+def test_valley_breaks_are_one_per_run_of_low_gaps(probs, threshold):
+    low = gap_breaks(probs, threshold, "threshold")
+    valley = gap_breaks(probs, threshold, "valley")
+    assert np.array_equal(low, probs < threshold)
+    assert not np.any(valley & ~low)  # a valley is below the threshold
+    assert not np.any(valley[1:] & valley[:-1])  # never two neighbouring breaks
+    for g in np.flatnonzero(valley):  # no neighbour is lower
+        assert all(probs[g] <= probs[h] for h in (g - 1, g + 1) if 0 <= h < probs.size)
+    # every maximal run of gaps below the threshold keeps at least one break
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], low.astype(int), [0]])))
+    for start, stop in zip(edges[::2], edges[1::2], strict=True):
+        assert valley[start:stop].any()
 
 
 @given(texts=st.lists(any_text, max_size=5))

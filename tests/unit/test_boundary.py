@@ -15,6 +15,7 @@ from semrag.chunking.boundary.data import (
     split_documents,
 )
 from semrag.chunking.boundary.models import MFCModel, PSCModel, load_boundary_model
+from semrag.chunking.boundary.rules import gap_breaks
 from semrag.chunking.boundary.train import (
     TrainConfig,
     accuracy_by_kind,
@@ -173,6 +174,77 @@ def test_gap_sides_are_equal_windows_inside_documents():
     np.testing.assert_array_equal(one_right, vectors[right])
     with pytest.raises(ConfigError, match="window"):
         gap_sides(vectors, doc_of, left, right, 0)
+
+
+def test_gap_breaks_rules():
+    probs = np.array([0.1, 0.3, 0.05, 0.04, 0.2, 0.5, 0.2, 0.2, 0.9, 0.1])
+    assert np.flatnonzero(gap_breaks(probs, 0.25)).tolist() == [0, 2, 3, 4, 6, 7, 9]
+    # valleys: 0 (lower than 0.3), 3 (the lowest of 0.05, 0.04, 0.2), 6 (the first of two
+    # equal), 9 (the last gap)
+    assert np.flatnonzero(gap_breaks(probs, 0.25, "valley")).tolist() == [0, 3, 6, 9]
+    assert np.flatnonzero(gap_breaks(probs, 0.15, "valley")).tolist() == [0, 3, 9]
+    assert gap_breaks([0.1], 0.5, "valley").tolist() == [True]
+    assert gap_breaks([], 0.5, "valley").size == 0
+    with pytest.raises(ConfigError, match="rule"):
+        gap_breaks(probs, 0.5, "peaks")
+
+
+def test_the_rule_is_the_models_unless_given(tmp_path):
+    emb = FakeEmbedder(dim=32)
+    model = PSCModel(32, proj_dim=8, threshold=0.99, rule="valley")
+    directory = model.save(tmp_path / "m")
+    assert load_boundary_model(directory).rule == "valley"
+    text = " ".join(f"Sentence number {i} is about topic {i % 3}." for i in range(12))
+    chunker = PairModelChunker(emb, model=directory)
+    assert chunker.rule == "valley"
+    stats = chunker.chunk_with_stats([text])[0].stats
+    breaks = np.zeros(len(stats.scores), bool)
+    breaks[[b.gap for b in stats.breaks]] = True
+    assert np.array_equal(breaks, gap_breaks(stats.scores, 0.99, "valley"))
+    assert not np.any(breaks[1:] & breaks[:-1]) and "local minimum" in stats.threshold_rule
+    every = PairModelChunker(emb, model=directory, rule="threshold")
+    assert len(every.chunk(text)) == 12  # every gap is below 0.99
+    assert len(chunker.chunk(text)) < 12
+    with pytest.raises(ConfigError, match="rule"):
+        PairModelChunker(emb, model=directory, rule="peaks")
+    with pytest.raises(ConfigError, match="rule"):
+        PSCModel(32, rule="peaks")
+
+
+def test_edge_share_cuts_sides_without_changing_the_pairs():
+    docs = corpus(20, seed=5)
+    plain = sample_pairs(docs, seed=1)
+    cut = sample_pairs(docs, seed=1, edge_share=0.4, edge_reach=2)
+    assert plain.reach is None
+    assert np.array_equal(plain.left, cut.left) and np.array_equal(plain.kind, cut.kind)
+    assert cut.reach is not None and cut.reach.shape == cut.label.shape
+    share = float((cut.reach > 0).mean())
+    assert 0.3 < share < 0.5 and set(np.unique(cut.reach)) == {0, 1, 2}
+    for kind in range(len(PAIR_KINDS)):  # every kind is cut alike
+        assert (cut.reach[cut.kind == kind] > 0).any()
+    again = sample_pairs(docs, seed=1, edge_share=0.4, edge_reach=2)
+    assert np.array_equal(again.reach, cut.reach)
+    with pytest.raises(ConfigError, match="edge_share"):
+        sample_pairs(docs, edge_share=1.5)
+    with pytest.raises(ConfigError, match="edge_reach"):
+        sample_pairs(docs, edge_share=0.1, edge_reach=0)
+
+
+def test_gap_sides_reach_caps_each_side():
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(10, 4)).astype(np.float32)
+    doc_of = np.zeros(10, np.int64)
+    left, right = np.array([4, 4, 4]), np.array([5, 5, 5])
+    got_left, got_right = gap_sides(vectors, doc_of, left, right, (1, 3), reach=[0, 1, 2])
+    full_left, full_right = gap_sides(vectors, doc_of, left, right, (1, 3))
+    np.testing.assert_array_equal(got_left[0], full_left[0])
+    np.testing.assert_array_equal(got_right[0], full_right[0])
+    # reach 1: the three-sentence mean is the sentence itself
+    np.testing.assert_allclose(got_left[1, 4:], vectors[4] / np.linalg.norm(vectors[4]), rtol=1e-5)
+    np.testing.assert_allclose(got_right[1, 4:], vectors[5] / np.linalg.norm(vectors[5]), rtol=1e-5)
+    two = vectors[3:5].mean(0)
+    np.testing.assert_allclose(got_left[2, 4:], two / np.linalg.norm(two), rtol=1e-5)
+    np.testing.assert_array_equal(got_left[:, :4], vectors[left])
 
 
 @pytest.mark.parametrize("kind", ["psc", "mfc"])
@@ -448,11 +520,13 @@ def test_cli_trains_several_windows_with_a_fixed_dev_mix(tmp_path, capsys):
     out = tmp_path / "mfc-test"
     argv = ["train-boundary", "--data", f"sectioned:{folder}", "--model", "mfc"]
     argv += ["--window", "1,2", "--epochs", "2", "--split", "0.6/0.4/0", "--out", str(out)]
-    argv += ["--negative-mix", "boundary=0.2,section=0.4,document=0.4"]
+    argv += ["--negative-mix", "boundary=0.2,section=0.4,document=0.4", "--edge-share", "0.25"]
     assert main([*argv, "--cache", str(tmp_path / "cache")]) == 0
     record = json.loads((out / "training.json").read_text())
     assert record["window"] == [1, 2]
     assert record["sampling"]["negative_mix"] == {"boundary": 0.2, "section": 0.4, "document": 0.4}
+    assert record["sampling"]["edge_share"] == 0.25 and record["sampling"]["edge_reach"] == 1
+    assert "--edge-share 0.25" in record["command"]
     assert record["dev_negative_mix"] == {"boundary": 0.5, "section": 0.25, "document": 0.25}
     dev = record["dev_pairs"]
     assert dev["boundary"] == dev["section"] + dev["document"]  # the default mix: half boundaries
@@ -462,6 +536,9 @@ def test_cli_trains_several_windows_with_a_fixed_dev_mix(tmp_path, capsys):
     )
     assert str(tmp_path) not in record["command"]
     assert MFCModel.load(out).window == (1, 2)
+    assert record["threshold"]["rule"] in ("threshold", "valley")  # chosen on dev with --rule auto
+    assert MFCModel.load(out).rule == record["threshold"]["rule"]
+    assert "--rule auto" in record["command"]
     with pytest.raises(SystemExit) as exited:  # argparse rejects the option
         main(
             [

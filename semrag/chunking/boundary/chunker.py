@@ -10,6 +10,7 @@ import numpy as np
 
 from semrag._validation import Interval, check_param
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, _Prepared
+from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.tokens import Tokenizer
@@ -25,7 +26,7 @@ def shipped_weights(kind: str) -> Path:
 
 
 class PairModelChunker(BoundaryChunker):
-    """Break between two sentences when p(same section) < ``threshold``.
+    """Break between two sentences when p(same section) < ``threshold`` (by ``rule``).
 
     Each sentence is embedded once (all documents in one batch); the pair model scores
     every consecutive pair; then the same ``min_tokens`` merging and ``max_tokens`` cap as
@@ -40,6 +41,10 @@ class PairModelChunker(BoundaryChunker):
             class's shipped weights.
         threshold: break where p(same section) is below it; ``None`` takes the model's
             (chosen on development data when it was trained; the paper's 0.5 otherwise).
+        rule: ``"threshold"`` breaks at every gap below the threshold (the paper's rule);
+            ``"valley"`` only at gaps that are also the lowest of their neighbours (see
+            :func:`~semrag.chunking.boundary.models.gap_breaks`); ``None`` takes the
+            model's (chosen with the threshold on development data).
         max_tokens: cap per chunk, in tokens of ``tokenizer``.
         overlap_tokens: overlap of the pieces of an over-long chunk.
         min_tokens: chunks under this many tokens merge into their closer neighbour.
@@ -57,6 +62,7 @@ class PairModelChunker(BoundaryChunker):
         *,
         model: str | Path | Any = None,
         threshold: float | None = None,
+        rule: str | None = None,
         max_tokens: int = 1024,
         overlap_tokens: int | None = None,
         min_tokens: int = 0,
@@ -81,6 +87,11 @@ class PairModelChunker(BoundaryChunker):
                 [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
             )
         self._threshold = threshold
+        if rule is not None and rule not in BREAK_RULES:
+            raise ConfigError(
+                f"{type(self).__name__}: rule must be one of {list(BREAK_RULES)}, got {rule!r}"
+            )
+        self._rule_arg = rule
         self._model_arg = model
         self._model: Any = None
         if model is None:
@@ -117,6 +128,11 @@ class PairModelChunker(BoundaryChunker):
         """p(same section) below which a gap breaks (the model's unless given)."""
         return float(self.model.threshold if self._threshold is None else self._threshold)
 
+    @property
+    def rule(self) -> str:
+        """``"threshold"`` or ``"valley"`` (see ``rule`` above); the model's unless given."""
+        return str(self.model.rule if self._rule_arg is None else self._rule_arg)
+
     def _texts_to_embed(self, doc: _Prepared) -> list[str]:
         return [s.of(doc.doc.text) for s in doc.sentences]
 
@@ -127,20 +143,27 @@ class PairModelChunker(BoundaryChunker):
         doc_of = np.zeros(len(vectors), np.int64)
         left, right = gap_sides(vectors, doc_of, gaps, gaps + 1, self.model.window)
         probs = self.model.predict_proba(left, right)
-        breaks = probs < self.threshold
+        breaks = gap_breaks(probs, self.threshold, self.rule)
+        why = " (the lowest of its neighbours)" if self.rule == "valley" else ""
         reasons = tuple(
-            f"p(same section) {probs[g]:.3f} below {self.threshold:g}"
+            f"p(same section) {probs[g]:.3f} below {self.threshold:g}{why}"
             for g in np.flatnonzero(breaks)
         )
         return GapDecision(probs, breaks, self.threshold, reasons, (1.0 - probs).astype(np.float32))
 
     def _rule(self) -> str:
-        return f"p(same section) < {self.threshold:g}"
+        valley = ", at a local minimum" if self.rule == "valley" else ""
+        return f"p(same section) < {self.threshold:g}{valley}"
 
     def _config(self) -> dict[str, Any]:
         model = self._model_arg
         shown = str(model) if isinstance(model, (str, Path)) else repr(model)
-        return {"model": shown, "threshold": self._threshold, **super()._config()}
+        return {
+            "model": shown,
+            "threshold": self._threshold,
+            "rule": self._rule_arg,
+            **super()._config(),
+        }
 
 
 class PSCChunker(PairModelChunker):

@@ -12,6 +12,11 @@ between consecutive sentences, so training asks it of gaps too:
   sections of one document that never co-occur in a section;
 * **document** negative: two sentences of different documents.
 
+A share of the pairs (``edge_share``) is read as if the gap sat near a document's edge:
+each side keeps only a random 1 to ``edge_reach`` sentences (:attr:`PairSet.reach`). At
+inference a gap near an edge, or any gap of a short text, has sides of one or two
+sentences; a model trained only on full windows reads those as a topic shift.
+
 Every boundary gap is used (they are the scarce kind). The negatives of the other kinds
 and the positives are sampled around them so that the negatives follow ``negative_mix``
 and there are ``negative_ratio`` negatives per positive; with no boundary share, the
@@ -68,6 +73,9 @@ class PairSet:
     """1 = same section, 0 = different sections."""
     kind: npt.NDArray[np.int64]
     """Index into :data:`PAIR_KINDS` of each pair."""
+    reach: npt.NDArray[np.int64] | None = None
+    """Most sentences per side of each pair (0: as many as the window and the document
+    allow); ``None``: no pair is cut."""
 
     def __len__(self) -> int:
         return int(self.label.size)
@@ -97,6 +105,8 @@ def sample_pairs(
     seed: int = 0,
     negative_ratio: float = 1.0,
     negative_mix: Mapping[str, float] | None = None,
+    edge_share: float = 0.0,
+    edge_reach: int = 3,
 ) -> PairSet:
     """Sample labelled gaps from sectioned documents (see the module docstring).
 
@@ -106,12 +116,20 @@ def sample_pairs(
         negative_ratio: negatives per positive (the paper: 1).
         negative_mix: shares of ``boundary``, ``section`` and ``document`` negatives
             (normalised to sum 1); default :data:`DEFAULT_NEGATIVE_MIX`.
+        edge_share: share of the pairs (of every kind alike) whose sides are cut to a
+            random 1 to ``edge_reach`` sentences, as near a document's edge.
+        edge_reach: most sentences per side of a cut pair.
 
     Raises:
-        ConfigError: on a ratio that is not positive or an unknown or negative share.
+        ConfigError: on a ratio that is not positive, an unknown or negative share, an
+            ``edge_share`` outside [0, 1] or an ``edge_reach`` < 1.
     """
     if not np.isfinite(negative_ratio) or negative_ratio <= 0:
         raise ConfigError(f"negative_ratio must be > 0, got {negative_ratio}")
+    if not 0.0 <= edge_share <= 1.0:
+        raise ConfigError(f"edge_share must be within [0, 1], got {edge_share}")
+    if edge_reach < 1:
+        raise ConfigError(f"edge_reach must be >= 1, got {edge_reach}")
     mix = _check_mix(DEFAULT_NEGATIVE_MIX if negative_mix is None else negative_mix)
     rng = np.random.default_rng(seed)
     sentences: list[str] = []
@@ -148,6 +166,11 @@ def sample_pairs(
     left = [a for group in groups for a, _ in group]
     right = [b for group in groups for _, b in group]
     kind = [k for k, group in enumerate(groups) for _ in group]
+    reach = None
+    if edge_share > 0:
+        # Drawn after the pairs, so the pairs themselves do not depend on edge_share.
+        cut = rng.random(len(kind)) < edge_share
+        reach = np.where(cut, rng.integers(1, edge_reach + 1, size=len(kind)), 0)
     return PairSet(
         sentences=sentences,
         doc_of=np.asarray(doc_of, dtype=np.int64),
@@ -156,6 +179,7 @@ def sample_pairs(
         right=np.asarray(right, dtype=np.int64),
         label=(np.asarray(kind, dtype=np.int64) == 0).astype(np.float32),
         kind=np.asarray(kind, dtype=np.int64),
+        reach=reach,
     )
 
 
@@ -220,6 +244,7 @@ def gap_sides(
     left: npt.ArrayLike,
     right: npt.ArrayLike,
     window: int | Sequence[int],
+    reach: npt.ArrayLike | None = None,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """Side vectors of gaps for a model that reads ``window`` sentences per side.
 
@@ -233,6 +258,8 @@ def gap_sides(
     With several windows (e.g. ``(1, 3, 8)``) each side is the concatenation of its means
     at every window, in the given order: the sentence next to the gap and the wider context
     side by side.
+
+    ``reach`` (training only) caps the sentences per side of each gap further (0: no cap).
 
     Raises:
         ConfigError: if a window is < 1 or the arrays disagree in length.
@@ -251,6 +278,9 @@ def gap_sides(
     which = np.searchsorted(bounds, np.arange(n), side="right") - 1
     doc_start, doc_end = bounds[which], bounds[which + 1]
     room = np.minimum(left - doc_start[left] + 1, doc_end[right] - right)
+    if reach is not None:
+        reach = np.asarray(reach, dtype=np.int64)
+        room = np.where(reach > 0, np.minimum(room, reach), room)
     csum = np.zeros((n + 1, vectors.shape[1]), dtype=np.float64)
     np.cumsum(vectors, axis=0, out=csum[1:])
     lefts, rights = [], []

@@ -13,8 +13,8 @@ project them with one learned linear map ``W``:
 ``sigmoid(logit)`` is p(same section). The classes are estimators: :meth:`~_PairModel.fit`
 on labelled pairs, :meth:`~_PairModel.predict_proba` on sentence pairs or on vectors,
 :meth:`~_PairModel.save` and :meth:`~_PairModel.load`. A saved model is ``config.json``
-(constructor arguments, the encoder's identity, the threshold chosen on development data,
-the library version) plus ``model.safetensors``; no pickle.
+(constructor arguments, the encoder's identity, the threshold and break rule chosen on
+development data, the library version) plus ``model.safetensors``; no pickle.
 
 The encoder's identity is its name, a fingerprint of its weight files when it has them,
 and the embeddings of four fixed probe sentences. :meth:`~_PairModel.check_encoder`
@@ -39,13 +39,22 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks
 from semrag.errors import ConfigError
 
 if TYPE_CHECKING:
     from semrag.chunking.boundary.data import PairSet
     from semrag.chunking.boundary.train import TrainConfig
 
-__all__ = ["PROBE_SENTENCES", "MFCModel", "PSCModel", "encoder_identity", "load_boundary_model"]
+__all__ = [
+    "BREAK_RULES",
+    "PROBE_SENTENCES",
+    "MFCModel",
+    "PSCModel",
+    "encoder_identity",
+    "gap_breaks",
+    "load_boundary_model",
+]
 
 PROBE_SENTENCES = (
     "The committee approved the budget after a long debate.",
@@ -84,6 +93,7 @@ class _PairModel(torch.nn.Module):
         window: int | Sequence[int] = 1,
         encoder: dict[str, Any] | str | None = None,
         threshold: float = 0.5,
+        rule: str = "threshold",
     ):
         super().__init__()
         from semrag.chunking.boundary.data import check_windows
@@ -93,6 +103,9 @@ class _PairModel(torch.nn.Module):
         self.windows = check_windows(window)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"threshold must be within (0, 1), got {threshold}")
+        if rule not in BREAK_RULES:
+            raise ConfigError(f"rule must be one of {list(BREAK_RULES)}, got {rule!r}")
+        self.rule = rule
         self.dim = dim
         self.proj_dim = proj_dim
         self.encoder = {"name": encoder} if isinstance(encoder, str) else encoder
@@ -132,6 +145,7 @@ class _PairModel(torch.nn.Module):
             "proj_dim": self.proj_dim,
             "window": list(self.windows) if len(self.windows) > 1 else self.windows[0],
             "threshold": self.threshold,
+            "rule": self.rule,
             "encoder": self.encoder,
         }
 
@@ -329,7 +343,7 @@ class _PairModel(torch.nn.Module):
         name = type(self).__name__
         return (
             f"{name}(dim={self.dim}, proj_dim={self.proj_dim}, window={self.window}, "
-            f"encoder={self.encoder_name!r}, threshold={self.threshold:g})"
+            f"encoder={self.encoder_name!r}, threshold={self.threshold:g}, rule={self.rule!r})"
         )
 
 
@@ -437,6 +451,7 @@ def load_boundary_model(directory: str | Path, *, expected_dim: int | None = Non
         window=config.get("window", 1),
         encoder=encoder,
         threshold=float(config.get("threshold", 0.5)),
+        rule=str(config.get("rule", "threshold")),
     )
     try:
         model.load_state_dict(load_file(str(weights)))

@@ -22,6 +22,7 @@ import torch
 
 from semrag.chunking.boundary.data import PAIR_KINDS, PairSet, check_windows, gap_sides
 from semrag.chunking.boundary.models import MFCModel, PSCModel, _PairModel
+from semrag.chunking.boundary.rules import gap_breaks
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError
 from semrag.eval.datasets import SectionedDocument
@@ -234,7 +235,7 @@ def _pair_set_sides(
     vectors[needed] = sub
     # Sentences not needed stay zero; windows never read them (a window that would is cut
     # at the document edge, and every sentence inside one is in ``needed``).
-    return gap_sides(vectors, pairs.doc_of, pairs.left, pairs.right, window)
+    return gap_sides(vectors, pairs.doc_of, pairs.left, pairs.right, window, pairs.reach)
 
 
 def train_loop(
@@ -403,16 +404,21 @@ def choose_threshold(
     embedder: BaseEmbedder,
     *,
     grid: Sequence[float] = tuple(np.round(np.arange(0.02, 0.99, 0.02), 2)),
+    rules: Sequence[str] = ("threshold",),
     cache_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """The threshold with the lowest mean Pk on development documents.
+    """The threshold (and break rule) with the lowest mean Pk on development documents.
 
     Pk is computed over sentence gaps of each document; each source counts equally (the
     mean of its documents' Pk), so a source with many documents does not set the threshold
-    alone.
+    alone. Every rule of ``rules`` is tried at every threshold of ``grid`` (see
+    :func:`~semrag.chunking.boundary.rules.gap_breaks`); ties keep the earlier rule.
 
     Returns:
-        ``threshold``, the mean dev ``pk`` there, and each source's Pk.
+        ``threshold``, ``rule``, the mean dev ``pk`` there, and each source's Pk.
+
+    Raises:
+        ConfigError: with no development documents or an unknown rule.
     """
     scored = [
         (name, gap_probabilities(model, docs, embedder, cache_dir=cache_dir))
@@ -422,14 +428,15 @@ def choose_threshold(
     if not scored:
         raise ConfigError("no development documents to choose a threshold on")
     best: dict[str, Any] = {}
-    for t in grid:
-        per_source = {
-            name: float(np.mean([pk(gold, probs < t) for probs, gold in docs]))
-            for name, docs in scored
-        }
-        mean = float(np.mean(list(per_source.values())))
-        if not best or mean < best["pk"]:
-            best = {"threshold": float(t), "pk": mean, "pk_by_source": per_source}
+    for rule in rules:
+        for t in grid:
+            per_source = {
+                name: float(np.mean([pk(gold, gap_breaks(probs, t, rule)) for probs, gold in docs]))
+                for name, docs in scored
+            }
+            mean = float(np.mean(list(per_source.values())))
+            if not best or mean < best["pk"]:
+                best = {"threshold": float(t), "rule": rule, "pk": mean, "pk_by_source": per_source}
     return best
 
 
