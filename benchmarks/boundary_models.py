@@ -151,6 +151,47 @@ def short_text_rows(emb, tok) -> list[dict]:
     return rows
 
 
+def choose_rows(chunkers: dict, sets: dict) -> list[dict]:
+    """Mean dev Pk of each trained chunker over a (rule, threshold) grid, sets weighted equally.
+
+    Each chunker scores every gap of every development document once (its own sentence
+    splitting, no cap, no merging); the breaks of each rule and threshold follow from those
+    scores exactly as the chunker makes them (:func:`gap_breaks`), so the grid costs one
+    embedding pass.
+    """
+    from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks
+
+    grid = np.round(np.arange(0.02, 0.61, 0.02), 2)
+    rows = []
+    for name, chunker in chunkers.items():
+        scored = {}
+        for set_name, docs in sets.items():
+            results = chunker.chunk_with_stats([d.text for d in docs])
+            scored[set_name] = [(doc, r.stats) for doc, r in zip(docs, results, strict=True)]
+        for rule in BREAK_RULES:
+            for t in grid:
+                per_set = {}
+                for set_name, items in scored.items():
+                    pks = []
+                    for doc, stats in items:
+                        words = word_starts(doc.text)
+                        breaks = np.flatnonzero(gap_breaks(stats.scores, float(t), rule))
+                        starts = [0] + [stats.sentences[g + 1].start for g in breaks]
+                        gold = boundaries_from_offsets(words, doc.section_starts)
+                        pks.append(pk(gold, boundaries_from_offsets(words, starts)))
+                    per_set[set_name] = float(np.mean(pks))
+                rows.append(
+                    {
+                        "chunker": name,
+                        "rule": rule,
+                        "threshold": float(t),
+                        "mean dev Pk": float(np.mean(list(per_set.values()))),
+                        **per_set,
+                    }
+                )
+    return rows
+
+
 def pair_rows() -> list[dict]:
     """Dev accuracy per kind of pair of the shipped weights (read from their training.json)."""
     import json
@@ -270,6 +311,30 @@ def recipe_rows(emb, cache_dir: str) -> list[dict]:
     return rows
 
 
+def quality_data(sets: dict, args: argparse.Namespace) -> str:
+    """The data line of the quality table."""
+    every = f"every {args.choi_every}th file"
+    if args.split == "dev":
+        sectioned = ", ".join(f"{k} {len(v)} documents" for k, v in sets.items() if " dev" in k)
+        return (
+            f"development data only: {sectioned} (the sectioned sets' dev splits; NICTA and "
+            f"CSAbstruct dev files), SQuAD v1.1 dev articles after the first "
+            f"{args.squad_articles} ({len(sets['SQuAD'])} articles), Choi ({len(sets['Choi'])} "
+            f"documents, {every} from offset {args.choi_every // 2}, none of the test files)"
+        )
+    sectioned = ", ".join(
+        f"{k} {len(v)} documents"
+        for k, v in sets.items()
+        if "test" in k and k.split(" test")[0] in SECTIONED
+    )
+    return (
+        f"sectioned_text test splits (by document, as `semrag train-boundary` splits: "
+        f"{sectioned}), NICTA-PIBOSO test (200 abstracts), CSAbstruct test (226), PubMedQA "
+        f"PQA-L (1,000 abstracts), SQuAD v1.1 dev ({len(sets['SQuAD'])} articles), Choi "
+        f"({len(sets['Choi'])} documents, {every})"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -279,7 +344,7 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=["quality", "retrieval", "speed"],
-        choices=["pairs", "recipes", "short", "quality", "retrieval", "speed"],
+        choices=["pairs", "recipes", "short", "choose", "quality", "retrieval", "speed"],
     )
     ap.add_argument(
         "--cache",
@@ -288,6 +353,21 @@ def main() -> None:
     )
     ap.add_argument("--choi-every", type=int, default=10)
     ap.add_argument(
+        "--split",
+        choices=["test", "dev"],
+        default="test",
+        help="quality: the test sets (default) or development data to choose on: the "
+        "sectioned dev splits, NICTA and CSAbstruct dev, SQuAD articles after the test "
+        "ones, Choi files between the test ones (offset every/2)",
+    )
+    ap.add_argument("--psc-model", default=None, help="PSC weights (default: shipped)")
+    ap.add_argument("--mfc-model", default=None, help="MFC weights (default: shipped)")
+    ap.add_argument(
+        "--both-rules",
+        action="store_true",
+        help="quality: PSC and MFC once with each break rule (threshold, valley)",
+    )
+    ap.add_argument(
         "--ours-only",
         action="store_true",
         help="quality: only PSC, MFC and SemanticChunker (new weights, without the peers' runs)",
@@ -295,16 +375,25 @@ def main() -> None:
     args = ap.parse_args()
 
     pubmed = read_pubmedqa(need(DATA / "pubmedqa" / "ori_pqal.json.gz"))
+    squad = read_squad_articles(need(DATA / "squad_dev" / "dev-v1.1.json.gz"))
+    choi = need(DATA / "choi_segmentation" / "choi.tar.gz")
+    dev_sets = {
+        **{f"{name} dev": docs for name, docs in sectioned_split(1).items() if docs},
+        "NICTA dev": read_nicta(need(DATA / "nicta_piboso" / "dev_clean.txt")),
+        "CSAbstruct dev": read_csabstruct(need(DATA / "csabstruct" / "dev.jsonl.gz")),
+        "SQuAD": squad[args.squad_articles :],
+        "Choi": read_choi(choi, every=args.choi_every, offset=args.choi_every // 2),
+    }
     sets = {
         **{f"{name} test": docs for name, docs in sectioned_split(2).items()},
         "NICTA test": read_nicta(need(DATA / "nicta_piboso" / "test_clean.txt")),
         "CSAbstruct test": read_csabstruct(need(DATA / "csabstruct" / "test.jsonl.gz")),
         "PubMedQA": [item.document for item in pubmed],
-        "SQuAD": read_squad_articles(need(DATA / "squad_dev" / "dev-v1.1.json.gz"))[
-            : args.squad_articles
-        ],
-        "Choi": read_choi(need(DATA / "choi_segmentation" / "choi.tar.gz"), every=args.choi_every),
+        "SQuAD": squad[: args.squad_articles],
+        "Choi": read_choi(choi, every=args.choi_every),
     }
+    if args.split == "dev":
+        sets = {name: docs for name, docs in dev_sets.items() if docs}
     base = SentenceTransformerEmbedder(batch_size=BATCH)
     model = base.model
     emb = cached_semrag_embedder(model)
@@ -313,13 +402,21 @@ def main() -> None:
     from langchain_experimental.text_splitter import SemanticChunker as LCSemantic
 
     lc_emb = lc_embeddings(model, cache=True)
-    ours = {
-        "PSC (shipped)": PSCChunker(emb, tokenizer=tok, max_tokens=BIG, overlap_tokens=0),
-        "MFC (shipped)": MFCChunker(emb, tokenizer=tok, max_tokens=BIG, overlap_tokens=0),
-        "semrag SemanticChunker (defaults)": SemanticChunker(
-            emb, tokenizer=tok, max_tokens=BIG, overlap_tokens=0
-        ),
+    trained = {
+        "PSC": (PSCChunker, args.psc_model),
+        "MFC": (MFCChunker, args.mfc_model),
     }
+    ours = {}
+    for name, (cls, weights) in trained.items():
+        label = "shipped" if weights is None else os.path.basename(weights.rstrip("/"))
+        for rule in ("threshold", "valley") if args.both_rules else (None,):
+            shown = label if rule is None else f"{label}, {rule} rule"
+            ours[f"{name} ({shown})"] = cls(
+                emb, model=weights, rule=rule, tokenizer=tok, max_tokens=BIG, overlap_tokens=0
+            )
+    ours["semrag SemanticChunker (defaults)"] = SemanticChunker(
+        emb, tokenizer=tok, max_tokens=BIG, overlap_tokens=0
+    )
     lc = {
         "LangChain SemanticChunker (defaults)": LCSemantic(lc_emb),
         "LangChain SemanticChunker (std 1)": LCSemantic(
@@ -327,6 +424,19 @@ def main() -> None:
         ),
     }
     short_rows = short_text_rows(emb, tok) if "short" in args.parts else []
+    chosen_rows = []
+    if "choose" in args.parts:
+        trained_chunkers = {k: v for k, v in ours.items() if "SemanticChunker" not in k}
+        grid_rows = choose_rows(trained_chunkers, {k: v for k, v in dev_sets.items() if v})
+        for name in trained_chunkers:
+            mine = [r for r in grid_rows if r["chunker"] == name]
+            best = {
+                rule: min((r for r in mine if r["rule"] == rule), key=lambda r: r["mean dev Pk"])
+                for rule in ("threshold", "valley")
+            }
+            chosen_rows += list(best.values())
+        for r in chosen_rows:
+            print(r, flush=True)
     recipes = recipe_rows(base, args.cache) if "recipes" in args.parts else []
     rows = []
     if "quality" in args.parts:
@@ -481,6 +591,18 @@ def main() -> None:
             table(recipes, list(recipes[0])),
             "",
         ]
+    if chosen_rows:
+        parts += [
+            header(
+                "PSC / MFC: choosing the break rule and threshold on development data",
+                quality_data(dev_sets, argparse.Namespace(**{**vars(args), "split": "dev"}))
+                + "; for each rule the threshold (grid 0.02-0.60) with the lowest mean Pk, "
+                "every set weighted equally",
+            ),
+            "",
+            table(chosen_rows, list(chosen_rows[0])),
+            "",
+        ]
     if short_rows:
         parts += [
             header(
@@ -496,16 +618,9 @@ def main() -> None:
     if rows:
         parts += [
             header(
-                "PSC / MFC boundary quality",
-                "sectioned_text test splits (by document, as `semrag train-boundary` splits: "
-                + ", ".join(
-                    f"{k} {len(v)} documents"
-                    for k, v in sets.items()
-                    if "test" in k and k.split(" test")[0] in SECTIONED
-                )
-                + "), NICTA-PIBOSO test (200 abstracts), CSAbstruct test (226), PubMedQA PQA-L "
-                f"(1,000 abstracts), SQuAD v1.1 dev ({len(sets['SQuAD'])} articles), Choi "
-                f"({len(sets['Choi'])} documents, every {args.choi_every}th file)",
+                "PSC / MFC boundary quality"
+                + (" on development data" if args.split == "dev" else ""),
+                quality_data(sets, args),
             ),
             "",
             table(rows, ["data", "chunker", "Pk", "WD", "F1"]),

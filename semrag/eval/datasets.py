@@ -196,7 +196,7 @@ def _choi_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
 
 
 def read_choi(
-    path: str | Path, *, limit: int | None = None, every: int = 1
+    path: str | Path, *, limit: int | None = None, every: int = 1, offset: int = 0
 ) -> list[SectionedDocument]:
     """Choi (2000) documents: one sentence per line, ``==========`` opens a segment.
 
@@ -204,11 +204,13 @@ def read_choi(
         path: ``choi.tar.gz``.
         limit: keep at most this many documents.
         every: keep every ``every``-th document (a spread over all folders).
+        offset: which of each ``every`` documents to keep (0: the first), so that
+            ``every=10, offset=5`` and ``every=10`` are disjoint.
     """
     docs: list[SectionedDocument] = []
     with tarfile.open(_need(Path(path)), "r:gz") as tar:
         for i, member in enumerate(_choi_members(tar)):
-            if i % every:
+            if i % every != offset % every:
                 continue
             raw = tar.extractfile(member)
             if raw is None:

@@ -53,12 +53,16 @@ def test_readers(tmp_path):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         body = b"==========\nA b .\nC d .\n==========\nE f .\n==========\n"
-        info = tarfile.TarInfo("choi/1/3-5/0.ref")
-        info.size = len(body)
-        tar.addfile(info, io.BytesIO(body))
+        for n in range(3):
+            info = tarfile.TarInfo(f"choi/1/3-5/{n}.ref")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
     t = tmp_path / "choi.tar.gz"
     t.write_bytes(buf.getvalue())
-    (doc,) = read_choi(t)
+    names = [d.id for d in read_choi(t)]
+    assert [d.id for d in read_choi(t, every=2)] == names[::2]
+    assert [d.id for d in read_choi(t, every=2, offset=1)] == names[1::2]
+    doc = read_choi(t, limit=1)[0]
     assert doc.text == "A b . C d . E f ." and doc.section_starts == (0, 12)
     assert np.array_equal(
         boundaries_from_offsets(word_starts(doc.text), doc.section_starts[1:]),
