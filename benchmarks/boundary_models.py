@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -40,6 +41,7 @@ from _common import (  # noqa: E402
 )
 
 from semrag import MFCChunker, PSCChunker, SemanticChunker  # noqa: E402
+from semrag.chunking.boundary import shipped_weights  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
 from semrag.eval.datasets import (  # noqa: E402
     read_choi,
@@ -192,6 +194,27 @@ def choose_rows(chunkers: dict, sets: dict) -> list[dict]:
     return rows
 
 
+def apply_choice(weights: str, row: dict, argv: str) -> None:
+    """Write the chosen rule and threshold into a model directory, and how they were chosen."""
+    import json
+    from pathlib import Path
+
+    directory = Path(weights)
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    config["threshold"], config["rule"] = row["threshold"], row["rule"]
+    (directory / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    record_file = directory / "training.json"
+    record = json.loads(record_file.read_text(encoding="utf-8")) if record_file.exists() else {}
+    record["selection"] = {
+        "command": f"python benchmarks/boundary_models.py {argv}",
+        "what": "rule and threshold with the lowest mean Pk over the development sets of "
+        "`--split dev` (each set weighted equally), replacing the training run's choice",
+        **{k: v for k, v in row.items() if k != "chunker"},
+    }
+    record_file.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    print(f"{directory.name}: rule {row['rule']}, threshold {row['threshold']:g}", flush=True)
+
+
 def pair_rows() -> list[dict]:
     """Dev accuracy per kind of pair of the shipped weights (read from their training.json)."""
     import json
@@ -203,17 +226,20 @@ def pair_rows() -> list[dict]:
         record = json.loads((shipped_weights(kind) / "training.json").read_text())
         best = min(record["history"], key=lambda h: h["dev_loss"])
         at = record["dev_accuracy_at_threshold"]
+        chosen = record.get("selection", record["threshold"])
         rows.append(
             {
                 "model": kind.upper(),
                 "dev pairs": sum(record["dev_pairs"].values()),
                 "accuracy @0.5": best["dev_acc"],
-                "threshold": record["threshold"]["threshold"],
+                "training threshold": record["threshold"]["threshold"],
                 "dev Pk (sentence gaps)": record["threshold"]["pk"],
                 **{
-                    f"{k} @threshold": at[k]
+                    f"{k} @training threshold": at[k]
                     for k in ("positive", "boundary", "section", "document")
                 },
+                "shipped rule": chosen.get("rule", "threshold"),
+                "shipped threshold": chosen["threshold"],
             }
         )
     return rows
@@ -363,6 +389,11 @@ def main() -> None:
     ap.add_argument("--psc-model", default=None, help="PSC weights (default: shipped)")
     ap.add_argument("--mfc-model", default=None, help="MFC weights (default: shipped)")
     ap.add_argument(
+        "--apply",
+        action="store_true",
+        help="choose: write each model's best rule and threshold into its directory",
+    )
+    ap.add_argument(
         "--both-rules",
         action="store_true",
         help="quality: PSC and MFC once with each break rule (threshold, valley)",
@@ -435,6 +466,12 @@ def main() -> None:
                 for rule in ("threshold", "valley")
             }
             chosen_rows += list(best.values())
+            if args.apply:
+                kind = name.split()[0].lower()
+                weights = getattr(args, f"{kind}_model") or str(shipped_weights(kind))
+                winner = min(best.values(), key=lambda r: r["mean dev Pk"])
+                portable = [os.path.basename(a) if os.sep in a else a for a in sys.argv[1:]]
+                apply_choice(weights, winner, " ".join(portable))
         for r in chosen_rows:
             print(r, flush=True)
     recipes = recipe_rows(base, args.cache) if "recipes" in args.parts else []

@@ -403,6 +403,8 @@ def test_shipped_weights_exist_load_and_record_no_machine_path(cls):
     record = json.loads((directory / "training.json").read_text())
     assert record["command"].startswith("semrag train-boundary")
     assert record["dev_accuracy_at_threshold"]["boundary"] > 0
+    chosen = record.get("selection", record["threshold"])  # the rule and threshold shipped
+    assert (model.rule, model.threshold) == (chosen.get("rule", "threshold"), chosen["threshold"])
     for name in ("config.json", "training.json"):
         text = (directory / name).read_text()
         for root in ("/work/", "/root/", "/home/", "/tmp/", "C:\\"):
@@ -435,7 +437,7 @@ def test_shipped_chunkers_score_every_gap(cls, minilm):
     probs = result.stats.scores
     assert probs.shape == (5,) and np.all((probs > 0) & (probs < 1))
     breaks = sorted(b.gap for b in result.stats.breaks)
-    assert breaks == np.flatnonzero(probs < chunker.threshold).tolist()
+    assert breaks == np.flatnonzero(gap_breaks(probs, chunker.threshold, chunker.rule)).tolist()
     starts = [c.start for c in result.chunks][1:]
     assert starts == [result.stats.sentences[g + 1].start for g in breaks]
     if cls is PSCChunker:  # the README's example (MFC misses it: benchmarks/RESULTS.md)
