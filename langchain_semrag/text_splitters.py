@@ -240,7 +240,7 @@ class _PairModelTextSplitter(_CoreTextSplitter):
         chunk_size, chunk_overlap, length_function, add_start_index, strip_whitespace,
             keep_separator: LangChain's ``TextSplitter`` keywords, as in
             :class:`SemanticTextSplitter`.
-        **chunker_args: more keyword arguments of the core chunker (``threshold``,
+        **chunker_args: more keyword arguments of the core chunker (``threshold``, ``rule``,
             ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...).
     """
 

@@ -221,7 +221,7 @@ class _PairModelNodeParser(_CoreNodeParser):
             callback_manager, id_func, separator, paragraph_separator,
             secondary_chunking_regex, chunking_tokenizer_fn: as in
             :class:`SemanticNodeParser`.
-        **chunker_args: more keyword arguments of the core chunker (``threshold``,
+        **chunker_args: more keyword arguments of the core chunker (``threshold``, ``rule``,
             ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...).
     """
 

@@ -43,7 +43,7 @@ class PairModelChunker(BoundaryChunker):
             (chosen on development data when it was trained; the paper's 0.5 otherwise).
         rule: ``"threshold"`` breaks at every gap below the threshold (the paper's rule);
             ``"valley"`` only at gaps that are also the lowest of their neighbours (see
-            :func:`~semrag.chunking.boundary.models.gap_breaks`); ``None`` takes the
+            :func:`~semrag.chunking.boundary.rules.gap_breaks`); ``None`` takes the
             model's (chosen with the threshold on development data).
         max_tokens: cap per chunk, in tokens of ``tokenizer``.
         overlap_tokens: overlap of the pieces of an over-long chunk.

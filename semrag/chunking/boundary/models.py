@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks
+from semrag.chunking.boundary.rules import BREAK_RULES
 from semrag.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ __all__ = [
     "MFCModel",
     "PSCModel",
     "encoder_identity",
-    "gap_breaks",
     "load_boundary_model",
 ]
 
