@@ -10,7 +10,7 @@ import numpy as np
 
 from semrag._validation import Interval, check_param
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, _Prepared
-from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks
+from semrag.chunking.boundary.rules import check_rule, gap_breaks
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.tokens import Tokenizer
@@ -87,11 +87,7 @@ class PairModelChunker(BoundaryChunker):
                 [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
             )
         self._threshold = threshold
-        if rule is not None and rule not in BREAK_RULES:
-            raise ConfigError(
-                f"{type(self).__name__}: rule must be one of {list(BREAK_RULES)}, got {rule!r}"
-            )
-        self._rule_arg = rule
+        self._rule_arg = rule if rule is None else check_rule(rule, type(self).__name__)
         self._model_arg = model
         self._model: Any = None
         if model is None:

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from semrag.chunking.boundary.rules import BREAK_RULES
+from semrag.chunking.boundary.rules import check_rule
 from semrag.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from semrag.chunking.boundary.train import TrainConfig
 
 __all__ = [
-    "BREAK_RULES",
     "PROBE_SENTENCES",
     "MFCModel",
     "PSCModel",
@@ -102,9 +101,7 @@ class _PairModel(torch.nn.Module):
         self.windows = check_windows(window)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"threshold must be within (0, 1), got {threshold}")
-        if rule not in BREAK_RULES:
-            raise ConfigError(f"rule must be one of {list(BREAK_RULES)}, got {rule!r}")
-        self.rule = rule
+        self.rule = check_rule(rule, type(self).__name__)
         self.dim = dim
         self.proj_dim = proj_dim
         self.encoder = {"name": encoder} if isinstance(encoder, str) else encoder

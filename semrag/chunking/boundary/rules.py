@@ -7,10 +7,22 @@ import numpy.typing as npt
 
 from semrag.errors import ConfigError
 
-__all__ = ["BREAK_RULES", "gap_breaks"]
+__all__ = ["BREAK_RULES", "check_rule", "gap_breaks"]
 
 BREAK_RULES = ("threshold", "valley")
 """How gap probabilities become breaks (see :func:`gap_breaks`)."""
+
+
+def check_rule(rule: str, where: str = "") -> str:
+    """``rule`` if it is one of :data:`BREAK_RULES`.
+
+    Raises:
+        ConfigError: naming ``where`` (e.g. the class) and the rules there are.
+    """
+    if rule not in BREAK_RULES:
+        prefix = f"{where}: " if where else ""
+        raise ConfigError(f"{prefix}rule must be one of {list(BREAK_RULES)}, got {rule!r}")
+    return rule
 
 
 def gap_breaks(
@@ -28,8 +40,7 @@ def gap_breaks(
     Raises:
         ConfigError: on an unknown rule.
     """
-    if rule not in BREAK_RULES:
-        raise ConfigError(f"rule must be one of {list(BREAK_RULES)}, got {rule!r}")
+    check_rule(rule)
     p = np.asarray(probs, dtype=np.float64)
     low = p < threshold
     if rule == "threshold" or p.size < 2:
