@@ -42,6 +42,7 @@ from _common import (  # noqa: E402
 
 from semrag import MFCChunker, PSCChunker, SemanticChunker  # noqa: E402
 from semrag.chunking.boundary import shipped_weights  # noqa: E402
+from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
 from semrag.eval.datasets import (  # noqa: E402
     read_choi,
@@ -161,25 +162,25 @@ def choose_rows(chunkers: dict, sets: dict) -> list[dict]:
     scores exactly as the chunker makes them (:func:`gap_breaks`), so the grid costs one
     embedding pass.
     """
-    from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks
-
     grid = np.round(np.arange(0.02, 0.61, 0.02), 2)
     rows = []
     for name, chunker in chunkers.items():
-        scored = {}
+        scored = {}  # per set: (word starts, gold boundaries, stats) of each document
         for set_name, docs in sets.items():
             results = chunker.chunk_with_stats([d.text for d in docs])
-            scored[set_name] = [(doc, r.stats) for doc, r in zip(docs, results, strict=True)]
+            scored[set_name] = [
+                (words, boundaries_from_offsets(words, doc.section_starts), r.stats)
+                for doc, r in zip(docs, results, strict=True)
+                for words in (word_starts(doc.text),)
+            ]
         for rule in BREAK_RULES:
             for t in grid:
                 per_set = {}
                 for set_name, items in scored.items():
                     pks = []
-                    for doc, stats in items:
-                        words = word_starts(doc.text)
+                    for words, gold, stats in items:
                         breaks = np.flatnonzero(gap_breaks(stats.scores, float(t), rule))
                         starts = [0] + [stats.sentences[g + 1].start for g in breaks]
-                        gold = boundaries_from_offsets(words, doc.section_starts)
                         pks.append(pk(gold, boundaries_from_offsets(words, starts)))
                     per_set[set_name] = float(np.mean(pks))
                 rows.append(
@@ -337,10 +338,10 @@ def recipe_rows(emb, cache_dir: str) -> list[dict]:
     return rows
 
 
-def quality_data(sets: dict, args: argparse.Namespace) -> str:
-    """The data line of the quality table."""
+def quality_data(sets: dict, args: argparse.Namespace, *, dev: bool) -> str:
+    """The data line of a table over the test sets or (``dev``) the development sets."""
     every = f"every {args.choi_every}th file"
-    if args.split == "dev":
+    if dev:
         sectioned = ", ".join(f"{k} {len(v)} documents" for k, v in sets.items() if " dev" in k)
         return (
             f"development data only: {sectioned} (the sectioned sets' dev splits; NICTA and "
@@ -423,8 +424,9 @@ def main() -> None:
         "SQuAD": squad[: args.squad_articles],
         "Choi": read_choi(choi, every=args.choi_every),
     }
+    dev_used = {name: docs for name, docs in dev_sets.items() if docs}  # SQuAD may be empty
     if args.split == "dev":
-        sets = {name: docs for name, docs in dev_sets.items() if docs}
+        sets = dev_used
     base = SentenceTransformerEmbedder(batch_size=BATCH)
     model = base.model
     emb = cached_semrag_embedder(model)
@@ -440,7 +442,7 @@ def main() -> None:
     ours = {}
     for name, (cls, weights) in trained.items():
         label = "shipped" if weights is None else os.path.basename(weights.rstrip("/"))
-        for rule in ("threshold", "valley") if args.both_rules else (None,):
+        for rule in BREAK_RULES if args.both_rules else (None,):
             shown = label if rule is None else f"{label}, {rule} rule"
             ours[f"{name} ({shown})"] = cls(
                 emb, model=weights, rule=rule, tokenizer=tok, max_tokens=BIG, overlap_tokens=0
@@ -458,12 +460,12 @@ def main() -> None:
     chosen_rows = []
     if "choose" in args.parts:
         trained_chunkers = {k: v for k, v in ours.items() if "SemanticChunker" not in k}
-        grid_rows = choose_rows(trained_chunkers, {k: v for k, v in dev_sets.items() if v})
+        grid_rows = choose_rows(trained_chunkers, dev_used)
         for name in trained_chunkers:
             mine = [r for r in grid_rows if r["chunker"] == name]
             best = {
                 rule: min((r for r in mine if r["rule"] == rule), key=lambda r: r["mean dev Pk"])
-                for rule in ("threshold", "valley")
+                for rule in BREAK_RULES
             }
             chosen_rows += list(best.values())
             if args.apply:
@@ -632,7 +634,7 @@ def main() -> None:
         parts += [
             header(
                 "PSC / MFC: choosing the break rule and threshold on development data",
-                quality_data(dev_sets, argparse.Namespace(**{**vars(args), "split": "dev"}))
+                quality_data(dev_sets, args, dev=True)
                 + "; for each rule the threshold (grid 0.02-0.60) with the lowest mean Pk, "
                 "every set weighted equally",
             ),
@@ -657,7 +659,7 @@ def main() -> None:
             header(
                 "PSC / MFC boundary quality"
                 + (" on development data" if args.split == "dev" else ""),
-                quality_data(sets, args),
+                quality_data(sets, args, dev=args.split == "dev"),
             ),
             "",
             table(rows, ["data", "chunker", "Pk", "WD", "F1"]),
