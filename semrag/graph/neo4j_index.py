@@ -316,7 +316,9 @@ _ANCHORS = (  # the version read with the candidates: one round trip
     "YIELD node AS w MATCH (d:SemragDocument {id: w.doc_id}) "
     "RETURN collect({key: w.key, doc_id: w.doc_id, first: w.first, end: w.end, vec: w.vec, "
     "n: w.n, seq: d.seq, metadata: d.metadata}) AS nodes } "
-    "RETURN s.version AS version, s.windows AS windows, nodes"
+    "RETURN s.version AS version, s.windows AS windows, nodes, "
+    "CASE WHEN $pca THEN s.pca_mean END AS pca_mean, "
+    "CASE WHEN $pca THEN s.pca_components END AS pca_components"
 )
 _LOADED = (  # a node v: its sentences, and its out-edges with their target nodes
     "RETURN v.key AS source, "
@@ -1698,19 +1700,32 @@ class _RemoteGraph:
         """``(nodes, scores, kinds)`` of the edges leaving ``node`` (fetched in a batch)."""
         view = self._view
         if node not in view._adjacent:
-            view._load(node)
+            view._owner._run(view.load_steps([node]))
         return view._adjacent[node]
 
     def project_3d(self, vectors: Floats) -> Floats:
-        """Project vectors with the stored graph's PCA (read once per query)."""
-        if self._pca is None:
+        """Project vectors with the stored graph's PCA.
+
+        Read with the anchor search when it asked for it, else once per query.
+        """
+        pca = self._pca
+        if pca is None:
             view = self._view
             r = view._owner._read(_PCA, name=view._owner.name)[0]
-            mean = np.asarray(r["mean"] or np.zeros(view.dim), np.float32)
-            self._pca = mean, np.asarray(r["components"] or [], np.float32).reshape(-1, view.dim)
-        mean, components = self._pca
+            pca = self._keep_pca(r["mean"], r["components"])
+        mean, components = pca
         v = np.asarray(vectors, dtype=np.float32)
         return ((v - mean) @ components.T).astype(np.float32)
+
+    def _keep_pca(
+        self, mean: Sequence[float] | None, components: Sequence[float] | None
+    ) -> tuple[Floats, Floats]:
+        dim = self._view.dim
+        self._pca = (
+            np.asarray(mean or np.zeros(dim), np.float32),
+            np.asarray(components or [], np.float32).reshape(-1, dim),
+        )
+        return self._pca
 
 
 class _RemoteNodeIndex:
@@ -1721,23 +1736,8 @@ class _RemoteNodeIndex:
 
     def search(self, query: Floats, k: int) -> tuple[Floats, Ints]:
         """``(scores, ids)`` of shape ``(1, k)``, best first (ties to the lower node)."""
-        view, owner = self._view, self._view._owner
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        view._q = q
-        n = owner._candidates(int(k))
-        found = owner._read(_ANCHORS, name=owner.name, n=n, vector=_vector(q))
-        if not found:
-            raise ConfigError(f"the database holds no semrag index named {owner.name!r}")
-        view._state = found[0]
-        nodes = sorted({view._add(r) for r in found[0]["nodes"]})
-        scores = np.full((1, k), -np.inf, np.float32)
-        ids = np.full((1, k), -1, np.int64)
-        if nodes:
-            sims = np.stack([view._vectors[i] for i in nodes]) @ q
-            top = np.argsort(-sims, kind="stable")[:k]
-            ids[0, : top.size] = np.asarray(nodes, np.int64)[top]
-            scores[0, : top.size] = sims[top]
-        return scores, ids
+        view = self._view
+        return view._owner._run(view.search_steps(query, k))
 
 
 class _RemoteView:
@@ -1754,10 +1754,17 @@ class _RemoteView:
     are not loaded yet and of the node's ``ahead`` out-neighbours closest to the query (the
     server ranks them): a traversal mostly goes to such nodes next, so most steps need no
     round trip.
+
+    A traversal asks for its reads as steps (:meth:`search_steps`, :meth:`load_steps`)
+    that yield statements, answered by :meth:`fetch` or, on the async path, awaited on the
+    store's async driver (:meth:`afetch`). Read through the graph's methods instead, the
+    view loads what they need with blocking reads.
     """
 
     batch = 8
     ahead = 16
+    async_reads = True
+    """Its reads are steps a traversal yields, answered by :meth:`fetch` / :meth:`afetch`."""
 
     def __init__(self, owner: Neo4jIndex) -> None:
         self._owner = owner
@@ -1805,20 +1812,70 @@ class _RemoteView:
         self._ranges[node] = (seq | int(row["first"]), seq | int(row["end"]))
         return node
 
-    def _load(self, node: int) -> None:
-        """Load ``node``'s sentences and edges, and those of the next likely nodes."""
-        batch = [node]
-        waiting = [n for n in self._keys if n not in self._adjacent and n != node]
-        if waiting and self._q is not None and self.batch > 1:
+    def fetch(self, ask: _Ask) -> list[dict[str, Any]]:
+        """Answer one read a step asked for (blocking)."""
+        return self._owner.store._read(ask.query, **ask.params)
+
+    async def afetch(self, ask: _Ask) -> list[dict[str, Any]]:
+        """Async twin of :meth:`fetch`, on the store's async driver."""
+        return await self._owner.store._aread(ask.query, **ask.params)
+
+    def search_steps(
+        self, query: Floats, k: int, *, pca: bool = False
+    ) -> _Steps[tuple[Floats, Ints]]:
+        """The anchor search as a step: ``(scores, ids)`` of shape ``(1, k)``, best first.
+
+        Ties go to the lower node. The index version comes in the same round trip, and with
+        ``pca`` the graph's PCA, which ``triangulation_geometric_3d`` projects with.
+        """
+        owner = self._owner
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        self._q = q
+        found = yield _Ask(
+            _ANCHORS,
+            {
+                "name": owner.name,
+                "n": owner._candidates(int(k)),
+                "vector": _vector(q),
+                "pca": bool(pca),
+            },
+        )
+        if not found:
+            raise ConfigError(f"the database holds no semrag index named {owner.name!r}")
+        self._state = found[0]
+        if pca:
+            self.graph._keep_pca(found[0]["pca_mean"], found[0]["pca_components"])
+        nodes = sorted({self._add(r) for r in found[0]["nodes"]})
+        scores = np.full((1, k), -np.inf, np.float32)
+        ids = np.full((1, k), -1, np.int64)
+        if nodes:
+            sims = np.stack([self._vectors[i] for i in nodes]) @ q
+            top = np.argsort(-sims, kind="stable")[:k]
+            ids[0, : top.size] = np.asarray(nodes, np.int64)[top]
+            scores[0, : top.size] = sims[top]
+        return scores, ids
+
+    def load_steps(self, nodes: Sequence[int]) -> _Steps[None]:
+        """Load the sentences and out-edges of the ``nodes`` not loaded yet.
+
+        The next likely nodes come with them (see the class doc): one step, or none when
+        all are loaded.
+        """
+        asked = [int(n) for n in dict.fromkeys(nodes) if int(n) not in self._adjacent]
+        if not asked:
+            return
+        batch = list(asked)
+        waiting = [n for n in self._keys if n not in self._adjacent and n not in asked]
+        room = self.batch - len(batch)
+        if waiting and self._q is not None and room > 0:
             sims = np.stack([self._vectors[n] for n in waiting]) @ self._q
-            batch += [waiting[j] for j in np.argsort(-sims, kind="stable")[: self.batch - 1]]
+            batch += [waiting[j] for j in np.argsort(-sims, kind="stable")[:room]]
         keys = [self._keys[n] for n in batch]
         if self.ahead and self._q is not None:
-            rows = self._owner._read(
-                _LOAD_AHEAD, keys=keys, q=_vector(self._q), ahead=int(self.ahead)
-            )
+            ask = _Ask(_LOAD_AHEAD, {"keys": keys, "q": _vector(self._q), "ahead": int(self.ahead)})
         else:
-            rows = self._owner._read(_LOAD, keys=keys)
+            ask = _Ask(_LOAD, {"keys": keys})
+        rows = yield ask
         rows.sort(key=lambda r: r["source"] not in keys)  # the asked nodes meet the others
         for r in rows:
             source = self._numbers[r["source"]]
@@ -1849,7 +1906,7 @@ class _RemoteView:
             owner = next((n for n, (a, b) in self._ranges.items() if a <= global_index < b), None)
             if owner is None or owner in self._adjacent:
                 raise KeyError(f"sentence {global_index} was not met in this query")
-            self._load(owner)
+            self._owner._run(self.load_steps([owner]))
             found = self._sentences[global_index]
         return found
 

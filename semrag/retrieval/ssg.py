@@ -44,11 +44,12 @@ Algorithms (names as in the paper):
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import numbers
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +63,9 @@ from semrag.types import ScoredChunk
 __all__ = ["ALGORITHMS", "SSGRetriever", "Step", "Traversal"]
 
 Floats = npt.NDArray[np.float32]
+_T = TypeVar("_T")
+_Reading = Generator[Any, Any, _T]
+"""Steps that may yield a view's reads (answered with their rows)."""
 
 ALGORITHMS = (
     "basic_retrieval",
@@ -127,6 +131,10 @@ class Traversal:
     steps: list[Step] = field(default_factory=list)
     stop_reason: str = ""
     llm_calls: int = 0
+
+
+_Traversing = Generator[Any, Any, Traversal]
+"""A traversal's steps: they yield prompts (``str``) and a view's reads."""
 
 
 class _Context:
@@ -306,7 +314,7 @@ class SSGRetriever:
         k = check_k("SSGRetriever", k, self.k)
         q = self.index.embed_query(check_query("SSGRetriever", query))
         view = self.index.ssg_view()
-        return self._results(q, self._drive(self._run(query, q, k, view)), k, view)
+        return self._results(q, self._drive(self._run(query, q, k, view), view), k, view)
 
     def retrieve_vector(
         self, vector: Floats, *, k: int | None = None, query: str = ""
@@ -327,28 +335,40 @@ class SSGRetriever:
                 f"{q.shape} with {int((~np.isfinite(q)).sum())} non-finite"
             )
         view = self.index.ssg_view()
-        return self._results(q, self._drive(self._run(query, q, k, view)), k, view)
+        return self._results(q, self._drive(self._run(query, q, k, view), view), k, view)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`.
 
-        LLM calls are awaited; the traversal's CPU work (and a graph build after a
-        change) runs in a worker thread, so the event loop is never blocked.
+        LLM calls are awaited, and so are the reads of a view served from a database
+        (:class:`~semrag.graph.Neo4jIndex`: on its async driver); the traversal's CPU work
+        (and a graph build after a change) runs in worker threads, so the event loop is
+        never blocked.
         """
         k = check_k("SSGRetriever", k, self.k)
         q = await self.index.aembed_query(check_query("SSGRetriever", query))
         view = await asyncio.to_thread(self.index.ssg_view)
-        traversal = await adrive(self._run(query, q, k, view), self._acomplete)
+        traversal = await adrive(
+            self._run(query, q, k, view), functools.partial(self._aanswer, view)
+        )
         return await asyncio.to_thread(self._results, q, traversal, k, view)
 
     def traverse(self, query: str, *, k: int | None = None) -> Traversal:
         """The raw traversal (steps, stop reason, LLM calls) for ``query``."""
         q = self.index.embed_query(check_query("SSGRetriever", query))
         k = check_k("SSGRetriever", k, self.k)
-        return self._drive(self._run(query, q, k, self.index.ssg_view()))
+        view = self.index.ssg_view()
+        return self._drive(self._run(query, q, k, view), view)
 
-    def _drive(self, gen: Generator[str, str | None, Traversal]) -> Traversal:
-        return drive(gen, self._complete)
+    def _drive(self, gen: _Traversing, view: Any) -> Traversal:
+        return drive(gen, functools.partial(self._answer, view))
+
+    def _answer(self, view: Any, ask: Any) -> Any:
+        """A prompt's reply, or the rows of a read the view asked for."""
+        return self._complete(ask) if isinstance(ask, str) else view.fetch(ask)
+
+    async def _aanswer(self, view: Any, ask: Any) -> Any:
+        return await (self._acomplete(ask) if isinstance(ask, str) else view.afetch(ask))
 
     def _complete(self, prompt: str) -> str | _LLMFailed:
         assert self.llm is not None
@@ -377,30 +397,45 @@ class SSGRetriever:
             after = 5 if self.algorithm == "basic_retrieval" else 8
         return max_s, after
 
-    def _run(
-        self, query: str, q: Floats, k: int, view: Any
-    ) -> Generator[str, str | None, Traversal]:
+    def _run(self, query: str, q: Floats, k: int, view: Any) -> _Traversing:
         # An empty index shows as an anchor search that finds nothing (a view served from a
         # database learns its size with that search, not before it).
         ctx = _Context(view, q)
         max_s, after = self._limits(k)
         if self.algorithm == "basic_retrieval":
-            return self._basic(ctx, max_s, after)
+            return (yield from self._basic(ctx, max_s, after))
         if self.algorithm == "llm_guided_traversal":
             return (yield from self._llm_guided(ctx, query, max_s, after))
-        return self._greedy(ctx, max_s, after)
+        return (yield from self._greedy(ctx, max_s, after))
 
-    def _anchor(self, ctx: _Context) -> int:
-        _, ids = ctx.view.node_index.search(ctx.q, 1)
-        return int(ids[0, 0])
+    @staticmethod
+    def _search(ctx: _Context, k: int, *, pca: bool = False) -> _Reading[tuple[Floats, Any]]:
+        """The node search, as a step on a view that reads as it goes (``async_reads``)."""
+        if not getattr(ctx.view, "async_reads", False):
+            return ctx.view.node_index.search(ctx.q, k)
+        return (yield from ctx.view.search_steps(ctx.q, k, pca=pca))
+
+    @staticmethod
+    def _load(ctx: _Context, nodes: Any) -> _Reading[None]:
+        """Bring the nodes' sentences and edges in, on a view that reads as it goes."""
+        if getattr(ctx.view, "async_reads", False):
+            yield from ctx.view.load_steps([int(n) for n in nodes])
+
+    def _anchor(self, ctx: _Context) -> _Reading[int]:
+        pca = self.algorithm == "triangulation_geometric_3d"
+        _, ids = yield from self._search(ctx, 1, pca=pca)
+        anchor = int(ids[0, 0])
+        if anchor >= 0:
+            yield from self._load(ctx, [anchor])
+        return anchor
 
     def _should_stop_early(self, ctx: _Context, after: int, best_available: float) -> bool:
         return (
             self.early_stop and len(ctx.extracted) >= after and ctx.best_sentence() > best_available
         )
 
-    def _basic(self, ctx: _Context, max_s: int, after: int) -> Traversal:
-        _, ids = ctx.view.node_index.search(ctx.q, 4 * max_s)  # fewer nodes: padded with -1
+    def _basic(self, ctx: _Context, max_s: int, after: int) -> _Reading[Traversal]:
+        _, ids = yield from self._search(ctx, 4 * max_s)  # fewer nodes: padded with -1
         order = [int(i) for i in ids[0] if i >= 0]
         if not order:
             return Traversal(stop_reason="empty index")
@@ -413,14 +448,15 @@ class SSGRetriever:
                 t.stop_reason = "best sentence beats next chunk"
                 break
             sim = ctx.node_sim(node)
+            yield from self._load(ctx, [node])
             t.steps.append(Step(node, None, "rank", float("nan"), sim, ctx.visit(node)))
         else:
             t.stop_reason = "ranking exhausted"
         return t
 
-    def _greedy(self, ctx: _Context, max_s: int, after: int) -> Traversal:
+    def _greedy(self, ctx: _Context, max_s: int, after: int) -> _Reading[Traversal]:
         algo = self.algorithm
-        anchor = self._anchor(ctx)
+        anchor = yield from self._anchor(ctx)
         if anchor < 0:
             return Traversal(stop_reason="empty index")
         t = Traversal()
@@ -448,6 +484,7 @@ class SSGRetriever:
                 if self._should_stop_early(ctx, after, -neg):
                     t.stop_reason = "best sentence beats best available chunk"
                     break
+                yield from self._load(ctx, [node])
                 t.steps.append(Step(node, parent, _edge(kind), edge, -neg, ctx.visit(node)))
                 frontier.expand(node)
                 continue
@@ -494,6 +531,7 @@ class SSGRetriever:
                 t.stop_reason = "best sentence beats best available chunk"
                 break
             node = int(ids[best])
+            yield from self._load(ctx, [node])
             t.steps.append(
                 Step(
                     node,
@@ -507,10 +545,8 @@ class SSGRetriever:
             current = node
         return t
 
-    def _llm_guided(
-        self, ctx: _Context, query: str, max_s: int, after: int
-    ) -> Generator[str, str | None, Traversal]:
-        anchor = self._anchor(ctx)
+    def _llm_guided(self, ctx: _Context, query: str, max_s: int, after: int) -> _Traversing:
+        anchor = yield from self._anchor(ctx)
         if anchor < 0:
             return Traversal(stop_reason="empty index")
         t = Traversal()
@@ -528,6 +564,7 @@ class SSGRetriever:
             sims = np.array([-e[0] for e in entries], dtype=np.float32)
             note = "LLM budget spent: best candidate by query similarity"
             choice = 0
+            yield from self._load(ctx, ids)  # the prompt shows them; one is visited next
             if t.llm_calls < self.max_llm_calls:
                 t.llm_calls += 1
                 reply = yield self._prompt(ctx, query, ids, sims)

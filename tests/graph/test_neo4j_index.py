@@ -228,17 +228,7 @@ def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_
             for ix in (index, reader):
                 llm = FakeLLM(['{"choice": 2}'], cycle=True) if "llm" in algorithm else None
                 hits = SSGRetriever(ix, algorithm=algorithm, k=4, llm=llm).retrieve(q)
-                # a hit's chunk.index is its node's number: per query on Neo4j
-                runs.append(
-                    [
-                        (
-                            dataclasses.replace(h.chunk, index=0),
-                            round(h.score, 5),
-                            [(p["edge"], p["sentences"]) for p in h.provenance],
-                        )
-                        for h in hits
-                    ]
-                )
+                runs.append(_traversal_answer(hits))
             assert runs[1] == runs[0], (algorithm, q)
             found += len(runs[0])
     assert found > 2 * len(ALGORITHMS) * 6  # the traversals went somewhere
@@ -248,6 +238,57 @@ def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_
         Neo4jIndexStore.for_index(bare, graph_store)
         bare.add_documents([Document("a", TEXTS[0])])
         Neo4jIndex(graph_store, embedder=emb).ssg_view()
+
+
+def _traversal_answer(hits):
+    # a hit's chunk.index is its node's number: per query on Neo4j
+    return [
+        (
+            dataclasses.replace(h.chunk, index=0),
+            round(h.score, 5),
+            [(p["edge"], p["sentences"]) for p in h.provenance],
+        )
+        for h in hits
+    ]
+
+
+async def test_async_traversals_await_every_read_on_the_async_driver(graph_store, monkeypatch):
+    # Each algorithm's aretrieve gives what retrieve gives, with every read a step awaited
+    # on the async driver (the sync driver is never used), and geometric_3d's PCA arrives
+    # with the anchor search (no read of its own).
+    from semrag.graph import neo4j as neo4j_module
+    from semrag.graph.neo4j_index import _PCA, Neo4jIndex, Neo4jIndexStore
+
+    emb = embedder()
+    index = SemanticIndex(embedder=emb, ssg=SSG)
+    Neo4jIndexStore.for_index(index, graph_store)
+    changes(index)
+    reader = Neo4jIndex(graph_store, embedder=emb)
+    queries = [*QUERIES, "Which river flows by Memphis?"]
+
+    def retriever(algorithm):
+        llm = FakeLLM(['{"choice": 2}'], cycle=True) if "llm" in algorithm else None
+        return SSGRetriever(reader, algorithm=algorithm, k=4, llm=llm)
+
+    sync = {a: [_traversal_answer(retriever(a).retrieve(q)) for q in queries] for a in ALGORITHMS}
+    statements = []
+    real = neo4j_module._AsyncDriverLoop.read
+
+    async def seen(self, query, params):
+        statements.append(query)
+        return await real(self, query, params)
+
+    def no_sync_read(query, **params):
+        raise AssertionError("an async traversal used the sync driver")
+
+    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", seen)
+    monkeypatch.setattr(graph_store, "_read", no_sync_read)
+    for algorithm in ALGORITHMS:
+        got = [_traversal_answer(await retriever(algorithm).aretrieve(q)) for q in queries]
+        assert got == sync[algorithm], algorithm
+        assert any(got), algorithm
+    assert len(statements) >= 2 * len(ALGORITHMS) * len(queries)  # an anchor and a load each
+    assert _PCA not in statements
 
 
 async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypatch):
