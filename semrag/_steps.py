@@ -5,15 +5,16 @@ and receive replies. The sync driver answers with blocking calls; the async driv
 each step of the generator in a worker thread (so its CPU work and any sync embedding
 never block the event loop) and awaits the replies.
 
-Algorithms that read an index the same way yield :class:`Call` requests: the sync answer
-calls the index's method, the async answer awaits its ``a``-prefixed twin.
+Algorithms that read an index (or a graph store) the same way yield :class:`Call`
+requests: the sync answer calls the method, the async answer awaits its ``a``-prefixed
+twin (on a database: a read on its async driver).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 __all__ = ["Call", "Done", "acall", "advance", "adrive", "call", "drive"]
@@ -31,24 +32,37 @@ class Done:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A request to call ``target.<name>(*args)`` (answered by :func:`call` / :func:`acall`)."""
+    """A request to call ``<on>.<name>(*args, **kwargs)`` (see :func:`call` / :func:`acall`).
+
+    ``on`` is the object called; ``None`` calls the target the driver was given.
+    """
 
     name: str
     args: tuple[Any, ...]
+    on: Any = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def of(self, target: Any) -> Any:
+        """The object this request calls."""
+        return target if self.on is None else self.on
 
 
 def call(target: Any, request: Call) -> Any:
-    """Answer ``request`` with a blocking call of ``target``'s method."""
-    return getattr(target, request.name)(*request.args)
+    """Answer ``request`` with a blocking call of the method."""
+    return getattr(request.of(target), request.name)(*request.args, **request.kwargs)
 
 
 async def acall(target: Any, request: Call) -> Any:
-    """Answer ``request`` with ``target``'s async twin (``a`` + name).
+    """Answer ``request`` with the method's async twin (``a`` + name).
 
-    Raises:
-        AttributeError: if ``target`` has no such twin (callers check first).
+    An object with no such twin (an in-memory graph store, say) has its blocking method
+    run in a worker thread.
     """
-    return await getattr(target, "a" + request.name)(*request.args)
+    obj = request.of(target)
+    twin = getattr(obj, "a" + request.name, None)
+    if twin is None:
+        return await asyncio.to_thread(getattr(obj, request.name), *request.args, **request.kwargs)
+    return await twin(*request.args, **request.kwargs)
 
 
 def advance(gen: Generator[Any, Any, Any], reply: Any) -> Any:

@@ -36,9 +36,11 @@ import asyncio
 import concurrent.futures
 import re
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from semrag._steps import adrive, drive
 from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
 from semrag.graph.names import best_matches, lookup_tokens, name_tokens, per_name, rank_matches
 from semrag.graph.types import (
@@ -241,6 +243,19 @@ _DENSE_CLEAR = "MATCH (v:SemragVector) CALL (v) { DETACH DELETE v } IN TRANSACTI
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
 
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One read statement a step asks for (answered with its rows)."""
+
+    query: str
+    params: dict[str, Any]
+
+
+_Result = TypeVar("_Result")
+_Steps = Generator[_Ask, list[dict[str, Any]], _Result]
+"""A read written once as steps: the sync and the async method drive the same steps."""
+
+
 class Neo4jGraphStore:
     """Knowledge graph on a Neo4j 5 server.
 
@@ -375,6 +390,14 @@ class Neo4jGraphStore:
             return _values(records)
 
         return self._call(run)
+
+    def _run(self, steps: _Steps[_Result]) -> _Result:
+        """Drive read steps with blocking reads."""
+        return drive(steps, lambda ask: self._read(ask.query, **ask.params))
+
+    async def _arun(self, steps: _Steps[_Result]) -> _Result:
+        """Drive read steps with the async driver (the steps run in worker threads)."""
+        return await adrive(steps, lambda ask: self._aread(ask.query, **ask.params))
 
     async def _aread(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """Async twin of :meth:`_read`, on the async driver (see the module doc).
@@ -609,7 +632,10 @@ class Neo4jGraphStore:
 
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         """The entities with these ids (absent ids skipped), in the order given."""
-        found = {r["id"]: self._entity(r) for r in self._read(_GET, ids=list(ids))}
+        return self._run(self._get_entities_steps(ids))
+
+    def _get_entities_steps(self, ids: Sequence[str]) -> _Steps[list[Entity]]:
+        found = {r["id"]: self._entity(r) for r in (yield _Ask(_GET, {"ids": list(ids)}))}
         return [found[i] for i in ids if i in found]
 
     def entities(self) -> list[Entity]:
@@ -664,6 +690,17 @@ class Neo4jGraphStore:
         :func:`semrag.graph.names.best_matches` says, the meaning on every store.
         ``fuzzy_limit``: one limit for every name or one per name (0: exact only).
         """
+        return self._run(self._lookup_steps(names, fuzzy_limit))
+
+    async def alookup(
+        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
+    ) -> list[list[str]]:
+        """Async twin of :meth:`lookup`, on the async driver."""
+        return await self._arun(self._lookup_steps(names, fuzzy_limit))
+
+    def _lookup_steps(
+        self, names: Sequence[str], fuzzy_limit: int | Sequence[int]
+    ) -> _Steps[list[list[str]]]:
         limits = per_name(names, fuzzy_limit)
         keys = [entity_key(n) for n in names]
         rows = [
@@ -674,7 +711,7 @@ class Neo4jGraphStore:
         out: list[list[str]] = [[] for _ in names]
         if not rows:
             return out
-        for r in self._read(_LOOKUP, rows=rows, limit=int(self.fuzzy_candidates)):
+        for r in (yield _Ask(_LOOKUP, {"rows": rows, "limit": int(self.fuzzy_candidates)})):
             i = r["i"]
             out[i] = best_matches(
                 keys[i],
@@ -693,11 +730,22 @@ class Neo4jGraphStore:
         One statement up to depth 2 (the hops, the relations among the entities and
         their chunks); deeper searches go hop by hop.
         """
+        return self._run(self._expand_steps(entity_ids, depth, limit))
+
+    async def aexpand(
+        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
+        """Async twin of :meth:`expand`, on the async driver."""
+        return await self._arun(self._expand_steps(entity_ids, depth, limit))
+
+    def _expand_steps(
+        self, entity_ids: Sequence[str], depth: int, limit: int
+    ) -> _Steps[tuple[Subgraph, dict[str, list[ChunkRef]]]]:
         if depth > _EXPAND_HOPS:
-            sub = self.neighbourhood(entity_ids, depth=depth, limit=limit)
-            return sub, self.chunks_for(list(sub.hops))
+            sub = yield from self._neighbourhood_steps(entity_ids, depth, limit)
+            return sub, (yield from self._chunks_for_steps(list(sub.hops)))
         ids = list(dict.fromkeys(entity_ids))
-        row = self._read(_EXPAND[depth], ids=ids, limit=int(limit))[0]
+        row = (yield _Ask(_EXPAND[depth], {"ids": ids, "limit": int(limit)}))[0]
         # lists, not maps: fewer keys to decode in a large neighbourhood
         entities = [
             Entity(i, name or "", kind or "", d or "") for i, name, kind, d in row["entities"]
@@ -721,7 +769,13 @@ class Neo4jGraphStore:
 
         Breadth-first; at most ``limit`` entities.
         """
-        seeds = [e.id for e in self.get_entities(list(dict.fromkeys(entity_ids)))]
+        return self._run(self._neighbourhood_steps(entity_ids, depth, limit))
+
+    def _neighbourhood_steps(
+        self, entity_ids: Sequence[str], depth: int, limit: int
+    ) -> _Steps[Subgraph]:
+        got = yield from self._get_entities_steps(list(dict.fromkeys(entity_ids)))
+        seeds = [e.id for e in got]
         hops = {e: 0 for e in seeds}
         frontier = list(seeds)
         for hop in range(1, depth + 1):
@@ -729,19 +783,26 @@ class Neo4jGraphStore:
                 break
             nxt = []
             # a row is a new id or one of the len(hops) seen: limit rows give the same result
-            for row in self._read(_NEIGHBOURS, ids=frontier, limit=int(limit)):
+            for row in (yield _Ask(_NEIGHBOURS, {"ids": frontier, "limit": int(limit)})):
                 if row["id"] not in hops and len(hops) < limit:
                     hops[row["id"]] = hop
                     nxt.append(row["id"])
             frontier = nxt
         ids = list(hops)
-        rels = [self._relation(r) for r in self._read(_RELATIONS_AMONG, ids=ids)]
-        return Subgraph(self.get_entities(ids), rels, hops)
+        rels = [self._relation(r) for r in (yield _Ask(_RELATIONS_AMONG, {"ids": ids}))]
+        return Subgraph((yield from self._get_entities_steps(ids)), rels, hops)
 
     def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
         """Chunks mentioning each entity, in document order (one statement)."""
+        return self._run(self._chunks_for_steps(entity_ids))
+
+    async def achunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
+        """Async twin of :meth:`chunks_for`, on the async driver."""
+        return await self._arun(self._chunks_for_steps(entity_ids))
+
+    def _chunks_for_steps(self, entity_ids: Sequence[str]) -> _Steps[dict[str, list[ChunkRef]]]:
         found: dict[str, list[ChunkRef]] = {}
-        for r in self._read(_CHUNKS_FOR, ids=list(dict.fromkeys(entity_ids))):
+        for r in (yield _Ask(_CHUNKS_FOR, {"ids": list(dict.fromkeys(entity_ids))})):
             refs = found.setdefault(r["entity"], [])
             if r["doc_id"] is not None:
                 refs.append(ChunkRef(r["doc_id"], r["start"], r["end"]))

@@ -62,18 +62,17 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag._steps import adrive, drive
 from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError, StoreError
-from semrag.graph.neo4j import _LUCENE_SPECIAL, Neo4jGraphStore
+from semrag.graph.neo4j import _LUCENE_SPECIAL, Neo4jGraphStore, _Ask, _Steps
 from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.index.change import Change, IndexedDocument
 from semrag.text.tokens import WhitespaceTokenizer
@@ -344,16 +343,7 @@ _LOAD_AHEAD = (
 _LUCENE_OPERATORS = re.compile(r"\b(AND|OR|NOT|TO)\b")
 
 
-@dataclass(frozen=True, slots=True)
-class _Ask:
-    """One read statement a step of :class:`Neo4jIndex` asks for (answered with its rows)."""
-
-    query: str
-    params: dict[str, Any]
-
-
 _Result = TypeVar("_Result")
-_Steps = Generator[_Ask, list[dict[str, Any]], _Result]
 # what each Neo4jIndex's read() keeps, by id(index): see Neo4jIndex.read
 _READS: contextvars.ContextVar[dict[int, dict[str, dict[Any, Any]]] | None] = (
     contextvars.ContextVar("semrag_neo4j_index_reads", default=None)
@@ -1064,6 +1054,11 @@ class _Dense:
         """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
         return self._owner._dense_search(np.atleast_2d(np.asarray(queries, np.float32)), k)
 
+    async def asearch(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
+        """Async twin of :meth:`search`, on the async driver."""
+        q = np.atleast_2d(np.asarray(queries, np.float32))
+        return await self._owner._arun(self._owner._dense_steps(q, k))
+
     def vectors_of(self, ids: Sequence[int]) -> Floats:
         """Stored vectors of these chunks (fetched with them)."""
         return self._owner.vectors_of(ids)
@@ -1114,14 +1109,23 @@ class _PieceDense:
 
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
+        return self._owner._run(self._search_steps(queries, k))
+
+    async def asearch(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
+        """Async twin of :meth:`search`, on the async driver."""
+        return await self._owner._arun(self._search_steps(queries, k))
+
+    def _search_steps(self, queries: npt.ArrayLike, k: int) -> _Steps[tuple[Floats, Ints]]:
         owner = self._owner
         q = np.atleast_2d(np.asarray(queries, np.float32))
         owner._check_dim(q)
-        rows = owner._read(
+        rows = yield _Ask(
             _PIECES_SEARCH,
-            n=owner._candidates(int(k)),
-            keep=owner._kept(int(k)),
-            vectors=[_vector(v) for v in q],
+            {
+                "n": owner._candidates(int(k)),
+                "keep": owner._kept(int(k)),
+                "vectors": [_vector(v) for v in q],
+            },
         )
         pieces = owner._cache("pieces")
         found = []
@@ -1254,13 +1258,13 @@ class Neo4jIndex:
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
         return self.store._read(query, **params)
 
-    def _run(self, steps: _Steps[Any]) -> Any:
+    def _run(self, steps: _Steps[_Result]) -> _Result:
         """Drive read steps with blocking reads."""
-        return drive(steps, lambda ask: self.store._read(ask.query, **ask.params))
+        return self.store._run(steps)
 
-    async def _arun(self, steps: _Steps[Any]) -> Any:
+    async def _arun(self, steps: _Steps[_Result]) -> _Result:
         """Drive read steps with the async driver (the steps run in worker threads)."""
-        return await adrive(steps, lambda ask: self.store._aread(ask.query, **ask.params))
+        return await self.store._arun(steps)
 
     @contextlib.contextmanager
     def read(self, *, followers: bool = False) -> Iterator[None]:
@@ -1306,7 +1310,19 @@ class Neo4jIndex:
     @property
     def version(self) -> int:
         """The index version the database holds."""
-        return int(_read_state(self.store, self.name)["version"])
+        return self.current_version()
+
+    def current_version(self) -> int:
+        """:attr:`version` as a method, for callers that also await :meth:`acurrent_version`."""
+        return self._run(self._version_steps())
+
+    async def acurrent_version(self) -> int:
+        """Async twin of :meth:`current_version`, on the async driver."""
+        return await self._arun(self._version_steps())
+
+    def _version_steps(self) -> _Steps[int]:
+        rows = yield _Ask(_READ_STATE, {"name": self.name})
+        return int((rows[0]["state"] or {})["version"])
 
     # -- searches -------------------------------------------------------------------------------
     def embed_query(self, query: str) -> Floats:
@@ -1547,10 +1563,19 @@ class Neo4jIndex:
 
         The chunks come with them (kept for the rest of a ``read()``).
         """
+        return self._run(self._overlapping_steps(spans))
+
+    async def aoverlapping_chunks_many(
+        self, spans: Sequence[tuple[str, int, int]]
+    ) -> list[list[int]]:
+        """Async twin of :meth:`overlapping_chunks_many`, on the async driver."""
+        return await self._arun(self._overlapping_steps(spans))
+
+    def _overlapping_steps(self, spans: Sequence[tuple[str, int, int]]) -> _Steps[list[list[int]]]:
         out: list[list[int]] = [[] for _ in spans]
         if not spans:
             return out
-        rows = self._read(_OVERLAPPING_MANY, spans=[[d, int(a), int(b)] for d, a, b in spans])
+        rows = yield _Ask(_OVERLAPPING_MANY, {"spans": [[d, int(a), int(b)] for d, a, b in spans]})
         for r in rows:
             self._remember(r)
             out[r["row"]].append(int(r["id"]))
@@ -1562,20 +1587,30 @@ class Neo4jIndex:
         Kept for the rest of a ``read()`` (outside one there is nowhere to keep them); ids
         not stored are left out (reading one of them later raises ``KeyError``).
         """
+        self._run(self._fetch_documents_steps(doc_ids))
+
+    async def afetch_documents(self, doc_ids: Sequence[str]) -> None:
+        """Async twin of :meth:`fetch_documents`, on the async driver."""
+        await self._arun(self._fetch_documents_steps(doc_ids))
+
+    def _fetch_documents_steps(self, doc_ids: Sequence[str]) -> _Steps[None]:
         cache = self._cache("docs")
         missing = sorted({d for d in doc_ids if d not in cache})
         if missing:
-            for r in self._read(_DOCUMENTS, ids=missing):
+            for r in (yield _Ask(_DOCUMENTS, {"ids": missing})):
                 cache[r["id"]] = self._document_entry(r)
+            for d in missing:
+                cache.setdefault(d, None)  # not stored: KeyError when read, no round trip
 
     def _document(self, doc_id: str) -> tuple[Document, list[Span], Floats, list[str]]:
         cache = self._cache("docs")
         if doc_id not in cache:
             rows = self._read(_DOCUMENTS, ids=[doc_id])
-            if not rows:
-                raise KeyError(doc_id)
-            cache[doc_id] = self._document_entry(rows[0])
-        return cache[doc_id]
+            cache[doc_id] = self._document_entry(rows[0]) if rows else None
+        entry = cache[doc_id]
+        if entry is None:
+            raise KeyError(doc_id)
+        return entry
 
     def _document_entry(
         self, r: Mapping[str, Any]

@@ -149,6 +149,11 @@ class GraphStore(Protocol):
 
     Implemented by :class:`~semrag.graph.InMemoryGraphStore` and
     :class:`~semrag.graph.Neo4jGraphStore`, which pass one contract test suite.
+
+    A store that reads over a network may add async twins of its query-time reads
+    (``alookup``, ``aexpand``, ``achunks_for``, as :class:`~semrag.graph.Neo4jGraphStore`
+    does); the async retrievers await them, and run a store's blocking method in a worker
+    thread where it has none.
     """
 
     supports_fulltext: bool

@@ -19,18 +19,24 @@ Every result's provenance names the entities (local) or the community and its re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+import functools
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
 
 import numpy as np
 
 from semrag._rwlock import reading
+from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import INT, REAL, Interval, Options, check_k, check_query, validate_params
 from semrag.errors import ConfigError
 from semrag.postprocess.stitch import covering_sentences
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["CommunityRetriever"]
+
+_T = TypeVar("_T")
+_Reads = Generator[Call, Any, _T]
+"""Steps that yield the store and index reads they need (:class:`~semrag._steps.Call`)."""
 
 
 def best_above(sims: np.ndarray, key_of: Callable[[int], str], k: int, floor: float) -> list[int]:
@@ -137,27 +143,43 @@ class CommunityRetriever:
         return self._run(q, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve`."""
+        """Async twin of :meth:`retrieve`.
+
+        On an index with async reads (``async_reads``, e.g.
+        :class:`~semrag.graph.Neo4jIndex`) each round trip is awaited (on a Neo4j store's
+        async driver) and only the scoring runs in worker threads, as does the first
+        query after a change, which reads and embeds the entities or the reports once;
+        on the embedded index the search runs in one worker thread.
+        """
         k = check_k("CommunityRetriever", k, self.k)
         q = await self.index.aembed_query(check_query("CommunityRetriever", query))
-        return await asyncio.to_thread(self._run, q, k)
+        if not getattr(self.index, "async_reads", False):  # a lock held by one thread
+            return await asyncio.to_thread(self._run, q, k)
+        with reading(self.index, followers=True):
+            return await adrive(self._steps(q, k), functools.partial(acall, None))
 
     def _run(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
         with reading(self.index, followers=True):  # index and graph at one version
-            return self._local(q, k) if self.mode == "local" else self._global(q, k)
+            return drive(self._steps(q, k), functools.partial(call, None))
+
+    def _steps(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
+        """The search, asking for the reads that may be round trips (:class:`Call`)."""
+        if self.mode == "local":
+            return (yield from self._local(q, k))
+        return (yield from self._global(q, k))
 
     # -- local (eq. 4) -------------------------------------------------------------------------
-    def _local(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
-        ents, vecs = self.kg.entity_vectors()
+    def _local(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
+        ents, vecs = self.kg.entity_vectors()  # kept per version of the graph
         if not ents:
             return []
         sims = vecs @ q
         order = best_above(sims, lambda i: ents[i].id, self.max_entities, self.tau_e)
         chosen = {ents[i].id: (ents[i], float(sims[i]), vecs[i]) for i in order}
         best: dict[int, tuple[float, float, list[dict[str, Any]]]] = {}
-        found = self.kg.store.chunks_for(list(chosen))
+        found = yield Call("chunks_for", (list(chosen),), on=self.kg.store)
         spans = [(r.doc_id, r.start, r.end) for refs in found.values() for r in refs]
-        overlaps = iter(self.index.overlapping_chunks_many(spans))
+        overlaps = iter((yield Call("overlapping_chunks_many", (spans,), on=self.index)))
         for eid, refs in found.items():
             ent, e_sim, e_vec = chosen[eid]
             cids = sorted({c for _ in refs for c in next(overlaps)})
@@ -216,30 +238,42 @@ class CommunityRetriever:
             self._reports, self._reports_version = state, version
         return state
 
-    def _sentence_runs(self, comm: Any, version: tuple[int, int]) -> list[tuple[str, int, int]]:
-        """``(doc_id, first, end)`` sentence runs of the community's chunks that are read.
+    def _sentence_runs(
+        self, comms: list[Any], version: tuple[int, int]
+    ) -> _Reads[list[list[tuple[str, int, int]]]]:
+        """``(doc_id, first, end)`` sentence runs of each community's chunks that are read.
 
         The ``max_chunks`` chunks mentioning the most members; kept per version of the
-        index and the graph (``version``), so a community's mentions are read once.
+        index and the graph (``version``), so a community's mentions are read once (the
+        communities not kept yet in one round trip, their documents in one more).
         """
         if self._points_version != version:
             self._points, self._points_version = {}, version
-        found = self._points.get(comm.id)
-        if found is None:
-            members: dict[tuple[str, int, int], int] = {}
-            for refs in self.kg.store.chunks_for(list(comm.entity_ids)).values():
-                for r in {(r.doc_id, r.start, r.end) for r in refs}:
-                    members[r] = members.get(r, 0) + 1
-            chunks = sorted(members, key=lambda c: (-members[c], c))[: self.max_chunks]
-            found = []
-            for doc_id, start, end in sorted(chunks):
-                if doc_id in self.index:
-                    a, b = covering_sentences(self.index.sentences(doc_id), start, end)
-                    found.append((doc_id, a, b))
-            self._points[comm.id] = found
-        return found
+        todo = [c for c in comms if c.id not in self._points]
+        if todo:
+            members = sorted({e for c in todo for e in c.entity_ids})
+            refs = yield Call("chunks_for", (members,), on=self.kg.store)
+            picked: dict[str, list[tuple[str, int, int]]] = {}
+            for comm in todo:
+                count: dict[tuple[str, int, int], int] = {}
+                for e in comm.entity_ids:
+                    for r in {(r.doc_id, r.start, r.end) for r in refs.get(e, ())}:
+                        count[r] = count.get(r, 0) + 1
+                picked[comm.id] = sorted(count, key=lambda c: (-count[c], c))[: self.max_chunks]
+            docs = sorted({d for chunks in picked.values() for d, _, _ in chunks})
+            yield Call("fetch_documents", (docs,), on=self.index)
+            for comm in todo:
+                found = []
+                for doc_id, start, end in sorted(picked[comm.id]):
+                    try:
+                        spans = self.index.sentences(doc_id)
+                    except KeyError:  # the graph still mentions a document the index lost
+                        continue
+                    found.append((doc_id, *covering_sentences(spans, start, end)))
+                self._points[comm.id] = found
+        return [self._points[c.id] for c in comms]
 
-    def _global(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
+    def _global(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
         comms, vecs, ranks, ids = self._report_state()
         if not comms:
             raise ConfigError(
@@ -251,9 +285,11 @@ class CommunityRetriever:
         top = [comms[i] for i in best]
         rel = {comms[i].id: float(relevance[i]) for i in best}
         points: dict[tuple[str, int], tuple[float, Any]] = {}
-        version = (getattr(self.kg, "version", 0), self.index.version)
-        runs = [self._sentence_runs(comm, version) for comm in top]
-        self.index.fetch_documents(sorted({d for found in runs for d, _, _ in found}))
+        index_version = yield from _index_version(self.index)
+        runs = yield from self._sentence_runs(top, (getattr(self.kg, "version", 0), index_version))
+        yield Call(
+            "fetch_documents", (sorted({d for found in runs for d, _, _ in found}),), on=self.index
+        )
         for comm, found in zip(top, runs, strict=True):
             for doc_id, a, b in found:
                 sims = self.index.sentence_vectors(doc_id)[a:b] @ q
@@ -292,3 +328,10 @@ class CommunityRetriever:
 
     def __repr__(self) -> str:
         return f"CommunityRetriever(mode={self.mode!r}, k={self.k})"
+
+
+def _index_version(index: Any) -> _Reads[int]:
+    """The index's version: a round trip on a database (``current_version``)."""
+    if callable(getattr(index, "current_version", None)):
+        return (yield Call("current_version", (), on=index))
+    return int(index.version)

@@ -29,16 +29,18 @@ or ``"both"``), through which entities (with their hop), and the facts among the
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from semrag._rwlock import reading
+from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import (
     INT,
     REAL,
@@ -57,6 +59,10 @@ from semrag.text.phrases import content_words, entities, key_phrases
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SketchRetriever", "query_phrases"]
+
+_T = TypeVar("_T")
+_Reads = Generator[Call, Any, _T]
+"""Steps that yield the store and index reads they need (:class:`~semrag._steps.Call`)."""
 
 _NER_SCHEMA = {
     "type": "object",
@@ -314,8 +320,13 @@ class SketchRetriever:
 
         One store lookup for every phrase (one round trip on a server).
         """
+        return drive(self._match_steps(fuzzy, exact), functools.partial(call, None))
+
+    def _match_steps(self, fuzzy: Sequence[str], exact: Sequence[str]) -> _Reads[list[str]]:
         limits = [self.fuzzy_matches] * len(fuzzy) + [0] * len(exact)
-        per = self.kg.store.lookup([*fuzzy, *exact], fuzzy_limit=limits)
+        per = yield Call(
+            "lookup", ([*fuzzy, *exact],), on=self.kg.store, kwargs={"fuzzy_limit": limits}
+        )
         found = dict.fromkeys(e for ids in per[: len(fuzzy)] for e in ids)
         if len(found) < self.max_entities:
             ngrams = sorted({e for ids in per[len(fuzzy) :] for e in ids})
@@ -332,27 +343,39 @@ class SketchRetriever:
         return self._merge(query, q, names, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve` (NER and the query embedding run concurrently)."""
+        """Async twin of :meth:`retrieve` (NER and the query embedding run concurrently).
+
+        On an index with async reads (``async_reads``, e.g.
+        :class:`~semrag.graph.Neo4jIndex`) each lookup, search and expansion is awaited
+        (on a Neo4j store's async driver) and only the scoring runs in worker threads; on
+        the embedded index the merge runs in one.
+        """
         k = check_k("SketchRetriever", k, self.k)
         check_query("SketchRetriever", query)
         names, q = await asyncio.gather(self._anames(query), self.index.aembed_query(query))
-        return await asyncio.to_thread(self._merge, query, q, names, k)
+        if not getattr(self.index, "async_reads", False):  # a lock held by one thread
+            return await asyncio.to_thread(self._merge, query, q, names, k)
+        with reading(self.index, followers=True):
+            steps = self._merge_steps(query, q, names, k)
+            return await adrive(steps, functools.partial(acall, None))
 
     def _merge(
         self, query: str, q: np.ndarray, names: tuple[list[str], list[str], str], k: int
     ) -> list[ScoredChunk]:
-        fuzzy, exact, note = names
         with reading(self.index, followers=True):  # index and graph at one version
-            return self._merge_read(query, q, self._match(fuzzy, exact), note, k)
+            return drive(self._merge_steps(query, q, names, k), functools.partial(call, None))
 
-    def _merge_read(
-        self, query: str, q: np.ndarray, seed_ids: list[str], note: str, k: int
-    ) -> list[ScoredChunk]:
+    def _merge_steps(
+        self, query: str, q: np.ndarray, names: tuple[list[str], list[str], str], k: int
+    ) -> _Reads[list[ScoredChunk]]:
+        """The merge, asking for the reads that may be round trips (:class:`Call`)."""
+        fuzzy, exact, note = names
+        seed_ids = yield from self._match_steps(fuzzy, exact)
         index = self.index
         pieces, parents, dense = self.pieces()
         items: dict[tuple[str, int, int], _Item] = {}
-        # unstructured side
-        _, ids = dense.search(q, self.n_vector or 2 * k)  # -1 slots: an empty index
+        # unstructured side: -1 slots mean an empty index
+        _, ids = yield Call("search", (q, self.n_vector or 2 * k), on=dense)
         found = [int(i) for i in ids[0] if i >= 0]
         for i, vec in zip(found, dense.vectors_of(found), strict=True):
             c = pieces[i]
@@ -360,7 +383,9 @@ class SketchRetriever:
                 c, vec, unstructured=True, piece_of=parents[i]
             )
         # structured side
-        sub, refs = self.kg.store.expand(seed_ids, depth=self.depth)
+        sub, refs = yield Call(
+            "expand", (seed_ids,), on=self.kg.store, kwargs={"depth": self.depth}
+        )
         by_id = {e.id: e for e in sub.entities}
         seeds = [by_id[e] for e in seed_ids if e in by_id]
         facts = sorted(sub.relations, key=lambda r: -r.weight)[: self.max_facts]
@@ -368,7 +393,8 @@ class SketchRetriever:
         per_chunk: dict[int, dict[str, int]] = {}
         mentions = [(eid, ref) for eid, chunk_refs in refs.items() for ref in chunk_refs]
         spans = [(ref.doc_id, ref.start, ref.end) for _, ref in mentions]
-        for (eid, _), cids in zip(mentions, index.overlapping_chunks_many(spans), strict=True):
+        overlaps = yield Call("overlapping_chunks_many", (spans,), on=index)
+        for (eid, _), cids in zip(mentions, overlaps, strict=True):
             for cid in cids:
                 per_chunk.setdefault(cid, {})[eid] = sub.hops[eid]
         bridges = self._bridges(sub, refs)

@@ -539,6 +539,15 @@ def test_local_search_entities_are_the_best_above_the_floor_ties_by_id(values, k
     assert best_above(sims, ids.__getitem__, k, floor) == expected
 
 
+def sentence_runs(retriever, comm, version):
+    """The retriever's sentence runs of one community (its read steps, driven here)."""
+    import functools
+
+    from semrag._steps import call, drive
+
+    return drive(retriever._sentence_runs([comm], version), functools.partial(call, None))[0]
+
+
 def test_global_search_reads_each_communitys_most_mentioning_chunks():
     """``max_chunks`` bounds the chunks read per community; ``None`` reads them all."""
     index, kg = shared()
@@ -555,11 +564,11 @@ def test_global_search_reads_each_communitys_most_mentioning_chunks():
         for rs in refs.values():
             for r in {(r.doc_id, r.start, r.end) for r in rs}:
                 mentions[r] = mentions.get(r, 0) + 1
-        runs = capped._sentence_runs(comm, version)
+        runs = sentence_runs(capped, comm, version)
         assert len(runs) == min(1, len(mentions))
         if mentions:  # the chunk that mentions the most members (ties: document order)
             doc_id, start, end = min(mentions, key=lambda c: (-mentions[c], c))
             assert runs[0][0] == doc_id
             spans = index.sentences(doc_id)
             assert spans[runs[0][1]].start <= start and end <= spans[runs[0][2] - 1].end
-        assert len(every._sentence_runs(comm, version)) == len(mentions)
+        assert len(sentence_runs(every, comm, version)) == len(mentions)

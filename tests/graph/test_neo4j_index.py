@@ -327,11 +327,20 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         "asearch_channels": lambda: reader.asearch_channels(q, ["bees"], 3),
         "asparse_scores_many": lambda: reader.asparse_scores_many(["bees"], [0, 1, 2]),
         "asentence_vectors_of": lambda: reader.asentence_vectors_of([0, 1]),
+        "aoverlapping_chunks_many": lambda: reader.aoverlapping_chunks_many([("d0", 0, 9)]),
+        "afetch_documents": lambda: reader.afetch_documents(["d0", "d1"]),
+        "acurrent_version": lambda: reader.acurrent_version(),
+        "alookup": lambda: graph_store.alookup(["bees", "honey"], fuzzy_limit=2),
+        "aexpand": lambda: graph_store.aexpand(["bees"], depth=2),
+        "achunks_for": lambda: graph_store.achunks_for(["bees"]),
     }
     assert {k.rsplit(".", 1)[1] for k in ELSEWHERE} == set(cases)
     for name, make in cases.items():
         assert await longest_stall(make) < MAX_STALL, name
     assert (await reader.asearch("bees", k=2))[0].chunk.doc_id == "d0"
+    assert await reader.acurrent_version() == index.version
+    spans = [("d0", 0, 9), ("d1", 5, 400), ("nowhere", 0, 5)]
+    assert await reader.aoverlapping_chunks_many(spans) == index.overlapping_chunks_many(spans)
 
 
 async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(graph_store):
@@ -540,6 +549,48 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
     with pytest.raises(ConfigError, match="split=None"):
         SketchRetriever(reader, served, split=(50, 8)).retrieve("Memphis")
     graph_store.clear()
+
+
+async def test_sketch_and_community_async_paths_await_every_read_on_the_async_driver(
+    graph_store, monkeypatch
+):
+    # aretrieve answers as retrieve, with each lookup, search, expansion and fetch awaited
+    # on the async driver (the sync driver is never used once the served graph has its
+    # entity and report vectors).
+    from semrag.graph import neo4j as neo4j_module
+    from semrag.retrieval import CommunityRetriever, SketchRetriever
+
+    _, _, reader, served = with_graph(graph_store)
+    retrievers = {
+        "sketch": SketchRetriever(reader, served, split=None),
+        "sketch pieces": SketchRetriever(reader, served, split=PIECES),
+        "local": CommunityRetriever(reader, served, mode="local"),
+        "global": CommunityRetriever(reader, served, mode="global"),
+    }
+    queries = [*QUERIES, "Which river flows by Memphis?", "Where was Marie Curie born?"]
+
+    def answer(hits):
+        return [(h.chunk, round(h.score, 5), h.provenance) for h in hits]
+
+    sync = {n: [answer(r.retrieve(q, k=4)) for q in queries] for n, r in retrievers.items()}
+    statements = []
+    real = neo4j_module._AsyncDriverLoop.read
+
+    async def seen(self, query, params):
+        statements.append(query)
+        return await real(self, query, params)
+
+    def no_sync_read(query, **params):
+        raise AssertionError("an async retrieval used the sync driver")
+
+    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", seen)
+    monkeypatch.setattr(graph_store, "_read", no_sync_read)
+    for name, r in retrievers.items():
+        before = len(statements)
+        got = [answer(await r.aretrieve(q, k=4)) for q in queries]
+        assert got == sync[name], name
+        assert any(got), name
+        assert len(statements) - before >= len(queries), name  # awaited round trips
 
 
 def test_both_frameworks_take_the_database_index_as_they_take_an_index(graph_store):

@@ -533,7 +533,14 @@ ELSEWHERE = {
         "asearch_channels",
         "asparse_scores_many",
         "asentence_vectors_of",
+        "aoverlapping_chunks_many",
+        "afetch_documents",
+        "acurrent_version",
     )
+} | {
+    f"semrag.graph.neo4j:Neo4jGraphStore.{name}": "tests/graph/test_neo4j_index.py"
+    "::test_the_readers_async_twins_leave_the_loop_free"
+    for name in ("alookup", "aexpand", "achunks_for")
 }
 
 
