@@ -77,6 +77,7 @@ class KnowledgeGraph:
         self.notes: list[str] = []
         self.algorithm = ""
         self._vectors: tuple[list[Entity], np.ndarray] | None = None
+        self._vectors_at: Any = None  # the current_version() they were computed at
         self._rows: _EntityRows | None = None  # kept per change while following
         self._lock = threading.RLock()
         self.version = 0
@@ -483,18 +484,48 @@ class KnowledgeGraph:
         return comms
 
     # -- lookups --------------------------------------------------------------------------------
-    def entity_vectors(self) -> tuple[list[Entity], np.ndarray]:
+    def _served(self) -> bool:
+        """Whether changes may come from elsewhere: no ledger here, and a store with a stamp."""
+        return self._ledger is None and callable(getattr(self.store, "change_stamp", None))
+
+    def current_version(self) -> Any:
+        """The graph's version, as a key for what is derived from it.
+
+        :attr:`version` counts the changes made through this object. A graph that follows
+        no index here, over a store that stamps its writes (:class:`Neo4jGraphStore`: the
+        graph a serving process reads while another process writes it), adds the store's
+        change stamp (one read), so its caches see those changes too.
+        """
+        if not self._served():
+            return self.version
+        return (self.version, self.store.change_stamp())
+
+    async def acurrent_version(self) -> Any:
+        """Async twin of :meth:`current_version` (the stamp awaited on the async driver)."""
+        if not self._served():
+            return self.version
+        read = getattr(self.store, "achange_stamp", None)
+        stamp = await read() if callable(read) else await asyncio.to_thread(self.store.change_stamp)
+        return (self.version, stamp)
+
+    def entity_vectors(self, version: Any = None) -> tuple[list[Entity], np.ndarray]:
         """Every entity and the unit vector of its name.
 
         A graph that follows an index keeps them change by change, from the vectors name
         resolution made (saved with the ledger): a change costs its own entities, and
         only names resolution never embedded are embedded (at this call). Otherwise they
-        are computed once per change. The arrays hold until the next change; read them
-        inside ``index.read(followers=True)``.
+        are computed once per :meth:`current_version` (``version``: as the caller read
+        it; read here when not given), so a serving process sees the changes another
+        writes. The arrays hold until the next change; read them inside
+        ``index.read(followers=True)``.
         """
         if self.embedder is None:
             raise ConfigError("this KnowledgeGraph has no embedder (give index= or embedder=)")
+        if version is None:
+            version = self.current_version()
         with self._lock:
+            if self._vectors_at != version:
+                self._vectors = None
             if self._vectors is None and self._ledger is not None:
                 if self._rows is None:  # a resumed graph, or one changed by hand
                     self._rows = _EntityRows(self.embedder.dim)
@@ -508,6 +539,7 @@ class KnowledgeGraph:
                     else np.zeros((0, self.embedder.dim), np.float32)
                 )
                 self._vectors = (ents, np.asarray(vecs, dtype=np.float32))
+            self._vectors_at = version
             return self._vectors
 
     def _ledger_vector(self, entity: Entity) -> np.ndarray | None:

@@ -159,8 +159,13 @@ _COUNTS = (
     "CALL () { MATCH (c:Community) RETURN count(c) AS communities } "
     "RETURN entities, relations, chunks, mentions, communities"
 )
+# Every write sets a new stamp after its records (in its transaction, or after its batches),
+# so a reader in another process that kept what it derived from the graph (entity or report
+# vectors) under one stamp knows the graph changed since; cleared with the graph.
+_STAMP = "MERGE (s:SemragGraphState {name: 'graph'}) SET s.stamp = randomUUID()"
+_READ_STAMP = "OPTIONAL MATCH (s:SemragGraphState {name: 'graph'}) RETURN s.stamp AS stamp"
 _CLEAR = (  # in batches of its own transactions: a large graph never needs one huge one
-    "MATCH (n) WHERE n:Entity OR n:Chunk OR n:Community "
+    "MATCH (n) WHERE n:Entity OR n:Chunk OR n:Community OR n:SemragGraphState "
     "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
 )
 _SET_VECTORS = (
@@ -497,6 +502,7 @@ class Neo4jGraphStore:
         self._write_batches(_UPSERT_ENTITIES, _entity_rows(entities))
         self._write_batches(_UPSERT_RELATIONS, _relation_rows(relations))
         self._write_batches(_UPSERT_MENTIONS, _mention_rows(mentions))
+        self._write(_STAMP)
 
     def update(
         self,
@@ -535,6 +541,7 @@ class Neo4jGraphStore:
             tx.run(_UPSERT_ENTITIES, rows=_entity_rows(entities)).consume()
             tx.run(_UPSERT_RELATIONS, rows=_relation_rows(relations)).consume()
             tx.run(_UPSERT_MENTIONS, rows=_mention_rows(mentions)).consume()
+            tx.run(_STAMP).consume()
 
         self._transact(work, write=True)
 
@@ -546,6 +553,7 @@ class Neo4jGraphStore:
             ids = [r["id"] for r in tx.run(_DOC_ENTITIES, doc_id=doc_id)]
             tx.run(_DELETE_CHUNKS, doc_id=doc_id).consume()
             tx.run(_DELETE_ORPHANS, ids=ids).consume()
+            tx.run(_STAMP).consume()
             return int(n)
 
         return self._transact(work, write=True)
@@ -568,6 +576,24 @@ class Neo4jGraphStore:
                 for c in communities
             ],
         )
+        self._write(_STAMP)
+
+    def change_stamp(self) -> str | None:
+        """A token that changes with every write of the graph (``None`` for no graph).
+
+        A process that serves queries keys what it derives from the graph (the entity and
+        report vectors of :class:`~semrag.graph.KnowledgeGraph`) by it, so it sees the
+        changes another process writes.
+        """
+        return self._run(self._stamp_steps())
+
+    async def achange_stamp(self) -> str | None:
+        """Async twin of :meth:`change_stamp`, on the async driver."""
+        return await self._arun(self._stamp_steps())
+
+    def _stamp_steps(self) -> _Steps[str | None]:
+        rows = yield _Ask(_READ_STAMP, {})
+        return rows[0]["stamp"] if rows else None
 
     def clear(self) -> None:
         """Delete semrag's nodes (entities, chunks, communities) from the database.

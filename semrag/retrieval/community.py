@@ -134,7 +134,7 @@ class CommunityRetriever:
         self._reports: tuple[list[Any], np.ndarray, np.ndarray, list[str]] | None = None
         self._reports_version = -1
         self._points: dict[str, list[tuple[str, int, int]]] = {}  # community -> runs
-        self._points_version: tuple[int, int] = (-1, -1)
+        self._points_version: tuple[Any, int] = (None, -1)
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Top ``k`` results for ``query``."""
@@ -170,7 +170,8 @@ class CommunityRetriever:
 
     # -- local (eq. 4) -------------------------------------------------------------------------
     def _local(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
-        ents, vecs = self.kg.entity_vectors()  # kept per version of the graph
+        graph_version = yield from _graph_version(self.kg)
+        ents, vecs = self.kg.entity_vectors(graph_version)  # kept per version of the graph
         if not ents:
             return []
         sims = vecs @ q
@@ -216,14 +217,15 @@ class CommunityRetriever:
     def reports(self) -> tuple[list[Any], np.ndarray]:
         """The stored communities (of ``level``) and the vectors of their reports.
 
-        Cached until the knowledge graph changes (keyed by its ``version``).
+        Cached until the knowledge graph changes (keyed by its ``current_version()``, which
+        sees the changes another process writes to a Neo4j store).
         """
-        comms, vecs, _, _ = self._report_state()
+        version = drive(_graph_version(self.kg), functools.partial(call, None))
+        comms, vecs, _, _ = self._report_state(version)
         return comms, vecs
 
-    def _report_state(self) -> tuple[list[Any], np.ndarray, np.ndarray, list[str]]:
+    def _report_state(self, version: Any) -> tuple[list[Any], np.ndarray, np.ndarray, list[str]]:
         """Communities, their reports' vectors, ranks and ids: one version, one tuple."""
-        version = getattr(self.kg, "version", 0)
         state = self._reports
         if state is None or self._reports_version != version:
             comms = self.kg.store.read_communities(self.level)
@@ -239,7 +241,7 @@ class CommunityRetriever:
         return state
 
     def _sentence_runs(
-        self, comms: list[Any], version: tuple[int, int]
+        self, comms: list[Any], version: tuple[Any, int]
     ) -> _Reads[list[list[tuple[str, int, int]]]]:
         """``(doc_id, first, end)`` sentence runs of each community's chunks that are read.
 
@@ -274,7 +276,8 @@ class CommunityRetriever:
         return [self._points[c.id] for c in comms]
 
     def _global(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
-        comms, vecs, ranks, ids = self._report_state()
+        graph_version = yield from _graph_version(self.kg)
+        comms, vecs, ranks, ids = self._report_state(graph_version)
         if not comms:
             raise ConfigError(
                 "global search needs communities: build the graph with communities=True"
@@ -286,7 +289,7 @@ class CommunityRetriever:
         rel = {comms[i].id: float(relevance[i]) for i in best}
         points: dict[tuple[str, int], tuple[float, Any]] = {}
         index_version = yield from _index_version(self.index)
-        runs = yield from self._sentence_runs(top, (getattr(self.kg, "version", 0), index_version))
+        runs = yield from self._sentence_runs(top, (graph_version, index_version))
         yield Call(
             "fetch_documents", (sorted({d for found in runs for d, _, _ in found}),), on=self.index
         )
@@ -328,6 +331,13 @@ class CommunityRetriever:
 
     def __repr__(self) -> str:
         return f"CommunityRetriever(mode={self.mode!r}, k={self.k})"
+
+
+def _graph_version(kg: Any) -> _Reads[Any]:
+    """The graph's version: a round trip for a graph served from a database."""
+    if callable(getattr(kg, "current_version", None)):
+        return (yield Call("current_version", (), on=kg))
+    return getattr(kg, "version", 0)
 
 
 def _index_version(index: Any) -> _Reads[int]:

@@ -333,6 +333,7 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         "alookup": lambda: graph_store.alookup(["bees", "honey"], fuzzy_limit=2),
         "aexpand": lambda: graph_store.aexpand(["bees"], depth=2),
         "achunks_for": lambda: graph_store.achunks_for(["bees"]),
+        "achange_stamp": lambda: graph_store.achange_stamp(),
     }
     assert {k.rsplit(".", 1)[1] for k in ELSEWHERE} == set(cases)
     for name, make in cases.items():
@@ -525,8 +526,9 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
     }
     found = 0
     # round trips per query once the served graph has embedded its names and reports:
-    # one per stage (SKETCH: names, dense, neighbourhood, chunks of its mentions)
-    most = {"sketch": 4, "sketch pieces": 4, "local": 2, "global": 2}
+    # one per stage (SKETCH: names, dense, neighbourhood, chunks of its mentions; community
+    # search: the graph's change stamp first)
+    most = {"sketch": 4, "sketch pieces": 4, "local": 3, "global": 3}
     for name, (here, there) in pairs.items():
         there.retrieve(QUERIES[0], k=4)
         for q in [*QUERIES, "Which river flows by Memphis?", "Where was Marie Curie born?"]:
@@ -549,6 +551,75 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
     with pytest.raises(ConfigError, match="split=None"):
         SketchRetriever(reader, served, split=(50, 8)).retrieve("Memphis")
     graph_store.clear()
+
+
+def test_a_served_graph_sees_the_changes_another_process_writes(graph_store):
+    # The serving side keeps entity and report vectors; a change the writer makes (a
+    # new document, its entities, new communities) must show in its next answers, as
+    # the writer's own graph gives them, within three round trips once it has re-read.
+    from semrag.retrieval import CommunityRetriever
+
+    index, kg, reader, served = with_graph(graph_store)
+    # (the test embedder's vectors are random: any entity named by the query is taken)
+    pairs = {
+        mode: (
+            CommunityRetriever(index, kg, mode=mode, tau_d=-1.0),
+            CommunityRetriever(reader, served, mode=mode, tau_d=-1.0),
+        )
+        for mode in ("local", "global")
+    }
+    queries = ["Ada Lovelace", "Charles Babbage", *QUERIES[:2]]
+
+    def answers(retriever):
+        return [[(h.chunk, round(h.score, 5)) for h in retriever.retrieve(q, k=4)] for q in queries]
+
+    for here, there in pairs.values():
+        assert answers(there) == answers(here)
+    stamp = graph_store.change_stamp()
+    index.add_documents(
+        [
+            Document(
+                "ada",
+                "Ada Lovelace was born in London. Ada Lovelace worked with Charles Babbage. "
+                "Charles Babbage designed the Analytical Engine in London.",
+            )
+        ]
+    )
+    kg.refresh_communities()
+    assert graph_store.change_stamp() != stamp
+    for mode, (here, there) in pairs.items():
+        want = answers(here)
+        assert answers(there) == want, mode
+        if mode == "local":  # the new entities are found
+            assert any(c.doc_id == "ada" for hits in want for c, _ in hits)
+        before = graph_store.reads
+        there.retrieve(queries[0], k=4)
+        assert graph_store.reads - before <= 3, mode
+
+
+def test_every_write_of_the_graph_changes_its_stamp(graph_store):
+    from semrag.graph.types import ChunkRef, Community, Entity, Mention
+
+    graph_store.clear()
+    assert graph_store.change_stamp() is None
+    seen = [None]
+
+    def changed():
+        stamp = graph_store.change_stamp()
+        assert stamp not in seen
+        seen.append(stamp)
+
+    ada = Entity("ada lovelace", "Ada Lovelace", "PERSON")
+    graph_store.upsert([ada], [], [Mention("ada lovelace", ChunkRef("d", 0, 5))])
+    changed()
+    graph_store.update(entities=[Entity("london", "London", "PLACE")])
+    changed()
+    graph_store.write_communities([Community("c0", 0, ("ada lovelace", "london"))])
+    changed()
+    graph_store.delete_document("d")
+    changed()
+    graph_store.clear()
+    assert graph_store.change_stamp() is None
 
 
 async def test_sketch_and_community_async_paths_await_every_read_on_the_async_driver(
