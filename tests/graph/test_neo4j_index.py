@@ -240,6 +240,25 @@ def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_
         Neo4jIndex(graph_store, embedder=emb).ssg_view()
 
 
+def async_reads_only(graph_store, monkeypatch):
+    """From here on the sync driver raises; the statements the async driver runs are listed."""
+    from semrag.graph import neo4j as neo4j_module
+
+    statements = []
+    real = neo4j_module._AsyncDriverLoop.read
+
+    async def seen(self, query, params):
+        statements.append(query)
+        return await real(self, query, params)
+
+    def no_sync_read(query, **params):
+        raise AssertionError("an async path used the sync driver")
+
+    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", seen)
+    monkeypatch.setattr(graph_store, "_read", no_sync_read)
+    return statements
+
+
 def _traversal_answer(hits):
     # a hit's chunk.index is its node's number: per query on Neo4j
     return [
@@ -256,7 +275,6 @@ async def test_async_traversals_await_every_read_on_the_async_driver(graph_store
     # Each algorithm's aretrieve gives what retrieve gives, with every read a step awaited
     # on the async driver (the sync driver is never used), and geometric_3d's PCA arrives
     # with the anchor search (no read of its own).
-    from semrag.graph import neo4j as neo4j_module
     from semrag.graph.neo4j_index import _PCA, Neo4jIndex, Neo4jIndexStore
 
     emb = embedder()
@@ -271,18 +289,7 @@ async def test_async_traversals_await_every_read_on_the_async_driver(graph_store
         return SSGRetriever(reader, algorithm=algorithm, k=4, llm=llm)
 
     sync = {a: [_traversal_answer(retriever(a).retrieve(q)) for q in queries] for a in ALGORITHMS}
-    statements = []
-    real = neo4j_module._AsyncDriverLoop.read
-
-    async def seen(self, query, params):
-        statements.append(query)
-        return await real(self, query, params)
-
-    def no_sync_read(query, **params):
-        raise AssertionError("an async traversal used the sync driver")
-
-    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", seen)
-    monkeypatch.setattr(graph_store, "_read", no_sync_read)
+    statements = async_reads_only(graph_store, monkeypatch)
     for algorithm in ALGORITHMS:
         got = [_traversal_answer(await retriever(algorithm).aretrieve(q)) for q in queries]
         assert got == sync[algorithm], algorithm
@@ -628,7 +635,6 @@ async def test_sketch_and_community_async_paths_await_every_read_on_the_async_dr
     # aretrieve answers as retrieve, with each lookup, search, expansion and fetch awaited
     # on the async driver (the sync driver is never used once the served graph has its
     # entity and report vectors).
-    from semrag.graph import neo4j as neo4j_module
     from semrag.retrieval import CommunityRetriever, SketchRetriever
 
     _, _, reader, served = with_graph(graph_store)
@@ -644,18 +650,7 @@ async def test_sketch_and_community_async_paths_await_every_read_on_the_async_dr
         return [(h.chunk, round(h.score, 5), h.provenance) for h in hits]
 
     sync = {n: [answer(r.retrieve(q, k=4)) for q in queries] for n, r in retrievers.items()}
-    statements = []
-    real = neo4j_module._AsyncDriverLoop.read
-
-    async def seen(self, query, params):
-        statements.append(query)
-        return await real(self, query, params)
-
-    def no_sync_read(query, **params):
-        raise AssertionError("an async retrieval used the sync driver")
-
-    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", seen)
-    monkeypatch.setattr(graph_store, "_read", no_sync_read)
+    statements = async_reads_only(graph_store, monkeypatch)
     for name, r in retrievers.items():
         before = len(statements)
         got = [answer(await r.aretrieve(q, k=4)) for q in queries]
