@@ -255,10 +255,28 @@ _PIECES_SEARCH = (  # as _DENSE, over SKETCH's pieces; each with its parent chun
     "p.text AS piece_text, p.token_count AS piece_tokens, p.index AS piece_index, "
     f"p.vec AS piece_vec, {_CHUNK_FIELDS}, c.vec AS vec"
 )
+# Each span's chunk ids, and each chunk not fetched yet in this read once (as a list: many
+# spans, such as the mentions of a neighbourhood, fall in a few chunks).
+_CHUNK_KEYS = (
+    "id",
+    "doc_id",
+    "start",
+    "end",
+    "text",
+    "token_count",
+    "index",
+    "sentence_start",
+    "sentence_end",
+    "metadata",
+    "vec",
+)
 _OVERLAPPING_MANY = (
     "UNWIND range(0, size($spans) - 1) AS row WITH row, $spans[row] AS s "
     "MATCH (c:SemragChunk {doc_id: s[0]}) WHERE c.start < s[2] AND c.end > s[1] "
-    f"RETURN row, {_CHUNK_FIELDS}, c.vec AS vec ORDER BY row, c.index, c.id"
+    "WITH row, c ORDER BY row, c.index, c.id "
+    "WITH collect([row, c.id]) AS hits, collect(DISTINCT c) AS found "
+    "RETURN hits, [c IN found WHERE NOT c.id IN $known | "
+    "[" + ", ".join(f"c.{k}" for k in _CHUNK_KEYS) + "]] AS chunks"
 )
 _DOCUMENTS = (
     "UNWIND $ids AS id MATCH (d:SemragDocument {id: id}) CALL (d) { "
@@ -1572,14 +1590,22 @@ class Neo4jIndex:
         return await self._arun(self._overlapping_steps(spans))
 
     def _overlapping_steps(self, spans: Sequence[tuple[str, int, int]]) -> _Steps[list[list[int]]]:
-        out: list[list[int]] = [[] for _ in spans]
-        if not spans:
-            return out
-        rows = yield _Ask(_OVERLAPPING_MANY, {"spans": [[d, int(a), int(b)] for d, a, b in spans]})
+        asked = [(d, int(a), int(b)) for d, a, b in spans]
+        unique = list(dict.fromkeys(asked))
+        if not unique:
+            return []
+        known = self._cache("chunks")
+        rows = yield _Ask(
+            _OVERLAPPING_MANY, {"spans": [list(s) for s in unique], "known": list(known)}
+        )
+        found: list[list[int]] = [[] for _ in unique]
         for r in rows:
-            self._remember(r)
-            out[r["row"]].append(int(r["id"]))
-        return out
+            for c in r["chunks"]:
+                self._remember(dict(zip(_CHUNK_KEYS, c, strict=True)))
+            for row, cid in r["hits"]:
+                found[row].append(int(cid))
+        at = {s: i for i, s in enumerate(unique)}
+        return [list(found[at[s]]) for s in asked]
 
     def fetch_documents(self, doc_ids: Sequence[str]) -> None:
         """Fetch these documents (text, sentences, vectors) in one round trip.
