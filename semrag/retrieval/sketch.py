@@ -390,16 +390,29 @@ class SketchRetriever:
         seeds = [by_id[e] for e in seed_ids if e in by_id]
         facts = sorted(sub.relations, key=lambda r: -r.weight)[: self.max_facts]
         names = {e.id: e.name for e in sub.entities}
-        per_chunk: dict[int, dict[str, int]] = {}
-        mentions = [(eid, ref) for eid, chunk_refs in refs.items() for ref in chunk_refs]
-        spans = [(ref.doc_id, ref.start, ref.end) for _, ref in mentions]
-        overlaps = yield Call("overlapping_chunks_many", (spans,), on=index)
-        for (eid, _), cids in zip(mentions, overlaps, strict=True):
-            for cid in cids:
-                per_chunk.setdefault(cid, {})[eid] = sub.hops[eid]
         bridges = self._bridges(sub, refs)
         bridge_q = self._bridge_queries(query, seeds, [names[b] for b in bridges])
         bridge_vec = dict(zip(bridges, bridge_q, strict=True))
+        mentions = [(eid, ref) for eid, chunk_refs in refs.items() for ref in chunk_refs]
+        # Only chunks that mention a seed or a bridge can score: only those are looked up.
+        # Then every mention in them is placed, as if all mentions had been looked up.
+        scoring = [
+            (ref.doc_id, ref.start, ref.end)
+            for eid, ref in mentions
+            if sub.hops[eid] == 0 or eid in bridge_vec
+        ]
+        found = yield Call("overlapping_chunks_many", (scoring,), on=index)
+        by_doc: dict[str, list[tuple[int, int, int]]] = {}  # (start, id, end), in doc order
+        for cid in {c for cids in found for c in cids}:
+            chunk = index.chunk(cid)
+            by_doc.setdefault(chunk.doc_id, []).append((chunk.start, cid, chunk.end))
+        for group in by_doc.values():
+            group.sort()
+        per_chunk: dict[int, dict[str, int]] = {}
+        for eid, ref in mentions:
+            for start, cid, end in by_doc.get(ref.doc_id, ()):
+                if start < ref.end and end > ref.start:
+                    per_chunk.setdefault(cid, {})[eid] = sub.hops[eid]
         graph_score = {
             cid: min(
                 1.0, sum(self.hop_decay**h for e, h in ents.items() if h == 0 or e in bridge_vec)
