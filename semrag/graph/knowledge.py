@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semrag._buffers import GrowingRows
+from semrag._steps import Call, acall
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError, StoreError
 from semrag.graph.communities import community_reports, detect_communities
@@ -504,9 +505,7 @@ class KnowledgeGraph:
         """Async twin of :meth:`current_version` (the stamp awaited on the async driver)."""
         if not self._served():
             return self.version
-        read = getattr(self.store, "achange_stamp", None)
-        stamp = await read() if callable(read) else await asyncio.to_thread(self.store.change_stamp)
-        return (self.version, stamp)
+        return (self.version, await acall(self.store, Call("change_stamp", ())))
 
     def entity_vectors(self, version: Any = None) -> tuple[list[Entity], np.ndarray]:
         """Every entity and the unit vector of its name.

@@ -193,11 +193,21 @@ _CLEAR = (
 # -- reads ----------------------------------------------------------------------------------
 # part_key() in Cypher: the key of sentence i of the document {doc}
 _SENTENCE_KEY = "toString(size({doc})) + ':' + {doc} + '#' + toString(i)"
-_CHUNK_FIELDS = (
-    "c.id AS id, c.doc_id AS doc_id, c.start AS start, c.end AS end, c.text AS text, "
-    "c.token_count AS token_count, c.index AS index, c.sentence_start AS sentence_start, "
-    "c.sentence_end AS sentence_end, c.metadata AS metadata"
+# A chunk's stored properties (``vec`` last: rows without it leave it out).
+_CHUNK_KEYS = (
+    "id",
+    "doc_id",
+    "start",
+    "end",
+    "text",
+    "token_count",
+    "index",
+    "sentence_start",
+    "sentence_end",
+    "metadata",
+    "vec",
 )
+_CHUNK_FIELDS = ", ".join(f"c.{k} AS {k}" for k in _CHUNK_KEYS[:-1])
 
 
 def _dense_query(n: str, keep: str) -> str:
@@ -257,19 +267,6 @@ _PIECES_SEARCH = (  # as _DENSE, over SKETCH's pieces; each with its parent chun
 )
 # Each span's chunk ids, and each chunk not fetched yet in this read once (as a list: many
 # spans, such as the mentions of a neighbourhood, fall in a few chunks).
-_CHUNK_KEYS = (
-    "id",
-    "doc_id",
-    "start",
-    "end",
-    "text",
-    "token_count",
-    "index",
-    "sentence_start",
-    "sentence_end",
-    "metadata",
-    "vec",
-)
 _OVERLAPPING_MANY = (
     "UNWIND range(0, size($spans) - 1) AS row WITH row, $spans[row] AS s "
     "MATCH (c:SemragChunk {doc_id: s[0]}) WHERE c.start < s[2] AND c.end > s[1] "

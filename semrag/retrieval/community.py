@@ -170,7 +170,7 @@ class CommunityRetriever:
 
     # -- local (eq. 4) -------------------------------------------------------------------------
     def _local(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
-        graph_version = yield from _graph_version(self.kg)
+        graph_version = yield from _current_version(self.kg)
         ents, vecs = self.kg.entity_vectors(graph_version)  # kept per version of the graph
         if not ents:
             return []
@@ -220,7 +220,7 @@ class CommunityRetriever:
         Cached until the knowledge graph changes (keyed by its ``current_version()``, which
         sees the changes another process writes to a Neo4j store).
         """
-        version = drive(_graph_version(self.kg), functools.partial(call, None))
+        version = drive(_current_version(self.kg), functools.partial(call, None))
         comms, vecs, _, _ = self._report_state(version)
         return comms, vecs
 
@@ -276,7 +276,7 @@ class CommunityRetriever:
         return [self._points[c.id] for c in comms]
 
     def _global(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
-        graph_version = yield from _graph_version(self.kg)
+        graph_version = yield from _current_version(self.kg)
         comms, vecs, ranks, ids = self._report_state(graph_version)
         if not comms:
             raise ConfigError(
@@ -288,7 +288,7 @@ class CommunityRetriever:
         top = [comms[i] for i in best]
         rel = {comms[i].id: float(relevance[i]) for i in best}
         points: dict[tuple[str, int], tuple[float, Any]] = {}
-        index_version = yield from _index_version(self.index)
+        index_version = yield from _current_version(self.index)
         runs = yield from self._sentence_runs(top, (graph_version, index_version))
         yield Call(
             "fetch_documents", (sorted({d for found in runs for d, _, _ in found}),), on=self.index
@@ -333,15 +333,12 @@ class CommunityRetriever:
         return f"CommunityRetriever(mode={self.mode!r}, k={self.k})"
 
 
-def _graph_version(kg: Any) -> _Reads[Any]:
-    """The graph's version: a round trip for a graph served from a database."""
-    if callable(getattr(kg, "current_version", None)):
-        return (yield Call("current_version", (), on=kg))
-    return getattr(kg, "version", 0)
+def _current_version(source: Any) -> _Reads[Any]:
+    """The version of an index or a graph (a cache key).
 
-
-def _index_version(index: Any) -> _Reads[int]:
-    """The index's version: a round trip on a database (``current_version``)."""
-    if callable(getattr(index, "current_version", None)):
-        return (yield Call("current_version", (), on=index))
-    return int(index.version)
+    A round trip for one served from a database (its ``current_version``), else its
+    ``version``.
+    """
+    if callable(getattr(source, "current_version", None)):
+        return (yield Call("current_version", (), on=source))
+    return getattr(source, "version", 0)
