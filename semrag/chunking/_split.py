@@ -353,8 +353,9 @@ def split_with_overlap(
             )
         if j < n:
             floor = i + max(1, (j - i) // 2)
+            done = pieces[-1].end if pieces else span.start  # a piece must end past it
             for k in range(j, floor, -1):
-                if starts[k] in preferred:
+                if starts[k] in preferred and trimmed(piece_start, starts[k]).end > done:
                     j = k
                     break
         piece = trimmed(piece_start, end_of(j))
