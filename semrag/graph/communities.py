@@ -23,9 +23,14 @@ from semrag.errors import ConfigError
 from semrag.graph.types import Community, Entity, Relation
 from semrag.llm import LLM, complete_json, llm_failure
 
-__all__ = ["community_reports", "detect_communities"]
+__all__ = ["community_reports", "detect_communities", "report_text"]
 
 logger = logging.getLogger(__name__)
+
+
+def report_text(community: Community) -> str:
+    """The text of a community's report that global search embeds: title and summary."""
+    return f"{community.title}. {community.summary}"
 
 
 def _graph(entity_ids: Sequence[str], relations: Sequence[Relation]) -> nx.Graph:

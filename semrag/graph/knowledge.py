@@ -18,7 +18,7 @@ from semrag._buffers import GrowingRows
 from semrag._steps import Call, acall
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError, StoreError
-from semrag.graph.communities import community_reports, detect_communities
+from semrag.graph.communities import community_reports, detect_communities, report_text
 from semrag.graph.extract import (
     Extraction,
     HeuristicGraphExtractor,
@@ -339,39 +339,68 @@ class KnowledgeGraph:
     def _commit(self, change: Change, added: list[tuple[str, Extraction]]) -> None:
         t0 = time.perf_counter()
         diff = self._ledger.apply(added, change.removed_ids)
+        stored = self._stored_vectors(diff.entities)
+        vector_of = self._ledger_vector
+        if stored is not None:
+            row_of = {e.id: i for i, e in enumerate(diff.entities)}
+            vector_of = lambda e: stored[row_of[e.id]]  # noqa: E731
         with self._lock:  # the entities' vectors follow the ledger (a failed write is
             if self._rows is not None:  # repaired from it)
-                self._rows.update(diff.drop_entities, diff.entities, self._ledger_vector)
+                self._rows.update(diff.drop_entities, diff.entities, vector_of)
         for d in change.added:
             self._ledger.fingerprints[d.id] = _print(d)
         for _, extraction in added:
             self.notes.extend(extraction.notes)
         self.timings["resolve_s"] = time.perf_counter() - t0  # resolution and derivation
         t0 = time.perf_counter()
-        self._write(diff)
+        self._write(diff, stored)
         self.timings["write_s"] = time.perf_counter() - t0
         with self._lock:
             self._vectors = None
             self.version += 1
             self.communities_stale = True
 
-    def _write(self, diff: GraphDiff) -> None:
+    def _write(self, diff: GraphDiff, vectors: np.ndarray | None) -> None:
         if self._unsynced:
             self.repair()
             return
         try:
-            self.store.update(**diff.as_kwargs())
+            self.store.update(**diff.as_kwargs(), **_vectors_kwarg(vectors))
         except Exception:
             self._unsynced = True
             raise
 
     def repair(self) -> None:
         """Rewrite the whole graph from the ledger (after a store failure)."""
-        assert self._ledger is not None
+        if self._ledger is None:
+            raise ConfigError("repair() needs a graph that follows an index (it has no ledger)")
+        everything = self._ledger.everything()
+        vectors = self._stored_vectors(everything.entities)
         self.store.clear()
-        self.store.update(**self._ledger.everything().as_kwargs())
+        self.store.update(**everything.as_kwargs(), **_vectors_kwarg(vectors))
         self._unsynced = False
         self.communities_stale = True
+
+    def _stored_vectors(self, entities: Sequence[Entity]) -> np.ndarray | None:
+        """The entities' name vectors for a store that keeps them (``None`` for others).
+
+        A store with ``search_entities`` (:class:`~semrag.graph.Neo4jGraphStore`) keeps
+        them, so a process that serves queries from it never embeds the graph's names.
+        The vectors name resolution made are reused; only other names are embedded.
+        """
+        if self.embedder is None or not callable(getattr(self.store, "search_entities", None)):
+            return None
+        out = np.zeros((len(entities), self.embedder.dim), np.float32)
+        todo = []
+        for i, e in enumerate(entities):
+            vec = self._ledger_vector(e)
+            if vec is None:
+                todo.append(i)
+            else:
+                out[i] = vec
+        if todo:
+            out[todo] = self.embedder.embed([entities[i].name for i in todo])
+        return out
 
     def refresh_communities(self) -> list[Community]:
         """Rebuild the communities with the settings last used (after changes)."""
@@ -397,7 +426,13 @@ class KnowledgeGraph:
             extraction = resolve_entities(extraction, vectors, threshold=threshold)
             self.timings["resolve_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        self.store.upsert(extraction.entities, extraction.relations, extraction.mentions)
+        vectors = self._stored_vectors(extraction.entities)
+        self.store.upsert(
+            extraction.entities,
+            extraction.relations,
+            extraction.mentions,
+            **_vectors_kwarg(vectors),
+        )
         self.timings["write_s"] = time.perf_counter() - t0
         self.notes.extend(extraction.notes)
         with self._lock:
@@ -477,7 +512,12 @@ class KnowledgeGraph:
         t0 = time.perf_counter()
         comms, notes = community_reports(comms, ents, rels, llm=llm, on_llm_error=on_llm_error)
         self.notes.extend(notes)
-        self.store.write_communities(comms)
+        if self.embedder is not None and callable(getattr(self.store, "read_reports", None)):
+            # a store that keeps the reports' vectors: global search embeds none of them
+            vectors = self.embedder.embed([report_text(c) for c in comms]) if comms else None
+            self.store.write_communities(comms, report_vectors=vectors)
+        else:
+            self.store.write_communities(comms)
         self.timings["reports_s"] = time.perf_counter() - t0
         with self._lock:
             self.version += 1
@@ -541,6 +581,29 @@ class KnowledgeGraph:
             self._vectors_at = version
             return self._vectors
 
+    def search_entities(self, vector: np.ndarray, n: int) -> tuple[list[Entity], np.ndarray]:
+        """Candidates for the entities whose names are nearest ``vector``, with their vectors.
+
+        At least the ``n`` nearest (by the store's vector index, approximate) where the
+        graph is served from a store that keeps name vectors (see :meth:`_served`); every
+        entity (:meth:`entity_vectors`) otherwise, or when some stored entity has no
+        vector. The caller ranks the candidates exactly.
+        """
+        if self._served() and callable(getattr(self.store, "search_entities", None)):
+            found = self.store.search_entities(vector, n)
+            if found is not None:
+                return found
+        return self.entity_vectors()
+
+    async def asearch_entities(self, vector: np.ndarray, n: int) -> tuple[list[Entity], np.ndarray]:
+        """Async twin of :meth:`search_entities` (the store's search awaited)."""
+        if self._served() and callable(getattr(self.store, "search_entities", None)):
+            found = await acall(self.store, Call("search_entities", (vector, n)))
+            if found is not None:
+                return found
+        version = await self.acurrent_version()
+        return await asyncio.to_thread(self.entity_vectors, version)
+
     def _ledger_vector(self, entity: Entity) -> np.ndarray | None:
         return None if self._ledger is None else self._ledger.name_vector(entity.id, entity.name)
 
@@ -549,6 +612,11 @@ class KnowledgeGraph:
 
 
 _LEDGER_KIND = "semrag.GraphLedger"
+
+
+def _vectors_kwarg(vectors: np.ndarray | None) -> dict[str, Any]:
+    """``entity_vectors=`` for a store write, when there are vectors to store."""
+    return {} if vectors is None else {"entity_vectors": vectors}
 
 
 class _EntityRows:

@@ -3,7 +3,10 @@
 Schema (created idempotently, ``IF NOT EXISTS``):
 
 * ``(:Entity {id, name, type, description})`` with a uniqueness constraint on ``id`` and a
-  full-text index ``semrag_entity_names`` on ``name``;
+  full-text index ``semrag_entity_names`` on ``name``; when written with the name's unit
+  vector, ``embedding`` (in the vector index ``semrag_entity_vectors``, made at the first
+  such write) and ``vec`` (the same as float32 bytes, what reads fetch); without one, the
+  label ``SemragUnembedded``;
 * ``(:Chunk {key, doc_id, start, end})`` with a uniqueness constraint on ``key`` and an
   index on ``doc_id``; optionally a vector index ``semrag_chunk_vectors`` on ``embedding``;
 * ``(:Entity)-[:RELATES {type, evidence, weight}]->(:Entity)``: the relation type is a
@@ -40,6 +43,8 @@ from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, S
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+
 from semrag._steps import adrive, drive
 from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
 from semrag.graph.names import best_matches, lookup_tokens, name_tokens, per_name, rank_matches
@@ -69,10 +74,43 @@ _VECTOR_INDEX = (
     "CREATE VECTOR INDEX semrag_chunk_vectors IF NOT EXISTS FOR (c:Chunk) ON (c.embedding) "
     "OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}}"
 )
+# An entity written without its name's vector (``vec`` float32 bytes, ``embedding`` for the
+# vector index) is labelled SemragUnembedded, so a reader knows (from the label's count) when
+# the vector index cannot answer for every entity.
 _UPSERT_ENTITIES = (
     "UNWIND $rows AS row MERGE (e:Entity {id: row.id}) "
     "SET e.name = row.name, e.type = row.type, e.description = row.description, "
-    "e.tokens = row.tokens"
+    "e.tokens = row.tokens, e.embedding = row.embedding, e.vec = row.vec "
+    "FOREACH (_ IN CASE WHEN row.vec IS NULL THEN [1] ELSE [] END | SET e:SemragUnembedded) "
+    "FOREACH (_ IN CASE WHEN row.vec IS NULL THEN [] ELSE [1] END | REMOVE e:SemragUnembedded)"
+)
+_UNLABELLED = (  # entities written before the label existed
+    "MATCH (e:Entity) WHERE e.vec IS NULL AND NOT e:SemragUnembedded "
+    "WITH e LIMIT $limit SET e:SemragUnembedded RETURN count(e) AS n"
+)
+_ENTITY_INDEX = (
+    "CREATE VECTOR INDEX semrag_entity_vectors IF NOT EXISTS FOR (e:Entity) ON (e.embedding) "
+    "OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', "
+    "`vector.quantization.enabled`: false}}"
+)
+_ENTITY_INDEX_DIM = (
+    "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'semrag_entity_vectors' "
+    "RETURN options.indexConfig['vector.dimensions'] AS dim"
+)
+_ENTITY_DIM_STATE = "MERGE (s:SemragGraphState {name: 'graph'}) SET s.entity_dim = $dim"
+_DROP_ENTITY_INDEX = "DROP INDEX semrag_entity_vectors IF EXISTS"
+# The nearest entity names, when every entity has its vector of the query's dimension
+# (else only the counts and the dimension).
+_SEARCH_ENTITIES = (
+    "OPTIONAL MATCH (s:SemragGraphState {name: 'graph'}) WITH s.entity_dim AS dim "
+    "CALL () { MATCH (u:SemragUnembedded) RETURN count(u) AS unembedded } "
+    "CALL () { MATCH (e:Entity) RETURN count(e) AS entities } "
+    "CALL (unembedded, entities, dim) { "
+    "  WITH 1 AS go WHERE unembedded = 0 AND entities > 0 AND dim = size($vector) "
+    "  CALL db.index.vector.queryNodes('semrag_entity_vectors', $n, $vector) YIELD node "
+    "  RETURN collect([node.id, node.name, node.type, node.description, node.vec]) AS found "
+    "} "
+    "RETURN dim, unembedded, entities, found"
 )
 _UPSERT_RELATIONS = (
     "UNWIND $rows AS row MATCH (a:Entity {id: row.source}) MATCH (b:Entity {id: row.target}) "
@@ -140,7 +178,7 @@ _DROP_COMMUNITIES = "MATCH (c:Community) DETACH DELETE c"
 _WRITE_COMMUNITIES = (
     "UNWIND $rows AS row MERGE (c:Community {id: row.id}) "
     "SET c.level = row.level, c.title = row.title, c.summary = row.summary, "
-    "c.rank = row.rank, c.parent = row.parent "
+    "c.rank = row.rank, c.parent = row.parent, c.vec = row.vec "
     "WITH c, row UNWIND row.entity_ids AS eid MATCH (e:Entity {id: eid}) "
     "MERGE (e)-[:IN_COMMUNITY]->(c)"
 )
@@ -149,7 +187,7 @@ _READ_COMMUNITIES = (
     "OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c) "
     "WITH c, collect(e.id) AS members ORDER BY c.level, c.id "
     "RETURN c.id AS id, c.level AS level, c.title AS title, c.summary AS summary, "
-    "c.rank AS rank, c.parent AS parent, members"
+    "c.rank AS rank, c.parent AS parent, members, c.vec AS vec"
 )
 _COUNTS = (
     "CALL () { MATCH (e:Entity) RETURN count(e) AS entities } "
@@ -444,13 +482,16 @@ class Neo4jGraphStore:
     def ensure_schema(self) -> None:
         """Create the constraints and indexes if they are missing (idempotent).
 
-        Entities written before the name-token index existed get their tokens here.
+        Entities written before the name-token index existed get their tokens here, and
+        those written before name vectors were stored get the ``SemragUnembedded`` label.
         """
         for statement in _SCHEMA:
             self._write(statement)
         self._read("CALL db.awaitIndexes(300)")  # a new index is searched once it is online
         while ids := [r["id"] for r in self._read(_UNTOKENIZED, limit=self.batch_size)]:
             self._write(_SET_TOKENS, rows=[{"id": i, "tokens": _tokens_text(i)} for i in ids])
+        while self._write(_UNLABELLED, limit=self.batch_size)[0]["n"]:
+            pass
         if self.vector_dimensions:
             self._write(_VECTOR_INDEX, dim=int(self.vector_dimensions))
 
@@ -476,11 +517,15 @@ class Neo4jGraphStore:
         entities: Iterable[Entity] = (),
         relations: Iterable[Relation] = (),
         mentions: Iterable[Mention] = (),
+        *,
+        entity_vectors: Any = None,
     ) -> None:
         """Insert or update records with batched ``UNWIND ... MERGE``.
 
         Every relation and mention must name an entity given here or already stored
-        (checked before any write). Each batch is one transaction.
+        (checked before any write). Each batch is one transaction. ``entity_vectors``:
+        the unit vectors of the entities' names, one row per entity (see
+        :meth:`search_entities`); an entity written without one loses any it had.
         """
         entities, relations, mentions = list(entities), list(relations), list(mentions)
         for e in entities:
@@ -499,7 +544,7 @@ class Neo4jGraphStore:
             found = self._read(_COUNT_KNOWN, ids=needed)[0]["n"]
             if found != len(needed):
                 raise ConfigError(f"relations or mentions name unknown entities among {needed[:5]}")
-        self._write_batches(_UPSERT_ENTITIES, _entity_rows(entities))
+        self._write_batches(_UPSERT_ENTITIES, self._entity_write_rows(entities, entity_vectors))
         self._write_batches(_UPSERT_RELATIONS, _relation_rows(relations))
         self._write_batches(_UPSERT_MENTIONS, _mention_rows(mentions))
         self._write(_STAMP)
@@ -514,6 +559,7 @@ class Neo4jGraphStore:
         entities: Sequence[Entity] = (),
         relations: Sequence[Relation] = (),
         mentions: Sequence[Mention] = (),
+        entity_vectors: Any = None,
     ) -> None:
         """Apply one change of the graph in one transaction: the drops, then the upserts.
 
@@ -525,7 +571,10 @@ class Neo4jGraphStore:
             entities: entities to write (replacing stored ones of the same id).
             relations: relations to write (replacing weight and evidence).
             mentions: mentions to write (replacing the count).
+            entity_vectors: the unit vectors of the entities' names, one row per entity
+                (as :meth:`upsert`).
         """
+        entity_rows = self._entity_write_rows(entities, entity_vectors)
 
         def work(tx: Any) -> None:
             tx.run(_DROP_CHUNKS, keys=list(drop_chunks)).consume()
@@ -538,12 +587,46 @@ class Neo4jGraphStore:
                 rows=[{"source": a, "type": t, "target": b} for a, t, b in drop_relations],
             ).consume()
             tx.run(_DROP_ENTITIES, ids=list(drop_entities)).consume()
-            tx.run(_UPSERT_ENTITIES, rows=_entity_rows(entities)).consume()
+            tx.run(_UPSERT_ENTITIES, rows=entity_rows).consume()
             tx.run(_UPSERT_RELATIONS, rows=_relation_rows(relations)).consume()
             tx.run(_UPSERT_MENTIONS, rows=_mention_rows(mentions)).consume()
             tx.run(_STAMP).consume()
 
         self._transact(work, write=True)
+
+    def _entity_write_rows(self, entities: Sequence[Entity], vectors: Any) -> list[dict[str, Any]]:
+        """The entities' rows (with their name vectors, whose index is made ready here)."""
+        rows = _entity_rows(entities)
+        if vectors is None:
+            return rows
+        vecs = np.asarray(vectors, dtype=np.float32)
+        if vecs.ndim != 2 or len(vecs) != len(rows):
+            raise ConfigError(
+                f"entity_vectors must hold one row per entity ({len(rows)}), got shape {vecs.shape}"
+            )
+        if not np.isfinite(vecs).all():
+            raise ConfigError("entity_vectors hold NaN or infinite values")
+        if rows:
+            self._ensure_entity_index(int(vecs.shape[1]))
+        for row, v in zip(rows, vecs, strict=True):
+            row["embedding"], row["vec"] = v.astype(np.float64).tolist(), v.tobytes()
+        return rows
+
+    def _ensure_entity_index(self, dim: int) -> None:
+        """Create ``semrag_entity_vectors`` for vectors of ``dim`` (an error on another dim).
+
+        The dimension is recorded in the graph's state node, where a search reads it.
+        """
+        have = [r["dim"] for r in self._read(_ENTITY_INDEX_DIM)]
+        if have and int(have[0]) != dim:
+            raise ConfigError(
+                f"entity name vectors of dimension {dim}; the database's "
+                f"semrag_entity_vectors index has {have[0]} (clear() the graph first)"
+            )
+        if not have:
+            self._write(_ENTITY_INDEX, dim=dim)
+            self._read("CALL db.awaitIndexes(300)")
+        self._write(_ENTITY_DIM_STATE, dim=dim)
 
     def delete_document(self, doc_id: str) -> int:
         """Remove the document's chunks and mentions, then entities left unmentioned."""
@@ -558,8 +641,27 @@ class Neo4jGraphStore:
 
         return self._transact(work, write=True)
 
-    def write_communities(self, communities: Sequence[Community]) -> None:
-        """Replace the stored communities."""
+    def write_communities(
+        self, communities: Sequence[Community], *, report_vectors: Any = None
+    ) -> None:
+        """Replace the stored communities.
+
+        ``report_vectors``: the unit vectors of their reports
+        (:func:`~semrag.graph.communities.report_text`), one row per community, read back
+        by :meth:`read_reports`.
+        """
+        communities = list(communities)
+        vecs: list[bytes | None] = [None] * len(communities)
+        if report_vectors is not None:
+            arr = np.asarray(report_vectors, dtype=np.float32)
+            if arr.ndim != 2 or len(arr) != len(communities):
+                raise ConfigError(
+                    f"report_vectors must hold one row per community ({len(communities)}), "
+                    f"got shape {arr.shape}"
+                )
+            if not np.isfinite(arr).all():
+                raise ConfigError("report_vectors hold NaN or infinite values")
+            vecs = [v.tobytes() for v in arr]
         self._write(_DROP_COMMUNITIES)
         self._write_batches(
             _WRITE_COMMUNITIES,
@@ -572,8 +674,9 @@ class Neo4jGraphStore:
                     "rank": float(c.rank),
                     "parent": c.parent,
                     "entity_ids": list(c.entity_ids),
+                    "vec": vec,
                 }
-                for c in communities
+                for c, vec in zip(communities, vecs, strict=True)
             ],
         )
         self._write(_STAMP)
@@ -601,9 +704,11 @@ class Neo4jGraphStore:
         The nodes go 10,000 at a time, each batch its own transaction (``CALL { ... } IN
         TRANSACTIONS``, Neo4j 5.23 or newer), so a large graph never needs one transaction
         that holds all of it. A failure halfway leaves part of the graph; clearing again
-        finishes the work.
+        finishes the work. The entity name vector index goes too (the next vectors written
+        may have another dimension).
         """
         self._run_batched(_CLEAR)
+        self._write(_DROP_ENTITY_INDEX)  # its vectors went with the entities
 
     def _run_batched(self, query: str) -> None:
         """Run a ``CALL { ... } IN TRANSACTIONS`` statement (it needs an implicit transaction)."""
@@ -834,9 +939,54 @@ class Neo4jGraphStore:
                 refs.append(ChunkRef(r["doc_id"], r["start"], r["end"]))
         return {e: found[e] for e in entity_ids if e in found}
 
+    def search_entities(self, vector: Any, n: int) -> tuple[list[Entity], np.ndarray] | None:
+        """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors.
+
+        One read of the vector index ``semrag_entity_vectors`` (cosine, approximate: the
+        caller ranks the candidates exactly). The vectors are those written with the
+        entities (``entity_vectors=`` of :meth:`update` / :meth:`upsert`;
+        :class:`~semrag.graph.KnowledgeGraph` writes them when it has an embedder), so a
+        process that serves queries embeds no entity. ``None`` when some entity was written
+        without one: the caller computes the vectors itself.
+        """
+        return self._run(self._search_entities_steps(vector, n))
+
+    async def asearch_entities(self, vector: Any, n: int) -> tuple[list[Entity], np.ndarray] | None:
+        """Async twin of :meth:`search_entities`, on the async driver."""
+        return await self._arun(self._search_entities_steps(vector, n))
+
+    def _search_entities_steps(
+        self, vector: Any, n: int
+    ) -> _Steps[tuple[list[Entity], np.ndarray] | None]:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        row = (
+            yield _Ask(_SEARCH_ENTITIES, {"n": int(n), "vector": q.astype(np.float64).tolist()})
+        )[0]
+        if not row["entities"]:
+            return [], np.zeros((0, len(q)), np.float32)
+        if row["unembedded"] or row["dim"] is None:
+            return None
+        if row["dim"] != len(q):
+            raise ConfigError(
+                f"query of dimension {len(q)}; the entity name vectors have {row['dim']}"
+            )
+        found = row["found"]
+        ents = [Entity(i, name or "", kind or "", d or "") for i, name, kind, d, _ in found]
+        vecs = np.frombuffer(b"".join(r[4] for r in found), dtype="<f4").reshape(len(found), -1)
+        return ents, vecs
+
     def read_communities(self, level: int | None = None) -> list[Community]:
         """Stored communities (of one level)."""
-        return [
+        return self.read_reports(level)[0]
+
+    def read_reports(self, level: int | None = None) -> tuple[list[Community], np.ndarray | None]:
+        """Stored communities (of one level) and their reports' vectors, in one read.
+
+        The vectors are those written with them (``report_vectors=`` of
+        :meth:`write_communities`); ``None`` when some community has none.
+        """
+        rows = self._read(_READ_COMMUNITIES, level=level)
+        comms = [
             Community(
                 r["id"],
                 int(r["level"]),
@@ -846,8 +996,11 @@ class Neo4jGraphStore:
                 r["title"] or "",
                 float(r["rank"] or 0.0),
             )
-            for r in self._read(_READ_COMMUNITIES, level=level)
+            for r in rows
         ]
+        if not rows or any(r["vec"] is None for r in rows):
+            return comms, None
+        return comms, np.frombuffer(b"".join(r["vec"] for r in rows), "<f4").reshape(len(rows), -1)
 
     def counts(self) -> dict[str, int]:
         """Numbers of entities, relations, chunks, mentions and communities."""

@@ -29,11 +29,14 @@ from semrag._rwlock import reading
 from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import INT, REAL, Interval, Options, check_k, check_query, validate_params
 from semrag.errors import ConfigError
+from semrag.graph.communities import report_text
 from semrag.postprocess.stitch import covering_sentences
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["CommunityRetriever"]
 
+_ENTITY_CANDIDATES = 100
+"""The fewest candidates asked of a vector index of entity names (ranked exactly here)."""
 _T = TypeVar("_T")
 _Reads = Generator[Call, Any, _T]
 """Steps that yield the store and index reads they need (:class:`~semrag._steps.Call`)."""
@@ -148,7 +151,8 @@ class CommunityRetriever:
         On an index with async reads (``async_reads``, e.g.
         :class:`~semrag.graph.Neo4jIndex`) each round trip is awaited (on a Neo4j store's
         async driver) and only the scoring runs in worker threads, as does the first
-        query after a change, which reads and embeds the entities or the reports once;
+        global query after a change, which reads the reports (embedding them where the store
+        keeps no vectors), and local search over a graph whose names are embedded here;
         on the embedded index the search runs in one worker thread.
         """
         k = check_k("CommunityRetriever", k, self.k)
@@ -170,8 +174,9 @@ class CommunityRetriever:
 
     # -- local (eq. 4) -------------------------------------------------------------------------
     def _local(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
-        graph_version = yield from _current_version(self.kg)
-        ents, vecs = self.kg.entity_vectors(graph_version)  # kept per version of the graph
+        # the nearest names by a store that keeps their vectors, else every entity's
+        n = max(_ENTITY_CANDIDATES, 4 * self.max_entities)
+        ents, vecs = yield Call("search_entities", (q, n), on=self.kg)
         if not ents:
             return []
         sims = vecs @ q
@@ -228,13 +233,22 @@ class CommunityRetriever:
         """Communities, their reports' vectors, ranks and ids: one version, one tuple."""
         state = self._reports
         if state is None or self._reports_version != version:
-            comms = self.kg.store.read_communities(self.level)
-            texts = [f"{c.title}. {c.summary}" for c in comms]
-            vecs = (
-                self.index.embedder.embed(texts)
-                if texts
-                else np.zeros((0, self.index.embedder.dim), np.float32)
-            )
+            store = self.kg.store
+            if callable(getattr(store, "read_reports", None)):  # with their stored vectors
+                comms, vecs = store.read_reports(self.level)
+            else:
+                comms, vecs = store.read_communities(self.level), None
+            if vecs is not None and vecs.shape[1] != self.index.embedder.dim:
+                raise ConfigError(
+                    f"the stored report vectors have dimension {vecs.shape[1]}; the index's "
+                    f"embedder has {self.index.embedder.dim}"
+                )
+            if vecs is None:
+                vecs = (
+                    self.index.embedder.embed([report_text(c) for c in comms])
+                    if comms
+                    else np.zeros((0, self.index.embedder.dim), np.float32)
+                )
             ranks = np.array([c.rank for c in comms], np.float64)
             state = (comms, np.asarray(vecs, np.float32), ranks, [c.id for c in comms])
             self._reports, self._reports_version = state, version

@@ -341,6 +341,7 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         "aexpand": lambda: graph_store.aexpand(["bees"], depth=2),
         "achunks_for": lambda: graph_store.achunks_for(["bees"]),
         "achange_stamp": lambda: graph_store.achange_stamp(),
+        "asearch_entities": lambda: graph_store.asearch_entities(q[0], 5),
     }
     assert {k.rsplit(".", 1)[1] for k in ELSEWHERE} == set(cases)
     for name, make in cases.items():
@@ -602,6 +603,114 @@ def test_a_served_graph_sees_the_changes_another_process_writes(graph_store):
         before = graph_store.reads
         there.retrieve(queries[0], k=4)
         assert graph_store.reads - before <= 3, mode
+
+
+class _Recording:
+    """An embedder that records every text it embeds (and delegates to ``inner``)."""
+
+    def __init__(self, inner):
+        self.inner, self.dim, self.texts = inner, inner.dim, []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_a_served_graph_reads_the_stored_name_and_report_vectors(graph_store):
+    # The writer stores every entity's name vector and every report's vector; a serving
+    # process asks the database's vector index for the names near the query (local) and
+    # reads the reports' vectors (global), and embeds nothing but its queries, before and
+    # after a change, with the writer's answers. An entity written without its vector
+    # makes the served graph compute the names' vectors again (and answer the same).
+    from semrag.graph import KnowledgeGraph
+    from semrag.graph.communities import report_text
+    from semrag.graph.neo4j_index import Neo4jIndex
+    from semrag.graph.types import Entity
+    from semrag.retrieval import CommunityRetriever
+
+    index, kg, _, _ = with_graph(graph_store)
+    names, queries_seen = _Recording(index.embedder), _Recording(index.embedder)
+    served = KnowledgeGraph(graph_store, embedder=names)
+    reader = Neo4jIndex(graph_store, embedder=queries_seen)
+    pairs = {
+        mode: (
+            CommunityRetriever(index, kg, mode=mode, tau_d=-1.0),
+            CommunityRetriever(reader, served, mode=mode, tau_d=-1.0),
+        )
+        for mode in ("local", "global")
+    }
+    queries = ["Ada Lovelace", "Memphis", *QUERIES[:3]]
+
+    def answers(retriever):
+        return [[(h.chunk, round(h.score, 5)) for h in retriever.retrieve(q, k=4)] for q in queries]
+
+    for here, there in pairs.values():
+        want = answers(here)
+        assert any(want)
+        assert answers(there) == want
+        before = graph_store.reads
+        answers(there)  # what global search reads once per version is read
+        assert graph_store.reads - before <= 3 * len(queries)
+    index.add_documents([Document("ada", "Ada Lovelace was born in London. She met Babbage.")])
+    kg.refresh_communities()
+    for mode, (here, there) in pairs.items():
+        want = answers(here)
+        assert answers(there) == want, mode
+    assert any(c.doc_id == "ada" for hits in answers(pairs["local"][0]) for c, _ in hits)
+    assert names.texts == []  # no entity name was embedded to serve
+    reports = {report_text(c) for c in graph_store.read_communities()}
+    assert reports and not reports & set(queries_seen.texts)  # nor any report
+    graph_store.upsert([Entity("zz top", "ZZ Top", "ORG")])  # no vector
+    assert graph_store.search_entities(index.embed_query("ZZ Top"), 5) is None
+    here, there = pairs["local"]
+    assert answers(there) == answers(here)  # the new entity mentions no chunk
+    assert "ZZ Top" in names.texts and len(names.texts) == graph_store.counts()["entities"]
+
+
+def test_the_store_keeps_name_vectors_and_checks_them(graph_store):
+    import numpy as np
+
+    from semrag.graph.types import Community, Entity
+
+    graph_store.clear()
+    found, got = graph_store.search_entities(np.ones(4), 3)  # no graph: nothing to find
+    assert found == [] and got.shape == (0, 4)
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(5, 4)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ents = [Entity(f"e{i}", f"E{i}", "THING") for i in range(5)]
+    graph_store.upsert(ents, entity_vectors=vecs)
+    found, got = graph_store.search_entities(vecs[3], 2)
+    assert found[0] == ents[3] and len(found) == 2
+    assert np.array_equal(got[0], vecs[3])  # the float32 vector written, exactly
+    graph_store.update(entities=[Entity("e3", "E3", "THING")])  # rewritten without one
+    assert graph_store.search_entities(vecs[3], 2) is None
+    graph_store.update(entities=[Entity("e3", "E3", "THING")], entity_vectors=vecs[3:4])
+    assert graph_store.search_entities(vecs[3], 1)[0] == [ents[3]]
+    with pytest.raises(ConfigError, match="dimension 3"):
+        graph_store.search_entities(np.ones(3), 2)
+    with pytest.raises(ConfigError, match="one row per entity"):
+        graph_store.upsert(ents, entity_vectors=vecs[:2])
+    with pytest.raises(ConfigError, match="NaN"):
+        graph_store.upsert(ents[:1], entity_vectors=np.full((1, 4), np.nan))
+    with pytest.raises(ConfigError, match="has 4"):
+        graph_store.upsert(ents[:1], entity_vectors=np.ones((1, 8)))
+    graph_store.write_communities(
+        [Community("c0", 0, ("e0", "e1"), title="T")], report_vectors=vecs[:1]
+    )
+    comms, reports = graph_store.read_reports(0)
+    assert [c.id for c in comms] == ["c0"] and np.array_equal(reports, vecs[:1])
+    with pytest.raises(ConfigError, match="one row per community"):
+        graph_store.write_communities(comms, report_vectors=vecs)
+    graph_store.write_communities(comms)
+    assert graph_store.read_reports(0) == (comms, None)
+    graph_store.clear()  # the index goes with the entities: another dimension is welcome
+    graph_store.upsert(ents[:1], entity_vectors=np.ones((1, 8)) / np.sqrt(8))
+    assert graph_store.search_entities(np.ones(8), 1)[0] == ents[:1]
+    graph_store._write("CREATE (:Entity {id: 'old', name: 'Old'})")  # an older writer's
+    graph_store.ensure_schema()
+    assert graph_store.search_entities(np.ones(8), 1) is None
+    graph_store.clear()
 
 
 def test_every_write_of_the_graph_changes_its_stamp(graph_store):

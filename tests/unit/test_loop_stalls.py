@@ -10,6 +10,7 @@ a new async method without a case here fails :func:`test_every_async_method_has_
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import importlib
 import inspect
@@ -282,6 +283,9 @@ CASES: dict[str, list[Case]] = {
     "semrag.graph.knowledge:KnowledgeGraph.acurrent_version": [
         lambda e: lambda: e.kg.acurrent_version(),
     ],
+    "semrag.graph.knowledge:KnowledgeGraph.asearch_entities": [
+        lambda e: functools.partial(e.kg.asearch_entities, e.index.embed_query("bees"), 5),
+    ],
     "semrag.graph.knowledge:KnowledgeGraph.abuild": [
         lambda e: lambda: KnowledgeGraph.abuild(e.index),
         lambda e: lambda: KnowledgeGraph.abuild(e.index, extractor=LLMGraphExtractor(SlowLLM())),
@@ -543,7 +547,7 @@ ELSEWHERE = {
 } | {
     f"semrag.graph.neo4j:Neo4jGraphStore.{name}": "tests/graph/test_neo4j_index.py"
     "::test_the_readers_async_twins_leave_the_loop_free"
-    for name in ("alookup", "aexpand", "achunks_for", "achange_stamp")
+    for name in ("alookup", "aexpand", "achunks_for", "achange_stamp", "asearch_entities")
 }
 
 
