@@ -584,15 +584,17 @@ class KnowledgeGraph:
     def search_entities(self, vector: np.ndarray, n: int) -> tuple[list[Entity], np.ndarray]:
         """Candidates for the entities whose names are nearest ``vector``, with their vectors.
 
-        At least the ``n`` nearest (by the store's vector index, approximate) where the
-        graph is served from a store that keeps name vectors (see :meth:`_served`); every
-        entity (:meth:`entity_vectors`) otherwise, or when some stored entity has no
-        vector. The caller ranks the candidates exactly.
+        Where the graph is served from a store that keeps name vectors (a Neo4j store
+        another process writes; see :meth:`current_version`): the ``n`` nearest by the
+        store's vector index (approximate), plus every entity stored without a vector (at
+        most 1,024; their names are embedded here). Every entity
+        (:meth:`entity_vectors`) otherwise, or when more are stored without one. The
+        caller ranks the candidates exactly.
         """
         if self._served() and callable(getattr(self.store, "search_entities", None)):
             found = self.store.search_entities(vector, n)
             if found is not None:
-                return found
+                return self._with_bare(*found)
         return self.entity_vectors()
 
     async def asearch_entities(self, vector: np.ndarray, n: int) -> tuple[list[Entity], np.ndarray]:
@@ -600,9 +602,20 @@ class KnowledgeGraph:
         if self._served() and callable(getattr(self.store, "search_entities", None)):
             found = await acall(self.store, Call("search_entities", (vector, n)))
             if found is not None:
-                return found
+                return await asyncio.to_thread(self._with_bare, *found)
         version = await self.acurrent_version()
         return await asyncio.to_thread(self.entity_vectors, version)
+
+    def _with_bare(
+        self, ents: list[Entity], vecs: np.ndarray, bare: list[Entity]
+    ) -> tuple[list[Entity], np.ndarray]:
+        """The candidates, and the entities stored without a vector with theirs embedded."""
+        if not bare:
+            return ents, vecs
+        if self.embedder is None:
+            raise ConfigError("this KnowledgeGraph has no embedder (give index= or embedder=)")
+        fresh = np.asarray(self.embedder.embed([e.name for e in bare]), np.float32)
+        return [*ents, *bare], np.concatenate([vecs, fresh])
 
     def _ledger_vector(self, entity: Entity) -> np.ndarray | None:
         return None if self._ledger is None else self._ledger.name_vector(entity.id, entity.name)

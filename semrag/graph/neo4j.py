@@ -74,15 +74,18 @@ _VECTOR_INDEX = (
     "CREATE VECTOR INDEX semrag_chunk_vectors IF NOT EXISTS FOR (c:Chunk) ON (c.embedding) "
     "OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}}"
 )
-# An entity written without its name's vector (``vec`` float32 bytes, ``embedding`` for the
-# vector index) is labelled SemragUnembedded, so a reader knows (from the label's count) when
-# the vector index cannot answer for every entity.
+# An entity is written without its name's vector (``vec`` float32 bytes, ``embedding`` for
+# the vector index) and labelled SemragUnembedded until the vector is written (after the
+# change's transaction, in batches: vectors would make a large change's transaction many
+# times larger), so a reader knows which entities the vector index cannot answer for.
 _UPSERT_ENTITIES = (
     "UNWIND $rows AS row MERGE (e:Entity {id: row.id}) "
     "SET e.name = row.name, e.type = row.type, e.description = row.description, "
-    "e.tokens = row.tokens, e.embedding = row.embedding, e.vec = row.vec "
-    "FOREACH (_ IN CASE WHEN row.vec IS NULL THEN [1] ELSE [] END | SET e:SemragUnembedded) "
-    "FOREACH (_ IN CASE WHEN row.vec IS NULL THEN [] ELSE [1] END | REMOVE e:SemragUnembedded)"
+    "e.tokens = row.tokens, e:SemragUnembedded REMOVE e.embedding, e.vec"
+)
+_SET_ENTITY_VECTORS = (
+    "UNWIND $rows AS row MATCH (e:Entity {id: row.id}) "
+    "SET e.embedding = row.embedding, e.vec = row.vec REMOVE e:SemragUnembedded"
 )
 _UNLABELLED = (  # entities written before the label existed
     "MATCH (e:Entity) WHERE e.vec IS NULL AND NOT e:SemragUnembedded "
@@ -99,18 +102,22 @@ _ENTITY_INDEX_DIM = (
 )
 _ENTITY_DIM_STATE = "MERGE (s:SemragGraphState {name: 'graph'}) SET s.entity_dim = $dim"
 _DROP_ENTITY_INDEX = "DROP INDEX semrag_entity_vectors IF EXISTS"
-# The nearest entity names, when every entity has its vector of the query's dimension
-# (else only the counts and the dimension).
+# The nearest entity names with vectors of the query's dimension, and the entities with no
+# vector, when at most $most of them (else only the counts and the dimension).
 _SEARCH_ENTITIES = (
     "OPTIONAL MATCH (s:SemragGraphState {name: 'graph'}) WITH s.entity_dim AS dim "
     "CALL () { MATCH (u:SemragUnembedded) RETURN count(u) AS unembedded } "
     "CALL () { MATCH (e:Entity) RETURN count(e) AS entities } "
+    "CALL (unembedded) { "
+    "  WITH 1 AS go WHERE 0 < unembedded <= $most MATCH (u:SemragUnembedded) "
+    "  RETURN collect([u.id, u.name, u.type, u.description]) AS bare "
+    "} "
     "CALL (unembedded, entities, dim) { "
-    "  WITH 1 AS go WHERE unembedded = 0 AND entities > 0 AND dim = size($vector) "
+    "  WITH 1 AS go WHERE unembedded <= $most AND entities > unembedded AND dim = size($vector) "
     "  CALL db.index.vector.queryNodes('semrag_entity_vectors', $n, $vector) YIELD node "
     "  RETURN collect([node.id, node.name, node.type, node.description, node.vec]) AS found "
     "} "
-    "RETURN dim, unembedded, entities, found"
+    "RETURN dim, unembedded, entities, bare, found"
 )
 _UPSERT_RELATIONS = (
     "UNWIND $rows AS row MATCH (a:Entity {id: row.source}) MATCH (b:Entity {id: row.target}) "
@@ -544,10 +551,12 @@ class Neo4jGraphStore:
             found = self._read(_COUNT_KNOWN, ids=needed)[0]["n"]
             if found != len(needed):
                 raise ConfigError(f"relations or mentions name unknown entities among {needed[:5]}")
-        self._write_batches(_UPSERT_ENTITIES, self._entity_write_rows(entities, entity_vectors))
+        vector_rows = self._entity_vector_rows(entities, entity_vectors)
+        self._write_batches(_UPSERT_ENTITIES, _entity_rows(entities))
         self._write_batches(_UPSERT_RELATIONS, _relation_rows(relations))
         self._write_batches(_UPSERT_MENTIONS, _mention_rows(mentions))
         self._write(_STAMP)
+        self._write_batches(_SET_ENTITY_VECTORS, vector_rows)
 
     def update(
         self,
@@ -572,9 +581,12 @@ class Neo4jGraphStore:
             relations: relations to write (replacing weight and evidence).
             mentions: mentions to write (replacing the count).
             entity_vectors: the unit vectors of the entities' names, one row per entity
-                (as :meth:`upsert`).
+                (as :meth:`upsert`): written after the transaction, ``batch_size`` per
+                transaction. Until they are, the entities count as written without one
+                (see :meth:`search_entities`).
         """
-        entity_rows = self._entity_write_rows(entities, entity_vectors)
+        entity_rows = _entity_rows(entities)
+        vector_rows = self._entity_vector_rows(entities, entity_vectors)
 
         def work(tx: Any) -> None:
             tx.run(_DROP_CHUNKS, keys=list(drop_chunks)).consume()
@@ -593,24 +605,26 @@ class Neo4jGraphStore:
             tx.run(_STAMP).consume()
 
         self._transact(work, write=True)
+        self._write_batches(_SET_ENTITY_VECTORS, vector_rows)
 
-    def _entity_write_rows(self, entities: Sequence[Entity], vectors: Any) -> list[dict[str, Any]]:
-        """The entities' rows (with their name vectors, whose index is made ready here)."""
-        rows = _entity_rows(entities)
+    def _entity_vector_rows(self, entities: Sequence[Entity], vectors: Any) -> list[dict[str, Any]]:
+        """Rows that set the entities' name vectors (checked; their index made ready here)."""
         if vectors is None:
-            return rows
+            return []
         vecs = np.asarray(vectors, dtype=np.float32)
-        if vecs.ndim != 2 or len(vecs) != len(rows):
+        if vecs.ndim != 2 or len(vecs) != len(entities):
             raise ConfigError(
-                f"entity_vectors must hold one row per entity ({len(rows)}), got shape {vecs.shape}"
+                f"entity_vectors must hold one row per entity ({len(entities)}), got shape "
+                f"{vecs.shape}"
             )
         if not np.isfinite(vecs).all():
             raise ConfigError("entity_vectors hold NaN or infinite values")
-        if rows:
+        if entities:
             self._ensure_entity_index(int(vecs.shape[1]))
-        for row, v in zip(rows, vecs, strict=True):
-            row["embedding"], row["vec"] = v.astype(np.float64).tolist(), v.tobytes()
-        return rows
+        return [
+            {"id": e.id, "embedding": v.astype(np.float64).tolist(), "vec": v.tobytes()}
+            for e, v in zip(entities, vecs, strict=True)
+        ]
 
     def _ensure_entity_index(self, dim: int) -> None:
         """Create ``semrag_entity_vectors`` for vectors of ``dim`` (an error on another dim).
@@ -939,41 +953,48 @@ class Neo4jGraphStore:
                 refs.append(ChunkRef(r["doc_id"], r["start"], r["end"]))
         return {e: found[e] for e in entity_ids if e in found}
 
-    def search_entities(self, vector: Any, n: int) -> tuple[list[Entity], np.ndarray] | None:
+    def search_entities(
+        self, vector: Any, n: int, *, most: int = 1024
+    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
         """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors.
 
         One read of the vector index ``semrag_entity_vectors`` (cosine, approximate: the
         caller ranks the candidates exactly). The vectors are those written with the
         entities (``entity_vectors=`` of :meth:`update` / :meth:`upsert`;
         :class:`~semrag.graph.KnowledgeGraph` writes them when it has an embedder), so a
-        process that serves queries embeds no entity. ``None`` when some entity was written
-        without one: the caller computes the vectors itself.
-        """
-        return self._run(self._search_entities_steps(vector, n))
+        process that serves queries embeds no entity name.
 
-    async def asearch_entities(self, vector: Any, n: int) -> tuple[list[Entity], np.ndarray] | None:
+        Returns:
+            ``(entities, vectors, bare)``: the candidates, their vectors, and every entity
+            with no stored vector (written without one, or whose vector is still being
+            written), for the caller to embed; ``None`` when more than ``most`` entities
+            have none.
+        """
+        return self._run(self._search_entities_steps(vector, n, most))
+
+    async def asearch_entities(
+        self, vector: Any, n: int, *, most: int = 1024
+    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
         """Async twin of :meth:`search_entities`, on the async driver."""
-        return await self._arun(self._search_entities_steps(vector, n))
+        return await self._arun(self._search_entities_steps(vector, n, most))
 
     def _search_entities_steps(
-        self, vector: Any, n: int
-    ) -> _Steps[tuple[list[Entity], np.ndarray] | None]:
+        self, vector: Any, n: int, most: int
+    ) -> _Steps[tuple[list[Entity], np.ndarray, list[Entity]] | None]:
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
-        row = (
-            yield _Ask(_SEARCH_ENTITIES, {"n": int(n), "vector": q.astype(np.float64).tolist()})
-        )[0]
-        if not row["entities"]:
-            return [], np.zeros((0, len(q)), np.float32)
-        if row["unembedded"] or row["dim"] is None:
+        params = {"n": int(n), "most": int(most), "vector": q.astype(np.float64).tolist()}
+        row = (yield _Ask(_SEARCH_ENTITIES, params))[0]
+        if row["unembedded"] > most:
             return None
-        if row["dim"] != len(q):
+        if row["entities"] > row["unembedded"] and row["dim"] != len(q):
             raise ConfigError(
                 f"query of dimension {len(q)}; the entity name vectors have {row['dim']}"
             )
-        found = row["found"]
+        found = row["found"] or []
         ents = [Entity(i, name or "", kind or "", d or "") for i, name, kind, d, _ in found]
-        vecs = np.frombuffer(b"".join(r[4] for r in found), dtype="<f4").reshape(len(found), -1)
-        return ents, vecs
+        vecs = np.frombuffer(b"".join(r[4] for r in found), "<f4").reshape(len(found), len(q))
+        bare = [Entity(i, name or "", kind or "", d or "") for i, name, kind, d in row["bare"]]
+        return ents, vecs, bare
 
     def read_communities(self, level: int | None = None) -> list[Community]:
         """Stored communities (of one level)."""
