@@ -32,7 +32,7 @@ from semrag.chunking._split import merge_small_segments, segments_from_breaks, s
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
-from semrag.text.tokens import Tokenizer, WhitespaceTokenizer, as_tokenizer
+from semrag.text.tokens import SPACE_RUN, Tokenizer, WhitespaceTokenizer, as_tokenizer
 from semrag.types import Chunk, Document, Span
 
 __all__ = ["BoundaryChunker", "Break", "ChunkingResult", "ChunkingStats", "GapDecision"]
@@ -385,12 +385,11 @@ class BoundaryChunker:
         plans = []
         for p, (a, b) in zip(prepared, owners, strict=True):
             plans.append(self._plan(p, vectors[a:b]))
-        # One batched count of every candidate chunk, to find those over the cap exactly.
-        candidates = [(i, span) for i, (_, spans, _m) in enumerate(plans) for span in spans]
-        counts = self.tokenizer.count([span.of(prepared[i].doc.text) for i, span in candidates])
+        counts = self._segment_counts(prepared, [segs for _, segs, _m in plans])
         results: list[ChunkingResult] = []
         pos = 0
-        for p, (decision, spans, merged) in zip(prepared, plans, strict=True):
+        for p, (decision, segs, merged) in zip(prepared, plans, strict=True):
+            spans = [Span(p.sentences[a].start, p.sentences[b - 1].end) for a, b in segs]
             chunk_spans: list[tuple[Span, int]] = []
             cap_splits = 0
             for span, n_tokens in zip(spans, counts[pos : pos + len(spans)], strict=True):
@@ -405,14 +404,44 @@ class BoundaryChunker:
             results.append(self._result(p, decision, chunk_spans, merged, cap_splits))
         return results
 
+    def _segment_counts(
+        self, prepared: list[_Prepared], plans: list[list[tuple[int, int]]]
+    ) -> list[int]:
+        """Tokens of every candidate chunk (a run of sentences), to find those over the cap.
+
+        With an additive tokenizer (no token spans whitespace: MiniLM's word pieces, the
+        whitespace counter) a run whose sentences are separated by whitespace
+        (:data:`~semrag.text.tokens.SPACE_RUN`) counts the sum of its sentences' counts,
+        so the text is tokenized once; the other runs are counted in one batch.
+        """
+        additive = getattr(self.tokenizer, "additive", False)
+        counts: list[int] = []
+        todo: list[tuple[int, str]] = []
+        for p, segs in zip(prepared, plans, strict=True):
+            text, sents = p.doc.text, p.sentences
+            prefix = np.concatenate([[0], np.cumsum(p.sentence_tokens, dtype=np.int64)])
+            for a, b in segs:
+                if additive and all(
+                    SPACE_RUN.fullmatch(text, sents[i].end, sents[i + 1].start)
+                    for i in range(a, b - 1)
+                ):
+                    counts.append(int(prefix[b] - prefix[a]))
+                else:
+                    todo.append((len(counts), text[sents[a].start : sents[b - 1].end]))
+                    counts.append(-1)
+        for (at, _), n in zip(todo, self.tokenizer.count([t for _, t in todo]), strict=True):
+            counts[at] = n
+        return counts
+
     def _plan(
         self, p: _Prepared, vectors: Floats
-    ) -> tuple[GapDecision | None, list[Span], list[int]]:
+    ) -> tuple[GapDecision | None, list[tuple[int, int]], list[int]]:
+        """The gap decision, the runs of sentences ``[a, b)`` to chunk, the merged gaps."""
         n = len(p.sentences)
         if n == 0:
             return None, [], []
         if n == 1:
-            return None, [p.sentences[0]], []
+            return None, [(0, 1)], []
         decision = self._decide(p, vectors)
         segs = segments_from_breaks(n, decision.breaks)
         segs, merged = merge_small_segments(
@@ -422,8 +451,7 @@ class BoundaryChunker:
             min_tokens=self.min_tokens,
             max_tokens=self.max_tokens,
         )
-        spans = [Span(p.sentences[a].start, p.sentences[b - 1].end) for a, b in segs]
-        return decision, spans, merged
+        return decision, segs, merged
 
     def _cap(self, p: _Prepared, span: Span) -> list[Span]:
         text = p.doc.text

@@ -23,6 +23,7 @@ from semrag.errors import ConfigError
 
 __all__ = [
     "MAX_CHARS_PER_TOKEN",
+    "SPACE_RUN",
     "UNKNOWN_CHARS_PER_TOKEN",
     "HuggingFaceTokenizer",
     "LengthFunctionTokenizer",
@@ -59,12 +60,17 @@ UNKNOWN_CHARS_PER_TOKEN = 4
 class WhitespaceTokenizer:
     """Tokens are runs of non-whitespace characters, at most 16 characters each.
 
-    Each CJK ideograph, kana or hangul syllable is a token of its own.
+    Each CJK ideograph, kana or hangul syllable is a token of its own. No token spans
+    whitespace, so the count of texts joined by whitespace is the sum of their counts
+    (:attr:`additive`).
 
     Example:
         >>> WhitespaceTokenizer().count(["a bc  d", "", "東京都", "x" * 40])
         [3, 0, 3, 3]
     """
+
+    additive = True
+    """Texts joined by :data:`SPACE_RUN` count the sum of their counts."""
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Return the number of whitespace-separated words of each text."""
@@ -76,6 +82,14 @@ class WhitespaceTokenizer:
 
     def __repr__(self) -> str:
         return "WhitespaceTokenizer()"
+
+
+SPACE_RUN = re.compile("[ \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
+"""Whitespace every tokenizer here reads as a word break. An ``additive`` tokenizer counts
+texts joined by it as the sum of their counts (not across control characters such as
+``\x0c`` or ``\x1c``: Python calls them space, BERT's normaliser deletes them)."""
+# Pre-tokenizers that cut at whitespace (and never make a piece across it).
+_SPLITS_AT_SPACES = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
 
 
 class HuggingFaceTokenizer:
@@ -100,6 +114,10 @@ class HuggingFaceTokenizer:
         self.name = name
         unk = getattr(self._tok.model, "unk_token", None)
         self._unk_id = self._tok.token_to_id(unk) if unk else None
+        self.additive = type(self._tok.pre_tokenizer).__name__ in _SPLITS_AT_SPACES
+        """Whether texts joined by :data:`SPACE_RUN` count the sum of their counts: true when
+        the pre-tokenizer cuts words at whitespace (BERT's word pieces, as MiniLM's), not
+        for byte-level or metaspace models, whose pieces carry the space."""
 
     def _units(self, ids: Sequence[int], spans: Sequence[tuple[int, int]]) -> int:
         """Count pieces; an unknown-token span counts one per 4 characters it covers."""

@@ -368,3 +368,25 @@ def test_edge_correction_needs_the_split_mean_window():
         SemanticChunker(FakeEmbedder(), window="centered", edge_correction=True)
     assert SemanticChunker(FakeEmbedder(), window="centered").edge_correction is False
     assert SemanticChunker(FakeEmbedder()).edge_correction is True
+
+
+def test_the_chunker_tokenizes_each_text_once_with_an_additive_tokenizer():
+    # The sentences are counted once; a run of them counts their sum (not counted again).
+    from semrag.text import WhitespaceTokenizer
+
+    class Recording(WhitespaceTokenizer):
+        def __init__(self):
+            self.chars = 0
+
+        def count(self, texts):
+            self.chars += sum(len(t) for t in texts)
+            return super().count(texts)
+
+    text = " ".join(
+        f"Sentence {i} is about {'bees and honey' if i < 6 else 'rockets and orbits'}."
+        for i in range(12)
+    )
+    tok = Recording()
+    chunks = SemanticChunker(FakeEmbedder(dim=16), tokenizer=tok, max_tokens=200).chunk(text)
+    assert tok.chars == len(text) - 11  # the 12 sentences once (not the 11 spaces between)
+    assert [c.token_count for c in chunks] == WhitespaceTokenizer().count([c.text for c in chunks])

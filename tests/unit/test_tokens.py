@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semrag.errors import ConfigError
 from semrag.text import (
@@ -10,6 +12,7 @@ from semrag.text import (
     WhitespaceTokenizer,
     as_tokenizer,
 )
+from tests.strategies import any_text
 
 
 def test_whitespace_counts_and_offsets():
@@ -86,3 +89,27 @@ def test_whitespace_tokens_are_bounded_and_cjk_characters_count():
     assert tok.count(["東京都は大きい", "x" * 40, "a bc"]) == [7, 3, 2]
     text = "ab 東京 " + "y" * 20
     assert [text[a:b] for a, b in tok.offsets(text)] == ["ab", "東", "京", "y" * 16, "y" * 4]
+
+
+_GAPS = st.text(alphabet=" \t\n\r\u00a0\u3000", min_size=1, max_size=3)
+
+
+@pytest.mark.model
+@settings(max_examples=60)
+@given(parts=st.lists(any_text, min_size=2, max_size=4), gaps=st.lists(_GAPS, min_size=3))
+def test_additive_tokenizers_count_joined_texts_as_the_sum(parts, gaps, minilm_tokenizer):
+    # What lets the chunkers count a run of sentences from the sentences' counts.
+    joined = parts[0] + "".join(g + p for g, p in zip(gaps, parts[1:], strict=False))
+    for tok in (minilm_tokenizer, WhitespaceTokenizer()):
+        assert tok.additive
+        assert tok.count([joined]) == [sum(tok.count(parts))]
+
+
+def test_a_tokenizer_whose_pieces_carry_the_space_is_not_additive():
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers
+
+    byte_level = HFTokenizer(models.BPE())
+    byte_level.pre_tokenizer = pre_tokenizers.ByteLevel()
+    assert not HuggingFaceTokenizer(byte_level).additive
+    assert not hasattr(LengthFunctionTokenizer(len), "additive")
