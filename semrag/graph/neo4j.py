@@ -100,6 +100,9 @@ _ENTITY_INDEX_DIM = (
     "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'semrag_entity_vectors' "
     "RETURN options.indexConfig['vector.dimensions'] AS dim"
 )
+_BULK_VECTORS = 5000
+"""Entity vectors written at once from which their index is rebuilt (see
+``Neo4jGraphStore._write_entity_vectors``)."""
 _ENTITY_DIM_STATE = "MERGE (s:SemragGraphState {name: 'graph'}) SET s.entity_dim = $dim"
 _DROP_ENTITY_INDEX = "DROP INDEX semrag_entity_vectors IF EXISTS"
 # The nearest entity names with vectors of the query's dimension, and the entities with no
@@ -556,7 +559,7 @@ class Neo4jGraphStore:
         self._write_batches(_UPSERT_RELATIONS, _relation_rows(relations))
         self._write_batches(_UPSERT_MENTIONS, _mention_rows(mentions))
         self._write(_STAMP)
-        self._write_batches(_SET_ENTITY_VECTORS, vector_rows)
+        self._write_entity_vectors(*vector_rows)
 
     def update(
         self,
@@ -605,12 +608,14 @@ class Neo4jGraphStore:
             tx.run(_STAMP).consume()
 
         self._transact(work, write=True)
-        self._write_batches(_SET_ENTITY_VECTORS, vector_rows)
+        self._write_entity_vectors(*vector_rows)
 
-    def _entity_vector_rows(self, entities: Sequence[Entity], vectors: Any) -> list[dict[str, Any]]:
-        """Rows that set the entities' name vectors (checked; their index made ready here)."""
+    def _entity_vector_rows(
+        self, entities: Sequence[Entity], vectors: Any
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Rows that set the entities' name vectors, and their dimension (checked)."""
         if vectors is None:
-            return []
+            return [], 0
         vecs = np.asarray(vectors, dtype=np.float32)
         if vecs.ndim != 2 or len(vecs) != len(entities):
             raise ConfigError(
@@ -619,25 +624,39 @@ class Neo4jGraphStore:
             )
         if not np.isfinite(vecs).all():
             raise ConfigError("entity_vectors hold NaN or infinite values")
-        if entities:
-            self._ensure_entity_index(int(vecs.shape[1]))
-        return [
+        have = [r["dim"] for r in self._read(_ENTITY_INDEX_DIM)] if entities else []
+        if have and int(have[0]) != vecs.shape[1]:
+            raise ConfigError(
+                f"entity name vectors of dimension {vecs.shape[1]}; the database's "
+                f"semrag_entity_vectors index has {have[0]} (clear() the graph first)"
+            )
+        rows = [
             {"id": e.id, "embedding": v.astype(np.float64).tolist(), "vec": v.tobytes()}
             for e, v in zip(entities, vecs, strict=True)
         ]
+        return rows, int(vecs.shape[1])
 
-    def _ensure_entity_index(self, dim: int) -> None:
-        """Create ``semrag_entity_vectors`` for vectors of ``dim`` (an error on another dim).
+    def _write_entity_vectors(self, rows: list[dict[str, Any]], dim: int) -> None:
+        """Set the vectors, ``batch_size`` per transaction, in ``semrag_entity_vectors``.
 
-        The dimension is recorded in the graph's state node, where a search reads it.
+        At least :data:`_BULK_VECTORS` of them (a whole graph) go in with the index
+        dropped, and the index is built again over all of them: written batch by batch it
+        would be searched segment by segment (measured: 31 ms a search over 31k names
+        written in 1,000s, 8 ms once rebuilt). The dimension is recorded in the graph's
+        state node, where a search reads it; it is unset while the index is rebuilt, so a
+        reader meanwhile ranks the names in process.
         """
-        have = [r["dim"] for r in self._read(_ENTITY_INDEX_DIM)]
-        if have and int(have[0]) != dim:
-            raise ConfigError(
-                f"entity name vectors of dimension {dim}; the database's "
-                f"semrag_entity_vectors index has {have[0]} (clear() the graph first)"
-            )
-        if not have:
+        if not rows:
+            return
+        bulk = len(rows) >= _BULK_VECTORS
+        if bulk:
+            self._write(_ENTITY_DIM_STATE, dim=None)
+            self._write(_DROP_ENTITY_INDEX)
+        else:
+            self._write(_ENTITY_INDEX, dim=dim)  # IF NOT EXISTS
+            self._read("CALL db.awaitIndexes(300)")
+        self._write_batches(_SET_ENTITY_VECTORS, rows)
+        if bulk:
             self._write(_ENTITY_INDEX, dim=dim)
             self._read("CALL db.awaitIndexes(300)")
         self._write(_ENTITY_DIM_STATE, dim=dim)
@@ -986,6 +1005,8 @@ class Neo4jGraphStore:
         row = (yield _Ask(_SEARCH_ENTITIES, params))[0]
         if row["unembedded"] > most:
             return None
+        if row["entities"] > row["unembedded"] and row["dim"] is None:
+            return None  # vectors whose index is being built
         if row["entities"] > row["unembedded"] and row["dim"] != len(q):
             raise ConfigError(
                 f"query of dimension {len(q)}; the entity name vectors have {row['dim']}"

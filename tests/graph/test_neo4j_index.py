@@ -716,6 +716,47 @@ def test_the_store_keeps_name_vectors_and_checks_them(graph_store):
     graph_store.clear()
 
 
+def test_a_bulk_write_of_name_vectors_rebuilds_their_index_and_readers_wait_it_out(
+    graph_store, monkeypatch
+):
+    # A whole graph's vectors go in with the index dropped and built again; a write that
+    # fails halfway leaves no index, and readers rank in process (None) until the next
+    # write of vectors builds it again.
+    import numpy as np
+
+    from semrag.graph import neo4j as neo4j_module
+    from semrag.graph.types import Entity
+
+    graph_store.clear()
+    monkeypatch.setattr(neo4j_module, "_BULK_VECTORS", 3)
+    rng = np.random.default_rng(1)
+    vecs = rng.normal(size=(6, 4)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ents = [Entity(f"e{i}", f"E{i}", "THING") for i in range(6)]
+    graph_store.upsert(ents[:2], entity_vectors=vecs[:2])  # not bulk: the index is made
+    graph_store.upsert(ents, entity_vectors=vecs)  # bulk: rebuilt over all six
+    for i in range(6):
+        assert graph_store.search_entities(vecs[i], 1)[0] == [ents[i]]
+    real = graph_store._write_batches
+
+    def fails_on_vectors(query, rows):
+        if query == neo4j_module._SET_ENTITY_VECTORS:
+            real(query, rows[:1])
+            raise StoreUnavailableError("connection lost")
+        real(query, rows)
+
+    monkeypatch.setattr(graph_store, "_write_batches", fails_on_vectors)
+    with pytest.raises(StoreUnavailableError):
+        graph_store.update(entities=ents, entity_vectors=vecs)
+    assert graph_store.search_entities(vecs[0], 1) is None  # no index: rank in process
+    monkeypatch.setattr(graph_store, "_write_batches", real)
+    graph_store.update(entities=ents[:1], entity_vectors=vecs[:1])  # builds the index again
+    found, _, bare = graph_store.search_entities(vecs[2], 1)
+    assert found == [] or found[0] != ents[2]  # its vector was not written:
+    assert ents[2] in bare  # it is among those the reader embeds
+    graph_store.clear()
+
+
 def test_every_write_of_the_graph_changes_its_stamp(graph_store):
     from semrag.graph.types import ChunkRef, Community, Entity, Mention
 
