@@ -616,14 +616,7 @@ class Neo4jGraphStore:
         """Rows that set the entities' name vectors, and their dimension (checked)."""
         if vectors is None:
             return [], 0
-        vecs = np.asarray(vectors, dtype=np.float32)
-        if vecs.ndim != 2 or len(vecs) != len(entities):
-            raise ConfigError(
-                f"entity_vectors must hold one row per entity ({len(entities)}), got shape "
-                f"{vecs.shape}"
-            )
-        if not np.isfinite(vecs).all():
-            raise ConfigError("entity_vectors hold NaN or infinite values")
+        vecs = _vector_rows(vectors, len(entities), "entity_vectors", "entity")
         have = [r["dim"] for r in self._read(_ENTITY_INDEX_DIM)] if entities else []
         if have and int(have[0]) != vecs.shape[1]:
             raise ConfigError(
@@ -686,14 +679,7 @@ class Neo4jGraphStore:
         communities = list(communities)
         vecs: list[bytes | None] = [None] * len(communities)
         if report_vectors is not None:
-            arr = np.asarray(report_vectors, dtype=np.float32)
-            if arr.ndim != 2 or len(arr) != len(communities):
-                raise ConfigError(
-                    f"report_vectors must hold one row per community ({len(communities)}), "
-                    f"got shape {arr.shape}"
-                )
-            if not np.isfinite(arr).all():
-                raise ConfigError("report_vectors hold NaN or infinite values")
+            arr = _vector_rows(report_vectors, len(communities), "report_vectors", "community")
             vecs = [v.tobytes() for v in arr]
         self._write(_DROP_COMMUNITIES)
         self._write_batches(
@@ -1106,6 +1092,16 @@ class _AsyncDriverLoop:
 def _tokens_text(key: str) -> str:
     """An entity's name tokens as the whitespace-analysed text of its ``tokens`` property."""
     return " ".join(sorted(name_tokens(key)))
+
+
+def _vector_rows(vectors: Any, n: int, name: str, per: str) -> np.ndarray:
+    """``vectors`` as float32 rows, one per record (``n``), all finite (else ConfigError)."""
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim != 2 or len(arr) != n:
+        raise ConfigError(f"{name} must hold one row per {per} ({n}), got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ConfigError(f"{name} hold NaN or infinite values")
+    return arr
 
 
 def _entity_rows(entities: Iterable[Entity]) -> list[dict[str, Any]]:

@@ -35,8 +35,11 @@ from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["CommunityRetriever"]
 
-_ENTITY_CANDIDATES = 100
-"""The fewest candidates asked of a vector index of entity names (ranked exactly here)."""
+_ENTITY_CANDIDATES = 200
+"""The fewest candidates asked of a vector index of entity names (ranked exactly here).
+
+Measured on 2Wiki's 31k names (200 queries, the top 20 above ``tau_e``): Neo4j's HNSW
+index missed 1.1% of them with 100 candidates, 0.1% with 200."""
 _T = TypeVar("_T")
 _Reads = Generator[Call, Any, _T]
 """Steps that yield the store and index reads they need (:class:`~semrag._steps.Call`)."""
@@ -175,7 +178,7 @@ class CommunityRetriever:
     # -- local (eq. 4) -------------------------------------------------------------------------
     def _local(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
         # the nearest names by a store that keeps their vectors, else every entity's
-        n = max(_ENTITY_CANDIDATES, 4 * self.max_entities)
+        n = max(_ENTITY_CANDIDATES, 10 * self.max_entities)
         ents, vecs = yield Call("search_entities", (q, n), on=self.kg)
         if not ents:
             return []

@@ -561,25 +561,37 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
     graph_store.clear()
 
 
-def test_a_served_graph_sees_the_changes_another_process_writes(graph_store):
-    # The serving side keeps entity and report vectors; a change the writer makes (a
-    # new document, its entities, new communities) must show in its next answers, as
-    # the writer's own graph gives them, within three round trips once it has re-read.
+def community_pairs(index, kg, reader, served):
+    """Local and global search on the writer's graph and on the served one, by mode.
+
+    (The test embedder's vectors are random: ``tau_d=-1`` takes any entity the query names.)
+    """
     from semrag.retrieval import CommunityRetriever
 
-    index, kg, reader, served = with_graph(graph_store)
-    # (the test embedder's vectors are random: any entity named by the query is taken)
-    pairs = {
+    return {
         mode: (
             CommunityRetriever(index, kg, mode=mode, tau_d=-1.0),
             CommunityRetriever(reader, served, mode=mode, tau_d=-1.0),
         )
         for mode in ("local", "global")
     }
+
+
+def community_answers(retriever, queries):
+    return [[(h.chunk, round(h.score, 5)) for h in retriever.retrieve(q, k=4)] for q in queries]
+
+
+def test_a_served_graph_sees_the_changes_another_process_writes(graph_store):
+    # The serving side keeps entity and report vectors; a change the writer makes (a
+    # new document, its entities, new communities) must show in its next answers, as
+    # the writer's own graph gives them, within three round trips once it has re-read.
+
+    index, kg, reader, served = with_graph(graph_store)
+    pairs = community_pairs(index, kg, reader, served)
     queries = ["Ada Lovelace", "Charles Babbage", *QUERIES[:2]]
 
     def answers(retriever):
-        return [[(h.chunk, round(h.score, 5)) for h in retriever.retrieve(q, k=4)] for q in queries]
+        return community_answers(retriever, queries)
 
     for here, there in pairs.values():
         assert answers(there) == answers(here)
@@ -626,23 +638,16 @@ def test_a_served_graph_reads_the_stored_name_and_report_vectors(graph_store):
     from semrag.graph.communities import report_text
     from semrag.graph.neo4j_index import Neo4jIndex
     from semrag.graph.types import Entity
-    from semrag.retrieval import CommunityRetriever
 
     index, kg, _, _ = with_graph(graph_store)
     names, queries_seen = _Recording(index.embedder), _Recording(index.embedder)
     served = KnowledgeGraph(graph_store, embedder=names)
     reader = Neo4jIndex(graph_store, embedder=queries_seen)
-    pairs = {
-        mode: (
-            CommunityRetriever(index, kg, mode=mode, tau_d=-1.0),
-            CommunityRetriever(reader, served, mode=mode, tau_d=-1.0),
-        )
-        for mode in ("local", "global")
-    }
+    pairs = community_pairs(index, kg, reader, served)
     queries = ["Ada Lovelace", "Memphis", *QUERIES[:3]]
 
     def answers(retriever):
-        return [[(h.chunk, round(h.score, 5)) for h in retriever.retrieve(q, k=4)] for q in queries]
+        return community_answers(retriever, queries)
 
     for here, there in pairs.values():
         want = answers(here)
