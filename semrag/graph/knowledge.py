@@ -581,7 +581,9 @@ class KnowledgeGraph:
             self._vectors_at = version
             return self._vectors
 
-    def search_entities(self, vector: np.ndarray, n: int) -> tuple[list[Entity], np.ndarray]:
+    def search_entities(
+        self, vector: np.ndarray, n: int, *, keep: int | None = None
+    ) -> tuple[list[Entity], np.ndarray]:
         """Candidates for the entities whose names are nearest ``vector``, with their vectors.
 
         Where the graph is served from a store that keeps name vectors (a Neo4j store
@@ -589,18 +591,22 @@ class KnowledgeGraph:
         store's vector index (approximate), plus every entity stored without a vector (at
         most 1,024; their names are embedded here). Every entity
         (:meth:`entity_vectors`) otherwise, or when more are stored without one. The
-        caller ranks the candidates exactly.
+        caller ranks the candidates exactly. ``keep``: of the ``n``, only the best ``keep``
+        by the index's scores are returned (see the store's method).
         """
         if self._served() and callable(getattr(self.store, "search_entities", None)):
-            found = self.store.search_entities(vector, n)
+            found = self.store.search_entities(vector, n, keep=keep)
             if found is not None:
                 return self._with_bare(*found)
         return self.entity_vectors()
 
-    async def asearch_entities(self, vector: np.ndarray, n: int) -> tuple[list[Entity], np.ndarray]:
+    async def asearch_entities(
+        self, vector: np.ndarray, n: int, *, keep: int | None = None
+    ) -> tuple[list[Entity], np.ndarray]:
         """Async twin of :meth:`search_entities` (the store's search awaited)."""
         if self._served() and callable(getattr(self.store, "search_entities", None)):
-            found = await acall(self.store, Call("search_entities", (vector, n)))
+            call = Call("search_entities", (vector, n), kwargs={"keep": keep})
+            found = await acall(self.store, call)
             if found is not None:
                 return await asyncio.to_thread(self._with_bare, *found)
         version = await self.acurrent_version()

@@ -117,7 +117,8 @@ _SEARCH_ENTITIES = (
     "} "
     "CALL (unembedded, entities, dim) { "
     "  WITH 1 AS go WHERE unembedded <= $most AND entities > unembedded AND dim = size($vector) "
-    "  CALL db.index.vector.queryNodes('semrag_entity_vectors', $n, $vector) YIELD node "
+    "  CALL db.index.vector.queryNodes('semrag_entity_vectors', $n, $vector) YIELD node, score "
+    "  WITH node ORDER BY score DESC LIMIT $keep "
     "  RETURN collect([node.id, node.name, node.type, node.description, node.vec]) AS found "
     "} "
     "RETURN dim, unembedded, entities, bare, found"
@@ -959,13 +960,14 @@ class Neo4jGraphStore:
         return {e: found[e] for e in entity_ids if e in found}
 
     def search_entities(
-        self, vector: Any, n: int, *, most: int = 1024
+        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
     ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
         """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors.
 
         One read of the vector index ``semrag_entity_vectors`` (cosine, approximate: the
-        caller ranks the candidates exactly). The vectors are those written with the
-        entities (``entity_vectors=`` of :meth:`update` / :meth:`upsert`;
+        caller ranks the candidates exactly). ``keep``: only the best ``keep`` of the ``n``
+        (by the index's own exact scores) travel, with their vectors. The vectors are those
+        written with the entities (``entity_vectors=`` of :meth:`update` / :meth:`upsert`;
         :class:`~semrag.graph.KnowledgeGraph` writes them when it has an embedder), so a
         process that serves queries embeds no entity name.
 
@@ -975,19 +977,24 @@ class Neo4jGraphStore:
             written), for the caller to embed; ``None`` when more than ``most`` entities
             have none.
         """
-        return self._run(self._search_entities_steps(vector, n, most))
+        return self._run(self._search_entities_steps(vector, n, keep, most))
 
     async def asearch_entities(
-        self, vector: Any, n: int, *, most: int = 1024
+        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
     ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
         """Async twin of :meth:`search_entities`, on the async driver."""
-        return await self._arun(self._search_entities_steps(vector, n, most))
+        return await self._arun(self._search_entities_steps(vector, n, keep, most))
 
     def _search_entities_steps(
-        self, vector: Any, n: int, most: int
+        self, vector: Any, n: int, keep: int | None, most: int
     ) -> _Steps[tuple[list[Entity], np.ndarray, list[Entity]] | None]:
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
-        params = {"n": int(n), "most": int(most), "vector": q.astype(np.float64).tolist()}
+        params = {
+            "n": int(n),
+            "keep": int(n if keep is None else min(keep, n)),
+            "most": int(most),
+            "vector": q.astype(np.float64).tolist(),
+        }
         row = (yield _Ask(_SEARCH_ENTITIES, params))[0]
         if row["unembedded"] > most:
             return None

@@ -179,7 +179,9 @@ class CommunityRetriever:
     def _local(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
         # the nearest names by a store that keeps their vectors, else every entity's
         n = max(_ENTITY_CANDIDATES, 10 * self.max_entities)
-        ents, vecs = yield Call("search_entities", (q, n), on=self.kg)
+        # (only the index's best 2 * max_entities travel with their vectors, as dense search)
+        keep = {"keep": 2 * self.max_entities}
+        ents, vecs = yield Call("search_entities", (q, n), on=self.kg, kwargs=keep)
         if not ents:
             return []
         sims = vecs @ q

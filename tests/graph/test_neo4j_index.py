@@ -688,6 +688,7 @@ def test_the_store_keeps_name_vectors_and_checks_them(graph_store):
     graph_store.upsert(ents, entity_vectors=vecs)
     found, got, bare = graph_store.search_entities(vecs[3], 2)
     assert found[0] == ents[3] and len(found) == 2 and bare == []
+    assert graph_store.search_entities(vecs[3], 5, keep=1)[0] == [ents[3]]  # the best only
     assert np.array_equal(got[0], vecs[3])  # the float32 vector written, exactly
     graph_store.update(entities=[Entity("e3", "E3", "THING")])  # rewritten without one
     found, got, bare = graph_store.search_entities(vecs[3], 2)
