@@ -72,7 +72,15 @@ import numpy.typing as npt
 from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError, StoreError
-from semrag.graph.neo4j import _LUCENE_SPECIAL, Neo4jGraphStore, _Ask, _Steps
+from semrag.graph.neo4j import (
+    _LUCENE_SPECIAL,
+    Neo4jGraphStore,
+    _Ask,
+    _bytes,
+    _Steps,
+    _unbytes,
+    _vector,
+)
 from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.index.change import Change, IndexedDocument
 from semrag.text.tokens import WhitespaceTokenizer
@@ -397,19 +405,6 @@ def _fingerprint(entry: IndexedDocument) -> str:
     h.update(_json(entry.doc.metadata, "document metadata").encode())
     h.update(np.asarray(entry.chunk_ids, np.int64).tobytes())
     return h.hexdigest()
-
-
-def _vector(v: Any) -> list[float]:
-    return [float(x) for x in np.asarray(v, dtype=np.float32).reshape(-1)]
-
-
-def _bytes(v: Any) -> bytes:
-    """A vector as float32 bytes: what reads fetch (exact, and far cheaper than a list)."""
-    return np.asarray(v, dtype="<f4").reshape(-1).tobytes()
-
-
-def _unbytes(b: bytes) -> Floats:
-    return np.frombuffer(b, dtype="<f4")
 
 
 class _Edges:
