@@ -121,7 +121,8 @@ class LiveSSG:
     Attributes:
         graph: the current :class:`SemanticSimilarityGraph` (immutable; replaced by each
             change).
-        sentence_matrix: every sentence vector, documents in order.
+        sentence_matrix: every sentence vector, documents in order (held as
+            ``config.vector_dtype``, like :attr:`node_vectors`).
         doc_sentences: ``doc_sentences[d]`` is the first sentence of document ``d`` in
             :attr:`sentence_matrix` (a final entry closes the list).
     """
@@ -139,20 +140,25 @@ class LiveSSG:
         self.bridge_cols, self.bridge_vals = empty_lists(0, t)
         self.node_doc = np.zeros(0, np.int64)
         self.node_sentences = np.zeros((0, 2), np.int64)
-        self._nodes = GrowingRows(np.zeros((0, dim), np.float32))
+        self._dtype = np.dtype(config.vector_dtype)  # how node and sentence rows are held
+        self._nodes = GrowingRows(np.zeros((0, dim), self._dtype))
         self.intra_cols, self.intra_vals = empty_lists(0, k)
         self.inter_cols, self.inter_vals = empty_lists(0, x)
-        self._sentences = GrowingRows(np.zeros((0, dim), np.float32))
+        self._sentences = GrowingRows(np.zeros((0, dim), self._dtype))
         self.vector_sum = np.zeros(dim, np.float64)
         self.vector_scatter = np.zeros((dim, dim), np.float64)
         # knn="hnsw": a persistent node index; node_serial[i] is node i's row in it
-        self._ann = NodeANN(dim) if config.knn == "hnsw" else None
+        self._ann = NodeANN(dim, dtype=config.vector_dtype) if config.knn == "hnsw" else None
         self.node_serial = np.zeros(0, np.int64)
         self.graph = self._graph()
 
     @property
     def node_vectors(self) -> Floats:
-        """Every window node's vector (a view: later changes never write into it)."""
+        """Every window node's vector (a view: later changes never write into it).
+
+        Float32, or float16 with ``SSGConfig(vector_dtype="float16")``: a product with a
+        float32 query is float32 (NumPy converts the rows it multiplies).
+        """
         return self._nodes.view
 
     @property
@@ -291,11 +297,14 @@ class LiveSSG:
         d0 = len(self.doc_ids)
         node_doc, node_sent, intra_c, intra_v = [], [], [], []
         n, s = n0, s0
+        # rows as the graph holds them (float16: rounded once); every list is computed
+        # from these values, never from the ones the document came with
+        held = [np.asarray(e.node_vectors).astype(self._dtype, copy=False) for e in documents]
         for j, entry in enumerate(documents):
             ranges = np.asarray(entry.node_ranges, dtype=np.int64).reshape(-1, 2)
             node_doc.append(np.full(len(ranges), d0 + j, np.int64))
             node_sent.append(ranges + s)
-            c, v = intra_lists(entry.node_vectors, cfg)
+            c, v = intra_lists(held[j].astype(np.float32, copy=False), cfg)
             intra_c.append(np.where(c >= 0, c + n, -1))
             intra_v.append(v)
             n += len(ranges)
@@ -303,9 +312,8 @@ class LiveSSG:
             self.doc_ids.append(entry.id)
             self.themes.append(list(entry.themes))
             self._pos[entry.id] = d0 + j
-        new_vectors = np.concatenate([e.node_vectors for e in documents]).astype(
-            np.float32, copy=False
-        )
+        new_vectors = np.concatenate(held)
+        del held
         total, scatter = _moments(new_vectors)
         self.vector_sum = self.vector_sum + total
         self.vector_scatter = self.vector_scatter + scatter
@@ -318,7 +326,7 @@ class LiveSSG:
         self.intra_cols = np.concatenate([self.intra_cols, *intra_c])
         self.intra_vals = np.concatenate([self.intra_vals, *intra_v])
         self._sentences.append(
-            np.concatenate([e.sentence_vectors for e in documents]).astype(np.float32, copy=False)
+            np.concatenate([e.sentence_vectors for e in documents]).astype(self._dtype, copy=False)
         )
         self.doc_nodes = np.r_[
             self.doc_nodes, n0 + np.cumsum([len(e.node_ranges) for e in documents])
@@ -517,8 +525,8 @@ class LiveSSG:
                 :class:`~semrag.errors.StoreError`).
         """
         ssg = cls(config, int(node_vectors.shape[1]))
-        ssg._nodes = GrowingRows(np.asarray(node_vectors, dtype=np.float32), headroom=0.125)
-        ssg._sentences = GrowingRows(np.asarray(sentence_matrix, dtype=np.float32), headroom=0.125)
+        ssg._nodes = GrowingRows(np.asarray(node_vectors, dtype=ssg._dtype), headroom=0.125)
+        ssg._sentences = GrowingRows(np.asarray(sentence_matrix, dtype=ssg._dtype), headroom=0.125)
         with np.load(directory / "ssg.npz", allow_pickle=False) as z:
             missing = set(_ARRAYS) - set(z.files)
             if missing:
@@ -532,7 +540,7 @@ class LiveSSG:
         ssg._pos = {d: i for i, d in enumerate(ssg.doc_ids)}
         if ssg._ann is not None:
             if saved_serials is not None and (directory / "ssg_ann.faiss").exists():
-                ssg._ann = NodeANN.load(directory, "ssg_ann", ssg.dim)
+                ssg._ann = NodeANN.load(directory, "ssg_ann", ssg.dim, dtype=config.vector_dtype)
                 ssg.node_serial = saved_serials
             else:  # saved without the node index (another knn): build it once
                 ssg._ann = ssg._ann.rebuild(ssg.node_vectors)

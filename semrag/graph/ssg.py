@@ -28,6 +28,7 @@ import numpy.typing as npt
 import scipy.linalg
 
 from semrag._validation import INT, REAL, Interval, Options, validate_params
+from semrag.errors import ConfigError
 from semrag.graph.knn import hnsw_top, top_neighbours
 
 __all__ = ["SSGConfig", "SemanticSimilarityGraph", "build_edges", "keyword_themes", "window_ranges"]
@@ -67,6 +68,13 @@ class SSGConfig:
     of the corpus, and the lists find about 97% of the exact neighbours (they depend on the
     order of the changes). ``"auto"``: exact, except that one batch of more than 50,000 new
     nodes (a large fresh build) is searched with a temporary HNSW."""
+    vector_dtype: str = "float32"
+    """How the graph holds its node and sentence vectors: ``"float32"``, or ``"float16"``
+    (half the memory; needs ``knn="hnsw"``, whose node index then holds them as float16
+    too). With ``"float16"`` each vector is rounded once when its document is added, and
+    every similarity (edges, anchors, traversal scores) is computed from the rounded values,
+    so a graph changed step by step still equals one built from the same changes' rounded
+    rows. Rounding moves a unit vector's cosine with another by about 1e-3 at most."""
 
     def __post_init__(self) -> None:
         at_least_1 = [Interval(INT, 1, None)]
@@ -85,11 +93,17 @@ class SSGConfig:
                 "n_themes": at_least_0,
                 "node_pooling": [Options("mean", "concat")],
                 "knn": [Options("auto", "flat", "hnsw")],
+                "vector_dtype": [Options("float32", "float16")],
             },
             asdict(self),
         )
         for name, value in checked.items():
             object.__setattr__(self, name, value)
+        if self.vector_dtype == "float16" and self.knn != "hnsw":
+            raise ConfigError(
+                'SSGConfig(vector_dtype="float16") needs knn="hnsw": an exact search would '
+                "convert every float16 row to float32 on each query and each change"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a JSON-ready dict."""

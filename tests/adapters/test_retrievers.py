@@ -137,3 +137,25 @@ def test_retrievers_of_both_frameworks_see_changes_on_the_next_call():
     index.delete("zeppelin")
     for name, r in made.items():
         assert "zeppelin" not in doc_ids(name, r), name
+
+
+def test_both_frameworks_answer_alike_from_a_float16_graph():
+    """``SSGConfig(vector_dtype="float16")`` is an index option: the adapters need nothing
+    new, and on these texts they give the answers of the float32 graph."""
+    answers = {}
+    for dtype in ("float32", "float16"):
+        emb = FakeEmbedder()
+        cfg = SSGConfig(min_intra=0.0, min_inter=0.0, knn="hnsw", vector_dtype=dtype)
+        index = SemanticIndex(embedder=emb, ssg=cfg)
+        index.add_documents([Document(f"doc{i}", t) for i, t in enumerate(TEXTS)])
+        assert index.ssg.node_vectors.dtype == dtype
+        lc = langchain_semrag.SSGRetriever(index=index, algorithm="query_traversal", k=3)
+        li = llama_index_semrag.SSGRetriever(index=index, algorithm="query_traversal", k=3)
+        lc_iar = langchain_semrag.IntentAwareRetriever(index=index, k=3)
+        answers[dtype] = (
+            [(d.metadata["doc_id"], d.metadata["start_index"]) for d in lc.invoke("the cat slept")],
+            [(n.node.ref_doc_id, n.node.start_char_idx) for n in li.retrieve("the cat slept")],
+            [d.metadata["doc_id"] for d in lc_iar.invoke("why did the market close lower")],
+        )
+        assert answers[dtype][0] == answers[dtype][1]
+    assert answers["float16"] == answers["float32"]

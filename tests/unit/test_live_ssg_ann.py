@@ -8,10 +8,15 @@ of the changes), so these tests check what it promises instead:
   values at or above the floor, best first, no repeats);
 * its lists find at least 90% of the exact lists' neighbours on clustered vectors;
 * it survives a dropped stage, compaction, and a save and load (also through
-  :class:`SemanticIndex`), and a damaged save is a typed error.
+  :class:`SemanticIndex`), and a damaged save is a typed error;
+* with ``vector_dtype="float16"`` it holds its rows (and its node index) in half the
+  bytes, and keeps every promise above, against an exact twin built from the same
+  rounded rows.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -39,7 +44,21 @@ def clustered_document(doc_id: str, n_sentences: int, seed: int, cfg: SSGConfig)
 
 
 def exact_twin(cfg: SSGConfig) -> SSGConfig:
-    return SSGConfig(**{**cfg.to_dict(), "knn": "flat"})
+    return SSGConfig(**{**cfg.to_dict(), "knn": "flat", "vector_dtype": "float32"})
+
+
+def rounded(docs: list[IndexedDocument], cfg: SSGConfig) -> list[IndexedDocument]:
+    """The documents with the rows the graph holds (float16 rounded, as float32 values)."""
+    if cfg.vector_dtype == "float32":
+        return docs
+    return [
+        dataclasses.replace(
+            d,
+            sentence_vectors=d.sentence_vectors.astype(np.float16).astype(np.float32),
+            node_vectors=d.node_vectors.astype(np.float16).astype(np.float32),
+        )
+        for d in docs
+    ]
 
 
 def assert_well_formed(ssg: LiveSSG) -> None:
@@ -84,9 +103,16 @@ steps = st.lists(
 
 
 @settings(max_examples=30, deadline=None)
-@given(ops=steps, top_x=st.integers(0, 4), floor=st.sampled_from([-1.0, 0.0, 0.3]))
-def test_every_change_keeps_the_lists_well_formed(ops, top_x, floor):
-    cfg = SSGConfig(window=2, top_k=3, top_x=top_x, top_t=2, min_inter=floor, knn="hnsw")
+@given(
+    ops=steps,
+    top_x=st.integers(0, 4),
+    floor=st.sampled_from([-1.0, 0.0, 0.3]),
+    dtype=st.sampled_from(["float32", "float16"]),
+)
+def test_every_change_keeps_the_lists_well_formed(ops, top_x, floor, dtype):
+    cfg = SSGConfig(
+        window=2, top_k=3, top_x=top_x, top_t=2, min_inter=floor, knn="hnsw", vector_dtype=dtype
+    )
     live = LiveSSG(cfg, DIM)
     docs: dict[str, IndexedDocument] = {}
     for version, (op, d, n) in enumerate(ops, start=1):
@@ -99,7 +125,9 @@ def test_every_change_keeps_the_lists_well_formed(ops, top_x, floor):
         elif doc_id in docs:
             live.apply(Change(version, (), (docs.pop(doc_id),)))
         assert_well_formed(live)
-        assert_same_except_inter(live, LiveSSG.fresh(exact_twin(cfg), DIM, list(docs.values())))
+        twin = LiveSSG.fresh(exact_twin(cfg), DIM, rounded(list(docs.values()), cfg))
+        assert_same_except_inter(live, twin)
+        assert live.node_vectors.dtype == live.sentence_matrix.dtype == np.dtype(dtype)
 
 
 def grown(cfg: SSGConfig, n_docs: int) -> tuple[LiveSSG, list[IndexedDocument]]:
@@ -120,13 +148,40 @@ def grown(cfg: SSGConfig, n_docs: int) -> tuple[LiveSSG, list[IndexedDocument]]:
     return live, [d for i, d in enumerate(docs) if i % 5]
 
 
-def test_the_lists_find_most_of_the_exact_neighbours():
-    cfg = SSGConfig(knn="hnsw")
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_lists_find_most_of_the_exact_neighbours(dtype):
+    cfg = SSGConfig(knn="hnsw", vector_dtype=dtype)
     live, survivors = grown(cfg, 240)
-    exact = LiveSSG.fresh(exact_twin(cfg), DIM, survivors)
     assert_well_formed(live)
-    assert_same_except_inter(live, exact)
-    assert recall(live, exact) >= 0.9
+    assert_same_except_inter(live, LiveSSG.fresh(exact_twin(cfg), DIM, rounded(survivors, cfg)))
+    # against the exact lists of the unrounded rows: what the rounding and the HNSW miss
+    assert recall(live, LiveSSG.fresh(exact_twin(cfg), DIM, survivors)) >= 0.9
+
+
+def test_float16_rows_and_their_node_index_take_half_the_bytes():
+    half, full = (
+        grown(SSGConfig(window=2, top_x=3, knn="hnsw", vector_dtype=dtype), 60)[0]
+        for dtype in ("float16", "float32")
+    )
+    assert half.node_vectors.dtype == half.sentence_matrix.dtype == np.float16
+    assert half.node_vectors.nbytes * 2 == full.node_vectors.nbytes
+    assert half.sentence_matrix.nbytes * 2 == full.sentence_matrix.nbytes
+    # the node index holds the same float16 values (FAISS's fp16 codes: 2 bytes a value)
+    import faiss
+
+    graph = half.graph.node_ann._graph
+    storage = faiss.downcast_index(graph.storage)
+    assert type(graph).__name__ == "IndexHNSWSQ" and storage.code_size == 2 * DIM
+    live = half.node_serial
+    np.testing.assert_array_equal(
+        graph.reconstruct_n(0, graph.ntotal)[live], half.node_vectors.astype(np.float32)
+    )
+    # the 3-d projection is the PCA of the rounded rows
+    from semrag.graph.ssg import fit_pca3
+
+    mean, comps = fit_pca3(half.node_vectors)
+    np.testing.assert_allclose(half.graph.pca_mean, mean, atol=1e-6)
+    np.testing.assert_allclose(np.abs(half.graph.pca_components), np.abs(comps), atol=1e-4)
 
 
 def test_a_dropped_stage_and_compaction_leave_the_index_consistent():
@@ -173,13 +228,17 @@ TEXTS = [
 ]
 
 
-def test_semantic_index_keeps_the_approximate_graph_through_changes_and_saves(tmp_path):
-    cfg = SSGConfig(window=2, top_x=2, min_inter=0.0, knn="hnsw")
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_semantic_index_keeps_the_approximate_graph_through_changes_and_saves(tmp_path, dtype):
+    cfg = SSGConfig(window=2, top_x=2, min_inter=0.0, knn="hnsw", vector_dtype=dtype)
     index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg)
     index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS[:3])])
     index.save(tmp_path / "idx")
     back = SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=32))
-    assert back.ssg_config.knn == "hnsw"
+    assert back.ssg_config == cfg
+    # the documents' vectors are views of the graph's rows, held once, in its dtype
+    assert back.sentence_vectors("t1").dtype == back.ssg_view().sentence_matrix.dtype == dtype
+    np.testing.assert_array_equal(back.ssg.node_vectors, index.ssg.node_vectors)
     back.add_documents([Document("t3", TEXTS[3])])
     back.delete("t0")
     graph = back.ssg
@@ -242,3 +301,54 @@ def test_the_anchor_search_uses_the_node_index_of_its_version():
     assert isinstance(
         SemanticIndex(embedder=FakeEmbedder(dim=32)).ssg_view().node_index, _NodeSearch
     )
+
+
+def test_a_node_index_saved_in_another_dtype_is_a_typed_error(tmp_path):
+    import json
+
+    cfg = SSGConfig(window=2, top_x=2, min_inter=0.0, knn="hnsw", vector_dtype="float16")
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg)
+    index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS)])
+    index.save(tmp_path / "idx")
+    manifest = tmp_path / "idx" / "manifest.json"
+    m = json.loads(manifest.read_text())
+    m["ssg"]["vector_dtype"] = "float32"  # the manifest now disagrees with ssg_ann.faiss
+    manifest.write_text(json.dumps(m))
+    with pytest.raises(StoreError, match="IndexHNSWSQ"):
+        SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=32))
+
+
+def test_float16_rows_score_the_traversals_from_the_rounded_values():
+    """A traversal's node scores are the rounded rows times the query, and its answers are
+    those of the float32 graph on these texts (rounding moves a cosine by about 1e-3)."""
+    from semrag import SSGRetriever
+
+    answers = {}
+    for dtype in ("float32", "float16"):
+        cfg = SSGConfig(window=2, top_x=2, min_inter=0.0, knn="hnsw", vector_dtype=dtype)
+        index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg)
+        index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS)])
+        retriever = SSGRetriever(index, algorithm="query_traversal", k=3)
+        q = index.embed_query("bees and honey").astype(np.float64)
+        rows = index.ssg.node_vectors
+        steps = retriever.traverse("bees and honey").steps
+        assert steps and rows.dtype == dtype
+        for step in steps:
+            assert step.step_score == pytest.approx(float(rows[step.node] @ q), abs=1e-6)
+        answers[dtype] = [(h.chunk.doc_id, h.chunk.start) for h in retriever.retrieve("bees")]
+    assert answers["float16"] == answers["float32"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"vector_dtype": "float16"}, 'needs knn="hnsw"'),
+        ({"vector_dtype": "float16", "knn": "auto"}, 'needs knn="hnsw"'),
+        ({"vector_dtype": "int8", "knn": "hnsw"}, "vector_dtype='int8' is not allowed"),
+    ],
+)
+def test_a_float16_graph_without_its_node_index_is_refused(options, message):
+    from semrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        SSGConfig(**options)
