@@ -15,13 +15,19 @@ derived graph), write (the store), communities, reports. Latency: p50 / p95 of s
 timed queries for every non-LLM retriever, with the graph's degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
-[--knn auto|flat|hnsw] [--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md
-(how each stage and each p50 grows between two reports).
+[--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--index-only] [--out F];
+python benchmarks/scale.py --exponents SMALL.md LARGE.md (how each stage and each p50 grows
+between two reports). ``--index-only`` skips the knowledge graph (its stages and the
+retrievers that need it); ``--vector-dtype float16`` holds the SSG's rows as float16 (with
+``--knn hnsw``). Besides the peak RSS, the report gives the RSS after the index is built
+(what it holds, the transient copies of the build freed) and the bytes of the SSG's rows
+and node index.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import resource
 import statistics
@@ -162,6 +168,29 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def current_mb() -> float:
+    """The process's resident set now, after a garbage collection (Linux)."""
+    gc.collect()
+    with open("/proc/self/status", encoding="ascii") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return kb / 1024
+
+
+def ssg_bytes(index: SemanticIndex) -> tuple[int, int]:
+    """Bytes of the SSG's node and sentence rows, and of its HNSW node index (0 without)."""
+    import faiss
+
+    view = index.ssg_view()
+    rows = view.graph.node_vectors.nbytes + view.sentence_matrix.nbytes
+    ann = view.graph.node_ann
+    if ann is None or ann._graph is None:
+        return rows, 0
+    graph = ann._graph
+    storage = faiss.downcast_index(graph.storage)
+    links = graph.hnsw.neighbors.size() * 4 + graph.hnsw.offsets.size() * 8
+    return rows, storage.ntotal * storage.code_size + links
+
+
 def timed_parts(index: SemanticIndex, spent: dict[str, float]) -> None:
     """Record the time each of the index's parts takes to stage a change."""
     for name, part in index.parts.items():
@@ -243,6 +272,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a smoke run: about 1,000 chunks")
     ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
     ap.add_argument("--knn", choices=["auto", "flat", "hnsw"], default="auto")
+    ap.add_argument("--vector-dtype", choices=["float32", "float16"], default="float32")
+    ap.add_argument("--index-only", action="store_true", help="no knowledge graph")
     ap.add_argument("--out")
     ap.add_argument("--exponents", nargs=2, metavar=("SMALL", "LARGE"), help="compare two reports")
     args = ap.parse_args()
@@ -255,8 +286,9 @@ def main() -> None:
 
     spent: dict[str, float] = {}
     rss: dict[str, float] = {"start": peak_mb()}
+    ssg_config = SSGConfig(knn=args.knn, vector_dtype=args.vector_dtype)
     index = SemanticIndex(
-        embedder=embedder, chunk_vectors="mean", ssg=SSGConfig(knn=args.knn), show_progress=True
+        embedder=embedder, chunk_vectors="mean", ssg=ssg_config, show_progress=True
     )
     timed_parts(index, spent)
     model_before = embedder.model_s
@@ -265,17 +297,20 @@ def main() -> None:
     total = time.perf_counter() - t0
     rss["index"] = peak_mb()
     embedder.save()
+    rss["held"] = current_mb()
+    rows_b, ann_b = ssg_bytes(index)
     embed_s = embedder.model_s - model_before
     parts_s = sum(spent.values())
     # progress on stderr, so a run stopped later still tells how far it got
     print(f"index: {total:.1f} s, parts {spent}, RSS {rss['index']:.0f} MB", file=sys.stderr)
 
-    kg = KnowledgeGraph.build(index, communities=False)
-    print(f"graph: {kg.timings}, RSS {peak_mb():.0f} MB", file=sys.stderr)
-    kg.build_communities()
+    kg = None if args.index_only else KnowledgeGraph.build(index, communities=False)
+    if kg is not None:
+        print(f"graph: {kg.timings}, RSS {peak_mb():.0f} MB", file=sys.stderr)
+        kg.build_communities()
+        print(f"communities: {kg.timings}, RSS {peak_mb():.0f} MB", file=sys.stderr)
     rss["graph"] = peak_mb()
-    print(f"communities: {kg.timings}, RSS {rss['graph']:.0f} MB", file=sys.stderr)
-    t = kg.timings
+    t = kg.timings if kg is not None else {}
     stages = [
         {"stage": "chunk (split, chunk, mean vectors)", "s": total - embed_s - parts_s},
         {"stage": "embed (model calls, distinct sentences)", "s": embed_s},
@@ -290,6 +325,8 @@ def main() -> None:
     ]
     index_s = sum(r["s"] for r in stages[:5]) - embed_s
     graph_s = sum(r["s"] for r in stages[5:])
+    if kg is None:
+        stages = stages[:5]
 
     run = {
         "dense": lambda q: index.search(q, k=10),
@@ -299,9 +336,10 @@ def main() -> None:
     for algorithm in ALGORITHMS:
         if algorithm != "llm_guided_traversal":
             run[f"SSG {algorithm}"] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
-    run["SKETCH"] = SketchRetriever(index, kg, k=10).retrieve
-    run["local"] = CommunityRetriever(index, kg, mode="local", k=10).retrieve
-    run["global"] = CommunityRetriever(index, kg, mode="global", k=10).retrieve
+    if kg is not None:
+        run["SKETCH"] = SketchRetriever(index, kg, k=10).retrieve
+        run["local"] = CommunityRetriever(index, kg, mode="local", k=10).retrieve
+        run["global"] = CommunityRetriever(index, kg, mode="global", k=10).retrieve
     lat = []
     for name, fn in run.items():
         p50, p95 = latency(fn)
@@ -310,25 +348,34 @@ def main() -> None:
 
     g = index.ssg
     degree = np.diff(g.indptr)
-    counts = kg.store.counts()
+    counts = kg.store.counts() if kg is not None else {}
+    graph_note = (
+        "no knowledge graph (--index-only)"
+        if kg is None
+        else f"heuristic knowledge graph in memory ({counts.get('entities', 0):,} entities, "
+        f"{counts.get('relations', 0):,} relations)"
+    )
     report = (
         header(
             f"Scale: {len(index.chunks()):,} chunks",
             f"../shared/data/sectioned_text sections, recombined ({len(docs):,} documents, "
             f"{len(index.chunks()):,} chunks, {g.n_nodes:,} window nodes); embedder: "
             f"{args.embedder} (each distinct sentence once; chunk vectors: mean of their "
-            f"sentences); SSGConfig(knn={args.knn!r}); heuristic knowledge graph in memory "
-            f"({counts.get('entities', 0):,} entities, {counts.get('relations', 0):,} "
-            "relations)",
+            f"sentences); SSGConfig(knn={args.knn!r}, vector_dtype={args.vector_dtype!r}); "
+            + graph_note,
         )
         + "\n"
         + table(stages, ["stage", "s"])
-        + f"\n\nIndex + SSG build, embedding excluded: {index_s:,.1f} s; heuristic knowledge "
-        f"graph: {graph_s:,.1f} s. Peak RSS: {rss['start']:,.0f} MB before the index (the "
+        + f"\n\nIndex + SSG build, embedding excluded: {index_s:,.1f} s"
+        + (f"; heuristic knowledge graph: {graph_s:,.1f} s" if kg is not None else "")
+        + f". Peak RSS: {rss['start']:,.0f} MB before the index (the "
         "corpus, the sentence-vector cache, the libraries), "
         f"{rss['index']:,.0f} MB after the index, "
-        f"{rss['graph']:,.0f} MB after the graph, {rss['queries']:,.0f} MB after the "
-        "queries.\n\n"
+        + (f"{rss['graph']:,.0f} MB after the graph, " if kg is not None else "")
+        + f"{rss['queries']:,.0f} MB after the "
+        f"queries. RSS once the index is built: {rss['held']:,.0f} MB, of which the SSG's "
+        f"node and sentence rows are {rows_b / 2**20:,.0f} MB and its HNSW node index "
+        f"{ann_b / 2**20:,.0f} MB.\n\n"
         + f"SSG degree: mean {degree.mean():.2f}, median {np.median(degree):.0f}, max "
         f"{degree.max()}; inter-document edges: {int((g.kinds == 1).sum()):,} of "
         f"{g.indices.size:,}.\n\n" + table(lat, ["retriever", "p50 ms", "p95 ms"]) + "\n"

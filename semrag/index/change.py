@@ -40,12 +40,13 @@ class IndexedDocument:
     Attributes:
         doc: the document (id, text, metadata).
         sentences: its sentence spans.
-        sentence_vectors: one unit vector per sentence.
+        sentence_vectors: one unit vector per sentence (once indexed with an SSG, a view
+            of the graph's rows: float16 with ``SSGConfig(vector_dtype="float16")``).
         chunks: the chunker's chunks.
         chunk_ids: the integer id of each chunk in the dense and sparse parts.
         chunk_vectors: one unit vector per chunk.
         node_ranges: the sentence ranges of its SSG window nodes (empty without an SSG).
-        node_vectors: one unit vector per window node.
+        node_vectors: one unit vector per window node (held like ``sentence_vectors``).
         themes: its themes (keywords, or an LLM's).
         theme_vector: the unit vector of its themes.
     """

@@ -411,7 +411,11 @@ class SemanticIndex:
             return self.dense.vectors_of(chunk_ids)
 
     def sentence_vectors(self, doc_id: str) -> Floats:
-        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`."""
+        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`.
+
+        Float32, or float16 when the index holds its SSG rows so
+        (``SSGConfig(vector_dtype="float16")``).
+        """
         return self._entries[doc_id].sentence_vectors
 
     def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
