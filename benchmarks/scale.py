@@ -178,17 +178,10 @@ def current_mb() -> float:
 
 def ssg_bytes(index: SemanticIndex) -> tuple[int, int]:
     """Bytes of the SSG's node and sentence rows, and of its HNSW node index (0 without)."""
-    import faiss
-
     view = index.ssg_view()
     rows = view.graph.node_vectors.nbytes + view.sentence_matrix.nbytes
     ann = view.graph.node_ann
-    if ann is None or ann._graph is None:
-        return rows, 0
-    graph = ann._graph
-    storage = faiss.downcast_index(graph.storage)
-    links = graph.hnsw.neighbors.size() * 4 + graph.hnsw.offsets.size() * 8
-    return rows, storage.ntotal * storage.code_size + links
+    return rows, ann.nbytes if ann is not None else 0
 
 
 def timed_parts(index: SemanticIndex, spent: dict[str, float]) -> None:

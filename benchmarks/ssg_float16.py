@@ -79,7 +79,7 @@ def main() -> None:
     # one embedding of each text, shared by the three builds and every query
     emb = SentenceTransformerEmbedder(batch_size=BATCH, cache_size=1_000_000)
 
-    indexes, builds, answers, quality, speed = {}, [], {}, [], []
+    indexes, builds, answers, quality, agreement = {}, [], {}, [], []
     for name, cfg in BUILDS.items():
         index = SemanticIndex(embedder=emb, ssg=cfg)
         spent: dict[str, float] = {}
@@ -126,20 +126,14 @@ def main() -> None:
             quality.append(row)
             print(row, flush=True)
         a, b = answers[(algorithm, "hnsw, float32")], answers[(algorithm, "hnsw, float16")]
-        speed.append(
+        pairs = [(set(x[:K]), x[:K] == y[:K], set(y[:K])) for x, y in zip(a, b, strict=True)]
+        agreement.append(
             {
                 "algorithm": algorithm,
                 "top-10 paragraphs shared (float16 vs float32)": float(
-                    np.mean(
-                        [
-                            len(set(x[:K]) & set(y[:K])) / max(1, len(x[:K]))
-                            for x, y in zip(a, b, strict=True)
-                        ]
-                    )
+                    np.mean([len(x & y) / max(1, len(x)) for x, _, y in pairs])
                 ),
-                "identical top-10": float(
-                    np.mean([x[:K] == y[:K] for x, y in zip(a, b, strict=True)])
-                ),
+                "identical top-10": float(np.mean([same for _, same, _ in pairs])),
             }
         )
     data = (
@@ -155,7 +149,7 @@ def main() -> None:
             "",
             table(quality, ["retriever", "full@10", "para@10", "full@20", "para@20", "p50 ms"]),
             "",
-            table(speed, list(speed[0])),
+            table(agreement, list(agreement[0])),
             "",
         ]
     )

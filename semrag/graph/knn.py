@@ -307,6 +307,17 @@ class NodeANN:
         first = self.n + stale
         return self._with(graph, dead), np.arange(first, first + vectors.shape[0])
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the FAISS graph: its stored vectors (codes) and its links."""
+        if self._graph is None:
+            return 0
+        faiss = _faiss()
+        storage = faiss.downcast_index(self._graph.storage)
+        hnsw = self._graph.hnsw
+        links = hnsw.neighbors.size() * 4 + hnsw.offsets.size() * 8
+        return int(storage.ntotal * storage.code_size + links)
+
     def needs_compaction(self) -> bool:
         """True once removed rows are a quarter of the graph."""
         return bool(self.dead.sum() * 4 > self.n)

@@ -72,9 +72,10 @@ class SSGConfig:
     """How the graph holds its node and sentence vectors: ``"float32"``, or ``"float16"``
     (half the memory; needs ``knn="hnsw"``, whose node index then holds them as float16
     too). With ``"float16"`` each vector is rounded once when its document is added, and
-    every similarity (edges, anchors, traversal scores) is computed from the rounded values,
-    so a graph changed step by step still equals one built from the same changes' rounded
-    rows. Rounding moves a unit vector's cosine with another by about 1e-3 at most."""
+    every similarity (edges, PCA, anchors, traversal scores) is computed from the rounded
+    values, so the intra-document lists, bridges and projection equal an exact build's over
+    the rounded rows. Rounding moves a unit vector's cosine with another by about 1e-3 at
+    most."""
 
     def __post_init__(self) -> None:
         at_least_1 = [Interval(INT, 1, None)]

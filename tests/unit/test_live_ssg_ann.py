@@ -172,6 +172,8 @@ def test_float16_rows_and_their_node_index_take_half_the_bytes():
     graph = half.graph.node_ann._graph
     storage = faiss.downcast_index(graph.storage)
     assert type(graph).__name__ == "IndexHNSWSQ" and storage.code_size == 2 * DIM
+    codes = half.graph.node_ann.nbytes - full.graph.node_ann.nbytes  # same links, half codes
+    assert codes == -2 * DIM * graph.ntotal
     live = half.node_serial
     np.testing.assert_array_equal(
         graph.reconstruct_n(0, graph.ntotal)[live], half.node_vectors.astype(np.float32)
