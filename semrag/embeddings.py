@@ -252,9 +252,12 @@ class BaseEmbedder:
         found.update(zip(missing, vecs, strict=True))
         if not self.cache_size:
             return
+        # Cache copies of the rows that stay, not views: a view would keep the whole
+        # batch alive (a bulk load's hundreds of MB) for as long as one of its rows is cached.
+        kept = missing[-self.cache_size :]
         with self._lock:
-            for t in missing:
-                self._cache[t] = found[t]
+            for t in kept:
+                self._cache[t] = found[t].copy()
                 self._cache.move_to_end(t)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)

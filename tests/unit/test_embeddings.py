@@ -92,6 +92,19 @@ def test_cache_is_size_limited_lru():
     assert emb.cache_info().size == 2
 
 
+def test_cache_holds_its_rows_not_the_batch():
+    # A cached row that were a view of a bulk batch would keep the whole batch alive.
+    emb = FakeEmbedder(dim=8, cache_size=3)
+    texts = [f"text {i}" for i in range(50)]
+    out = emb.embed(texts)
+    cached = dict(emb._cache)
+    assert list(cached) == texts[-3:]
+    for text, vec in cached.items():
+        assert vec.base is None and vec.shape == (8,)  # owns 8 floats, nothing more
+        np.testing.assert_array_equal(vec, out[texts.index(text)])
+    np.testing.assert_array_equal(emb.embed(texts[-3:]), out[-3:])
+
+
 def test_cache_disabled():
     emb = Scripted(ones(3), cache_size=0)
     emb.embed(["a"])
