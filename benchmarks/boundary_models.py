@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 import time
+from functools import partial
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -154,35 +155,49 @@ def short_text_rows(emb, tok) -> list[dict]:
     return rows
 
 
-def choose_rows(chunkers: dict, sets: dict) -> list[dict]:
-    """Mean dev Pk of each trained chunker over a (rule, threshold) grid, sets weighted equally.
+def scored_gaps(chunker, sets: dict) -> dict[str, list]:
+    """Per set: (word starts, gold boundaries, stats) of each document, scored once.
 
-    Each chunker scores every gap of every development document once (its own sentence
-    splitting, no cap, no merging); the breaks of each rule and threshold follow from those
-    scores exactly as the chunker makes them (:func:`gap_breaks`), so the grid costs one
-    embedding pass.
+    The chunker scores every gap of every document (its own sentence splitting, no cap, no
+    merging); any break rule can then be applied to those scores exactly as the chunker
+    applies it (:func:`gap_breaks`), so a grid of rules costs one embedding pass.
     """
-    grid = np.round(np.arange(0.02, 0.61, 0.02), 2)
+    scored = {}
+    for set_name, docs in sets.items():
+        results = chunker.chunk_with_stats([d.text for d in docs])
+        scored[set_name] = [
+            (words, boundaries_from_offsets(words, doc.section_starts), r.stats)
+            for doc, r in zip(docs, results, strict=True)
+            for words in (word_starts(doc.text),)
+        ]
+    return scored
+
+
+def pk_of_rule(items: list, breaks_of) -> tuple[float, float]:
+    """Mean Pk and mean breaks per document when ``breaks_of(p)`` picks the breaking gaps."""
+    pks, counts = [], []
+    for words, gold, stats in items:
+        breaks = np.flatnonzero(breaks_of(np.asarray(stats.scores, dtype=np.float64)))
+        starts = [0] + [stats.sentences[g + 1].start for g in breaks]
+        pks.append(pk(gold, boundaries_from_offsets(words, starts)))
+        counts.append(len(breaks))
+    return float(np.mean(pks)), float(np.mean(counts))
+
+
+GRID = np.round(np.arange(0.02, 0.61, 0.02), 2)
+
+
+def choose_rows(chunkers: dict, sets: dict) -> list[dict]:
+    """Mean dev Pk of each trained chunker over a (rule, threshold) grid, sets weighted equally."""
     rows = []
     for name, chunker in chunkers.items():
-        scored = {}  # per set: (word starts, gold boundaries, stats) of each document
-        for set_name, docs in sets.items():
-            results = chunker.chunk_with_stats([d.text for d in docs])
-            scored[set_name] = [
-                (words, boundaries_from_offsets(words, doc.section_starts), r.stats)
-                for doc, r in zip(docs, results, strict=True)
-                for words in (word_starts(doc.text),)
-            ]
+        scored = scored_gaps(chunker, sets)
         for rule in BREAK_RULES:
-            for t in grid:
-                per_set = {}
-                for set_name, items in scored.items():
-                    pks = []
-                    for words, gold, stats in items:
-                        breaks = np.flatnonzero(gap_breaks(stats.scores, float(t), rule))
-                        starts = [0] + [stats.sentences[g + 1].start for g in breaks]
-                        pks.append(pk(gold, boundaries_from_offsets(words, starts)))
-                    per_set[set_name] = float(np.mean(pks))
+            for t in GRID:
+                breaks_of = partial(gap_breaks, threshold=float(t), rule=rule)
+                per_set = {
+                    set_name: pk_of_rule(items, breaks_of)[0] for set_name, items in scored.items()
+                }
                 rows.append(
                     {
                         "chunker": name,
@@ -193,6 +208,83 @@ def choose_rows(chunkers: dict, sets: dict) -> list[dict]:
                     }
                 )
     return rows
+
+
+def _zscore_breaks(p: np.ndarray, t: float, c: float) -> np.ndarray:
+    """Valley gaps below ``t`` that are also ``c`` standard deviations below the document's mean."""
+    low = gap_breaks(p, t, "valley")
+    if p.size < 2:
+        return low
+    return low & (p < p.mean() - c * p.std())
+
+
+def _depth_breaks(p: np.ndarray, t: float, c: float) -> np.ndarray:
+    """A depth cut (after TextTiling): valleys below ``t`` whose depth beats mean + c * std.
+
+    A gap's depth is how far p falls below the highest p on its left plus on its right; the
+    mean and standard deviation are over the document's valleys below ``t``.
+    """
+    low = gap_breaks(p, t, "valley")
+    if p.size < 2 or not low.any():
+        return low
+    left = np.maximum.accumulate(p)  # highest p at or before each gap
+    right = np.maximum.accumulate(p[::-1])[::-1]
+    depth = (left - p) + (right - p)
+    d = depth[low]
+    return low & (depth > d.mean() + c * d.std())
+
+
+def rule_study_rows(chunkers: dict, sets: dict) -> tuple[list[dict], list[dict]]:
+    """Why one rule cannot fit every set: each set's own best threshold, and relative rules.
+
+    First table: for each trained chunker and development set, the valley threshold with
+    the lowest Pk on that set alone (thresholds 0.02-0.98), its breaks per document and the
+    gold sections' boundaries per document. Second table: the best setting of each
+    document-relative rule (a z-score cut or TextTiling's depth cut on the document's own
+    curve, on top of the valley rule and a threshold), by mean Pk over the sets.
+    """
+    per_set_rows, relative_rows = [], []
+    wide = np.round(np.arange(0.02, 0.99, 0.04), 2)
+    for name, chunker in chunkers.items():
+        scored = scored_gaps(chunker, sets)
+        for set_name, items in scored.items():
+            results = [
+                (*pk_of_rule(items, partial(gap_breaks, threshold=float(t), rule="valley")), t)
+                for t in wide
+            ]
+            best_pk, breaks, t = min(results)
+            per_set_rows.append(
+                {
+                    "chunker": name,
+                    "data": set_name,
+                    "best threshold (this set alone)": float(t),
+                    "Pk": best_pk,
+                    "breaks / document": breaks,
+                    "gold boundaries / document": float(
+                        np.mean([int(np.sum(gold)) for _, gold, _ in items])
+                    ),
+                }
+            )
+        for rule, fn in (("z-score", _zscore_breaks), ("depth", _depth_breaks)):
+            best = None
+            for t in [*GRID[::2].tolist(), 0.7, 0.9, 1.01]:
+                for c in (-0.5, 0.0, 0.5, 1.0, 1.5):
+                    per_set = {
+                        set_name: pk_of_rule(items, partial(fn, t=float(t), c=c))[0]
+                        for set_name, items in scored.items()
+                    }
+                    mean = float(np.mean(list(per_set.values())))
+                    if best is None or mean < best["mean dev Pk"]:
+                        best = {
+                            "chunker": name,
+                            "rule": rule,
+                            "threshold": t,
+                            "c": c,
+                            "mean dev Pk": mean,
+                            **per_set,
+                        }
+            relative_rows.append(best)
+    return per_set_rows, relative_rows
 
 
 def apply_choice(weights: str, row: dict, argv: str) -> None:
@@ -371,7 +463,7 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=["quality", "retrieval", "speed"],
-        choices=["pairs", "recipes", "short", "choose", "quality", "retrieval", "speed"],
+        choices=["pairs", "recipes", "short", "choose", "rules", "quality", "retrieval", "speed"],
     )
     ap.add_argument(
         "--cache",
@@ -475,6 +567,12 @@ def main() -> None:
                 portable = [os.path.basename(a) if os.sep in a else a for a in sys.argv[1:]]
                 apply_choice(weights, winner, " ".join(portable))
         for r in chosen_rows:
+            print(r, flush=True)
+    per_set_rows, relative_rows = [], []
+    if "rules" in args.parts:
+        trained_chunkers = {k: v for k, v in ours.items() if "SemanticChunker" not in k}
+        per_set_rows, relative_rows = rule_study_rows(trained_chunkers, dev_used)
+        for r in per_set_rows + relative_rows:
             print(r, flush=True)
     recipes = recipe_rows(base, args.cache) if "recipes" in args.parts else []
     rows = []
@@ -640,6 +738,20 @@ def main() -> None:
             ),
             "",
             table(chosen_rows, list(chosen_rows[0])),
+            "",
+        ]
+    if per_set_rows:
+        parts += [
+            header(
+                "PSC / MFC: each development set's own best threshold, and relative rules",
+                quality_data(dev_sets, args, dev=True)
+                + "; valley rule, thresholds 0.02-0.98 for each set alone; relative rules: "
+                "threshold x c grid, lowest mean Pk over the sets",
+            ),
+            "",
+            table(per_set_rows, list(per_set_rows[0])),
+            "",
+            table(relative_rows, list(relative_rows[0])),
             "",
         ]
     if short_rows:
