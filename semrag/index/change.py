@@ -44,7 +44,8 @@ class IndexedDocument:
             of the graph's rows: float16 with ``SSGConfig(vector_dtype="float16")``).
         chunks: the chunker's chunks.
         chunk_ids: the integer id of each chunk in the dense and sparse parts.
-        chunk_vectors: one unit vector per chunk.
+        chunk_vectors: one unit vector per chunk (once indexed, a read-only view of the
+            dense part's rows).
         node_ranges: the sentence ranges of its SSG window nodes (empty without an SSG).
         node_vectors: one unit vector per window node (held like ``sentence_vectors``).
         themes: its themes (keywords, or an LLM's).

@@ -138,6 +138,35 @@ class DenseIndex:
             raise KeyError(f"ids not in the index: {want[~found][:5].tolist()}")
         return v.vectors[rows]
 
+    def rows_view(self, ids: Sequence[int] | Ints) -> Floats:
+        """The stored vectors of ``ids`` without a copy, when they are consecutive rows.
+
+        A document's chunks have consecutive ids, so they sit in consecutive rows and this
+        is a read-only view of them in the buffer (:attr:`buffer`); other ids get a copy,
+        as :meth:`vectors_of` gives. A view keeps the buffer it reads alive after the
+        index moves its rows to a new one, so a holder points again when :attr:`buffer`
+        changes.
+
+        Raises:
+            KeyError: if an id is not in the index.
+        """
+        v = self._version
+        want = np.asarray(ids, dtype=np.int64).ravel()
+        rows, found = v.rows_of(want)
+        if not found.all():
+            raise KeyError(f"ids not in the index: {want[~found][:5].tolist()}")
+        if not rows.size or (np.diff(rows) != 1).any():
+            return v.vectors[rows]
+        out = v.vectors[rows[0] : rows[-1] + 1]
+        out.flags.writeable = False
+        return out
+
+    @property
+    def buffer(self) -> Floats:
+        """The array holding the rows now; it moves when they outgrow it or are compacted."""
+        vectors = self._version.vectors
+        return vectors if vectors.base is None else vectors.base
+
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """Return ``(scores, ids)`` of shape ``(n_queries, k)``; missing slots have id -1.
 

@@ -116,6 +116,18 @@ class StoreBackedDense:
         """The vectors of ``ids`` (kept by the index, not read back from the store)."""
         return self._vectors.vectors_of(ids)
 
+    def rows_view(self, ids: Sequence[int] | Ints) -> Floats:
+        """The vectors of ``ids``: a view when their rows are consecutive.
+
+        See :meth:`DenseIndex.rows_view`.
+        """
+        return self._vectors.rows_view(ids)
+
+    @property
+    def buffer(self) -> Floats:
+        """The array holding the published vectors now (:attr:`DenseIndex.buffer`)."""
+        return self._vectors.buffer
+
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """``(scores, ids)`` of shape ``(n_queries, k)``, as :meth:`DenseIndex.search`.
 

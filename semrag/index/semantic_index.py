@@ -641,25 +641,32 @@ class SemanticIndex:
             return change
 
     def _share_vectors(self, added: Iterable[IndexedDocument]) -> None:
-        """Point documents' sentence and node vectors at the graph's rows: held once.
+        """Point documents' vectors at the rows the parts search: each vector held once.
 
-        The SSG keeps every sentence and window-node vector in one array each; a
-        document's arrays become views of its rows there, so the arrays ingestion made
-        are freed. Those arrays move when the rows outgrow them or are compacted (a
-        delete); then every document is pointed again, which costs what the move did.
-        The values never change, so a reader sees the same vectors either way.
+        The dense part keeps every chunk vector in one array, the SSG every sentence and
+        window-node vector in one array each; a document's arrays become views of its rows
+        there, so the arrays ingestion made are freed. Those arrays move when the rows
+        outgrow them or are compacted (a delete); then every document is pointed again,
+        which costs what the move did. The values never change, so a reader sees the same
+        vectors either way.
         """
-        ssg = self._ssg
-        if ssg is None:
-            return
-        buffers = ssg.buffers()
-        moved = self._shared is None or any(
-            ref() is not buf for ref, buf in zip(self._shared, buffers, strict=True)
+        dense, ssg = self._dense, self._ssg
+        buffers = (
+            *((dense.buffer,) if dense is not None else ()),
+            *(ssg.buffers() if ssg is not None else ()),
+        )
+        moved = (
+            self._shared is None
+            or len(self._shared) != len(buffers)
+            or any(ref() is not buf for ref, buf in zip(self._shared, buffers, strict=True))
         )
         for e in self._entries.values() if moved else added:
-            sentences, nodes = ssg.document_rows(e.id)
-            object.__setattr__(e, "sentence_vectors", sentences)  # the same values, shared
-            object.__setattr__(e, "node_vectors", nodes)
+            if dense is not None:  # the same values, shared
+                object.__setattr__(e, "chunk_vectors", dense.rows_view(e.chunk_ids))
+            if ssg is not None:
+                sentences, nodes = ssg.document_rows(e.id)
+                object.__setattr__(e, "sentence_vectors", sentences)
+                object.__setattr__(e, "node_vectors", nodes)
         self._shared = tuple(weakref.ref(b) for b in buffers)
 
     def _publish_view(self) -> None:
@@ -1379,7 +1386,7 @@ class SemanticIndex:
                 svecs[s_pos : s_pos + len(spans)],
                 chunks,
                 ids,
-                index._dense.vectors_of(ids),
+                index._dense.rows_view(ids),
                 ranges,
                 nvecs[n_pos : n_pos + len(ranges)],
                 list(r["themes"]),
@@ -1400,8 +1407,8 @@ class SemanticIndex:
             )
         if ssg_cfg:
             index._ssg = index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs)
-            index._share_vectors(())
             index._publish_view()
+        index._share_vectors(())
         return index
 
     def _ssg_from_saved(

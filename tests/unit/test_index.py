@@ -459,6 +459,39 @@ def test_dense_index_appends_in_place_and_keeps_ids_sorted():
     assert idx.search(rows[1], 1)[1][0][0] in idx.ids
 
 
+def test_dense_rows_view_is_the_stored_rows_without_a_copy():
+    idx = DenseIndex(2)
+    rows = np.random.default_rng(0).normal(size=(6, 2)).astype(np.float32)
+    idx.add(range(6), rows)
+    view = idx.rows_view([2, 3, 4])
+    np.testing.assert_array_equal(view, rows[2:5])
+    assert np.shares_memory(view, idx.buffer) and not view.flags.writeable
+    gaps = idx.rows_view([1, 3])  # not consecutive rows: a copy
+    np.testing.assert_array_equal(gaps, rows[[1, 3]])
+    assert not np.shares_memory(gaps, idx.buffer)
+    with pytest.raises(KeyError):
+        idx.rows_view([5, 6])
+    before = idx.buffer
+    idx.add(range(6, 200), np.ones((194, 2), np.float32))  # outgrows the buffer: it moves
+    assert idx.buffer is not before and not np.shares_memory(view, idx.buffer)
+    idx.remove(range(100))  # compacted: it moves again
+    np.testing.assert_array_equal(idx.rows_view([100, 101]), np.ones((2, 2)))
+
+
+def test_every_vector_is_held_once_without_an_ssg_too(tmp_path):
+    index = make_index(ssg=False)
+    assert index._ssg is None
+    for doc_id in index.doc_ids:
+        e = index.indexed(doc_id)
+        assert np.shares_memory(e.chunk_vectors, index.dense.buffer)
+    index.save(tmp_path / "i")
+    loaded = SemanticIndex.load(tmp_path / "i", embedder=FakeEmbedder())
+    for doc_id in loaded.doc_ids:
+        e, old = loaded.indexed(doc_id), index.indexed(doc_id)
+        assert np.shares_memory(e.chunk_vectors, loaded.dense.buffer)
+        np.testing.assert_array_equal(e.chunk_vectors, old.chunk_vectors)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(

@@ -395,10 +395,13 @@ class LivingIndex(RuleBasedStateMachine):
         assert chunk_table(self.index) == chunk_table(fresh)
         assert_same_ssg(self.index._ssg, fresh._ssg)
         sentences, nodes = self.index._ssg.buffers()  # every vector held once: the graph's
+        chunk_rows = self.index.dense.buffer  # and the dense part's
         for doc_id in self.index.doc_ids:
             e = self.index.indexed(doc_id)
             assert not e.sentence_vectors.size or np.shares_memory(e.sentence_vectors, sentences)
             assert not e.node_vectors.size or np.shares_memory(e.node_vectors, nodes)
+            assert not e.chunk_vectors.size or np.shares_memory(e.chunk_vectors, chunk_rows)
+            np.testing.assert_array_equal(e.chunk_vectors, self.index.dense.vectors_of(e.chunk_ids))
         fresh_kg = KnowledgeGraph.build(fresh, communities=False)  # in the embedded store
         assert graph_table(self.kg) == graph_table(fresh_kg)
         ents, vectors = self.kg.entity_vectors()  # kept per change, or read from a save
