@@ -332,16 +332,6 @@ _PCA = (
     "MATCH (s:SemragIndexState {name: $name}) "
     "RETURN s.pca_mean AS mean, s.pca_components AS components"
 )
-_ANCHORS = (  # the version read with the candidates: one round trip
-    "MATCH (s:SemragIndexState {name: $name}) "
-    "CALL () { CALL db.index.vector.queryNodes('semrag_window_embedding', $n, $vector) "
-    "YIELD node AS w MATCH (d:SemragDocument {id: w.doc_id}) "
-    "RETURN collect({key: w.key, doc_id: w.doc_id, first: w.first, end: w.end, vec: w.vec, "
-    "n: w.n, seq: d.seq, metadata: d.metadata}) AS nodes } "
-    "RETURN s.version AS version, s.windows AS windows, nodes, "
-    "CASE WHEN $pca THEN s.pca_mean END AS pca_mean, "
-    "CASE WHEN $pca THEN s.pca_components END AS pca_components"
-)
 _LOADED = (  # a node v: its sentences, and its out-edges with their target nodes
     "RETURN v.key AS source, "
     "COLLECT { UNWIND range(v.first, v.end - 1) AS i "
@@ -352,14 +342,50 @@ _LOADED = (  # a node v: its sentences, and its out-edges with their target node
     "RETURN {score: e.score, kind: e.kind, key: w.key, doc_id: w.doc_id, first: w.first, "
     "end: w.end, vec: w.vec, n: w.n, seq: d.seq, metadata: d.metadata} } AS edges"
 )
+
+
+# How a traversal would rank the out-neighbours v of node a (edge e) as its next hop, from
+# $rank (see _RemoteView.ahead_rank): weights of cos(v, q), the edge's score, cos(v, a),
+# and a squared distance in the PCA space (vector.similarity.cosine is (1 + cos) / 2).
+_AHEAD_RANK = (
+    "$rank.query * (2 * vector.similarity.cosine(v.embedding, {q}) - 1) "
+    "+ $rank.edge * e.score "
+    "+ $rank.source * (2 * vector.similarity.cosine(v.embedding, a.embedding) - 1) "
+    "- reduce(d = 0.0, i IN range(0, size($rank.axes) - 1) | d + ($rank.scale[i] * "
+    "(2 * vector.similarity.cosine(v.embedding, $rank.axes[i]) - 1) - $rank.shift[i]) ^ 2)"
+)
+
+
+def _load_union(asked: str, q: str) -> str:
+    """Load the nodes keyed ``asked`` and the likely next hops from the first of them.
+
+    Those are the ``$ahead`` out-neighbours of the first that a traversal would rank
+    first as its next hop (``$rank``), none of them ``$known``.
+    """
+    return (
+        f"UNWIND {asked} AS k MATCH (v:SemragWindow {{key: k}}) " + _LOADED + " UNION ALL "
+        f"MATCH (a:SemragWindow {{key: {asked}[0]}})-[e:SIMILAR]->(v:SemragWindow) "
+        f"WHERE NOT v.key IN {asked} AND NOT v.key IN $known "
+        "WITH v, max(" + _AHEAD_RANK.format(q=q) + ") AS rank "
+        "ORDER BY rank DESC LIMIT $ahead " + _LOADED
+    )
+
+
 _LOAD = "UNWIND $keys AS k MATCH (v:SemragWindow {key: k}) " + _LOADED
-# ... and the first node's out-neighbours nearest the query: where a traversal goes next
-_LOAD_AHEAD = (
-    _LOAD + " UNION ALL "
-    "MATCH (:SemragWindow {key: $keys[0]})-[:SIMILAR]->(v:SemragWindow) "
-    "WHERE NOT v.key IN $keys "
-    "WITH DISTINCT v ORDER BY vector.similarity.cosine(v.embedding, $q) DESC LIMIT $ahead "
-    + _LOADED
+_LOAD_AHEAD = _load_union("$keys", "$q")
+# The version read with the candidates, and the first $load of them (by the vector index's
+# order) loaded as _LOAD_AHEAD loads: the search and a traversal's first load, one round trip.
+_ANCHORS = (
+    "MATCH (s:SemragIndexState {name: $name}) "
+    "CALL () { CALL db.index.vector.queryNodes('semrag_window_embedding', $n, $vector) "
+    "YIELD node AS w MATCH (d:SemragDocument {id: w.doc_id}) "
+    "RETURN collect({key: w.key, doc_id: w.doc_id, first: w.first, end: w.end, vec: w.vec, "
+    "n: w.n, seq: d.seq, metadata: d.metadata}) AS nodes, collect(w.key)[..$load] AS first } "
+    "CALL (first) { CALL (first) { " + _load_union("first", "$vector") + " } "
+    "RETURN collect({source: source, sentences: sentences, edges: edges}) AS loaded } "
+    "RETURN s.version AS version, s.windows AS windows, nodes, loaded, "
+    "CASE WHEN $pca THEN s.pca_mean END AS pca_mean, "
+    "CASE WHEN $pca THEN s.pca_components END AS pca_components"
 )
 # Lucene's query syntax: special characters are escaped and its operators lower-cased, so a
 # query is searched as words.
@@ -1661,10 +1687,11 @@ class Neo4jIndex:
     def ssg_view(self) -> _RemoteView:
         """The similarity graph as :class:`~semrag.retrieval.SSGRetriever` reads it.
 
-        Fetched as the traversal goes: the anchor search (with the version) is one round
-        trip, and nodes' sentences and edges are loaded in batches: the node asked for,
-        the met nodes closest to the query, and the asked node's out-neighbours closest to
-        the query (see ``_RemoteView``). A node's number holds for one query only.
+        Fetched as the traversal goes: the anchor search (with the version, and the first
+        nodes' sentences and edges) is one round trip, and more nodes are loaded in
+        batches: the node asked for, the met nodes closest to the query, and the asked
+        node's out-neighbours the traversal most likely visits next (see ``_RemoteView``).
+        A node's number holds for one query only.
 
         Raises:
             ConfigError: if the stored index has no similarity graph.
@@ -1804,9 +1831,10 @@ class _RemoteView:
     Nodes arrive with their vectors (from the anchor search, or as a loaded node's
     neighbours). A node's sentences and out-edges are loaded when first needed, in one
     round trip with those of the ``batch - 1`` other met nodes closest to the query that
-    are not loaded yet and of the node's ``ahead`` out-neighbours closest to the query (the
-    server ranks them): a traversal mostly goes to such nodes next, so most steps need no
-    round trip.
+    are not loaded yet and of the node's ``ahead`` out-neighbours that the traversal's own
+    next-hop rule ranks first (the server ranks them, :meth:`ahead_rank`): a traversal
+    mostly goes to such nodes next, so most steps need no round trip. The anchor search
+    loads its first candidates the same way, in its own round trip.
 
     A traversal asks for its reads as steps (:meth:`search_steps`, :meth:`load_steps`)
     that yield statements, answered by :meth:`fetch` or, on the async path, awaited on the
@@ -1874,12 +1902,16 @@ class _RemoteView:
         return await self._owner.store._aread(ask.query, **ask.params)
 
     def search_steps(
-        self, query: Floats, k: int, *, pca: bool = False
+        self, query: Floats, k: int, *, pca: bool = False, load: int = 0, rank: str = "query"
     ) -> _Steps[tuple[Floats, Ints]]:
         """The anchor search as a step: ``(scores, ids)`` of shape ``(1, k)``, best first.
 
-        Ties go to the lower node. The index version comes in the same round trip, and with
-        ``pca`` the graph's PCA, which ``triangulation_geometric_3d`` projects with.
+        Ties go to the lower node. The index version comes in the same round trip, with
+        ``pca`` the graph's PCA, which ``triangulation_geometric_3d`` projects with, and
+        with ``load`` the first ``min(load, batch)`` candidates in the vector index's order
+        loaded as :meth:`load_steps` loads them (with the look-ahead of the first, ranked
+        by ``rank``): what a traversal loads next, unless exact scores reorder the
+        candidates.
         """
         owner = self._owner
         q = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -1891,6 +1923,10 @@ class _RemoteView:
                 "n": owner._candidates(int(k)),
                 "vector": _vector(q),
                 "pca": bool(pca),
+                "load": min(int(load), self.batch),
+                "ahead": int(self.ahead),
+                "rank": self.ahead_rank(rank, None),
+                "known": [],
             },
         )
         if not found:
@@ -1899,6 +1935,9 @@ class _RemoteView:
         if pca:
             self.graph._keep_pca(found[0]["pca_mean"], found[0]["pca_components"])
         nodes = sorted({self._add(r) for r in found[0]["nodes"]})
+        loaded = found[0]["loaded"]
+        first = [r["key"] for r in found[0]["nodes"][: min(int(load), self.batch)]]
+        self._take(loaded, [self._numbers[key] for key in first])
         scores = np.full((1, k), -np.inf, np.float32)
         ids = np.full((1, k), -1, np.int64)
         if nodes:
@@ -1908,11 +1947,59 @@ class _RemoteView:
             scores[0, : top.size] = sims[top]
         return scores, ids
 
-    def load_steps(self, nodes: Sequence[int]) -> _Steps[None]:
+    def ahead_rank(self, rank: str, node: int | None) -> dict[str, Any]:
+        """How the look-ahead ranks ``node``'s out-neighbours: as a traversal's next hop.
+
+        ``rank`` names the traversal's rule: ``"query"`` (similarity to the query),
+        ``"edge"`` (the edge's score: ``ssg_traversal``), ``"average"`` (query similarity
+        plus edge score: ``triangulation_average``), ``"fulldim"`` (nearest ``2 q - node``:
+        ``triangulation_fulldim``), ``"geometric"`` (the same in the PCA space:
+        ``triangulation_geometric_3d``; by query similarity until the PCA and the node are
+        known). The ranking only decides what is fetched early; the traversal scores
+        every hop itself.
+
+        Raises:
+            ConfigError: for an unknown rule.
+        """
+        weights = {
+            "query": (1.0, 0.0, 0.0),
+            "edge": (0.0, 1.0, 0.0),
+            "average": (1.0, 1.0, 0.0),
+            "fulldim": (2.0, 0.0, -1.0),
+            "geometric": (0.0, 0.0, 0.0),
+        }
+        if rank not in weights:
+            raise ConfigError(f"unknown look-ahead rule {rank!r}: one of {sorted(weights)}")
+        pca = self.graph._pca
+        if rank == "geometric" and (pca is None or node is None or self._q is None):
+            rank = "query"
+        query, edge, source = weights[rank]
+        out: dict[str, Any] = {
+            "query": query,
+            "edge": edge,
+            "source": source,
+            "axes": [],
+            "scale": [],
+            "shift": [],
+        }
+        if rank == "geometric":
+            assert pca is not None and node is not None and self._q is not None
+            mean, components = pca
+            q3, c3 = self.graph.project_3d(np.stack([self._q, self._vectors[node]]))
+            target = 2 * q3 - c3  # the hop nearest it scores best
+            for axis, t in zip(components, target, strict=False):
+                norm = float(np.linalg.norm(axis))
+                if norm > 0:  # (v - mean) . axis, with v a unit vector
+                    out["axes"].append(_vector(axis / norm))
+                    out["scale"].append(norm)
+                    out["shift"].append(float(mean @ axis) + float(t))
+        return out
+
+    def load_steps(self, nodes: Sequence[int], *, rank: str = "query") -> _Steps[None]:
         """Load the sentences and out-edges of the ``nodes`` not loaded yet.
 
-        The next likely nodes come with them (see the class doc): one step, or none when
-        all are loaded.
+        The next likely nodes come with them (see the class doc; ``rank`` as in
+        :meth:`ahead_rank`): one step, or none when all are loaded.
         """
         asked = [int(n) for n in dict.fromkeys(nodes) if int(n) not in self._adjacent]
         if not asked:
@@ -1925,10 +2012,22 @@ class _RemoteView:
             batch += [waiting[j] for j in np.argsort(-sims, kind="stable")[:room]]
         keys = [self._keys[n] for n in batch]
         if self.ahead and self._q is not None:
-            ask = _Ask(_LOAD_AHEAD, {"keys": keys, "q": _vector(self._q), "ahead": int(self.ahead)})
+            params = {
+                "keys": keys,
+                "q": _vector(self._q),
+                "ahead": int(self.ahead),
+                "rank": self.ahead_rank(rank, batch[0]),
+                "known": [self._keys[n] for n in self._adjacent],
+            }
+            ask = _Ask(_LOAD_AHEAD, params)
         else:
             ask = _Ask(_LOAD, {"keys": keys})
         rows = yield ask
+        self._take(rows, batch)
+
+    def _take(self, rows: list[dict[str, Any]], asked: Sequence[int]) -> None:
+        """Keep the sentences and out-edges that a load of the ``asked`` nodes returned."""
+        keys = {self._keys[n] for n in asked}
         rows.sort(key=lambda r: r["source"] not in keys)  # the asked nodes meet the others
         for r in rows:
             source = self._numbers[r["source"]]
@@ -1948,7 +2047,7 @@ class _RemoteView:
                 np.array([-s for _, s, _ in edges], np.float32),
                 np.array([k for k, _, _ in edges], np.int8),
             )
-        for n in batch:  # a node the database no longer has: no sentences, no edges
+        for n in asked:  # a node the database no longer has: no sentences, no edges
             self._adjacent.setdefault(
                 n, (np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.int8))
             )

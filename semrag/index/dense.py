@@ -131,12 +131,17 @@ class DenseIndex:
         Raises:
             KeyError: if an id is not in the index.
         """
+        v, rows = self._rows(ids)
+        return v.vectors[rows]
+
+    def _rows(self, ids: Sequence[int] | Ints) -> tuple[_Version, Ints]:
+        """The current version and the row of each id in it (``KeyError`` if one is missing)."""
         v = self._version
         want = np.asarray(ids, dtype=np.int64).ravel()
         rows, found = v.rows_of(want)
         if not found.all():
             raise KeyError(f"ids not in the index: {want[~found][:5].tolist()}")
-        return v.vectors[rows]
+        return v, rows
 
     def rows_view(self, ids: Sequence[int] | Ints) -> Floats:
         """The stored vectors of ``ids`` without a copy, when they are consecutive rows.
@@ -150,11 +155,7 @@ class DenseIndex:
         Raises:
             KeyError: if an id is not in the index.
         """
-        v = self._version
-        want = np.asarray(ids, dtype=np.int64).ravel()
-        rows, found = v.rows_of(want)
-        if not found.all():
-            raise KeyError(f"ids not in the index: {want[~found][:5].tolist()}")
+        v, rows = self._rows(ids)
         if not rows.size or (np.diff(rows) != 1).any():
             return v.vectors[rows]
         out = v.vectors[rows[0] : rows[-1] + 1]

@@ -137,6 +137,16 @@ _Traversing = Generator[Any, Any, Traversal]
 """A traversal's steps: they yield prompts (``str``) and a view's reads."""
 
 
+# How each algorithm ranks a node's out-neighbours as its next hop, for a view that
+# loads them ahead (see _RemoteView.ahead_rank); the others rank by query similarity.
+_NEXT_HOP = {
+    "ssg_traversal": "edge",
+    "triangulation_average": "average",
+    "triangulation_fulldim": "fulldim",
+    "triangulation_geometric_3d": "geometric",
+}
+
+
 class _Context:
     """Query-side caches shared by the algorithms (similarities computed lazily)."""
 
@@ -408,18 +418,25 @@ class SSGRetriever:
             return (yield from self._llm_guided(ctx, query, max_s, after))
         return (yield from self._greedy(ctx, max_s, after))
 
-    @staticmethod
-    def _search(ctx: _Context, k: int, *, pca: bool = False) -> _Reading[tuple[Floats, Any]]:
-        """The node search, as a step on a view that reads as it goes (``async_reads``)."""
+    def _search(self, ctx: _Context, k: int, *, pca: bool = False) -> _Reading[tuple[Floats, Any]]:
+        """The node search, as a step on a view that reads as it goes (``async_reads``).
+
+        Such a view loads the best candidates with the search: the nodes visited first.
+        """
         if not getattr(ctx.view, "async_reads", False):
             return ctx.view.node_index.search(ctx.q, k)
-        return (yield from ctx.view.search_steps(ctx.q, k, pca=pca))
+        rank = _NEXT_HOP.get(self.algorithm, "query")
+        return (yield from ctx.view.search_steps(ctx.q, k, pca=pca, load=k, rank=rank))
 
-    @staticmethod
-    def _load(ctx: _Context, nodes: Any) -> _Reading[None]:
-        """Bring the nodes' sentences and edges in, on a view that reads as it goes."""
+    def _load(self, ctx: _Context, nodes: Any) -> _Reading[None]:
+        """Bring the nodes' sentences and edges in, on a view that reads as it goes.
+
+        The view also brings the out-neighbours the first node's next hop most likely goes
+        to, ranked by this algorithm's rule.
+        """
         if getattr(ctx.view, "async_reads", False):
-            yield from ctx.view.load_steps([int(n) for n in nodes])
+            rank = _NEXT_HOP.get(self.algorithm, "query")
+            yield from ctx.view.load_steps([int(n) for n in nodes], rank=rank)
 
     def _anchor(self, ctx: _Context) -> _Reading[int]:
         pca = self.algorithm == "triangulation_geometric_3d"

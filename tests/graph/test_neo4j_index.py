@@ -212,32 +212,95 @@ def test_the_reader_checks_what_it_is_given(graph_store):
     assert "b" not in index and "b" not in reader  # the change failed while staged
 
 
+def stored_with_ssg(graph_store, emb):
+    """An index with a similarity graph, its changes followed into Neo4j, and a reader."""
+    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+
+    index = SemanticIndex(embedder=emb, ssg=SSG)
+    Neo4jIndexStore.for_index(index, graph_store)
+    changes(index)
+    return index, Neo4jIndex(graph_store, embedder=emb)
+
+
 def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_store):
     from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
 
     emb = embedder()
-    index = SemanticIndex(embedder=emb, ssg=SSG)
-    Neo4jIndexStore.for_index(index, graph_store)
-    changes(index)
-    reader = Neo4jIndex(graph_store, embedder=emb)
+    index, reader = stored_with_ssg(graph_store, emb)
     assert reader.ssg_config == SSG
     found = 0
+    reads = {}
     for algorithm in ALGORITHMS:
         for q in [*QUERIES, "Which river flows by Memphis?", "Nobel Prize winner"]:
             runs = []
             for ix in (index, reader):
                 llm = FakeLLM(['{"choice": 2}'], cycle=True) if "llm" in algorithm else None
+                before = graph_store.reads
                 hits = SSGRetriever(ix, algorithm=algorithm, k=4, llm=llm).retrieve(q)
                 runs.append(_traversal_answer(hits))
+            reads.setdefault(algorithm, []).append(graph_store.reads - before)
             assert runs[1] == runs[0], (algorithm, q)
             found += len(runs[0])
     assert found > 2 * len(ALGORITHMS) * 6  # the traversals went somewhere
+    # the anchor search loads the first nodes visited (and the anchor's look-ahead): on
+    # this small graph a traversal needs at most one more read, a ranking none
+    assert all(max(n) <= 2 for n in reads.values()), reads
+    assert reads["basic_retrieval"] == [1] * 6, reads
     with pytest.raises(ConfigError, match="ssg=False"):
         bare = SemanticIndex(embedder=emb, ssg=False)
         Neo4jIndexStore(graph_store).clear()
         Neo4jIndexStore.for_index(bare, graph_store)
         bare.add_documents([Document("a", TEXTS[0])])
         Neo4jIndex(graph_store, embedder=emb).ssg_view()
+
+
+def test_the_look_ahead_fetches_the_hops_each_traversal_ranks_first(graph_store):
+    # The server ranks a loaded node's out-neighbours by each algorithm's own next-hop
+    # score (ahead_rank); the ones it sends are those the algorithm's formula ranks first.
+    import numpy as np
+
+    from semrag.graph.neo4j_index import _LOAD_AHEAD, _Ask, _vector
+
+    emb = embedder()
+    index, reader = stored_with_ssg(graph_store, emb)
+    ahead = 2
+    checked = 0
+    for query in QUERIES:
+        view = reader.ssg_view()
+        q = np.asarray(reader.embed_query(query), np.float32).reshape(-1)
+        _, ids = reader._run(view.search_steps(q, 1, pca=True, load=1))
+        a = int(ids[0, 0])
+        nodes, edges, _ = view._adjacent[a]  # loaded with the search
+        vecs = np.stack([view._vectors[int(n)] for n in nodes])
+        q3, a3, *_ = view.graph.project_3d(np.vstack([q, view._vectors[a], vecs]))
+        n3 = view.graph.project_3d(vecs)
+        formula = {
+            "query": vecs @ q,
+            "edge": edges,
+            "average": vecs @ q + edges,
+            "fulldim": 2 * (vecs @ q) - vecs @ view._vectors[a],
+            "geometric": -np.linalg.norm(n3 - (2 * q3 - a3), axis=1),
+        }
+        for rule, score in formula.items():
+            best = {}
+            for n, sc in zip(nodes.tolist(), score.tolist(), strict=True):
+                if n != a:
+                    best[n] = max(sc, best.get(n, -np.inf))
+            params = {
+                "keys": [view._keys[a]],
+                "q": _vector(q),
+                "ahead": ahead,
+                "rank": view.ahead_rank(rule, a),
+                "known": [],
+            }
+            rows = view.fetch(_Ask(_LOAD_AHEAD, params))
+            sent = [view._numbers[r["source"]] for r in rows if r["source"] != view._keys[a]]
+            want = sorted(best.values(), reverse=True)[:ahead]
+            assert sorted((best[n] for n in sent), reverse=True) == pytest.approx(want, abs=1e-4)
+            checked += len(best) > ahead
+    assert checked >= 5  # rankings that had to choose
+    with pytest.raises(ConfigError, match="look-ahead"):
+        reader.ssg_view().ahead_rank("nearest", None)
 
 
 def async_reads_only(graph_store, monkeypatch):
@@ -275,13 +338,10 @@ async def test_async_traversals_await_every_read_on_the_async_driver(graph_store
     # Each algorithm's aretrieve gives what retrieve gives, with every read a step awaited
     # on the async driver (the sync driver is never used), and geometric_3d's PCA arrives
     # with the anchor search (no read of its own).
-    from semrag.graph.neo4j_index import _PCA, Neo4jIndex, Neo4jIndexStore
+    from semrag.graph.neo4j_index import _PCA
 
     emb = embedder()
-    index = SemanticIndex(embedder=emb, ssg=SSG)
-    Neo4jIndexStore.for_index(index, graph_store)
-    changes(index)
-    reader = Neo4jIndex(graph_store, embedder=emb)
+    index, reader = stored_with_ssg(graph_store, emb)
     queries = [*QUERIES, "Which river flows by Memphis?"]
 
     def retriever(algorithm):
@@ -294,7 +354,7 @@ async def test_async_traversals_await_every_read_on_the_async_driver(graph_store
         got = [_traversal_answer(await retriever(algorithm).aretrieve(q)) for q in queries]
         assert got == sync[algorithm], algorithm
         assert any(got), algorithm
-    assert len(statements) >= 2 * len(ALGORITHMS) * len(queries)  # an anchor and a load each
+    assert len(statements) >= len(ALGORITHMS) * len(queries)  # an anchor search each
     assert _PCA not in statements
 
 
