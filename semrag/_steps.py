@@ -7,7 +7,9 @@ never block the event loop) and awaits the replies.
 
 Algorithms that read an index (or a graph store) the same way yield :class:`Call`
 requests: the sync answer calls the method, the async answer awaits its ``a``-prefixed
-twin (on a database: a read on its async driver).
+twin (on a database: a read on its async driver). Reads that do not depend on each other
+are asked :class:`Together`: where one database serves them all it runs them as one
+statement (one round trip).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["Call", "Done", "acall", "advance", "adrive", "call", "drive"]
+__all__ = ["Call", "Done", "Together", "acall", "advance", "adrive", "call", "drive"]
 
 Ask = TypeVar("Ask")
 Result = TypeVar("Result")
@@ -47,17 +49,57 @@ class Call:
         return target if self.on is None else self.on
 
 
-def call(target: Any, request: Call) -> Any:
-    """Answer ``request`` with a blocking call of the method."""
+@dataclass(frozen=True, slots=True)
+class Together:
+    """Requests that do not depend on each other, answered with their replies in order.
+
+    When every object called can give the steps of its read (``read_steps(name, *args,
+    **kwargs)`` returning ``(database, steps)``) on one and the same database, that
+    database runs them at once (``run_together`` / ``arun_together``: on Neo4j one
+    statement, one round trip). Otherwise they are answered one by one (the async answer:
+    concurrently). The replies are the same either way.
+    """
+
+    calls: tuple[Call, ...]
+
+
+def _shared(target: Any, request: Together) -> tuple[Any, list[Any]] | None:
+    """The database every call of ``request`` reads, with the steps of each; else ``None``."""
+    database, steps = None, []
+    for c in request.calls:
+        read_steps = getattr(c.of(target), "read_steps", None)
+        found = read_steps(c.name, *c.args, **c.kwargs) if read_steps is not None else None
+        if found is None or (database is not None and found[0] is not database):
+            for s in steps:
+                s.close()
+            return None
+        database = found[0]
+        steps.append(found[1])
+    return database, steps
+
+
+def call(target: Any, request: Call | Together) -> Any:
+    """Answer ``request`` with a blocking call of the method (of each, for :class:`Together`)."""
+    if isinstance(request, Together):
+        shared = _shared(target, request)
+        if shared is not None:
+            return tuple(shared[0].run_together(shared[1]))
+        return tuple(call(target, c) for c in request.calls)
     return getattr(request.of(target), request.name)(*request.args, **request.kwargs)
 
 
-async def acall(target: Any, request: Call) -> Any:
+async def acall(target: Any, request: Call | Together) -> Any:
     """Answer ``request`` with the method's async twin (``a`` + name).
 
     An object with no such twin (an in-memory graph store, say) has its blocking method
-    run in a worker thread.
+    run in a worker thread. The calls of a :class:`Together` that no one database runs
+    at once are awaited concurrently.
     """
+    if isinstance(request, Together):
+        shared = _shared(target, request)  # the steps are made, not started
+        if shared is not None:
+            return tuple(await shared[0].arun_together(shared[1]))
+        return tuple(await asyncio.gather(*(acall(target, c) for c in request.calls)))
     obj = request.of(target)
     twin = getattr(obj, "a" + request.name, None)
     if twin is None:

@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from semrag._steps import adrive, drive
+from semrag._steps import Done, adrive, advance, drive
 from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
 from semrag.graph.names import best_matches, lookup_tokens, name_tokens, per_name, rank_matches
 from semrag.graph.types import (
@@ -236,6 +236,7 @@ _LOOKUP = (
     "} "
     "RETURN row.i AS i, x IS NOT NULL AS exact, candidates"
 )
+_LOOKUP_COLUMNS = ("i", "exact", "candidates")
 # One hop of a bounded breadth-first search: the kept frontier's neighbours in id order,
 # cut where the whole search reaches $limit entities (as ``neighbourhood`` does).
 _HOP = (
@@ -299,10 +300,70 @@ _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
 @dataclass(frozen=True, slots=True)
 class _Ask:
-    """One read statement a step asks for (answered with its rows)."""
+    """One read statement a step asks for (answered with its rows).
+
+    ``columns``: the names of its result columns, for a statement that may run together
+    with others in one (:func:`_together`); empty for one that always runs alone.
+    """
 
     query: str
     params: dict[str, Any]
+    columns: tuple[str, ...] = ()
+
+
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _together(asks: Sequence[_Ask]) -> _Ask:
+    """One statement running ``asks`` (each in a subquery, its rows as one list).
+
+    Its one row holds, in column ``r<i>``, the rows of ask ``i`` as lists of its columns'
+    values; each ask's parameters are renamed ``p<i>_<name>``.
+    """
+    parts, params = [], {}
+    for i, a in enumerate(asks):
+        query = _PARAMETER.sub(lambda m, i=i: f"$p{i}_{m[1]}", a.query)
+        params.update({f"p{i}_{name}": value for name, value in a.params.items()})
+        row = ", ".join(f"`{c}`" for c in a.columns)
+        parts.append(f"CALL () {{ CALL () {{ {query} }} RETURN collect([{row}]) AS r{i} }}")
+    names = ", ".join(f"r{i}" for i in range(len(asks)))
+    return _Ask(" ".join(parts) + f" RETURN {names}", params)
+
+
+def _apart(asks: Sequence[_Ask], row: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
+    """The rows of each ask from the one row of :func:`_together`."""
+    return [
+        [dict(zip(a.columns, r, strict=True)) for r in row[f"r{i}"]] for i, a in enumerate(asks)
+    ]
+
+
+def _lockstep(steps: Sequence[_Steps[Any]]) -> _Steps[list[Any]]:
+    """Several reads' steps side by side: each round's statements run as one.
+
+    A round asks every unfinished read for its next statement; those that name their
+    columns run as one (:func:`_together`), any other on its own.
+    """
+    replies: list[Any] = [None] * len(steps)
+    results: list[Any] = [None] * len(steps)
+    pending = dict(enumerate(steps))
+    while pending:
+        asks: dict[int, _Ask] = {}
+        for i, s in list(pending.items()):
+            step = advance(s, replies[i])
+            if isinstance(step, Done):
+                results[i] = step.value
+                del pending[i]
+            else:
+                asks[i] = step
+        joining = [i for i, a in asks.items() if a.columns]
+        if len(joining) > 1:
+            joined = [asks.pop(i) for i in joining]
+            rows = yield _together(joined)
+            for i, part in zip(joining, _apart(joined, rows[0]), strict=True):
+                replies[i] = part
+        for i, ask in asks.items():
+            replies[i] = yield ask
+    return results
 
 
 _Result = TypeVar("_Result")
@@ -452,6 +513,27 @@ class Neo4jGraphStore:
     async def _arun(self, steps: _Steps[_Result]) -> _Result:
         """Drive read steps with the async driver (the steps run in worker threads)."""
         return await adrive(steps, lambda ask: self._aread(ask.query, **ask.params))
+
+    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, _Steps[Any]] | None:
+        """This store and the steps of its read ``name`` (``lookup``, ``expand``, ...).
+
+        For :class:`semrag._steps.Together`: reads on one store run at once
+        (:meth:`run_together`). ``None`` for a method that is not a read.
+        """
+        steps = getattr(self, f"_{name}_steps", None)
+        return None if steps is None else (self, steps(*args, **kwargs))
+
+    def run_together(self, steps: Sequence[_Steps[Any]]) -> list[Any]:
+        """Reads that do not depend on each other, in one round trip per step they take.
+
+        Each round, the statements the reads ask for run as one statement (each in a
+        subquery of its own); the results are each read's own.
+        """
+        return self._run(_lockstep(steps))
+
+    async def arun_together(self, steps: Sequence[_Steps[Any]]) -> list[Any]:
+        """Async twin of :meth:`run_together`, on the async driver."""
+        return await self._arun(_lockstep(steps))
 
     async def _aread(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """Async twin of :meth:`_read`, on the async driver (see the module doc).
@@ -862,7 +944,8 @@ class Neo4jGraphStore:
         out: list[list[str]] = [[] for _ in names]
         if not rows:
             return out
-        for r in (yield _Ask(_LOOKUP, {"rows": rows, "limit": int(self.fuzzy_candidates)})):
+        params = {"rows": rows, "limit": int(self.fuzzy_candidates)}
+        for r in (yield _Ask(_LOOKUP, params, _LOOKUP_COLUMNS)):
             i = r["i"]
             out[i] = best_matches(
                 keys[i],

@@ -246,6 +246,7 @@ def _sparse_query(n: str) -> str:
 
 
 _DENSE = _dense_query("$n", "$keep")
+_DENSE_COLUMNS = ("channel", "row", *_CHUNK_KEYS, "score")
 _SPARSE = _sparse_query("$n")
 _CHANNELS = _dense_query("$dense_n", "$dense_keep") + " UNION ALL " + _sparse_query("$sparse_n")
 _SPARSE_AMONG = (
@@ -272,6 +273,18 @@ _PIECES_SEARCH = (  # as _DENSE, over SKETCH's pieces; each with its parent chun
     "RETURN row, d.seq AS seq, p.j AS j, p.start AS piece_start, p.end AS piece_end, "
     "p.text AS piece_text, p.token_count AS piece_tokens, p.index AS piece_index, "
     f"p.vec AS piece_vec, {_CHUNK_FIELDS}, c.vec AS vec"
+)
+_PIECES_COLUMNS = (
+    "row",
+    "seq",
+    "j",
+    "piece_start",
+    "piece_end",
+    "piece_text",
+    "piece_tokens",
+    "piece_index",
+    "piece_vec",
+    *_CHUNK_KEYS,
 )
 # Each span's chunk ids, and each chunk not fetched yet in this read once (as a list: many
 # spans, such as the mentions of a neighbourhood, fall in a few chunks).
@@ -344,30 +357,58 @@ _LOADED = (  # a node v: its sentences, and its out-edges with their target node
 )
 
 
-# How a traversal would rank the out-neighbours v of node a (edge e) as its next hop, from
+# How a traversal at node a would rank its out-neighbours v (edge e) as its next hop, from
 # $rank (see _RemoteView.ahead_rank): weights of cos(v, q), the edge's score, cos(v, a),
-# and a squared distance in the PCA space (vector.similarity.cosine is (1 + cos) / 2).
+# and a squared distance in the PCA space, where v's and a's coordinates add up
+# (vector.similarity.cosine is (1 + cos) / 2; the vectors are unit vectors).
 _AHEAD_RANK = (
     "$rank.query * (2 * vector.similarity.cosine(v.embedding, {q}) - 1) "
     "+ $rank.edge * e.score "
     "+ $rank.source * (2 * vector.similarity.cosine(v.embedding, a.embedding) - 1) "
     "- reduce(d = 0.0, i IN range(0, size($rank.axes) - 1) | d + ($rank.scale[i] * "
-    "(2 * vector.similarity.cosine(v.embedding, $rank.axes[i]) - 1) - $rank.shift[i]) ^ 2)"
+    "(2 * vector.similarity.cosine(v.embedding, $rank.axes[i]) "
+    "+ 2 * vector.similarity.cosine(a.embedding, $rank.axes[i]) - 2) - $rank.base[i]) ^ 2)"
 )
+# The look-ahead follows the chain a traversal would walk: a0 (the node asked for), then
+# each level's best-ranked hop. Its levels: the hops of a0, then of the next LEVELS - 1.
+_LEVELS = 3
+
+
+def _level(i: int, q: str) -> str:
+    """Node ``a<i>``'s out-neighbours ranked as its next hop (``r<i>``); the best is ``a<i+1>``.
+
+    Not ranked: visited nodes (``$visited``) and the chain so far.
+    """
+    chain = [f"a{j}" for j in range(i + 1)]
+    kept = ", ".join([*chain, *(f"r{j}" for j in range(i))])
+    return (
+        f"CALL ({', '.join(chain)}) {{ WITH a{i} AS a "
+        "MATCH (a)-[e:SIMILAR]->(v:SemragWindow) "
+        f"WHERE NOT v IN [c IN [{', '.join(chain)}] WHERE c IS NOT NULL] "
+        "AND NOT v.key IN $visited "
+        "WITH v, max(" + _AHEAD_RANK.format(q=q) + ") AS rank ORDER BY rank DESC "
+        f"RETURN collect(v) AS r{i} }} "
+        f"WITH {kept}, r{i}, r{i}[0] AS a{i + 1} "
+    )
 
 
 def _load_union(asked: str, q: str) -> str:
     """Load the nodes keyed ``asked`` and the likely next hops from the first of them.
 
     Those are the ``$ahead`` out-neighbours of the first that a traversal would rank
-    first as its next hop (``$rank``), none of them ``$known``.
+    first as its next hop (``$rank``), and the ``$follow`` best of each further node on
+    the chain it would walk (:data:`_LEVELS`); none of them ``$known`` or asked.
     """
+    fresh = f"WHERE NOT v.key IN {asked} AND NOT v.key IN $known"
+    hops = " + ".join(
+        f"[v IN r{i} {fresh}][..{'$ahead' if i == 0 else '$follow'}]" for i in range(_LEVELS)
+    )
     return (
         f"UNWIND {asked} AS k MATCH (v:SemragWindow {{key: k}}) " + _LOADED + " UNION ALL "
-        f"MATCH (a:SemragWindow {{key: {asked}[0]}})-[e:SIMILAR]->(v:SemragWindow) "
-        f"WHERE NOT v.key IN {asked} AND NOT v.key IN $known "
-        "WITH v, max(" + _AHEAD_RANK.format(q=q) + ") AS rank "
-        "ORDER BY rank DESC LIMIT $ahead " + _LOADED
+        f"MATCH (a0:SemragWindow {{key: {asked}[0]}}) "
+        + "".join(_level(i, q) for i in range(_LEVELS))
+        + f"UNWIND {hops} AS v WITH DISTINCT v "
+        + _LOADED
     )
 
 
@@ -1077,23 +1118,41 @@ def _document_rows(
 
 
 # -- serving --------------------------------------------------------------------------------------
-class _Dense:
-    """``index.dense`` of a :class:`Neo4jIndex`: length and batched exact-rescored search."""
+class _RemoteDense:
+    """Exact-rescored vector search on a :class:`Neo4jIndex` (``_search_steps`` says which)."""
 
     def __init__(self, owner: Neo4jIndex) -> None:
         self._owner = owner
 
-    def __len__(self) -> int:
-        return int(self._owner._read(_COUNT_CHUNKS)[0]["n"])
-
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
-        return self._owner._dense_search(np.atleast_2d(np.asarray(queries, np.float32)), k)
+        return self._owner._run(self._search_steps(queries, k))
 
     async def asearch(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """Async twin of :meth:`search`, on the async driver."""
-        q = np.atleast_2d(np.asarray(queries, np.float32))
-        return await self._owner._arun(self._owner._dense_steps(q, k))
+        return await self._owner._arun(self._search_steps(queries, k))
+
+    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, _Steps[Any]] | None:
+        """The store and the steps of :meth:`search` (``None`` for other methods).
+
+        For :class:`semrag._steps.Together`: run with other reads on the store at once.
+        """
+        if name != "search":
+            return None
+        return self._owner.store, self._search_steps(*args, **kwargs)
+
+    def _search_steps(self, queries: npt.ArrayLike, k: int) -> _Steps[tuple[Floats, Ints]]:
+        raise NotImplementedError
+
+
+class _Dense(_RemoteDense):
+    """``index.dense`` of a :class:`Neo4jIndex`: length and batched exact-rescored search."""
+
+    def __len__(self) -> int:
+        return int(self._owner._read(_COUNT_CHUNKS)[0]["n"])
+
+    def _search_steps(self, queries: npt.ArrayLike, k: int) -> _Steps[tuple[Floats, Ints]]:
+        return self._owner._dense_steps(np.atleast_2d(np.asarray(queries, np.float32)), k)
 
     def vectors_of(self, ids: Sequence[int]) -> Floats:
         """Stored vectors of these chunks (fetched with them)."""
@@ -1137,19 +1196,8 @@ class _Found(Mapping[int, Any]):
         return len(self._owner._cache("pieces"))
 
 
-class _PieceDense:
+class _PieceDense(_RemoteDense):
     """Exact-rescored vector search over the stored pieces (as ``_Dense`` over chunks)."""
-
-    def __init__(self, owner: Neo4jIndex) -> None:
-        self._owner = owner
-
-    def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
-        """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
-        return self._owner._run(self._search_steps(queries, k))
-
-    async def asearch(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
-        """Async twin of :meth:`search`, on the async driver."""
-        return await self._owner._arun(self._search_steps(queries, k))
 
     def _search_steps(self, queries: npt.ArrayLike, k: int) -> _Steps[tuple[Floats, Ints]]:
         owner = self._owner
@@ -1162,6 +1210,7 @@ class _PieceDense:
                 "keep": owner._kept(int(k)),
                 "vectors": [_vector(v) for v in q],
             },
+            _PIECES_COLUMNS,
         )
         pieces = owner._cache("pieces")
         found = []
@@ -1369,9 +1418,6 @@ class Neo4jIndex:
         """Async twin of :meth:`embed_query`."""
         return (await self.embedder.aembed([query]))[0]
 
-    def _dense_search(self, queries: Floats, k: int) -> tuple[Floats, Ints]:
-        return self._run(self._dense_steps(queries, k))
-
     def _dense_steps(self, queries: Floats, k: int) -> _Steps[tuple[Floats, Ints]]:
         self._check_dim(queries)
         rows = yield _Ask(
@@ -1381,6 +1427,7 @@ class Neo4jIndex:
                 "keep": self._kept(int(k)),
                 "vectors": [_vector(q) for q in queries],
             },
+            _DENSE_COLUMNS,
         )
         return self._dense_rows(rows, queries, k)
 
@@ -1832,9 +1879,12 @@ class _RemoteView:
     neighbours). A node's sentences and out-edges are loaded when first needed, in one
     round trip with those of the ``batch - 1`` other met nodes closest to the query that
     are not loaded yet and of the node's ``ahead`` out-neighbours that the traversal's own
-    next-hop rule ranks first (the server ranks them, :meth:`ahead_rank`): a traversal
-    mostly goes to such nodes next, so most steps need no round trip. The anchor search
-    loads its first candidates the same way, in its own round trip.
+    next-hop rule ranks first (the server ranks them, :meth:`ahead_rank`). A greedy
+    traversal (one next hop per node) then most likely walks a chain: the best of those,
+    that node's best hop, and so on; the server follows that chain for ``_LEVELS - 1``
+    more nodes and loads the ``follow`` best hops of each too. So a traversal mostly goes
+    to loaded nodes, and most steps need no round trip. The anchor search loads its first
+    candidates the same way, in its own round trip.
 
     A traversal asks for its reads as steps (:meth:`search_steps`, :meth:`load_steps`)
     that yield statements, answered by :meth:`fetch` or, on the async path, awaited on the
@@ -1844,6 +1894,7 @@ class _RemoteView:
 
     batch = 8
     ahead = 16
+    follow = 4
     async_reads = True
     """Its reads are steps a traversal yields, answered by :meth:`fetch` / :meth:`afetch`."""
 
@@ -1925,8 +1976,10 @@ class _RemoteView:
                 "pca": bool(pca),
                 "load": min(int(load), self.batch),
                 "ahead": int(self.ahead),
-                "rank": self.ahead_rank(rank, None),
+                "follow": self._follow(rank),
+                "rank": self.ahead_rank(rank),
                 "known": [],
+                "visited": [],
             },
         )
         if not found:
@@ -1947,16 +2000,15 @@ class _RemoteView:
             scores[0, : top.size] = sims[top]
         return scores, ids
 
-    def ahead_rank(self, rank: str, node: int | None) -> dict[str, Any]:
-        """How the look-ahead ranks ``node``'s out-neighbours: as a traversal's next hop.
+    def ahead_rank(self, rank: str) -> dict[str, Any]:
+        """How the look-ahead ranks a node's out-neighbours: as a traversal's next hop.
 
         ``rank`` names the traversal's rule: ``"query"`` (similarity to the query),
         ``"edge"`` (the edge's score: ``ssg_traversal``), ``"average"`` (query similarity
         plus edge score: ``triangulation_average``), ``"fulldim"`` (nearest ``2 q - node``:
         ``triangulation_fulldim``), ``"geometric"`` (the same in the PCA space:
-        ``triangulation_geometric_3d``; by query similarity until the PCA and the node are
-        known). The ranking only decides what is fetched early; the traversal scores
-        every hop itself.
+        ``triangulation_geometric_3d``; by query similarity until the PCA is known). The
+        ranking only decides what is fetched early; the traversal scores every hop itself.
 
         Raises:
             ConfigError: for an unknown rule.
@@ -1971,7 +2023,7 @@ class _RemoteView:
         if rank not in weights:
             raise ConfigError(f"unknown look-ahead rule {rank!r}: one of {sorted(weights)}")
         pca = self.graph._pca
-        if rank == "geometric" and (pca is None or node is None or self._q is None):
+        if rank == "geometric" and (pca is None or self._q is None):
             rank = "query"
         query, edge, source = weights[rank]
         out: dict[str, Any] = {
@@ -1980,26 +2032,38 @@ class _RemoteView:
             "source": source,
             "axes": [],
             "scale": [],
-            "shift": [],
+            "base": [],
         }
         if rank == "geometric":
-            assert pca is not None and node is not None and self._q is not None
+            assert pca is not None and self._q is not None
             mean, components = pca
-            q3, c3 = self.graph.project_3d(np.stack([self._q, self._vectors[node]]))
-            target = 2 * q3 - c3  # the hop nearest it scores best
-            for axis, t in zip(components, target, strict=False):
+            q3 = self.graph.project_3d(self._q[None, :])[0]
+            # From node a, hop v scores -|p(v) + p(a) - 2 p(q)| with p(x) = (x - mean) C^T:
+            # per axis, |C_i| (v + a) . C_i / |C_i| - 2 (mean . C_i + p_i(q)).
+            for axis, t in zip(components, q3, strict=False):
                 norm = float(np.linalg.norm(axis))
-                if norm > 0:  # (v - mean) . axis, with v a unit vector
+                if norm > 0:
                     out["axes"].append(_vector(axis / norm))
                     out["scale"].append(norm)
-                    out["shift"].append(float(mean @ axis) + float(t))
+                    out["base"].append(2 * (float(mean @ axis) + float(t)))
         return out
 
-    def load_steps(self, nodes: Sequence[int], *, rank: str = "query") -> _Steps[None]:
+    def _follow(self, rank: str) -> int:
+        """Hops loaded per further level of the predicted chain (for a greedy rule only).
+
+        Every rule but ``"query"`` is greedy (one next hop per node); ``"query"``'s
+        traversals go best-first over all met nodes, or down a ranking.
+        """
+        return 0 if rank == "query" else self.follow
+
+    def load_steps(
+        self, nodes: Sequence[int], *, rank: str = "query", visited: Iterable[int] = ()
+    ) -> _Steps[None]:
         """Load the sentences and out-edges of the ``nodes`` not loaded yet.
 
         The next likely nodes come with them (see the class doc; ``rank`` as in
-        :meth:`ahead_rank`): one step, or none when all are loaded.
+        :meth:`ahead_rank`; ``visited``: the nodes the traversal has visited, which it
+        never goes to again): one step, or none when all are loaded.
         """
         asked = [int(n) for n in dict.fromkeys(nodes) if int(n) not in self._adjacent]
         if not asked:
@@ -2016,8 +2080,10 @@ class _RemoteView:
                 "keys": keys,
                 "q": _vector(self._q),
                 "ahead": int(self.ahead),
-                "rank": self.ahead_rank(rank, batch[0]),
+                "follow": self._follow(rank),
+                "rank": self.ahead_rank(rank),
                 "known": [self._keys[n] for n in self._adjacent],
+                "visited": [self._keys[int(n)] for n in visited if int(n) in self._keys],
             }
             ask = _Ask(_LOAD_AHEAD, params)
         else:

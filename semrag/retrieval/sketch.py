@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from semrag._rwlock import reading
-from semrag._steps import Call, acall, adrive, call, drive
+from semrag._steps import Call, Together, acall, adrive, call, drive
 from semrag._validation import (
     INT,
     REAL,
@@ -61,7 +61,7 @@ from semrag.types import Chunk, ScoredChunk
 __all__ = ["SketchRetriever", "query_phrases"]
 
 _T = TypeVar("_T")
-_Reads = Generator[Call, Any, _T]
+_Reads = Generator[Call | Together, Any, _T]
 """Steps that yield the store and index reads they need (:class:`~semrag._steps.Call`)."""
 
 _NER_SCHEMA = {
@@ -316,20 +316,19 @@ class SketchRetriever:
         return *query_phrases(query), f"NER: {llm_failure(exc)}; phrases used"
 
     def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[str]:
-        """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches.
+        """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches."""
+        return self._seeds(call(None, self._lookup(fuzzy, exact)), len(fuzzy))
 
-        One store lookup for every phrase (one round trip on a server).
-        """
-        return drive(self._match_steps(fuzzy, exact), functools.partial(call, None))
-
-    def _match_steps(self, fuzzy: Sequence[str], exact: Sequence[str]) -> _Reads[list[str]]:
+    def _lookup(self, fuzzy: Sequence[str], exact: Sequence[str]) -> Call:
+        """One store lookup for every phrase (one round trip on a server)."""
         limits = [self.fuzzy_matches] * len(fuzzy) + [0] * len(exact)
-        per = yield Call(
-            "lookup", ([*fuzzy, *exact],), on=self.kg.store, kwargs={"fuzzy_limit": limits}
-        )
-        found = dict.fromkeys(e for ids in per[: len(fuzzy)] for e in ids)
+        return Call("lookup", ([*fuzzy, *exact],), on=self.kg.store, kwargs={"fuzzy_limit": limits})
+
+    def _seeds(self, per: Sequence[Sequence[str]], fuzzy: int) -> list[str]:
+        """The query's entities from the lookup of ``fuzzy`` phrases, then n-grams (``per``)."""
+        found = dict.fromkeys(e for ids in per[:fuzzy] for e in ids)
         if len(found) < self.max_entities:
-            ngrams = sorted({e for ids in per[len(fuzzy) :] for e in ids})
+            ngrams = sorted({e for ids in per[fuzzy:] for e in ids})
             found.update(dict.fromkeys(e for e in ngrams[: self.max_entities] if e not in found))
         return list(found)[: self.max_entities]
 
@@ -370,12 +369,14 @@ class SketchRetriever:
     ) -> _Reads[list[ScoredChunk]]:
         """The merge, asking for the reads that may be round trips (:class:`Call`)."""
         fuzzy, exact, note = names
-        seed_ids = yield from self._match_steps(fuzzy, exact)
         index = self.index
         pieces, parents, dense = self.pieces()
+        # the lookup and the vector search at once (one round trip on one database)
+        search = Call("search", (q, self.n_vector or 2 * k), on=dense)
+        per, (_, ids) = yield Together((self._lookup(fuzzy, exact), search))
+        seed_ids = self._seeds(per, len(fuzzy))
         items: dict[tuple[str, int, int], _Item] = {}
         # unstructured side: -1 slots mean an empty index
-        _, ids = yield Call("search", (q, self.n_vector or 2 * k), on=dense)
         found = [int(i) for i in ids[0] if i >= 0]
         for i, vec in zip(found, dense.vectors_of(found), strict=True):
             c = pieces[i]

@@ -436,7 +436,7 @@ class SSGRetriever:
         """
         if getattr(ctx.view, "async_reads", False):
             rank = _NEXT_HOP.get(self.algorithm, "query")
-            yield from ctx.view.load_steps([int(n) for n in nodes], rank=rank)
+            yield from ctx.view.load_steps([int(n) for n in nodes], rank=rank, visited=ctx.visited)
 
     def _anchor(self, ctx: _Context) -> _Reading[int]:
         pca = self.algorithm == "triangulation_geometric_3d"

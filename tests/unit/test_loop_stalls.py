@@ -547,7 +547,14 @@ ELSEWHERE = {
 } | {
     f"semrag.graph.neo4j:Neo4jGraphStore.{name}": "tests/graph/test_neo4j_index.py"
     "::test_the_readers_async_twins_leave_the_loop_free"
-    for name in ("alookup", "aexpand", "achunks_for", "achange_stamp", "asearch_entities")
+    for name in (
+        "alookup",
+        "aexpand",
+        "achunks_for",
+        "achange_stamp",
+        "asearch_entities",
+        "arun_together",
+    )
 }
 
 
