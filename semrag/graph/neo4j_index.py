@@ -377,13 +377,15 @@ _LEVELS = 3
 def _level(i: int, q: str) -> str:
     """Node ``a<i>``'s out-neighbours ranked as its next hop (``r<i>``); the best is ``a<i+1>``.
 
-    Not ranked: visited nodes (``$visited``) and the chain so far.
+    Not ranked: visited nodes (``$visited``) and the chain so far; past level 0, nothing
+    when ``$follow`` is 0 (no chain is followed).
     """
     chain = [f"a{j}" for j in range(i + 1)]
     kept = ", ".join([*chain, *(f"r{j}" for j in range(i))])
     return (
         f"CALL ({', '.join(chain)}) {{ WITH a{i} AS a "
-        "MATCH (a)-[e:SIMILAR]->(v:SemragWindow) "
+        + ("" if i == 0 else "WHERE $follow > 0 ")
+        + "MATCH (a)-[e:SIMILAR]->(v:SemragWindow) "
         f"WHERE NOT v IN [c IN [{', '.join(chain)}] WHERE c IS NOT NULL] "
         "AND NOT v.key IN $visited "
         "WITH v, max(" + _AHEAD_RANK.format(q=q) + ") AS rank ORDER BY rank DESC "
