@@ -137,7 +137,7 @@ _WRITE_STATE = (
     "MERGE (s:SemragIndexState {name: $name}) "
     "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, s.edges = $edges, "
     "s.ssg = $ssg, s.windows = $windows, s.pca_mean = $pca_mean, s.pca_components = $pca, "
-    "s.next_seq = $next_seq, s.pieces = $pieces"
+    "s.pca_digest = $pca_digest, s.next_seq = $next_seq, s.pieces = $pieces"
 )
 # -- a change, in one transaction ------------------------------------------------------------
 _DELETE_DOCS = (
@@ -359,19 +359,25 @@ _LOADED = (  # a node v: its sentences, and its out-edges with their target node
 
 # How a traversal at node a would rank its out-neighbours v (edge e) as its next hop, from
 # $rank (see _RemoteView.ahead_rank): weights of cos(v, q), the edge's score, cos(v, a),
-# and a squared distance in the PCA space, where v's and a's coordinates add up
-# (vector.similarity.cosine is (1 + cos) / 2; the vectors are unit vectors).
+# and a squared distance in the PCA space, where v's and a's coordinates add up: per axis
+# i, at[i] holds a's part (_AT, once per node a) and v adds its own (vector.similarity.cosine
+# is (1 + cos) / 2; the vectors are unit vectors). A term of weight 0 is not computed.
+_AT = (
+    "[i IN range(0, size($rank.axes) - 1) | $rank.scale[i] * "
+    "(2 * vector.similarity.cosine(a.embedding, $rank.axes[i]) - 1) - $rank.base[i]] AS at"
+)
 _AHEAD_RANK = (
-    "$rank.query * (2 * vector.similarity.cosine(v.embedding, {q}) - 1) "
+    "CASE WHEN $rank.query = 0 THEN 0.0 "
+    "ELSE $rank.query * (2 * vector.similarity.cosine(v.embedding, {q}) - 1) END "
     "+ $rank.edge * e.score "
-    "+ $rank.source * (2 * vector.similarity.cosine(v.embedding, a.embedding) - 1) "
-    "- reduce(d = 0.0, i IN range(0, size($rank.axes) - 1) | d + ($rank.scale[i] * "
-    "(2 * vector.similarity.cosine(v.embedding, $rank.axes[i]) "
-    "+ 2 * vector.similarity.cosine(a.embedding, $rank.axes[i]) - 2) - $rank.base[i]) ^ 2)"
+    "+ CASE WHEN $rank.source = 0 THEN 0.0 "
+    "ELSE $rank.source * (2 * vector.similarity.cosine(v.embedding, a.embedding) - 1) END "
+    "- reduce(d = 0.0, i IN range(0, size(at) - 1) | d + ($rank.scale[i] * "
+    "(2 * vector.similarity.cosine(v.embedding, $rank.axes[i]) - 1) + at[i]) ^ 2)"
 )
 # The look-ahead follows the chain a traversal would walk: a0 (the node asked for), then
 # each level's best-ranked hop. Its levels: the hops of a0, then of the next LEVELS - 1.
-_LEVELS = 3
+_LEVELS = 8
 
 
 def _level(i: int, q: str) -> str:
@@ -385,7 +391,8 @@ def _level(i: int, q: str) -> str:
     return (
         f"CALL ({', '.join(chain)}) {{ WITH a{i} AS a "
         + ("" if i == 0 else "WHERE $follow > 0 ")
-        + "MATCH (a)-[e:SIMILAR]->(v:SemragWindow) "
+        + f"WITH a, {_AT} "
+        "MATCH (a)-[e:SIMILAR]->(v:SemragWindow) "
         f"WHERE NOT v IN [c IN [{', '.join(chain)}] WHERE c IS NOT NULL] "
         "AND NOT v.key IN $visited "
         "WITH v, max(" + _AHEAD_RANK.format(q=q) + ") AS rank ORDER BY rank DESC "
@@ -427,9 +434,23 @@ _ANCHORS = (
     "CALL (first) { CALL (first) { " + _load_union("first", "$vector") + " } "
     "RETURN collect({source: source, sentences: sentences, edges: edges}) AS loaded } "
     "RETURN s.version AS version, s.windows AS windows, nodes, loaded, "
-    "CASE WHEN $pca THEN s.pca_mean END AS pca_mean, "
-    "CASE WHEN $pca THEN s.pca_components END AS pca_components"
+    "s.pca_digest AS pca_digest, "
+    "CASE WHEN $pca AND coalesce(s.pca_digest <> $pca_digest, true) "
+    "THEN [s.pca_mean, s.pca_components] END AS pca"
 )
+
+
+def _pca_digest(mean: Any, components: Any) -> str:
+    """A digest of a graph's PCA (its float32 values), stored beside it.
+
+    A reader keeps the PCA it last read with its digest; the anchor search sends it back
+    and gets the PCA again only when the stored one differs.
+    """
+    h = hashlib.sha256(np.asarray(mean, np.float32).tobytes())
+    h.update(np.asarray(components, np.float32).tobytes())
+    return h.hexdigest()
+
+
 # Lucene's query syntax: special characters are escaped and its operators lower-cased, so a
 # query is searched as words.
 _LUCENE_OPERATORS = re.compile(r"\b(AND|OR|NOT|TO)\b")
@@ -795,6 +816,9 @@ class Neo4jIndexStore:
             "windows": 0 if graph is None else graph.n_nodes,
             "pca_mean": None if graph is None else _vector(graph.pca_mean),
             "pca": None if graph is None else _vector(graph.pca_components),
+            "pca_digest": None
+            if graph is None
+            else _pca_digest(graph.pca_mean, graph.pca_components),
             "next_seq": next_seq,
             "pieces": self._pieces_split(),
         }
@@ -1340,6 +1364,7 @@ class Neo4jIndex:
         ``None``: then SKETCH searches the chunks here (``split=None``)."""
         self.dense = _Dense(self)
         self.sparse = _Sparse(self)
+        self._pca_read: tuple[str, tuple[Floats, Floats]] | None = None  # (digest, PCA)
 
     # -- plumbing -------------------------------------------------------------------------------
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -1896,7 +1921,7 @@ class _RemoteView:
 
     batch = 8
     ahead = 16
-    follow = 4
+    follow = 2
     async_reads = True
     """Its reads are steps a traversal yields, answered by :meth:`fetch` / :meth:`afetch`."""
 
@@ -1964,11 +1989,16 @@ class _RemoteView:
         with ``load`` the first ``min(load, batch)`` candidates in the vector index's order
         loaded as :meth:`load_steps` loads them (with the look-ahead of the first, ranked
         by ``rank``): what a traversal loads next, unless exact scores reorder the
-        candidates.
+        candidates. The PCA is sent only when it differs from the one this index last read
+        (:func:`_pca_digest`): that one, if any, ranks this search's look-ahead (by the
+        geometric rule) before the search says whether it is current.
         """
         owner = self._owner
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         self._q = q
+        seen = owner._pca_read if pca else None
+        if seen is not None:  # until the search says it is current, it only ranks the look-ahead
+            self.graph._pca = seen[1]
         found = yield _Ask(
             _ANCHORS,
             {
@@ -1976,6 +2006,7 @@ class _RemoteView:
                 "n": owner._candidates(int(k)),
                 "vector": _vector(q),
                 "pca": bool(pca),
+                "pca_digest": None if seen is None else seen[0],
                 "load": min(int(load), self.batch),
                 "ahead": int(self.ahead),
                 "follow": self._follow(rank),
@@ -1988,7 +2019,10 @@ class _RemoteView:
             raise ConfigError(f"the database holds no semrag index named {owner.name!r}")
         self._state = found[0]
         if pca:
-            self.graph._keep_pca(found[0]["pca_mean"], found[0]["pca_components"])
+            digest = found[0]["pca_digest"]
+            if seen is None or digest is None or digest != seen[0]:
+                kept = self.graph._keep_pca(*found[0]["pca"])
+                owner._pca_read = None if digest is None else (digest, kept)
         nodes = sorted({self._add(r) for r in found[0]["nodes"]})
         loaded = found[0]["loaded"]
         first = [r["key"] for r in found[0]["nodes"][: min(int(load), self.batch)]]

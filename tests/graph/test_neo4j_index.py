@@ -318,14 +318,16 @@ def test_the_look_ahead_fetches_the_hops_each_traversal_ranks_first(graph_store)
 
 
 def test_the_look_ahead_follows_the_chain_a_greedy_traversal_walks(graph_store):
-    # With the anchor search alone, a greedy traversal's first three hops (each the best
+    # With the anchor search alone, a greedy traversal's first _LEVELS hops (each the best
     # unvisited out-neighbour by its rule) are loaded: the server followed the same chain.
     # Without following (follow=0) some are not.
     import numpy as np
 
+    from semrag.graph.neo4j_index import _LEVELS, _RemoteView
+
     emb = embedder()
     index, reader = stored_with_ssg(graph_store, emb)
-    outcomes = {4: [], 0: []}
+    outcomes = {_RemoteView.follow: [], 0: []}
     for follow in outcomes:
         for query in [*QUERIES, "Which river flows by Memphis?", "Nobel Prize winner"]:
             q = np.asarray(reader.embed_query(query), np.float32).reshape(-1)
@@ -334,7 +336,7 @@ def test_the_look_ahead_follows_the_chain_a_greedy_traversal_walks(graph_store):
                 view.follow = follow
                 _, ids = reader._run(view.search_steps(q, 1, pca=True, load=1, rank=rule))
                 chain, outcome = [int(ids[0, 0])], "walked"
-                while len(chain) < 4:
+                while len(chain) <= _LEVELS:
                     if chain[-1] not in view._adjacent:
                         outcome = "not loaded"
                         break
@@ -347,8 +349,47 @@ def test_the_look_ahead_follows_the_chain_a_greedy_traversal_walks(graph_store):
                 if outcome == "walked" and chain[-1] not in view._adjacent:
                     outcome = "not loaded"
                 outcomes[follow].append(outcome)
-    assert "not loaded" not in outcomes[4] and outcomes[4].count("walked") >= 10, outcomes
+    followed = outcomes[_RemoteView.follow]
+    assert "not loaded" not in followed and followed.count("walked") >= 10, outcomes
     assert "not loaded" in outcomes[0], outcomes
+
+
+def test_the_anchor_search_sends_the_pca_only_when_it_changed(graph_store):
+    # A reader keeps the PCA it read; the next anchor search gets it again only when the
+    # stored PCA differs, and meanwhile ranks its look-ahead by the geometric rule with it.
+    import numpy as np
+
+    emb = embedder()
+    index, reader = stored_with_ssg(graph_store, emb)
+    q = np.asarray(reader.embed_query(QUERIES[0]), np.float32).reshape(-1)
+
+    def anchor_search():
+        view = reader.ssg_view()
+        steps = view.search_steps(q, 1, pca=True, load=1, rank="geometric")
+        ask = next(steps)
+        rows = view.fetch(ask)
+        with pytest.raises(StopIteration):
+            steps.send(rows)
+        return ask.params, rows[0], view.graph.project_3d(q[None, :])
+
+    def embedded_projection():
+        return index.ssg.project_3d(q[None, :])
+
+    first, row, projected = anchor_search()
+    assert first["pca_digest"] is None and row["pca"] is not None
+    assert first["rank"]["axes"] == []  # by query similarity until the PCA is known
+    np.testing.assert_allclose(projected, embedded_projection(), atol=1e-5)
+    second, row, again = anchor_search()
+    assert second["pca_digest"] == row["pca_digest"] is not None
+    assert row["pca"] is None
+    assert len(second["rank"]["axes"]) == 3  # the geometric rule, from the kept PCA
+    np.testing.assert_array_equal(again, projected)
+    index.add_documents([Document("new", "Rockets burn fuel. Engines roar at launch. " * 3)])
+    third, row, changed = anchor_search()
+    assert third["pca_digest"] == second["pca_digest"] != row["pca_digest"]
+    assert row["pca"] is not None
+    np.testing.assert_allclose(changed, embedded_projection(), atol=1e-5)
+    assert not np.allclose(changed, projected, atol=1e-5)
 
 
 def async_reads_only(graph_store, monkeypatch):
