@@ -2020,7 +2020,7 @@ class _RemoteView:
         self._state = found[0]
         if pca:
             digest = found[0]["pca_digest"]
-            if seen is None or digest is None or digest != seen[0]:
+            if seen is None or digest != seen[0]:  # changed, or no digest stored
                 kept = self.graph._keep_pca(*found[0]["pca"])
                 owner._pca_read = None if digest is None else (digest, kept)
         nodes = sorted({self._add(r) for r in found[0]["nodes"]})
