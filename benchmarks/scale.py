@@ -15,13 +15,15 @@ derived graph), write (the store), communities, reports. Latency: p50 / p95 of s
 timed queries for every non-LLM retriever, with the graph's degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
-[--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--index-only] [--out F];
-python benchmarks/scale.py --exponents SMALL.md LARGE.md (how each stage and each p50 grows
-between two reports). ``--index-only`` skips the knowledge graph (its stages and the
-retrievers that need it); ``--vector-dtype float16`` holds the SSG's rows as float16 (with
-``--knn hnsw``). Besides the peak RSS, the report gives the RSS after the index is built
-(what it holds, the transient copies of the build freed) and the bytes of the SSG's rows
-and node index.
+[--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw] [--index-only]
+[--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md (how each stage and
+each p50 grows between two reports). ``--index-only`` skips the knowledge graph (its
+stages and the retrievers that need it); ``--vector-dtype float16`` holds the SSG's rows
+as float16 (with ``--knn hnsw``); ``--dense hnsw`` searches the chunk vectors with an HNSW
+index (the dense channel of ``search``, IAR and the walk's seeds) instead of the exact
+product. Besides the peak RSS, the report gives the RSS after the index is built (what it
+holds, the transient copies of the build freed) and the bytes of the SSG's rows and node
+index.
 """
 
 from __future__ import annotations
@@ -265,6 +267,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a smoke run: about 1,000 chunks")
     ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
     ap.add_argument("--knn", choices=["auto", "flat", "hnsw"], default="auto")
+    ap.add_argument("--dense", choices=["flat", "hnsw"], default="flat")
     ap.add_argument("--vector-dtype", choices=["float32", "float16"], default="float32")
     ap.add_argument("--index-only", action="store_true", help="no knowledge graph")
     ap.add_argument("--out")
@@ -281,7 +284,11 @@ def main() -> None:
     rss: dict[str, float] = {"start": peak_mb()}
     ssg_config = SSGConfig(knn=args.knn, vector_dtype=args.vector_dtype)
     index = SemanticIndex(
-        embedder=embedder, chunk_vectors="mean", ssg=ssg_config, show_progress=True
+        embedder=embedder,
+        chunk_vectors="mean",
+        ssg=ssg_config,
+        dense=args.dense,
+        show_progress=True,
     )
     timed_parts(index, spent)
     model_before = embedder.model_s
@@ -355,7 +362,7 @@ def main() -> None:
             f"{len(index.chunks()):,} chunks, {g.n_nodes:,} window nodes); embedder: "
             f"{args.embedder} (each distinct sentence once; chunk vectors: mean of their "
             f"sentences); SSGConfig(knn={args.knn!r}, vector_dtype={args.vector_dtype!r}); "
-            + graph_note,
+            f"dense={args.dense!r}; " + graph_note,
         )
         + "\n"
         + table(stages, ["stage", "s"])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
 
 _CELLS = 1 << 24  # float32 scores per block of an exact search (64 MB)
+_RECENT = 32  # answers a version keeps (DenseIndex.search)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,10 @@ class _Version:
     live: int
     graph: Any = None  # HNSW: the graph holding these rows (and maybe later ones)
     bitmap: npt.NDArray[np.uint8] | None = None  # HNSW: the live rows, packed
+    # this version's latest answers: (k, query bytes) -> (rows, scores); see DenseIndex.search
+    recent: dict[tuple[int, bytes], tuple[Ints, Floats]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def n(self) -> int:
@@ -171,6 +176,11 @@ class DenseIndex:
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """Return ``(scores, ids)`` of shape ``(n_queries, k)``; missing slots have id -1.
 
+        The version being read keeps its last :data:`_RECENT` answers, so a query asked
+        again of the same version (a hybrid retriever's dense channel and its graph walk's
+        dense seeds ask for the same one) costs no second search. A change publishes a new
+        version, which starts with none.
+
         Raises:
             EmbeddingError: if the queries have the wrong dimension.
         """
@@ -181,10 +191,19 @@ class DenseIndex:
         if not v.live:
             return scores, ids
         kk = min(k, v.live)
-        if self.kind == "hnsw":
-            rows, top = self._hnsw_search(v, q, kk)
-        else:
-            rows, top = self._exact_search(v, q, kk)
+        keys = [(kk, row.tobytes()) for row in q]
+        recent = v.recent  # shared by concurrent readers: read and written an item at a time
+        answers = {key: hit for key in keys if (hit := recent.get(key)) is not None}
+        todo = [i for i, key in enumerate(keys) if key not in answers]
+        if todo:
+            search = self._hnsw_search if self.kind == "hnsw" else self._exact_search
+            found_rows, found_top = search(v, q[todo], kk)
+            if len(recent) + len(todo) > _RECENT:
+                recent.clear()
+            for j, i in enumerate(todo):
+                answers[keys[i]] = recent[keys[i]] = (found_rows[j], found_top[j])
+        rows = np.stack([answers[key][0] for key in keys])
+        top = np.stack([answers[key][1] for key in keys])
         ok = rows >= 0
         scores[:, :kk] = np.where(ok, top, -np.inf)
         ids[:, :kk] = np.where(ok, v.ids[np.maximum(rows, 0)], -1)

@@ -457,12 +457,7 @@ class SemanticIndex:
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
         with self._lock.read():
-            ids, scores = self.sparse.scores(query)
-            want = np.asarray(chunk_ids, dtype=np.int64)
-            pos = np.clip(np.searchsorted(ids, want), 0, max(len(ids) - 1, 0))
-            if len(want) and (not len(ids) or (ids[pos] != want).any()):
-                raise KeyError("chunk ids not in the sparse index")
-            return scores[pos] if len(want) else np.zeros(0)
+            return self.sparse.scores_of(query, chunk_ids)
 
     def search_channels(
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int

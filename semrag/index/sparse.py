@@ -95,6 +95,7 @@ class BM25Index:
         self._docs: dict[int, tuple[int, tuple[str, ...]]] = {}
         self._postings: dict[str, dict[int, int]] = {}  # term -> {id: term frequency}
         self._df_hist: dict[int, int] = {}  # document frequency -> number of terms
+        self._average: tuple[int, float] | None = None  # (texts, average idf) until a change
         self._total_len = 0
         self._arrays: dict[str, tuple[Ints, Floats64, Floats64]] = {}  # per-term cache
         self._lock = threading.Lock()
@@ -108,6 +109,7 @@ class BM25Index:
 
     def _move(self, df_from: int, df_to: int) -> None:
         hist = self._df_hist
+        self._average = None
         if df_from:
             hist[df_from] -= 1
             if not hist[df_from]:
@@ -212,14 +214,17 @@ class BM25Index:
         return idf if idf >= 0 else self.epsilon * average
 
     def _average_idf(self, n: int) -> float:
+        """Okapi's average idf over every term (computed once per state of the postings)."""
+        if self._average is not None and self._average[0] == n:
+            return self._average[1]
         terms = sum(self._df_hist.values())
-        if not terms:
-            return 0.0
         total = math.fsum(  # in a fixed order: equal histories give equal bits
             count * (math.log(n - df + 0.5) - math.log(df + 0.5))
             for df, count in sorted(self._df_hist.items())
         )
-        return total / terms
+        average = total / terms if terms else 0.0
+        self._average = (n, average)
+        return average
 
     def _term_arrays(self, term: str) -> tuple[Ints, Floats64, Floats64]:
         """``(ids, tf, length)`` of a term's postings (cached until the term changes)."""
@@ -267,6 +272,25 @@ class BM25Index:
             ok = (pos < ids.size) & (ids[np.minimum(pos, ids.size - 1)] == hit)
             scores[pos[ok]] = values[ok]
         return ids, scores
+
+    def scores_of(self, query: str, ids: Sequence[int]) -> Floats64:
+        """BM25 score of ``query`` for each of ``ids`` (0 where no term matches).
+
+        Costs the postings of the query's terms and the ids asked, not the corpus.
+
+        Raises:
+            KeyError: if an id is not indexed.
+        """
+        want = np.asarray(ids, dtype=np.int64).ravel()
+        with self._lock:
+            missing = [i for i in want.tolist() if i not in self._docs]
+        if missing:
+            raise KeyError(f"ids not in the BM25 index: {missing[:5]}")
+        hit, values = self.matches(query)
+        if not hit.size or not want.size:
+            return np.zeros(want.size)
+        pos = np.minimum(np.searchsorted(hit, want), hit.size - 1)
+        return np.where(hit[pos] == want, values[pos], 0.0)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` ``(id, score)`` pairs among texts sharing a query term, best first.

@@ -606,10 +606,10 @@ class IntentAwareRetriever:
         plan = self.plan(query)
         vectors = self.index.embedder.embed(list(plan.dense_queries))
         extended = self._use_extended(plan)
-        # every channel reads one version (and the extended channel's graph, if it has one)
+        # every channel reads one version (and the extended channel's graph, if it has one);
+        # the extended channel runs after the dense one, whose answers it may reuse
         with reading(self.index, followers=extended):
-            ext = self.extended.retrieve(query, k=self.m) if extended else []
-            return self._fuse(plan, vectors, ext, k)
+            return self._fuse(plan, vectors, None if extended else [], k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`; the channels run concurrently.
@@ -632,7 +632,11 @@ class IntentAwareRetriever:
         return self.extended is not None and plan.weights.get("extended", 0.0) > 0
 
     def _fuse(
-        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
+        self,
+        plan: QueryPlan,
+        vectors: npt.NDArray[np.float32],
+        ext: Sequence[ScoredChunk] | None,
+        k: int,
     ) -> list[ScoredChunk]:
         with reading(self.index):  # candidates, scores and chunks of one version
             return drive(
@@ -650,9 +654,17 @@ class IntentAwareRetriever:
             return await adrive(steps, functools.partial(acall, index))
 
     def _fuse_steps(
-        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
+        self,
+        plan: QueryPlan,
+        vectors: npt.NDArray[np.float32],
+        ext: Sequence[ScoredChunk] | None,
+        k: int,
     ) -> Generator[Call, Any, list[ScoredChunk]]:
-        """The fusion, asking for the index reads that may be round trips (:class:`Call`)."""
+        """The fusion, asking for the index reads that may be round trips (:class:`Call`).
+
+        ``ext``: the extended channel's hits, or ``None`` to ask for them (after the dense
+        and sparse searches, so a walk seeded by the same dense query reuses that search).
+        """
         index = self.index
         cands = yield from self._candidates(plan, vectors, ext)
         ids = cands.ids
@@ -697,7 +709,10 @@ class IntentAwareRetriever:
         return hits
 
     def _candidates(
-        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk]
+        self,
+        plan: QueryPlan,
+        vectors: npt.NDArray[np.float32],
+        ext: Sequence[ScoredChunk] | None,
     ) -> Generator[Call, Any, _Candidates]:
         index = self.index
         n = self.n_candidates
@@ -707,6 +722,8 @@ class IntentAwareRetriever:
             pool.update((int(i), None) for i in row if i >= 0)
         for hits in sparse_hits:
             pool.update((i, None) for i, _ in hits)
+        if ext is None:
+            ext = yield Call("retrieve", (plan.query,), on=self.extended, kwargs={"k": self.m})
         cands = _Candidates()
         for hit in ext:
             for i in index.overlapping_chunks(hit.chunk.doc_id, hit.chunk.start, hit.chunk.end):

@@ -156,27 +156,42 @@ def local_pagerank(
     n = seeds.size
     settled = np.zeros(n)
     residual = np.asarray(seeds, dtype=np.float64).copy()
-    linked = degree > 0
-    threshold = epsilon * np.where(linked, degree, 1.0)
-    active = np.flatnonzero(residual > threshold)
+    restart = np.flatnonzero(residual)  # where a node without edges sends its mass
+    threshold = epsilon * np.where(degree > 0, degree, 1.0)
+    active = restart[residual[restart] > threshold[restart]]
     while active.size:
         mass = residual[active]
         residual[active] = 0.0
         settled[active] += mass
         # A is symmetric, so column u of T is row u of T rescaled: A[u, v] = T[u, v] * deg(v)
-        counts = np.where(linked[active], ptr[active + 1] - ptr[active], 0)
+        d = degree[active]
+        counts = np.where(d > 0, ptr[active + 1] - ptr[active], 0)
         total = int(counts.sum())
+        # Only a node that receives mass can turn active (the others stay below their
+        # threshold). A round that reaches few nodes adds up their mass alone; one that
+        # reaches many makes a pass over every node, which is then cheaper than sorting.
+        reached: Ints | None = np.zeros(0, np.int64)
         if total:
             ends = np.cumsum(counts)
             at = np.arange(total) + np.repeat(ptr[active] - (ends - counts), counts)
             to = cols[at]
-            share = damping * mass / np.where(counts > 0, degree[active], 1.0)
+            share = damping * mass / np.where(counts > 0, d, 1.0)
             weights = vals[at] * degree[to] * np.repeat(share, counts)
-            residual += np.bincount(to, weights=weights, minlength=n)
+            if 8 * total < n:
+                reached, slot = np.unique(to, return_inverse=True)
+                residual[reached] += np.bincount(slot, weights=weights, minlength=reached.size)
+            else:
+                residual += np.bincount(to, weights=weights, minlength=n)
+                reached = None
         lost = mass[counts == 0].sum()
         if lost > 0:
-            residual += damping * lost * seeds
-        active = np.flatnonzero(residual > threshold)
+            residual[restart] += damping * lost * seeds[restart]
+            if reached is not None:
+                reached = np.union1d(reached, restart)
+        if reached is None:
+            active = np.flatnonzero(residual > threshold)
+        else:
+            active = reached[residual[reached] > threshold[reached]]
     return (1.0 - damping) * settled
 
 
@@ -208,17 +223,26 @@ class _Lookup(Mapping[Any, int]):
 
 
 class _NodeOf(Mapping[int, int]):
-    """Chunk id -> passage node, by binary search over the version's chunk ids."""
+    """Chunk id -> passage node, by binary search over the version's sorted chunk ids."""
 
-    def __init__(self, chunk_ids: Ints, by_id: Ints) -> None:
-        self._ids, self._by_id = chunk_ids, by_id
+    def __init__(self, chunk_ids: Ints) -> None:
+        self._ids = chunk_ids
+        self._by_id = np.argsort(chunk_ids, kind="stable")
+        self._sorted = chunk_ids[self._by_id]
+
+    def nodes(self, chunk_ids: Ints) -> Ints:
+        """The passage node of each chunk id, ``-1`` for one not in this version."""
+        chunk_ids = np.asarray(chunk_ids, np.int64)
+        if not self._sorted.size:
+            return np.full(chunk_ids.size, -1, np.int64)
+        pos = np.minimum(np.searchsorted(self._sorted, chunk_ids), self._sorted.size - 1)
+        return np.where(self._sorted[pos] == chunk_ids, self._by_id[pos], -1)
 
     def __getitem__(self, chunk_id: int) -> int:
-        ids, by_id = self._ids, self._by_id
-        pos = int(np.searchsorted(ids[by_id], chunk_id)) if ids.size else 0
-        if pos >= ids.size or ids[by_id[pos]] != chunk_id:
+        node = int(self.nodes(np.array([chunk_id]))[0])
+        if node < 0:
             raise KeyError(chunk_id)
-        return int(by_id[pos])
+        return node
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._ids.tolist())
@@ -281,8 +305,8 @@ class PassageGraph:
     """Column-stochastic transition matrix over all nodes (scipy CSR, for fast products)."""
     degree: npt.NDArray[np.float64]
     """Weighted degree of each node (the undirected adjacency's column sums)."""
-    node_of: Mapping[int, int]
-    """Chunk id -> passage node."""
+    node_of: _NodeOf
+    """Chunk id -> passage node (a mapping; :meth:`_NodeOf.nodes` looks up many at once)."""
     name_vectors: Floats
     """Unit vectors of every display name seen (rows: the registry's name ids)."""
     phrase_name_ids: Ints
@@ -642,7 +666,6 @@ class PPRRetriever:
         degree = np.asarray(adj.sum(axis=0)).ravel()
         inv = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
         adj.data *= inv[adj.indices]  # column j scaled by 1 / degree(j): column-stochastic
-        sorted_ids = np.argsort(chunk_ids, kind="stable")
         return PassageGraph(
             version=version,
             chunk_ids=chunk_ids,
@@ -653,7 +676,7 @@ class PPRRetriever:
             df=df,
             transition=adj,
             degree=degree,
-            node_of=_NodeOf(chunk_ids, sorted_ids),
+            node_of=_NodeOf(chunk_ids),
             name_vectors=reg.vectors.view,
             phrase_name_ids=name_ids,
             synonym_edges=n_syn,
@@ -755,13 +778,12 @@ class PPRRetriever:
         dense: dict[int, float] = {}
         if g.n_passages:
             scores, ids = self.index.dense_search(q, min(self.dense_seeds, g.n_passages))
-            node_of = g.node_of
             if len(ids):
                 lo, hi = float(scores.min()), float(scores.max())
                 spread = hi - lo if hi > lo else 1.0
-                for s, c in zip(scores.tolist(), ids.tolist(), strict=True):
-                    node = node_of.get(int(c))
-                    if node is not None:
+                nodes = g.node_of.nodes(ids)
+                for s, node in zip(scores.tolist(), nodes.tolist(), strict=True):
+                    if node >= 0:
                         dense[node] = float(s)
                         norm = (s - lo) / spread if hi > lo else 1.0
                         seeds[node] += self.passage_weight * norm * (entity_mass or 1.0)
@@ -787,8 +809,8 @@ class PPRRetriever:
                 g.transition, g.degree, seeds, self.damping, epsilon=self.epsilon
             )
         passage = scores[: g.n_passages]
-        order = np.argsort(-passage, kind="stable")[:k]
-        order = [int(i) for i in order if passage[i] > 0]
+        reached = np.flatnonzero(passage > 0)  # the walk's mass is local: sort only where it is
+        order = reached[np.argsort(-passage[reached], kind="stable")[:k]].tolist()
         rank_of = {node: r for r, node in enumerate(order)}
         dense_rank = {node: r for r, node in enumerate(dense)}  # dense is best first
         phrase_mass = scores[g.n_passages :]

@@ -51,6 +51,29 @@ def test_dense_index_add_search_remove():
         idx.search(np.ones(4, np.float32), 1)
 
 
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_version_answers_a_repeated_query_once(monkeypatch, kind):
+    """The same query of the same version is searched once; a change starts afresh."""
+    idx = DenseIndex(4, kind=kind)
+    rng = np.random.default_rng(0)
+    idx.add(list(range(30)), rng.normal(size=(30, 4)).astype(np.float32))
+    searched = []
+    method = "_hnsw_search" if kind == "hnsw" else "_exact_search"
+    inner = getattr(idx, method)
+    monkeypatch.setattr(idx, method, lambda v, q, k: searched.append(len(q)) or inner(v, q, k))
+    q, other = rng.normal(size=(2, 4)).astype(np.float32)
+    first = idx.search(q, 5)
+    both = idx.search(np.stack([other, q]), 5)  # only the new row is searched
+    again = idx.search(q, 5)
+    assert searched == [1, 1]
+    for got in (both[1][1], again[1][0]):
+        assert got.tolist() == first[1][0].tolist()
+    assert idx.search(q, 6)[1].shape == (1, 6) and searched == [1, 1, 1]  # another k
+    idx.remove([int(first[1][0][0])])
+    after = idx.search(q, 5)
+    assert searched[-1] == 1 and int(first[1][0][0]) not in after[1][0].tolist()
+
+
 def test_dense_hnsw_matches_flat_on_small_data(tmp_path):
     rng = np.random.default_rng(0)
     v = rng.normal(size=(300, 16)).astype(np.float32)
@@ -516,6 +539,12 @@ def test_bm25_keeps_each_term_once_and_a_save_keeps_the_scores(tmp_path_factory,
     ref = BM25Okapi(texts).get_scores(query)
     for index in (bm, again):  # term frequencies and lengths survive the save
         np.testing.assert_allclose(index.scores(" ".join(query))[1], ref, rtol=1e-9, atol=1e-12)
+        asked = list(range(len(texts)))[::-1]  # any order, from the query's postings alone
+        np.testing.assert_allclose(
+            index.scores_of(" ".join(query), asked), ref[asked], rtol=1e-9, atol=1e-12
+        )
+    with pytest.raises(KeyError, match="not in the BM25 index"):
+        bm.scores_of("ant", [0, len(texts)])
 
 
 @settings(max_examples=60, deadline=None)

@@ -203,6 +203,26 @@ def test_defaults_ppr_channel_and_no_sentence_refinement_for_multi_hop(index):
     assert all("sentence" in h.channel_scores for h in forced)
 
 
+def test_the_walk_reuses_the_dense_channel_search(index, monkeypatch):
+    """IAR's dense channel and its PPR walk's dense seeds cost one search of the vectors."""
+    ret = IntentAwareRetriever(index, k=3)
+    query = "When was the capital of France founded?"
+    expected = ret.retrieve(query)
+    dense = index.dense
+    searched = []
+    inner = dense._exact_search
+    monkeypatch.setattr(
+        dense, "_exact_search", lambda v, q, k: searched.append(len(q)) or inner(v, q, k)
+    )
+    index.add_documents([Document("rome", "Rome is the capital of Italy.")])  # a new version
+    ret.retrieve(query)
+    plan = ret.plan(query)
+    assert plan.weights["extended"] > 0 and len(plan.dense_queries) == 2
+    assert searched == [2]  # one batch: the query and its declarative form, shared by the walk
+    index.delete("rome")
+    assert [h.chunk for h in ret.retrieve(query)] == [h.chunk for h in expected]
+
+
 def test_empty_index_and_bad_arguments():
     idx = SemanticIndex(embedder=FakeEmbedder())
     assert IntentAwareRetriever(idx).retrieve("anything") == []

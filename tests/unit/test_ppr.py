@@ -120,6 +120,27 @@ def test_push_pagerank_is_a_lower_bound_within_epsilon_times_degree(case):
     assert got.sum() <= 1 + 1e-12
 
 
+def test_push_pagerank_is_exact_on_a_sparse_graph_where_rounds_stay_local():
+    """A long chain with a few shortcuts: each round reaches a few nodes of many (the
+    push adds up only what it reached), and a hub round reaches most of them."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    a = np.arange(n - 1)
+    rows = np.r_[a, rng.integers(0, n, 40), np.zeros(n // 2, np.int64)]
+    cols = np.r_[a + 1, rng.integers(0, n, 40), np.arange(n // 2) + n // 2]
+    keep = rows != cols
+    w = rng.uniform(0.5, 2.0, keep.sum())
+    adj = sp.coo_matrix((w, (rows[keep], cols[keep])), shape=(n, n)).tocsr()
+    adj = (adj + adj.T).tocsr()
+    deg = np.asarray(adj.sum(axis=0)).ravel()
+    t = sp.csr_matrix(adj.multiply(1.0 / np.where(deg > 0, deg, 1.0)[None, :]))
+    seeds = np.zeros(n)
+    seeds[[5, 1500]] = [0.7, 0.3]
+    power = personalized_pagerank(t, seeds, 0.8, tol=1e-14, max_iter=5000)
+    push = local_pagerank(t, deg, seeds, 0.8, epsilon=1e-13)
+    np.testing.assert_allclose(push, power, atol=1e-9)
+
+
 def test_push_pagerank_equals_power_iteration_on_a_passage_graph(index):
     g = PPRRetriever(index).passage_graph()
     seeds = np.zeros(g.transition.shape[0])
