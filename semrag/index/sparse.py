@@ -25,6 +25,7 @@ from semrag.index.change import Change
 __all__ = ["IDF_VARIANTS", "BM25Index", "bm25_tokenize"]
 
 IDF_VARIANTS = ("okapi", "lucene")
+_RECENT = 32  # query answers BM25Index.matches keeps until the next change
 
 Ints = npt.NDArray[np.int64]
 Floats64 = npt.NDArray[np.float64]
@@ -95,7 +96,9 @@ class BM25Index:
         self._docs: dict[int, tuple[int, tuple[str, ...]]] = {}
         self._postings: dict[str, dict[int, int]] = {}  # term -> {id: term frequency}
         self._df_hist: dict[int, int] = {}  # document frequency -> number of terms
-        self._average: tuple[int, float] | None = None  # (texts, average idf) until a change
+        self._generation = 0  # counts changes: the caches below hold for one generation
+        self._average: tuple[int, float] | None = None  # (generation, Okapi's average idf)
+        self._recent: dict[str, tuple[int, Ints, Floats64]] = {}  # tokens -> matches
         self._total_len = 0
         self._arrays: dict[str, tuple[Ints, Floats64, Floats64]] = {}  # per-term cache
         self._lock = threading.Lock()
@@ -109,7 +112,6 @@ class BM25Index:
 
     def _move(self, df_from: int, df_to: int) -> None:
         hist = self._df_hist
-        self._average = None
         if df_from:
             hist[df_from] -= 1
             if not hist[df_from]:
@@ -133,6 +135,7 @@ class BM25Index:
             raise ConfigError("duplicate ids in BM25Index.add")
         grown: dict[str, list[tuple[int, int, int]]] = {}  # cached terms' new postings
         with self._lock:
+            self._generation += 1
             for i, tokens in zip(new, token_lists, strict=True):
                 counts = Counter(map(sys.intern, tokens))
                 self._docs[i] = (len(tokens), tuple(counts))
@@ -157,6 +160,7 @@ class BM25Index:
         removed = 0
         shrunk: dict[str, list[int]] = {}  # cached terms' removed postings
         with self._lock:
+            self._generation += 1
             for i in {int(i) for i in ids}:
                 doc = self._docs.pop(i, None)
                 if doc is None:
@@ -215,7 +219,7 @@ class BM25Index:
 
     def _average_idf(self, n: int) -> float:
         """Okapi's average idf over every term (computed once per state of the postings)."""
-        if self._average is not None and self._average[0] == n:
+        if self._average is not None and self._average[0] == self._generation:
             return self._average[1]
         terms = sum(self._df_hist.values())
         total = math.fsum(  # in a fixed order: equal histories give equal bits
@@ -223,7 +227,7 @@ class BM25Index:
             for df, count in sorted(self._df_hist.items())
         )
         average = total / terms if terms else 0.0
-        self._average = (n, average)
+        self._average = (self._generation, average)
         return average
 
     def _term_arrays(self, term: str) -> tuple[Ints, Floats64, Floats64]:
@@ -240,9 +244,19 @@ class BM25Index:
         return found
 
     def matches(self, query: str) -> tuple[Ints, Floats64]:
-        """Ids of the texts sharing a term with ``query`` (increasing) and their scores."""
+        """Ids of the texts sharing a term with ``query`` (increasing) and their scores.
+
+        The answers to the last :data:`_RECENT` token lists are kept until the next change
+        (a hybrid retriever asks for a sub-query's top hits, then for its candidates'
+        scores). The arrays returned are read-only.
+        """
         tokens = bm25_tokenize(query)
+        key = " ".join(tokens)
         with self._lock:
+            kept = self._recent.get(key)
+            if kept is not None and kept[0] == self._generation:
+                return kept[1], kept[2]
+            generation = self._generation
             n = len(self._docs)
             present = [t for t in tokens if t in self._postings]
             if not n or not present or not self._total_len:
@@ -258,7 +272,14 @@ class BM25Index:
                 score_parts.append(idf * tf * (self.k1 + 1) / norm)
         all_ids = np.concatenate(ids_parts)
         uniq, inverse = np.unique(all_ids, return_inverse=True)
-        return uniq, np.bincount(inverse, weights=np.concatenate(score_parts))
+        scores = np.bincount(inverse, weights=np.concatenate(score_parts))
+        uniq.flags.writeable = scores.flags.writeable = False
+        with self._lock:
+            if self._generation == generation:  # no change since: still the answer
+                if len(self._recent) >= _RECENT:
+                    self._recent.clear()
+                self._recent[key] = (generation, uniq, scores)
+        return uniq, scores
 
     def scores(self, query: str) -> tuple[Ints, Floats64]:
         """BM25 score of every indexed id for ``query`` (ids increasing, scores)."""

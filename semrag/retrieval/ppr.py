@@ -119,7 +119,7 @@ def local_pagerank(
     seeds: npt.NDArray[np.float64],
     damping: float,
     *,
-    epsilon: float = 1e-6,
+    epsilon: float = 1e-5,
 ) -> npt.NDArray[np.float64]:
     """Personalized PageRank by forward push (Andersen, Chung and Lang, 2006): local work.
 
@@ -154,11 +154,17 @@ def local_pagerank(
     """
     ptr, cols, vals = transition.indptr, transition.indices, transition.data
     n = seeds.size
-    settled = np.zeros(n)
-    residual = np.asarray(seeds, dtype=np.float64).copy()
-    restart = np.flatnonzero(residual)  # where a node without edges sends its mass
-    threshold = epsilon * np.where(degree > 0, degree, 1.0)
-    active = restart[residual[restart] > threshold[restart]]
+    seeds = np.asarray(seeds, dtype=np.float64)
+    restart = np.flatnonzero(seeds)  # where a node without edges sends its mass
+    settled, residual = np.zeros(n), np.zeros(n)
+    residual[restart] = seeds[restart]
+    everywhere: npt.NDArray[np.float64] | None = None  # every node's threshold, once needed
+
+    def above(nodes: Ints) -> Ints:
+        d = degree[nodes]
+        return nodes[residual[nodes] > epsilon * np.where(d > 0, d, 1.0)]
+
+    active = above(restart)
     while active.size:
         mass = residual[active]
         residual[active] = 0.0
@@ -189,9 +195,11 @@ def local_pagerank(
             if reached is not None:
                 reached = np.union1d(reached, restart)
         if reached is None:
-            active = np.flatnonzero(residual > threshold)
+            if everywhere is None:
+                everywhere = epsilon * np.where(degree > 0, degree, 1.0)
+            active = np.flatnonzero(residual > everywhere)
         else:
-            active = reached[residual[reached] > threshold[reached]]
+            active = above(reached)
     return (1.0 - damping) * settled
 
 
@@ -405,8 +413,11 @@ class PPRRetriever:
         damping: probability of following an edge per step (HippoRAG: 0.5).
         epsilon: the walk is computed by forward push (:func:`local_pagerank`): work
             near the seeds only, each score short of the exact one by at most
-            ``epsilon`` times its node's degree. ``None``: power iteration over the whole
-            graph (:func:`personalized_pagerank`, to an L1 change below 1e-6).
+            ``epsilon`` times its node's degree; with unit edge weights it pushes along
+            at most ``1 / (epsilon * (1 - damping))`` edges, whatever the corpus. The default was
+            chosen on the development sets (2Wiki, MuSiQue: the same recall as 1e-6 with
+            a tenth of the work bound). ``None``: power iteration over the whole graph
+            (:func:`personalized_pagerank`, to an L1 change below 1e-6).
         passage_weight: weight of the dense passage seeds against the entity seeds
             (HippoRAG 2: 0.05).
         dense_seeds: how many dense hits seed the walk.
@@ -455,7 +466,7 @@ class PPRRetriever:
         *,
         k: int = 10,
         damping: float = 0.8,
-        epsilon: float | None = 1e-6,
+        epsilon: float | None = 1e-5,
         passage_weight: float = 0.05,
         dense_seeds: int = 50,
         link_threshold: float = 0.8,

@@ -112,6 +112,21 @@ def test_bm25_agrees_with_rank_bm25():
     np.testing.assert_allclose(scores, ref.get_scores(bm25_tokenize("cat chased the ball")))
 
 
+def test_bm25_keeps_a_query_answer_until_the_next_change():
+    bm = BM25Index(idf="lucene")
+    bm.add([0, 1, 2], ["ant bee", "bee cat", "cat dog"])
+    first = bm.matches("bee cat")
+    again = bm.matches("Bee, cat!")  # the same tokens: answered from the kept arrays
+    assert again[0] is first[0] and again[1] is first[1]
+    with pytest.raises(ValueError):
+        first[1][0] = 0.0  # shared answers are read-only
+    bm.add([3], [""])  # a text without terms changes n, so every idf
+    grown = bm.matches("bee cat")
+    assert grown[1] is not first[1] and not np.allclose(grown[1], first[1])
+    bm.remove([1])
+    assert bm.matches("bee cat")[0].tolist() == [0, 2]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
