@@ -14,7 +14,8 @@ questions, ../shared/data/musique). These are the only sets the defaults were ch
 
 Rows: the default ``GraphRetriever()`` (personalized PageRank over passages and entities)
 with an ablation per component (and the exact power-iteration walk against the
-default forward push), the default ``IntentAwareRetriever()`` and IAR with
+default forward push, and the push to the earlier epsilon 1e-6), the default
+``IntentAwareRetriever()`` and IAR with
 fixed equal weights, IAR with the SSG traversal as its extended channel (the earlier
 default) and IAR refining every intent (the default skips multi-hop questions), the SSG
 query traversal (distinct spans), semrag's dense and BM25 channels, and the LangChain
@@ -84,6 +85,9 @@ def semrag_systems(index) -> dict:
         "  ablation: no title phrases": PPRRetriever(index, k=CHUNKS, titles=False),
         "  ablation: power iteration over the whole graph (epsilon=None)": PPRRetriever(
             index, k=CHUNKS, epsilon=None
+        ),
+        "  ablation: forward push to epsilon 1e-6 (the earlier default)": PPRRetriever(
+            index, k=CHUNKS, epsilon=1e-6
         ),
         "semrag IntentAwareRetriever()": IntentAwareRetriever(index, k=CHUNKS, m=CHUNKS),
         "  IAR with fixed equal weights": IntentAwareRetriever(
