@@ -286,13 +286,7 @@ class BM25Index:
         with self._lock:
             ids = np.fromiter(self._docs.keys(), dtype=np.int64, count=len(self._docs))
         ids.sort()
-        scores = np.zeros(ids.size)
-        hit, values = self.matches(query)
-        if hit.size:
-            pos = np.searchsorted(ids, hit)
-            ok = (pos < ids.size) & (ids[np.minimum(pos, ids.size - 1)] == hit)
-            scores[pos[ok]] = values[ok]
-        return ids, scores
+        return ids, _values_at(*self.matches(query), ids)
 
     def scores_of(self, query: str, ids: Sequence[int]) -> Floats64:
         """BM25 score of ``query`` for each of ``ids`` (0 where no term matches).
@@ -307,11 +301,7 @@ class BM25Index:
             missing = [i for i in want.tolist() if i not in self._docs]
         if missing:
             raise KeyError(f"ids not in the BM25 index: {missing[:5]}")
-        hit, values = self.matches(query)
-        if not hit.size or not want.size:
-            return np.zeros(want.size)
-        pos = np.minimum(np.searchsorted(hit, want), hit.size - 1)
-        return np.where(hit[pos] == want, values[pos], 0.0)
+        return _values_at(*self.matches(query), want)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` ``(id, score)`` pairs among texts sharing a query term, best first.
@@ -365,3 +355,11 @@ class BM25Index:
 
     def __repr__(self) -> str:
         return f"BM25Index(k1={self.k1}, b={self.b}, idf={self.idf!r}, size={len(self)})"
+
+
+def _values_at(hit: Ints, values: Floats64, want: Ints) -> Floats64:
+    """``values`` of each of ``want`` by its place in ``hit`` (increasing ids), 0 if absent."""
+    if not hit.size or not want.size:
+        return np.zeros(want.size)
+    pos = np.minimum(np.searchsorted(hit, want), hit.size - 1)
+    return np.where(hit[pos] == want, values[pos], 0.0)

@@ -160,9 +160,11 @@ def local_pagerank(
     residual[restart] = seeds[restart]
     everywhere: npt.NDArray[np.float64] | None = None  # every node's threshold, once needed
 
+    def threshold(d: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        return epsilon * np.where(d > 0, d, 1.0)  # a node without edges: epsilon
+
     def above(nodes: Ints) -> Ints:
-        d = degree[nodes]
-        return nodes[residual[nodes] > epsilon * np.where(d > 0, d, 1.0)]
+        return nodes[residual[nodes] > threshold(degree[nodes])]
 
     active = above(restart)
     while active.size:
@@ -196,7 +198,7 @@ def local_pagerank(
                 reached = np.union1d(reached, restart)
         if reached is None:
             if everywhere is None:
-                everywhere = epsilon * np.where(degree > 0, degree, 1.0)
+                everywhere = threshold(degree)
             active = np.flatnonzero(residual > everywhere)
         else:
             active = above(reached)
