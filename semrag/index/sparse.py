@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from semrag.errors import ConfigError
 from semrag.index.change import Change
+from semrag.index.dense import top_k
 
 __all__ = ["IDF_VARIANTS", "BM25Index", "bm25_tokenize"]
 
@@ -100,6 +101,7 @@ class BM25Index:
         self._average: tuple[int, float] | None = None  # (generation, Okapi's average idf)
         self._recent: dict[str, tuple[int, Ints, Floats64]] = {}  # tokens -> matches
         self._total_len = 0
+        self._id_range = (0, -1)  # bounds every indexed id (for a dense tally in matches)
         self._arrays: dict[str, tuple[Ints, Floats64, Floats64]] = {}  # per-term cache
         self._lock = threading.Lock()
 
@@ -136,6 +138,11 @@ class BM25Index:
         grown: dict[str, list[tuple[int, int, int]]] = {}  # cached terms' new postings
         with self._lock:
             self._generation += 1
+            if new:
+                low, high = min(new), max(new)
+                if self._docs:
+                    low, high = min(low, self._id_range[0]), max(high, self._id_range[1])
+                self._id_range = (low, high)
             for i, tokens in zip(new, token_lists, strict=True):
                 counts = Counter(map(sys.intern, tokens))
                 self._docs[i] = (len(tokens), tuple(counts))
@@ -263,6 +270,7 @@ class BM25Index:
                 return np.zeros(0, np.int64), np.zeros(0)
             average = self._average_idf(n) if self.idf == "okapi" else 0.0
             avgdl = self._total_len / n
+            low, high = self._id_range
             ids_parts, score_parts = [], []
             for term in present:  # a repeated query term counts again, as in rank-bm25
                 ids, tf, length = self._term_arrays(term)
@@ -270,9 +278,7 @@ class BM25Index:
                 norm = tf + self.k1 * (1 - self.b + self.b * length / avgdl)
                 ids_parts.append(ids)
                 score_parts.append(idf * tf * (self.k1 + 1) / norm)
-        all_ids = np.concatenate(ids_parts)
-        uniq, inverse = np.unique(all_ids, return_inverse=True)
-        scores = np.bincount(inverse, weights=np.concatenate(score_parts))
+        uniq, scores = _sum_by_id(np.concatenate(ids_parts), np.concatenate(score_parts), low, high)
         uniq.flags.writeable = scores.flags.writeable = False
         with self._lock:
             if self._generation == generation:  # no change since: still the answer
@@ -313,7 +319,9 @@ class BM25Index:
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}")
         ids, scores = self.matches(query)
-        order = np.argsort(-scores, kind="stable")[:k]
+        if not ids.size:
+            return []
+        order = top_k(scores[None, :], k)[0][0]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
     def search_many(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
@@ -355,6 +363,24 @@ class BM25Index:
 
     def __repr__(self) -> str:
         return f"BM25Index(k1={self.k1}, b={self.b}, idf={self.idf!r}, size={len(self)})"
+
+
+def _sum_by_id(ids: Ints, weights: Floats64, low: int, high: int) -> tuple[Ints, Floats64]:
+    """The distinct ``ids`` (increasing) and the sum of the ``weights`` of each.
+
+    Every id lies in ``low .. high``. Where that range is small next to the number of ids
+    (a query of common terms), one tally over it costs less than sorting the ids; both
+    sum each id's weights in the order given, so the results are the same to the bit.
+    """
+    span = high - low + 1
+    if span > 8 * ids.size:
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        return uniq, np.bincount(inverse, weights=weights, minlength=uniq.size)
+    at = ids - low
+    seen = np.zeros(span, bool)
+    seen[at] = True
+    places = np.flatnonzero(seen)
+    return places + low, np.bincount(at, weights=weights, minlength=span)[places]
 
 
 def _values_at(hit: Ints, values: Floats64, want: Ints) -> Floats64:

@@ -155,6 +155,33 @@ def test_bm25_lucene_idf_is_the_formula_and_every_match_scores_above_zero(texts,
         assert (scores[i] > 0) == any(term in tokens for term in query)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from("ant bee cat dog elk".split()), max_size=5),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.sampled_from("ant bee cat yak".split()), min_size=1, max_size=3),
+    st.integers(1, 13),
+)
+def test_bm25_sums_and_ranks_alike_whatever_the_ids(texts, query, k):
+    q = " ".join(query)
+    docs = [" ".join(t) for t in texts]
+    answers = []
+    for first, step in ((0, 1), (-3, 1), (-7, 10_000)):  # tallied in place (two) and sorted
+        bm = BM25Index()
+        ids = [first + step * i for i in range(len(docs))]
+        bm.add(ids, docs)
+        found, scores = bm.matches(q)
+        answers.append(((found - first) // step, scores))
+        expected = np.argsort(-scores, kind="stable")[:k]  # best first, ties to the lower id
+        assert bm.search(q, k) == [(int(found[i]), float(scores[i])) for i in expected]
+    for found, scores in answers[1:]:
+        np.testing.assert_array_equal(found, answers[0][0])
+        np.testing.assert_array_equal(scores, answers[0][1])  # the same sums, to the bit
+
+
 def test_bm25_idf_variant_is_saved_and_checked(tmp_path):
     bm = BM25Index(idf="lucene")
     bm.add([0, 1], ["bees find flowers", "rockets reach orbit"])
