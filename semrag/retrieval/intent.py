@@ -604,29 +604,41 @@ class IntentAwareRetriever:
         """
         k = check_k("IntentAwareRetriever", k, self.k)
         plan = self.plan(query)
-        vectors = self.index.embedder.embed(list(plan.dense_queries))
+        return self._read_and_fuse(plan, self.index.embedder.embed(list(plan.dense_queries)), k)
+
+    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Async twin of :meth:`retrieve`.
+
+        On an index with async reads (``async_reads``, e.g.
+        :class:`~semrag.graph.Neo4jIndex`) the channels run concurrently: the round trips
+        are awaited and only the scoring runs in worker threads. On the embedded index the
+        query is embedded, then every channel reads one version in one worker thread, as
+        :meth:`retrieve` does (the walk reuses the dense channel's search).
+        """
+        k = check_k("IntentAwareRetriever", k, self.k)
+        plan = await self.aplan(query)
+        index = self.index
+        if not getattr(index, "async_reads", False):  # a lock held by one thread: all in one
+            vectors = await index.embedder.aembed(list(plan.dense_queries))
+            return await asyncio.to_thread(self._read_and_fuse, plan, vectors, k)
+        ext_task = (
+            self.extended.aretrieve(query, k=self.m) if self._use_extended(plan) else _nothing()
+        )
+        vectors, ext = await asyncio.gather(
+            index.embedder.aembed(list(plan.dense_queries)), ext_task
+        )
+        with reading(index):
+            steps = self._fuse_steps(plan, vectors, ext, k)
+            return await adrive(steps, functools.partial(acall, index))
+
+    def _read_and_fuse(
+        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], k: int
+    ) -> list[ScoredChunk]:
         extended = self._use_extended(plan)
         # every channel reads one version (and the extended channel's graph, if it has one);
         # the extended channel runs after the dense one, whose answers it may reuse
         with reading(self.index, followers=extended):
             return self._fuse(plan, vectors, None if extended else [], k)
-
-    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve`; the channels run concurrently.
-
-        On an index with async reads (``async_reads``, e.g.
-        :class:`~semrag.graph.Neo4jIndex`) its round trips are awaited and only the
-        scoring runs in worker threads; on the embedded index the fusion runs in one.
-        """
-        k = check_k("IntentAwareRetriever", k, self.k)
-        plan = await self.aplan(query)
-        ext_task = (
-            self.extended.aretrieve(query, k=self.m) if self._use_extended(plan) else _nothing()
-        )
-        vectors, ext = await asyncio.gather(
-            self.index.embedder.aembed(list(plan.dense_queries)), ext_task
-        )
-        return await self._afuse(plan, vectors, ext, k)
 
     def _use_extended(self, plan: QueryPlan) -> bool:
         return self.extended is not None and plan.weights.get("extended", 0.0) > 0
@@ -642,16 +654,6 @@ class IntentAwareRetriever:
             return drive(
                 self._fuse_steps(plan, vectors, ext, k), functools.partial(call, self.index)
             )
-
-    async def _afuse(
-        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], ext: Sequence[ScoredChunk], k: int
-    ) -> list[ScoredChunk]:
-        index = self.index
-        if not getattr(index, "async_reads", False):  # a lock held by one thread: all in one
-            return await asyncio.to_thread(self._fuse, plan, vectors, ext, k)
-        with reading(index):
-            steps = self._fuse_steps(plan, vectors, ext, k)
-            return await adrive(steps, functools.partial(acall, index))
 
     def _fuse_steps(
         self,

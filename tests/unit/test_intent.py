@@ -219,7 +219,11 @@ def test_the_walk_reuses_the_dense_channel_search(index, monkeypatch):
     plan = ret.plan(query)
     assert plan.weights["extended"] > 0 and len(plan.dense_queries) == 2
     assert searched == [2]  # one batch: the query and its declarative form, shared by the walk
+    index.add_documents([Document("oslo", "Oslo is the capital of Norway.")])
+    asyncio.run(ret.aretrieve(query))  # the async twin shares the search too
+    assert searched == [2, 2]
     index.delete("rome")
+    index.delete("oslo")
     assert [h.chunk for h in ret.retrieve(query)] == [h.chunk for h in expected]
 
 
