@@ -48,6 +48,18 @@ def fresh(queries: list[str], rounds: int) -> list[str]:
     return [lead + q for lead in LEAD_INS[:rounds] for q in queries]
 
 
+def forget_answers(index: Any) -> None:
+    """Drop the latest answers an embedded index keeps (dense and BM25), so a query already
+    asked (an untimed warm-up pass) is searched again. An index on a server keeps none."""
+    from semrag.index import BM25Index, DenseIndex
+
+    dense, sparse = getattr(index, "dense", None), getattr(index, "sparse", None)
+    if isinstance(dense, DenseIndex):
+        dense._version.recent.clear()
+    if isinstance(sparse, BM25Index):
+        sparse._recent.clear()
+
+
 def need(path: Path) -> Path:
     if not path.exists():
         sys.exit(f"data set missing: {path} (set SEMRAG_DATA to the shared data folder)")
