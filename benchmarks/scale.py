@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import os
 import resource
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -78,22 +80,23 @@ def sections() -> list[tuple[str, list[str]]]:
     return out
 
 
-def corpus(n_docs: int) -> list[Document]:
-    """``n_docs`` documents: the sections (in a seeded order), then recombinations of them."""
+def recombined() -> Iterator[tuple[str, list[str]]]:
+    """``(id, lines)`` without end: the sections (in a seeded order), then recombinations."""
     base = sections()
-    mixed = np.random.default_rng(0).permutation(len(base))[:n_docs]  # every genre in a prefix
-    docs = [Document(base[i][0], " ".join(base[i][1])) for i in mixed.tolist()]
+    for i in np.random.default_rng(0).permutation(len(base)).tolist():  # every genre early
+        yield base[i]
     r = 0
-    while len(docs) < n_docs:
+    while True:
         r += 1
         perm = np.random.default_rng(r).permutation(len(base))
         for a, b in enumerate(perm.tolist()):
-            if len(docs) >= n_docs:
-                break
             first, second = base[a][1], base[b][1]
-            lines = first[: max(1, len(first) // 2)] + second[len(second) // 2 :]
-            docs.append(Document(f"r{r}/{a}", " ".join(lines)))
-    return docs
+            yield f"r{r}/{a}", first[: max(1, len(first) // 2)] + second[len(second) // 2 :]
+
+
+def corpus(n_docs: int) -> list[Document]:
+    """The first ``n_docs`` documents of :func:`recombined`."""
+    return [Document(i, " ".join(lines)) for i, lines in itertools.islice(recombined(), n_docs)]
 
 
 class SentenceCache(BaseEmbedder):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+WORDS = ["war", "network", "door", "energy", "capital", "path", "river", "novel", "king"]
 TOPICS = ["bees", "rockets", "rivers", "bread", "castles", "volcanoes", "engines", "forests"]
 
 
@@ -27,7 +28,8 @@ def make_sections(root: Path) -> None:
         parts = []
         for s, topic in enumerate(TOPICS):
             lines = [
-                f"The {topic} of region {f}{s} were studied by Dr. Ada Stone in {1900 + j}."
+                f"The {topic} of region {f}{s} were studied by Dr. Ada Stone in {1900 + j}, "
+                f"near the {WORDS[(s + j) % len(WORDS)]}."
                 for j in range(12)
             ]
             parts.append("\n".join(lines))
@@ -80,3 +82,29 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
     exps = {name: float(b) for name, b in found}
     assert exps["SSG (s)"] == pytest.approx(2.0, abs=0.01)  # 16x the time for 4x the chunks
     assert exps["dense (p50 ms)"] == pytest.approx(0.0, abs=0.01)  # latencies unchanged
+
+
+def test_the_quick_bm25_run_agrees_with_both_references(tmp_path):
+    make_sections(tmp_path)
+    env = {**os.environ, "SEMRAG_DATA": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "bm25.md"
+    subprocess.run(
+        [sys.executable, "benchmarks/bm25_scale.py", "--quick", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    report = out.read_text(encoding="utf-8")
+    rows = {
+        cells[1]: cells
+        for line in report.splitlines()
+        if line.startswith("| 2,000 |")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert len(rows) == 4  # semrag in both idf variants, bm25s and rank-bm25
+    okapi, lucene = rows["semrag BM25Index(idf='okapi')"], rows["semrag BM25Index(idf='lucene')"]
+    assert float(okapi[6]) == 1.0 and float(okapi[7]) < 1e-6  # rank-bm25: same ids, scores
+    assert float(lucene[7]) < 1e-4  # bm25s (float32 scores): the same scores on shared ids
+    assert all(float(cells[4]) > 0 for cells in rows.values())  # every p50
