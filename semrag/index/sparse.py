@@ -102,6 +102,8 @@ class BM25Index:
         self._recent: dict[str, tuple[int, Ints, Floats64]] = {}  # tokens -> matches
         self._total_len = 0
         self._id_range = (0, -1)  # bounds every indexed id (for a dense tally in matches)
+        # while the ids are dense: (lowest id, the length of each text by id - lowest id)
+        self._lengths: tuple[int, Floats64] | None = None
         self._arrays: dict[str, tuple[Ints, Floats64, Floats64]] = {}  # per-term cache
         self._lock = threading.Lock()
 
@@ -153,6 +155,7 @@ class BM25Index:
                     posting[i] = tf
                     if term in self._arrays:
                         grown.setdefault(term, []).append((i, tf, len(tokens)))
+            self._note_lengths(new, [len(t) for t in token_lists])
             for term, rows in grown.items():  # extend cached arrays once per term
                 ids_, tf_, length_ = self._arrays[term]
                 more = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
@@ -161,6 +164,31 @@ class BM25Index:
                     np.concatenate([tf_, more[:, 1]]),
                     np.concatenate([length_, more[:, 2]]),
                 )
+
+    def _note_lengths(self, ids: list[int], lengths: list[int]) -> None:
+        """Keep the texts' lengths in an array by id while the ids are dense.
+
+        A term's postings then get their lengths in one gather (:meth:`_term_arrays`).
+        Ids spread over a range more than four times the texts (plus 1024) keep their
+        lengths in ``_docs`` alone.
+        """
+        low, high = self._id_range
+        span = high - low + 1
+        if span > 4 * len(self._docs) + 1024:
+            self._lengths = None
+            return
+        kept = self._lengths
+        if kept is not None and kept[0] == low and kept[1].size >= span:
+            kept[1][np.asarray(ids, np.int64) - low] = lengths
+            return
+        table = np.zeros(max(span, 2 * kept[1].size if kept is not None else 0))
+        if kept is not None and kept[0] == low:
+            table[: kept[1].size] = kept[1]
+            table[np.asarray(ids, np.int64) - low] = lengths
+        else:  # the lowest id moved, or the ids were spread: every text again
+            for i, (length, _) in self._docs.items():
+                table[i - low] = length
+        self._lengths = (low, table)
 
     def remove(self, ids: Sequence[int]) -> int:
         """Remove ids; returns how many were present."""
@@ -244,9 +272,12 @@ class BM25Index:
             posting = self._postings[term]
             ids = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
             tf = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
-            length = np.fromiter(
-                (self._docs[i][0] for i in posting), dtype=np.float64, count=len(posting)
-            )
+            if self._lengths is not None:
+                length = self._lengths[1][ids - self._lengths[0]]
+            else:
+                length = np.fromiter(
+                    (self._docs[i][0] for i in posting), dtype=np.float64, count=len(posting)
+                )
             found = self._arrays[term] = (ids, tf, length)
         return found
 

@@ -462,8 +462,9 @@ bm25_texts = st.lists(st.sampled_from(WORDS + ["İstanbul", "ﬁne", "9"]), max_
 @given(
     ops=st.lists(st.tuples(st.booleans(), st.integers(0, 9), bm25_texts), min_size=1, max_size=25),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join),
+    stride=st.sampled_from([1, 997]),  # dense ids (lengths in an array by id) or spread ones
 )
-def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query):
+def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query, stride):
     from semrag.index import BM25Index
 
     bm = BM25Index()
@@ -473,7 +474,7 @@ def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query
         if add:
             bm.add([next_id], [text])
             alive[next_id] = text
-            next_id += 1
+            next_id += stride
         elif alive:  # one or (as a re-added document's chunks) several at once
             victims = sorted(alive)[pick % len(alive) :][: 1 + pick % 3]
             assert bm.remove(victims) == len(victims)
@@ -783,6 +784,22 @@ def test_entity_vectors_are_kept_per_change_and_saved_with_the_ledger(tmp_path):
     np.save(tmp_path / "ledger" / "names.npy", np.zeros((2, 5)))  # a damaged save
     with pytest.raises(StoreError):
         KnowledgeGraph.resume(index, InMemoryGraphStore(), tmp_path / "ledger")
+
+
+def test_bm25_added_one_at_a_time_reads_each_length_when_a_term_is_first_asked():
+    """Texts added one by one, their terms first asked for afterwards (the lengths by id)."""
+    from semrag.index import BM25Index
+
+    words = "ant bee cat dog elk fox gnu hen".split()
+    texts = [" ".join([w] * (j + 1) + ["yak"] * (7 - j)) for j, w in enumerate(words)]
+    for step in (1, 997):  # the lengths in an array by id, or (spread ids) in _docs alone
+        bm = BM25Index()
+        alive = {5 + step * j: text for j, text in enumerate(texts)}
+        for i, text in alive.items():
+            bm.add([i], [text])
+        assert (bm._lengths is None) == (step > 1)
+        for word in words:
+            check_bm25(bm, alive, f"{word} yak")
 
 
 def test_bm25_removing_every_text_of_a_cached_term_at_once():
