@@ -2,7 +2,8 @@
 
 It runs on a generated ``sectioned_text`` (so the test needs no data set): every stage
 reports a time, every non-LLM retriever a latency, and the corpus reaches about the
-quick size by recombining the sections.
+quick size by recombining the sections. ``benchmarks/bm25_scale.py --quick`` too: BM25
+alone, its scores against rank-bm25's and bm25s's.
 """
 
 from __future__ import annotations
@@ -36,20 +37,25 @@ def make_sections(root: Path) -> None:
         (folder / f"file{f}.txt").write_text("\n==========\n".join(parts), encoding="utf-8")
 
 
-def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
+def quick_run(tmp_path: Path, script: str, *args: str) -> tuple[str, Path, dict]:
+    """The report of ``benchmarks/<script> --quick`` on generated sections, its file, its env."""
     make_sections(tmp_path)
     env = {**os.environ, "SEMRAG_DATA": str(tmp_path), "HF_HUB_OFFLINE": "1"}
     env.pop("SEMRAG_BENCH_CACHE", None)
-    out = tmp_path / "scale.md"
+    out = tmp_path / f"{script}.md"
     subprocess.run(
-        [sys.executable, "benchmarks/scale.py", "--quick", "--embedder", "fake", "--out", str(out)],
+        [sys.executable, f"benchmarks/{script}", "--quick", *args, "--out", str(out)],
         cwd=ROOT,
         env=env,
         check=True,
         capture_output=True,
         timeout=600,
     )
-    report = out.read_text(encoding="utf-8")
+    return out.read_text(encoding="utf-8"), out, env
+
+
+def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
+    report, out, env = quick_run(tmp_path, "scale.py", "--embedder", "fake")
     chunks = int(re.search(r"Scale: ([\d,]+) chunks", report).group(1).replace(",", ""))
     assert 500 <= chunks <= 2000  # about the quick size, from 16 recombined sections
     rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \|", report, flags=re.M))
@@ -85,18 +91,7 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
 
 
 def test_the_quick_bm25_run_agrees_with_both_references(tmp_path):
-    make_sections(tmp_path)
-    env = {**os.environ, "SEMRAG_DATA": str(tmp_path), "HF_HUB_OFFLINE": "1"}
-    out = tmp_path / "bm25.md"
-    subprocess.run(
-        [sys.executable, "benchmarks/bm25_scale.py", "--quick", "--out", str(out)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    report = out.read_text(encoding="utf-8")
+    report, _, _ = quick_run(tmp_path, "bm25_scale.py")
     rows = {
         cells[1]: cells
         for line in report.splitlines()
