@@ -178,17 +178,15 @@ class BM25Index:
             self._lengths = None
             return
         kept = self._lengths
-        if kept is not None and kept[0] == low and kept[1].size >= span:
-            kept[1][np.asarray(ids, np.int64) - low] = lengths
-            return
-        table = np.zeros(max(span, 2 * kept[1].size if kept is not None else 0))
-        if kept is not None and kept[0] == low:
-            table[: kept[1].size] = kept[1]
-            table[np.asarray(ids, np.int64) - low] = lengths
-        else:  # the lowest id moved, or the ids were spread: every text again
-            for i, (length, _) in self._docs.items():
-                table[i - low] = length
-        self._lengths = (low, table)
+        if kept is None or kept[0] != low or kept[1].size < span:  # a larger table
+            table = np.zeros(max(span, 2 * kept[1].size if kept is not None else 0))
+            if kept is not None and kept[0] == low:
+                table[: kept[1].size] = kept[1]
+            else:  # the lowest id moved, or the ids were spread: every text again
+                for i, (length, _) in self._docs.items():
+                    table[i - low] = length
+            kept = self._lengths = (low, table)
+        kept[1][np.asarray(ids, np.int64) - low] = lengths
 
     def remove(self, ids: Sequence[int]) -> int:
         """Remove ids; returns how many were present."""
