@@ -7,12 +7,11 @@ References:
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
-import sys
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -44,8 +43,62 @@ def bm25_tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
 
 
+_MERGE_BITS = 3  # segments within a factor of 2**3 in postings are merged, eight at a time
+_SPARE = 1024  # dead slots (or terms) kept beyond the live ones before a compaction
+
+
+class _Segment:
+    """The postings of the texts in slots ``start .. stop - 1``, by text and by term.
+
+    By text (for removals and :meth:`BM25Index.save`): the text in slot ``start + r`` holds
+    the terms ``doc_terms[doc_ptr[r]:doc_ptr[r + 1]]``, ``doc_tf`` times each. By term (for
+    queries): term ``terms[j]`` (increasing) is in the slots ``slots[ptr[j]:ptr[j + 1]]``
+    (increasing), ``tf`` times in each. The arrays never change after the build; ``dead``
+    counts the texts removed since, whose postings a query skips until the segment is
+    rebuilt without them.
+    """
+
+    __slots__ = (
+        "dead",
+        "doc_ptr",
+        "doc_terms",
+        "doc_tf",
+        "ptr",
+        "size",
+        "slots",
+        "start",
+        "stop",
+        "terms",
+        "tf",
+    )
+
+    def __init__(self, start: int, counts: Ints, doc_terms: Ints, doc_tf: Ints, size: int) -> None:
+        self.start, self.stop = start, start + counts.size
+        self.size, self.dead = size, 0  # live texts when built, texts removed since
+        self.doc_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.doc_terms, self.doc_tf = doc_terms, doc_tf
+        order = np.argsort(doc_terms, kind="stable")  # by term, then by slot
+        by_term = doc_terms[order]
+        cuts = np.flatnonzero(by_term[1:] != by_term[:-1]) + 1
+        self.terms = by_term[np.concatenate([[0], cuts])] if by_term.size else by_term
+        self.ptr = np.concatenate([[0], cuts, [by_term.size]]).astype(np.int64)
+        wide = np.int32 if self.stop < 2**31 else np.int64
+        self.slots = np.repeat(np.arange(start, self.stop, dtype=wide), counts)[order]
+        self.tf = doc_tf[order]
+
+    @property
+    def level(self) -> int:
+        """The size class: postings within a factor of ``2**_MERGE_BITS`` share it."""
+        return int(self.doc_terms.size).bit_length() // _MERGE_BITS
+
+    def row(self, slot: int) -> slice:
+        """Where the text in ``slot`` has its terms in ``doc_terms`` and ``doc_tf``."""
+        r = slot - self.start
+        return slice(int(self.doc_ptr[r]), int(self.doc_ptr[r + 1]))
+
+
 class BM25Index:
-    """BM25 kept in postings, changed in place by add and delete.
+    """BM25 kept in postings arrays, changed in place by add and delete.
 
     Two idf variants:
 
@@ -58,6 +111,14 @@ class BM25Index:
       Elasticsearch and Neo4j's full-text indexes. It is positive for every term in every
       corpus, so a text that contains a query word always scores above 0; ranks differ
       from Okapi's only where Okapi floors common terms.
+
+    The postings live in segments of numpy arrays, as in Lucene: each :meth:`add` writes one
+    segment, and segments of one size class are merged eight at a time, so a posting is
+    rewritten about ``log8`` of the postings times and a query visits few segments. Each
+    text has a slot, a dense number given in order of addition; a removal marks the slot dead
+    (queries skip it) and the segment drops it when rebuilt (once half its texts are dead).
+    Slots and terms are renumbered once the dead outnumber the live. A posting costs about
+    ten bytes: a slot and a term number (four bytes each) and two small term frequencies.
 
     A query reads only the postings of its terms; a change touches only the postings of
     the changed texts' terms. Okapi's average idf comes from a histogram of document
@@ -91,37 +152,28 @@ class BM25Index:
         self.b = b
         self.epsilon = epsilon
         self.idf = idf
-        # id -> (length, its distinct terms), in insertion order. The terms are interned:
-        # one string per term, however many texts hold it (the term frequencies are in the
-        # postings), so a text costs its distinct terms, not a copy of its tokens.
-        self._docs: dict[int, tuple[int, tuple[str, ...]]] = {}
-        self._postings: dict[str, dict[int, int]] = {}  # term -> {id: term frequency}
+        self._terms: dict[str, int] = {}  # term -> its number
+        self._names: list[str] = []  # number -> term
+        self._df = np.zeros(0, np.int64)  # document frequency by term number
         self._df_hist: dict[int, int] = {}  # document frequency -> number of terms
+        self._slot: dict[int, int] = {}  # id -> slot, for the live texts
+        self._slot_id = np.zeros(0, np.int64)  # by slot (the first _next are in use)
+        self._slot_len = np.zeros(0, np.int64)  # each text's length in tokens, by slot
+        self._live = np.zeros(0, bool)
+        self._next = 0  # the next free slot
+        self._segments: list[_Segment] = []  # covering slots 0 .. _next - 1 in order
+        self._total_len = 0
         self._generation = 0  # counts changes: the caches below hold for one generation
         self._average: tuple[int, float] | None = None  # (generation, Okapi's average idf)
         self._recent: dict[str, tuple[int, Ints, Floats64]] = {}  # tokens -> matches
-        self._total_len = 0
-        self._id_range = (0, -1)  # bounds every indexed id (for a dense tally in matches)
-        # while the ids are dense: (lowest id, the length of each text by id - lowest id)
-        self._lengths: tuple[int, Floats64] | None = None
-        self._arrays: dict[str, tuple[Ints, Floats64, Floats64]] = {}  # per-term cache
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._slot)
 
     @property
     def _ids(self) -> list[int]:
-        return list(self._docs)
-
-    def _move(self, df_from: int, df_to: int) -> None:
-        hist = self._df_hist
-        if df_from:
-            hist[df_from] -= 1
-            if not hist[df_from]:
-                del hist[df_from]
-        if df_to:
-            hist[df_to] = hist.get(df_to, 0) + 1
+        return list(self._slot)
 
     def add(self, ids: Sequence[int], texts: Sequence[str]) -> None:
         """Index ``texts`` under ``ids``.
@@ -135,87 +187,127 @@ class BM25Index:
 
     def _add_tokens(self, ids: Sequence[int], token_lists: Sequence[list[str]]) -> None:
         new = [int(i) for i in ids]
-        if len(set(new)) != len(new) or any(i in self._docs for i in new):
+        if len(set(new)) != len(new) or any(i in self._slot for i in new):
             raise ConfigError("duplicate ids in BM25Index.add")
-        grown: dict[str, list[tuple[int, int, int]]] = {}  # cached terms' new postings
+        flat = [t for tokens in token_lists for t in tokens]
+        lengths = np.fromiter(map(len, token_lists), np.int64, len(new))
         with self._lock:
             self._generation += 1
-            if new:
-                low, high = min(new), max(new)
-                if self._docs:
-                    low, high = min(low, self._id_range[0]), max(high, self._id_range[1])
-                self._id_range = (low, high)
-            for i, tokens in zip(new, token_lists, strict=True):
-                counts = Counter(map(sys.intern, tokens))
-                self._docs[i] = (len(tokens), tuple(counts))
-                self._total_len += len(tokens)
-                for term, tf in counts.items():
-                    posting = self._postings.setdefault(term, {})
-                    self._move(len(posting), len(posting) + 1)
-                    posting[i] = tf
-                    if term in self._arrays:
-                        grown.setdefault(term, []).append((i, tf, len(tokens)))
-            self._note_lengths(new, [len(t) for t in token_lists])
-            for term, rows in grown.items():  # extend cached arrays once per term
-                ids_, tf_, length_ = self._arrays[term]
-                more = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
-                self._arrays[term] = (
-                    np.concatenate([ids_, more[:, 0].astype(np.int64)]),
-                    np.concatenate([tf_, more[:, 1]]),
-                    np.concatenate([length_, more[:, 2]]),
-                )
+            if not new:
+                return
+            terms, names = self._terms, self._names
+            for term in dict.fromkeys(flat):  # number the new terms in order of appearance
+                if term not in terms:
+                    terms[term] = len(names)
+                    names.append(term)
+            numbers = np.fromiter(map(terms.__getitem__, flat), np.int64, len(flat))
+            # one (text, term) pair per posting, counted: sorted by text, then by term
+            width = len(names)
+            pairs, tf = np.unique(
+                np.repeat(np.arange(len(new)), lengths) * width + numbers, return_counts=True
+            )
+            doc_terms = (pairs % width).astype(np.int32)
+            counts = np.bincount(pairs // width, minlength=len(new))
+            self._df = _room(self._df, width)
+            self._shift_df(*np.unique(doc_terms, return_counts=True))
+            start = self._next
+            self._next += len(new)
+            self._slot_id = _room(self._slot_id, self._next)
+            self._slot_len = _room(self._slot_len, self._next)
+            self._live = _room(self._live, self._next)
+            self._slot_id[start : self._next] = new
+            self._slot_len[start : self._next] = lengths
+            self._live[start : self._next] = True
+            self._slot.update(zip(new, range(start, self._next), strict=True))
+            self._total_len += int(lengths.sum())
+            small = np.min_scalar_type(int(tf.max()) if tf.size else 0)
+            self._segments.append(_Segment(start, counts, doc_terms, tf.astype(small), len(new)))
+            self._settle()
 
-    def _note_lengths(self, ids: list[int], lengths: list[int]) -> None:
-        """Keep the texts' lengths in an array by id while the ids are dense.
+    def _shift_df(self, terms: Ints, by: Ints) -> None:
+        """Add ``by`` to the document frequencies of ``terms`` (distinct), and to the histogram."""
+        before = self._df[terms]
+        after = before + by
+        self._df[terms] = after
+        hist = self._df_hist
+        for frequencies, sign in ((before, -1), (after, 1)):
+            values, counts = np.unique(frequencies[frequencies > 0], return_counts=True)
+            for df, count in zip(values.tolist(), counts.tolist(), strict=True):
+                hist[df] = hist.get(df, 0) + sign * count
+                if not hist[df]:
+                    del hist[df]
 
-        A term's postings then get their lengths in one gather (:meth:`_term_arrays`).
-        Ids spread over a range more than four times the texts (plus 1024) keep their
-        lengths in ``_docs`` alone.
-        """
-        low, high = self._id_range
-        span = high - low + 1
-        if span > 4 * len(self._docs) + 1024:
-            self._lengths = None
-            return
-        kept = self._lengths
-        if kept is None or kept[0] != low or kept[1].size < span:  # a larger table
-            table = np.zeros(max(span, 2 * kept[1].size if kept is not None else 0))
-            if kept is not None and kept[0] == low:
-                table[: kept[1].size] = kept[1]
-            else:  # the lowest id moved, or the ids were spread: every text again
-                for i, (length, _) in self._docs.items():
-                    table[i - low] = length
-            kept = self._lengths = (low, table)
-        kept[1][np.asarray(ids, np.int64) - low] = lengths
+    def _gathered(self, group: list[_Segment]) -> tuple[Ints, Ints, Ints, int]:
+        """The live texts' postings of adjacent segments, by text: counts, terms, tf, texts."""
+        start, stop = group[0].start, group[-1].stop
+        live = self._live[start:stop]
+        counts = np.concatenate([np.diff(s.doc_ptr) for s in group])
+        keep = np.repeat(live, counts)
+        doc_terms = np.concatenate([s.doc_terms for s in group])[keep]
+        doc_tf = np.concatenate([s.doc_tf for s in group])[keep]
+        return np.where(live, counts, 0), doc_terms, doc_tf, int(live.sum())
+
+    def _merged(self, group: list[_Segment]) -> _Segment:
+        return _Segment(group[0].start, *self._gathered(group))
+
+    def _settle(self) -> None:
+        """Merge the newest segments while eight of them share the newest's size class."""
+        segments = self._segments
+        while len(segments) > 1:
+            top = segments[-1].level
+            run = 1
+            while run < len(segments) and segments[-run - 1].level <= top:
+                run += 1
+            if run < 2**_MERGE_BITS:
+                return
+            segments[-run:] = [self._merged(segments[-run:])]
 
     def remove(self, ids: Sequence[int]) -> int:
         """Remove ids; returns how many were present."""
-        removed = 0
-        shrunk: dict[str, list[int]] = {}  # cached terms' removed postings
         with self._lock:
             self._generation += 1
-            for i in {int(i) for i in ids}:
-                doc = self._docs.pop(i, None)
-                if doc is None:
-                    continue
-                removed += 1
-                self._total_len -= doc[0]
-                for term in doc[1]:
-                    posting = self._postings[term]
-                    self._move(len(posting), len(posting) - 1)
-                    del posting[i]
-                    if not posting:
-                        del self._postings[term]
-                        self._arrays.pop(term, None)
-                    elif term in self._arrays:
-                        shrunk.setdefault(term, []).append(i)
-            for term, gone in shrunk.items():  # filter cached arrays once per term
-                if term not in self._arrays:  # a later removal emptied its postings
-                    continue
-                ids_, tf_, length_ = self._arrays[term]
-                keep = ~np.isin(ids_, gone)
-                self._arrays[term] = (ids_[keep], tf_[keep], length_[keep])
-        return removed
+            popped = (self._slot.pop(i, None) for i in {int(i) for i in ids})
+            slots = sorted(s for s in popped if s is not None)
+            if not slots:
+                return 0
+            self._live[slots] = False
+            self._total_len -= int(self._slot_len[slots].sum())
+            starts = [s.start for s in self._segments]
+            touched, gone = set(), []
+            for slot in slots:
+                j = bisect.bisect_right(starts, slot) - 1
+                segment = self._segments[j]
+                segment.dead += 1
+                touched.add(j)
+                gone.append(segment.doc_terms[segment.row(slot)])
+            terms, counts = np.unique(np.concatenate(gone), return_counts=True)
+            self._shift_df(terms, -counts)
+            for j in touched:  # drop the postings of a segment half dead
+                if 2 * self._segments[j].dead > self._segments[j].size:
+                    self._segments[j] = self._merged([self._segments[j]])
+            dead_terms = len(self._names) - sum(self._df_hist.values())
+            if self._next - len(self._slot) > len(self._slot) + _SPARE or (
+                dead_terms > len(self._names) - dead_terms + _SPARE
+            ):
+                self._compact()
+        return len(slots)
+
+    def _compact(self) -> None:
+        """Renumber the live texts' slots ``0 .. n - 1`` and the live terms, in one segment."""
+        counts, doc_terms, doc_tf, n = self._gathered(self._segments)
+        live = self._live[: self._next]
+        kept = np.flatnonzero(self._df[: len(self._names)] > 0)
+        number = np.zeros(len(self._names), np.int32)
+        number[kept] = np.arange(kept.size)
+        self._names = [self._names[t] for t in kept.tolist()]
+        self._terms = {term: j for j, term in enumerate(self._names)}
+        self._df = self._df[kept]
+        self._slot_id = self._slot_id[: self._next][live]
+        self._slot_len = self._slot_len[: self._next][live]
+        self._live = np.ones(n, bool)
+        self._next = n
+        self._slot = dict(zip(self._slot_id.tolist(), range(n), strict=True))
+        self._segments = [_Segment(0, counts[live], number[doc_terms], doc_tf, n)]
 
     def stage(self, change: Change) -> Callable[[], None]:
         """Tokenize ``change``'s texts now; the returned function puts them in the postings.
@@ -229,7 +321,7 @@ class BM25Index:
         ids, chunks, _ = change.added_chunks()
         tokens = [bm25_tokenize(c.text) for c in chunks]
         gone = set(removed)
-        if len(set(ids)) != len(ids) or any(i in self._docs and i not in gone for i in ids):
+        if len(set(ids)) != len(ids) or any(i in self._slot and i not in gone for i in ids):
             raise ConfigError("duplicate ids in BM25Index.add")
 
         def publish() -> None:
@@ -263,21 +355,27 @@ class BM25Index:
         self._average = (self._generation, average)
         return average
 
-    def _term_arrays(self, term: str) -> tuple[Ints, Floats64, Floats64]:
-        """``(ids, tf, length)`` of a term's postings (cached until the term changes)."""
-        found = self._arrays.get(term)
-        if found is None:
-            posting = self._postings[term]
-            ids = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-            tf = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
-            if self._lengths is not None:
-                length = self._lengths[1][ids - self._lengths[0]]
-            else:
-                length = np.fromiter(
-                    (self._docs[i][0] for i in posting), dtype=np.float64, count=len(posting)
-                )
-            found = self._arrays[term] = (ids, tf, length)
-        return found
+    def _postings(self, terms: list[int]) -> dict[int, tuple[Ints, Ints]]:
+        """``(slots, tf)`` of each of ``terms``'s live postings, slots increasing."""
+        wanted = np.asarray(terms)
+        parts: dict[int, list[tuple[Ints, Ints]]] = {t: [] for t in terms}
+        for segment in self._segments:
+            at = np.searchsorted(segment.terms, wanted).tolist()
+            for term, j in zip(terms, at, strict=True):
+                if j == segment.terms.size or segment.terms[j] != term:
+                    continue
+                span = slice(int(segment.ptr[j]), int(segment.ptr[j + 1]))
+                slots, tf = segment.slots[span], segment.tf[span]
+                if segment.dead:
+                    alive = self._live[slots]
+                    slots, tf = slots[alive], tf[alive]
+                parts[term].append((slots, tf))
+        return {
+            t: (np.concatenate([s for s, _ in p]), np.concatenate([f for _, f in p]))
+            if len(p) > 1
+            else p[0]
+            for t, p in parts.items()
+        }
 
     def matches(self, query: str) -> tuple[Ints, Floats64]:
         """Ids of the texts sharing a term with ``query`` (increasing) and their scores.
@@ -293,33 +391,40 @@ class BM25Index:
             if kept is not None and kept[0] == self._generation:
                 return kept[1], kept[2]
             generation = self._generation
-            n = len(self._docs)
-            present = [t for t in tokens if t in self._postings]
+            n = len(self._slot)
+            numbers = [self._terms.get(t) for t in tokens]
+            present = [t for t in numbers if t is not None and self._df[t]]
             if not n or not present or not self._total_len:
                 return np.zeros(0, np.int64), np.zeros(0)
             average = self._average_idf(n) if self.idf == "okapi" else 0.0
             avgdl = self._total_len / n
-            low, high = self._id_range
-            ids_parts, score_parts = [], []
+            postings = self._postings(sorted(set(present)))
+            slot_parts, score_parts = [], []
             for term in present:  # a repeated query term counts again, as in rank-bm25
-                ids, tf, length = self._term_arrays(term)
-                idf = self._idf(len(self._postings[term]), n, average)
+                slots, tf = postings[term]
+                length = self._slot_len[slots]
+                idf = self._idf(int(self._df[term]), n, average)
                 norm = tf + self.k1 * (1 - self.b + self.b * length / avgdl)
-                ids_parts.append(ids)
+                slot_parts.append(slots)
                 score_parts.append(idf * tf * (self.k1 + 1) / norm)
-        uniq, scores = _sum_by_id(np.concatenate(ids_parts), np.concatenate(score_parts), low, high)
-        uniq.flags.writeable = scores.flags.writeable = False
+            slot_id, top = self._slot_id, self._next - 1  # a compaction makes new arrays
+        slots, scores = _sum_by_id(np.concatenate(slot_parts), np.concatenate(score_parts), 0, top)
+        ids = slot_id[slots]
+        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # ids added out of order
+            order = np.argsort(ids)
+            ids, scores = ids[order], scores[order]
+        ids.flags.writeable = scores.flags.writeable = False
         with self._lock:
             if self._generation == generation:  # no change since: still the answer
                 if len(self._recent) >= _RECENT:
                     self._recent.clear()
-                self._recent[key] = (generation, uniq, scores)
-        return uniq, scores
+                self._recent[key] = (generation, ids, scores)
+        return ids, scores
 
     def scores(self, query: str) -> tuple[Ints, Floats64]:
         """BM25 score of every indexed id for ``query`` (ids increasing, scores)."""
         with self._lock:
-            ids = np.fromiter(self._docs.keys(), dtype=np.int64, count=len(self._docs))
+            ids = np.fromiter(self._slot.keys(), dtype=np.int64, count=len(self._slot))
         ids.sort()
         return ids, _values_at(*self.matches(query), ids)
 
@@ -333,7 +438,7 @@ class BM25Index:
         """
         want = np.asarray(ids, dtype=np.int64).ravel()
         with self._lock:
-            missing = [i for i in want.tolist() if i not in self._docs]
+            missing = [i for i in want.tolist() if i not in self._slot]
         if missing:
             raise KeyError(f"ids not in the BM25 index: {missing[:5]}")
         return _values_at(*self.matches(query), want)
@@ -358,18 +463,32 @@ class BM25Index:
         return [self.search(q, k) for q in queries]
 
     def save(self, directory: Path) -> list[str]:
-        """Write ``bm25.json`` (ids and token lists)."""
+        """Write ``bm25.json`` (ids and token lists, in order of addition)."""
         with self._lock:
+            slots = sorted(self._slot.values())
+            starts = [s.start for s in self._segments]
+            tokens = []
+            for slot in slots:  # each term as often as it occurs (order does not count)
+                segment = self._segments[bisect.bisect_right(starts, slot) - 1]
+                row = segment.row(slot)
+                tokens.append(
+                    [
+                        self._names[t]
+                        for t, tf in zip(
+                            segment.doc_terms[row].tolist(),
+                            segment.doc_tf[row].tolist(),
+                            strict=True,
+                        )
+                        for _ in range(tf)
+                    ]
+                )
             payload = {
                 "k1": self.k1,
                 "b": self.b,
                 "epsilon": self.epsilon,
                 "idf": self.idf,
-                "ids": list(self._docs),
-                "tokens": [  # each term as often as it occurs (order does not count)
-                    [t for t in terms for _ in range(self._postings[t][i])]
-                    for i, (_, terms) in self._docs.items()
-                ],
+                "ids": self._slot_id[slots].tolist(),
+                "tokens": tokens,
             }
         (directory / "bm25.json").write_text(json.dumps(payload), encoding="utf-8")
         return ["bm25.json"]
@@ -392,6 +511,15 @@ class BM25Index:
 
     def __repr__(self) -> str:
         return f"BM25Index(k1={self.k1}, b={self.b}, idf={self.idf!r}, size={len(self)})"
+
+
+def _room(array: npt.NDArray, size: int) -> npt.NDArray:
+    """``array``, or a copy with room for at least ``size`` items (doubling)."""
+    if array.size >= size:
+        return array
+    grown = np.zeros(max(size, 2 * array.size), array.dtype)
+    grown[: array.size] = array
+    return grown
 
 
 def _sum_by_id(ids: Ints, weights: Floats64, low: int, high: int) -> tuple[Ints, Floats64]:

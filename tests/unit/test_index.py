@@ -182,6 +182,57 @@ def test_bm25_sums_and_ranks_alike_whatever_the_ids(texts, query, k):
         np.testing.assert_array_equal(scores, answers[0][1])  # the same sums, to the bit
 
 
+def assert_same_answers(bm: BM25Index, fresh: BM25Index, queries: list[str]) -> None:
+    for q in queries:  # the same ids and the same sums, to the bit
+        for got, want in zip(bm.matches(q), fresh.matches(q), strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_bm25_segments_stay_few_and_answer_as_one_build():
+    """Texts added one at a time, then removed: segments merge by size, scores as if built once."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(60)]
+    texts = [" ".join(rng.choice(words, size=rng.integers(0, 12))) for _ in range(700)]
+    bm = BM25Index()
+    for i, text in enumerate(texts):
+        bm.add([i], [text])
+    levels = [s.level for s in bm._segments]
+    assert max(levels.count(level) for level in levels) < 8  # eight of a size are merged
+    assert len(levels) > 1  # and no sooner: an add does not rewrite the index
+    queries = ["w1 w2", "w3", "w4 w4 w5 w6 w7", "w59 w0", "nothing"]
+    assert_same_answers(bm, _built(dict(enumerate(texts))), queries)
+    gone = set(rng.choice(700, size=300, replace=False).tolist())
+    for start in range(0, 300, 7):  # removed a few at a time
+        assert bm.remove(sorted(gone)[start : start + 7]) == len(sorted(gone)[start : start + 7])
+    assert all(2 * s.dead <= s.size for s in bm._segments)  # half-dead segments are rebuilt
+    survivors = {i: t for i, t in enumerate(texts) if i not in gone}
+    assert_same_answers(bm, _built(survivors), queries)
+
+
+def test_bm25_compaction_renumbers_slots_and_terms(monkeypatch, tmp_path):
+    from semrag.index import sparse
+
+    monkeypatch.setattr(sparse, "_SPARE", 0)
+    bm = BM25Index()
+    bm.add([5, 6], ["ant bee cat", "dog"])
+    bm.add([7], ["dog elk ant"])
+    bm.remove([7])  # one dead slot of two: kept
+    assert bm._next == 3
+    bm.remove([5])  # two dead slots against one live, four dead terms against one
+    assert bm._names == ["dog"] and bm._next == 1 and len(bm._segments) == 1
+    bm.add([8, 5], ["elk dog dog", "bee"])  # new slots and terms after the renumbering
+    survivors = {6: "dog", 8: "elk dog dog", 5: "bee"}
+    assert_same_answers(bm, _built(survivors), ["dog", "elk bee", "ant", "cat dog"])
+    bm.save(tmp_path)
+    assert_same_answers(BM25Index.load(tmp_path), _built(survivors), ["dog bee elk"])
+
+
+def _built(texts: dict[int, str]) -> BM25Index:
+    fresh = BM25Index()
+    fresh.add(sorted(texts), [texts[i] for i in sorted(texts)])
+    return fresh
+
+
 def test_bm25_idf_variant_is_saved_and_checked(tmp_path):
     bm = BM25Index(idf="lucene")
     bm.add([0, 1], ["bees find flowers", "rockets reach orbit"])
@@ -571,10 +622,9 @@ def test_bm25_keeps_each_term_once_and_a_save_keeps_the_scores(tmp_path_factory,
 
     bm = BM25Index()
     bm.add(list(range(len(texts))), [" ".join(t) for t in texts])
-    held: dict[str, object] = {}
-    for _, terms in bm._docs.values():  # one string per term, shared by every text
-        for term in terms:
-            assert held.setdefault(term, term) is term
+    # one string per term, and one posting per distinct term of a text, in arrays
+    assert sorted(bm._names) == sorted({term for t in texts for term in t})
+    assert sum(s.doc_terms.size for s in bm._segments) == sum(len(set(t)) for t in texts)
     directory = tmp_path_factory.mktemp("bm25")
     bm.save(directory)
     again = BM25Index.load(directory)
