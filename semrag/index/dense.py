@@ -38,6 +38,7 @@ Floats = npt.NDArray[np.float32]
 
 _CELLS = 1 << 24  # float32 scores per block of an exact search (64 MB)
 _RECENT = 32  # answers a version keeps (DenseIndex.search)
+_SAMPLED = 32  # top_k of one long row first looks at every 32nd value
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,8 +472,21 @@ def top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
     """Per row, the columns of the ``k`` largest values, best first, ties to the lower column.
 
     Ties at the ``k``-th value are settled by column too (``argpartition`` alone picks
-    among them arbitrarily), so two indexes with the same live rows agree.
+    among them arbitrarily), so two indexes with the same live rows agree. A single long row
+    (BM25's matches, a flat search) is first cut to the values at least the ``k``-th largest
+    of every ``_SAMPLED``-th value: at least ``k`` values pass, so the top ``k`` do.
     """
+    if sims.shape[0] == 1 and sims.shape[1] >= _SAMPLED * max(k, 64):  # one long row
+        row = sims[0]
+        sample = row[::_SAMPLED]  # the k-th largest of the sample bounds the top k from below
+        floor = np.partition(sample, sample.size - k)[sample.size - k]
+        keep = np.flatnonzero(row >= floor)  # every value of the top k, ties included
+        cols, vals = _top_k(row[keep][None, :], k)
+        return keep[cols], vals
+    return _top_k(sims, k)
+
+
+def _top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
     n = sims.shape[1]
     if k < n:
         cand = np.argpartition(-sims, k - 1, axis=1)[:, :k]

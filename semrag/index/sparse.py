@@ -397,18 +397,23 @@ class BM25Index:
             if not n or not present or not self._total_len:
                 return np.zeros(0, np.int64), np.zeros(0)
             average = self._average_idf(n) if self.idf == "okapi" else 0.0
-            avgdl = self._total_len / n
+            # idf tf (k1 + 1) / (tf + k1 (1 - b) + k1 b length / avgdl), a pass at a time
+            fixed, per_token = self.k1 * (1 - self.b), self.k1 * self.b / (self._total_len / n)
             postings = self._postings(sorted(set(present)))
-            slot_parts, score_parts = [], []
-            for term in present:  # a repeated query term counts again, as in rank-bm25
-                slots, tf = postings[term]
-                length = self._slot_len[slots]
-                idf = self._idf(int(self._df[term]), n, average)
-                norm = tf + self.k1 * (1 - self.b + self.b * length / avgdl)
-                slot_parts.append(slots)
-                score_parts.append(idf * tf * (self.k1 + 1) / norm)
+            parts = [postings[t] for t in present]  # a repeated term counts again (rank-bm25)
+            all_slots = np.concatenate([slots for slots, _ in parts])
+            weights = np.empty(all_slots.size)
+            end = 0
+            for term, (slots, tf) in zip(present, parts, strict=True):
+                start, end = end, end + slots.size
+                part = weights[start:end]
+                np.multiply(self._slot_len[slots], per_token, out=part)
+                part += fixed
+                part += tf
+                np.divide(tf, part, out=part)
+                part *= self._idf(int(self._df[term]), n, average) * (self.k1 + 1)
             slot_id, top = self._slot_id, self._next - 1  # a compaction makes new arrays
-        slots, scores = _sum_by_id(np.concatenate(slot_parts), np.concatenate(score_parts), 0, top)
+        slots, scores = _sum_by_id(all_slots, weights, 0, top)
         ids = slot_id[slots]
         if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # ids added out of order
             order = np.argsort(ids)

@@ -74,6 +74,24 @@ def test_a_version_answers_a_repeated_query_once(monkeypatch, kind):
     assert searched[-1] == 1 and int(first[1][0][0]) not in after[1][0].tolist()
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.sampled_from([5, 2047, 2048, 5000]),  # short rows, and long ones cut by a sample first
+    k=st.integers(1, 80),
+    levels=st.sampled_from([1, 3, 50, 10**6]),  # few values (ties, at the k-th too) or many
+    seed=st.integers(0, 2**16),
+)
+def test_top_k_is_the_best_first_with_ties_to_the_lower_column(n, k, levels, seed):
+    from semrag.index.dense import top_k
+
+    rng = np.random.default_rng(seed)
+    sims = rng.integers(0, levels, size=(1, n)).astype(np.float64) / levels
+    cols, vals = top_k(sims, k)
+    expected = np.lexsort((np.arange(n), -sims[0]))[:k]
+    assert cols[0].tolist() == expected.tolist()
+    assert vals[0].tolist() == sims[0, expected].tolist()
+
+
 def test_dense_hnsw_matches_flat_on_small_data(tmp_path):
     rng = np.random.default_rng(0)
     v = rng.normal(size=(300, 16)).astype(np.float32)
