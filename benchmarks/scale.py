@@ -129,6 +129,7 @@ class SentenceCache(BaseEmbedder):
         # the texts as one NUL-separated UTF-8 blob (a str array pads every text to the
         # longest, gigabytes at 100k chunks)
         if self.path is not None and all("\x00" not in t for t in self.vectors):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             blob = np.frombuffer("\x00".join(self.vectors).encode("utf-8"), np.uint8)
             np.savez(self.path, texts=blob, vectors=np.stack(list(self.vectors.values())))
 

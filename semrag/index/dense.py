@@ -481,8 +481,9 @@ def top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
         sample = row[::_SAMPLED]  # the k-th largest of the sample bounds the top k from below
         floor = np.partition(sample, sample.size - k)[sample.size - k]
         keep = np.flatnonzero(row >= floor)  # every value of the top k, ties included
-        cols, vals = _top_k(row[keep][None, :], k)
-        return keep[cols], vals
+        if 4 * keep.size <= row.size:  # else (ties at the floor) the cut saves nothing
+            cols, vals = _top_k(row[keep][None, :], k)
+            return keep[cols], vals
     return _top_k(sims, k)
 
 
