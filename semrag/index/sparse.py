@@ -412,8 +412,8 @@ class BM25Index:
                 part += tf
                 np.divide(tf, part, out=part)
                 part *= self._idf(int(self._df[term]), n, average) * (self.k1 + 1)
-            slot_id, top = self._slot_id, self._next - 1  # a compaction makes new arrays
-        slots, scores = _sum_by_id(all_slots, weights, 0, top)
+            slot_id, count = self._slot_id, self._next  # a compaction makes new arrays
+        slots, scores = _sum_by_slot(all_slots, weights, count)
         ids = slot_id[slots]
         if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # ids added out of order
             order = np.argsort(ids)
@@ -527,22 +527,20 @@ def _room(array: npt.NDArray, size: int) -> npt.NDArray:
     return grown
 
 
-def _sum_by_id(ids: Ints, weights: Floats64, low: int, high: int) -> tuple[Ints, Floats64]:
-    """The distinct ``ids`` (increasing) and the sum of the ``weights`` of each.
+def _sum_by_slot(slots: Ints, weights: Floats64, count: int) -> tuple[Ints, Floats64]:
+    """The distinct ``slots`` (increasing) and the sum of the ``weights`` of each.
 
-    Every id lies in ``low .. high``. Where that range is small next to the number of ids
-    (a query of common terms), one tally over it costs less than sorting the ids; both
-    sum each id's weights in the order given, so the results are the same to the bit.
+    Every slot lies in ``0 .. count - 1``. Where that range is small next to the number of
+    slots given (a query of common terms), one tally over it costs less than sorting them;
+    both sum each slot's weights in the order given, so the results are the same to the bit.
     """
-    span = high - low + 1
-    if span > 8 * ids.size:
-        uniq, inverse = np.unique(ids, return_inverse=True)
+    if count > 8 * slots.size:
+        uniq, inverse = np.unique(slots, return_inverse=True)
         return uniq, np.bincount(inverse, weights=weights, minlength=uniq.size)
-    at = ids - low
-    seen = np.zeros(span, bool)
-    seen[at] = True
+    seen = np.zeros(count, bool)
+    seen[slots] = True
     places = np.flatnonzero(seen)
-    return places + low, np.bincount(at, weights=weights, minlength=span)[places]
+    return places, np.bincount(slots, weights=weights, minlength=count)[places]
 
 
 def _values_at(hit: Ints, values: Floats64, want: Ints) -> Floats64:

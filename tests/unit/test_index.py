@@ -187,7 +187,7 @@ def test_bm25_sums_and_ranks_alike_whatever_the_ids(texts, query, k):
     q = " ".join(query)
     docs = [" ".join(t) for t in texts]
     answers = []
-    for first, step in ((0, 1), (-3, 1), (-7, 10_000)):  # tallied in place (two) and sorted
+    for first, step in ((0, 1), (-3, 1), (-7, 10_000)):  # dense, shifted and spread ids
         bm = BM25Index()
         ids = [first + step * i for i in range(len(docs))]
         bm.add(ids, docs)
