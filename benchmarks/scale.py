@@ -29,6 +29,8 @@ index.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import gc
 import itertools
 import os
@@ -174,9 +176,15 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def current_mb() -> float:
-    """The process's resident set now, after a garbage collection (Linux)."""
+def current_mb(*, trim: bool = False) -> float:
+    """The process's resident set now, after a garbage collection (Linux).
+
+    With ``trim``, the C heap first returns its free pages to the system (glibc's
+    ``malloc_trim``), so the figure is what the process holds, not what it once freed.
+    """
     gc.collect()
+    if trim:
+        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
     with open("/proc/self/status", encoding="ascii") as f:
         kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
     return kb / 1024
@@ -285,7 +293,7 @@ def main() -> None:
     docs = documents(target, embedder)
 
     spent: dict[str, float] = {}
-    rss: dict[str, float] = {"start": peak_mb()}
+    rss: dict[str, float] = {"start": peak_mb(), "base": current_mb(trim=True)}
     ssg_config = SSGConfig(knn=args.knn, vector_dtype=args.vector_dtype)
     index = SemanticIndex(
         embedder=embedder,
@@ -302,6 +310,7 @@ def main() -> None:
     rss["index"] = peak_mb()
     embedder.save()
     rss["held"] = current_mb()
+    rss["trimmed"] = current_mb(trim=True)
     rows_b, ann_b = ssg_bytes(index)
     embed_s = embedder.model_s - model_before
     parts_s = sum(spent.values())
@@ -377,7 +386,10 @@ def main() -> None:
         f"{rss['index']:,.0f} MB after the index, "
         + (f"{rss['graph']:,.0f} MB after the graph, " if kg is not None else "")
         + f"{rss['queries']:,.0f} MB after the "
-        f"queries. RSS once the index is built: {rss['held']:,.0f} MB, of which the SSG's "
+        f"queries. RSS once the index is built: {rss['held']:,.0f} MB; with the freed heap "
+        f"returned to the system (malloc_trim) {rss['trimmed']:,.0f} MB, against "
+        f"{rss['base']:,.0f} MB before the index: the index holds "
+        f"{rss['trimmed'] - rss['base']:,.0f} MB, of which the SSG's "
         f"node and sentence rows are {rows_b / 2**20:,.0f} MB and its HNSW node index "
         f"{ann_b / 2**20:,.0f} MB.\n\n"
         + f"SSG degree: mean {degree.mean():.2f}, median {np.median(degree):.0f}, max "
