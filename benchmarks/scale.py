@@ -191,10 +191,14 @@ def current_mb(*, trim: bool = False) -> float:
 
 
 def ssg_bytes(index: SemanticIndex) -> tuple[int, int]:
-    """Bytes of the SSG's node and sentence rows, and of its HNSW node index (0 without)."""
+    """Bytes of the SSG's node and sentence rows, and of its HNSW node index (0 without).
+
+    With ``knn="hnsw"`` the node index holds the node rows (its bytes count them once).
+    """
     view = index.ssg_view()
-    rows = view.graph.node_vectors.nbytes + view.sentence_matrix.nbytes
     ann = view.graph.node_ann
+    nodes = view.graph.node_vectors
+    rows = view.sentence_matrix.nbytes + (nodes.nbytes if isinstance(nodes, np.ndarray) else 0)
     return rows, ann.nbytes if ann is not None else 0
 
 
@@ -390,8 +394,10 @@ def main() -> None:
         f"returned to the system (malloc_trim) {rss['trimmed']:,.0f} MB, against "
         f"{rss['base']:,.0f} MB before the index: the index holds "
         f"{rss['trimmed'] - rss['base']:,.0f} MB, of which the SSG's "
-        f"node and sentence rows are {rows_b / 2**20:,.0f} MB and its HNSW node index "
-        f"{ann_b / 2**20:,.0f} MB.\n\n"
+        + ("sentence rows" if args.knn == "hnsw" else "node and sentence rows")
+        + f" are {rows_b / 2**20:,.0f} MB and its HNSW node index {ann_b / 2**20:,.0f} MB"
+        + (" (which holds the node rows)" if args.knn == "hnsw" else "")
+        + ".\n\n"
         + f"SSG degree: mean {degree.mean():.2f}, median {np.median(degree):.0f}, max "
         f"{degree.max()}; inter-document edges: {int((g.kinds == 1).sum()):,} of "
         f"{g.indices.size:,}.\n\n" + table(lat, ["retriever", "p50 ms", "p95 ms"]) + "\n"

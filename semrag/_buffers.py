@@ -1,11 +1,15 @@
-"""Rows in a growing buffer whose published views never change (shared by several parts)."""
+"""Rows that published versions share: in a growing buffer, or in a FAISS index's storage."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["GrowingRows"]
+from semrag._deps import faiss as _faiss
+
+__all__ = ["GrowingRows", "StoredRows"]
 
 Floats = npt.NDArray[np.floating]
 
@@ -45,3 +49,88 @@ class GrowingRows:
     def keep(self, mask: npt.NDArray[np.bool_]) -> None:
         self.buf = self.buf[: self.n][mask]
         self.n = self.buf.shape[0]
+
+
+class StoredRows:
+    """Rows a FAISS index stores, read in place: each vector is held once, by the index.
+
+    Row ``i`` is the index's stored row ``serials[i]``. FAISS keeps every row it was given,
+    in order (a caller masks removed rows, it never erases them), so a serial means the
+    same row for the life of the index and a version's rows never change. It reads like a
+    read-only 2-D array: a slice is another :class:`StoredRows` (no copy, as a NumPy view);
+    an integer, an array of integers or a boolean mask gives a NumPy array of those rows
+    (a copy, as NumPy's advanced indexing does); ``np.asarray`` copies every row. Rows are
+    read under ``lock``, which an insert holds alone (it may move FAISS's storage).
+
+    Args:
+        index: a FAISS index whose storage holds each row as ``dim`` values of ``dtype``
+            (``IndexHNSWFlat``: float32; ``IndexHNSWSQ`` with ``QT_fp16``: float16), or
+            ``None`` while there are no rows.
+        lock: the index's readers-writer lock.
+        serials: the stored row of each row.
+        dtype: the values' type.
+        dim: values per row.
+    """
+
+    __slots__ = ("dim", "dtype", "index", "lock", "serials")
+
+    def __init__(
+        self, index: Any, lock: Any, serials: npt.NDArray[np.int64], dtype: Any, dim: int
+    ) -> None:
+        self.index, self.lock, self.dim = index, lock, dim
+        self.dtype = np.dtype(dtype)
+        self.serials = serials.view()
+        self.serials.flags.writeable = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.serials.size), self.dim)
+
+    ndim = 2
+
+    @property
+    def size(self) -> int:
+        return int(self.serials.size) * self.dim
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows it reads (held by the index, not by this object)."""
+        return self.size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        return int(self.serials.size)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return StoredRows(self.index, self.lock, self.serials[key], self.dtype, self.dim)
+        if isinstance(key, tuple):  # rows and columns: NumPy's rules, on a copy of every row
+            return np.asarray(self)[key]
+        return self._read(np.asarray(self.serials[key]))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Floats:
+        out = self._read(self.serials)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def astype(self, dtype: Any, copy: bool = True) -> Floats:  # noqa: ARG002 - always a copy
+        """The rows as a NumPy array of ``dtype`` (a new array)."""
+        return np.asarray(self).astype(dtype, copy=False)
+
+    def _read(self, serials: npt.NDArray[np.int64]) -> Floats:
+        """The rows ``serials`` (any shape) as an array of shape ``serials.shape + (dim,)``."""
+        width = self.dim * self.dtype.itemsize
+        if not serials.size:
+            return np.zeros((*serials.shape, self.dim), self.dtype)
+        faiss = _faiss()
+        with self.lock.read():
+            storage = faiss.downcast_index(self.index.storage)
+            if storage.code_size != width:
+                raise TypeError(
+                    f"{type(storage).__name__} stores {storage.code_size} bytes a row, not "
+                    f"{self.dim} values of {self.dtype}"
+                )
+            codes = faiss.rev_swig_ptr(storage.codes.data(), storage.ntotal * width)
+            rows = codes.reshape(storage.ntotal, width)[serials.ravel()]  # a copy
+        return rows.view(self.dtype).reshape(*serials.shape, self.dim)
+
+    def __repr__(self) -> str:
+        return f"StoredRows(rows={len(self)}, dim={self.dim}, dtype={self.dtype})"

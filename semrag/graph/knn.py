@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag._buffers import StoredRows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 
@@ -306,6 +307,15 @@ class NodeANN:
         dead = np.concatenate([self.dead, np.ones(stale, bool), np.zeros(vectors.shape[0], bool)])
         first = self.n + stale
         return self._with(graph, dead), np.arange(first, first + vectors.shape[0])
+
+    @property
+    def holder(self) -> object | None:
+        """The FAISS graph that holds the rows (``None`` before the first insert)."""
+        return self._graph
+
+    def rows(self, serials: Ints) -> StoredRows:
+        """The stored rows ``serials``, read in place (see :class:`StoredRows`)."""
+        return StoredRows(self._graph, self._lock, serials, self.dtype, self.dim)
 
     @property
     def nbytes(self) -> int:

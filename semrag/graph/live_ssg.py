@@ -141,15 +141,16 @@ class LiveSSG:
         self.node_doc = np.zeros(0, np.int64)
         self.node_sentences = np.zeros((0, 2), np.int64)
         self._dtype = np.dtype(config.vector_dtype)  # how node and sentence rows are held
-        self._nodes = GrowingRows(np.zeros((0, dim), self._dtype))
+        # knn="hnsw": a persistent node index, which holds the node rows; node_serial[i] is
+        # node i's row in it. Otherwise the rows are in a growing buffer of their own.
+        self._ann = NodeANN(dim, dtype=config.vector_dtype) if config.knn == "hnsw" else None
+        self.node_serial = np.zeros(0, np.int64)
+        self._nodes = GrowingRows(np.zeros((0, dim), self._dtype)) if self._ann is None else None
         self.intra_cols, self.intra_vals = empty_lists(0, k)
         self.inter_cols, self.inter_vals = empty_lists(0, x)
         self._sentences = GrowingRows(np.zeros((0, dim), self._dtype))
         self.vector_sum = np.zeros(dim, np.float64)
         self.vector_scatter = np.zeros((dim, dim), np.float64)
-        # knn="hnsw": a persistent node index; node_serial[i] is node i's row in it
-        self._ann = NodeANN(dim, dtype=config.vector_dtype) if config.knn == "hnsw" else None
-        self.node_serial = np.zeros(0, np.int64)
         self.graph = self._graph()
 
     @property
@@ -157,8 +158,13 @@ class LiveSSG:
         """Every window node's vector (a view: later changes never write into it).
 
         Float32, or float16 with ``SSGConfig(vector_dtype="float16")``: a product with a
-        float32 query is float32 (NumPy converts the rows it multiplies).
+        float32 query is float32 (NumPy converts the rows it multiplies). With
+        ``knn="hnsw"`` the node index holds the rows and this is a
+        :class:`~semrag._buffers.StoredRows` over them (an array of the rows asked for,
+        read in place), so each node vector is held once.
         """
+        if self._ann is not None:
+            return self._ann.rows(self.node_serial)
         return self._nodes.view
 
     @property
@@ -166,12 +172,15 @@ class LiveSSG:
         """Every sentence vector, documents in order (a view, like :attr:`node_vectors`)."""
         return self._sentences.view
 
-    def buffers(self) -> tuple[Floats, Floats]:
-        """The arrays that hold the sentence rows and the node rows now.
+    def buffers(self) -> tuple[object, ...]:
+        """What holds the sentence rows and the node rows now.
 
-        They move when the rows outgrow them or are compacted.
+        The sentence rows' array, and the node rows' array (or, with ``knn="hnsw"``, the
+        node index's FAISS graph once it holds any). They move when the rows outgrow them
+        or are compacted.
         """
-        return self._sentences.buf, self._nodes.buf
+        nodes = self._nodes.buf if self._ann is None else self._ann.holder
+        return (self._sentences.buf,) + ((nodes,) if nodes is not None else ())
 
     def document_rows(self, doc_id: str) -> tuple[Floats, Floats]:
         """Views of ``doc_id``'s sentence vectors and window-node vectors in this graph.
@@ -269,7 +278,8 @@ class LiveSSG:
         if self._ann is not None:
             self._ann = self._ann.removed(self.node_serial[~keep_node])
             self.node_serial = self.node_serial[keep_node]
-        self._nodes.keep(keep_node)
+        if self._nodes is not None:
+            self._nodes.keep(keep_node)
         self.intra_cols = _remap(self.intra_cols[keep_node], node_map)
         self.intra_vals = self.intra_vals[keep_node]
 
@@ -319,10 +329,11 @@ class LiveSSG:
         self.vector_scatter = self.vector_scatter + scatter
         self.node_doc = np.concatenate([self.node_doc, *node_doc])
         self.node_sentences = np.concatenate([self.node_sentences, *node_sent])
-        self._nodes.append(new_vectors)
-        if self._ann is not None:
+        if self._ann is not None:  # the node index holds the rows
             self._ann, serials = self._ann.added(new_vectors)
             self.node_serial = np.concatenate([self.node_serial, serials])
+        else:
+            self._nodes.append(new_vectors)
         self.intra_cols = np.concatenate([self.intra_cols, *intra_c])
         self.intra_vals = np.concatenate([self.intra_vals, *intra_v])
         self._sentences.append(
@@ -432,18 +443,17 @@ class LiveSSG:
     ) -> Ints:
         """Fill ``cols[which], vals[which]``; returns the ones whose search ran short."""
         floor = self.config.min_inter
+        nodes = self.node_vectors
         short = []
         for a in range(0, which.size, 512):  # 512 x depth x d float64 values at a time
             part = which[a : a + 512]
-            q = self.node_vectors[rows[part]]
+            q = nodes[rows[part]]
             serials, fast = self._ann.search(q, depth)
             hit = np.searchsorted(self.node_serial, np.maximum(serials, 0))
             hit = np.where(serials >= 0, np.minimum(hit, self.node_doc.size - 1), -1)
             same = self.node_doc[np.maximum(hit, 0)] == self.node_doc[rows[part], None]
             other = (hit >= 0) & ~same
-            exact = np.where(
-                other, exact_similarities(q, self.node_vectors[np.maximum(hit, 0)]), -np.inf
-            )
+            exact = np.where(other, exact_similarities(q, nodes[np.maximum(hit, 0)]), -np.inf)
             ok = other & (exact >= floor)
             order = np.lexsort((np.where(ok, hit, np.iinfo(np.int64).max), -exact), axis=1)
             order = order[:, :width]
@@ -525,7 +535,8 @@ class LiveSSG:
                 :class:`~semrag.errors.StoreError`).
         """
         ssg = cls(config, int(node_vectors.shape[1]))
-        ssg._nodes = GrowingRows(np.asarray(node_vectors, dtype=ssg._dtype), headroom=0.125)
+        if ssg._ann is None:
+            ssg._nodes = GrowingRows(np.asarray(node_vectors, dtype=ssg._dtype), headroom=0.125)
         ssg._sentences = GrowingRows(np.asarray(sentence_matrix, dtype=ssg._dtype), headroom=0.125)
         with np.load(directory / "ssg.npz", allow_pickle=False) as z:
             missing = set(_ARRAYS) - set(z.files)
@@ -543,7 +554,7 @@ class LiveSSG:
                 ssg._ann = NodeANN.load(directory, "ssg_ann", ssg.dim, dtype=config.vector_dtype)
                 ssg.node_serial = saved_serials
             else:  # saved without the node index (another knn): build it once
-                ssg._ann = ssg._ann.rebuild(ssg.node_vectors)
+                ssg._ann = ssg._ann.rebuild(np.asarray(node_vectors, dtype=ssg._dtype))
                 ssg.node_serial = np.arange(ssg.node_doc.size, dtype=np.int64)
         ssg._check()
         ssg.graph = ssg._graph()

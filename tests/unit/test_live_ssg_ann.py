@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semrag import Document, SemanticIndex
+from semrag._buffers import StoredRows
 from semrag.errors import StoreError
 from semrag.graph import SSGConfig
 from semrag.graph.live_ssg import LiveSSG
@@ -186,6 +187,49 @@ def test_float16_rows_and_their_node_index_take_half_the_bytes():
     np.testing.assert_allclose(np.abs(half.graph.pca_components), np.abs(comps), atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_node_index_holds_the_node_rows_once(dtype):
+    import faiss
+
+    cfg = SSGConfig(window=2, top_x=3, knn="hnsw", vector_dtype=dtype)
+    docs = [clustered_document(f"d{i}", 6 + i % 5, seed=i, cfg=cfg) for i in range(40)]
+    live = LiveSSG.fresh(cfg, DIM, docs[:10])
+    graph = live.graph.node_ann.holder
+    assert live.buffers() == (live.buffers()[0], graph)  # no node buffer of its own
+    rows = live.node_vectors
+    assert isinstance(rows, StoredRows) and rows.index is graph
+    held = graph.reconstruct_n(0, graph.ntotal)[live.node_serial]
+    copy = np.asarray(rows)
+    assert copy.dtype == np.dtype(dtype) and rows.shape == copy.shape == held.shape
+    np.testing.assert_array_equal(copy.astype(np.float32), held)
+    # reads like a read-only array: slices are views (StoredRows), the rest copies
+    part = rows[3:9]
+    assert isinstance(part, StoredRows) and len(part) == 6
+    np.testing.assert_array_equal(np.asarray(part), copy[3:9])
+    np.testing.assert_array_equal(rows[5], copy[5])
+    np.testing.assert_array_equal(rows[-1], copy[-1])
+    pick = np.array([[4, 0], [2, 2]])
+    np.testing.assert_array_equal(rows[pick], copy[pick])
+    mask = np.arange(len(rows)) % 3 == 0
+    np.testing.assert_array_equal(rows[mask], copy[mask])
+    np.testing.assert_array_equal(rows[:, 1], copy[:, 1])
+    assert rows[np.zeros(0, np.int64)].shape == (0, DIM)
+    with pytest.raises(IndexError):
+        rows[len(rows)]
+    # a published version's rows stay as they were while later changes grow the storage
+    storage = faiss.downcast_index(graph.storage)
+    first = int(storage.codes.data())
+    for i, doc in enumerate(docs[10:], start=2):
+        live.apply(Change(i, (doc,)))
+    assert int(storage.codes.data()) != first  # FAISS moved its storage
+    np.testing.assert_array_equal(np.asarray(rows), copy)
+    assert_well_formed(live)
+    # rows of another layout are a typed error, not garbage
+    wrong = StoredRows(graph, live.graph.node_ann._lock, live.node_serial[:2], np.int8, DIM)
+    with pytest.raises(TypeError, match="bytes a row"):
+        np.asarray(wrong)
+
+
 def test_a_dropped_stage_and_compaction_leave_the_index_consistent():
     cfg = SSGConfig(window=2, top_x=3, knn="hnsw")
     docs = [clustered_document(f"d{i}", 8, seed=i, cfg=cfg) for i in range(30)]
@@ -241,6 +285,8 @@ def test_semantic_index_keeps_the_approximate_graph_through_changes_and_saves(tm
     # the documents' vectors are views of the graph's rows, held once, in its dtype
     assert back.sentence_vectors("t1").dtype == back.ssg_view().sentence_matrix.dtype == dtype
     np.testing.assert_array_equal(back.ssg.node_vectors, index.ssg.node_vectors)
+    holder = back._ssg.buffers()[1]  # the node index's graph holds the node rows
+    assert all(back.indexed(d).node_vectors.index is holder for d in back.doc_ids)
     back.add_documents([Document("t3", TEXTS[3])])
     back.delete("t0")
     graph = back.ssg
