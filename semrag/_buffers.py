@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
 
-__all__ = ["GrowingRows", "StoredRows"]
+__all__ = ["GrowingRows", "StoredRows", "insert_rows"]
 
 Floats = npt.NDArray[np.floating]
 
@@ -51,6 +51,16 @@ class GrowingRows:
         self.n = self.buf.shape[0]
 
 
+def insert_rows(index: Any, vectors: Any, block: int = 1 << 16) -> None:
+    """Insert rows into a FAISS index as float32, a block at a time.
+
+    So float16 rows, or rows read from another index (:class:`StoredRows`), are never
+    converted or copied all at once.
+    """
+    for a in range(0, vectors.shape[0], block):
+        index.add(np.ascontiguousarray(vectors[a : a + block], dtype=np.float32))
+
+
 class StoredRows:
     """Rows a FAISS index stores, read in place: each vector is held once, by the index.
 
@@ -72,15 +82,23 @@ class StoredRows:
         dim: values per row.
     """
 
-    __slots__ = ("dim", "dtype", "index", "lock", "serials")
+    __slots__ = ("_seen", "dim", "dtype", "index", "lock", "serials")
 
     def __init__(
-        self, index: Any, lock: Any, serials: npt.NDArray[np.int64], dtype: Any, dim: int
+        self,
+        index: Any,
+        lock: Any,
+        serials: npt.NDArray[np.int64],
+        dtype: Any,
+        dim: int,
+        _seen: list[Any] | None = None,
     ) -> None:
         self.index, self.lock, self.dim = index, lock, dim
         self.dtype = np.dtype(dtype)
         self.serials = serials.view()
         self.serials.flags.writeable = False
+        # [the storage, (its rows and address, a byte view of them)], shared with slices
+        self._seen = _seen if _seen is not None else [None, None]
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -102,7 +120,8 @@ class StoredRows:
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, slice):
-            return StoredRows(self.index, self.lock, self.serials[key], self.dtype, self.dim)
+            part = self.serials[key]
+            return StoredRows(self.index, self.lock, part, self.dtype, self.dim, self._seen)
         if isinstance(key, tuple):  # rows and columns: NumPy's rules, on a copy of every row
             return np.asarray(self)[key]
         return self._read(np.asarray(self.serials[key]))
@@ -117,20 +136,39 @@ class StoredRows:
 
     def _read(self, serials: npt.NDArray[np.int64]) -> Floats:
         """The rows ``serials`` (any shape) as an array of shape ``serials.shape + (dim,)``."""
-        width = self.dim * self.dtype.itemsize
         if not serials.size:
             return np.zeros((*serials.shape, self.dim), self.dtype)
+        held = self.lock.acquire_read()
+        try:
+            rows = self._codes()[serials.ravel()]  # a copy, made while nothing inserts
+        finally:
+            self.lock.release_read(held)
+        return rows.view(self.dtype).reshape(*serials.shape, self.dim)
+
+    def _codes(self) -> npt.NDArray[np.uint8]:
+        """FAISS's stored rows as bytes, shape ``(rows, bytes a row)`` (under the lock).
+
+        The view is kept while the storage has the same rows at the same address (an
+        insert may move it), so most reads cost no call into FAISS but one.
+        """
         faiss = _faiss()
-        with self.lock.read():
+        seen = self._seen
+        width = self.dim * self.dtype.itemsize
+        if seen[0] is None:
             storage = faiss.downcast_index(self.index.storage)
             if storage.code_size != width:
                 raise TypeError(
                     f"{type(storage).__name__} stores {storage.code_size} bytes a row, not "
                     f"{self.dim} values of {self.dtype}"
                 )
-            codes = faiss.rev_swig_ptr(storage.codes.data(), storage.ntotal * width)
-            rows = codes.reshape(storage.ntotal, width)[serials.ravel()]  # a copy
-        return rows.view(self.dtype).reshape(*serials.shape, self.dim)
+            seen[0] = storage
+        storage = seen[0]
+        codes = storage.codes
+        where = (storage.ntotal, int(codes.data()))
+        held = seen[1]  # one tuple, replaced whole: concurrent readers see one or the other
+        if held is None or held[0] != where:
+            held = seen[1] = (where, faiss.rev_swig_ptr(codes.data(), where[0] * width))
+        return held[1].reshape(where[0], width)
 
     def __repr__(self) -> str:
         return f"StoredRows(rows={len(self)}, dim={self.dim}, dtype={self.dtype})"

@@ -33,24 +33,36 @@ class RWLock:
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
         """Hold a shared read for the block."""
+        held = self.acquire_read()
+        try:
+            yield
+        finally:
+            self.release_read(held)
+
+    def acquire_read(self) -> tuple[int, bool]:
+        """Take a shared read; pass what it returns to :meth:`release_read` (in a ``finally``).
+
+        :meth:`read` without a context manager's cost, for short reads made often.
+        """
         depth = getattr(self._local, "depth", 0)
-        me = threading.get_ident()
-        counted = depth == 0 and self._writer != me
+        counted = depth == 0 and self._writer != threading.get_ident()
         if counted:
             with self._cond:
                 while self._writer is not None or self._waiting:
                     self._cond.wait()
                 self._readers += 1
         self._local.depth = depth + 1
-        try:
-            yield
-        finally:
-            self._local.depth = depth
-            if counted:
-                with self._cond:
-                    self._readers -= 1
-                    if not self._readers:
-                        self._cond.notify_all()
+        return depth, counted
+
+    def release_read(self, held: tuple[int, bool]) -> None:
+        """Give back a read that :meth:`acquire_read` took."""
+        depth, counted = held
+        self._local.depth = depth
+        if counted:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers and self._waiting:  # the last reader lets a writer in
+                    self._cond.notify_all()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[None]:

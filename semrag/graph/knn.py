@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from semrag._buffers import StoredRows
+from semrag._buffers import StoredRows, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 
@@ -216,15 +216,6 @@ def hnsw_top(
     return cols, vals
 
 
-def _add_rows(graph: object, vectors: Floats, block: int = 1 << 16) -> None:
-    """Insert rows into a FAISS index as float32, a block at a time.
-
-    So float16 rows are never converted to float32 all at once.
-    """
-    for a in range(0, vectors.shape[0], block):
-        graph.add(np.ascontiguousarray(vectors[a : a + block], dtype=np.float32))
-
-
 class NodeANN:
     """A persistent HNSW index over rows that come and go, for approximate neighbour lists.
 
@@ -303,7 +294,7 @@ class NodeANN:
         graph = self._graph if self._graph is not None else self._new_graph()
         with self._lock.write():
             stale = graph.ntotal - self.n  # rows a dropped stage inserted
-            _add_rows(graph, vectors)
+            insert_rows(graph, vectors)
         dead = np.concatenate([self.dead, np.ones(stale, bool), np.zeros(vectors.shape[0], bool)])
         first = self.n + stale
         return self._with(graph, dead), np.arange(first, first + vectors.shape[0])
@@ -335,7 +326,7 @@ class NodeANN:
     def rebuild(self, vectors: Floats) -> NodeANN:
         """A new graph over ``vectors`` (the live rows in serial order; serials restart at 0)."""
         graph = self._new_graph()
-        _add_rows(graph, vectors)
+        insert_rows(graph, vectors)
         return self._with(graph, np.zeros(vectors.shape[0], bool))
 
     def search(self, queries: Floats, depth: int) -> tuple[Ints, Floats]:

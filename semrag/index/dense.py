@@ -9,10 +9,12 @@ away once they are a quarter of the rows.
 
 * ``flat`` (the default) is exact: a matrix product over the version's rows, ties to the
   lower id, so a grown index and a fresh one return the same hits.
-* ``hnsw`` (FAISS ``IndexHNSWFlat``) holds the same rows in the same order; a search skips
-  removed and not yet published rows with a bitmap selector, so a delete rebuilds nothing.
-  FAISS cannot search while it inserts: searches share a lock that an insert holds alone,
-  for the few milliseconds it takes to insert a change's vectors.
+* ``hnsw`` (FAISS ``IndexHNSWFlat``) holds the rows itself, in the same order (a version
+  reads them in place, :class:`~semrag._buffers.StoredRows`: each vector is held once); a
+  search skips removed and not yet published rows with a bitmap selector, so a delete
+  rebuilds nothing. FAISS cannot search while it inserts: searches and reads share a lock
+  that an insert holds alone, for the few milliseconds it takes to insert a change's
+  vectors.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag._buffers import StoredRows, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, EmbeddingError, StoreError
@@ -46,7 +49,7 @@ class _Version:
     """One published state: rows ``[0, n)`` of the buffers, minus the ``dead`` ones."""
 
     ids: Ints  # row -> id, strictly increasing (dead rows included)
-    vectors: Floats  # row -> unit vector
+    vectors: Floats | StoredRows  # row -> unit vector (HNSW: the graph's rows, in place)
     dead: npt.NDArray[np.bool_] | None  # rows removed since the last compaction
     live: int
     graph: Any = None  # HNSW: the graph holding these rows (and maybe later ones)
@@ -125,9 +128,9 @@ class DenseIndex:
 
     @property
     def vectors(self) -> Floats:
-        """Vectors aligned with :attr:`ids` (read-only)."""
+        """Vectors aligned with :attr:`ids` (read-only; a copy with ``kind="hnsw"``)."""
         v = self._version
-        out = v.vectors if v.dead is None else v.vectors[~v.dead]
+        out = np.asarray(v.vectors) if v.dead is None else v.vectors[~v.dead]
         out.flags.writeable = False
         return out
 
@@ -153,7 +156,8 @@ class DenseIndex:
         """The stored vectors of ``ids`` without a copy, when they are consecutive rows.
 
         A document's chunks have consecutive ids, so they sit in consecutive rows and this
-        is a read-only view of them in the buffer (:attr:`buffer`); other ids get a copy,
+        is a read-only view of them in the buffer (:attr:`buffer`; with ``kind="hnsw"`` a
+        :class:`~semrag._buffers.StoredRows` over the graph's rows); other ids get a copy,
         as :meth:`vectors_of` gives. A view keeps the buffer it reads alive after the
         index moves its rows to a new one, so a holder points again when :attr:`buffer`
         changes.
@@ -165,13 +169,19 @@ class DenseIndex:
         if not rows.size or (np.diff(rows) != 1).any():
             return v.vectors[rows]
         out = v.vectors[rows[0] : rows[-1] + 1]
-        out.flags.writeable = False
+        if isinstance(out, np.ndarray):
+            out.flags.writeable = False
         return out
 
     @property
-    def buffer(self) -> Floats:
-        """The array holding the rows now; it moves when they outgrow it or are compacted."""
+    def buffer(self) -> Any:
+        """What holds the rows now: an array, or (``kind="hnsw"``) the FAISS graph.
+
+        It moves when the rows outgrow it or are compacted.
+        """
         vectors = self._version.vectors
+        if isinstance(vectors, StoredRows):
+            return vectors.index
         return vectors if vectors.base is None else vectors.base
 
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
@@ -320,26 +330,32 @@ class DenseIndex:
             by_id = np.argsort(merged, kind="stable")
             return self._rebuilt(merged[by_id], np.concatenate([v.vectors[keep], vecs])[by_id])
         n, need = v.n, v.n + ids.size
+        hnsw = self.kind == "hnsw"
         if need > self._id_buf.size or not _starts(self._id_buf, v.ids):
             capacity = max(need, 2 * n, 64)
             id_buf = np.empty(capacity, np.int64)
-            vec_buf = np.empty((capacity, self.dim), np.float32)
-            id_buf[:n], vec_buf[:n] = v.ids, v.vectors
-            self._id_buf, self._vec_buf = id_buf, vec_buf
+            id_buf[:n] = v.ids
+            self._id_buf = id_buf
+            if not hnsw:
+                self._vec_buf = np.empty((capacity, self.dim), np.float32)
+                self._vec_buf[:n] = v.vectors
         self._id_buf[n:need] = ids  # past the rows any version reads
-        self._vec_buf[n:need] = vecs
         dead = None if v.dead is None else np.concatenate([v.dead, np.zeros(ids.size, bool)])
-        nxt = _Version(self._id_buf[:need], self._vec_buf[:need], dead, v.live + ids.size)
-        return self._finished(nxt, insert_from=n)
+        if hnsw:
+            return self._in_graph(v, self._id_buf[:need], vecs, dead, v.live + ids.size)
+        self._vec_buf[n:need] = vecs
+        return _Version(self._id_buf[:need], self._vec_buf[:need], dead, v.live + ids.size)
 
     def _rebuilt(self, ids: Ints, vectors: Floats) -> _Version:
         """A version over new buffers holding exactly ``ids`` (HNSW: a new graph)."""
         capacity = max(ids.size + ids.size // 4, 64)
         self._id_buf = np.empty(capacity, np.int64)
+        self._id_buf[: ids.size] = ids
+        if self.kind == "hnsw":
+            return self._in_graph(None, self._id_buf[: ids.size], vectors, None, int(ids.size))
         self._vec_buf = np.empty((capacity, self.dim), np.float32)
-        self._id_buf[: ids.size], self._vec_buf[: ids.size] = ids, vectors
-        v = _Version(self._id_buf[: ids.size], self._vec_buf[: ids.size], None, int(ids.size))
-        return self._finished(v, insert_from=0, fresh=True)
+        self._vec_buf[: ids.size] = vectors
+        return _Version(self._id_buf[: ids.size], self._vec_buf[: ids.size], None, int(ids.size))
 
     def _new_hnsw(self) -> Any:
         faiss = _faiss()
@@ -348,21 +364,34 @@ class DenseIndex:
         index.hnsw.efSearch = self.ef_search
         return index
 
-    def _finished(
-        self, v: _Version, *, insert_from: int | None = None, fresh: bool = False
+    def _in_graph(
+        self, base: _Version | None, ids: Ints, new: Floats, dead: Any, live: int
     ) -> _Version:
-        """``v`` with its HNSW graph and selector (rows from ``insert_from`` are new)."""
+        """HNSW: the version whose rows are ``base``'s then ``new``, held by a FAISS graph.
+
+        ``base``'s graph takes the new rows when nothing was inserted past ``base`` (a
+        dropped stage may have); otherwise, and without ``base``, a new graph holds them
+        all, and versions that read the old one keep it.
+        """
+        graph, n = (base.graph, base.n) if base is not None else (None, 0)
+        if graph is not None and graph.ntotal == n:
+            with self._hnsw_lock.write():  # FAISS cannot search a graph while it inserts
+                insert_rows(graph, new)
+        else:
+            fresh = self._new_hnsw()
+            if n:
+                insert_rows(fresh, base.vectors)  # read from the old graph, a block at a time
+            insert_rows(fresh, new)
+            graph = fresh
+        self._hnsw = graph
+        rows = StoredRows(graph, self._hnsw_lock, np.arange(ids.size), np.float32, self.dim)
+        return self._finished(_Version(ids, rows, dead, live, graph))
+
+    def _finished(self, v: _Version) -> _Version:
+        """``v`` with its HNSW graph and selector of live rows (flat: ``v`` as it is)."""
         if self.kind != "hnsw":
             return v
         graph = v.graph if v.graph is not None else self._hnsw
-        if insert_from is not None:
-            if fresh or graph is None or graph.ntotal != insert_from:  # or out of step
-                graph = self._new_hnsw()  # a new graph: versions read their own
-                graph.add(v.vectors)
-            else:  # FAISS cannot search a graph while it inserts into it
-                with self._hnsw_lock.write():
-                    graph.add(v.vectors[insert_from:])
-            self._hnsw = graph
         return _Version(v.ids, v.vectors, v.dead, v.live, graph, _bitmap(v))
 
     # -- persistence --------------------------------------------------------------------------
@@ -386,7 +415,7 @@ class DenseIndex:
                 graph = v.graph if v.graph.ntotal == v.n else None
                 if graph is None:  # holds rows of a change being staged: save this version's
                     graph = self._new_hnsw()
-                    graph.add(v.vectors)
+                    insert_rows(graph, v.vectors)
                 faiss.write_index(graph, str(directory / f"{prefix}.faiss"))
             files.append(f"{prefix}.faiss")
         return files
@@ -432,8 +461,15 @@ class DenseIndex:
                     graph.hnsw.efSearch = index.ef_search
             if graph is None:
                 graph = index._new_hnsw()
-                graph.add(index._vec_buf)
-            index._hnsw = graph
+                insert_rows(graph, vectors)
+            rows = StoredRows(graph, index._hnsw_lock, np.arange(ids.size), np.float32, index.dim)
+            block = 1 << 16
+            for a in range(0, ids.size, block):  # the graph holds the rows: the same ones
+                if not np.array_equal(np.asarray(rows[a : a + block]), vectors[a : a + block]):
+                    raise StoreError(f"{faiss_file} and {prefix}_vectors.npy hold other vectors")
+            index._hnsw, index._vec_buf = graph, np.zeros((0, index.dim), np.float32)
+            index._version = index._finished(_Version(index._id_buf, rows, dead, live, graph))
+            return index
         index._version = index._finished(_Version(index._id_buf, index._vec_buf, dead, live))
         return index
 

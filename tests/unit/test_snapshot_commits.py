@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semrag import Document, SemanticIndex
+from semrag._buffers import StoredRows
+from semrag.errors import StoreError
 from semrag.graph.live_ssg import LiveSSG
 from semrag.index import DenseIndex
 from semrag.testing import FakeEmbedder
@@ -97,6 +99,80 @@ def test_hnsw_deletes_are_skipped_without_a_rebuild_and_round_trip(tmp_path):
     idx.remove(np.arange(1, 400, 2))
     assert idx._version.dead is None and idx._version.graph is not graph
     assert not np.isin(idx.search(v, 5)[1], np.arange(1, 400, 2)).any()
+
+
+def test_hnsw_holds_each_vector_once_and_a_version_keeps_its_rows(tmp_path):
+    rng = np.random.default_rng(4)
+    v = rng.normal(size=(3000, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    idx = DenseIndex(DIM, kind="hnsw")
+    idx.add(np.arange(100), v[:100])
+    graph = idx.buffer
+    assert type(graph).__name__ == "IndexHNSWFlat"  # the graph holds the rows, no array
+    old = idx.rows_view(np.arange(10, 20))
+    assert isinstance(old, StoredRows) and old.index is graph
+    np.testing.assert_array_equal(np.asarray(old), v[10:20])
+    # a staged change inserts into the graph; dropped, the next one builds a new graph
+    idx.staged([], np.arange(100, 200), v[100:200])
+    idx.add(np.arange(200, 300), v[200:300])
+    assert idx.buffer is not graph and idx.buffer.ntotal == 200
+    np.testing.assert_array_equal(idx.vectors, np.concatenate([v[:100], v[200:300]]))
+    # many inserts move FAISS's storage; rows read before still read the same
+    graph = idx.buffer
+    early = idx.rows_view(np.arange(200, 210))
+    for a in range(300, 3000, 300):
+        idx.add(np.arange(a, a + 300), v[a : a + 300])
+    assert idx.buffer is graph
+    np.testing.assert_array_equal(np.asarray(early), v[200:210])
+    np.testing.assert_array_equal(np.asarray(old), v[10:20])
+    np.testing.assert_array_equal(idx.vectors_of([5, 2999, 250]), v[[5, 2999, 250]])
+    idx.remove(np.arange(0, 3000, 2))  # compacted: a new graph of the survivors
+    assert idx.buffer is not graph
+    kept = np.array([i for i in range(1, 3000, 2) if not 100 <= i < 200])  # never published
+    assert idx.ids.tolist() == kept.tolist()
+    np.testing.assert_array_equal(idx.vectors, v[kept])
+    idx.save(tmp_path)
+    back = DenseIndex.load(tmp_path, idx.config())
+    np.testing.assert_array_equal(back.vectors, v[kept])
+    assert back.search(v[:40], 5)[1].tolist() == idx.search(v[:40], 5)[1].tolist()
+    np.save(tmp_path / "dense_vectors.npy", np.roll(v[kept], 1, axis=0))  # damaged save
+    with pytest.raises(StoreError, match="other vectors"):
+        DenseIndex.load(tmp_path, idx.config())
+
+
+def test_hnsw_rows_read_while_inserts_move_the_storage_stay_right():
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=(6000, DIM)).astype(np.float32)
+    idx = DenseIndex(DIM, kind="hnsw")
+    idx.add(np.arange(200), v[:200])
+    old = idx.rows_view(np.arange(200))
+    import faiss
+
+    graph = idx.buffer
+    faiss_storage = faiss.downcast_index(graph.storage)
+    moves = {int(faiss_storage.codes.data())}
+    done, wrong = threading.Event(), []
+
+    def reader() -> None:
+        pick = np.random.default_rng(threading.get_ident() % 2**32)
+        while not done.is_set():
+            rows = pick.integers(0, 200, 16)
+            if not np.array_equal(old[rows], v[rows]):
+                wrong.append(rows)
+
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    for t in readers:
+        t.start()
+    try:
+        for a in range(200, 6000, 100):
+            idx.add(np.arange(a, a + 100), v[a : a + 100])
+            moves.add(int(faiss_storage.codes.data()))
+    finally:
+        done.set()
+        for t in readers:
+            t.join(10)
+    assert idx.buffer is graph and len(moves) > 3  # the storage moved while they read
+    assert not wrong
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
