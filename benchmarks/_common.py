@@ -211,6 +211,19 @@ def _trim() -> None:
         pass
 
 
+def rss_mb(*, trim: bool = False) -> float:
+    """The process's resident set now in MB, after a garbage collection (Linux).
+
+    With ``trim``, the C heap first returns its free pages to the system (glibc's
+    ``malloc_trim``), so the figure is what the process holds, not what it once freed.
+    """
+    if trim:
+        _trim()
+    else:
+        gc.collect()
+    return _rss_bytes() / 2**20
+
+
 def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     """Run ``fn``; return (result, seconds, peak RSS growth in MB above the start)."""
     _trim()

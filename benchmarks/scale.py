@@ -29,9 +29,6 @@ index.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
-import gc
 import itertools
 import os
 import resource
@@ -45,7 +42,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from _common import CORPUS_QUERIES, DATA, emit, fresh, header, need, table  # noqa: E402
+from _common import CORPUS_QUERIES, DATA, emit, fresh, header, need, rss_mb, table  # noqa: E402
 
 from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.embeddings import BaseEmbedder  # noqa: E402
@@ -176,20 +173,6 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def current_mb(*, trim: bool = False) -> float:
-    """The process's resident set now, after a garbage collection (Linux).
-
-    With ``trim``, the C heap first returns its free pages to the system (glibc's
-    ``malloc_trim``), so the figure is what the process holds, not what it once freed.
-    """
-    gc.collect()
-    if trim:
-        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
-    with open("/proc/self/status", encoding="ascii") as f:
-        kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-    return kb / 1024
-
-
 def ssg_bytes(index: SemanticIndex) -> tuple[int, int]:
     """Bytes of the SSG's node and sentence rows, and of its HNSW node index (0 without).
 
@@ -297,7 +280,7 @@ def main() -> None:
     docs = documents(target, embedder)
 
     spent: dict[str, float] = {}
-    rss: dict[str, float] = {"start": peak_mb(), "base": current_mb(trim=True)}
+    rss: dict[str, float] = {"start": peak_mb(), "base": rss_mb(trim=True)}
     ssg_config = SSGConfig(knn=args.knn, vector_dtype=args.vector_dtype)
     index = SemanticIndex(
         embedder=embedder,
@@ -313,8 +296,8 @@ def main() -> None:
     total = time.perf_counter() - t0
     rss["index"] = peak_mb()
     embedder.save()
-    rss["held"] = current_mb()
-    rss["trimmed"] = current_mb(trim=True)
+    rss["held"] = rss_mb()
+    rss["trimmed"] = rss_mb(trim=True)
     rows_b, ann_b = ssg_bytes(index)
     embed_s = embedder.model_s - model_before
     parts_s = sum(spent.values())

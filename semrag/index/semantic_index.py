@@ -751,6 +751,10 @@ class SemanticIndex:
                 t_pos += len(ranges_n)
             else:
                 nvec = _mean_of(svec, ranges_n, self.embedder.dim)
+            if cfg is not None and cfg.vector_dtype != "float32":
+                # the rows as the graph holds them, rounded once, now: until its commit a
+                # large add holds them in that many bytes (chunk vectors: from the unrounded)
+                svec, nvec = svec.astype(cfg.vector_dtype), nvec.astype(cfg.vector_dtype)
             theme_vec = _normalise(second[t_pos : t_pos + 1])[0]
             computed.append((doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec))
             t_pos += 1

@@ -400,3 +400,28 @@ def test_a_float16_graph_without_its_node_index_is_refused(options, message):
 
     with pytest.raises(ConfigError, match=message):
         SSGConfig(**options)
+
+
+def test_an_add_holds_its_rows_in_the_graphs_dtype_until_its_commit(monkeypatch):
+    seen = []
+    apply = LiveSSG.apply
+
+    def spy(self, change):
+        seen.extend(
+            (d.sentence_vectors.dtype, d.node_vectors.dtype, d.chunk_vectors.dtype)
+            for d in change.added
+        )
+        return apply(self, change)
+
+    monkeypatch.setattr(LiveSSG, "apply", spy)
+    docs = [Document(f"t{i}", t) for i, t in enumerate(TEXTS)]
+    built = {}
+    for dtype in ("float16", "float32"):
+        cfg = SSGConfig(window=2, knn="hnsw", vector_dtype=dtype)
+        built[dtype] = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg, chunk_vectors="mean")
+        built[dtype].add_documents(docs)
+    half, full = seen[: len(docs)], seen[len(docs) :]
+    assert all(s == n == np.float16 and c == np.float32 for s, n, c in half)
+    assert all(s == n == c == np.float32 for s, n, c in full)
+    # the chunk vectors are means of the sentence vectors before they were rounded
+    np.testing.assert_array_equal(built["float16"].dense.vectors, built["float32"].dense.vectors)
