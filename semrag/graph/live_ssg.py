@@ -95,6 +95,43 @@ def _rows_a_new_row_may_enter(vals: Floats, vectors: Floats, n_old: int, floor: 
     return np.concatenate(keep) if keep else np.zeros(0, np.int64)
 
 
+def _may_rank(
+    fast: Floats, other: npt.NDArray[np.bool_], width: int, floor: float
+) -> npt.NDArray[np.bool_]:
+    """Hits that may be among a row's ``width`` best at or above ``floor``, by float32 score.
+
+    A float32 score is within :data:`FLOAT32_TOLERANCE` of the exact value, so a hit more
+    than twice that below the ``width``-th best float32 score has ``width`` hits exactly
+    above it, and one below ``floor`` less that is below ``floor``: neither can be kept,
+    and their exact values need not be computed.
+    """
+    scores = np.where(other, fast, -np.inf)
+    if scores.shape[1] > width:
+        kth = -np.partition(-scores, width - 1, axis=1)[:, width - 1]
+    else:
+        kth = np.full(scores.shape[0], -np.inf, np.float32)
+    cut = np.maximum(kth - 2 * FLOAT32_TOLERANCE, floor - FLOAT32_TOLERANCE)
+    return other & (scores >= cut[:, None])
+
+
+def _exact_where(queries: Floats, rows: Floats, hit: Ints, keep: npt.NDArray[np.bool_]) -> Floats:
+    """Exact similarities of each query and its ``hit`` rows where ``keep``, ``-inf`` elsewhere.
+
+    Only the kept pairs are computed (moved to the front of their row), with
+    :func:`~semrag.graph.knn.exact_similarities`, so each has the value it has anywhere.
+    """
+    exact = np.full(hit.shape, -np.inf, np.float32)
+    width = int(keep.sum(axis=1).max()) if keep.size else 0
+    if not width:
+        return exact
+    front = np.argsort(~keep, axis=1, kind="stable")[:, :width]  # kept columns, in order
+    kept = np.take_along_axis(keep, front, axis=1)
+    picked = np.where(kept, np.take_along_axis(hit, front, axis=1), 0)
+    values = exact_similarities(queries, rows[picked])
+    np.put_along_axis(exact, front, np.where(kept, values, -np.inf), axis=1)
+    return exact
+
+
 def _remap(cols: Ints, new_of_old: Ints) -> Ints:
     """Renumber list entries; entries whose target is gone become ``-1``."""
     return np.where(cols >= 0, new_of_old[np.maximum(cols, 0)], -1)
@@ -453,7 +490,7 @@ class LiveSSG:
             hit = np.where(serials >= 0, np.minimum(hit, self.node_doc.size - 1), -1)
             same = self.node_doc[np.maximum(hit, 0)] == self.node_doc[rows[part], None]
             other = (hit >= 0) & ~same
-            exact = np.where(other, exact_similarities(q, nodes[np.maximum(hit, 0)]), -np.inf)
+            exact = _exact_where(q, nodes, hit, _may_rank(fast, other, width, floor))
             ok = other & (exact >= floor)
             order = np.lexsort((np.where(ok, hit, np.iinfo(np.int64).max), -exact), axis=1)
             order = order[:, :width]

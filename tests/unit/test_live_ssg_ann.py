@@ -425,3 +425,41 @@ def test_an_add_holds_its_rows_in_the_graphs_dtype_until_its_commit(monkeypatch)
     assert all(s == n == c == np.float32 for s, n, c in full)
     # the chunk vectors are means of the sentence vectors before they were rounded
     np.testing.assert_array_equal(built["float16"].dense.vectors, built["float32"].dense.vectors)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    width=st.integers(1, 8),
+    floor=st.sampled_from([-1.0, 0.0, 0.3, None]),  # None: a value some hits have exactly
+    ties=st.booleans(),
+    noisy=st.booleans(),
+)
+def test_only_hits_that_may_rank_get_exact_values_and_none_that_rank_is_missed(
+    seed, width, floor, ties, noisy
+):
+    from semrag.graph.knn import FLOAT32_TOLERANCE, exact_similarities
+    from semrag.graph.live_ssg import _exact_where, _may_rank
+
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(size=(40, DIM))
+    if ties:  # many rows equal: exact ties at the boundary
+        rows[::2] = rows[0]
+    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
+    queries = rows[rng.integers(0, 40, 6)]
+    hit = np.stack([rng.permutation(40)[:12] for _ in range(6)])
+    other = rng.random(hit.shape) < 0.8
+    # FAISS's float32 scores: the same products, summed in float32
+    fast = np.einsum("id,icd->ic", queries.astype(np.float32), rows[hit].astype(np.float32))
+    if noisy:  # any error within the bound the pruning relies on
+        fast += rng.uniform(-1, 1, fast.shape).astype(np.float32) * 0.99 * FLOAT32_TOLERANCE
+    exact = exact_similarities(queries, rows[hit])
+    if floor is None:
+        floor = float(np.median(exact))
+    keep = _may_rank(fast, other, width, floor)
+    got = _exact_where(queries, rows, hit, keep)
+    np.testing.assert_array_equal(got, np.where(keep, exact, -np.inf))
+    for r in range(hit.shape[0]):  # the kept best (ties: lower node) are all computed
+        ok = other[r] & (exact[r] >= floor)
+        best = np.lexsort((np.where(ok, hit[r], 99), -np.where(ok, exact[r], -np.inf)))[:width]
+        assert keep[r][best[ok[best]]].all()
