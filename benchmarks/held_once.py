@@ -31,7 +31,8 @@ from semrag.graph import SSGConfig
 from semrag.retrieval import ALGORITHMS, IntentAwareRetriever
 
 
-def p50_ms(fn, queries: list[str]) -> list[float]:  # noqa: ANN001
+def timed_ms(fn, queries: list[str]) -> list[float]:  # noqa: ANN001
+    """Milliseconds of each call of ``fn``, one query at a time."""
     times = []
     for q in queries:
         t0 = time.perf_counter()
@@ -79,7 +80,7 @@ def main() -> None:
         queries = [f"{q} (round {rnd})" for q in scale.QUERIES * 2]
         for name, fn in run.items():
             fn(f"warm up {rnd}")
-            times.setdefault((name, in_place), []).extend(p50_ms(fn, queries))
+            times.setdefault((name, in_place), []).extend(timed_ms(fn, queries))
     layout(True)
     rows = [
         {

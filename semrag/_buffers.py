@@ -163,11 +163,11 @@ class StoredRows:
                 )
             seen[0] = storage
         storage = seen[0]
-        codes = storage.codes
-        where = (storage.ntotal, int(codes.data()))
+        start = storage.codes.data()
+        where = (storage.ntotal, int(start))
         held = seen[1]  # one tuple, replaced whole: concurrent readers see one or the other
         if held is None or held[0] != where:
-            held = seen[1] = (where, faiss.rev_swig_ptr(codes.data(), where[0] * width))
+            held = seen[1] = (where, faiss.rev_swig_ptr(start, where[0] * width))
         return held[1].reshape(where[0], width)
 
     def __repr__(self) -> str:

@@ -639,9 +639,10 @@ class SemanticIndex:
         """Point documents' vectors at the rows the parts search: each vector held once.
 
         The dense part keeps every chunk vector in one array, the SSG every sentence and
-        window-node vector in one array each (with ``knn="hnsw"`` its node index holds the
-        node rows, read in place); a document's arrays become views of its rows there, so
-        the arrays ingestion made are freed. Those arrays move when the rows
+        window-node vector in one array each (an HNSW graph holds its rows itself, read in
+        place: the dense part's with ``dense="hnsw"``, the node index's with
+        ``knn="hnsw"``); a document's arrays become views of its rows there, so the arrays
+        ingestion made are freed. Those holders move when the rows
         outgrow them or are compacted (a delete); then every document is pointed again,
         which costs what the move did. The values never change, so a reader sees the same
         vectors either way.
