@@ -10,18 +10,21 @@ of their sentences (``chunk_vectors="mean"``), so recombined documents cost no m
 
 Stages (wall time, and the process's peak RSS after each): chunk (splitting and chunking),
 embed (model calls), dense, BM25 and SSG (each part applying the one change that adds every
-document), then the heuristic knowledge graph: extract, resolve (name resolution and the
-derived graph), write (the store), communities, reports. Latency: p50 / p95 of single
-timed queries for every non-LLM retriever, with the graph's degree statistics.
+document, or each of ``--batch``'s calls), then the heuristic knowledge graph: extract,
+resolve (name resolution and the derived graph), write (the store), communities, reports.
+Latency: p50 / p95 of single timed queries for every non-LLM retriever, with the graph's
+degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
 [--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw] [--index-only]
-[--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md (how each stage and
-each p50 grows between two reports). ``--index-only`` skips the knowledge graph (its
+[--batch CHUNKS] [--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md (how
+each stage and each p50 grows between two reports). ``--index-only`` skips the knowledge graph (its
 stages and the retrievers that need it); ``--vector-dtype float16`` holds the SSG's rows
 as float16 (with ``--knn hnsw``); ``--dense hnsw`` searches the chunk vectors with an HNSW
 index (the dense channel of ``search``, IAR and the walk's seeds) instead of the exact
-product. Besides the peak RSS, the report gives the RSS after the index is built (what it
+product; ``--batch 100000`` adds the documents in calls of about that many chunks (each
+a commit, as a living index grows), so a build's transient copies are a call's, not the
+corpus's. Besides the peak RSS, the report gives the RSS after the index is built (what it
 holds, the transient copies of the build freed) and the bytes of the SSG's rows and node
 index.
 """
@@ -269,6 +272,12 @@ def main() -> None:
     ap.add_argument("--dense", choices=["flat", "hnsw"], default="flat")
     ap.add_argument("--vector-dtype", choices=["float32", "float16"], default="float32")
     ap.add_argument("--index-only", action="store_true", help="no knowledge graph")
+    ap.add_argument(
+        "--batch",
+        type=int,
+        help="add the documents in calls of about this many chunks (one commit each; "
+        "default: one call)",
+    )
     ap.add_argument("--out")
     ap.add_argument("--exponents", nargs=2, metavar=("SMALL", "LARGE"), help="compare two reports")
     args = ap.parse_args()
@@ -291,8 +300,10 @@ def main() -> None:
     )
     timed_parts(index, spent)
     model_before = embedder.model_s
+    calls = max(1, -(-target // args.batch)) if args.batch else 1
     t0 = time.perf_counter()
-    index.add_documents(docs)
+    for part in np.array_split(np.arange(len(docs)), calls):
+        index.add_documents([docs[i] for i in part.tolist()])
     total = time.perf_counter() - t0
     rss["index"] = peak_mb()
     embedder.save()
@@ -347,7 +358,8 @@ def main() -> None:
     rss["queries"] = peak_mb()
 
     g = index.ssg
-    degree = np.diff(g.indptr)
+    indptr, indices, _, kinds = g.csr()
+    degree = np.diff(indptr)
     counts = kg.store.counts() if kg is not None else {}
     graph_note = (
         "no knowledge graph (--index-only)"
@@ -362,7 +374,9 @@ def main() -> None:
             f"{len(index.chunks()):,} chunks, {g.n_nodes:,} window nodes); embedder: "
             f"{args.embedder} (each distinct sentence once; chunk vectors: mean of their "
             f"sentences); SSGConfig(knn={args.knn!r}, vector_dtype={args.vector_dtype!r}); "
-            f"dense={args.dense!r}; " + graph_note,
+            f"dense={args.dense!r}; "
+            + (f"added in {calls} calls of about {args.batch:,} chunks; " if calls > 1 else "")
+            + graph_note,
         )
         + "\n"
         + table(stages, ["stage", "s"])
@@ -382,8 +396,8 @@ def main() -> None:
         + (" (which holds the node rows)" if args.knn == "hnsw" else "")
         + ".\n\n"
         + f"SSG degree: mean {degree.mean():.2f}, median {np.median(degree):.0f}, max "
-        f"{degree.max()}; inter-document edges: {int((g.kinds == 1).sum()):,} of "
-        f"{g.indices.size:,}.\n\n" + table(lat, ["retriever", "p50 ms", "p95 ms"]) + "\n"
+        f"{degree.max()}; inter-document edges: {int((kinds == 1).sum()):,} of "
+        f"{indices.size:,}.\n\n" + table(lat, ["retriever", "p50 ms", "p95 ms"]) + "\n"
     )
     emit(report, args.out)
 

@@ -46,7 +46,6 @@ from semrag.graph.knn import (
 from semrag.graph.ssg import (
     SemanticSimilarityGraph,
     SSGConfig,
-    edges_csr,
     inter_lists,
     intra_lists,
     pca3_from_sums,
@@ -510,9 +509,6 @@ class LiveSSG:
 
     # -- reading ----------------------------------------------------------------------------
     def _graph(self) -> SemanticSimilarityGraph:
-        indptr, indices, scores, kinds = edges_csr(
-            (self.intra_cols, self.intra_vals), (self.inter_cols, self.inter_vals)
-        )
         mean, comps = pca3_from_sums(self.node_doc.size, self.vector_sum, self.vector_scatter)
         bridges = [
             [(int(j), float(v)) for j, v in zip(c, w, strict=True) if j >= 0]
@@ -524,10 +520,8 @@ class LiveSSG:
             node_doc=self.node_doc,
             node_sentences=self.node_sentences,
             node_vectors=self.node_vectors,
-            indptr=indptr,
-            indices=indices,
-            scores=scores,
-            kinds=kinds,
+            intra=(self.intra_cols, self.intra_vals),
+            inter=(self.inter_cols, self.inter_vals),
             themes=[list(t) for t in self.themes],
             theme_bridges=bridges,
             pca_mean=mean,

@@ -514,16 +514,17 @@ class _Edges:
         self.doc_ids = list(graph.doc_ids)
         node_doc = graph.node_doc.astype(np.int64)
         local = np.arange(node_doc.size) - np.searchsorted(node_doc, node_doc, side="left")
-        src = np.repeat(np.arange(node_doc.size), np.diff(graph.indptr))
-        dst = graph.indices.astype(np.int64)
-        bits = np.asarray(graph.scores, np.float32).view(np.int32).astype(np.int64)
+        indptr, indices, scores, kinds = graph.csr()
+        src = np.repeat(np.arange(node_doc.size), np.diff(indptr))
+        dst = indices.astype(np.int64)
+        bits = np.asarray(scores, np.float32).view(np.int32).astype(np.int64)
         self.rows = np.stack(
             [
                 node_doc[src],
                 local[src],
                 node_doc[dst],
                 local[dst],
-                graph.kinds.astype(np.int64),
+                kinds.astype(np.int64),
                 bits,
             ],
             axis=1,

@@ -7,8 +7,9 @@ nodes of other documents (cosine >= ``min_inter``). Edges are found by blocked e
 products (never a dense N x N matrix; HNSW for batches above 50,000 nodes), through the
 shared top-k of :mod:`semrag.graph.knn`. Documents carry themes (keywords, or an LLM's
 themes), and each document is bridged to its ``top_t`` most similar documents by theme
-vector. Edges are stored in CSR form. :class:`~semrag.graph.live_ssg.LiveSSG` keeps the
-graph of a changing index up to date.
+vector. Edges are stored as fixed-width lists, a node's intra edges and its inter edges
+(best first, ``-1`` pads); the CSR form is made on demand.
+:class:`~semrag.graph.live_ssg.LiveSSG` keeps the graph of a changing index up to date.
 
 References:
     E. Lester (2025), "Novel Semantic Similarity Graph Traversal Algorithms for Semantic
@@ -280,10 +281,12 @@ def keyword_themes(texts: Sequence[str], n_themes: int) -> list[list[str]]:
 
 @dataclass(slots=True)
 class SemanticSimilarityGraph:
-    """The built graph: nodes, sentence children, CSR edges, themes and bridges.
+    """The built graph: nodes, sentence children, edges, themes and bridges.
 
     Node ``i`` covers global sentences ``node_sentences[i, 0] : node_sentences[i, 1]`` of
-    document ``node_doc[i]`` (an index into ``doc_ids``).
+    document ``node_doc[i]`` (an index into ``doc_ids``). Its edges are row ``i`` of the
+    fixed-width lists :attr:`intra` and :attr:`inter` (:meth:`csr` gives every edge in CSR
+    form; the graph does not hold the edges twice).
     """
 
     config: SSGConfig
@@ -291,10 +294,11 @@ class SemanticSimilarityGraph:
     node_doc: Ints
     node_sentences: Ints
     node_vectors: Floats
-    indptr: Ints
-    indices: Ints
-    scores: Floats
-    kinds: npt.NDArray[np.int8]
+    intra: tuple[Ints, Floats]
+    """``(cols, values)``, one row per node: its intra-document neighbours, best first,
+    ``-1`` (value ``-inf``) after the last; never written once the graph is made."""
+    inter: tuple[Ints, Floats]
+    """The inter-document neighbours, as :attr:`intra`."""
     themes: list[list[str]]
     theme_bridges: list[list[tuple[int, float]]]
     pca_mean: Floats
@@ -311,9 +315,23 @@ class SemanticSimilarityGraph:
         return int(self.node_doc.size)
 
     def neighbours(self, node: int) -> tuple[Ints, Floats, npt.NDArray[np.int8]]:
-        """``(nodes, scores, kinds)`` of the edges leaving ``node``."""
-        a, b = self.indptr[node], self.indptr[node + 1]
-        return self.indices[a:b], self.scores[a:b], self.kinds[a:b]
+        """``(nodes, scores, kinds)`` of the edges leaving ``node``: intra (kind 0), then inter."""
+        ic, iv = self.intra[0][node], self.intra[1][node]
+        xc, xv = self.inter[0][node], self.inter[1][node]
+        a, b = ic >= 0, xc >= 0
+        n_intra = int(a.sum())
+        kinds = np.zeros(n_intra + int(b.sum()), np.int8)
+        kinds[n_intra:] = 1
+        return np.concatenate([ic[a], xc[b]]), np.concatenate([iv[a], xv[b]]), kinds
+
+    def csr(self) -> tuple[Ints, Ints, Floats, npt.NDArray[np.int8]]:
+        """Every edge in CSR form: ``(indptr, indices, scores, kinds)``.
+
+        Node ``i``'s edges are ``indptr[i] : indptr[i + 1]``, as :meth:`neighbours` gives
+        them; ``kinds`` is 0 for an intra-document edge, 1 for an inter-document one. Made
+        on each call (the graph holds only the lists); for whole-graph work, not per node.
+        """
+        return edges_csr(self.intra, self.inter)
 
     def project_3d(self, vectors: Floats) -> Floats:
         """Project vectors with this version's PCA (triangulation_geometric_3d)."""

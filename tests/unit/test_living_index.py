@@ -137,8 +137,14 @@ def assert_same_ssg(live: LiveSSG, fresh: LiveSSG) -> None:
     np.testing.assert_array_equal(live.sentence_matrix, fresh.sentence_matrix)
     np.testing.assert_allclose(live.graph.pca_mean, fresh.graph.pca_mean, atol=1e-5)
     g, f = live.graph, fresh.graph
-    for name in ("indptr", "indices", "kinds"):
-        np.testing.assert_array_equal(getattr(g, name), getattr(f, name), err_msg=name)
+    for name, a, b in zip(("indptr", "indices", "scores", "kinds"), g.csr(), f.csr(), strict=True):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    indptr, indices, scores, kinds = g.csr()
+    for node in range(g.n_nodes):  # a node's edges read from the lists are its CSR row
+        got, at = g.neighbours(node), slice(indptr[node], indptr[node + 1])
+        for part, want in zip(got, (indices[at], scores[at], kinds[at]), strict=True):
+            np.testing.assert_array_equal(part, want)
+            assert part.dtype == want.dtype
     assert g.theme_bridges == f.theme_bridges
 
 
@@ -163,6 +169,7 @@ def test_live_ssg_equals_a_fresh_build_after_every_change(ops, top_k, top_x, top
     )
     live = LiveSSG(cfg, DIM)
     docs: dict[str, IndexedDocument] = {}
+    published = []  # each version's graph and a copy of its edges when it was current
     for version, (op, d, n) in enumerate(ops, start=1):
         doc_id = f"d{d}"
         if op == "add":
@@ -173,7 +180,11 @@ def test_live_ssg_equals_a_fresh_build_after_every_change(ops, top_k, top_x, top
         elif doc_id in docs:
             live.apply(Change(version, (), (docs.pop(doc_id),)))
         assert_same_ssg(live, LiveSSG.fresh(cfg, DIM, list(docs.values())))
+        published.append((live.graph, [a.copy() for a in live.graph.csr()]))
     assert isinstance(live, IndexPart)
+    for graph, edges in published:  # later changes never wrote into a published graph's lists
+        for a, b in zip(graph.csr(), edges, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_a_change_touches_only_what_it_must():
@@ -202,8 +213,9 @@ def test_a_change_touches_only_what_it_must():
     assert before.node_vectors is not after.node_vectors  # a new version; the old is intact
     assert before.n_nodes == n and after.n_nodes == n + len(lonely.node_ranges)
     assert all((after.neighbours(i)[0] < n).all() for i in range(n))  # no edge to the new doc
-    np.testing.assert_array_equal(after.indptr[: n + 1], before.indptr)  # same lists
-    np.testing.assert_array_equal(after.indices[: before.indices.size], before.indices)
+    (after_ptr, after_ix, *_), (before_ptr, before_ix, *_) = after.csr(), before.csr()
+    np.testing.assert_array_equal(after_ptr[: n + 1], before_ptr)  # same lists
+    np.testing.assert_array_equal(after_ix[: before_ix.size], before_ix)
 
 
 # -- the index as a whole: a state machine against fresh builds ------------------------------
@@ -672,7 +684,7 @@ def test_the_living_index_state_machine_on_neo4j(neo4j_server):
             assert counts["documents"] == len(self.docs)
             assert counts["chunks"] == len(fresh.chunks())
             assert counts["windows"] == fresh.ssg.n_nodes
-            assert counts["edges"] == fresh.ssg.indices.size
+            assert counts["edges"] == fresh.ssg.csr()[1].size
             reader = Neo4jIndex(self.kg.store, embedder=FakeEmbedder(dim=32))
 
             def served(ix):

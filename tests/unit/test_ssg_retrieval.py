@@ -13,6 +13,17 @@ from semrag.testing import FakeEmbedder, FakeLLM
 from semrag.types import Chunk, Span
 
 
+def padded(rows):
+    """Fixed-width ``(cols, values)`` lists from each node's ``(node, score)`` edges."""
+    width = max((len(r) for r in rows), default=0)
+    cols = np.full((len(rows), width), -1, np.int64)
+    vals = np.full((len(rows), width), -np.inf, np.float32)
+    for i, row in enumerate(rows):
+        for j, (node, score) in enumerate(row):
+            cols[i, j], vals[i, j] = node, score
+    return cols, vals
+
+
 class HandIndex:
     """A hand-built SSG: node i is sentence i; edges are given explicitly."""
 
@@ -28,14 +39,11 @@ class HandIndex:
             vecs.append(np.concatenate([[s], np.sqrt(1 - s * s) * noise]))
         vectors = np.array(vecs, dtype=np.float32)
         node_doc = np.zeros(n, np.int64) if node_doc is None else np.asarray(node_doc)
-        rows = [[] for _ in range(n)]
+        rows = [([], []) for _ in range(n)]  # each node's intra and inter edges
         for a, b, score in edges:
             kind = 0 if node_doc[a] == node_doc[b] else 1
-            rows[a].append((b, score, kind))
-            rows[b].append((a, score, kind))
-        indptr = np.zeros(n + 1, np.int64)
-        indptr[1:] = np.cumsum([len(r) for r in rows])
-        flat = [e for r in rows for e in r]
+            rows[a][kind].append((b, score))
+            rows[b][kind].append((a, score))
         mean, comps = fit_pca3(vectors)
         self.ssg_config = SSGConfig(window=1)
         self.ssg = SemanticSimilarityGraph(
@@ -44,10 +52,8 @@ class HandIndex:
             node_doc=node_doc,
             node_sentences=np.stack([np.arange(n), np.arange(n) + 1], axis=1),
             node_vectors=vectors,
-            indptr=indptr,
-            indices=np.array([e[0] for e in flat], np.int64),
-            scores=np.array([e[1] for e in flat], np.float32),
-            kinds=np.array([e[2] for e in flat], np.int8),
+            intra=padded([r[0] for r in rows]),
+            inter=padded([r[1] for r in rows]),
             themes=[],
             theme_bridges=[],
             pca_mean=mean,
