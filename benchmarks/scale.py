@@ -96,11 +96,6 @@ def recombined() -> Iterator[tuple[str, list[str]]]:
             yield f"r{r}/{a}", first[: max(1, len(first) // 2)] + second[len(second) // 2 :]
 
 
-def corpus(n_docs: int) -> list[Document]:
-    """The first ``n_docs`` documents of :func:`recombined`."""
-    return [Document(i, " ".join(lines)) for i, lines in itertools.islice(recombined(), n_docs)]
-
-
 class SentenceCache(BaseEmbedder):
     """Embeds each distinct text once; the vectors are kept (and saved) by text."""
 
@@ -154,21 +149,29 @@ def cached_embedder(name: str) -> SentenceCache:
 
 
 def documents(target: int, embedder: BaseEmbedder) -> list[Document]:
-    """The first documents of :func:`corpus` that make about ``target`` chunks."""
-    # Chunks per character, from a sample spread over the corpus: documents enough for the
-    # target (documents vary in length far more than their chunks per character do).
-    guess = corpus(max(200, target // 5))
-    sample = guess[:: max(1, len(guess) // 300)]
+    """The first documents of :func:`recombined` that make about ``target`` chunks.
+
+    Streamed: only the documents returned are held (at 1M chunks the corpus's over-long
+    prefix would be gigabytes of text).
+    """
+    # Chunks per character, from a sample spread over the first target / 5 documents:
+    # documents enough for the target (documents vary in length far more than their
+    # chunks per character do).
+    spread = max(200, target // 5)
+    step = max(1, spread // 300)
+    sample = [
+        Document(i, " ".join(lines)) for i, lines in itertools.islice(recombined(), 0, spread, step)
+    ]
     probe = SemanticIndex(embedder=embedder, chunk_vectors="mean", ssg=False)
     probe.add_documents(sample)
     per_char = len(probe.chunks()) / sum(len(d.text) for d in sample)
-    del probe, guess
+    del probe, sample
     docs, expected = [], 0.0
-    for doc in corpus(max(1, int(2 * target / (per_char * 2000)) + 50)):
+    for i, lines in recombined():
         if expected >= target:
             break
-        docs.append(doc)
-        expected += per_char * len(doc.text)
+        docs.append(Document(i, " ".join(lines)))
+        expected += per_char * len(docs[-1].text)
     return docs
 
 
