@@ -55,7 +55,8 @@ def quick_run(tmp_path: Path, script: str, *args: str) -> tuple[str, Path, dict]
 
 
 def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
-    report, out, env = quick_run(tmp_path, "scale.py", "--embedder", "fake")
+    report, out, env = quick_run(tmp_path, "scale.py", "--embedder", "fake", "--batch", "400")
+    assert "added in 3 calls of about 400 chunks" in report  # three commits
     chunks = int(re.search(r"Scale: ([\d,]+) chunks", report).group(1).replace(",", ""))
     assert 500 <= chunks <= 2000  # about the quick size, from 16 recombined sections
     rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \|", report, flags=re.M))
