@@ -120,6 +120,45 @@ def test_push_pagerank_is_a_lower_bound_within_epsilon_times_degree(case):
     assert got.sum() <= 1 + 1e-12
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 14).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(
+                st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.floats(0.1, 3.0)),
+                min_size=1,
+                max_size=40,
+            ),
+            st.lists(st.floats(0, 1), min_size=n, max_size=n).filter(lambda s: sum(s) > 0),
+            st.floats(0.05, 0.95),
+        )
+    )
+)
+def test_push_rounds_that_reach_few_nodes_add_up_as_rounds_over_every_node(case):
+    """The same graph alone (each round a pass over every node) and among many isolated
+    nodes (each round adds up the nodes it reached): the same scores, to the bit."""
+    n, edges, seed_w, damping = case
+    adj = np.zeros((n, n))
+    for a, b, w in edges:
+        if a != b:
+            adj[a, b] += w
+            adj[b, a] += w
+    deg = adj.sum(axis=0)
+    t = np.divide(adj, deg, out=np.zeros_like(adj), where=deg > 0)
+    seeds = np.asarray(seed_w) / sum(seed_w)
+    alone = local_pagerank(sp.csr_matrix(t), deg, seeds, damping, epsilon=1e-9)
+    pad = 16 * (n * n + 1)  # more than 8 x any round's edges: every round is a local one
+    among = local_pagerank(
+        sp.block_diag([sp.csr_matrix(t), sp.csr_matrix((pad, pad))], format="csr"),
+        np.r_[deg, np.zeros(pad)],
+        np.r_[seeds, np.zeros(pad)],
+        damping,
+        epsilon=1e-9,
+    )
+    assert np.array_equal(among[:n], alone) and not among[n:].any()
+
+
 def test_push_pagerank_is_exact_on_a_sparse_graph_where_rounds_stay_local():
     """A long chain with a few shortcuts: each round reaches a few nodes of many (the
     push adds up only what it reached), and a hub round reaches most of them."""
