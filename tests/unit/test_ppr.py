@@ -81,24 +81,22 @@ def test_pagerank_is_a_distribution_reachable_from_the_seeds(case):
     assert np.all(p[~reach] < 1e-12)
 
 
-@settings(max_examples=80, deadline=None)
-@given(
-    st.integers(2, 14).flatmap(
-        lambda n: st.tuples(
-            st.just(n),
-            st.lists(
-                st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.floats(0.1, 3.0)),
-                max_size=40,
-            ),
-            st.lists(st.floats(0, 1), min_size=n, max_size=n).filter(lambda s: sum(s) > 0),
-            st.floats(0.05, 0.95),
-            st.sampled_from([1e-3, 1e-5, 1e-8]),
-        )
+# small weighted graphs: (nodes, edges (a, b, weight), seed weights, damping)
+walks = st.integers(2, 14).flatmap(
+    lambda n: st.tuples(
+        st.just(n),
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.floats(0.1, 3.0)),
+            max_size=40,
+        ),
+        st.lists(st.floats(0, 1), min_size=n, max_size=n).filter(lambda s: sum(s) > 0),
+        st.floats(0.05, 0.95),
     )
 )
-def test_push_pagerank_is_a_lower_bound_within_epsilon_times_degree(case):
-    """Forward push against the exact solution, isolated nodes and weights included."""
-    n, edges, seed_w, damping, eps = case
+
+
+def walk_of(n, edges, seed_w):
+    """``(T, degree, seeds)`` of a symmetric graph (self-loops dropped), T dense."""
     adj = np.zeros((n, n))
     for a, b, w in edges:
         if a != b:
@@ -106,7 +104,15 @@ def test_push_pagerank_is_a_lower_bound_within_epsilon_times_degree(case):
             adj[b, a] += w
     deg = adj.sum(axis=0)
     t = np.divide(adj, deg, out=np.zeros_like(adj), where=deg > 0)
-    seeds = np.asarray(seed_w) / sum(seed_w)
+    return t, deg, np.asarray(seed_w) / sum(seed_w)
+
+
+@settings(max_examples=80, deadline=None)
+@given(walks, st.sampled_from([1e-3, 1e-5, 1e-8]))
+def test_push_pagerank_is_a_lower_bound_within_epsilon_times_degree(case, eps):
+    """Forward push against the exact solution, isolated nodes and weights included."""
+    n, edges, seed_w, damping = case
+    t, deg, seeds = walk_of(n, edges, seed_w)
     # the exact walk: a node without edges restarts its mass at the seeds
     d = damping
     walk = t + np.outer(seeds, deg == 0)
@@ -121,32 +127,12 @@ def test_push_pagerank_is_a_lower_bound_within_epsilon_times_degree(case):
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.integers(2, 14).flatmap(
-        lambda n: st.tuples(
-            st.just(n),
-            st.lists(
-                st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.floats(0.1, 3.0)),
-                min_size=1,
-                max_size=40,
-            ),
-            st.lists(st.floats(0, 1), min_size=n, max_size=n).filter(lambda s: sum(s) > 0),
-            st.floats(0.05, 0.95),
-        )
-    )
-)
+@given(walks)
 def test_push_rounds_that_reach_few_nodes_add_up_as_rounds_over_every_node(case):
     """The same graph alone (each round a pass over every node) and among many isolated
     nodes (each round adds up the nodes it reached): the same scores, to the bit."""
     n, edges, seed_w, damping = case
-    adj = np.zeros((n, n))
-    for a, b, w in edges:
-        if a != b:
-            adj[a, b] += w
-            adj[b, a] += w
-    deg = adj.sum(axis=0)
-    t = np.divide(adj, deg, out=np.zeros_like(adj), where=deg > 0)
-    seeds = np.asarray(seed_w) / sum(seed_w)
+    t, deg, seeds = walk_of(n, edges, seed_w)
     alone = local_pagerank(sp.csr_matrix(t), deg, seeds, damping, epsilon=1e-9)
     pad = 16 * (n * n + 1)  # more than 8 x any round's edges: every round is a local one
     among = local_pagerank(
