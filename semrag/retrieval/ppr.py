@@ -160,7 +160,7 @@ def local_pagerank(
     residual[restart] = seeds[restart]
     everywhere: npt.NDArray[np.float64] | None = None  # every node's threshold, once needed
     # scratch: position of a node among a round's targets (read only where written)
-    where = np.empty(n, np.int64)
+    position = np.empty(n, np.int64)
 
     def threshold(d: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return epsilon * np.where(d > 0, d, 1.0)  # a node without edges: epsilon
@@ -191,10 +191,10 @@ def local_pagerank(
                 # the distinct targets, sorted, and each target's slot among them: what
                 # np.unique(to, return_inverse=True) gives, without sorting every target
                 order = np.arange(total)
-                where[to] = order
-                reached = np.sort(to[where[to] == order])
-                where[reached] = np.arange(reached.size)
-                slot = where[to]
+                position[to] = order
+                reached = np.sort(to[position[to] == order])
+                position[reached] = np.arange(reached.size)
+                slot = position[to]
                 residual[reached] += np.bincount(slot, weights=weights, minlength=reached.size)
             else:
                 residual += np.bincount(to, weights=weights, minlength=n)
