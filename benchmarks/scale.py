@@ -17,9 +17,11 @@ degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
 [--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw] [--index-only]
-[--batch CHUNKS] [--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md (how
+[--no-ssg] [--batch CHUNKS] [--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md (how
 each stage and each p50 grows between two reports). ``--index-only`` skips the knowledge
-graph (its stages and the retrievers that need it); ``--vector-dtype float16`` holds the SSG's rows
+graph (its stages and the retrievers that need it) and ``--no-ssg`` the similarity graph
+(for the knowledge graph's stages and retrievers at a size where the two do not fit in
+memory together); ``--vector-dtype float16`` holds the SSG's rows
 as float16 (with ``--knn hnsw``); ``--dense hnsw`` searches the chunk vectors with an HNSW
 index (the dense channel of ``search``, IAR and the walk's seeds) instead of the exact
 product; ``--batch 100000`` adds the documents in calls of about that many chunks (each
@@ -191,6 +193,17 @@ def ssg_bytes(index: SemanticIndex) -> tuple[int, int]:
     return rows, ann.nbytes if ann is not None else 0
 
 
+def ssg_degrees(index: SemanticIndex) -> str:
+    """The SSG's degree statistics and its inter-document edges, as a sentence."""
+    g = index.ssg
+    intra, inter = g.intra[0] >= 0, g.inter[0] >= 0  # the edges present in each node's lists
+    degree = intra.sum(axis=1) + inter.sum(axis=1)
+    return (
+        f"SSG degree: mean {degree.mean():.2f}, median {np.median(degree):.0f}, max "
+        f"{degree.max()}; inter-document edges: {int(inter.sum()):,} of {int(degree.sum()):,}."
+    )
+
+
 def timed_parts(index: SemanticIndex, spent: dict[str, float]) -> None:
     """Record the time each of the index's parts takes to stage a change."""
     for name, part in index.parts.items():
@@ -274,7 +287,9 @@ def main() -> None:
     ap.add_argument("--knn", choices=["auto", "flat", "hnsw"], default="auto")
     ap.add_argument("--dense", choices=["flat", "hnsw"], default="flat")
     ap.add_argument("--vector-dtype", choices=["float32", "float16"], default="float32")
-    ap.add_argument("--index-only", action="store_true", help="no knowledge graph")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--index-only", action="store_true", help="no knowledge graph")
+    mode.add_argument("--no-ssg", action="store_true", help="no semantic similarity graph")
     ap.add_argument(
         "--batch",
         type=int,
@@ -297,7 +312,7 @@ def main() -> None:
     index = SemanticIndex(
         embedder=embedder,
         chunk_vectors="mean",
-        ssg=ssg_config,
+        ssg=False if args.no_ssg else ssg_config,
         dense=args.dense,
         show_progress=True,
     )
@@ -312,7 +327,7 @@ def main() -> None:
     embedder.save()
     rss["held"] = rss_mb()
     rss["trimmed"] = rss_mb(trim=True)
-    rows_b, ann_b = ssg_bytes(index)
+    rows_b, ann_b = (0, 0) if args.no_ssg else ssg_bytes(index)
     embed_s = embedder.model_s - model_before
     parts_s = sum(spent.values())
     # progress on stderr, so a run stopped later still tells how far it got
@@ -341,13 +356,15 @@ def main() -> None:
     graph_s = sum(r["s"] for r in stages[5:])
     if kg is None:
         stages = stages[:5]
+    if args.no_ssg:
+        stages = [r for r in stages if r["stage"] != "SSG"]
 
     run = {
         "dense": lambda q: index.search(q, k=10),
         "BM25": lambda q: index.search_sparse(q, k=10),
         "IAR": IntentAwareRetriever(index, k=10).retrieve,
     }
-    for algorithm in ALGORITHMS:
+    for algorithm in [] if args.no_ssg else ALGORITHMS:
         if algorithm != "llm_guided_traversal":
             run[f"SSG {algorithm}"] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
     if kg is not None:
@@ -360,9 +377,20 @@ def main() -> None:
         lat.append({"retriever": name, "p50 ms": p50, "p95 ms": p95})
     rss["queries"] = peak_mb()
 
-    g = index.ssg
-    intra, inter = g.intra[0] >= 0, g.inter[0] >= 0  # the edges present in each node's lists
-    degree = intra.sum(axis=1) + inter.sum(axis=1)
+    nodes = (
+        "no similarity graph (--no-ssg)" if args.no_ssg else f"{index.ssg.n_nodes:,} window nodes"
+    )
+    ssg_note = (
+        "" if args.no_ssg else f"SSGConfig(knn={args.knn!r}, vector_dtype={args.vector_dtype!r}); "
+    )
+    held = (
+        ""
+        if args.no_ssg
+        else ", of which the SSG's "
+        + ("sentence rows" if args.knn == "hnsw" else "node and sentence rows")
+        + f" are {rows_b / 2**20:,.0f} MB and its HNSW node index {ann_b / 2**20:,.0f} MB"
+        + (" (which holds the node rows)" if args.knn == "hnsw" else "")
+    )
     counts = kg.store.counts() if kg is not None else {}
     graph_note = (
         "no knowledge graph (--index-only)"
@@ -374,16 +402,16 @@ def main() -> None:
         header(
             f"Scale: {len(index.chunks()):,} chunks",
             f"../shared/data/sectioned_text sections, recombined ({len(docs):,} documents, "
-            f"{len(index.chunks()):,} chunks, {g.n_nodes:,} window nodes); embedder: "
+            f"{len(index.chunks()):,} chunks, {nodes}); embedder: "
             f"{args.embedder} (each distinct sentence once; chunk vectors: mean of their "
-            f"sentences); SSGConfig(knn={args.knn!r}, vector_dtype={args.vector_dtype!r}); "
-            f"dense={args.dense!r}; "
+            f"sentences); {ssg_note}dense={args.dense!r}; "
             + (f"added in {calls} calls of about {args.batch:,} chunks; " if calls > 1 else "")
             + graph_note,
         )
         + "\n"
         + table(stages, ["stage", "s"])
-        + f"\n\nIndex + SSG build, embedding excluded: {index_s:,.1f} s"
+        + ("\n\nIndex build (no SSG)" if args.no_ssg else "\n\nIndex + SSG build")
+        + f", embedding excluded: {index_s:,.1f} s"
         + (f"; heuristic knowledge graph: {graph_s:,.1f} s" if kg is not None else "")
         + f". Peak RSS: {rss['start']:,.0f} MB before the index (the "
         "corpus, the sentence-vector cache, the libraries), "
@@ -393,14 +421,10 @@ def main() -> None:
         f"queries. RSS once the index is built: {rss['held']:,.0f} MB; with the freed heap "
         f"returned to the system (malloc_trim) {rss['trimmed']:,.0f} MB, against "
         f"{rss['base']:,.0f} MB before the index: the index holds "
-        f"{rss['trimmed'] - rss['base']:,.0f} MB, of which the SSG's "
-        + ("sentence rows" if args.knn == "hnsw" else "node and sentence rows")
-        + f" are {rows_b / 2**20:,.0f} MB and its HNSW node index {ann_b / 2**20:,.0f} MB"
-        + (" (which holds the node rows)" if args.knn == "hnsw" else "")
-        + ".\n\n"
-        + f"SSG degree: mean {degree.mean():.2f}, median {np.median(degree):.0f}, max "
-        f"{degree.max()}; inter-document edges: {int(inter.sum()):,} of "
-        f"{int(degree.sum()):,}.\n\n" + table(lat, ["retriever", "p50 ms", "p95 ms"]) + "\n"
+        f"{rss['trimmed'] - rss['base']:,.0f} MB{held}.\n\n"
+        + ("" if args.no_ssg else ssg_degrees(index) + "\n\n")
+        + table(lat, ["retriever", "p50 ms", "p95 ms"])
+        + "\n"
     )
     emit(report, args.out)
 

@@ -91,6 +91,19 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
     assert exps["dense (p50 ms)"] == pytest.approx(0.0, abs=0.01)  # latencies unchanged
 
 
+def test_a_quick_run_without_the_similarity_graph_still_builds_and_queries_the_graph(tmp_path):
+    report, _, _ = quick_run(tmp_path, "scale.py", "--embedder", "fake", "--no-ssg")
+    rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \|", report, flags=re.M))
+    assert (
+        "SSG" not in rows and "KG extract (heuristic)" in rows and "KG reports (extractive)" in rows
+    )
+    latency = re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \| ([\d.,]+) \|$", report, flags=re.M)
+    names = {name for name, _, _ in latency}
+    assert names == {"dense", "BM25", "IAR", "SKETCH", "local", "global"}
+    assert "no similarity graph (--no-ssg)" in report and "Index build (no SSG)" in report
+    assert "SSG degree" not in report
+
+
 def test_the_quick_bm25_run_agrees_with_both_references(tmp_path):
     report, _, _ = quick_run(tmp_path, "bm25_scale.py")
     rows = {
