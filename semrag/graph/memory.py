@@ -289,12 +289,24 @@ class InMemoryGraphStore:
             return out
 
     def expand(
-        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: int = 1,
+        limit: int = 200,
+        max_chunks: int | None = None,
     ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
-        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once."""
+        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
+
+        Entities mentioned in more than ``max_chunks`` chunks are left out of the second
+        dict (see :meth:`GraphStore.expand <semrag.graph.GraphStore.expand>`).
+        """
         with self._lock:
             sub = self.neighbourhood(entity_ids, depth=depth, limit=limit)
-            return sub, self.chunks_for(list(sub.hops))
+            ids = list(sub.hops)
+            if max_chunks is not None:
+                ids = [e for e in ids if len(self._by_entity.get(e, ())) <= max_chunks]
+            return sub, self.chunks_for(ids)
 
     def neighbourhood(
         self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200

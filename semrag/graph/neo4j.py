@@ -261,13 +261,21 @@ _EXPAND_TAIL = (
     "  WITH a, r, b ORDER BY a.id, r.type, b.id "
     "  RETURN collect([a.id, b.id, r.type, r.evidence, r.weight]) AS relations "
     "} "
+    # entities in more than $max_chunks chunks: counted (from the node's degree), not read
     "CALL (kept) { "
-    "  UNWIND kept AS e MATCH (e)-[:MENTIONED_IN]->(c:Chunk) "
+    "  UNWIND kept AS e "
+    "  WITH e WHERE $max_chunks IS NOT NULL "
+    "  AND COUNT { (e)-[:MENTIONED_IN]->() } > $max_chunks "
+    "  RETURN collect(e.id) AS crowded "
+    "} "
+    "CALL (kept, crowded) { "
+    "  UNWIND kept AS e WITH e WHERE NOT e.id IN crowded "
+    "  MATCH (e)-[:MENTIONED_IN]->(c:Chunk) "
     "  WITH e, c ORDER BY e.id, c.doc_id, c.start "
     "  RETURN collect([e.id, c.doc_id, c.start, c.end]) AS refs "
     "} "
     "RETURN [e IN kept | [e.id, e.name, e.type, e.description]] AS entities, sizes, "
-    "relations, refs"
+    "relations, refs, crowded"
 )
 _EXPAND_HOPS = 2  # deeper searches go hop by hop (:meth:`Neo4jGraphStore.neighbourhood`)
 _EXPAND = {depth: _EXPAND_HEAD + _HOP * depth + _EXPAND_TAIL for depth in range(_EXPAND_HOPS + 1)}
@@ -957,29 +965,46 @@ class Neo4jGraphStore:
         return out
 
     def expand(
-        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: int = 1,
+        limit: int = 200,
+        max_chunks: int | None = None,
     ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
         """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
 
         One statement up to depth 2 (the hops, the relations among the entities and
-        their chunks); deeper searches go hop by hop.
+        their chunks); deeper searches go hop by hop. Entities mentioned in more than
+        ``max_chunks`` chunks are left out of the second dict (up to depth 2 their
+        chunks are counted, not read).
         """
-        return self._run(self._expand_steps(entity_ids, depth, limit))
+        return self._run(self._expand_steps(entity_ids, depth, limit, max_chunks))
 
     async def aexpand(
-        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: int = 1,
+        limit: int = 200,
+        max_chunks: int | None = None,
     ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
         """Async twin of :meth:`expand`, on the async driver."""
-        return await self._arun(self._expand_steps(entity_ids, depth, limit))
+        return await self._arun(self._expand_steps(entity_ids, depth, limit, max_chunks))
 
     def _expand_steps(
-        self, entity_ids: Sequence[str], depth: int, limit: int
+        self, entity_ids: Sequence[str], depth: int, limit: int, max_chunks: int | None
     ) -> _Steps[tuple[Subgraph, dict[str, list[ChunkRef]]]]:
         if depth > _EXPAND_HOPS:
             sub = yield from self._neighbourhood_steps(entity_ids, depth, limit)
-            return sub, (yield from self._chunks_for_steps(list(sub.hops)))
+            refs = yield from self._chunks_for_steps(list(sub.hops))
+            if max_chunks is not None:
+                refs = {e: r for e, r in refs.items() if len(r) <= max_chunks}
+            return sub, refs
         ids = list(dict.fromkeys(entity_ids))
-        row = (yield _Ask(_EXPAND[depth], {"ids": ids, "limit": int(limit)}))[0]
+        cap = None if max_chunks is None else int(max_chunks)
+        params = {"ids": ids, "limit": int(limit), "max_chunks": cap}
+        row = (yield _Ask(_EXPAND[depth], params))[0]
         # lists, not maps: fewer keys to decode in a large neighbourhood
         entities = [
             Entity(i, name or "", kind or "", d or "") for i, name, kind, d in row["entities"]
@@ -990,7 +1015,8 @@ class Neo4jGraphStore:
             for e in entities[at : at + size]:
                 hops[e.id] = hop
             at += size
-        refs: dict[str, list[ChunkRef]] = {e.id: [] for e in entities}
+        crowded = set(row["crowded"])
+        refs: dict[str, list[ChunkRef]] = {e.id: [] for e in entities if e.id not in crowded}
         for entity, doc_id, start, end in row["refs"]:
             refs[entity].append(ChunkRef(doc_id, start, end))
         relations = [Relation(a, b, t, ev or "", float(w)) for a, b, t, ev, w in row["relations"]]

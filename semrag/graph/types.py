@@ -207,9 +207,20 @@ class GraphStore(Protocol):
         ...
 
     def expand(
-        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: int = 1,
+        limit: int = 200,
+        max_chunks: int | None = None,
     ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
-        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once."""
+        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
+
+        ``max_chunks``: an entity mentioned in more chunks than this is left out of the
+        second dict (its chunks are not read; every other entity of the neighbourhood
+        has an entry), so a query near an entity mentioned everywhere costs no pass
+        over its mentions.
+        """
         ...
 
     def delete_document(self, doc_id: str) -> int:

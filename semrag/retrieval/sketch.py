@@ -13,6 +13,10 @@ Mahalingam et al. (2024), §3.2.2:
   "When was the performer of born? Justin Timberlake"), so a second-hop passage is
   judged by what the question asks of the bridge. A chunk's graph score is the sum over
   the query entities and bridges it mentions of ``hop_decay ** hop``, capped at 1.
+  An entity mentioned in more than ``max_entity_chunks`` chunks (a pronoun the extractor
+  took for a name, a novel's hero in every chapter) says little about which of them
+  matters and would make a query's cost grow with the corpus: it is left out of the
+  structured side (no candidates, not a bridge; the result's provenance notes it).
 * **Unstructured side.** Vector search over the index's chunks cut again into small
   pieces (the paper: 100 tokens with a 16-token overlap; ``split=None`` searches the
   index's own chunks).
@@ -144,6 +148,9 @@ class SketchRetriever:
         max_entities: query entities kept.
         max_graph_chunks: structured candidates kept (by similarity plus graph score).
         max_bridges: neighbours used as bridges (each costs one query embedding).
+        max_entity_chunks: entities mentioned in more chunks than this are left out of
+            the structured side (``None``: none is), so a query's cost does not grow with
+            the mentions of the corpus's most common entities.
         fuzzy_matches: fuzzy matches kept per query entity without an exact match.
         hop_decay: weight of an entity ``h`` hops from a query entity: ``hop_decay ** h``.
         graph_weight: weight of the graph score against cosine similarity.
@@ -166,6 +173,7 @@ class SketchRetriever:
         max_entities: int = 10,
         max_graph_chunks: int = 50,
         max_bridges: int = 20,
+        max_entity_chunks: int | None = 1000,
         fuzzy_matches: int = 2,
         hop_decay: float = 0.5,
         graph_weight: float = 0.05,
@@ -185,6 +193,7 @@ class SketchRetriever:
                 "max_entities": [Interval(INT, 1, None)],
                 "max_graph_chunks": [Interval(INT, 1, None)],
                 "max_bridges": [Interval(INT, 0, None)],
+                "max_entity_chunks": [Interval(INT, 1, None), None],
                 "fuzzy_matches": [Interval(INT, 0, None)],
                 "hop_decay": [Interval(REAL, 0, 1)],
                 "graph_weight": [Interval(REAL, 0, None)],
@@ -202,6 +211,7 @@ class SketchRetriever:
                 "max_entities": max_entities,
                 "max_graph_chunks": max_graph_chunks,
                 "max_bridges": max_bridges,
+                "max_entity_chunks": max_entity_chunks,
                 "fuzzy_matches": fuzzy_matches,
                 "hop_decay": hop_decay,
                 "graph_weight": graph_weight,
@@ -231,6 +241,7 @@ class SketchRetriever:
         self.max_entities = max_entities
         self.max_graph_chunks = max_graph_chunks
         self.max_bridges = max_bridges
+        self.max_entity_chunks = p["max_entity_chunks"]
         self.fuzzy_matches = fuzzy_matches
         self.hop_decay = hop_decay
         self.graph_weight = graph_weight
@@ -385,10 +396,18 @@ class SketchRetriever:
             )
         # structured side
         sub, refs = yield Call(
-            "expand", (seed_ids,), on=self.kg.store, kwargs={"depth": self.depth}
+            "expand",
+            (seed_ids,),
+            on=self.kg.store,
+            kwargs={"depth": self.depth, "max_chunks": self.max_entity_chunks},
         )
         by_id = {e.id: e for e in sub.entities}
         seeds = [by_id[e] for e in seed_ids if e in by_id]
+        crowded = [e.name for e in sub.entities if e.id not in refs]  # over max_entity_chunks
+        if crowded:
+            shown = ", ".join(sorted(crowded)[:5]) + (", ..." if len(crowded) > 5 else "")
+            left = f"entities in over {self.max_entity_chunks} chunks left out: {shown}"
+            note = f"{note}; {left}" if note else left
         facts = sorted(sub.relations, key=lambda r: -r.weight)[: self.max_facts]
         names = {e.id: e.name for e in sub.entities}
         bridges = self._bridges(sub, refs)
@@ -448,6 +467,8 @@ class SketchRetriever:
             if a == b:
                 continue
             far, near = (r.target, a) if b > a else (r.source, b)
+            if far not in refs:  # mentioned in too many chunks (max_entity_chunks)
+                continue
             strength[far] = strength.get(far, 0.0) + r.weight * self.hop_decay**near
         score = {e: w / math.log(2 + len(refs.get(e, ()))) for e, w in strength.items()}
         return sorted(score, key=lambda e: (-score[e], e))[: self.max_bridges]

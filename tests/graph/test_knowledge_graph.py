@@ -300,6 +300,32 @@ def test_sketch_finds_the_second_hop_through_a_bridge():
         assert index.document(h.chunk.doc_id).text[h.chunk.start : h.chunk.end] == h.chunk.text
 
 
+def test_sketch_leaves_out_entities_mentioned_in_more_than_max_entity_chunks():
+    index, kg = shared()
+    query = "When was the performer of SexyBack born?"
+    counts = {e.id: len(kg.store.chunks_for([e.id])[e.id]) for e in kg.store.entities()}
+    assert counts["justin timberlake"] == 2  # the bridge is in both songs' and his chunks
+    free = SketchRetriever(index, kg, k=3, max_entity_chunks=None).retrieve(query)
+    assert any(e["name"] == "Justin Timberlake" for h in free for e in h.provenance[0]["entities"])
+    assert not any("note" in h.provenance[0] for h in free)
+
+    capped = SketchRetriever(index, kg, k=3, max_entity_chunks=1).retrieve(query)
+    for h in capped:
+        prov = h.provenance[0]
+        assert all(counts[e["id"]] <= 1 for e in prov["entities"])  # none over the cap
+        assert "Justin Timberlake" in prov["note"] and "over 1 chunks left out" in prov["note"]
+    # structured candidates come only from entities within the cap
+    sub, _ = kg.store.expand(["sexyback"], depth=1)
+    crowded = {e.name for e in sub.entities if counts[e.id] > 1}
+    assert crowded and all(name in capped[0].provenance[0]["note"] for name in crowded)
+    # and a crowded neighbour is never a bridge (it would take a bridge's query for nothing)
+    sub, refs = kg.store.expand(["sexyback"], depth=1)
+    sketch = SketchRetriever(index, kg, max_entity_chunks=1)
+    assert "justin timberlake" in sketch._bridges(sub, refs)
+    del refs["justin timberlake"]
+    assert "justin timberlake" not in sketch._bridges(sub, refs)
+
+
 def test_sketch_token_budget_llm_ner_and_async():
     index, kg = shared()
     budget = SketchRetriever(index, kg, k=10, token_budget=20).retrieve("Justin Timberlake")

@@ -161,6 +161,29 @@ def test_expand_is_the_neighbourhood_and_its_chunks(store):
                 assert refs == store.chunks_for(list(want.hops))
 
 
+def test_expand_leaves_out_the_chunks_of_entities_mentioned_in_more_than_max_chunks(store):
+    """``max_chunks`` drops exactly the entities over it from the chunks, at every depth."""
+    ents = [Entity.of(f"node {i:02d}") for i in range(8)]
+    rels = [Relation(ents[i].id, ents[i + 1].id, "NEXT") for i in range(7)]
+    # entity i is mentioned in i chunks (0 to 7)
+    ments = [
+        Mention(e.id, ChunkRef(f"d{j}", 10 * i, 10 * i + 5))
+        for i, e in enumerate(ents)
+        for j in range(i)
+    ]
+    store.upsert(ents, rels, ments)
+    for depth in (1, 2, 3):  # 3: the hop-by-hop path of a server store
+        full_sub, full = store.expand([ents[4].id], depth=depth)
+        for cap in (0, 3, 4, 7, None):
+            sub, refs = store.expand([ents[4].id], depth=depth, max_chunks=cap)
+            assert sub == full_sub  # the neighbourhood is the same
+            want = {e: r for e, r in full.items() if cap is None or len(r) <= cap}
+            assert refs == want, (depth, cap)
+            if cap is not None:  # the count is the entity's chunks: it decides who is left out
+                kept = {e.id for e in sub.entities if int(e.id.split()[1]) <= cap}
+                assert set(refs) == kept
+
+
 def test_delete_document(store):
     ents, rels, ments = sample()
     store.upsert(ents, rels, ments)
