@@ -90,6 +90,11 @@ class _NameIndex:
     changes. ``mode="auto"`` is exact while a search compares at most :attr:`BUDGET` pairs
     (asked names x names) and builds the HNSW index the first time one would compare more
     (a large fresh build), keeping it from then on.
+
+    Each row is held once: as float64 in a buffer while the search is exact, and in the
+    HNSW index's storage (float32, read in place) once that index is built; the buffer is
+    then dropped. Similarities are computed in float64 from the rows as held, so in HNSW
+    mode from their float32 values (a difference below 1e-7 from the float64 rows).
     """
 
     _DEPTH = 32  # first HNSW search depth; doubled while every hit is above the threshold
@@ -98,45 +103,64 @@ class _NameIndex:
     def __init__(self, *, mode: str = "exact") -> None:
         self._row: dict[str, int] = {}
         self._keys: list[str | None] = []
-        self._vectors: GrowingRows | None = None  # made by the first add (its dimension)
+        self._vectors: GrowingRows | None = None  # the rows while there is no HNSW index
         self._dead: list[int] = []
         self._mode = mode
-        self._ann: NodeANN | None = None  # rows of _keys, in order, once built
+        self._ann: NodeANN | None = None  # once built: row i is its serial i, held by it
 
     def __contains__(self, key: object) -> bool:
         return key in self._row
 
     def add(self, keys: list[str], vectors: np.ndarray) -> None:
         rows = np.asarray(vectors, dtype=np.float64)
-        if self._vectors is None:
-            self._vectors = GrowingRows(rows[:0])
         first = len(self._keys)
-        self._row.update((k, first + i) for i, k in enumerate(keys))
-        self._keys += keys
-        self._vectors.append(rows)
-        if self._mode == "hnsw" and self._ann is None:
+        if self._mode == "hnsw" and self._ann is None and self._vectors is None:
             self._ann = NodeANN(rows.shape[1])
         if self._ann is not None:
-            self._ann, serials = self._ann.added(rows.astype(np.float32))
+            known = self._ann
+            self._ann, serials = known.added(rows.astype(np.float32))
             if serials.size and serials[0] != first:  # out of step (a failed change): rebuild
-                self._rebuild_ann()
+                old = np.asarray(known.rows(np.arange(first, dtype=np.int64)), np.float32)
+                self._ann = known.rebuild(np.concatenate([old, rows.astype(np.float32)]))
+                self._ann = self._ann.removed(np.asarray(self._dead, np.int64))
+        else:
+            if self._vectors is None:
+                self._vectors = GrowingRows(rows[:0])
+            self._vectors.append(rows)
+        self._row.update((k, first + i) for i, k in enumerate(keys))
+        self._keys += keys
+
+    def _read(self, rows: np.ndarray | list[int]) -> np.ndarray:
+        """The rows ``rows`` (any shape of row numbers) as float64."""
+        at = np.asarray(rows, np.int64)
+        if self._ann is not None:
+            rows = np.asarray(self._ann.rows(at.ravel()), np.float64)
+            return rows.reshape(*at.shape, self._ann.dim)
+        assert self._vectors is not None
+        return self._vectors.view[at]
 
     def vector(self, key: str) -> np.ndarray | None:
         """The unit vector of ``key``'s name, or ``None`` if the key is not here."""
         row = self._row.get(key)
-        return None if row is None or self._vectors is None else self._vectors.view[row]
+        return None if row is None else self._read(row)
 
     def rows(self) -> tuple[list[str], np.ndarray]:
         """The keys present and their vectors (a copy of the live rows, in row order)."""
-        if self._vectors is None:
-            return [], np.zeros((0, 0))
         alive = [i for i, k in enumerate(self._keys) if k is not None]
-        return [self._keys[i] for i in alive], self._vectors.view[alive]  # type: ignore[misc]
+        if not alive:
+            return [], np.zeros((0, 0))
+        return [self._keys[i] for i in alive], self._read(alive)  # type: ignore[misc]
 
     @property
     def approximate(self) -> bool:
         """Whether searches use the HNSW index (``"hnsw"``, or ``"auto"`` once it is built)."""
         return self._ann is not None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows and the HNSW index (the buffer's whole capacity)."""
+        held = self._vectors.buf.nbytes if self._vectors is not None else 0
+        return held + (self._ann.nbytes if self._ann is not None else 0)
 
     def remove(self, key: str) -> None:
         row = self._row.pop(key, None)
@@ -149,31 +173,34 @@ class _NameIndex:
         if 2 * len(self._row) < len(self._keys):  # half the rows dead: compact
             keep = np.ones(len(self._keys), bool)
             keep[self._dead] = False
-            if self._vectors is not None:
+            live = np.flatnonzero(keep)
+            if self._ann is not None:
+                self._ann = self._ann.rebuild(np.asarray(self._ann.rows(live), np.float32))
+            elif self._vectors is not None:
                 self._vectors.keep(keep)
             self._keys = [k for k in self._keys if k is not None]
             self._row = {k: i for i, k in enumerate(self._keys)}
             self._dead = []
-            if self._ann is not None:
-                self._rebuild_ann()
 
-    def _rebuild_ann(self) -> None:
+    def _build_ann(self) -> None:
+        """Move the rows into an HNSW index (from now on their one home)."""
         if self._vectors is None:
             return
-        ann = self._ann or NodeANN(self._vectors.view.shape[1])
-        self._ann = ann.rebuild(self._vectors.view.astype(np.float32))
-        self._ann = self._ann.removed(np.asarray(self._dead, np.int64))
+        ann = NodeANN(self._vectors.view.shape[1]).rebuild(self._vectors.view.astype(np.float32))
+        self._ann = ann.removed(np.asarray(self._dead, np.int64))
+        self._vectors = None
 
     def within(self, keys: list[str], threshold: float) -> dict[str, list[str]]:
         """For each key, the other names at least ``threshold`` similar (in row order)."""
         asked = [k for k in keys if k in self._row]
-        if not asked or self._vectors is None:
+        if not asked:
             return {}
-        base = self._vectors.view
         if self._ann is None and self._mode == "auto" and len(asked) * len(self._row) > self.BUDGET:
-            self._rebuild_ann()  # a search too large to run exactly: from now on, HNSW
+            self._build_ann()  # a search too large to run exactly: from now on, HNSW
         if self._ann is not None:
-            return self._within_ann(asked, base, threshold)
+            return self._within_ann(asked, threshold)
+        assert self._vectors is not None
+        base = self._vectors.view
         alive = np.ones(base.shape[0], bool)
         alive[self._dead] = False
         out: dict[str, list[str]] = {}
@@ -186,25 +213,33 @@ class _NameIndex:
                 out[key] = [self._keys[j] for j in hits if self._keys[j] != key]
         return out
 
-    def _within_ann(
-        self, asked: list[str], base: np.ndarray, threshold: float
-    ) -> dict[str, list[str]]:
+    _READ = 1 << 15  # most hit rows read from the HNSW index at once (100 MB as float64)
+
+    def _within_ann(self, asked: list[str], threshold: float) -> dict[str, list[str]]:
         """:meth:`within` from the HNSW index: hits checked in float64, deepened as needed."""
+        assert self._ann is not None
         out: dict[str, list[str]] = {}
         rows = np.array([self._row[k] for k in asked], np.int64)
         todo, depth = np.arange(rows.size), self._DEPTH
         live = len(self._row)
-        while todo.size and self._ann is not None:
-            hits, fast = self._ann.search(base[rows[todo]].astype(np.float32), depth)
-            deeper = []
-            for i, h, f in zip(todo.tolist(), hits, fast, strict=True):
-                h = h[h >= 0]
-                sims = base[h] @ base[rows[i]]
-                key = asked[i]
-                near = sorted(int(j) for j in h[sims >= threshold])
-                out[key] = [self._keys[j] for j in near if self._keys[j] != key]
-                if h.size == depth and f[-1] >= threshold - 1e-4 and depth < live:
-                    deeper.append(i)  # every hit is near: there may be more
+        while todo.size:
+            deeper: list[int] = []
+            block = max(1, self._READ // depth)
+            for a in range(0, todo.size, block):
+                part = todo[a : a + block]
+                queries = self._read(rows[part])
+                hits, fast = self._ann.search(queries.astype(np.float32), depth)
+                hit_rows = self._read(np.maximum(hits, 0))  # one read for the block
+                for i, query, hit, score, rows_of_hit in zip(
+                    part.tolist(), queries, hits, fast, hit_rows, strict=True
+                ):
+                    found = hit >= 0
+                    sims = rows_of_hit[found] @ query
+                    near = sorted(int(j) for j in hit[found][sims >= threshold])
+                    key = asked[i]
+                    out[key] = [self._keys[j] for j in near if self._keys[j] != key]
+                    if found.sum() == depth and score[-1] >= threshold - 1e-4 and depth < live:
+                        deeper.append(i)  # every hit is near: there may be more
             todo, depth = np.asarray(deeper, np.int64), 2 * depth
         return out
 

@@ -130,3 +130,41 @@ def test_the_name_search_is_saved_with_the_ledger_and_checked(tmp_path):
         KnowledgeGraph.resume(index, kg.store, tmp_path / "ledger")
     with pytest.raises(ConfigError, match="name_search"):
         KnowledgeGraph.build(index, name_search="fuzzy")
+
+
+@pytest.mark.parametrize("mode", ["hnsw", "auto"])
+def test_the_hnsw_index_holds_the_rows_once(monkeypatch, mode):
+    monkeypatch.setattr(_NameIndex, "BUDGET", 50_000)
+    keys, vectors = names_and_vectors(3)
+    index = _NameIndex(mode=mode)
+    for a in range(0, len(keys), 300):
+        index.add(keys[a : a + 300], vectors[a : a + 300])
+    index.within(keys, 0.9)  # "auto": over the budget, so the HNSW index is built
+    assert index.approximate
+    assert index._vectors is None  # no second copy of the rows
+    assert index.nbytes == index._ann.nbytes
+    rounded = vectors.astype(np.float32).astype(np.float64)
+    for i in (0, 777, len(keys) - 1):
+        got = index.vector(keys[i])
+        assert got.dtype == np.float64 and np.array_equal(got, rounded[i])
+    index.add(["late"], vectors[:1])  # rows added later go to the index too
+    assert index._vectors is None and np.array_equal(index.vector("late"), rounded[0])
+    for k in keys[::2] + keys[1::4]:  # compacted from the index's own rows
+        index.remove(k)
+    left, rows = index.rows()
+    want = [i for i, k in enumerate(keys) if k in index]
+    assert left == [keys[i] for i in want] + ["late"]
+    assert np.array_equal(rows, np.concatenate([rounded[want], rounded[:1]]))
+
+
+def test_a_dropped_stage_in_the_shared_hnsw_graph_is_rebuilt_around():
+    keys, vectors = names_and_vectors(4)
+    exact, approx = both(keys[:900], vectors[:900])
+    approx._ann.added(np.ones((5, DIM), np.float32))  # a staged change that was dropped
+    for index in (exact, approx):
+        index.add(keys[900:], vectors[900:])
+    rounded = vectors.astype(np.float32).astype(np.float64)
+    assert all(np.array_equal(approx.vector(k), rounded[i]) for i, k in enumerate(keys))
+    want, got = exact.within(keys, 0.9), approx.within(keys, 0.9)
+    assert got["c0"] == want["c0"]
+    assert all(set(got[k]) <= set(want[k]) for k in keys)
