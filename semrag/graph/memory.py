@@ -1,4 +1,4 @@
-"""The embedded default graph store: networkx in memory, saved atomically to a directory."""
+"""The embedded default graph store: records and indexes in memory, saved atomically."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-
-import networkx as nx
+from typing import Any
 
 from semrag.errors import ConfigError
 from semrag.graph.names import best_matches, lookup_tokens, name_tokens, per_name, rank_matches
@@ -42,12 +41,13 @@ def _check_known(
 
 
 class InMemoryGraphStore:
-    """A :class:`~semrag.graph.GraphStore` on a networkx ``MultiDiGraph``.
+    """A :class:`~semrag.graph.GraphStore` in memory: records in dictionaries, with indexes.
 
-    Entities are nodes, relations are edges keyed by their type; mentions and chunks sit in
-    dictionaries beside the graph. Adjacency indexes (an entity's relations, a chunk's
-    entities, a document's chunks) make ``neighbourhood`` and every write cost the records
-    they touch, not the store's size. Thread-safe (one lock). Fuzzy name lookup follows a
+    Entities, relations (keyed by source, type and target), mentions and chunks sit in
+    dictionaries. Adjacency indexes (an entity's relations, a chunk's entities, a
+    document's chunks) make ``neighbourhood`` and every write cost the records they touch,
+    not the store's size; the relations are held once, by these (:meth:`to_networkx`
+    makes a networkx graph of them on demand). Thread-safe (one lock). Fuzzy name lookup follows a
     token index (stop words skipped) and scores candidates by token Jaccard or character
     ratio (``fuzzy_cutoff``).
 
@@ -69,7 +69,6 @@ class InMemoryGraphStore:
         self._reset()
 
     def _reset(self) -> None:
-        self.graph = nx.MultiDiGraph()
         self._entities: dict[str, Entity] = {}
         self._relations: dict[tuple[str, str, str], Relation] = {}
         self._mentions: dict[tuple[str, str], Mention] = {}
@@ -97,7 +96,6 @@ class InMemoryGraphStore:
                     raise ConfigError(f"entity without an id: {e!r}")
             for e in entities:
                 self._entities[e.id] = e
-                self.graph.add_node(e.id)
                 for t in name_tokens(e.id):
                     self._by_token[t].add(e.id)
             for r in relations:
@@ -105,7 +103,6 @@ class InMemoryGraphStore:
                 self._relations[key] = r
                 self._rels_of[r.source].add(key)
                 self._rels_of[r.target].add(key)
-                self.graph.add_edge(r.source, r.target, key=r.type, weight=r.weight)
             for m in mentions:
                 self._chunks[m.chunk.key] = m.chunk
                 self._by_doc[m.chunk.doc_id].add(m.chunk.key)
@@ -192,13 +189,10 @@ class InMemoryGraphStore:
     def _forget_relation(self, key: tuple[str, str, str]) -> None:
         if self._relations.pop(key, None) is None:
             return
-        source, rtype, target = key
-        for end in (source, target):
+        for end in (key[0], key[2]):
             keys = self._rels_of.get(end)
             if keys is not None:
                 keys.discard(key)
-        if self.graph.has_edge(source, target, key=rtype):
-            self.graph.remove_edge(source, target, key=rtype)
 
     def _delete_entities(self, ids: Sequence[str]) -> None:
         for eid in ids:
@@ -215,8 +209,6 @@ class InMemoryGraphStore:
                         del self._by_chunk[chunk]
             for t in name_tokens(eid):
                 self._by_token[t].discard(eid)
-            if self.graph.has_node(eid):
-                self.graph.remove_node(eid)
 
     def write_communities(self, communities: Sequence[Community]) -> None:
         """Replace the stored communities."""
@@ -321,8 +313,10 @@ class InMemoryGraphStore:
             frontier = list(hops)
             for hop in range(1, depth + 1):
                 around: set[str] = set()
-                for node in frontier:
-                    around.update(self.graph.successors(node), self.graph.predecessors(node))
+                for node in frontier:  # both ends of its relations (itself among them)
+                    for source, _, target in self._rels_of.get(node, ()):
+                        around.add(source)
+                        around.add(target)
                 nxt = []
                 for n in sorted(around):
                     if n not in hops and len(hops) < limit:
@@ -350,6 +344,24 @@ class InMemoryGraphStore:
                 for e in entity_ids
                 if e in self._entities
             }
+
+    def to_networkx(self) -> Any:
+        """The entities and relations as a new networkx ``MultiDiGraph``.
+
+        Entities are nodes (with their records as ``entity``), relations are edges keyed
+        by their type (with ``weight`` and ``evidence``). A copy: later writes do not
+        reach it.
+        """
+        import networkx as nx
+
+        with self._lock:
+            graph = nx.MultiDiGraph()
+            graph.add_nodes_from((eid, {"entity": e}) for eid, e in self._entities.items())
+            graph.add_edges_from(
+                (r.source, r.target, r.type, {"weight": r.weight, "evidence": r.evidence})
+                for r in self._relations.values()
+            )
+            return graph
 
     def read_communities(self, level: int | None = None) -> list[Community]:
         """Stored communities (of one level)."""

@@ -9,6 +9,7 @@ Every write is an idempotent upsert: writing the same records again changes noth
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,8 +64,12 @@ class ChunkRef:
 
     @property
     def key(self) -> str:
-        """A stable string key: ``doc_id:start-end``."""
-        return f"{self.doc_id}:{self.start}-{self.end}"
+        """A stable string key: ``doc_id:start-end``.
+
+        Interned: the stores and the ledger keep it in several indexes for every mention,
+        and each call would otherwise make another copy of the same string.
+        """
+        return sys.intern(f"{self.doc_id}:{self.start}-{self.end}")
 
 
 @dataclass(frozen=True, slots=True)

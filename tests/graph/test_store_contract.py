@@ -269,6 +269,36 @@ def test_memory_store_saves_and_loads(tmp_path):
     )
 
 
+def test_a_chunks_key_is_one_string_however_often_it_is_asked():
+    store = InMemoryGraphStore()
+    ada = Entity.of("Ada")
+    store.upsert([ada], [], [Mention(ada.id, ChunkRef("d1", 0, 40))])
+    (kept,) = store._chunks  # the store's own copy of the key
+    assert ChunkRef("d1", 0, 40).key == "d1:0-40"
+    assert ChunkRef("d1", 0, 40).key is kept  # interned: one string for every index
+
+
+def test_memory_store_neighbours_are_both_ends_of_its_live_relations():
+    store = InMemoryGraphStore()
+    a, b, c = Entity.of("alpha"), Entity.of("beta"), Entity.of("gamma")
+    rels = [
+        Relation(a.id, b.id, "KNOWS", weight=2.0),
+        Relation(c.id, a.id, "CITES"),  # only in: a reaches c backwards
+        Relation(a.id, a.id, "SELF"),
+    ]
+    store.upsert([a, b, c], rels)
+    assert store.neighbourhood([a.id]).hops == {a.id: 0, b.id: 1, c.id: 1}
+    assert store.neighbourhood([b.id]).hops == {b.id: 0, a.id: 1}
+    store.update(drop_relations=[(a.id, "KNOWS", b.id)])
+    assert store.neighbourhood([b.id]).hops == {b.id: 0}
+    graph = store.to_networkx()
+    assert set(graph.edges(keys=True)) == {(c.id, a.id, "CITES"), (a.id, a.id, "SELF")}
+    assert graph.nodes[a.id]["entity"] == a and graph.number_of_nodes() == 3
+    store.update(drop_entities=[c.id])
+    assert store.neighbourhood([a.id]).hops == {a.id: 0}
+    assert graph.has_node(c.id)  # a copy: later writes do not reach it
+
+
 # -- Neo4j only ----------------------------------------------------------------------------------
 @pytest.mark.neo4j
 @pytest.mark.integration
