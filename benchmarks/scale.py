@@ -241,7 +241,7 @@ def graph_note_held(parts: list[tuple[str, float]], rss: dict[str, float]) -> st
         f" MB: the knowledge graph holds {total:,.0f} MB, of which vectors: {each}; the "
         f"rest, {rest:,.0f} MB, is its records as Python objects (each document's "
         "extraction and the derived relations and mentions in the ledger; the store's "
-        "networkx graph, records and indexes; the communities).\n\n"
+        "records and indexes; the communities).\n\n"
     )
 
 
