@@ -117,11 +117,11 @@ class _NameIndex:
         if self._mode == "hnsw" and self._ann is None and self._vectors is None:
             self._ann = NodeANN(rows.shape[1])
         if self._ann is not None:
-            known = self._ann
-            self._ann, serials = known.added(rows.astype(np.float32))
+            known, rows32 = self._ann, rows.astype(np.float32)
+            self._ann, serials = known.added(rows32)
             if serials.size and serials[0] != first:  # out of step (a failed change): rebuild
                 old = np.asarray(known.rows(np.arange(first, dtype=np.int64)), np.float32)
-                self._ann = known.rebuild(np.concatenate([old, rows.astype(np.float32)]))
+                self._ann = known.rebuild(np.concatenate([old, rows32]))
                 self._ann = self._ann.removed(np.asarray(self._dead, np.int64))
         else:
             if self._vectors is None:
@@ -130,12 +130,12 @@ class _NameIndex:
         self._row.update((k, first + i) for i, k in enumerate(keys))
         self._keys += keys
 
-    def _read(self, rows: np.ndarray | list[int]) -> np.ndarray:
-        """The rows ``rows`` (any shape of row numbers) as float64."""
+    def _read(self, rows: Any) -> np.ndarray:
+        """The rows numbered ``rows`` (an int, or row numbers of any shape) as float64."""
         at = np.asarray(rows, np.int64)
         if self._ann is not None:
-            rows = np.asarray(self._ann.rows(at.ravel()), np.float64)
-            return rows.reshape(*at.shape, self._ann.dim)
+            read = np.asarray(self._ann.rows(at.ravel()), np.float64)
+            return read.reshape(*at.shape, self._ann.dim)
         assert self._vectors is not None
         return self._vectors.view[at]
 
@@ -155,12 +155,6 @@ class _NameIndex:
     def approximate(self) -> bool:
         """Whether searches use the HNSW index (``"hnsw"``, or ``"auto"`` once it is built)."""
         return self._ann is not None
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the rows and the HNSW index (the buffer's whole capacity)."""
-        held = self._vectors.buf.nbytes if self._vectors is not None else 0
-        return held + (self._ann.nbytes if self._ann is not None else 0)
 
     def remove(self, key: str) -> None:
         row = self._row.pop(key, None)

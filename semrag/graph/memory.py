@@ -47,9 +47,9 @@ class InMemoryGraphStore:
     dictionaries. Adjacency indexes (an entity's relations, a chunk's entities, a
     document's chunks) make ``neighbourhood`` and every write cost the records they touch,
     not the store's size; the relations are held once, by these (:meth:`to_networkx`
-    makes a networkx graph of them on demand). Thread-safe (one lock). Fuzzy name lookup follows a
-    token index (stop words skipped) and scores candidates by token Jaccard or character
-    ratio (``fuzzy_cutoff``).
+    makes a networkx graph of them on demand). Thread-safe (one lock). Fuzzy name lookup
+    follows a token index (stop words skipped) and scores candidates by token Jaccard or
+    character ratio (``fuzzy_cutoff``).
 
     Example:
         >>> store = InMemoryGraphStore()

@@ -142,7 +142,6 @@ def test_the_hnsw_index_holds_the_rows_once(monkeypatch, mode):
     index.within(keys, 0.9)  # "auto": over the budget, so the HNSW index is built
     assert index.approximate
     assert index._vectors is None  # no second copy of the rows
-    assert index.nbytes == index._ann.nbytes
     rounded = vectors.astype(np.float32).astype(np.float64)
     for i in (0, 777, len(keys) - 1):
         got = index.vector(keys[i])
