@@ -352,6 +352,7 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
         weight_decay=args.weight_decay,
         proj_dim=args.proj_dim,
         seed=args.seed,
+        average=args.average,
     )
     embedder = SentenceTransformerEmbedder(model_path=args.encoder, cache_size=0)
     model, history = fit_boundary_model(
@@ -423,6 +424,8 @@ def _portable_argv(args: argparse.Namespace) -> list[str]:
     out += ["--threshold", str(args.threshold), "--rule", args.rule]
     out += ["--epochs", str(args.epochs), "--lr", f"{args.lr:g}"]
     out += ["--weight-decay", f"{args.weight_decay:g}", "--proj-dim", str(args.proj_dim)]
+    if args.average is not None:
+        out += ["--average", f"{args.average:g}"]
     out += ["--seed", str(args.seed), "--out", Path(args.out).name]
     return out
 
@@ -591,6 +594,14 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("--lr", type=float, default=1e-3)
     tb.add_argument("--weight-decay", type=float, default=0.01)
     tb.add_argument("--proj-dim", type=int, default=256)
+    tb.add_argument(
+        "--average",
+        type=float,
+        default=None,
+        metavar="DECAY",
+        help="keep a moving average of the weights (decay per step, e.g. 0.995) and "
+        "evaluate and keep it instead of the trained weights",
+    )
     tb.add_argument("--seed", type=int, default=0)
     tb.add_argument("--cache", default=None, metavar="DIR", help="sentence-embedding cache")
     tb.set_defaults(func=_cmd_train_boundary)

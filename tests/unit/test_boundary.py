@@ -269,6 +269,35 @@ def test_tiny_training_lowers_loss_and_beats_chance(kind, window, tmp_path):
     assert list(tmp_path.glob("embeddings-*/vectors.npy")), "sentence embeddings were not cached"
 
 
+@pytest.mark.parametrize("kind", ["psc", "mfc"])
+def test_weight_averaging_keeps_the_average_and_trains_on(kind):
+    emb = FakeEmbedder(dim=32)
+    train, dev = sample_pairs(corpus(30, 1), seed=0), sample_pairs(corpus(10, 2), seed=1)
+    config = {"epochs": 5, "proj_dim": 8, "lr": 2e-2, "batch_size": 32}
+    plain = fit_boundary_model(kind, train, dev, emb, config=TrainConfig(**config))[1]
+    # A decay near 0: the average is the last step's weights, so nothing changes.
+    near_last = fit_boundary_model(
+        kind, train, dev, emb, config=TrainConfig(**config, average=1e-9)
+    )[1]
+    for a, b in zip(plain, near_last, strict=True):
+        assert a["dev_loss"] == pytest.approx(b["dev_loss"], rel=1e-4)
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-4)
+    # A decay near 1: the average stays at the initial weights, while training goes on
+    # from the trained ones (its loss falls as without averaging).
+    model, frozen = fit_boundary_model(
+        kind, train, dev, emb, config=TrainConfig(**config, average=1 - 1e-9)
+    )
+    assert [h["train_loss"] for h in frozen] == pytest.approx([h["train_loss"] for h in plain])
+    assert max(h["dev_loss"] for h in frozen) - min(h["dev_loss"] for h in frozen) < 1e-3
+    assert min(h["dev_loss"] for h in plain) < frozen[0]["dev_loss"] - 0.05
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    untrained = type(model)(32, proj_dim=8)
+    assert torch.allclose(model.proj.weight, untrained.proj.weight, atol=1e-6)
+    with pytest.raises(ConfigError, match="average"):
+        TrainConfig(average=1.0)
+
+
 def test_estimator_api_on_text_pairs(tmp_path):
     emb = FakeEmbedder(dim=32)
     rng = np.random.default_rng(0)

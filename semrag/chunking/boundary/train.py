@@ -57,6 +57,14 @@ class TrainConfig:
     """Width of the learned projection."""
     seed: int = 0
     """Seed of the initialisation and of the shuffling."""
+    average: float | None = None
+    """Decay of an exponential moving average of the weights, updated after every step
+    (e.g. 0.995); the averaged weights are the ones evaluated on dev and kept. ``None``
+    keeps the weights as trained."""
+
+    def __post_init__(self) -> None:
+        if self.average is not None and not 0.0 < self.average < 1.0:
+            raise ConfigError(f"average must be within (0, 1), got {self.average}")
 
 
 def encoder_name(embedder: BaseEmbedder) -> str:
@@ -248,6 +256,9 @@ def train_loop(
 ) -> list[dict[str, Any]]:
     """BCEWithLogits + AdamW; the state with the lowest dev loss is kept.
 
+    With ``config.average`` the state evaluated and kept is the moving average of the
+    weights (Polyak averaging; buffers such as batch-norm statistics are averaged too).
+
     Returns:
         One record per epoch: train loss, dev loss, dev accuracy at p = 0.5.
     """
@@ -262,6 +273,7 @@ def train_loop(
     gen = torch.Generator().manual_seed(config.seed)
     history: list[dict[str, Any]] = []
     best_state, best_loss = None, float("inf")
+    averaged = _Average(model, config.average) if config.average is not None else None
     epochs: Any = range(1, config.epochs + 1)
     if progress:
         from tqdm.auto import tqdm
@@ -279,7 +291,13 @@ def train_loop(
             loss = loss_fn(model(ltr[idx], rtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
+            if averaged is not None:
+                averaged.update(model)
             total += float(loss.detach()) * len(idx)
+        trained = None
+        if averaged is not None:
+            trained = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            model.load_state_dict(averaged.state)
         model.eval()
         with torch.no_grad():
             logits = model(ldv, rdv)
@@ -296,10 +314,28 @@ def train_loop(
         if dev_loss < best_loss:
             best_loss = dev_loss
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if trained is not None:
+            model.load_state_dict(trained)  # training goes on from the trained weights
     assert best_state is not None
     model.load_state_dict(best_state)
     model.eval()
     return history
+
+
+class _Average:
+    """An exponential moving average of a model's state (parameters and buffers)."""
+
+    def __init__(self, model: torch.nn.Module, decay: float) -> None:
+        self.decay = decay
+        self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        for k, v in model.state_dict().items():
+            if v.is_floating_point():
+                self.state[k].mul_(self.decay).add_(v.detach(), alpha=1.0 - self.decay)
+            else:
+                self.state[k].copy_(v)  # counters (batch-norm's num_batches_tracked)
 
 
 def fit_boundary_model(
