@@ -338,6 +338,41 @@ def pair_rows() -> list[dict]:
     return rows
 
 
+def run_rows(directories: list[str]) -> list[dict]:
+    """One row per training run (``semrag train-boundary --out DIR``), from its training.json.
+
+    The epoch kept is the one with the lowest dev loss; the highest dev accuracy of any
+    epoch is shown beside it, since the two disagree.
+    """
+    import json
+    from pathlib import Path
+
+    rows = []
+    for directory in directories:
+        record = json.loads((Path(directory) / "training.json").read_text(encoding="utf-8"))
+        config, history = record["config"], record["history"]
+        best = min(history, key=lambda h: h["dev_loss"])
+        top = max(history, key=lambda h: h["dev_acc"])
+        chosen = record["threshold"]
+        rows.append(
+            {
+                "run": Path(directory).name,
+                "model": record["model"].upper(),
+                "window": ",".join(str(w) for w in np.atleast_1d(record["window"])),
+                "proj_dim": config["proj_dim"],
+                "weight average (decay)": config.get("average") or "none",
+                "best epoch (dev loss)": best["epoch"],
+                "dev loss": best["dev_loss"],
+                "dev accuracy @0.5": best["dev_acc"],
+                "highest dev accuracy, any epoch": f"{top['dev_acc']:.3f} (epoch {top['epoch']})",
+                "rule and threshold (training run)": f"{chosen.get('rule', 'threshold')} "
+                f"{chosen['threshold']:g}",
+                "dev Pk": chosen["pk"],
+            }
+        )
+    return rows
+
+
 RECIPES = [
     # (model, window, proj_dim, lr, boundary share of the training negatives)
     ("psc", 3, 256, 3e-3, 0.5),  # the shipped PSC
@@ -463,7 +498,24 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=["quality", "retrieval", "speed"],
-        choices=["pairs", "recipes", "short", "choose", "rules", "quality", "retrieval", "speed"],
+        choices=[
+            "pairs",
+            "recipes",
+            "runs",
+            "short",
+            "choose",
+            "rules",
+            "quality",
+            "retrieval",
+            "speed",
+        ],
+    )
+    ap.add_argument(
+        "--runs",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="runs: the output directories of `semrag train-boundary` runs to tabulate",
     )
     ap.add_argument(
         "--cache",
@@ -714,6 +766,21 @@ def main() -> None:
             ),
             "",
             table(prs, list(prs[0])),
+            "",
+        ]
+    if "runs" in args.parts:
+        if not args.runs:
+            ap.error("--parts runs needs --runs DIR [DIR ...]")
+        runs = run_rows(args.runs)
+        parts += [
+            header(
+                "PSC / MFC training runs",
+                "train and dev splits of the shipped weights' data (wiki300, novels, lectures, "
+                "400 abstracts each of NICTA and CSAbstruct), dev pairs at the default mix; "
+                "numbers read from each run's training.json (the command of each is there)",
+            ),
+            "",
+            table(runs, list(runs[0])),
             "",
         ]
     if recipes:
