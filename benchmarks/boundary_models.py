@@ -210,6 +210,52 @@ def choose_rows(chunkers: dict, sets: dict) -> list[dict]:
     return rows
 
 
+def auc(positive: np.ndarray, negative: np.ndarray) -> float:
+    """Area under the ROC curve: the chance that a positive outscores a negative (ties: half)."""
+    scores = np.concatenate([positive, negative])
+    values, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    mid_rank = np.cumsum(counts) - (counts - 1) / 2.0  # 1-based rank, ties averaged
+    ranks = mid_rank[inverse]
+    n_pos, n_neg = len(positive), len(negative)
+    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def ranking_rows(chunkers: dict, sets: dict) -> list[dict]:
+    """How well each chunker's gap scores rank the gold boundaries, before any break rule.
+
+    A gap is gold when the next sentence (the chunker's own splitting) starts a section.
+    The score is the cosine distance for ``SemanticChunker`` and 1 - p(same section) for
+    the trained models, so higher always means "break"; AUC 0.5 is chance. This separates
+    what a rule can fix (where to cut a score) from what it cannot (the score's ranking).
+    """
+    rows = []
+    for name, chunker in chunkers.items():
+        distance = isinstance(chunker, SemanticChunker)
+        for set_name, items in scored_gaps(chunker, sets).items():
+            positive, negative = [], []
+            for words, gold, stats in items:
+                scores = np.asarray(stats.scores, dtype=np.float64)
+                scores = scores if distance else 1.0 - scores
+                starts = {words[i + 1] for i in np.flatnonzero(gold)}
+                label = np.array(
+                    [stats.sentences[g + 1].start in starts for g in range(scores.size)]
+                )
+                positive.append(scores[label])
+                negative.append(scores[~label])
+            pos, neg = np.concatenate(positive), np.concatenate(negative)
+            rows.append(
+                {
+                    "chunker": name,
+                    "data": set_name,
+                    "gaps": pos.size + neg.size,
+                    "gold boundaries": pos.size,
+                    "AUC": auc(pos, neg),
+                }
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
 def _zscore_breaks(p: np.ndarray, t: float, c: float) -> np.ndarray:
     """Valley gaps below ``t`` that are also ``c`` standard deviations below the document's mean."""
     low = gap_breaks(p, t, "valley")
@@ -505,6 +551,7 @@ def main() -> None:
             "short",
             "choose",
             "rules",
+            "ranking",
             "quality",
             "retrieval",
             "speed",
@@ -626,6 +673,7 @@ def main() -> None:
         per_set_rows, relative_rows = rule_study_rows(trained_chunkers, dev_used)
         for r in per_set_rows + relative_rows:
             print(r, flush=True)
+    ranked = ranking_rows(ours, dev_used) if "ranking" in args.parts else []
     recipes = recipe_rows(base, args.cache) if "recipes" in args.parts else []
     rows = []
     if "quality" in args.parts:
@@ -805,6 +853,18 @@ def main() -> None:
             ),
             "",
             table(chosen_rows, list(chosen_rows[0])),
+            "",
+        ]
+    if ranked:
+        parts += [
+            header(
+                "PSC / MFC and SemanticChunker: how well the gap scores rank the boundaries",
+                quality_data(dev_sets, args, dev=True)
+                + "; AUC of each gap's score (cosine distance; 1 - p for PSC and MFC) against "
+                "the gold boundaries, before any break rule",
+            ),
+            "",
+            table(ranked, list(ranked[0])),
             "",
         ]
     if per_set_rows:
