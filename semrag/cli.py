@@ -323,6 +323,14 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
     )
     from semrag.embeddings import SentenceTransformerEmbedder
 
+    config = TrainConfig(
+        epochs=args.epochs,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        proj_dim=args.proj_dim,
+        seed=args.seed,
+        average=args.average,
+    )
     sources = [_read_source(spec) for spec in args.data]
     if args.dev:
         train_docs = [d for _, docs in sources for d in docs]
@@ -345,14 +353,6 @@ def _cmd_train_boundary(args: argparse.Namespace) -> int:
         seed=args.seed + 1,
         negative_ratio=args.negative_ratio,
         negative_mix=args.dev_negative_mix,
-    )
-    config = TrainConfig(
-        epochs=args.epochs,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        proj_dim=args.proj_dim,
-        seed=args.seed,
-        average=args.average,
     )
     embedder = SentenceTransformerEmbedder(model_path=args.encoder, cache_size=0)
     model, history = fit_boundary_model(

@@ -552,8 +552,12 @@ def test_cli_trains_several_windows_with_a_fixed_dev_mix(tmp_path, capsys):
     argv = ["train-boundary", "--data", f"sectioned:{folder}", "--model", "mfc"]
     argv += ["--window", "1,2", "--epochs", "2", "--split", "0.6/0.4/0", "--out", str(out)]
     argv += ["--negative-mix", "boundary=0.2,section=0.4,document=0.4", "--edge-share", "0.25"]
-    assert main([*argv, "--cache", str(tmp_path / "cache")]) == 0
+    missing = ["train-boundary", "--data", f"sectioned:{tmp_path / 'missing'}", "--model", "mfc"]
+    assert main([*missing, "--out", str(out), "--average", "1.5"]) == 2
+    assert "average must be within (0, 1)" in capsys.readouterr().err  # before reading data
+    assert main([*argv, "--cache", str(tmp_path / "cache"), "--average", "0.9"]) == 0
     record = json.loads((out / "training.json").read_text())
+    assert record["config"]["average"] == 0.9 and "--average 0.9" in record["command"]
     assert record["window"] == [1, 2]
     assert record["sampling"]["negative_mix"] == {"boundary": 0.2, "section": 0.4, "document": 0.4}
     assert record["sampling"]["edge_share"] == 0.25 and record["sampling"]["edge_reach"] == 1
