@@ -596,6 +596,8 @@ def main() -> None:
         help="quality: only PSC, MFC and SemanticChunker (new weights, without the peers' runs)",
     )
     args = ap.parse_args()
+    if "runs" in args.parts and not args.runs:
+        ap.error("--parts runs needs --runs DIR [DIR ...]")
 
     pubmed = read_pubmedqa(need(DATA / "pubmedqa" / "ori_pqal.json.gz"))
     squad = read_squad_articles(need(DATA / "squad_dev" / "dev-v1.1.json.gz"))
@@ -817,8 +819,6 @@ def main() -> None:
             "",
         ]
     if "runs" in args.parts:
-        if not args.runs:
-            ap.error("--parts runs needs --runs DIR [DIR ...]")
         runs = run_rows(args.runs)
         parts += [
             header(
