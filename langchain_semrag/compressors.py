@@ -12,8 +12,9 @@ from pydantic import ConfigDict, PrivateAttr
 
 from langchain_semrag.embeddings import to_embedder, to_llm
 from langchain_semrag.retrievers import to_lc_documents
+from semrag.identity import chunk_document_id
 from semrag.postprocess import SPC, SPCResult
-from semrag.types import Chunk, ScoredChunk, doc_id_from_metadata
+from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SPCCompressor", "from_lc_document"]
 
@@ -21,14 +22,14 @@ __all__ = ["SPCCompressor", "from_lc_document"]
 def from_lc_document(doc: LCDocument) -> ScoredChunk:
     """A LangChain document as a :class:`~semrag.types.ScoredChunk`.
 
-    The document id is the first of ``metadata["doc_id"]`` (semrag's retrievers),
-    ``["source"]`` (LangChain loaders') and ``["semrag_doc_id"]`` (semrag's splitters); the
-    offset is ``metadata["start_index"]`` (semrag's and
+    The document id follows :func:`semrag.identity.chunk_document_id` (the
+    ``semrag_doc_id`` semrag's splitters and retrievers write, else ``doc_id``, else
+    ``source`` with its page); the offset is ``metadata["start_index"]`` (semrag's and
     ``add_start_index=True`` splitters'), else unknown (-1); the score is
     ``semrag_score`` or ``relevance_score`` when present. The metadata travels along.
     """
     meta = doc.metadata
-    doc_id = doc_id_from_metadata(meta)
+    doc_id = chunk_document_id(meta) or ""
     start = meta.get("start_index")
     start = int(start) if isinstance(start, int) and start >= 0 else -1
     end = start + len(doc.page_content) if start >= 0 else -1

@@ -24,6 +24,7 @@ from semrag.chunking import (
     framework_threshold_arguments,
 )
 from semrag.errors import ConfigError
+from semrag.identity import document_id
 from semrag.types import Document
 
 __all__ = ["MFCTextSplitter", "PSCTextSplitter", "SemanticTextSplitter"]
@@ -146,7 +147,11 @@ class _CoreTextSplitter(TextSplitter):
             )
         metas = metadatas or [{}] * len(texts)
         return [
-            Document(id=(ids[i] if ids and ids[i] else str(i)), text=t, metadata=metas[i])
+            Document(
+                id=(ids[i] if ids and ids[i] else document_id(t, metas[i])),
+                text=t,
+                metadata=metas[i],
+            )
             for i, t in enumerate(texts)
         ]
 

@@ -6,7 +6,7 @@ index then also serves semrag's graph, intent-aware and SPC components.
 
 from __future__ import annotations
 
-import uuid
+import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -16,6 +16,8 @@ from langchain_core.vectorstores import VectorStore
 
 from langchain_semrag.embeddings import SemragEmbeddings, to_embedder
 from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError
+from semrag.identity import OnConflict, entry_id
 from semrag.types import MetadataFilter, ScoredChunk
 
 __all__ = ["SemanticVectorStore", "VectorStoreClient"]
@@ -25,7 +27,10 @@ class SemanticVectorStore(VectorStore):
     """LangChain's vector-store interface on a :class:`~semrag.SemanticIndex`.
 
     Each document added is stored as it is, one entry under its id (``add_documents``
-    never re-chunks: split first, with any splitter); re-adding an id replaces it.
+    never re-chunks: split first, with any splitter). An entry is named by its
+    ``Document.id`` (then an add is an upsert: re-adding the id replaces it), else by
+    :func:`semrag.identity.entry_id` (``source`` and ``start_index``, else the content;
+    adding an id that is stored then raises unless ``on_conflict=`` says otherwise).
     Searches are exact (the index's ``flat`` dense search), ``filter`` is a mapping the
     metadata must hold or a callable on the metadata, and MMR is supported. Metadata comes
     back exactly as given.
@@ -70,21 +75,28 @@ class SemanticVectorStore(VectorStore):
         return self._embedding or SemragEmbeddings(self.index.embedder)
 
     # -- writes ---------------------------------------------------------------------------
+    @staticmethod
     def _documents(
-        self,
         texts: Iterable[str],
         metadatas: list[dict[str, Any]] | None,
-        ids: list[str] | None,
+        ids: Sequence[str | None] | None,
     ) -> list[Document]:
         texts = list(texts)
         metas = metadatas if metadatas is not None else [{} for _ in texts]
-        ids = ids if ids is not None else [uuid.uuid4().hex for _ in texts]
+        ids = ids if ids is not None else [None] * len(texts)
         if not len(texts) == len(metas) == len(ids):
-            raise ValueError("texts, metadatas and ids differ in length")
+            raise ConfigError("texts, metadatas and ids differ in length")
         return [
-            Document(str(i or uuid.uuid4().hex), t, dict(m or {}))
+            Document(str(i) if i else entry_id(t, m or {}), t, dict(m or {}))
             for t, m, i in zip(texts, metas, ids, strict=True)
         ]
+
+    @staticmethod
+    def _policy(ids: Sequence[str | None] | None, on_conflict: OnConflict | None) -> OnConflict:
+        """LangChain's upsert where ids are given; else semrag's ``"error"`` default."""
+        if on_conflict is not None:
+            return on_conflict
+        return "replace" if ids is not None and any(ids) else "error"
 
     def add_texts(
         self,
@@ -92,11 +104,20 @@ class SemanticVectorStore(VectorStore):
         metadatas: list[dict[str, Any]] | None = None,
         *,
         ids: list[str] | None = None,
+        on_conflict: OnConflict | None = None,
         **kwargs: Any,
     ) -> list[str]:
-        """Store each text as one entry; returns the ids (new UUIDs where none are given)."""
+        """Store each text as one entry; returns the ids.
+
+        Entries without an id are named by :func:`semrag.identity.entry_id` (``source``
+        with its page / ``start_index``, else the content), never at random, so a second
+        run of the same ingestion finds its entries. With ``ids`` (or ``Document.id``) an
+        add is LangChain's upsert: an entry of that id is replaced. Otherwise an id that is
+        already stored raises :class:`~semrag.errors.DocumentConflictError` unless
+        ``on_conflict="replace"`` or ``"skip"``.
+        """
         docs = self._documents(texts, metadatas, ids)
-        self.index.add_documents(docs, split=False)
+        self.index.add_documents(docs, split=False, on_conflict=self._policy(ids, on_conflict))
         return [d.id for d in docs]
 
     async def aadd_texts(
@@ -105,17 +126,22 @@ class SemanticVectorStore(VectorStore):
         metadatas: list[dict[str, Any]] | None = None,
         *,
         ids: list[str] | None = None,
+        on_conflict: OnConflict | None = None,
         **kwargs: Any,
     ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
-        docs = self._documents(texts, metadatas, ids)
-        await self.index.aadd_documents(docs, split=False)
+        docs = await asyncio.to_thread(self._documents, texts, metadatas, ids)
+        policy = self._policy(ids, on_conflict)
+        await self.index.aadd_documents(docs, split=False, on_conflict=policy)
         return [d.id for d in docs]
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        """Remove the entries ``ids`` (all entries when ``None``); absent ids are ignored."""
-        self.index.delete_many(self.index.doc_ids if ids is None else list(ids))
-        return True
+        """Remove the entries ``ids`` (all entries when ``None``) in one change.
+
+        Returns ``True`` when every id was stored; unknown ids are reported by ``False``
+        and in ``store.index.notes``.
+        """
+        return self.index.delete(self.index.doc_ids if ids is None else ids)
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[LCDocument]:
         """The stored entries of ``ids`` that exist (missing ids are skipped)."""

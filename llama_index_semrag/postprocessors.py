@@ -10,8 +10,9 @@ from pydantic import PrivateAttr
 
 from llama_index_semrag.embeddings import to_embedder, to_llm
 from llama_index_semrag.retrievers import to_nodes
+from semrag.identity import chunk_document_id
 from semrag.postprocess import SPC, SPCResult
-from semrag.types import Chunk, ScoredChunk, doc_id_from_metadata
+from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SPCPostprocessor", "from_node"]
 
@@ -19,13 +20,13 @@ __all__ = ["SPCPostprocessor", "from_node"]
 def from_node(item: NodeWithScore) -> ScoredChunk:
     """A scored LlamaIndex node as a :class:`~semrag.types.ScoredChunk`.
 
-    The document id is named by the metadata (``doc_id``, ``source``, ``semrag_doc_id``)
-    or is the node's ``ref_doc_id``; the
+    The document id follows :func:`semrag.identity.chunk_document_id` (the recorded
+    ``semrag_doc_id``, else the node's ``ref_doc_id``, else ``doc_id`` / ``source``); the
     offsets are ``start_char_idx``/``end_char_idx`` (unknown, -1, when absent).
     """
     node = item.node
     meta = dict(node.metadata)
-    doc_id = doc_id_from_metadata(meta, node.ref_doc_id or "")
+    doc_id = chunk_document_id(meta, node.ref_doc_id) or ""
     text = node.get_content()
     start = node.start_char_idx if isinstance(node.start_char_idx, int) else -1
     end = start + len(text) if start >= 0 else -1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -20,8 +21,14 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
-from llama_index.core.vector_stores.simple import build_metadata_filter_fn
+from llama_index.core.vector_stores.simple import (
+    DEFAULT_VECTOR_STORE,
+    NAMESPACE_SEP,
+    build_metadata_filter_fn,
+)
 from llama_index.core.vector_stores.types import (
+    DEFAULT_PERSIST_DIR,
+    DEFAULT_PERSIST_FNAME,
     BasePydanticVectorStore,
     MetadataFilters,
     VectorStoreQuery,
@@ -30,14 +37,13 @@ from llama_index.core.vector_stores.types import (
 )
 
 from llama_index_semrag.embeddings import to_embedder
-from semrag import Document, SemanticIndex
+from semrag import SemanticIndex
 from semrag.errors import ConfigError
-from semrag.types import ScoredChunk
+from semrag.identity import chunk_document_id
+from semrag.index.presplit import NODE_KEY
+from semrag.types import Chunk, ScoredChunk
 
-__all__ = ["REF_DOC_KEY", "SemanticVectorStore", "VectorStoreClient"]
-
-REF_DOC_KEY = "semrag_ref_doc_id"
-"""Metadata key that keeps a node's source document id in the index (not shown to users)."""
+__all__ = ["SemanticVectorStore", "VectorStoreClient"]
 
 _DENSE = (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR)
 _SPARSE = (VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH)
@@ -46,9 +52,15 @@ _SPARSE = (VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH)
 class SemanticVectorStore(BasePydanticVectorStore):
     """LlamaIndex's vector-store interface on a :class:`~semrag.SemanticIndex`.
 
-    Each node is stored as it is, one entry under its ``node_id`` (re-adding a node id
-    replaces it), with its text, metadata and source document (``ref_doc_id``, restored as
-    the SOURCE relationship). ``delete(ref_doc_id)`` removes every node of that document.
+    Nodes cut from one document are stored as one semrag document (named by
+    :func:`semrag.identity.chunk_document_id`: the node's ``ref_doc_id``), each node a
+    chunk at its ``start_char_idx``, so SPC repairs a node from the text around it and
+    the graph retrievers see documents, not loose nodes. A node without a source document
+    is a document of its own. Adding a node id that is stored replaces that node
+    (LlamaIndex's upsert); nodes of a stored document that arrive in a later ``add`` (an
+    ``insert``, or the next batch of a large one) join it. ``delete(ref_doc_id)``
+    removes the document; ``update_ref_doc`` and an ``IngestionPipeline`` with a docstore
+    replace it.
 
     Queries embed ``query_str`` with the index's own embedder (so the vectors always come
     from one model); a query with only ``query_embedding`` is searched by that vector.
@@ -56,6 +68,11 @@ class SemanticVectorStore(BasePydanticVectorStore):
     default 0.5), ``sparse`` / ``text_search`` (the index's BM25). ``filters``,
     ``doc_ids`` and ``node_ids`` (when not empty) restrict the dense modes; for
     the other hybrid modes use semrag's ``IntentAwareRetriever`` over ``store.index``.
+
+    ``storage_context.persist(persist_dir)`` saves the index beside LlamaIndex's files;
+    :meth:`from_persist_dir` loads it in a new process (give it to
+    ``StorageContext.from_defaults(persist_dir=..., vector_store=...)`` and
+    ``load_index_from_storage``).
 
     Args:
         embed_model: the embedder for the index it creates: a LlamaIndex
@@ -105,31 +122,39 @@ class SemanticVectorStore(BasePydanticVectorStore):
         return self._index
 
     # -- writes ---------------------------------------------------------------------------
-    @staticmethod
-    def _documents(nodes: Sequence[BaseNode]) -> list[Document]:
-        docs = []
+    def _merged(self, nodes: Sequence[BaseNode]) -> list[Chunk]:
+        """The chunks of every document ``nodes`` touch: its stored ones, then the nodes."""
+        by_doc: dict[str, list[Chunk]] = {}
         for node in nodes:
-            meta = dict(node.metadata)
-            if node.ref_doc_id is not None:
-                meta[REF_DOC_KEY] = node.ref_doc_id
-            docs.append(Document(node.node_id, node.get_content(MetadataMode.NONE), meta))
-        return docs
+            by_doc.setdefault(_doc_of(node), []).append(_chunk(node))
+        out: list[Chunk] = []
+        for doc_id, new in by_doc.items():
+            fresh = {c.metadata[NODE_KEY] for c in new}
+            kept = [
+                c
+                for c in (self._index.chunks(doc_id) if doc_id in self._index else [])
+                if c.metadata.get(NODE_KEY) not in fresh
+            ]
+            merged = [*kept, *new]
+            if any(not c.has_offsets for c in merged):  # place them all by order instead
+                merged = [dataclasses.replace(c, start=-1, end=-1) for c in merged]
+            out += merged
+        return out
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """Store ``nodes`` (each as one entry); returns their ids."""
-        docs = self._documents(nodes)
-        self._index.add_documents(docs, split=False)
-        return [d.id for d in docs]
+        """Store ``nodes`` (grouped into their documents); returns their ids."""
+        self._index.add_chunks(self._merged(nodes), on_conflict="replace")
+        return [n.node_id for n in nodes]
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         """Async twin of :meth:`add`."""
-        docs = await asyncio.to_thread(self._documents, nodes)
-        await self._index.aadd_documents(docs, split=False)
-        return [d.id for d in docs]
+        chunks = await asyncio.to_thread(self._merged, nodes)
+        await self._index.aadd_chunks(chunks, on_conflict="replace")
+        return [n.node_id for n in nodes]
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        """Remove every node whose source document is ``ref_doc_id``."""
-        self._index.delete_many(self._index.doc_ids_where(_accept(None, [ref_doc_id])))
+        """Remove the document ``ref_doc_id`` and all its nodes (absent: nothing happens)."""
+        self._index.delete_many([ref_doc_id])
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Async twin of :meth:`delete` (off the event loop)."""
@@ -141,8 +166,24 @@ class SemanticVectorStore(BasePydanticVectorStore):
         filters: MetadataFilters | None = None,
         **delete_kwargs: Any,
     ) -> None:
-        """Remove the nodes ``node_ids`` that ``filters`` accepts (all nodes if both are None)."""
-        self._index.delete_many(self._index.doc_ids_where(_accept(filters), node_ids))
+        """Remove the nodes ``node_ids`` that ``filters`` accepts (all nodes if both are None).
+
+        A document keeps its other nodes; one left without nodes is removed.
+        """
+        gone = {c.metadata[NODE_KEY] for c in self._chunks(node_ids, filters)}
+        if not gone:
+            return
+        touched = {c.doc_id for c in self._index.chunks() if c.metadata.get(NODE_KEY) in gone}
+        left = [
+            c
+            for d in touched
+            for c in self._index.chunks(d)
+            if c.metadata.get(NODE_KEY) not in gone
+        ]
+        emptied = touched - {c.doc_id for c in left}
+        if left:
+            self._index.add_chunks(left, on_conflict="replace")
+        self._index.delete_many(sorted(emptied))
 
     async def adelete_nodes(
         self,
@@ -161,15 +202,59 @@ class SemanticVectorStore(BasePydanticVectorStore):
         """Async twin of :meth:`clear`."""
         await asyncio.to_thread(self.clear)
 
+    # -- persistence ----------------------------------------------------------------------
+    def persist(self, persist_path: str, fs: Any = None) -> None:
+        """Save the index (``StorageContext.persist`` calls this with its file name).
+
+        The index is a directory beside LlamaIndex's files: ``persist_path`` without its
+        ``.json`` suffix (``storage/default__vector_store``).
+
+        Raises:
+            ConfigError: for an fsspec filesystem other than the local one.
+        """
+        _check_local(fs)
+        self._index.save(_index_dir(persist_path))
+
+    @classmethod
+    def from_persist_path(
+        cls, persist_path: str, embed_model: Any = None, fs: Any = None
+    ) -> SemanticVectorStore:
+        """The store saved at ``persist_path`` (as :meth:`persist` was given it).
+
+        ``embed_model`` must be the model the index was built with (default the packaged
+        MiniLM; the saved index records its model and refuses another).
+        """
+        _check_local(fs)
+        index = SemanticIndex.load(_index_dir(persist_path), embedder=to_embedder(embed_model))
+        return cls(index=index)
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str = DEFAULT_PERSIST_DIR,
+        namespace: str = DEFAULT_VECTOR_STORE,
+        embed_model: Any = None,
+        fs: Any = None,
+    ) -> SemanticVectorStore:
+        """The store that ``storage_context.persist(persist_dir)`` saved (one namespace)."""
+        path = Path(persist_dir) / f"{namespace}{NAMESPACE_SEP}{DEFAULT_PERSIST_FNAME}"
+        return cls.from_persist_path(str(path), embed_model=embed_model, fs=fs)
+
     # -- reads ----------------------------------------------------------------------------
+    def _chunks(self, node_ids: list[str] | None, filters: MetadataFilters | None) -> list[Chunk]:
+        accept = _accept(filters)
+        wanted = None if node_ids is None else set(node_ids)
+        return [
+            c
+            for c in self._index.chunks()
+            if (wanted is None or c.metadata.get(NODE_KEY) in wanted) and accept(c.metadata)
+        ]
+
     def get_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         """The stored nodes ``node_ids`` that ``filters`` accepts (missing ids skipped)."""
-        return [
-            _node(self._index.document(i))
-            for i in self._index.doc_ids_where(_accept(filters), node_ids)
-        ]
+        return [_node(c) for c in self._chunks(node_ids, filters)]
 
     async def aget_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
@@ -201,10 +286,10 @@ class SemanticVectorStore(BasePydanticVectorStore):
             vector = query.query_embedding
         else:
             raise ConfigError("the query has neither query_str nor query_embedding")
-        accept = _accept(query.filters, query.doc_ids)
+        accept = _accept(query.filters, query.node_ids)
         # An empty node_ids restricts nothing: VectorStoreIndex passes its own node list,
         # which is empty for a store that keeps the text.
-        restrict = dict(filter=accept, doc_ids=query.node_ids or None)
+        restrict = dict(filter=accept, doc_ids=query.doc_ids or None)
         if query.mode == VectorStoreQueryMode.MMR:
             weight = kwargs.get("mmr_threshold", query.mmr_threshold)
             hits = self._index.search_mmr(
@@ -226,34 +311,64 @@ class SemanticVectorStore(BasePydanticVectorStore):
         return await asyncio.to_thread(self.query, query, **kwargs)
 
 
+def _doc_of(node: BaseNode) -> str:
+    """The semrag document a node belongs to (its own id when it names none)."""
+    return chunk_document_id(node.metadata, node.ref_doc_id) or node.node_id
+
+
+def _chunk(node: BaseNode) -> Chunk:
+    """A node as a semrag chunk of its document, its node id kept in the metadata."""
+    text = node.get_content(MetadataMode.NONE)
+    start = getattr(node, "start_char_idx", None)
+    start = start if isinstance(start, int) and start >= 0 else -1
+    end = start + len(text) if start >= 0 else -1
+    meta = {**node.metadata, NODE_KEY: node.node_id}
+    return Chunk(_doc_of(node), start, end, text, 0, metadata=meta)
+
+
 def _accept(
-    filters: MetadataFilters | None, ref_doc_ids: Sequence[str] | None = None
+    filters: MetadataFilters | None, node_ids: Sequence[str] | None = None
 ) -> Callable[[Mapping[str, Any]], bool]:
-    """One predicate on stored metadata for LlamaIndex's filters and ``doc_ids``."""
+    """One predicate on stored metadata for LlamaIndex's filters and ``node_ids``."""
     # LlamaIndex's own evaluation of MetadataFilters, given the metadata as the lookup key.
     by_filters = build_metadata_filter_fn(lambda meta: meta, filters)
-    if ref_doc_ids is None:
+    if not node_ids:
         return by_filters
-    refs = set(ref_doc_ids)
-    return lambda meta: meta.get(REF_DOC_KEY) in refs and by_filters(meta)
+    wanted = set(node_ids)
+    return lambda meta: meta.get(NODE_KEY) in wanted and by_filters(meta)
 
 
-def _node(doc: Document) -> TextNode:
-    meta = {k: v for k, v in doc.metadata.items() if k != REF_DOC_KEY}
-    ref = doc.metadata.get(REF_DOC_KEY)
-    relationships = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=ref)} if ref else {}
-    return TextNode(id_=doc.id, text=doc.text, metadata=meta, relationships=relationships)
+def _node(chunk: Chunk) -> TextNode:
+    """A stored chunk as the node it was added as (its id, metadata and source)."""
+    meta = {k: v for k, v in chunk.metadata.items() if k != NODE_KEY}
+    return TextNode(
+        id_=str(chunk.metadata.get(NODE_KEY, chunk.doc_id)),
+        text=chunk.text,
+        metadata=meta,
+        start_char_idx=chunk.start if chunk.has_offsets else None,
+        end_char_idx=chunk.end if chunk.has_offsets else None,
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=chunk.doc_id)},
+    )
 
 
 def _result(hits: list[ScoredChunk]) -> VectorStoreQueryResult:
-    nodes: list[BaseNode] = []
-    for h in hits:
-        node = _node(Document(h.chunk.doc_id, h.chunk.text, dict(h.chunk.metadata)))
-        node.start_char_idx, node.end_char_idx = h.chunk.start, h.chunk.end
-        nodes.append(node)
+    nodes: list[BaseNode] = [_node(h.chunk) for h in hits]
     return VectorStoreQueryResult(
-        nodes=nodes, similarities=[h.score for h in hits], ids=[h.chunk.doc_id for h in hits]
+        nodes=nodes, similarities=[h.score for h in hits], ids=[n.node_id for n in nodes]
     )
+
+
+def _index_dir(persist_path: str) -> Path:
+    path = Path(persist_path)
+    return path.with_suffix("") if path.suffix == ".json" else path
+
+
+def _check_local(fs: Any) -> None:
+    if fs is not None and "file" not in (getattr(fs, "protocol", None) or ()):
+        raise ConfigError(
+            f"SemanticVectorStore saves to the local filesystem only, not {fs!r}; persist "
+            "to a local directory and copy it"
+        )
 
 
 class VectorStoreClient:
@@ -269,7 +384,7 @@ class VectorStoreClient:
 
     Example:
         >>> from llama_index.core.vector_stores import SimpleVectorStore
-        >>> from semrag import Document, SemanticIndex
+        >>> from semrag import SemanticIndex
         >>> from semrag.testing import FakeEmbedder
         >>> client = VectorStoreClient(SimpleVectorStore())
         >>> index = SemanticIndex(embedder=FakeEmbedder(), dense=client)

@@ -6,6 +6,7 @@ mean "you passed a bad value" also derive from the matching builtin, so callers'
 
     * SemragError
       + ConfigError (ValueError, TypeError)  bad argument or configuration
+      |  - DocumentConflictError          an add names ids already indexed (on_conflict=)
       + NotFittedError (AttributeError)   a model or index used before fit/build
       + MissingDependencyError (ImportError)
       + EmbeddingError                    an embedder returned the wrong shape or non-finite values
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "DocumentConflictError",
     "EmbeddingError",
     "LLMError",
     "LLMOutputError",
@@ -93,3 +95,18 @@ def missing_dependency(package: str, extra: str) -> MissingDependencyError:
     return MissingDependencyError(
         f'{package!r} is not installed; install it with: pip install "semrag[{extra}]"'
     )
+
+
+class DocumentConflictError(ConfigError):
+    """An add names documents that are already indexed, or one id twice.
+
+    Raised when the caller did not say to replace or skip them (``on_conflict=``);
+    nothing was changed.
+
+    Attributes:
+        ids: the conflicting document ids.
+    """
+
+    def __init__(self, message: str, *, ids: list[str]) -> None:
+        super().__init__(message)
+        self.ids = ids

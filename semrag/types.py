@@ -150,26 +150,6 @@ class ScoredChunk:
         }
 
 
-DOC_ID_KEYS = ("doc_id", "source", "semrag_doc_id")
-"""Metadata keys that name a chunk's document, in the order they are read: semrag's
-retrievers write ``doc_id``, LangChain loaders ``source``, semrag's splitters
-``semrag_doc_id`` (the id of the document they split)."""
-
-
-def doc_id_from_metadata(metadata: Mapping[str, Any], default: str = "") -> str:
-    """The document id a framework document's metadata names (see :data:`DOC_ID_KEYS`).
-
-    Example:
-        >>> doc_id_from_metadata({"source": "a.txt", "semrag_doc_id": "0"})
-        'a.txt'
-    """
-    for key in DOC_ID_KEYS:
-        value = metadata.get(key)
-        if value not in (None, ""):
-            return str(value)
-    return default
-
-
 MetadataFilter = Callable[[Mapping[str, Any]], bool] | Mapping[str, Any]
 """Which chunks a search may return: a callable on a chunk's metadata, or a mapping whose
 every item the metadata must hold (``{"lang": "en"}``)."""

@@ -31,6 +31,7 @@ from semrag._validation import Interval, validate_params
 from semrag.chunking._split import merge_small_segments, segments_from_breaks, split_with_overlap
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
+from semrag.identity import content_id, document_id
 from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
 from semrag.text.tokens import SPACE_RUN, Tokenizer, WhitespaceTokenizer, as_tokenizer
 from semrag.types import Chunk, Document, Span
@@ -114,18 +115,18 @@ class _Prepared:
     sentence_tokens: list[int]
 
 
-def _framework_document(d: Any, position: int) -> Document | None:
+def _framework_document(d: Any) -> Document | None:
     """A LangChain or LlamaIndex document (duck-typed: the core imports neither), or None.
 
-    LangChain: ``page_content``, ``metadata`` and ``id`` (else ``metadata["doc_id"]``, else
-    the position). LlamaIndex documents and nodes: ``get_content()`` without metadata,
-    ``metadata`` and ``node_id``.
+    LangChain: ``page_content`` and ``metadata``; LlamaIndex documents and nodes:
+    ``get_content()`` without metadata, and ``metadata``. The id follows
+    :mod:`semrag.identity`; a LlamaIndex document or node handed over as a document is
+    named by its own ``node_id`` (its ``id_``).
     """
     text = getattr(d, "page_content", None)
     if isinstance(text, str):
         meta = dict(getattr(d, "metadata", None) or {})
-        doc_id = getattr(d, "id", None) or meta.get("doc_id") or str(position)
-        return Document(id=str(doc_id), text=text, metadata=meta)
+        return Document(id=document_id(text, meta, d), text=text, metadata=meta)
     get_content = getattr(d, "get_content", None)
     node_id = getattr(d, "node_id", None)
     if callable(get_content) and node_id:
@@ -136,16 +137,31 @@ def _framework_document(d: Any, position: int) -> Document | None:
     return None
 
 
-def _as_documents(documents: Iterable[Any]) -> list[Document]:
+def _one(text: Any, doc_id: str | None, metadata: Mapping[str, Any] | None) -> Document:
+    """The document :meth:`BoundaryChunker.chunk` chunks (``TypeError`` if not a text)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    return Document(doc_id if doc_id is not None else content_id(text), text, dict(metadata or {}))
+
+
+def as_documents(documents: Iterable[Any]) -> list[Document]:
+    """Semrag documents from any supported kind, named by :mod:`semrag.identity`.
+
+    Strings are named by their content (never by their position in the call).
+
+    Raises:
+        TypeError: for a single text or document instead of a list, or an item of an
+            unsupported kind.
+    """
     if isinstance(documents, (str, Document)):
         raise TypeError("pass a list of documents, or use chunk() for a single text")
     docs: list[Document] = []
-    for i, d in enumerate(documents):
+    for d in documents:
         if isinstance(d, Document):
             docs.append(d)
         elif isinstance(d, str):
-            docs.append(Document(id=str(i), text=d))
-        elif (converted := _framework_document(d, i)) is not None:
+            docs.append(Document(id=content_id(d), text=d))
+        elif (converted := _framework_document(d)) is not None:
             docs.append(converted)
         else:
             raise TypeError(
@@ -265,13 +281,14 @@ class BoundaryChunker:
 
     # -- public API ---------------------------------------------------------------------
     def chunk(
-        self, text: str, *, doc_id: str = "0", metadata: Mapping[str, Any] | None = None
+        self, text: str, *, doc_id: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> list[Chunk]:
         """Chunk one text.
 
         Args:
             text: the text.
-            doc_id: id written on every chunk.
+            doc_id: id written on every chunk; default the text's content id
+                (:func:`semrag.identity.content_id`), as :meth:`chunk_documents` names it.
             metadata: copied onto every chunk.
 
         Returns:
@@ -280,22 +297,21 @@ class BoundaryChunker:
         Raises:
             TypeError: if ``text`` is not a ``str``.
         """
-        doc = Document(id=doc_id, text=text, metadata=dict(metadata or {}))
-        return self.chunk_with_stats([doc])[0].chunks
+        return self.chunk_with_stats([_one(text, doc_id, metadata)])[0].chunks
 
     async def achunk(
-        self, text: str, *, doc_id: str = "0", metadata: Mapping[str, Any] | None = None
+        self, text: str, *, doc_id: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> list[Chunk]:
         """Async twin of :meth:`chunk`."""
-        doc = Document(id=doc_id, text=text, metadata=dict(metadata or {}))
+        doc = _one(text, doc_id, metadata)
         return (await self.achunk_with_stats([doc]))[0].chunks
 
     def chunk_documents(self, documents: Iterable[Document | str]) -> list[Chunk]:
         """Chunk many documents with one batched embedding pass.
 
         Args:
-            documents: :class:`~semrag.types.Document` objects, or strings (their ids
-                become their positions, ``"0"``, ``"1"``, ...).
+            documents: :class:`~semrag.types.Document` objects, strings (named by their
+                content) or framework documents (named by :mod:`semrag.identity`).
 
         Returns:
             The chunks of all documents, document by document, in order.
@@ -312,14 +328,14 @@ class BoundaryChunker:
         Returns:
             One :class:`ChunkingResult` per document, in input order.
         """
-        prepared = self._prepare(_as_documents(documents))
+        prepared = self._prepare(as_documents(documents))
         texts, owners = self._collect(prepared)
         vectors = self._embed_blocks(texts)
         return self._finish(prepared, vectors, owners)
 
     async def achunk_with_stats(self, documents: Iterable[Document | str]) -> list[ChunkingResult]:
         """Async twin of :meth:`chunk_with_stats`; CPU work runs in a worker thread."""
-        docs = _as_documents(documents)
+        docs = as_documents(documents)
         prepared = await asyncio.to_thread(self._prepare, docs)
         texts, owners = await asyncio.to_thread(self._collect, prepared)
         vectors = await self._aembed_blocks(texts)

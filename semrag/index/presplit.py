@@ -11,11 +11,18 @@ Where a chunk names its document and its offset:
 input          document id                                  start offset
 =============  ===========================================  ====================================
 semrag Chunk   ``doc_id``                                   ``start`` (``-1``: unknown)
-LangChain      metadata ``doc_id``, ``source`` or           metadata ``start_index``
-               ``semrag_doc_id`` (:data:`DOC_ID_KEYS`)      (``add_start_index=True``)
-LlamaIndex     ``ref_doc_id`` (the SOURCE relationship),    ``start_char_idx``
-               else the metadata keys above
+LangChain      metadata ``semrag_doc_id``, ``doc_id``, or   metadata ``start_index``
+               ``source`` with its ``page`` / ``row``       (``add_start_index=True``)
+LlamaIndex     metadata ``semrag_doc_id``, else             ``start_char_idx``
+               ``ref_doc_id`` (the SOURCE relationship),
+               else the LangChain keys
 =============  ===========================================  ====================================
+
+The document id is :func:`semrag.identity.chunk_document_id`, the one rule every entry
+point uses, so ``add_chunks(chunks, documents=docs)`` finds each chunk's document among
+the very documents that were split. A chunk keeps all of its metadata (``source``
+included) except its offsets and semrag's own provenance keys (``semrag_*``), which the
+index writes anew.
 """
 
 from __future__ import annotations
@@ -27,9 +34,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from semrag.errors import ConfigError
-from semrag.types import DOC_ID_KEYS, Chunk, Document, Span, doc_id_from_metadata
+from semrag.identity import chunk_document_id
+from semrag.types import Chunk, Document, Span
 
-__all__ = ["OFFSET_KEYS", "PieceOfText", "place_chunks", "read_piece", "whole_document_chunk"]
+__all__ = [
+    "NODE_KEY",
+    "OFFSET_KEYS",
+    "PieceOfText",
+    "place_chunks",
+    "read_piece",
+    "whole_document_chunk",
+]
 
 OFFSET_KEYS = ("start_index", "end_index")
 """Metadata keys that hold a chunk's offsets; they describe the chunk, not its content,
@@ -50,10 +65,20 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+NODE_KEY = "semrag_node_id"
+"""Metadata key under which a LlamaIndex store keeps each chunk's node id (kept as given)."""
+
+
 def _own_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The metadata that describes the content (offset and semrag provenance keys dropped)."""
-    drop = {*OFFSET_KEYS, *DOC_ID_KEYS}
-    return {k: v for k, v in meta.items() if k not in drop and not k.startswith("semrag_")}
+    """The metadata that describes the content (offsets and ``semrag_*`` keys dropped).
+
+    ``source`` and ``doc_id`` are kept; semrag's provenance keys are written anew.
+    """
+    return {
+        k: v
+        for k, v in meta.items()
+        if k not in OFFSET_KEYS and (k == NODE_KEY or not k.startswith("semrag_"))
+    }
 
 
 def read_piece(item: Any, position: int) -> PieceOfText:
@@ -69,7 +94,7 @@ def read_piece(item: Any, position: int) -> PieceOfText:
     text = getattr(item, "page_content", None)
     if isinstance(text, str):  # LangChain
         meta = dict(getattr(item, "metadata", None) or {})
-        doc_id = doc_id_from_metadata(meta)
+        doc_id = chunk_document_id(meta)
         start = _int_or_none(meta.get("start_index"))
     else:
         get_content = getattr(item, "get_content", None)
@@ -80,14 +105,13 @@ def read_piece(item: Any, position: int) -> PieceOfText:
             )
         text = get_content(metadata_mode="none")
         meta = dict(getattr(item, "metadata", None) or {})
-        doc_id = str(getattr(item, "ref_doc_id", None) or doc_id_from_metadata(meta))
+        doc_id = chunk_document_id(meta, getattr(item, "ref_doc_id", None))
         start = _int_or_none(getattr(item, "start_char_idx", None))
     if not doc_id:
-        keys = ", ".join(DOC_ID_KEYS)
         raise ConfigError(
-            f"chunk {position} names no document: set one of the metadata keys {keys} "
-            "(LangChain splitters copy the document's metadata to its chunks), or use "
-            "add_documents for whole documents"
+            f"chunk {position} names no document: set the metadata key 'source' or "
+            "'doc_id' (LangChain splitters copy the document's metadata to its chunks) "
+            "or use add_documents for whole documents"
         )
     return PieceOfText(str(doc_id), text, start, _own_metadata(meta))
 

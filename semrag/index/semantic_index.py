@@ -28,6 +28,7 @@ import itertools
 import json
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,11 +39,12 @@ import numpy.typing as npt
 from semrag._rwlock import RWLock
 from semrag._validation import HasMethods, Options, check_k, check_query, validate_params
 from semrag.chunking._split import mean_windows
-from semrag.chunking.base import BoundaryChunker, _as_documents
+from semrag.chunking.base import BoundaryChunker, as_documents
 from semrag.embeddings import BaseEmbedder, as_embedder
-from semrag.errors import ConfigError, StoreError
+from semrag.errors import ConfigError, DocumentConflictError, StoreError
 from semrag.graph.live_ssg import LiveSSG
 from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
+from semrag.identity import OnConflict, check_on_conflict
 from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.index.dense import DenseIndex, top_k
 from semrag.index.external import StoreBackedDense, VectorClient
@@ -681,10 +683,15 @@ class SemanticIndex:
 
     # -- building ---------------------------------------------------------------------------
     def _validate(self, documents: Iterable[Document | str]) -> list[Document]:
-        docs = _as_documents(documents)
-        ids = [d.id for d in docs]
-        if len(set(ids)) != len(ids):
-            raise ConfigError("duplicate document ids in one add_documents call")
+        docs = as_documents(documents)
+        twice = sorted(i for i, n in Counter(d.id for d in docs).items() if n > 1)
+        if twice:
+            raise DocumentConflictError(
+                f"one call names {len(twice)} document id(s) more than once: {twice[:5]}; "
+                "give each document its own id (Document.id, metadata 'doc_id' or "
+                "'source'), or pass a splitter's chunks to add_chunks",
+                ids=twice,
+            )
         for d in docs:
             try:
                 json.dumps(dict(d.metadata))
@@ -761,11 +768,33 @@ class SemanticIndex:
             t_pos += 1
         return computed
 
-    def _store(self, computed: list[tuple[Any, ...]]) -> None:
+    def _conflicts(self, docs: list[Document], on_conflict: OnConflict) -> list[Document]:
+        """The documents to add under ``on_conflict`` (see :mod:`semrag.identity`).
+
+        Raises:
+            DocumentConflictError: with ``"error"``, if any id is already indexed.
+        """
+        taken = [d.id for d in docs if d.id in self._entries]
+        if not taken or on_conflict == "replace":
+            return docs
+        if on_conflict == "error":
+            raise DocumentConflictError(
+                f"{len(taken)} document id(s) already indexed: {taken[:5]}; nothing was "
+                "added. Pass on_conflict='replace' to replace them (an upsert) or "
+                "'skip' to keep the indexed ones",
+                ids=taken,
+            )
+        self.notes.append(f"add: skipped {len(taken)} already indexed: {taken[:20]}")
+        return [d for d in docs if d.id not in self._entries]
+
+    def _store(self, computed: list[tuple[Any, ...]], on_conflict: OnConflict) -> None:
         """Commit the documents of one ``add_documents`` call as one change."""
-        if not computed:
-            return
         with self._commit_lock:  # ids are taken in commit order
+            # checked again here: another add may have committed an id since the call began
+            kept = {d.id for d in self._conflicts([c[0] for c in computed], on_conflict)}
+            computed = [c for c in computed if c[0].id in kept]
+            if not computed:
+                return
             added = []
             for doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec in computed:
                 ids = list(range(self._next_id, self._next_id + len(chunks)))
@@ -775,7 +804,7 @@ class SemanticIndex:
                         doc, spans, svec, list(chunks), ids, cvec, ranges_n, nvec, theme, theme_vec
                     )
                 )
-            self._commit(added)  # one change per call: re-added documents are replaced
+            self._commit(added)  # one change per call (with "replace", re-added ids replace)
 
     def _keyword_themes(self, block: list[tuple[Document, list[Span]]]) -> list[list[str]]:
         n = self.ssg_config.n_themes if self.ssg_config else 5
@@ -785,13 +814,16 @@ class SemanticIndex:
         n = self.ssg_config.n_themes if self.ssg_config else 5
         return _THEME_PROMPT.format(n=n, text=" ".join(doc.text.split()[:500]))
 
-    def add_documents(self, documents: Iterable[Any], *, split: bool = True) -> None:
-        """Index documents (a document whose id is already indexed is replaced).
+    def add_documents(
+        self, documents: Iterable[Any], *, split: bool = True, on_conflict: OnConflict = "error"
+    ) -> None:
+        """Index documents.
 
-        ``documents`` may be semrag :class:`Document` objects, strings (their ids are their
-        positions), LangChain ``Document`` objects (id: ``doc.id``, else
-        ``metadata["doc_id"]``, else the position) or LlamaIndex documents and nodes
-        (id: ``node_id``); text and metadata are kept.
+        ``documents`` may be semrag :class:`Document` objects, strings, LangChain
+        ``Document`` objects or LlamaIndex documents and nodes; text and metadata are
+        kept. Each is named by the rule of :mod:`semrag.identity` (explicit id, else
+        ``metadata["source"]`` with its page or row, else a hash of the text; never the
+        position in the call).
 
         Sentences of a block of documents are embedded in one call; the chunker then finds
         them in the embedder's cache; chunk, window and theme texts go in a second call.
@@ -803,24 +835,41 @@ class SemanticIndex:
             documents: the documents.
             split: ``False`` indexes each document as one chunk, as it is (what a vector
                 store does with what it is given; the graph still has its sentences).
+            on_conflict: for an id that is already indexed: ``"error"`` (nothing is
+                added), ``"replace"`` (the indexed document is replaced, in the same
+                change) or ``"skip"`` (the new one is left out; :attr:`notes` says so).
 
         Raises:
             TypeError: if an item is none of those.
-            ConfigError: on duplicate ids in the call or metadata that is not JSON.
+            DocumentConflictError: on an id given twice in the call, or already indexed
+                with ``on_conflict="error"``; it names the ids.
+            ConfigError: on metadata that is not JSON, or a bad ``on_conflict``.
             EmbeddingError: if the embedder misbehaves (nothing is added then).
         """
-        docs = self._validate(documents)
-        self._add(docs, None if split else _WHOLE)
+        docs = self._admit(self._validate(documents), on_conflict)
+        self._add(docs, None if split else _WHOLE, on_conflict)
 
-    def add_chunks(self, chunks: Iterable[Any], documents: Iterable[Any] | None = None) -> None:
+    def _admit(self, docs: list[Document], on_conflict: Any) -> list[Document]:
+        """Fail fast, before any embedding, on a conflict the commit would refuse."""
+        return self._conflicts(docs, check_on_conflict(on_conflict))
+
+    def add_chunks(
+        self,
+        chunks: Iterable[Any],
+        documents: Iterable[Any] | None = None,
+        *,
+        on_conflict: OnConflict = "error",
+    ) -> None:
         """Index chunks made elsewhere, as they are (no re-chunking).
 
         For a splitter's output: LangChain ``Document`` chunks, LlamaIndex nodes or semrag
-        :class:`Chunk` objects. Each chunk names its document (LangChain: metadata
-        ``doc_id`` / ``source`` / ``semrag_doc_id``; LlamaIndex: ``ref_doc_id``) and,
-        when it can, its offset (``start_index``, ``start_char_idx``); the table in
+        :class:`Chunk` objects. Each chunk names its document
+        (:func:`semrag.identity.chunk_document_id`: the ``semrag_doc_id`` a semrag
+        splitter wrote, a node's ``ref_doc_id``, ``doc_id``, or ``source`` with its page)
+        and, when it can, its offset (``start_index``, ``start_char_idx``); the table in
         :mod:`semrag.index.presplit` lists what is read. Chunks of one document are
-        indexed together and replace that document if it is already indexed.
+        indexed together; a document that is already indexed is handled by
+        ``on_conflict`` as in :meth:`add_documents`.
 
         With ``documents`` (the texts that were split, any kind :meth:`add_documents`
         takes), each chunk is found in its document's text and its offsets index that
@@ -845,10 +894,11 @@ class SemanticIndex:
             ConfigError: if a chunk names no document, or one that is not in
                 ``documents``; if a chunk is not where its offset says; if ``documents``
                 holds a document without chunks.
+            DocumentConflictError: as in :meth:`add_documents`.
             TypeError: on an item of an unsupported kind.
         """
         docs, chunk_lists = self._place(chunks, documents)
-        self._add(docs, chunk_lists)
+        self._add(self._admit(docs, on_conflict), chunk_lists, on_conflict)
 
     def _place(
         self, chunks: Iterable[Any], documents: Iterable[Any] | None
@@ -875,7 +925,7 @@ class SemanticIndex:
             ]
         return [given[d.id] for d, _ in block]
 
-    def _add(self, docs: list[Document], given: _Given) -> None:
+    def _add(self, docs: list[Document], given: _Given, on_conflict: OnConflict) -> None:
         # Blocks bound the embedder's batches; the call is one change (one commit), so a
         # bulk load costs every part one application, and a failure adds nothing.
         blocks = self._blocks(docs)
@@ -905,25 +955,32 @@ class SemanticIndex:
                 bar.update(len(block))
         if bar is not None:
             bar.close()
-        self._store(computed)
+        self._store(computed, on_conflict)
 
-    async def aadd_documents(self, documents: Iterable[Any], *, split: bool = True) -> None:
+    async def aadd_documents(
+        self, documents: Iterable[Any], *, split: bool = True, on_conflict: OnConflict = "error"
+    ) -> None:
         """Async twin of :meth:`add_documents`.
 
         Theme LLM calls run concurrently; the CPU work runs in worker threads, so the event
         loop is never blocked.
         """
         docs = await asyncio.to_thread(self._validate, documents)
-        await self._aadd(docs, None if split else _WHOLE)
+        docs = self._admit(docs, on_conflict)
+        await self._aadd(docs, None if split else _WHOLE, on_conflict)
 
     async def aadd_chunks(
-        self, chunks: Iterable[Any], documents: Iterable[Any] | None = None
+        self,
+        chunks: Iterable[Any],
+        documents: Iterable[Any] | None = None,
+        *,
+        on_conflict: OnConflict = "error",
     ) -> None:
         """Async twin of :meth:`add_chunks`."""
         docs, chunk_lists = await asyncio.to_thread(self._place, chunks, documents)
-        await self._aadd(docs, chunk_lists)
+        await self._aadd(self._admit(docs, on_conflict), chunk_lists, on_conflict)
 
-    async def _aadd(self, docs: list[Document], given: _Given) -> None:
+    async def _aadd(self, docs: list[Document], given: _Given, on_conflict: OnConflict) -> None:
         blocks = await asyncio.to_thread(self._blocks, docs)
         computed: list[tuple[Any, ...]] = []
         for block in blocks:
@@ -950,7 +1007,7 @@ class SemanticIndex:
             computed += await asyncio.to_thread(
                 self._vectors_of_block, block, svecs, chunk_lists, themes, second
             )
-        await asyncio.to_thread(self._store, computed)
+        await asyncio.to_thread(self._store, computed, on_conflict)
 
     def _theme_failed(self, doc: Document, exc: Exception) -> None:
         if self.on_llm_error == "raise":
@@ -977,9 +1034,29 @@ class SemanticIndex:
 
         return tqdm(total=total, desc="Indexing", unit="doc")
 
-    def delete(self, doc_id: str) -> bool:
-        """Remove a document, its chunks and its graph nodes; ``False`` if it was absent."""
-        return bool(self._commit((), [doc_id]))
+    def delete(self, ids: str | Iterable[str]) -> bool:
+        """Remove one document or several (in one change), with their chunks and graph nodes.
+
+        Returns ``True`` when every id was indexed; an id that was not is reported by
+        ``False`` and in :attr:`notes` (the others are removed all the same).
+
+        Example:
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
+            >>> index.add_documents([Document("a", "Bees."), Document("b", "Ants.")])
+            >>> index.delete(["a", "zz"]), index.doc_ids, index.notes
+            (False, ['b'], ["delete: not indexed: ['zz']"])
+
+        Raises:
+            ConfigError: if ``ids`` is not a string or an iterable of strings.
+        """
+        wanted = _id_list(ids)
+        removed = self._commit((), wanted).removed
+        gone = {d.id for d in removed}
+        unknown = [i for i in dict.fromkeys(wanted) if i not in gone]
+        if unknown:
+            self.notes.append(f"delete: not indexed: {unknown[:20]}")
+        return not unknown
 
     def doc_ids_where(
         self, filter: MetadataFilter, among: Iterable[str] | None = None
@@ -1001,11 +1078,12 @@ class SemanticIndex:
     def delete_many(self, doc_ids: Iterable[str]) -> int:
         """Remove several documents in one change; returns how many were indexed.
 
-        Absent ids are ignored.
+        Absent ids are ignored (the vector stores' ``delete`` semantics; :meth:`delete`
+        reports them).
         """
         if isinstance(doc_ids, str):
-            raise TypeError("pass a list of document ids, or use delete() for one")
-        return len(self._commit((), list(doc_ids)).removed)
+            raise ConfigError("pass a list of document ids, or use delete() for one")
+        return len(self._commit((), _id_list(doc_ids)).removed)
 
     # -- search -------------------------------------------------------------------------------
     def embed_query(self, query: str) -> Floats:
@@ -1435,6 +1513,23 @@ class SemanticIndex:
             f"SemanticIndex(documents={len(self)}, chunks={len(self._chunk_by_id)}, "
             f"chunker={self.chunker!r}, ssg={self.ssg_config is not None})"
         )
+
+
+def _id_list(ids: Any) -> list[str]:
+    """``ids`` (one id or an iterable of ids) as a list of strings.
+
+    Raises:
+        ConfigError: on anything else (``None``, numbers, bytes, a mix).
+    """
+    if isinstance(ids, str):
+        return [ids]
+    if isinstance(ids, (bytes, Mapping)) or not isinstance(ids, Iterable):
+        raise ConfigError(f"document ids must be a str or a list of str, got {type(ids).__name__}")
+    out = list(ids)
+    bad = [i for i in out if not isinstance(i, str)]
+    if bad:
+        raise ConfigError(f"document ids must be str; got {type(bad[0]).__name__} {bad[0]!r}")
+    return out
 
 
 def _run_all(writes: Sequence[Callable[[], None]]) -> Exception | None:

@@ -74,5 +74,5 @@ def check_chunker(chunker: Any, texts: Sequence[str]) -> None:
         assert chunker.chunk(text) == chunks, "chunking is not deterministic"
         assert asyncio.run(chunker.achunk(text)) == chunks, "achunk differs from chunk"
     batched = chunker.chunk_documents(list(texts))
-    single = [c for i, t in enumerate(texts) for c in chunker.chunk(t, doc_id=str(i))]
+    single = [c for t in texts for c in chunker.chunk(t)]
     assert batched == single, "chunk_documents differs from chunking one text at a time"

@@ -130,7 +130,9 @@ def test_any_sequence_of_changes_keeps_the_backends_equal(backend, ops):
     for op, i in ops:
         for index in (a, b):
             if op == "add":
-                index.add_documents([Document(f"d{i}", TEXTS[i] + f" Version {len(ops)}.")])
+                index.add_documents(
+                    [Document(f"d{i}", TEXTS[i] + f" Version {len(ops)}.")], on_conflict="replace"
+                )
             else:
                 index.delete(f"d{i}")
     assert a.doc_ids == b.doc_ids

@@ -18,6 +18,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 import langchain_semrag
 import llama_index_semrag
 from semrag import Document, SemanticIndex
+from semrag.identity import content_id
 from semrag.testing import FakeEmbedder
 
 TEXT = (
@@ -268,11 +269,12 @@ def test_retrieve_and_check_returns_the_loops_evidence_in_both_frameworks():
 
 def test_spc_compressor_repairs_semrag_splitter_output_by_its_document_id():
     splitter = langchain_semrag.SemanticTextSplitter(FakeEmbedder(), buffer_size=0, threshold=0.99)
-    docs = splitter.create_documents([TEXT])  # no "source": the splitter's semrag_doc_id is "0"
+    docs = splitter.create_documents([TEXT])  # no "source": the id is the text's content id
     damaged = [d for d in docs if d.page_content.startswith("He then")]
     assert damaged and "doc_id" not in damaged[0].metadata
+    assert damaged[0].metadata["semrag_doc_id"] == content_id(TEXT)
     compressor = langchain_semrag.SPCCompressor(
-        sources={"0": TEXT}, embeddings=FakeEmbedder(), options={"audit": False}
+        sources={content_id(TEXT): TEXT}, embeddings=FakeEmbedder(), options={"audit": False}
     )
     (out,) = compressor.compress_documents(damaged, "Why did John Smith resign?")
     assert out.metadata["semrag_spc"]["action"] == "repaired"

@@ -124,7 +124,8 @@ def test_llama_index_vector_store_index_end_to_end():
     from llama_index.core.llms import MockLLM
 
     store, index, _ = li_store_and_index()
-    assert len(store.index) > 3  # one entry per node
+    assert sorted(store.index.doc_ids) == ["bees", "money", "space"]  # nodes grouped by document
+    assert len(store.index.chunks()) > 3  # one chunk per node
     nodes = index.as_retriever(similarity_top_k=2).retrieve("rocket orbit")
     assert nodes[0].node.ref_doc_id == "space"
     assert nodes[0].node.metadata == {"topic": "space"}

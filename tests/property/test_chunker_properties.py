@@ -113,7 +113,7 @@ def test_valley_breaks_are_one_per_run_of_low_gaps(probs, threshold):
 def test_batched_equals_one_by_one(texts):
     chunker = SemanticChunker(FakeEmbedder(dim=32), tokenizer=TOKENIZER, max_tokens=16)
     batched = chunker.chunk_documents(texts)
-    single = [c for i, t in enumerate(texts) for c in chunker.chunk(t, doc_id=str(i))]
+    single = [c for t in texts for c in chunker.chunk(t)]
     assert batched == single
 
 

@@ -49,9 +49,9 @@ def test_langchain_splitter_output_keeps_offsets_and_metadata():
     chunks = index.chunks("space")
     assert [c.text for c in chunks] == [p.page_content for p in pieces]
     assert [c.start for c in chunks] == [p.metadata["start_index"] for p in pieces]
-    assert index.document("space").metadata == {"lang": "en"}
-    assert chunks[1].metadata == {"lang": "en", "page": 2}
-    assert chunks[0].metadata == {"lang": "en"}
+    assert index.document("space").metadata == {"doc_id": "space", "lang": "en"}
+    assert chunks[1].metadata == {"doc_id": "space", "lang": "en", "page": 2}
+    assert chunks[0].metadata == {"doc_id": "space", "lang": "en"}
     assert_exact(index)
     # Gaps the splitter dropped (the blank line) become spaces; everything else is exact.
     rebuilt = index.document("space").text
@@ -105,7 +105,7 @@ def test_chunks_without_offsets_or_documents_are_joined_in_order():
 def test_adding_chunks_again_replaces_the_document():
     index = fresh()
     index.add_chunks([Chunk("a", 0, 11, "Bees dance.", 2)])
-    index.add_chunks([Chunk("a", 0, 13, "Rockets soar.", 2)])
+    index.add_chunks([Chunk("a", 0, 13, "Rockets soar.", 2)], on_conflict="replace")
     assert [c.text for c in index.chunks()] == ["Rockets soar."]
     assert index.search("rockets", k=5)[0].chunk.text == "Rockets soar."
     assert len(index.search("rockets", k=5)) == 1

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semrag import Document, SemanticChunker, SemanticIndex
-from semrag.errors import ConfigError, EmbeddingError, StoreError
+from semrag.errors import ConfigError, DocumentConflictError, EmbeddingError, StoreError
 from semrag.graph import SSGConfig
 from semrag.index import BM25Index, DenseIndex, persist
 from semrag.testing import FakeEmbedder, FakeLLM
@@ -314,7 +314,9 @@ def test_add_and_delete_update_the_graph():
 
 def test_readding_a_document_replaces_it():
     index = make_index()
-    index.add_documents([Document("cats", "Cats are now about something else entirely.")])
+    index.add_documents(
+        [Document("cats", "Cats are now about something else entirely.")], on_conflict="replace"
+    )
     assert len(index) == 3
     assert [c.text for c in index.chunks("cats")] == ["Cats are now about something else entirely."]
     assert len(index.search("cat", k=50)) == len(index.chunks())
@@ -322,8 +324,9 @@ def test_readding_a_document_replaces_it():
 
 def test_bad_input():
     index = make_index()
-    with pytest.raises(ConfigError, match="duplicate"):
+    with pytest.raises(DocumentConflictError, match=r"more than once: \['x'\]") as caught:
         index.add_documents([Document("x", "a."), Document("x", "b.")])
+    assert caught.value.ids == ["x"] and "x" not in index
     with pytest.raises(ConfigError, match="JSON"):
         index.add_documents([Document("y", "a.", {"bad": object()})])
     with pytest.raises(TypeError):
@@ -360,7 +363,7 @@ def test_save_load_round_trip(tmp_path, monkeypatch):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(loaded.ssg.pca_components, index.ssg.pca_components)
     assert loaded.themes("cats") == index.themes("cats")
-    loaded.add_documents([Document("birds", "Birds sing at dawn.")])
+    loaded.add_documents([Document("birds", "Birds sing at dawn.")], on_conflict="replace")
     ids = [c for d in loaded.doc_ids for c in loaded._entries[d].chunk_ids]
     assert len(ids) == len(set(ids))
 
@@ -479,7 +482,9 @@ def test_failed_replacement_keeps_the_old_version():
 
     index.embedder = Broken()
     with pytest.raises(EmbeddingError):
-        index.add_documents([Document("cats", "A brand new text about cats.")])
+        index.add_documents(
+            [Document("cats", "A brand new text about cats.")], on_conflict="replace"
+        )
     assert index.chunks("cats") == old
     assert index.search_sparse("mat", 1)[0].chunk.doc_id == "cats"
 

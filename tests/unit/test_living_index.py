@@ -318,7 +318,7 @@ class LivingIndex(RuleBasedStateMachine):
     @rule(doc=st.integers(0, 5), text=texts)
     def add(self, doc, text):
         doc_id = f"d{doc}"
-        self.index.add_documents([Document(doc_id, text)])
+        self.index.add_documents([Document(doc_id, text)], on_conflict="replace")
         self.docs.pop(doc_id, None)
         self.docs[doc_id] = text  # a re-added document moves to the end
 
@@ -328,7 +328,7 @@ class LivingIndex(RuleBasedStateMachine):
         )
     )
     def add_several(self, docs):
-        self.index.add_documents([Document(f"d{d}", t) for d, t in docs])
+        self.index.add_documents([Document(f"d{d}", t) for d, t in docs], on_conflict="replace")
         for d, t in docs:
             self.docs.pop(f"d{d}", None)
             self.docs[f"d{d}"] = t
@@ -456,7 +456,7 @@ def test_a_commit_hands_one_change_to_every_part_and_follower(delete_first):
     index.add_documents([Document("a", "Bees make honey."), Document("b", "Rockets fly.")])
     if delete_first:
         index.delete("a")
-    index.add_documents([Document("b", "Rockets reach orbit. Fuel burns.")])
+    index.add_documents([Document("b", "Rockets reach orbit. Fuel burns.")], on_conflict="replace")
     assert [c.version for c in seen] == list(range(1, len(seen) + 1))
     last = seen[-1]
     assert last.added_ids == ["b"] and last.replaced_ids == {"b"}
@@ -577,7 +577,7 @@ def test_a_following_graph_equals_a_fresh_build_on_every_store(graph_store):
     ]
     for op, doc_id, text in steps:
         if op == "add":
-            index.add_documents([Document(doc_id, text)])
+            index.add_documents([Document(doc_id, text)], on_conflict="replace")
         else:
             index.delete(doc_id)
         assert kg.following and kg.communities_stale
@@ -724,7 +724,9 @@ def test_a_saved_graph_resumes_following_and_catches_up(tmp_path):
 
     loaded = SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder(dim=32))
     loaded.delete("s1")  # changes the graph has not seen
-    loaded.add_documents([Document("s4", STORIES[4]), Document("s0", STORIES[0])])  # s0 moves
+    loaded.add_documents(
+        [Document("s4", STORIES[4]), Document("s0", STORIES[0])], on_conflict="replace"
+    )  # s0 moves
     resumed = KnowledgeGraph.resume(
         loaded, InMemoryGraphStore.load(tmp_path / "store"), tmp_path / "ledger"
     )
@@ -777,7 +779,7 @@ def test_entity_vectors_are_kept_per_change_and_saved_with_the_ledger(tmp_path):
     index.add_documents([Document("s3", STORIES[3])])
     assert_entity_vectors(kg, embedder, set())
     index.delete("s1")
-    index.add_documents([Document("s0", STORIES[4])])  # replaced
+    index.add_documents([Document("s0", STORIES[4])], on_conflict="replace")  # replaced
     assert_entity_vectors(kg, embedder, set())
 
     kg.store.save(tmp_path / "store")

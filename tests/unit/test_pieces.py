@@ -70,7 +70,9 @@ def test_pieces_kept_per_change_equal_a_fresh_split(ops):
     for op, doc, n in ops:
         doc_id = f"d{doc}"
         if op == "add":  # adds, or replaces an existing document
-            index.add_documents([Document(doc_id, long_text(TOPICS[doc], n))])
+            index.add_documents(
+                [Document(doc_id, long_text(TOPICS[doc], n))], on_conflict="replace"
+            )
         elif doc_id in index.doc_ids:
             index.delete(doc_id)
         assert table(index.piece_index) == table(fresh_pieces(index))
@@ -104,7 +106,9 @@ def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
     loaded = SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder(dim=32))
     assert loaded.piece_index.split == SPLIT
     assert table(loaded.piece_index) == table(kept.piece_index)
-    loaded.add_documents([Document("d9", long_text("Rivers", 20))])  # and it follows on
+    loaded.add_documents(
+        [Document("d9", long_text("Rivers", 20))], on_conflict="replace"
+    )  # and it follows on
     assert table(loaded.piece_index) == table(fresh_pieces(loaded))
 
     (tmp_path / "index" / "pieces.json").write_text('{"split": [12, 3], "rows": [[0]]}')

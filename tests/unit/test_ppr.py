@@ -307,7 +307,9 @@ def test_a_graph_kept_across_changes_equals_one_built_fresh(steps, synonym_k):
     assert (kept.passage_graph().synonym_edges > 0) == bool(synonym_k)  # the path is exercised
     for op, i in steps:
         if op == "add":
-            idx.add_documents([pool[i]])  # a new document, or a new version of one
+            idx.add_documents(
+                [pool[i]], on_conflict="replace"
+            )  # a new document, or a new version of one
         else:
             idx.delete(pool[i].id)
         fresh = PPRRetriever(idx, synonym_k=synonym_k, synonym_threshold=0.3)
