@@ -1058,6 +1058,10 @@ class SemanticIndex:
             self.notes.append(f"delete: not indexed: {unknown[:20]}")
         return not unknown
 
+    async def adelete(self, ids: str | Iterable[str]) -> bool:
+        """Async twin of :meth:`delete` (the commit runs in a worker thread)."""
+        return await asyncio.to_thread(self.delete, ids)
+
     def doc_ids_where(
         self, filter: MetadataFilter, among: Iterable[str] | None = None
     ) -> list[str]:

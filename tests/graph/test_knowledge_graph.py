@@ -529,7 +529,7 @@ def test_sketch_pieces_follow_the_index_and_embed_only_changed_documents():
     before = table(kept)
     assert len(before[0]) > len(index.chunks())  # the long chunks were split
     index.add_documents([long_doc("c", "Honey")])
-    index.add_documents([long_doc("a", "Stocks")])  # a new version of "a"
+    index.add_documents([long_doc("a", "Stocks")], on_conflict="replace")  # a new version of "a"
     embedder.embedded.clear()
     table(kept)
     assert embedder.embedded  # only the changed documents' split pieces were embedded

@@ -53,7 +53,9 @@ def changes(index: SemanticIndex) -> None:
     index.add_documents([Document(f"d{i}", t, {"n": i}) for i, t in enumerate(LONG)])
     index.delete("d2")
     index.add_documents([Document(f"m{i}", t) for i, t in enumerate(MORE)])
-    index.add_documents([Document("d0", TEXTS[0] + " The hive is warm in winter.")])
+    index.add_documents(
+        [Document("d0", TEXTS[0] + " The hive is warm in winter.")], on_conflict="replace"
+    )
     index.delete_many(["d5", "m0"])
 
 

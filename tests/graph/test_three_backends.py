@@ -99,7 +99,9 @@ def test_every_retriever_answers_alike_on_the_three_backends(neo4j):
     for index in indexes.values():
         index.delete("d2")
         index.add_documents([Document(f"m{i}", t) for i, t in enumerate(MORE)])
-        index.add_documents([Document("d0", TEXTS[0] + " The hive is warm.")])
+        index.add_documents(
+            [Document("d0", TEXTS[0] + " The hive is warm.")], on_conflict="replace"
+        )
     for graph in graphs.values():
         graph.refresh_communities()
     want = answers(indexes["embedded"], graphs["embedded"])
