@@ -384,7 +384,7 @@ class VectorStoreClient:
 
     Example:
         >>> from llama_index.core.vector_stores import SimpleVectorStore
-        >>> from semrag import SemanticIndex
+        >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
         >>> client = VectorStoreClient(SimpleVectorStore())
         >>> index = SemanticIndex(embedder=FakeEmbedder(), dense=client)

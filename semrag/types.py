@@ -11,13 +11,32 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from semrag.errors import ConfigError
+
 __all__ = ["Chunk", "Document", "MetadataFilter", "ScoredChunk", "Span", "as_filter"]
 
 
 def _check_text(text: object, what: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"{what} must be str, got {type(text).__name__}")
+    _check_encodable(text, what)
     return text
+
+
+def _check_encodable(text: str, what: str) -> None:
+    """Refuse a lone surrogate at the door: no file or server could store the text as UTF-8.
+
+    Raises:
+        ConfigError: naming the offset of the first one.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigError(
+            f"{what} holds a lone surrogate ({text[exc.start]!r} at offset {exc.start}), "
+            "which is not valid Unicode text; decode the source with errors='replace' or "
+            "fix it before indexing"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +59,7 @@ class Document:
         _check_text(self.text, "Document.text")
         if not isinstance(self.id, str):
             raise TypeError(f"Document.id must be str, got {type(self.id).__name__}")
+        _check_encodable(self.id, "Document.id")
 
 
 @dataclass(frozen=True, slots=True, order=True)

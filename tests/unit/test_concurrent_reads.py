@@ -67,7 +67,7 @@ def test_every_hit_stays_consistent_under_concurrent_writes():
         text = text_for(doc, version)
         with lock:
             written.setdefault(f"w{doc}", set()).add(text)
-        index.add_documents([Document(f"w{doc}", text)])
+        index.add_documents([Document(f"w{doc}", text)], on_conflict="replace")
 
     for d in range(40):
         write(d, 0)

@@ -179,3 +179,13 @@ def test_ids_never_depend_on_the_position_in_a_call(specs, random):
     # the splitter names every document the same way as the index
     split = SemanticTextSplitter(FakeEmbedder()).split_documents(docs)
     assert {c.metadata["semrag_doc_id"] for c in split} <= set(named.values())
+
+
+def test_a_lone_surrogate_is_refused_at_the_door_before_any_change():
+    index = fresh()
+    index.add_documents(loaded(("chess.txt", CHESS)))
+    version = index.version
+    for bad in (loaded(("bad.txt", "Broken \ud800 text.")), [Document("\udfff", "Fine.")]):
+        with pytest.raises(ConfigError, match="lone surrogate"):
+            index.add_documents(bad)
+    assert index.version == version and index.doc_ids == ["chess.txt"]

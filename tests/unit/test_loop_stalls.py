@@ -122,6 +122,12 @@ def on(make_store: Callable[[], Any], call: Callable[[Any, Any], Awaitable[Any]]
     return lambda e: (lambda store: lambda: call(store, e))(make_store())
 
 
+def filled_index() -> SemanticIndex:
+    index = SemanticIndex(embedder=FakeEmbedder(dim=64))
+    index.add_documents(CORPUS)
+    return index
+
+
 def fake_model(cls: Any) -> dict[str, Any]:
     preset = getattr(cls, "preset", "")
     return {"model": FAKE_MODELS[preset]} if preset else {}
@@ -295,6 +301,9 @@ CASES: dict[str, list[Case]] = {
     ],
     "semrag.index.semantic_index:SemanticIndex.aadd_chunks": [
         lambda e: lambda: SemanticIndex(embedder=SlowEmbedder(dim=64)).aadd_chunks(e.index.chunks())
+    ],
+    "semrag.index.semantic_index:SemanticIndex.adelete": [
+        on(filled_index, lambda ix, e: ix.adelete(ix.doc_ids)),
     ],
     "semrag.index.semantic_index:SemanticIndex.aembed_query": [
         lambda e: lambda: e.index.aembed_query(e.query())
