@@ -442,12 +442,8 @@ def recipe_rows(emb, cache_dir: str) -> list[dict]:
     """
     from semrag.chunking.boundary import PairModelChunker
     from semrag.chunking.boundary.data import sample_pairs, split_documents
-    from semrag.chunking.boundary.train import (
-        TrainConfig,
-        accuracy_by_kind,
-        choose_threshold,
-        fit_boundary_model,
-    )
+    from semrag.chunking.boundary.models import fit_boundary_model
+    from semrag.chunking.boundary.train import TrainConfig, accuracy_by_kind, choose_threshold
     from semrag.eval.datasets import read_sectioned_text
 
     sources = [

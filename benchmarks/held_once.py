@@ -27,7 +27,7 @@ import scale
 from _common import emit, header, rss_mb, table
 
 from semrag import SemanticIndex, SSGRetriever
-from semrag.graph import SSGConfig
+from semrag.index import SSGConfig
 from semrag.retrieval import ALGORITHMS, IntentAwareRetriever
 
 

@@ -39,9 +39,9 @@ from _common import CORPUS_QUERIES as QUERIES  # noqa: E402
 from _common import DATA, emit, fresh, header, need, table  # noqa: E402
 
 from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
-from semrag.graph import SSGConfig  # noqa: E402
-from semrag.graph.live_ssg import LiveSSG  # noqa: E402
+from semrag.index import SSGConfig  # noqa: E402
 from semrag.index.dense import DenseIndex  # noqa: E402
+from semrag.index.live_ssg import LiveSSG  # noqa: E402
 from semrag.index.sparse import BM25Index  # noqa: E402
 from semrag.retrieval import IntentAwareRetriever  # noqa: E402
 

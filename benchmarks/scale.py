@@ -51,7 +51,8 @@ from _common import CORPUS_QUERIES, DATA, emit, fresh, header, need, rss_mb, tab
 
 from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.embeddings import BaseEmbedder  # noqa: E402
-from semrag.graph import KnowledgeGraph, SSGConfig  # noqa: E402
+from semrag.graph import KnowledgeGraph  # noqa: E402
+from semrag.index import SSGConfig  # noqa: E402
 from semrag.retrieval import (  # noqa: E402
     ALGORITHMS,
     CommunityRetriever,

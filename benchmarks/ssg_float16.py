@@ -44,7 +44,7 @@ from scale import ssg_bytes, timed_parts  # noqa: E402
 
 from semrag import SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.graph import SSGConfig  # noqa: E402
+from semrag.index import SSGConfig  # noqa: E402
 from semrag.retrieval import ALGORITHMS  # noqa: E402
 
 BUILDS = {

@@ -14,9 +14,9 @@ Example:
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from semrag._version import __version__
 from semrag.errors import (
     ConfigError,
     EmbeddingError,
@@ -39,10 +39,6 @@ if TYPE_CHECKING:
     from semrag.retrieval import SSGRetriever
     from semrag.text import split_sentences
 
-try:
-    __version__ = version("semrag")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
 
 _LAZY = {
     "SemanticChunker": "semrag.chunking",

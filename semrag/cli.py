@@ -313,13 +313,13 @@ def _negative_mix(value: str) -> dict[str, float]:
 
 def _cmd_train_boundary(args: argparse.Namespace) -> int:
     from semrag.chunking.boundary.data import DEFAULT_NEGATIVE_MIX, sample_pairs, split_documents
+    from semrag.chunking.boundary.models import fit_boundary_model
     from semrag.chunking.boundary.rules import BREAK_RULES
     from semrag.chunking.boundary.train import (
         TrainConfig,
         accuracy_by_kind,
         choose_threshold,
         config_record,
-        fit_boundary_model,
     )
     from semrag.embeddings import SentenceTransformerEmbedder
 
@@ -450,7 +450,7 @@ def _fractions(value: str) -> tuple[float, float, float]:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``semrag`` command."""
-    from semrag import __version__
+    from semrag._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="semrag",

@@ -1,4 +1,4 @@
-"""Graphs: the semantic similarity graph (SSG) and the knowledge graph (stores, records).
+"""The knowledge graph: extraction, stores, records, communities (the SSG is in ``semrag.index``).
 
 ``Neo4jGraphStore``, ``Neo4jVectorClient``, ``Neo4jIndexStore`` and ``Neo4jIndex`` need
 ``pip install "semrag[neo4j]"``; they are imported lazily.
@@ -18,7 +18,6 @@ from semrag.graph.extract import (
 )
 from semrag.graph.knowledge import KnowledgeGraph
 from semrag.graph.memory import InMemoryGraphStore
-from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
 from semrag.graph.types import (
     ChunkRef,
     Community,
@@ -46,16 +45,12 @@ __all__ = [
     "Neo4jIndexStore",
     "Neo4jVectorClient",
     "Relation",
-    "SSGConfig",
-    "SemanticSimilarityGraph",
     "Subgraph",
     "community_reports",
     "detect_communities",
     "entity_key",
-    "keyword_themes",
     "merge_extractions",
     "resolve_entities",
-    "window_ranges",
 ]
 
 

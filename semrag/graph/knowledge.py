@@ -219,7 +219,7 @@ class KnowledgeGraph:
         Raises:
             ConfigError: if the graph does not follow an index.
         """
-        from semrag import __version__
+        from semrag._version import __version__
 
         if self._ledger is None:
             raise ConfigError(
@@ -252,7 +252,7 @@ class KnowledgeGraph:
             ConfigError: if ``ledger`` is not a saved ledger.
             StoreError: if it is damaged.
         """
-        from semrag import __version__
+        from semrag._version import __version__
 
         directory = Path(ledger)
         read_manifest(directory, kind=_LEDGER_KIND, format_version=1, library_version=__version__)

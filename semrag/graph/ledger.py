@@ -35,8 +35,8 @@ import numpy as np
 
 from semrag._buffers import GrowingRows
 from semrag.graph.extract import Extraction
-from semrag.graph.knn import NodeANN
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation
+from semrag.index.knn import NodeANN
 
 __all__ = ["GraphDiff", "GraphLedger"]
 

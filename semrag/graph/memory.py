@@ -382,7 +382,7 @@ class InMemoryGraphStore:
     # -- persistence ------------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
         """Write the store to ``directory`` atomically (JSON files and a checksummed manifest)."""
-        from semrag import __version__
+        from semrag._version import __version__
 
         with self._lock:
             data = {
@@ -407,7 +407,7 @@ class InMemoryGraphStore:
     @classmethod
     def load(cls, directory: str | Path) -> InMemoryGraphStore:
         """Load a store written by :meth:`save` (checksums verified)."""
-        from semrag import __version__
+        from semrag._version import __version__
 
         directory = Path(directory)
         read_manifest(

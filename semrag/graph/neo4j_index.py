@@ -81,8 +81,8 @@ from semrag.graph.neo4j import (
     _unbytes,
     _vector,
 )
-from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.index.change import Change, IndexedDocument
+from semrag.index.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, Document, ScoredChunk, Span
 
@@ -1838,7 +1838,7 @@ class _Rows:
 
 
 class _RemoteGraph:
-    """:class:`~semrag.graph.ssg.SemanticSimilarityGraph`'s read side, fetched as needed."""
+    """:class:`~semrag.index.ssg.SemanticSimilarityGraph`'s read side, fetched as needed."""
 
     def __init__(self, view: _RemoteView) -> None:
         self._view = view

@@ -1,4 +1,4 @@
-"""Indexes: FAISS dense, BM25 sparse, atomic persistence, and the SemanticIndex over both."""
+"""Indexes: dense, BM25, the semantic similarity graph, atomic saves, and SemanticIndex."""
 
 from __future__ import annotations
 
@@ -6,5 +6,16 @@ from semrag.index.dense import DenseIndex
 from semrag.index.pieces import PieceIndex
 from semrag.index.semantic_index import SemanticIndex
 from semrag.index.sparse import BM25Index, bm25_tokenize
+from semrag.index.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
 
-__all__ = ["BM25Index", "DenseIndex", "PieceIndex", "SemanticIndex", "bm25_tokenize"]
+__all__ = [
+    "BM25Index",
+    "DenseIndex",
+    "PieceIndex",
+    "SSGConfig",
+    "SemanticIndex",
+    "SemanticSimilarityGraph",
+    "bm25_tokenize",
+    "keyword_themes",
+    "window_ranges",
+]

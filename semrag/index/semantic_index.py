@@ -10,7 +10,7 @@ One object owns everything retrievers need, computed once and batched:
 
 These are the index's *parts*. A write (``add_documents``, ``delete``) computes what it
 adds once, makes one :class:`~semrag.index.change.Change` and hands it to every part in
-``_commit``: the dense and BM25 indexes, the graph (:class:`~semrag.graph.live_ssg.LiveSSG`)
+``_commit``: the dense and BM25 indexes, the graph (:class:`~semrag.index.live_ssg.LiveSSG`)
 and every follower (a :class:`~semrag.graph.KnowledgeGraph` built over the index). No
 part rebuilds from scratch; each applies the change. Readers of the graph take one
 :class:`SSGView` (a version) and never see a half-applied change.
@@ -42,16 +42,16 @@ from semrag.chunking._split import mean_windows
 from semrag.chunking.base import BoundaryChunker, as_documents
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError, DocumentConflictError, StoreError
-from semrag.graph.live_ssg import LiveSSG
-from semrag.graph.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
 from semrag.identity import OnConflict, check_on_conflict
 from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.index.dense import DenseIndex, top_k
 from semrag.index.external import StoreBackedDense, VectorClient
+from semrag.index.live_ssg import LiveSSG
 from semrag.index.persist import atomic_directory, read_manifest
 from semrag.index.pieces import PieceIndex, check_split
 from semrag.index.presplit import place_chunks, whole_document_chunk
 from semrag.index.sparse import IDF_VARIANTS, BM25Index
+from semrag.index.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.types import Chunk, Document, MetadataFilter, ScoredChunk, Span, as_filter
 
@@ -234,7 +234,7 @@ class SemanticIndex:
         chunker: any semrag chunker; default ``SemanticChunker(embedder)``.
         embedder: the embedder for sentences, chunks and queries; default the chunker's,
             or the packaged all-MiniLM-L6-v2.
-        ssg: an :class:`~semrag.graph.ssg.SSGConfig`, ``True`` for the defaults, or
+        ssg: an :class:`~semrag.index.ssg.SSGConfig`, ``True`` for the defaults, or
             ``False`` to skip the semantic similarity graph.
         dense: ``"flat"`` (exact inner product), ``"hnsw"`` for large corpora, or a
             :class:`~semrag.index.external.VectorClient`: the dense channel on a vector
@@ -1297,7 +1297,7 @@ class SemanticIndex:
         A crash during the write leaves the previous save intact (or nothing), never a
         directory that loads with missing or corrupt parts.
         """
-        from semrag import __version__
+        from semrag._version import __version__
 
         manifest = {
             "kind": KIND,
@@ -1374,7 +1374,7 @@ class SemanticIndex:
             ConfigError: on a missing directory, a newer format or a dimension mismatch.
             StoreError: if the save is incomplete or a file is corrupt.
         """
-        from semrag import __version__
+        from semrag._version import __version__
 
         directory = Path(directory)
         m = read_manifest(

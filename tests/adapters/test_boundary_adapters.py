@@ -12,7 +12,8 @@ from llama_index_semrag import MFCNodeParser, PSCNodeParser
 from semrag import SemanticChunker
 from semrag.chunking.boundary import PairModelChunker
 from semrag.chunking.boundary.data import sample_pairs
-from semrag.chunking.boundary.train import TrainConfig, fit_boundary_model
+from semrag.chunking.boundary.models import fit_boundary_model
+from semrag.chunking.boundary.train import TrainConfig
 from semrag.errors import ConfigError
 from semrag.eval.datasets import SectionedDocument
 from semrag.testing import FakeEmbedder

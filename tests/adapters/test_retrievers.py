@@ -13,7 +13,7 @@ from llama_index.core.schema import QueryBundle
 import langchain_semrag
 import llama_index_semrag
 from semrag import Document, SemanticChunker, SemanticIndex
-from semrag.graph import SSGConfig
+from semrag.index import SSGConfig
 from semrag.testing import FakeEmbedder
 
 TEXTS = [

@@ -16,7 +16,7 @@ import pytest
 
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreUnavailableError
-from semrag.graph import SSGConfig
+from semrag.index import SSGConfig
 from semrag.postprocess import SPC
 from semrag.retrieval import IntentAwareRetriever, SSGRetriever
 from semrag.retrieval.ssg import ALGORITHMS

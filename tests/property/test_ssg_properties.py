@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semrag import Document, SemanticChunker, SemanticIndex, SSGRetriever
-from semrag.graph import SSGConfig
+from semrag.index import SSGConfig
 from semrag.retrieval import ALGORITHMS
 from semrag.testing import FakeEmbedder
 

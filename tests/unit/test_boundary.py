@@ -14,13 +14,17 @@ from semrag.chunking.boundary.data import (
     sample_pairs,
     split_documents,
 )
-from semrag.chunking.boundary.models import MFCModel, PSCModel, load_boundary_model
+from semrag.chunking.boundary.models import (
+    MFCModel,
+    PSCModel,
+    fit_boundary_model,
+    load_boundary_model,
+)
 from semrag.chunking.boundary.rules import gap_breaks
 from semrag.chunking.boundary.train import (
     TrainConfig,
     accuracy_by_kind,
     embed_cached,
-    fit_boundary_model,
 )
 from semrag.errors import ConfigError
 from semrag.eval.datasets import SectionedDocument

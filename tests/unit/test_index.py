@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from semrag import Document, SemanticChunker, SemanticIndex
 from semrag.errors import ConfigError, DocumentConflictError, EmbeddingError, StoreError
-from semrag.graph import SSGConfig
-from semrag.index import BM25Index, DenseIndex, persist
+from semrag.index import BM25Index, DenseIndex, SSGConfig, persist
 from semrag.testing import FakeEmbedder, FakeLLM
 
 CATS = "The cat sat on the mat. The cat chased a mouse. The cat slept in the sun."
@@ -344,7 +343,7 @@ def test_empty_and_whitespace_documents():
 
 
 def test_save_load_round_trip(tmp_path, monkeypatch):
-    from semrag.graph.live_ssg import LiveSSG
+    from semrag.index.live_ssg import LiveSSG
 
     index = make_index()
     before = [(h.chunk, round(h.score, 5)) for h in index.search("dog ball", k=3)]
@@ -497,7 +496,7 @@ def test_chunk_vectors_mean_option():
 
 
 def test_build_edges_matches_brute_force():
-    from semrag.graph.ssg import build_edges
+    from semrag.index.ssg import build_edges
 
     rng = np.random.default_rng(3)
     v = rng.normal(size=(60, 12)).astype(np.float32)
@@ -522,7 +521,7 @@ def test_build_edges_matches_brute_force():
 
 
 def test_build_edges_thresholds():
-    from semrag.graph.ssg import build_edges
+    from semrag.index.ssg import build_edges
 
     v = np.eye(4, dtype=np.float32)  # all pairs orthogonal: similarity 0
     indptr, indices, _, _ = build_edges(v, [0, 2, 4], SSGConfig(min_intra=0.4, min_inter=0.3))
@@ -530,7 +529,7 @@ def test_build_edges_thresholds():
 
 
 def test_build_edges_fallback_for_documents_larger_than_the_search_depth():
-    from semrag.graph.ssg import build_edges
+    from semrag.index.ssg import build_edges
 
     rng = np.random.default_rng(4)
     base = rng.normal(size=12)

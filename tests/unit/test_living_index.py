@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from semrag import Document, SemanticIndex, SSGRetriever
-from semrag.graph import KnowledgeGraph, SSGConfig
-from semrag.graph.knn import merge_top, top_neighbours
-from semrag.graph.live_ssg import LiveSSG
-from semrag.graph.ssg import window_ranges
+from semrag.graph import KnowledgeGraph
+from semrag.index import SSGConfig
 from semrag.index.change import Change, IndexedDocument, IndexPart
+from semrag.index.knn import merge_top, top_neighbours
+from semrag.index.live_ssg import LiveSSG
+from semrag.index.ssg import window_ranges
 from semrag.retrieval import ALGORITHMS, CommunityRetriever, IntentAwareRetriever, SketchRetriever
 from semrag.testing import FakeEmbedder
 from semrag.types import Span

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from semrag import Document, SemanticIndex
 from semrag._buffers import StoredRows
 from semrag.errors import StoreError
-from semrag.graph.live_ssg import LiveSSG
 from semrag.index import DenseIndex
+from semrag.index.live_ssg import LiveSSG
 from semrag.testing import FakeEmbedder
 
 DIM = 8

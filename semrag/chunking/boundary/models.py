@@ -45,12 +45,14 @@ from semrag.errors import ConfigError
 if TYPE_CHECKING:
     from semrag.chunking.boundary.data import PairSet
     from semrag.chunking.boundary.train import TrainConfig
+    from semrag.embeddings import BaseEmbedder
 
 __all__ = [
     "PROBE_SENTENCES",
     "MFCModel",
     "PSCModel",
     "encoder_identity",
+    "fit_boundary_model",
     "load_boundary_model",
 ]
 
@@ -313,7 +315,7 @@ class _PairModel(torch.nn.Module):
         """Write ``config.json`` and ``model.safetensors`` to ``directory``."""
         from safetensors.torch import save_file
 
-        from semrag import __version__
+        from semrag._version import __version__
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -398,6 +400,56 @@ class MFCModel(_PairModel):
 _KINDS: dict[str, type[_PairModel]] = {"psc": PSCModel, "mfc": MFCModel}
 
 
+def fit_boundary_model(
+    kind: str,
+    train: PairSet,
+    dev: PairSet,
+    embedder: BaseEmbedder,
+    *,
+    config: TrainConfig | None = None,
+    window: int | Sequence[int] = 1,
+    cache_dir: str | Path | None = None,
+    show_progress: bool = False,
+) -> tuple[_PairModel, list[dict[str, Any]]]:
+    """Build a PSC or MFC model for ``embedder`` and :meth:`~_PairModel.fit` it.
+
+    Args:
+        kind: ``"psc"`` or ``"mfc"``.
+        train: training pairs (see :func:`~semrag.chunking.boundary.data.sample_pairs`).
+        dev: development pairs (used only to choose the epoch).
+        embedder: the frozen sentence encoder.
+        config: hyper-parameters.
+        window: sentences per side, or several windows whose means are concatenated.
+        cache_dir: where sentence embeddings are cached between runs.
+        show_progress: progress bars.
+
+    Returns:
+        The trained model (in eval mode) and its per-epoch history.
+
+    Raises:
+        ConfigError: on an unknown kind or empty training or dev pairs.
+    """
+    from semrag.chunking.boundary.train import TrainConfig as Defaults
+
+    config = config or Defaults()
+    classes = {"psc": PSCModel, "mfc": MFCModel}
+    if kind not in classes:
+        raise ConfigError(f"model must be 'psc' or 'mfc', got {kind!r}")
+    if not len(train) or not len(dev):
+        raise ConfigError("training and dev pairs must not be empty")
+    torch.manual_seed(config.seed)
+    model = classes[kind](embedder.dim, proj_dim=config.proj_dim, window=window)
+    model.fit(
+        train,
+        embedder=embedder,
+        dev=dev,
+        config=config,
+        cache_dir=cache_dir,
+        show_progress=show_progress,
+    )
+    return model, model.history_
+
+
 def load_boundary_model(directory: str | Path, *, expected_dim: int | None = None) -> _PairModel:
     """Load a PSC or MFC model saved with ``save``.
 
@@ -412,7 +464,7 @@ def load_boundary_model(directory: str | Path, *, expected_dim: int | None = Non
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from semrag import __version__
+    from semrag._version import __version__
 
     directory = Path(directory)
     config_file, weights = directory / "config.json", directory / "model.safetensors"

@@ -14,19 +14,21 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
 from semrag.chunking.boundary.data import PAIR_KINDS, PairSet, check_windows, gap_sides
-from semrag.chunking.boundary.models import MFCModel, PSCModel, _PairModel
 from semrag.chunking.boundary.rules import gap_breaks
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError
 from semrag.eval.datasets import SectionedDocument
 from semrag.eval.metrics import pk
+
+if TYPE_CHECKING:  # the models import this module to train; it needs them only for types
+    from semrag.chunking.boundary.models import _PairModel
 
 __all__ = [
     "TrainConfig",
@@ -34,7 +36,6 @@ __all__ = [
     "choose_threshold",
     "embed_cached",
     "encoder_name",
-    "fit_boundary_model",
     "gap_probabilities",
     "side_tensors",
     "train_loop",
@@ -336,54 +337,6 @@ class _Average:
                 self.state[k].mul_(self.decay).add_(v.detach(), alpha=1.0 - self.decay)
             else:
                 self.state[k].copy_(v)  # counters (batch-norm's num_batches_tracked)
-
-
-def fit_boundary_model(
-    kind: str,
-    train: PairSet,
-    dev: PairSet,
-    embedder: BaseEmbedder,
-    *,
-    config: TrainConfig | None = None,
-    window: int | Sequence[int] = 1,
-    cache_dir: str | Path | None = None,
-    show_progress: bool = False,
-) -> tuple[_PairModel, list[dict[str, Any]]]:
-    """Build a PSC or MFC model for ``embedder`` and :meth:`~_PairModel.fit` it.
-
-    Args:
-        kind: ``"psc"`` or ``"mfc"``.
-        train: training pairs (see :func:`~semrag.chunking.boundary.data.sample_pairs`).
-        dev: development pairs (used only to choose the epoch).
-        embedder: the frozen sentence encoder.
-        config: hyper-parameters.
-        window: sentences per side, or several windows whose means are concatenated.
-        cache_dir: where sentence embeddings are cached between runs.
-        show_progress: progress bars.
-
-    Returns:
-        The trained model (in eval mode) and its per-epoch history.
-
-    Raises:
-        ConfigError: on an unknown kind or empty training or dev pairs.
-    """
-    config = config or TrainConfig()
-    classes = {"psc": PSCModel, "mfc": MFCModel}
-    if kind not in classes:
-        raise ConfigError(f"model must be 'psc' or 'mfc', got {kind!r}")
-    if not len(train) or not len(dev):
-        raise ConfigError("training and dev pairs must not be empty")
-    torch.manual_seed(config.seed)
-    model = classes[kind](embedder.dim, proj_dim=config.proj_dim, window=window)
-    model.fit(
-        train,
-        embedder=embedder,
-        dev=dev,
-        config=config,
-        cache_dir=cache_dir,
-        show_progress=show_progress,
-    )
-    return model, model.history_
 
 
 def accuracy_by_kind(

@@ -19,7 +19,7 @@
 After any sequence of changes the graph equals a fresh build over the surviving
 documents (same nodes, edges, scores, bridges and projection), because the fresh build is
 the same code applied to one change that adds every document (see
-:mod:`semrag.graph.knn` for why the pieces agree exactly). Arrays of a published graph are
+:mod:`semrag.index.knn` for why the pieces agree exactly). Arrays of a published graph are
 never written to again: each change builds new arrays, so a reader holding a version
 keeps a consistent one.
 """
@@ -35,7 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
-from semrag.graph.knn import (
+from semrag.index.change import Change, IndexedDocument
+from semrag.index.knn import (
     FLOAT32_TOLERANCE,
     NodeANN,
     empty_lists,
@@ -43,7 +44,7 @@ from semrag.graph.knn import (
     merge_top,
     top_neighbours,
 )
-from semrag.graph.ssg import (
+from semrag.index.ssg import (
     SemanticSimilarityGraph,
     SSGConfig,
     inter_lists,
@@ -51,7 +52,6 @@ from semrag.graph.ssg import (
     pca3_from_sums,
     theme_lists,
 )
-from semrag.index.change import Change, IndexedDocument
 
 __all__ = ["LiveSSG"]
 
@@ -117,7 +117,7 @@ def _exact_where(queries: Floats, rows: Floats, hit: Ints, keep: npt.NDArray[np.
     """Exact similarities of each query and its ``hit`` rows where ``keep``, ``-inf`` elsewhere.
 
     Only the kept pairs are computed (moved to the front of their row), with
-    :func:`~semrag.graph.knn.exact_similarities`, so each has the value it has anywhere.
+    :func:`~semrag.index.knn.exact_similarities`, so each has the value it has anywhere.
     """
     exact = np.full(hit.shape, -np.inf, np.float32)
     width = int(keep.sum(axis=1).max()) if keep.size else 0
@@ -460,7 +460,7 @@ class LiveSSG:
     def _ann_hits(self, rows: Ints, width: int) -> tuple[Ints, Floats]:
         """Up to ``width`` HNSW hits of each row in other documents, ``>= min_inter``.
 
-        Values are :func:`~semrag.graph.knn.exact_similarities`, best first (ties: lower
+        Values are :func:`~semrag.index.knn.exact_similarities`, best first (ties: lower
         row). A row whose search was used up by its own document's nodes searches again
         past them.
         """

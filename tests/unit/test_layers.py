@@ -1,0 +1,43 @@
+"""The floors of the code: what import-linter checks, and what it cannot see."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("semrag", "langchain_semrag", "llama_index_semrag")
+
+
+def modules() -> list[Path]:
+    return [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
+
+
+def test_no_module_climbs_to_its_package_root():
+    """``from semrag import X`` inside semrag runs semrag/__init__ (which imports every
+    floor) from a low floor; the contracts do not see the root, so this test does."""
+    climbing = []
+    for path in modules():
+        if path.name == "__init__.py" and path.parent.name in PACKAGES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in PACKAGES[:1]:
+                climbing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            elif isinstance(node, ast.Import):
+                climbing += [
+                    f"{path.relative_to(ROOT)}:{node.lineno}"
+                    for a in node.names
+                    if a.name == "semrag"
+                ]
+    # the adapters are above the core: they may import its public root
+    assert [c for c in climbing if c.startswith("semrag/")] == []
+
+
+def test_import_contracts_hold():
+    lint = shutil.which("lint-imports")
+    assert lint, "import-linter is in the dev extra: pip install -e '.[dev]'"
+    out = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert "Contracts: 2 kept, 0 broken." in out.stdout
