@@ -17,69 +17,46 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from semrag._version import __version__
-from semrag.errors import (
-    ConfigError,
-    EmbeddingError,
-    LLMError,
-    LLMOutputError,
-    MissingDependencyError,
-    NotFittedError,
-    SemragError,
-    StoreError,
-    StoreUnavailableError,
-)
-from semrag.types import Chunk, Document, ScoredChunk, Span
+from semrag.errors import ConfigError, DocumentConflictError, SemragError
+from semrag.types import Chunk, Document, ScoredChunk
 
 if TYPE_CHECKING:
-    from semrag.chunking import ChunkingResult, ChunkingStats, SemanticChunker
+    from semrag.chunking import SemanticChunker
     from semrag.chunking.boundary import MFCChunker, PSCChunker
-    from semrag.embeddings import Embedder, SentenceTransformerEmbedder
     from semrag.index import SemanticIndex
-    from semrag.llm import LLM
-    from semrag.retrieval import SSGRetriever
-    from semrag.text import split_sentences
+    from semrag.postprocess import SPC
+    from semrag.retrieval import GraphRetriever, IntentAwareRetriever, SSGRetriever
 
 
 _LAZY = {
     "SemanticChunker": "semrag.chunking",
     "PSCChunker": "semrag.chunking.boundary",
     "MFCChunker": "semrag.chunking.boundary",
-    "ChunkingResult": "semrag.chunking",
-    "ChunkingStats": "semrag.chunking",
-    "Embedder": "semrag.embeddings",
-    "SentenceTransformerEmbedder": "semrag.embeddings",
-    "LLM": "semrag.llm",
     "SemanticIndex": "semrag.index",
+    "GraphRetriever": "semrag.retrieval",
+    "IntentAwareRetriever": "semrag.retrieval",
     "SSGRetriever": "semrag.retrieval",
-    "split_sentences": "semrag.text",
+    "SPC": "semrag.postprocess",
 }
 
+# What a user builds an app from; everything else is imported from its subpackage
+# (semrag.errors, semrag.embeddings, semrag.llm, semrag.text, semrag.graph, ...).
 __all__ = [
-    "LLM",
+    "SPC",
     "Chunk",
-    "ChunkingResult",
-    "ChunkingStats",
     "ConfigError",
     "Document",
-    "Embedder",
-    "EmbeddingError",
-    "LLMError",
-    "LLMOutputError",
+    "DocumentConflictError",
+    "GraphRetriever",
+    "IntentAwareRetriever",
     "MFCChunker",
-    "MissingDependencyError",
-    "NotFittedError",
     "PSCChunker",
-    "ScoredChunk",
     "SSGRetriever",
+    "ScoredChunk",
     "SemanticChunker",
     "SemanticIndex",
     "SemragError",
-    "SentenceTransformerEmbedder",
-    "Span",
-    "StoreError",
-    "StoreUnavailableError",
     "__version__",
-    "split_sentences",
 ]
 
 

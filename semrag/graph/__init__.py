@@ -26,7 +26,6 @@ from semrag.graph.types import (
     Mention,
     Relation,
     Subgraph,
-    entity_key,
 )
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "Subgraph",
     "community_reports",
     "detect_communities",
-    "entity_key",
     "merge_extractions",
     "resolve_entities",
 ]

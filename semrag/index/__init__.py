@@ -6,7 +6,7 @@ from semrag.index.dense import DenseIndex
 from semrag.index.pieces import PieceIndex
 from semrag.index.semantic_index import SemanticIndex
 from semrag.index.sparse import BM25Index, bm25_tokenize
-from semrag.index.ssg import SemanticSimilarityGraph, SSGConfig, keyword_themes, window_ranges
+from semrag.index.ssg import SemanticSimilarityGraph, SSGConfig
 
 __all__ = [
     "BM25Index",
@@ -16,6 +16,4 @@ __all__ = [
     "SemanticIndex",
     "SemanticSimilarityGraph",
     "bm25_tokenize",
-    "keyword_themes",
-    "window_ranges",
 ]

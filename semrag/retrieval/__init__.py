@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from semrag.retrieval.check import CheckResult, RetrieveAndCheck, Round
+from semrag.retrieval.check import CheckResult, RetrieveAndCheck
 from semrag.retrieval.community import CommunityRetriever
 from semrag.retrieval.graph import STRATEGIES, GraphRetriever
 from semrag.retrieval.intent import (
@@ -16,11 +16,10 @@ from semrag.retrieval.intent import (
 from semrag.retrieval.ppr import (
     PassageGraph,
     PPRRetriever,
-    local_pagerank,
     personalized_pagerank,
 )
 from semrag.retrieval.sketch import SketchRetriever
-from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever, Step, Traversal
+from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever, Traversal
 
 __all__ = [
     "ALGORITHMS",
@@ -35,13 +34,10 @@ __all__ = [
     "PassageGraph",
     "QueryPlan",
     "RetrieveAndCheck",
-    "Round",
     "SSGRetriever",
     "SketchRetriever",
-    "Step",
     "Traversal",
     "classify_intent",
-    "local_pagerank",
     "personalized_pagerank",
     "plan_query",
 ]

@@ -14,12 +14,8 @@ from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError
 from semrag.eval.metrics import multihop_recall
 from semrag.graph import KnowledgeGraph
-from semrag.retrieval import (
-    GraphRetriever,
-    PPRRetriever,
-    local_pagerank,
-    personalized_pagerank,
-)
+from semrag.retrieval import GraphRetriever, PPRRetriever, personalized_pagerank
+from semrag.retrieval.ppr import local_pagerank
 from semrag.testing import FakeEmbedder, FakeLLM
 
 # Two-hop chain: the question names the film; the director's passage never mentions the
