@@ -34,7 +34,7 @@ import logging
 import numbers
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -55,6 +55,9 @@ from semrag.text.phrases import content_words
 from semrag.text.sentences import split_sentences
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, ScoredChunk, Span
+
+if TYPE_CHECKING:  # postprocess is below index: the protocol is only a type here
+    from semrag.index.reader import CorpusReader
 
 __all__ = ["SPC", "Repair", "SPCResult"]
 
@@ -274,7 +277,7 @@ class SPC:
 
     def __init__(
         self,
-        index: Any = None,
+        index: CorpusReader | None = None,
         *,
         k: int = 10,
         delta: float = 0.5,

@@ -30,6 +30,7 @@ from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import INT, REAL, Interval, Options, check_k, check_query, validate_params
 from semrag.errors import ConfigError
 from semrag.graph.communities import report_text
+from semrag.index.reader import CorpusReader
 from semrag.postprocess.stitch import covering_sentences
 from semrag.types import Chunk, ScoredChunk
 
@@ -63,7 +64,7 @@ class CommunityRetriever:
     """Local or global community search (SemRAG §3.2.3).
 
     Args:
-        index: the :class:`~semrag.index.SemanticIndex`.
+        index: the index to read (a :class:`~semrag.index.reader.CorpusReader`).
         kg: the :class:`~semrag.graph.KnowledgeGraph` (with communities for ``"global"``).
         mode: ``"local"`` or ``"global"``.
         k: results returned.
@@ -80,7 +81,7 @@ class CommunityRetriever:
 
     def __init__(
         self,
-        index: Any,
+        index: CorpusReader,
         kg: Any,
         *,
         mode: str = "local",

@@ -6,6 +6,7 @@ from typing import Any
 
 from semrag._validation import Options, check_param
 from semrag.errors import ConfigError
+from semrag.index.reader import CorpusReader
 from semrag.retrieval.community import CommunityRetriever
 from semrag.retrieval.ppr import PPRRetriever
 from semrag.retrieval.sketch import SketchRetriever
@@ -42,7 +43,7 @@ class GraphRetriever:
 
     def __init__(
         self,
-        index: Any,
+        index: CorpusReader,
         graph: Any = None,
         *,
         strategy: str = "ppr",

@@ -74,6 +74,7 @@ from semrag._validation import (
 )
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.index.fusion import fuse_weighted, normalise_scores, normalise_weights
+from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import QUESTION_WORDS, content_words, entities
 from semrag.types import ScoredChunk
@@ -372,7 +373,8 @@ class IntentAwareRetriever:
     """Hybrid dense + BM25 + graph retrieval with per-query weights (InSemRAG IAR).
 
     Args:
-        index: the :class:`~semrag.index.SemanticIndex` to search.
+        index: the index to search (a :class:`~semrag.index.reader.CorpusReader`: the
+            embedded index, or a ``Neo4jIndex``).
         k: results returned.
         m: candidates kept after fusion, before refinement (the paper: 20).
         llm: an :class:`~semrag.llm.LLM` for query enrichment and weights; without one the
@@ -439,7 +441,7 @@ class IntentAwareRetriever:
 
     def __init__(
         self,
-        index: Any,
+        index: CorpusReader,
         *,
         k: int = 10,
         m: int = 20,

@@ -51,6 +51,7 @@ from semrag._validation import (
     validate_params,
 )
 from semrag.index.dense import top_k
+from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import entities as find_entities
 from semrag.types import Chunk, ScoredChunk
@@ -416,7 +417,8 @@ class PPRRetriever:
     See the module docstring for the method.
 
     Args:
-        index: a :class:`~semrag.index.SemanticIndex`.
+        index: the index to read (a :class:`~semrag.index.reader.CorpusReader` that holds
+            its documents in process: the passage graph is built from them).
         graph: an optional :class:`~semrag.graph.KnowledgeGraph` whose entities, mentions
             and relations form the phrase layer (default: phrases found by rules).
         k: results returned (distinct chunks).
@@ -471,7 +473,7 @@ class PPRRetriever:
 
     def __init__(
         self,
-        index: Any,
+        index: CorpusReader,
         graph: Any = None,
         *,
         k: int = 10,

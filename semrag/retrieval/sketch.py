@@ -58,6 +58,7 @@ from semrag._validation import (
 from semrag.errors import ConfigError
 from semrag.graph.types import Entity
 from semrag.index.pieces import PieceIndex, check_split
+from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import content_words, entities, key_phrases
 from semrag.types import Chunk, ScoredChunk
@@ -109,7 +110,7 @@ class _Item:
 class _ByChunkId:
     """Keys: the index's chunk ids (the pieces of ``split=None`` are the chunks)."""
 
-    def __init__(self, index: Any) -> None:
+    def __init__(self, index: CorpusReader) -> None:
         self.index = index
 
     def __iter__(self) -> Iterator[int]:
@@ -137,7 +138,7 @@ class SketchRetriever:
     """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
 
     Args:
-        index: the :class:`~semrag.index.SemanticIndex`.
+        index: the index to read (a :class:`~semrag.index.reader.CorpusReader`).
         kg: the :class:`~semrag.graph.KnowledgeGraph` built from it.
         k: results returned.
         depth: hops around the query's entities.
@@ -162,7 +163,7 @@ class SketchRetriever:
 
     def __init__(
         self,
-        index: Any,
+        index: CorpusReader,
         kg: Any,
         *,
         k: int = 10,

@@ -57,6 +57,7 @@ import numpy.typing as npt
 from semrag._steps import adrive, drive
 from semrag._validation import HasMethods, Interval, Options, check_k, check_query, validate_params
 from semrag.errors import ConfigError, LLMOutputError
+from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, extract_json, llm_failure, validate_json
 from semrag.types import ScoredChunk
 
@@ -231,7 +232,8 @@ class SSGRetriever:
     """Retrieve by traversing the semantic similarity graph of a :class:`SemanticIndex`.
 
     Args:
-        index: a :class:`~semrag.index.SemanticIndex` built with ``ssg`` on.
+        index: a :class:`~semrag.index.reader.CorpusReader` with a similarity graph (a
+            ``SemanticIndex`` built with ``ssg`` on, or a ``Neo4jIndex`` written from one).
         algorithm: one of :data:`ALGORITHMS`.
         k: most results returned: distinct spans (the visited windows of one document
             that overlap or touch, merged), best query similarity first.
@@ -268,7 +270,7 @@ class SSGRetriever:
 
     def __init__(
         self,
-        index: Any,
+        index: CorpusReader,
         *,
         algorithm: str = "query_traversal",
         k: int = 10,
