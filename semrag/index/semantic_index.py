@@ -47,6 +47,7 @@ from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.index.dense import DenseIndex, top_k
 from semrag.index.external import StoreBackedDense, VectorClient
 from semrag.index.live_ssg import LiveSSG
+from semrag.index.passages import PassagePhrases
 from semrag.index.persist import atomic_directory, read_manifest
 from semrag.index.pieces import PieceIndex, check_split
 from semrag.index.presplit import place_chunks, whole_document_chunk
@@ -257,6 +258,14 @@ class SemanticIndex:
             the index, so no SKETCH query with that split embeds a piece. ``None``
             (default): a :class:`~semrag.retrieval.SketchRetriever` makes them itself on
             its first query after each change.
+        passages: also keep every chunk's entity phrases and the phrase names' vectors,
+            what :class:`~semrag.retrieval.PPRRetriever` (``GraphRetriever()``'s default)
+            builds its passage graph from (see :class:`~semrag.index.passages.PassagePhrases`).
+            Each change finds its own documents' phrases and embeds their new names, and
+            they are saved with the index, so a retriever (in this process or one that
+            loads the index) finds no phrase and embeds no name. ``False`` (default): the
+            first ``PPRRetriever`` query enables the part (:meth:`enable`), and from then
+            on it is kept the same way.
         show_progress: progress bars on long builds.
 
     Attributes:
@@ -283,6 +292,7 @@ class SemanticIndex:
         theme_llm: LLM | None = None,
         on_llm_error: str = "fallback",
         pieces: tuple[int, int] | None = None,
+        passages: bool = False,
         show_progress: bool = False,
     ) -> None:
         from semrag.chunking.semantic import SemanticChunker
@@ -295,6 +305,7 @@ class SemanticIndex:
                 "chunk_vectors": [Options("embed", "mean")],
                 "theme_llm": [HasMethods("complete", "acomplete"), None],
                 "on_llm_error": [Options("fallback", "raise")],
+                "passages": [bool],
                 "show_progress": [bool],
             },
             {
@@ -303,6 +314,7 @@ class SemanticIndex:
                 "chunk_vectors": chunk_vectors,
                 "theme_llm": theme_llm,
                 "on_llm_error": on_llm_error,
+                "passages": passages,
                 "show_progress": show_progress,
             },
         )
@@ -340,6 +352,7 @@ class SemanticIndex:
                 self.dense_kind,
             )
         )
+        self._passages = PassagePhrases(self.embedder) if passages else None
         self._view: SSGView | None = None
         self._shared: tuple[weakref.ref[Floats], ...] | None = None  # see _share_vectors
         # doc id -> (its record, chunk order by start, starts, furthest end so far)
@@ -515,7 +528,33 @@ class SemanticIndex:
             parts["ssg"] = self._ssg
         if self._pieces is not None:
             parts["pieces"] = self._pieces
+        if self._passages is not None:
+            parts["passages"] = self._passages
         return parts
+
+    def can_commit(self) -> bool:
+        """Whether the calling thread may make a change now (it holds no read of the index)."""
+        return not (self._lock.reading() or self._follow_lock.reading())
+
+    def enable(self, part: str) -> None:
+        """Add a part to a populated index: built from the indexed documents, then kept.
+
+        ``"passages"``: the PPR passage phrases (as ``SemanticIndex(passages=True)``). An
+        index that holds the part already is left as it is.
+
+        Raises:
+            ConfigError: for a part that cannot be enabled this way.
+        """
+        if part != "passages":
+            raise ConfigError(f"enable() builds the part 'passages', not {part!r}")
+        with self._commit_lock:
+            if self._passages is not None:
+                return
+            built = PassagePhrases(self.embedder)
+            publish = built.stage(Change(self._version, tuple(self._entries.values())))
+            with self._lock.write():
+                publish()
+                self._passages = built
 
     @property
     def piece_index(self) -> PieceIndex | None:
@@ -1315,6 +1354,7 @@ class SemanticIndex:
                 if self._pieces is None
                 else {"split": list(self._pieces.split), "dense": self._pieces.dense.config()}
             ),
+            "passages": None if self._passages is None else {"titles": self._passages.titles},
         }
         with self._commit_lock, atomic_directory(directory, manifest) as tmp:
             entries = list(self._entries.values())
@@ -1487,6 +1527,10 @@ class SemanticIndex:
                 tokenizer=index.chunker.tokenizer,
                 embedder=index.embedder,
                 config=m["pieces"]["dense"],
+            )
+        if m.get("passages"):
+            index._passages = PassagePhrases.load(
+                directory, list(index._entries.values()), embedder=index.embedder
             )
         if ssg_cfg:
             index._ssg = index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs)

@@ -637,6 +637,9 @@ class IntentAwareRetriever:
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], k: int
     ) -> list[ScoredChunk]:
         extended = self._use_extended(plan)
+        prepare = getattr(self.extended, "prepare", None)
+        if extended and callable(prepare):
+            prepare()  # a part the walk needs is enabled before the read below
         # every channel reads one version (and the extended channel's graph, if it has one);
         # the extended channel runs after the dense one, whose answers it may reuse
         with reading(self.index, followers=extended):

@@ -40,7 +40,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from semrag._buffers import GrowingRows
 from semrag._rwlock import reading
 from semrag._validation import (
     HasMethods,
@@ -51,6 +50,13 @@ from semrag._validation import (
     validate_params,
 )
 from semrag.index.dense import top_k
+from semrag.index.passages import (
+    DocPhrases,
+    NameRegistry,
+    PassagePhrases,
+    doc_phrases,
+    phrase_key,
+)
 from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import entities as find_entities
@@ -351,66 +357,6 @@ class PassageGraph:
         return top[0], numbers[0]
 
 
-@dataclass(frozen=True, slots=True)
-class _DocPhrases:
-    """What one document contributes to every passage graph (computed once)."""
-
-    record: Any  # the index's record of the document (identity: the document is unchanged)
-    chunk_ids: Ints
-    chunks: list[Chunk]
-    counts: Ints  # phrases per chunk
-    slots: Ints  # the phrases' key slots, chunk by chunk
-    names: Ints  # the name id of each (the spelling in that chunk)
-
-
-class _Registry:
-    """Every phrase key and display name seen, each numbered once, with the names' vectors."""
-
-    def __init__(self, dim: int) -> None:
-        self.slot_of: dict[str, int] = {}
-        self.name_of: dict[str, int] = {}
-        self.names: list[str] = []
-        self.vectors = GrowingRows(np.zeros((0, dim), np.float32))
-
-    def slot(self, key: str) -> int:
-        return self.slot_of.setdefault(key, len(self.slot_of))
-
-    def name(self, text: str) -> int:
-        found = self.name_of.get(text)
-        if found is None:
-            found = self.name_of[text] = len(self.names)
-            self.names.append(text)
-        return found
-
-    def embed_new(self, embedder: Any) -> None:
-        """Embed the names registered since the last call (one batch)."""
-        new = self.names[self.vectors.n :]
-        if new:
-            self.vectors.append(np.asarray(embedder.embed(new), dtype=np.float32))
-
-
-def _key(name: str) -> str:
-    return " ".join(name.lower().split())
-
-
-def _title_of(doc: Any) -> str:
-    title = doc.metadata.get("title") if isinstance(doc.metadata, dict) else None
-    if isinstance(title, str) and title.strip():
-        return " ".join(title.split())
-    head = doc.text.lstrip()
-    first = head.split("\n", 1)[0].strip()
-    rest = head[len(first) :]
-    if (
-        first
-        and rest.startswith("\n")
-        and first[:1].isupper()
-        and first[-1:] not in ".!?;:,"
-        and len(first.split()) <= 10
-    ):
-        return first
-    return ""
-
-
 class PPRRetriever:
     r"""Multi-hop retrieval: personalized PageRank over passages and entities (HippoRAG-style).
 
@@ -528,12 +474,21 @@ class PPRRetriever:
         self._lock = threading.Lock()
         # Kept across versions, so a change costs the changed documents and new names only:
         # a chunk id is never reused, and a name's vector never changes.
-        self._registry = _Registry(index.embedder.dim)
-        self._docs: dict[str, _DocPhrases] = {}
+        self._registry = NameRegistry(index.embedder.dim)
+        self._docs: dict[str, DocPhrases] = {}
 
     # -- the graph ------------------------------------------------------------------------
     def passage_graph(self) -> PassageGraph:
-        """The graph of the index's current version (built on first use after a change)."""
+        """The graph of the index's current version (assembled on first use after a change).
+
+        The passages' phrases come from the index's ``passages`` part; an index without it
+        is given it here (``index.enable("passages")``: built once from the indexed
+        documents, then kept with every change and saved with the index), so this costs
+        a full extraction once per index, not once per process or per change. A retriever
+        with ``titles=False``, or over a reader that cannot keep parts, finds and caches
+        the phrases itself.
+        """
+        self.prepare()
         # Lock order: the index's read first, then this retriever's lock (never the reverse).
         with reading(self.index), self._lock:
             built = self._built
@@ -542,45 +497,43 @@ class PPRRetriever:
                 self._built = built
             return built
 
-    def _doc_phrases(self, doc_id: str) -> _DocPhrases:
+    def prepare(self) -> None:
+        """Give the index its ``passages`` part if it can keep one and has none yet.
+
+        Called before any read of the index is held (enabling is a change); inside a read
+        (``with index.read():``) the retriever finds and caches the phrases itself.
+        """
+        enable = getattr(self.index, "enable", None)
+        can_commit = getattr(self.index, "can_commit", None)
+        if (
+            self.graph is None
+            and self.titles
+            and callable(enable)
+            and callable(can_commit)
+            and can_commit()
+            and self._kept_phrases() is None
+        ):
+            enable("passages")
+
+    def _doc_phrases(self, doc_id: str) -> DocPhrases:
         """The phrases of ``doc_id``'s chunks (rules), cached until the document changes."""
         record = self.index.indexed(doc_id)
         found = self._docs.get(doc_id)
-        if found is not None and found.record is record:
-            return found
-        ids = record.chunk_ids
-        reg = self._registry
-        title = _title_of(self.index.document(doc_id)) if self.titles else ""
-        chunks = list(record.chunks)
-        counts, slots, names = [], [], []
-        for chunk in chunks:
-            pairs = [
-                (_key(p.text), p.text)
-                for p in find_entities(chunk.text)
-                if p.kind in ("entity", "quoted")
-            ]
-            if title:
-                pairs.append((_key(title), title))
-            first: dict[str, str] = {}
-            for key, name in pairs:
-                first.setdefault(key, name)  # a chunk's spelling of a key: its first
-            counts.append(len(first))
-            slots += [reg.slot(key) for key in first]
-            names += [reg.name(name) for name in first.values()]
-        found = _DocPhrases(
-            record,
-            np.asarray(ids, np.int64),
-            chunks,
-            np.asarray(counts, np.int64),
-            np.asarray(slots, np.int64),
-            np.asarray(names, np.int64),
-        )
-        self._docs[doc_id] = found
+        if found is None or found.record is not record:
+            found = self._docs[doc_id] = doc_phrases(record, self._registry, titles=self.titles)
         return found
+
+    def _kept_phrases(self) -> PassagePhrases | None:
+        """The index's passage phrases when it keeps them with this retriever's settings."""
+        parts = getattr(self.index, "parts", None)
+        part = parts.get("passages") if isinstance(parts, Mapping) else None
+        if self.graph is None and part is not None and part.titles == self.titles:
+            return part
+        return None
 
     def _phrases_from_graph(
         self,
-    ) -> tuple[list[_DocPhrases], tuple[Ints, Ints], list[tuple[str, str, float]]]:
+    ) -> tuple[list[DocPhrases], tuple[Ints, Ints], list[tuple[str, str, float]]]:
         """Passages, the graph's entities in store order (slots, name ids), its relations."""
         store, reg = self.graph.store, self._registry
         ents = store.entities()
@@ -597,7 +550,7 @@ class PPRRetriever:
             per_chunk = [[reg.slot(e) for e in dict.fromkeys(by_chunk.get(c, []))] for c in ids]
             flat = [s for chunk in per_chunk for s in chunk]
             docs.append(
-                _DocPhrases(
+                DocPhrases(
                     self.index.indexed(doc_id),
                     np.asarray(ids, np.int64),
                     self.index.chunks(doc_id),
@@ -613,28 +566,35 @@ class PPRRetriever:
     def _build(self) -> PassageGraph:
         relations: list[tuple[str, str, float]] = []
         phrases: tuple[Ints, Ints] | None = None
+        reg = self._registry
         with reading(self.index):  # one version of the index for the whole graph
             version = self.index.version
-            if self.graph is None:
+            kept = self._kept_phrases()
+            if kept is not None:  # found and embedded as the index changed: nothing to do
+                reg = kept.registry
+                docs = [kept.of(d) for d in self.index.doc_ids]
+            elif self.graph is None:
                 docs = [self._doc_phrases(d) for d in self.index.doc_ids]
                 live = set(self.index.doc_ids)
                 for gone in [d for d in self._docs if d not in live]:
                     del self._docs[gone]
             else:
                 docs, phrases, relations = self._phrases_from_graph()
-        reg = self._registry
-        reg.embed_new(self.index.embedder)
-        g = self._assemble(version, docs, phrases, relations)
-        if len(reg.names) > 2 * len(g.names) + 1024:  # mostly names no longer in the corpus
-            self._registry, self._docs = _Registry(self.index.embedder.dim), {}
+        if reg is self._registry:
+            reg.embed_new(self.index.embedder)
+        g = self._assemble(version, docs, phrases, relations, reg)
+        if reg is self._registry and len(reg.names) > 2 * len(g.names) + 1024:
+            # mostly names no longer in the corpus
+            self._registry, self._docs = NameRegistry(self.index.embedder.dim), {}
         return g
 
     def _assemble(
         self,
         version: int,
-        docs: list[_DocPhrases],
+        docs: list[DocPhrases],
         phrases: tuple[Ints, Ints] | None,
         relations: list[tuple[str, str, float]],
+        reg: NameRegistry,
     ) -> PassageGraph:
         """One version's graph from its documents' pieces: array operations only.
 
@@ -643,7 +603,6 @@ class PPRRetriever:
         """
         import scipy.sparse as sp
 
-        reg = self._registry
         chunk_ids = np.concatenate([np.zeros(0, np.int64), *(d.chunk_ids for d in docs)])
         chunks = [c for d in docs for c in d.chunks]
         counts = np.concatenate([np.zeros(0, np.int64), *(d.counts for d in docs)])
@@ -676,7 +635,7 @@ class PPRRetriever:
             vals.append(rel[:, 2])
         n_syn = 0
         if n_e > 1 and self.synonym_k:
-            a, b, w = self._synonyms(name_ids)
+            a, b, w = self._synonyms(reg.vectors.view[name_ids])
             n_syn = a.size
             rows.append(a + n_p)
             cols.append(b + n_p)
@@ -705,18 +664,19 @@ class PPRRetriever:
             synonym_edges=n_syn,
         )
 
-    def _synonyms(self, name_ids: Ints) -> tuple[Ints, Ints, npt.NDArray[np.float64]]:
+    def _synonyms(self, vectors: Floats) -> tuple[Ints, Ints, npt.NDArray[np.float64]]:
         """Synonym edges ``(i, j, similarity)`` with ``i < j``.
 
-        Each phrase's ``synonym_k`` nearest names at or above ``synonym_threshold``, every
-        phrase against every one (so not incremental: off by default).
+        ``vectors`` are the phrases' name vectors, in phrase order. Each phrase's
+        ``synonym_k`` nearest names at or above ``synonym_threshold``, every phrase against
+        every one (so not incremental: off by default).
         """
-        vectors = self._registry.vectors.view[name_ids]
-        depth = min(name_ids.size, self.synonym_k + 1)
+        n = vectors.shape[0]
+        depth = min(n, self.synonym_k + 1)
         a, b, w = [], [], []
-        step = max(1, (1 << 22) // name_ids.size)
-        for lo in range(0, name_ids.size, step):
-            hi = min(name_ids.size, lo + step)
+        step = max(1, (1 << 22) // n)
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
             nbrs, sims = top_k(vectors[lo:hi] @ vectors.T, depth)
             i = np.repeat(np.arange(lo, hi), depth)
             j, s = nbrs.ravel(), sims.ravel()
@@ -774,7 +734,7 @@ class PPRRetriever:
     @staticmethod
     def _to_embed(g: PassageGraph, query: str, names: Sequence[str]) -> list[str]:
         """The query and the entity names with no exact phrase node (one embedding batch)."""
-        return [query, *dict.fromkeys(n for n in names if _key(n) not in g.keys)]
+        return [query, *dict.fromkeys(n for n in names if phrase_key(n) not in g.keys)]
 
     def _seeds(
         self, g: PassageGraph, q: Floats, names: Sequence[str], vectors: dict[str, Floats]
@@ -783,7 +743,7 @@ class PPRRetriever:
         seeds = np.zeros(n, dtype=np.float64)
         linked: dict[int, str] = {}
         for name in names:
-            key = _key(name)
+            key = phrase_key(name)
             hits: list[tuple[int, float]] = []
             if key in g.keys:
                 hits = [(g.keys[key], 1.0)]

@@ -1,0 +1,266 @@
+"""The phrases of every passage: what the PPR passage graph is built from, as a part.
+
+:class:`~semrag.retrieval.PPRRetriever` walks a graph of passages (the index's chunks) and
+the entity phrases they mention. Finding the phrases of a chunk (rules over its text, plus
+its document's title) and embedding each new phrase name is the costly part of building
+that graph; the rest is array operations over the whole corpus. :class:`PassagePhrases`
+does the costly part once per document, as a part of the index
+(``SemanticIndex(passages=True)``): each change finds the phrases of its added documents
+and embeds their new names while it is staged, and the part is saved and loaded with the
+index. A retriever over such an index (or a process that loads it) finds no phrase and
+embeds no name; it only assembles the graph of the current version.
+
+Without the part, the retriever keeps the same records itself (:func:`doc_phrases`), per
+document, until the document changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag._buffers import GrowingRows
+from semrag.errors import StoreError
+from semrag.index.change import Change, IndexedDocument
+from semrag.text.phrases import entities as find_entities
+from semrag.types import Chunk
+
+__all__ = ["DocPhrases", "NameRegistry", "PassagePhrases", "doc_phrases", "phrase_key"]
+
+Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class DocPhrases:
+    """What one document contributes to every passage graph (computed once)."""
+
+    record: Any
+    """The index's record of the document (by identity: the document has not changed)."""
+    chunk_ids: Ints
+    chunks: list[Chunk]
+    counts: Ints
+    """Phrases per chunk."""
+    slots: Ints
+    """The phrases' key slots (:attr:`NameRegistry.slot_of`), chunk by chunk."""
+    names: Ints
+    """The name id of each (the spelling in that chunk)."""
+
+
+class NameRegistry:
+    """Every phrase key and display name seen, each numbered once, with the names' vectors.
+
+    It only grows, so a graph built at one version keeps reading the numbers it knows
+    while a later change registers more.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.slot_of: dict[str, int] = {}
+        self.name_of: dict[str, int] = {}
+        self.names: list[str] = []
+        self.vectors = GrowingRows(np.zeros((0, dim), np.float32))
+
+    def slot(self, key: str) -> int:
+        """The number of a phrase key (a new one for a key not seen before)."""
+        return self.slot_of.setdefault(key, len(self.slot_of))
+
+    def name(self, text: str) -> int:
+        """The number of a display name (a new one for a name not seen before)."""
+        found = self.name_of.get(text)
+        if found is None:
+            found = self.name_of[text] = len(self.names)
+            self.names.append(text)
+        return found
+
+    def embed_new(self, embedder: Any) -> int:
+        """Embed the names registered since the last call (one batch); returns how many."""
+        new = self.names[self.vectors.n :]
+        if new:
+            self.vectors.append(np.asarray(embedder.embed(new), dtype=np.float32))
+        return len(new)
+
+
+def phrase_key(name: str) -> str:
+    """The key two spellings of one phrase share: lower case, single spaces."""
+    return " ".join(name.lower().split())
+
+
+def title_of(doc: Any) -> str:
+    """A document's title: its ``title`` metadata, or a title line at its start."""
+    title = doc.metadata.get("title") if isinstance(doc.metadata, Mapping) else None
+    if isinstance(title, str) and title.strip():
+        return " ".join(title.split())
+    head = doc.text.lstrip()
+    first = head.split("\n", 1)[0].strip()
+    rest = head[len(first) :]
+    if (
+        first
+        and rest.startswith("\n")
+        and first[:1].isupper()
+        and first[-1:] not in ".!?;:,"
+        and len(first.split()) <= 10
+    ):
+        return first
+    return ""
+
+
+def doc_phrases(record: IndexedDocument, registry: NameRegistry, *, titles: bool) -> DocPhrases:
+    """The phrases of each chunk of one indexed document (rules), registered by name.
+
+    A chunk's phrases are the entities and quoted titles its text names, plus the
+    document's title when ``titles``; each key counts once per chunk, spelled as the chunk
+    first spells it.
+    """
+    title = title_of(record.doc) if titles else ""
+    counts, slots, names = [], [], []
+    for chunk in record.chunks:
+        pairs = [
+            (phrase_key(p.text), p.text)
+            for p in find_entities(chunk.text)
+            if p.kind in ("entity", "quoted")
+        ]
+        if title:
+            pairs.append((phrase_key(title), title))
+        first: dict[str, str] = {}
+        for key, name in pairs:
+            first.setdefault(key, name)
+        counts.append(len(first))
+        slots += [registry.slot(key) for key in first]
+        names += [registry.name(name) for name in first.values()]
+    return DocPhrases(
+        record,
+        np.asarray(record.chunk_ids, np.int64),
+        list(record.chunks),
+        np.asarray(counts, np.int64),
+        np.asarray(slots, np.int64),
+        np.asarray(names, np.int64),
+    )
+
+
+class PassagePhrases:
+    """Each indexed document's passage phrases and every phrase name's vector.
+
+    A part of the index (``SemanticIndex(passages=True)``): it follows every change, and is
+    saved and loaded with the index.
+
+    Args:
+        embedder: embeds the phrase names (the index's embedder).
+        titles: a document's title is a phrase of each of its passages (as
+            ``PPRRetriever(titles=)``; a retriever with the other setting finds its own).
+    """
+
+    def __init__(self, embedder: Any, *, titles: bool = True) -> None:
+        self.embedder = embedder
+        self.titles = bool(titles)
+        self.registry = NameRegistry(embedder.dim)
+        self._docs: dict[str, DocPhrases] = {}
+
+    def of(self, doc_id: str) -> DocPhrases:
+        """The phrases of an indexed document."""
+        return self._docs[doc_id]
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    # -- following the index --------------------------------------------------------------
+    def stage(self, change: Change) -> Callable[[], None]:
+        """Find the added documents' phrases and embed their new names; returns the publish.
+
+        The registry only grows, so what a reader of the current version looks up stays
+        where it was.
+        """
+        found = [doc_phrases(d, self.registry, titles=self.titles) for d in change.added]
+        self.registry.embed_new(self.embedder)
+
+        def publish() -> None:
+            for doc_id in change.removed_ids:
+                self._docs.pop(doc_id, None)
+            self._docs.update((p.record.id, p) for p in found)
+
+        return publish
+
+    def apply(self, change: Change) -> None:
+        """Bring the phrases up to ``change.version``."""
+        self.stage(change)()
+
+    # -- persistence ----------------------------------------------------------------------
+    def save(self, directory: Path) -> list[str]:
+        """Write ``passages.json`` (keys, names) and ``passages.npz`` (phrases, vectors).
+
+        The documents' arrays are written in the order the index lists them.
+        """
+        reg = self.registry
+        keys = sorted(reg.slot_of, key=reg.slot_of.__getitem__)
+        meta = {"titles": self.titles, "keys": keys, "names": reg.names, "docs": list(self._docs)}
+        (directory / "passages.json").write_text(json.dumps(meta), encoding="utf-8")
+        docs = list(self._docs.values())
+        empty = np.zeros(0, np.int64)
+        np.savez(
+            directory / "passages.npz",
+            counts=np.concatenate([empty, *(d.counts for d in docs)]),
+            slots=np.concatenate([empty, *(d.slots for d in docs)]),
+            names=np.concatenate([empty, *(d.names for d in docs)]),
+            vectors=reg.vectors.view,
+        )
+        return ["passages.json", "passages.npz"]
+
+    @classmethod
+    def load(
+        cls, directory: Path, documents: Sequence[IndexedDocument], *, embedder: Any
+    ) -> PassagePhrases:
+        """Read what :meth:`save` wrote; ``documents`` are the loaded index's.
+
+        Raises:
+            StoreError: if the phrases do not match the documents, or the vectors the names
+                or the embedder.
+        """
+        meta = json.loads((directory / "passages.json").read_text(encoding="utf-8"))
+        arrays = np.load(directory / "passages.npz")
+        out = cls(embedder, titles=meta["titles"])
+        reg = out.registry
+        reg.slot_of = {k: i for i, k in enumerate(meta["keys"])}
+        reg.names = list(meta["names"])
+        reg.name_of = {n: i for i, n in enumerate(reg.names)}
+        vectors = np.asarray(arrays["vectors"], np.float32)
+        if vectors.shape != (len(reg.names), embedder.dim):
+            raise StoreError(
+                f"{directory}: {vectors.shape[0]} name vectors of dimension "
+                f"{vectors.shape[1] if vectors.ndim == 2 else '?'} for {len(reg.names)} "
+                f"names and an embedder of dimension {embedder.dim}"
+            )
+        reg.vectors.append(vectors)
+        by_id = {d.id: d for d in documents}
+        if sorted(meta["docs"]) != sorted(by_id):
+            raise StoreError(f"{directory}: the passage phrases name other documents")
+        counts, slots, names = arrays["counts"], arrays["slots"], arrays["names"]
+        at_chunk = at_phrase = 0
+        for doc_id in meta["docs"]:
+            record = by_id[doc_id]
+            n = len(record.chunk_ids)
+            mine = counts[at_chunk : at_chunk + n]
+            m = int(mine.sum())
+            if mine.size != n:
+                raise StoreError(f"{directory}: the passage phrases do not match {doc_id!r}")
+            out._docs[doc_id] = DocPhrases(
+                record,
+                np.asarray(record.chunk_ids, np.int64),
+                list(record.chunks),
+                np.asarray(mine, np.int64),
+                np.asarray(slots[at_phrase : at_phrase + m], np.int64),
+                np.asarray(names[at_phrase : at_phrase + m], np.int64),
+            )
+            at_chunk, at_phrase = at_chunk + n, at_phrase + m
+        if at_chunk != counts.size or at_phrase != slots.size:
+            raise StoreError(f"{directory}: the passage phrases do not match the index")
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"PassagePhrases(documents={len(self._docs)}, names={len(self.registry.names)}, "
+            f"titles={self.titles})"
+        )

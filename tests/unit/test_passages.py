@@ -1,0 +1,146 @@
+"""The PPR passage phrases as a part of the index: followed, saved, loaded, never rebuilt."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import semrag.index.passages as passages_module
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError, StoreError
+from semrag.index.persist import _sha256
+from semrag.retrieval import PPRRetriever
+from semrag.testing import FakeEmbedder
+from tests.unit.test_ppr import DOCS, QUESTION
+
+MORE = [
+    Document("porto", "Porto\n\nPorto lies on the Douro river. Marta Quill studied there."),
+    Document("film", "The Glass Harbour\n\nThe Glass Harbour is a 1962 film by Anna Berg."),
+]
+QUERIES = [QUESTION, "Which river flows through Porto?", "Who made The Glass Harbour?"]
+
+
+class CountingEmbedder(FakeEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def _embed_batch(self, texts):
+        self.batches.append(list(texts))
+        return super()._embed_batch(texts)
+
+
+def ranked(index: SemanticIndex, **options) -> list[list[tuple[str, int, float]]]:
+    retriever = PPRRetriever(index, k=4, **options)
+    return [
+        [(h.chunk.doc_id, h.chunk.start, round(h.score, 6)) for h in retriever.retrieve(q)]
+        for q in QUERIES
+    ]
+
+
+def changed(index: SemanticIndex) -> SemanticIndex:
+    index.add_documents(DOCS)
+    index.delete("noise2")
+    index.add_documents(MORE, on_conflict="replace")  # a new document and a new version
+    return index
+
+
+@pytest.mark.parametrize("synonym_k", [0, 2])
+def test_ppr_over_kept_phrases_equals_ppr_that_finds_its_own_and_enables_the_part(synonym_k):
+    kept = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
+    plain = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
+    assert "passages" in kept.parts and "passages" not in plain.parts
+    # titles=False: the retriever finds and caches the phrases itself (the part has titles)
+    own = ranked(plain, synonym_k=synonym_k, titles=False)
+    assert "passages" not in plain.parts
+    assert ranked(kept, synonym_k=synonym_k, titles=False) == own
+    with_titles = ranked(plain, synonym_k=synonym_k)  # the first query enables the part
+    assert "passages" in plain.parts
+    assert ranked(kept, synonym_k=synonym_k) == with_titles
+
+
+def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase(tmp_path, monkeypatch):
+    index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
+    want = ranked(index)
+    index.save(tmp_path / "ix")
+    assert json.loads((tmp_path / "ix" / "manifest.json").read_text())["passages"] == {
+        "titles": True
+    }
+    emb = CountingEmbedder()
+    loaded = SemanticIndex.load(tmp_path / "ix", embedder=emb)
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("a passage's phrases were found again")
+
+    monkeypatch.setattr(passages_module, "find_entities", no_rebuild)
+    retriever = PPRRetriever(loaded, k=4)
+    hits = retriever.retrieve(QUERIES[0])
+    assert [h.chunk.doc_id for h in hits] == [d for d, _, _ in want[0]]
+    assert len(emb.batches) == 1 and emb.batches[0][0] == QUERIES[0]  # the query, no name
+    monkeypatch.undo()
+    assert ranked(loaded) == want
+
+
+def test_enable_builds_the_part_on_a_populated_index_and_it_follows(tmp_path):
+    index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
+    version = index.version
+    index.enable("passages")
+    assert "passages" in index.parts and index.version == version
+    index.add_documents([Document("lisbon", "Lisbon\n\nLisbon is the capital of Portugal.")])
+    fresh = SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True)
+    fresh.add_documents([index.document(d) for d in index.doc_ids])
+    assert ranked(index) == ranked(fresh)
+    index.enable("passages")  # already there: nothing changes
+    with pytest.raises(ConfigError, match="passages"):
+        index.enable("ssg")
+    index.save(tmp_path / "ix")
+    assert ranked(SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())) == ranked(fresh)
+
+
+def test_an_index_without_the_part_saves_and_loads_without_it(tmp_path):
+    index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
+    index.save(tmp_path / "ix")
+    assert not (tmp_path / "ix" / "passages.npz").exists()
+    loaded = SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
+    assert "passages" not in loaded.parts and ranked(loaded) == ranked(index)
+
+
+def test_phrases_that_do_not_match_the_index_are_refused(tmp_path):
+    index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
+    index.save(tmp_path / "ix")
+    arrays = dict(np.load(tmp_path / "ix" / "passages.npz"))
+    arrays["counts"] = arrays["counts"][:-1]
+    np.savez(tmp_path / "ix" / "passages.npz", **arrays)
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    manifest["files"]["passages.npz"] = _sha256(tmp_path / "ix" / "passages.npz")  # no checksum
+    (tmp_path / "ix" / "manifest.json").write_text(json.dumps(manifest))  # error: a real mismatch
+    with pytest.raises(StoreError, match="passage phrases"):
+        SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
+
+
+texts = st.sampled_from([d.text for d in [*DOCS, *MORE]])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.one_of(st.none(), texts)), max_size=8))
+def test_kept_phrases_after_any_changes_equal_a_fresh_build(steps):
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True)
+    for doc_id, text in steps:  # None deletes
+        if text is None:
+            index.delete_many([doc_id])
+        else:
+            index.add_documents([Document(doc_id, text)], on_conflict="replace")
+    fresh = SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True)
+    fresh.add_documents([index.document(d) for d in index.doc_ids])
+    part, other = index.parts["passages"], fresh.parts["passages"]
+    for d in index.doc_ids:
+        mine, theirs = part.of(d), other.of(d)
+        assert [part.registry.names[n] for n in mine.names] == [
+            other.registry.names[n] for n in theirs.names
+        ]
+        assert mine.counts.tolist() == theirs.counts.tolist()
+    assert ranked(index) == ranked(fresh)
