@@ -33,14 +33,25 @@ def report_text(community: Community) -> str:
     return f"{community.title}. {community.summary}"
 
 
+def relation_order(r: Relation) -> tuple[str, str, str, str, float]:
+    """A total order of relations, so sums and ties never depend on how a store lists them."""
+    return (r.source, r.target, r.type, r.evidence, float(r.weight))
+
+
 def _graph(entity_ids: Sequence[str], relations: Sequence[Relation]) -> nx.Graph:
+    """The undirected weighted graph, built in a canonical order.
+
+    A graph that followed changes and one built fresh from the same records then give the
+    same communities.
+    """
     g = nx.Graph()
-    g.add_nodes_from(entity_ids)
-    for r in relations:
-        if r.source == r.target:
-            continue
-        w = g.get_edge_data(r.source, r.target, {"weight": 0.0})["weight"]
-        g.add_edge(r.source, r.target, weight=w + float(r.weight))
+    g.add_nodes_from(sorted(entity_ids))
+    weight: dict[tuple[str, str], float] = {}
+    for r in sorted(relations, key=relation_order):
+        if r.source != r.target:
+            edge = (min(r.source, r.target), max(r.source, r.target))
+            weight[edge] = weight.get(edge, 0.0) + float(r.weight)
+    g.add_weighted_edges_from((a, b, w) for (a, b), w in sorted(weight.items()))
     return g
 
 

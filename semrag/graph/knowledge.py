@@ -18,7 +18,12 @@ from semrag._buffers import GrowingRows
 from semrag._steps import Call, acall
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError, StoreError
-from semrag.graph.communities import community_reports, detect_communities, report_text
+from semrag.graph.communities import (
+    community_reports,
+    detect_communities,
+    relation_order,
+    report_text,
+)
 from semrag.graph.extract import (
     Extraction,
     HeuristicGraphExtractor,
@@ -359,6 +364,19 @@ class KnowledgeGraph:
             self._vectors = None
             self.version += 1
             self.communities_stale = True
+        self._follow_communities()
+
+    def _follow_communities(self) -> None:
+        """Recompute built communities after a change, as a fresh build would make them.
+
+        Extractive reports are recomputed with the change (detection runs over the whole
+        graph in a canonical order with the same seed, so the partition and the reports
+        equal a fresh build's). Reports by an LLM are not rewritten on every change: the
+        communities stay marked stale (:attr:`communities_stale`; community search says so
+        in its provenance) until :meth:`refresh_communities`.
+        """
+        if self._community_args and self._community_args.get("llm") is None:
+            self.build_communities(**self._community_args)
 
     def _write(self, diff: GraphDiff, vectors: np.ndarray | None) -> None:
         if self._unsynced:
@@ -380,6 +398,7 @@ class KnowledgeGraph:
         self.store.update(**everything.as_kwargs(), **_vectors_kwarg(vectors))
         self._unsynced = False
         self.communities_stale = True
+        self._follow_communities()
 
     def _stored_vectors(self, entities: Sequence[Entity]) -> np.ndarray | None:
         """The entities' name vectors for a store that keeps them (``None`` for others).
@@ -503,8 +522,8 @@ class KnowledgeGraph:
             "on_llm_error": on_llm_error,
         }
         t0 = time.perf_counter()
-        ents = self.store.entities()
-        rels = self.store.relations()
+        ents = sorted(self.store.entities(), key=lambda e: e.id)
+        rels = sorted(self.store.relations(), key=relation_order)
         comms, self.algorithm = detect_communities(
             [e.id for e in ents], rels, algorithm=algorithm, levels=levels, resolution=resolution
         )

@@ -346,6 +346,11 @@ class CommunityRetriever:
                 "relevance": rel[comm.id],
                 "rank": comm.rank,
             }
+            if getattr(self.kg, "communities_stale", False):
+                prov["note"] = (
+                    "the graph changed since these communities were built (LLM reports are "
+                    "not rewritten per change): call graph.refresh_communities()"
+                )
             out.append(ScoredChunk(chunk, s, {"dense": s, "community": rel[comm.id]}, (prov,)))
         return out
 

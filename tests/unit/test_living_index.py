@@ -889,3 +889,61 @@ def test_a_failing_follower_does_not_keep_the_change_from_the_others():
     with pytest.raises(StoreError) as raised:
         index.delete("a")
     assert seen == [1, 2] and "another follower failed too" in " ".join(raised.value.__notes__)
+
+
+def community_table(kg: KnowledgeGraph) -> list[tuple]:
+    return sorted(
+        (c.id, c.level, c.entity_ids, c.parent, c.title, c.summary, round(c.rank, 6))
+        for c in kg.store.read_communities()
+    )
+
+
+def test_communities_that_follow_changes_equal_a_fresh_build(graph_store):
+    from semrag.graph import InMemoryGraphStore
+
+    def global_hits(index: SemanticIndex, kg: KnowledgeGraph) -> list:
+        retriever = CommunityRetriever(index, kg, mode="global", k=4)
+        return [
+            (h.chunk.doc_id, h.chunk.start, h.provenance[0]["community"])
+            for q in ("Who designed the engine?", "Where did Obama meet Merkel?")
+            for h in retriever.retrieve(q)
+        ]
+
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES[:3])])
+    kg = KnowledgeGraph.build(index, store=graph_store())
+    steps = [("add", "s3", STORIES[3]), ("delete", "s0", None), ("add", "s1", STORIES[4])]
+    for op, doc_id, text in steps:
+        if op == "add":
+            index.add_documents([Document(doc_id, text)], on_conflict="replace")
+        else:
+            index.delete(doc_id)
+        assert not kg.communities_stale
+        fresh_index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+        fresh_index.add_documents([Document(d, index.document(d).text) for d in index.doc_ids])
+        fresh = KnowledgeGraph.build(fresh_index, store=InMemoryGraphStore())
+        assert community_table(kg) == community_table(fresh), (op, doc_id)
+        assert global_hits(index, kg) == global_hits(fresh_index, fresh), (op, doc_id)
+        fresh.detach()
+    kg.detach()
+
+
+def test_llm_reports_are_not_rewritten_per_change_and_search_says_they_are_stale():
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES[:3])])
+    from langchain_core.language_models.fake import FakeListLLM
+
+    from langchain_semrag import LangChainLLM
+
+    fake = FakeListLLM(responses=['{"title": "People", "summary": "They met."}'] * 100)
+    kg = KnowledgeGraph.build(index, community_llm=LangChainLLM(fake))
+    asked = fake.i
+    assert asked > 0  # the reports came from the LLM
+    index.add_documents([Document("s3", STORIES[3])])
+    assert kg.communities_stale and fake.i == asked  # no LLM call per change
+    (hit, *_) = CommunityRetriever(index, kg, mode="global", k=2).retrieve("Who met?")
+    assert "refresh_communities" in hit.provenance[0]["note"]
+    kg.refresh_communities()
+    assert not kg.communities_stale
+    (hit, *_) = CommunityRetriever(index, kg, mode="global", k=2).retrieve("Who met?")
+    assert "note" not in hit.provenance[0]
