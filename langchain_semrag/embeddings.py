@@ -11,6 +11,7 @@ from langchain_core.language_models.llms import LLM as LCBaseLLM
 from langchain_core.messages import BaseMessage
 
 from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.errors import ConfigError
 
 __all__ = ["LangChainEmbedder", "LangChainLLM", "SemragEmbeddings", "SemragLLM", "to_embedder"]
 
@@ -25,7 +26,7 @@ class LangChainEmbedder(BaseEmbedder):
 
     def __init__(self, embeddings: Embeddings, *, cache_size: int = 10_000) -> None:
         if not isinstance(embeddings, Embeddings):
-            raise TypeError(f"expected a LangChain Embeddings, got {type(embeddings).__name__}")
+            raise ConfigError(f"expected a LangChain Embeddings, got {type(embeddings).__name__}")
         super().__init__(cache_size=cache_size)
         self.embeddings = embeddings
         self.name = type(embeddings).__name__
@@ -109,7 +110,7 @@ class LangChainLLM:
 
     def __init__(self, model: BaseLanguageModel) -> None:
         if not isinstance(model, BaseLanguageModel):
-            raise TypeError(f"expected a LangChain language model, got {type(model).__name__}")
+            raise ConfigError(f"expected a LangChain language model, got {type(model).__name__}")
         self.model = model
 
     def complete(self, prompt: str) -> str:

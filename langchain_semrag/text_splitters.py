@@ -139,7 +139,7 @@ class _CoreTextSplitter(TextSplitter):
         ids: Sequence[str | None] | None,
     ) -> list[Document]:
         if isinstance(texts, str):
-            raise TypeError("create_documents takes a list of texts; wrap one text in a list")
+            raise ConfigError("create_documents takes a list of texts; wrap one text in a list")
         texts = list(texts)
         if metadatas is not None and len(metadatas) != len(texts):
             raise ConfigError(

@@ -65,7 +65,7 @@ class SemanticVectorStore(VectorStore):
         if index is None:
             index = SemanticIndex(embedder=to_embedder(embedding), **index_kwargs)
         elif index_kwargs:
-            raise TypeError("index_kwargs apply only when the store creates its index")
+            raise ConfigError("index_kwargs apply only when the store creates its index")
         self.index = index
         self._embedding = embedding
 
@@ -266,7 +266,7 @@ class VectorStoreClient:
 
     def __init__(self, store: VectorStore) -> None:
         if not isinstance(store, VectorStore):
-            raise TypeError(f"expected a LangChain VectorStore, got {type(store).__name__}")
+            raise ConfigError(f"expected a LangChain VectorStore, got {type(store).__name__}")
         self.store = store
 
     def upsert(

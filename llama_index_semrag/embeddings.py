@@ -12,6 +12,7 @@ from llama_index.core.llms import CompletionResponse, CompletionResponseGen, Cus
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.errors import ConfigError
 
 __all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "SemragEmbedding", "SemragLLM", "to_embedder"]
 
@@ -26,7 +27,7 @@ class LlamaIndexEmbedder(BaseEmbedder):
 
     def __init__(self, embed_model: BaseEmbedding, *, cache_size: int = 10_000) -> None:
         if not isinstance(embed_model, BaseEmbedding):
-            raise TypeError(
+            raise ConfigError(
                 f"expected a LlamaIndex BaseEmbedding, got {type(embed_model).__name__}"
             )
         super().__init__(cache_size=cache_size)
@@ -128,7 +129,7 @@ class LlamaIndexLLM:
 
     def __init__(self, llm: LIBaseLLM) -> None:
         if not isinstance(llm, LIBaseLLM):
-            raise TypeError(f"expected a LlamaIndex LLM, got {type(llm).__name__}")
+            raise ConfigError(f"expected a LlamaIndex LLM, got {type(llm).__name__}")
         self.llm = llm
 
     def complete(self, prompt: str) -> str:
@@ -162,7 +163,7 @@ class SemragLLM(CustomLLM):
 
     def __init__(self, llm: Any, **kwargs: Any) -> None:
         if not callable(getattr(llm, "complete", None)):
-            raise TypeError(f"expected a semrag LLM, got {type(llm).__name__}")
+            raise ConfigError(f"expected a semrag LLM, got {type(llm).__name__}")
         super().__init__(**kwargs)
         self._llm = llm
 

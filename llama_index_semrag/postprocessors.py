@@ -10,6 +10,7 @@ from pydantic import PrivateAttr
 
 from llama_index_semrag.embeddings import to_embedder, to_llm
 from llama_index_semrag.retrievers import to_nodes
+from semrag.errors import ConfigError
 from semrag.identity import chunk_document_id
 from semrag.postprocess import SPC, SPCResult
 from semrag.types import Chunk, ScoredChunk
@@ -90,7 +91,7 @@ class SPCPostprocessor(BaseNodePostprocessor):
 
 def _query_of(query_bundle: QueryBundle | None) -> str:
     if query_bundle is None:
-        raise ValueError("SPCPostprocessor needs the query (query_bundle or query_str)")
+        raise ConfigError("SPCPostprocessor needs the query (query_bundle or query_str)")
     return query_bundle.query_str
 
 

@@ -106,7 +106,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
         if index is None:
             index = SemanticIndex(embedder=to_embedder(embed_model), **index_kwargs)
         elif index_kwargs or embed_model is not None:
-            raise TypeError(
+            raise ConfigError(
                 "embed_model and index_kwargs apply only when the store creates its index"
             )
         self._index = index
@@ -395,7 +395,7 @@ class VectorStoreClient:
 
     def __init__(self, store: BasePydanticVectorStore) -> None:
         if not isinstance(store, BasePydanticVectorStore):
-            raise TypeError(f"expected a LlamaIndex vector store, got {type(store).__name__}")
+            raise ConfigError(f"expected a LlamaIndex vector store, got {type(store).__name__}")
         self.store = store
 
     def upsert(

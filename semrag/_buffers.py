@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
+from semrag.errors import ConfigError
 
 __all__ = ["GrowingRows", "StoredRows", "insert_rows"]
 
@@ -157,7 +158,7 @@ class StoredRows:
         if seen[0] is None:
             storage = faiss.downcast_index(self.index.storage)
             if storage.code_size != width:
-                raise TypeError(
+                raise ConfigError(
                     f"{type(storage).__name__} stores {storage.code_size} bytes a row, not "
                     f"{self.dim} values of {self.dtype}"
                 )

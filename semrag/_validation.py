@@ -69,9 +69,9 @@ class Interval:
         closed: str = "both",
     ) -> None:
         if kind not in (numbers.Integral, numbers.Real):
-            raise TypeError("Interval kind must be numbers.Integral or numbers.Real")
+            raise ConfigError("Interval kind must be numbers.Integral or numbers.Real")
         if closed not in ("both", "left", "right", "neither"):
-            raise ValueError(f"closed must be both, left, right or neither, got {closed!r}")
+            raise ConfigError(f"closed must be both, left, right or neither, got {closed!r}")
         self.kind, self.left, self.right, self.closed = kind, left, right, closed
 
     def normalize(self, value: Any) -> Any:
@@ -157,13 +157,13 @@ def _normalize(value: Any, constraint: Any) -> Any:
         return bool(value) if isinstance(value, (bool, np.bool_)) else _REJECT
     if isinstance(constraint, str):
         if constraint != "callable":
-            raise ValueError(f"unknown constraint {constraint!r}")
+            raise ConfigError(f"unknown constraint {constraint!r}")
         return value if callable(value) else _REJECT
     if isinstance(constraint, (Interval, Options, HasMethods)):
         return constraint.normalize(value)
     if isinstance(constraint, type):
         return value if isinstance(value, constraint) else _REJECT
-    raise ValueError(f"unknown constraint {constraint!r}")
+    raise ConfigError(f"unknown constraint {constraint!r}")
 
 
 def check_param(owner: str, name: str, value: Any, constraints: Sequence[Any]) -> Any:

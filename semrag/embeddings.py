@@ -225,10 +225,10 @@ class BaseEmbedder:
     def _lookup(self, texts: Sequence[str]) -> tuple[dict[str, Vectors], list[str]]:
         """Return the cached vectors of ``texts`` and the unique texts still to embed."""
         if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of strings, not a single str")
+            raise ConfigError("embed() takes a sequence of strings, not a single str")
         for t in texts:
             if not isinstance(t, str):
-                raise TypeError(f"texts must be str, got {type(t).__name__}")
+                raise ConfigError(f"texts must be str, got {type(t).__name__}")
         found: dict[str, Vectors] = {}
         missing: dict[str, None] = {}
         with self._lock:
@@ -317,7 +317,7 @@ def as_embedder(obj: Any = None) -> BaseEmbedder:
         return obj
     if callable(getattr(obj, "embed", None)):
         return _CheckedEmbedder(obj)
-    raise TypeError(
+    raise ConfigError(
         f"{type(obj).__name__} is not an Embedder (no embed method); LangChain Embeddings and "
         "LlamaIndex BaseEmbedding objects are accepted by langchain_semrag / llama_index_semrag"
     )

@@ -8,12 +8,13 @@ mean "you passed a bad value" also derive from the matching builtin, so callers'
       + ConfigError (ValueError, TypeError)  bad argument or configuration
       |  - DocumentConflictError          an add names ids already indexed (on_conflict=)
       + NotFittedError (AttributeError)   a model or index used before fit/build
+      + NotIndexedError (KeyError)        a document or chunk id the index does not hold
       + MissingDependencyError (ImportError)
       + EmbeddingError                    an embedder returned the wrong shape or non-finite values
       + StoreError
       |  - StoreUnavailableError          a graph store cannot be reached
       + LLMError
-         - LLMOutputError                 an LLM reply failed validation after retries
+         - LLMOutputError (ValueError)    an LLM reply that is not the JSON asked for
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "LLMOutputError",
     "MissingDependencyError",
     "NotFittedError",
+    "NotIndexedError",
     "SemragError",
     "StoreError",
     "StoreUnavailableError",
@@ -48,6 +50,16 @@ class NotFittedError(SemragError, AttributeError):
     """A model or index was used before it was fitted or built."""
 
 
+class NotIndexedError(SemragError, KeyError):
+    """A document or chunk id that the index (or one of its parts) does not hold.
+
+    A ``KeyError``, so lookups keep the mapping protocol; its message names the id.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class MissingDependencyError(SemragError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
@@ -68,8 +80,10 @@ class LLMError(SemragError):
     """An LLM call failed."""
 
 
-class LLMOutputError(LLMError):
-    """An LLM reply could not be parsed or validated, even after a retry.
+class LLMOutputError(LLMError, ValueError):
+    """An LLM reply could not be parsed or validated (after a retry, where one is made).
+
+    A ``ValueError`` too, as a reply that is not the value asked for.
 
     Attributes:
         reply: the last raw reply of the LLM.

@@ -61,7 +61,7 @@ def extract_json(reply: str) -> Any:
         The parsed value.
 
     Raises:
-        ValueError: if no JSON value can be parsed.
+        LLMOutputError: (a ``ValueError``) if no JSON value can be parsed.
     """
     candidates = [reply.strip()]
     candidates += [m.group(1).strip() for m in _FENCE.finditer(reply)]
@@ -78,7 +78,7 @@ def extract_json(reply: str) -> Any:
             except json.JSONDecodeError:
                 continue
             return value
-    raise ValueError("no JSON value found in the reply")
+    raise LLMOutputError("no JSON value found in the reply")
 
 
 def validate_json(value: Any, schema: Mapping[str, Any], path: str = "$") -> None:
@@ -94,7 +94,7 @@ def validate_json(value: Any, schema: Mapping[str, Any], path: str = "$") -> Non
         path: where ``value`` sits, for messages.
 
     Raises:
-        ValueError: naming the first violation and its path.
+        LLMOutputError: (a ``ValueError``) naming the first violation and its path.
     """
     kind = schema.get("type")
     if kind is not None:
@@ -108,33 +108,35 @@ def validate_json(value: Any, schema: Mapping[str, Any], path: str = "$") -> Non
             for n in names
         )
         if not ok:
-            raise ValueError(f"{path}: expected {' or '.join(names)}, got {type(value).__name__}")
+            raise LLMOutputError(
+                f"{path}: expected {' or '.join(names)}, got {type(value).__name__}"
+            )
     if "enum" in schema and value not in schema["enum"]:
-        raise ValueError(f"{path}: {value!r} is not one of {schema['enum']!r}")
+        raise LLMOutputError(f"{path}: {value!r} is not one of {schema['enum']!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
-            raise ValueError(f"{path}: {value} is below the minimum {schema['minimum']}")
+            raise LLMOutputError(f"{path}: {value} is below the minimum {schema['minimum']}")
         if "maximum" in schema and value > schema["maximum"]:
-            raise ValueError(f"{path}: {value} is above the maximum {schema['maximum']}")
+            raise LLMOutputError(f"{path}: {value} is above the maximum {schema['maximum']}")
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        raise ValueError(f"{path}: string shorter than {schema['minLength']}")
+        raise LLMOutputError(f"{path}: string shorter than {schema['minLength']}")
     if isinstance(value, dict):
         props = schema.get("properties", {})
         for key in schema.get("required", ()):
             if key not in value:
-                raise ValueError(f"{path}: missing required key {key!r}")
+                raise LLMOutputError(f"{path}: missing required key {key!r}")
         if schema.get("additionalProperties", True) is False:
             extra = sorted(set(value) - set(props))
             if extra:
-                raise ValueError(f"{path}: unexpected keys {extra!r}")
+                raise LLMOutputError(f"{path}: unexpected keys {extra!r}")
         for key, sub in props.items():
             if key in value:
                 validate_json(value[key], sub, f"{path}.{key}")
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
-            raise ValueError(f"{path}: fewer than {schema['minItems']} items")
+            raise LLMOutputError(f"{path}: fewer than {schema['minItems']} items")
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise ValueError(f"{path}: more than {schema['maxItems']} items")
+            raise LLMOutputError(f"{path}: more than {schema['maxItems']} items")
         if "items" in schema:
             for i, item in enumerate(value):
                 validate_json(item, schema["items"], f"{path}[{i}]")

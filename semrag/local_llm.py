@@ -184,7 +184,7 @@ class TransformersLLM:
     def complete(self, prompt: str) -> str:
         """The model's greedy reply to ``prompt`` (sent as one user message)."""
         if not isinstance(prompt, str):
-            raise TypeError(f"prompt must be str, got {type(prompt).__name__}")
+            raise ConfigError(f"prompt must be str, got {type(prompt).__name__}")
         messages = [{"role": "user", "content": prompt}]
         encoded = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True

@@ -18,7 +18,7 @@ __all__ = ["Chunk", "Document", "MetadataFilter", "ScoredChunk", "Span", "as_fil
 
 def _check_text(text: object, what: str) -> str:
     if not isinstance(text, str):
-        raise TypeError(f"{what} must be str, got {type(text).__name__}")
+        raise ConfigError(f"{what} must be str, got {type(text).__name__}")
     _check_encodable(text, what)
     return text
 
@@ -58,7 +58,7 @@ class Document:
     def __post_init__(self) -> None:
         _check_text(self.text, "Document.text")
         if not isinstance(self.id, str):
-            raise TypeError(f"Document.id must be str, got {type(self.id).__name__}")
+            raise ConfigError(f"Document.id must be str, got {type(self.id).__name__}")
         _check_encodable(self.id, "Document.id")
 
 
@@ -76,7 +76,7 @@ class Span:
 
     def __post_init__(self) -> None:
         if not 0 <= self.start <= self.end:
-            raise ValueError(f"invalid span [{self.start}, {self.end})")
+            raise ConfigError(f"invalid span [{self.start}, {self.end})")
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -192,4 +192,4 @@ def as_filter(spec: MetadataFilter) -> Callable[[Mapping[str, Any]], bool]:
         items = dict(spec)
         missing = object()
         return lambda meta: all(meta.get(k, missing) == v for k, v in items.items())
-    raise TypeError(f"filter must be a callable or a mapping, got {type(spec).__name__}")
+    raise ConfigError(f"filter must be a callable or a mapping, got {type(spec).__name__}")

@@ -140,7 +140,7 @@ def _framework_document(d: Any) -> Document | None:
 def _one(text: Any, doc_id: str | None, metadata: Mapping[str, Any] | None) -> Document:
     """The document :meth:`BoundaryChunker.chunk` chunks (``TypeError`` if not a text)."""
     if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
+        raise ConfigError(f"text must be str, got {type(text).__name__}")
     return Document(doc_id if doc_id is not None else content_id(text), text, dict(metadata or {}))
 
 
@@ -154,7 +154,7 @@ def as_documents(documents: Iterable[Any]) -> list[Document]:
             unsupported kind.
     """
     if isinstance(documents, (str, Document)):
-        raise TypeError("pass a list of documents, or use chunk() for a single text")
+        raise ConfigError("pass a list of documents, or use chunk() for a single text")
     docs: list[Document] = []
     for d in documents:
         if isinstance(d, Document):
@@ -164,7 +164,7 @@ def as_documents(documents: Iterable[Any]) -> list[Document]:
         elif (converted := _framework_document(d)) is not None:
             docs.append(converted)
         else:
-            raise TypeError(
+            raise ConfigError(
                 "documents must be semrag Documents, str, or LangChain / LlamaIndex "
                 f"documents; got {type(d).__name__}"
             )

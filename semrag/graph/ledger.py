@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from semrag._buffers import GrowingRows
+from semrag.errors import StoreError
 from semrag.graph.extract import Extraction
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation
 from semrag.index.knn import NodeANN
@@ -321,12 +322,13 @@ class GraphLedger:
         name without one is embedded again.
 
         Raises:
+            StoreError: on a name search or name vectors that do not fit.
             KeyError, TypeError, ValueError: on a malformed record (callers report a
                 :class:`~semrag.errors.StoreError`).
         """
         name_search = str(data.get("name_search", "exact"))  # older ledgers were exact
         if name_search not in ("auto", "exact", "hnsw"):
-            raise ValueError(f"name_search {name_search!r} is not 'auto', 'exact' or 'hnsw'")
+            raise StoreError(f"name_search {name_search!r} is not 'auto', 'exact' or 'hnsw'")
         ledger = cls(
             embedder,
             resolve=bool(data["resolve"]),
@@ -336,7 +338,7 @@ class GraphLedger:
         if names is not None:
             spelled, vectors = names
             if len(spelled) != len(vectors):
-                raise ValueError(f"{len(spelled)} names but {len(vectors)} name vectors")
+                raise StoreError(f"{len(spelled)} names but {len(vectors)} name vectors")
             ledger._saved = {
                 str(k): (str(n), v) for (k, n), v in zip(spelled, vectors, strict=True)
             }

@@ -71,7 +71,7 @@ import numpy.typing as npt
 
 from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
-from semrag.errors import ConfigError, StoreError
+from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.graph.neo4j import (
     _LUCENE_SPECIAL,
     Neo4jGraphStore,
@@ -1213,7 +1213,7 @@ class _Found(Mapping[int, Any]):
     def __getitem__(self, piece_id: int) -> Any:
         found = self._owner._cache("pieces").get(int(piece_id))
         if found is None:
-            raise KeyError(f"piece {piece_id} was not found by a search in this read()")
+            raise NotIndexedError(f"piece {piece_id} was not found by a search in this read()")
         return found[self._at]
 
     def __iter__(self) -> Iterator[int]:
@@ -1644,7 +1644,7 @@ class Neo4jIndex:
                 known[int(r["id"])] = (_chunk(r), _unbytes(r["vec"]))
         unknown = [int(i) for i in ids if int(i) not in known]
         if unknown:
-            raise KeyError(f"chunk ids not in the index: {unknown[:5]}")
+            raise NotIndexedError(f"chunk ids not in the index: {unknown[:5]}")
         return [known[int(i)] for i in ids]
 
     def _chunks(self, ids: Sequence[int]) -> list[Chunk]:
@@ -1728,7 +1728,7 @@ class Neo4jIndex:
             cache[doc_id] = self._document_entry(rows[0]) if rows else None
         entry = cache[doc_id]
         if entry is None:
-            raise KeyError(doc_id)
+            raise NotIndexedError(doc_id)
         return entry
 
     def _document_entry(
@@ -2160,7 +2160,7 @@ class _RemoteView:
         if found is None:
             owner = next((n for n, (a, b) in self._ranges.items() if a <= global_index < b), None)
             if owner is None or owner in self._adjacent:
-                raise KeyError(f"sentence {global_index} was not met in this query")
+                raise NotIndexedError(f"sentence {global_index} was not met in this query")
             self._owner._run(self.load_steps([owner]))
             found = self._sentences[global_index]
         return found

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from semrag._buffers import StoredRows, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
-from semrag.errors import ConfigError, EmbeddingError, StoreError
+from semrag.errors import ConfigError, EmbeddingError, NotIndexedError, StoreError
 from semrag.index.change import Change
 
 __all__ = ["DenseIndex", "top_k"]
@@ -149,7 +149,7 @@ class DenseIndex:
         want = np.asarray(ids, dtype=np.int64).ravel()
         rows, found = v.rows_of(want)
         if not found.all():
-            raise KeyError(f"ids not in the index: {want[~found][:5].tolist()}")
+            raise NotIndexedError(f"ids not in the index: {want[~found][:5].tolist()}")
         return v, rows
 
     def rows_view(self, ids: Sequence[int] | Ints) -> Floats:

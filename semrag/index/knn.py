@@ -29,6 +29,7 @@ import numpy.typing as npt
 from semrag._buffers import StoredRows, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
+from semrag.errors import StoreError
 
 __all__ = ["NodeANN", "empty_lists", "hnsw_top", "merge_top", "top_neighbours"]
 
@@ -378,8 +379,7 @@ class NodeANN:
         """Read what :meth:`save` wrote.
 
         Raises:
-            ValueError: if the files do not fit together (the caller reports a
-                :class:`~semrag.errors.StoreError`).
+            StoreError: if the files do not fit together.
         """
         faiss = _faiss()
         graph = faiss.read_index(str(directory / f"{name}.faiss"))
@@ -387,10 +387,10 @@ class NodeANN:
         ann = cls(dim, **options)
         kind = type(ann._new_graph()).__name__
         if type(graph).__name__ != kind or graph.d != dim:
-            raise ValueError(
+            raise StoreError(
                 f"{name}.faiss is a {type(graph).__name__} of dimension {graph.d}, "
                 f"not the {kind} of dimension {dim} this configuration holds"
             )
         if dead.dtype != np.bool_ or dead.shape != (graph.ntotal,):
-            raise ValueError(f"{name}_dead.npy does not match {name}.faiss")
+            raise StoreError(f"{name}_dead.npy does not match {name}.faiss")
         return ann._with(graph, dead)

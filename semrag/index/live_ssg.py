@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
+from semrag.errors import StoreError
 from semrag.index.change import Change, IndexedDocument
 from semrag.index.knn import (
     FLOAT32_TOLERANCE,
@@ -562,8 +563,7 @@ class LiveSSG:
         """Read what :meth:`save` wrote, with the node and sentence vectors saved beside it.
 
         Raises:
-            ValueError: if the arrays do not fit together (the caller reports a
-                :class:`~semrag.errors.StoreError`).
+            StoreError: if the arrays do not fit together.
         """
         ssg = cls(config, int(node_vectors.shape[1]))
         if ssg._ann is None:
@@ -572,7 +572,7 @@ class LiveSSG:
         with np.load(directory / "ssg.npz", allow_pickle=False) as z:
             missing = set(_ARRAYS) - set(z.files)
             if missing:
-                raise ValueError(f"ssg.npz lacks {sorted(missing)}")
+                raise StoreError(f"ssg.npz lacks {sorted(missing)}")
             for name in _ARRAYS:
                 setattr(ssg, name, z[name])
             saved_serials = z["node_serial"] if "node_serial" in z.files else None
@@ -612,20 +612,20 @@ class LiveSSG:
         }
         for name, shape in shapes.items():
             if getattr(self, name).shape != shape:
-                raise ValueError(
+                raise StoreError(
                     f"ssg.npz: {name} has shape {getattr(self, name).shape}, not {shape}"
                 )
         if self._ann is not None:
             serial = self.node_serial
             if serial.shape != (n,) or (n and (np.diff(serial) <= 0).any()):
-                raise ValueError("ssg.npz: node_serial does not number the nodes in order")
+                raise StoreError("ssg.npz: node_serial does not number the nodes in order")
             if n and (serial[-1] >= self._ann.n or self._ann.dead[serial].any()):
-                raise ValueError("ssg_ann: the node index does not hold the graph's nodes")
+                raise StoreError("ssg_ann: the node index does not hold the graph's nodes")
         lists = np.concatenate([self.intra_cols.ravel(), self.inter_cols.ravel()])
         if len(self.themes) != docs or (lists >= n).any() or (self.bridge_cols >= docs).any():
-            raise ValueError("ssg.npz: neighbour lists point outside the graph")
+            raise StoreError("ssg.npz: neighbour lists point outside the graph")
         if n and (self.node_doc.min() < 0 or self.node_doc.max() >= docs):
-            raise ValueError("ssg.npz: nodes belong to documents that are not there")
+            raise StoreError("ssg.npz: nodes belong to documents that are not there")
 
     def __repr__(self) -> str:
         return f"LiveSSG(documents={len(self.doc_ids)}, nodes={self.node_doc.size})"

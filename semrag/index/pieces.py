@@ -227,7 +227,7 @@ class PieceIndex:
                     out._whole.add(i)
                 else:
                     if not c.start <= start < end <= c.end:
-                        raise ValueError(f"piece {i} [{start}, {end}) is outside its chunk")
+                        raise StoreError(f"piece {i} [{start}, {end}) is outside its chunk")
                     text = d.doc.text[start:end]
                     piece = replace(c, start=start, end=end, text=text, token_count=count, index=j)
                 out._chunk[i], out._parent[i] = piece, parent

@@ -99,7 +99,7 @@ def read_piece(item: Any, position: int) -> PieceOfText:
     else:
         get_content = getattr(item, "get_content", None)
         if not callable(get_content) or not getattr(item, "node_id", None):
-            raise TypeError(
+            raise ConfigError(
                 "chunks must be semrag Chunks, LangChain Documents or LlamaIndex nodes; "
                 f"got {type(item).__name__}"
             )

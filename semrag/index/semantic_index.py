@@ -41,7 +41,7 @@ from semrag._validation import HasMethods, Options, check_k, check_query, valida
 from semrag.chunking._split import mean_windows
 from semrag.chunking.base import BoundaryChunker, as_documents
 from semrag.embeddings import BaseEmbedder, as_embedder
-from semrag.errors import ConfigError, DocumentConflictError, StoreError
+from semrag.errors import ConfigError, DocumentConflictError, NotIndexedError, StoreError
 from semrag.identity import OnConflict, check_on_conflict
 from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.index.dense import DenseIndex, top_k
@@ -389,24 +389,33 @@ class SemanticIndex:
         """Ids of the indexed documents, in insertion order."""
         return list(self._entries)
 
+    def _entry(self, doc_id: str) -> IndexedDocument:
+        try:
+            return self._entries[doc_id]
+        except KeyError:
+            raise NotIndexedError(f"document {doc_id!r} is not indexed") from None
+
     def document(self, doc_id: str) -> Document:
-        """The indexed document ``doc_id`` (``KeyError`` if absent)."""
-        return self._entries[doc_id].doc
+        """The indexed document ``doc_id`` (:class:`~semrag.errors.NotIndexedError` if absent)."""
+        return self._entry(doc_id).doc
 
     def sentences(self, doc_id: str) -> list[Span]:
         """Sentence spans of ``doc_id``."""
-        return self._entries[doc_id].sentences
+        return self._entry(doc_id).sentences
 
     def chunks(self, doc_id: str | None = None) -> list[Chunk]:
         """Chunks of one document, or of all documents in order."""
         if doc_id is not None:
-            return list(self._entries[doc_id].chunks)
+            return list(self._entry(doc_id).chunks)
         return [c for e in self._entries.values() for c in e.chunks]
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id of the dense/BM25 indexes."""
         with self._lock.read():
-            return self._chunk_by_id[chunk_id]
+            try:
+                return self._chunk_by_id[chunk_id]
+            except KeyError:
+                raise NotIndexedError(f"chunk {chunk_id!r} is not indexed") from None
 
     def indexed(self, doc_id: str) -> IndexedDocument:
         """The record ingestion made of ``doc_id``: its sentences, chunks and vectors.
@@ -414,11 +423,11 @@ class SemanticIndex:
         The same object until the document is replaced or deleted, so a cache keyed by it
         (``record is index.indexed(doc_id)``) knows whether the document changed.
         """
-        return self._entries[doc_id]
+        return self._entry(doc_id)
 
     def chunk_ids(self, doc_id: str) -> list[int]:
         """Integer ids of ``doc_id``'s chunks, in document order."""
-        return list(self._entries[doc_id].chunk_ids)
+        return list(self._entry(doc_id).chunk_ids)
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
         """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
@@ -592,7 +601,7 @@ class SemanticIndex:
         if not followers:
             return self._lock.read()
         if self._lock.reading() and not self._follow_lock.reading():
-            raise RuntimeError(
+            raise ConfigError(
                 "index.read(followers=True) inside index.read(): take the followers read "
                 "first (the outermost read)"
             )
@@ -943,7 +952,7 @@ class SemanticIndex:
         self, chunks: Iterable[Any], documents: Iterable[Any] | None
     ) -> tuple[list[Document], dict[str, list[Chunk]]]:
         if isinstance(chunks, (str, Chunk)):
-            raise TypeError("pass a list of chunks")
+            raise ConfigError("pass a list of chunks")
         given = self._validate(documents) if documents is not None else None
         docs, chunk_lists = place_chunks(
             chunks, given, self.chunker.sentences, self.chunker.tokenizer.count
@@ -1132,13 +1141,13 @@ class SemanticIndex:
     def embed_query(self, query: str) -> Floats:
         """The query's vector."""
         if not isinstance(query, str):
-            raise TypeError(f"query must be str, got {type(query).__name__}")
+            raise ConfigError(f"query must be str, got {type(query).__name__}")
         return self.embedder.embed([query])[0]
 
     async def aembed_query(self, query: str) -> Floats:
         """Async twin of :meth:`embed_query`."""
         if not isinstance(query, str):
-            raise TypeError(f"query must be str, got {type(query).__name__}")
+            raise ConfigError(f"query must be str, got {type(query).__name__}")
         return (await self.embedder.aembed([query]))[0]
 
     def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
@@ -1193,7 +1202,7 @@ class SemanticIndex:
         k = check_k("SemanticIndex.search", k, 10)
         if doc_ids is not None:
             if isinstance(doc_ids, str):
-                raise TypeError("doc_ids must be a list of document ids")
+                raise ConfigError("doc_ids must be a list of document ids")
             entries = [self._entries[d] for d in set(doc_ids) if d in self._entries]
             pool = ((i, c) for e in entries for i, c in zip(e.chunk_ids, e.chunks, strict=True))
         else:
@@ -1422,7 +1431,7 @@ class SemanticIndex:
         )
         try:
             return cls._from_saved(directory, m, embedder, chunker, theme_llm, dense)
-        except (KeyError, IndexError, TypeError, ValueError, OSError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, OSError, StoreError) as exc:
             if isinstance(exc, ConfigError):
                 raise
             raise StoreError(
@@ -1488,16 +1497,16 @@ class SemanticIndex:
         n_node = sum(len(r["node_ranges"]) for _, r, _ in records)
         counts = (n_sent, n_node, len(records))
         if counts != (len(svecs), len(nvecs), len(tvecs)):
-            raise ValueError(
+            raise StoreError(
                 f"documents.jsonl describes {counts} sentences / nodes / documents, the "
                 f"vector files hold {(len(svecs), len(nvecs), len(tvecs))}"
             )
         chunk_ids = {int(i) for _, r, _ in records for i in r["chunk_ids"]}
         if set(index._dense.ids.tolist()) != chunk_ids or set(index.sparse._ids) != chunk_ids:
-            raise ValueError("the dense / BM25 indexes and documents.jsonl hold different chunks")
+            raise StoreError("the dense / BM25 indexes and documents.jsonl hold different chunks")
         index._next_id = int(m["next_id"])
         if chunk_ids and max(chunk_ids) >= index._next_id:
-            raise ValueError(f"next_id {index._next_id} is not above every chunk id")
+            raise StoreError(f"next_id {index._next_id} is not above every chunk id")
         s_pos = n_pos = 0
         for t_pos, (doc, r, chunks) in enumerate(records):
             ids = [int(i) for i in r["chunk_ids"]]
@@ -1553,7 +1562,7 @@ class SemanticIndex:
             directory, cfg, node_vectors=node_vectors, sentence_matrix=sentence_vectors
         )
         if ssg.doc_ids != [e.id for e in entries]:
-            raise ValueError("the graph and documents.jsonl list different documents")
+            raise StoreError("the graph and documents.jsonl list different documents")
         return ssg
 
     def __repr__(self) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from semrag.errors import ConfigError
+from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index.change import Change
 from semrag.index.dense import top_k
 
@@ -445,7 +445,7 @@ class BM25Index:
         with self._lock:
             missing = [i for i in want.tolist() if i not in self._slot]
         if missing:
-            raise KeyError(f"ids not in the BM25 index: {missing[:5]}")
+            raise NotIndexedError(f"ids not in the BM25 index: {missing[:5]}")
         return _values_at(*self.matches(query), want)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
@@ -510,7 +510,7 @@ class BM25Index:
         )
         ids, tokens = payload["ids"], payload["tokens"]
         if len(ids) != len(tokens):
-            raise ValueError("bm25.json: ids and token lists differ in length")
+            raise StoreError("bm25.json: ids and token lists differ in length")
         index._add_tokens(ids, [[str(t) for t in ts] for ts in tokens])
         return index
 

@@ -49,6 +49,7 @@ from semrag._validation import (
     check_query,
     validate_params,
 )
+from semrag.errors import NotIndexedError
 from semrag.index.dense import top_k
 from semrag.index.passages import (
     DocPhrases,
@@ -235,7 +236,7 @@ class _Lookup(Mapping[Any, int]):
     def __getitem__(self, key: Any) -> int:
         slot = self._slot_of.get(key)
         if slot is None or slot >= self._numbers.size or self._numbers[slot] < 0:
-            raise KeyError(key)
+            raise NotIndexedError(key)
         return int(self._numbers[slot])
 
     def __iter__(self) -> Iterator[Any]:
@@ -266,7 +267,7 @@ class _NodeOf(Mapping[int, int]):
     def __getitem__(self, chunk_id: int) -> int:
         node = int(self.nodes(np.array([chunk_id]))[0])
         if node < 0:
-            raise KeyError(chunk_id)
+            raise NotIndexedError(chunk_id)
         return node
 
     def __iter__(self) -> Iterator[int]:

@@ -269,7 +269,7 @@ def split_sentences(text: str, *, lines: str = "auto") -> list[Span]:
         ['Dr. Smith arrived at 3.30 p.m. on Monday.', 'He was late!']
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
+        raise ConfigError(f"text must be str, got {type(text).__name__}")
     if lines not in LINE_MODES:
         raise ConfigError(f"lines must be one of {LINE_MODES}, got {lines!r}")
     return _spans_from_cuts(text, _cut_points(text, lines))

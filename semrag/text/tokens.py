@@ -107,7 +107,9 @@ class HuggingFaceTokenizer:
 
         backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
         if not isinstance(backend, HFTokenizer):
-            raise TypeError("HuggingFaceTokenizer needs a tokenizers.Tokenizer or a fast tokenizer")
+            raise ConfigError(
+                "HuggingFaceTokenizer needs a tokenizers.Tokenizer or a fast tokenizer"
+            )
         self._tok = HFTokenizer.from_str(backend.to_str())
         self._tok.no_truncation()
         self._tok.no_padding()

@@ -260,7 +260,7 @@ def test_save_and_load_keep_the_node_index(tmp_path):
     back.apply(Change(100, (extra,)))
     assert_well_formed(back)
     np.save(tmp_path / "ssg_ann_dead.npy", np.zeros(3, bool))
-    with pytest.raises(ValueError, match="does not match"):
+    with pytest.raises(StoreError, match="does not match"):
         LiveSSG.load(
             tmp_path, cfg, node_vectors=live.node_vectors, sentence_matrix=live.sentence_matrix
         )
