@@ -92,6 +92,25 @@ texts joined by it as the sum of their counts (not across control characters suc
 _SPLITS_AT_SPACES = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
 
 
+_DELETED = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f"
+    "\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\ufffd]+"
+)
+"""Characters a BERT normaliser deletes (control and format characters, U+FFFD): no word
+piece stands for them, so the cap counts them itself."""
+
+
+def _deleted(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Units for the deleted characters of ``text[start:end]``: one per 4 of each run."""
+    step = UNKNOWN_CHARS_PER_TOKEN
+    out = []
+    for m in _DELETED.finditer(text, start, end):
+        a, b = m.start(), m.end()
+        out += [(i, min(i + step, b)) for i in range(a, b, step)]
+    return out
+
+
 class HuggingFaceTokenizer:
     """A ``tokenizers`` fast tokenizer, counting without special tokens.
 
@@ -121,43 +140,65 @@ class HuggingFaceTokenizer:
         the pre-tokenizer cuts words at whitespace (BERT's word pieces, as MiniLM's), not
         for byte-level or metaspace models, whose pieces carry the space."""
 
-    def _units(self, ids: Sequence[int], spans: Sequence[tuple[int, int]]) -> int:
-        """Count pieces; an unknown-token span counts one per 4 characters it covers."""
-        n = 0
-        for i, (a, b) in zip(ids, spans, strict=True):
-            n += -(-(b - a) // UNKNOWN_CHARS_PER_TOKEN) if i == self._unk_id and b - a > 1 else 1
-        return n
+    def _plain(self, text: str, ids: Sequence[int]) -> bool:
+        """Whether each piece is one unit: no unknown token, no deleted character."""
+        return (self._unk_id is None or self._unk_id not in ids) and not _DELETED.search(text)
+
+    def _spans(
+        self, text: str, ids: Sequence[int], offsets: Sequence[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """The character span of each unit the cap counts, in order.
+
+        A word piece is one unit; an unknown-token span one per 4 characters; so is a run
+        of characters the normaliser deletes (:data:`_DELETED`: control and format
+        characters; a binary file read as text is mostly those) that no piece covers. So
+        the cap bounds every text, whatever its characters.
+        """
+        plain = self._plain(text, ids)
+        out: list[tuple[int, int]] = []
+        last = 0  # where the pieces so far end
+        start_at = 0  # normalisers can map several pieces to one character: keep monotone
+        for token_id, (start, end) in zip(ids, offsets, strict=True):
+            start = max(start, start_at)
+            end = max(end, start)
+            if plain:
+                out.append((start, end))
+            else:
+                if start > last:
+                    out += _deleted(text, last, start)
+                if token_id == self._unk_id and end - start > 1:
+                    step = UNKNOWN_CHARS_PER_TOKEN
+                    out += [(a, min(a + step, end)) for a in range(start, end, step)]
+                else:
+                    out.append((start, end))
+                last = max(last, end)
+            start_at = start
+        if not plain and last < len(text):
+            out += _deleted(text, last, len(text))
+        return out
 
     def count(self, texts: Sequence[str]) -> list[int]:
-        """Return the number of word pieces of each text (no special tokens).
+        """Return the number of units of each text (word pieces; no special tokens).
 
         A word the model can only call unknown (``[UNK]``: a run of characters it has no
         pieces for, or a word over its length limit) counts one token per 4 characters,
-        never one token whatever its length, so the cap still bounds the text.
+        never one token whatever its length, and so does a run of characters the model
+        deletes (control characters): the cap bounds every text.
         """
         if not texts:
             return []
         encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
-        return [self._units(e.ids, e.offsets) for e in encodings]
+        return [
+            len(e.ids) if self._plain(t, e.ids) else len(self._spans(t, e.ids, e.offsets))
+            for t, e in zip(texts, encodings, strict=True)
+        ]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
-        """Return the character span of each token of ``text`` (as :meth:`count` counts)."""
+        """Return the character span of each unit of ``text`` (as :meth:`count` counts)."""
         if not text:
             return []
         encoding = self._tok.encode(text, add_special_tokens=False)
-        # Normalisers can map several pieces to one character; keep spans monotone.
-        out: list[tuple[int, int]] = []
-        last = 0
-        for token_id, (start, end) in zip(encoding.ids, encoding.offsets, strict=True):
-            start = max(start, last)
-            end = max(end, start)
-            if token_id == self._unk_id and end - start > 1:
-                step = UNKNOWN_CHARS_PER_TOKEN
-                out += [(a, min(a + step, end)) for a in range(start, end, step)]
-            else:
-                out.append((start, end))
-            last = start
-        return out
+        return self._spans(text, encoding.ids, encoding.offsets)
 
     def __repr__(self) -> str:
         return f"HuggingFaceTokenizer({self.name!r})"

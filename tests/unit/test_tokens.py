@@ -113,3 +113,43 @@ def test_a_tokenizer_whose_pieces_carry_the_space_is_not_additive():
     byte_level.pre_tokenizer = pre_tokenizers.ByteLevel()
     assert not HuggingFaceTokenizer(byte_level).additive
     assert not hasattr(LengthFunctionTokenizer(len), "additive")
+
+
+@pytest.mark.model
+def test_deleted_characters_count_so_the_cap_bounds_binary_junk(minilm_tokenizer):
+    from semrag import SemanticChunker
+
+    tok = minilm_tokenizer
+    # BERT's normaliser deletes control and format characters: no piece stands for them,
+    # and they used to count as nothing (a binary file read as text made one 12k chunk)
+    assert tok.count(["\x00" * 8, "ok \x01\x02\x03\x04\x05 fine", "a\u200b b", "plain text"]) == [
+        2,
+        4,
+        3,
+        2,
+    ]
+    text = "ok \x00\x00\x00\x00\x00 fine"
+    assert [text[a:b] for a, b in tok.offsets(text)] == ["ok", "\x00" * 4, "\x00", "fine"]
+    junk = bytes((i * 7919 + 13) % 256 for i in range(20_000)).decode("latin-1")
+    chunker = SemanticChunker(max_tokens=64, overlap_tokens=0)
+    chunks = chunker.chunk(junk)
+    assert all(junk[c.start : c.end] == c.text for c in chunks)
+    assert max(c.token_count for c in chunks) <= 64
+    assert max(len(c.text) for c in chunks) <= 64 * 8  # bounded by the cap, whatever the text
+
+
+_CONTROL_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab cé.\n") + ["\x00", "\x01", "\x0c", "\x1f", "\u200b", "👍"]),
+    max_size=60,
+)
+
+
+@pytest.mark.model
+@settings(max_examples=80)
+@given(text=_CONTROL_TEXT)
+def test_every_unit_has_a_span_and_the_spans_move_forward(text, minilm_tokenizer):
+    tok = minilm_tokenizer
+    spans = tok.offsets(text)
+    assert len(spans) == tok.count([text])[0]
+    assert all(0 <= a <= b <= len(text) for a, b in spans)
+    assert all(a1 <= a2 for (a1, _), (a2, _) in zip(spans, spans[1:], strict=False))
