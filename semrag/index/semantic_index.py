@@ -24,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import functools
 import itertools
 import json
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._rwlock import RWLock
+from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import HasMethods, Options, check_k, check_query, validate_params
 from semrag.chunking._split import mean_windows
 from semrag.chunking.base import BoundaryChunker, as_documents
@@ -973,37 +975,46 @@ class SemanticIndex:
             ]
         return [given[d.id] for d, _ in block]
 
-    def _add(self, docs: list[Document], given: _Given, on_conflict: OnConflict) -> None:
-        # Blocks bound the embedder's batches; the call is one change (one commit), so a
-        # bulk load costs every part one application, and a failure adds nothing.
-        blocks = self._blocks(docs)
+    def _ingest(
+        self, docs: list[Document], given: _Given, on_conflict: OnConflict
+    ) -> Generator[Call, Any, None]:
+        """Ingestion, written once: it yields the embedder's, chunker's and LLM's work.
+
+        :meth:`_add` answers with blocking calls, :meth:`_aadd` with their async twins
+        (and runs the steps between them in a worker thread). Blocks bound the embedder's
+        batches; the call is one change (one commit), so a bulk load costs every part one
+        application, and a failure adds nothing.
+        """
         bar = self._progress(len(docs))
         computed: list[tuple[Any, ...]] = []
-        for block in blocks:
+        for block in self._blocks(docs):
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
-            svecs = self.embedder.embed(sentence_texts)
+            svecs = yield Call("embed", (sentence_texts,), on=self.embedder)
             chunk_lists = self._chunk_lists(block, given)
             if chunk_lists is None:
-                results = self.chunker.chunk_with_stats([d for d, _ in block])
+                docs_of_block = [d for d, _ in block]
+                results = yield Call("chunk_with_stats", (docs_of_block,), on=self.chunker)
                 chunk_lists = [r.chunks for r in results]
             themes = self._keyword_themes(block)
             if self.theme_llm is not None:
-                replies: list[Any] = []
-                for d, _ in block:
-                    try:
-                        replies.append(
-                            complete_json(self.theme_llm, self._theme_prompt(d), _THEME_SCHEMA)
-                        )
-                    except Exception as exc:  # every LLM failure takes the documented path
-                        replies.append(self._theme_failed(d, exc))
+                prompts = [self._theme_prompt(d) for d, _ in block]
+                replies = yield Call("ask", (prompts,), on=_ThemeAsker(self.theme_llm))
+                replies = [
+                    self._theme_failed(d, r) if isinstance(r, Exception) else r
+                    for (d, _), r in zip(block, replies, strict=True)
+                ]
                 themes = self._merge_themes(block, replies, themes)
-            second = self.embedder.embed(self._second_pass_texts(block, chunk_lists, themes))
+            texts = self._second_pass_texts(block, chunk_lists, themes)
+            second = yield Call("embed", (texts,), on=self.embedder)
             computed += self._vectors_of_block(block, svecs, chunk_lists, themes, second)
             if bar is not None:
                 bar.update(len(block))
         if bar is not None:
             bar.close()
         self._store(computed, on_conflict)
+
+    def _add(self, docs: list[Document], given: _Given, on_conflict: OnConflict) -> None:
+        drive(self._ingest(docs, given, on_conflict), functools.partial(call, None))
 
     async def aadd_documents(
         self, documents: Iterable[Any], *, split: bool = True, on_conflict: OnConflict = "error"
@@ -1029,33 +1040,7 @@ class SemanticIndex:
         await self._aadd(self._admit(docs, on_conflict), chunk_lists, on_conflict)
 
     async def _aadd(self, docs: list[Document], given: _Given, on_conflict: OnConflict) -> None:
-        blocks = await asyncio.to_thread(self._blocks, docs)
-        computed: list[tuple[Any, ...]] = []
-        for block in blocks:
-            sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
-            svecs = await self.embedder.aembed(sentence_texts)
-            chunk_lists = await asyncio.to_thread(self._chunk_lists, block, given)
-            if chunk_lists is None:
-                results = await self.chunker.achunk_with_stats([d for d, _ in block])
-                chunk_lists = [r.chunks for r in results]
-            themes = await asyncio.to_thread(self._keyword_themes, block)
-            if self.theme_llm is not None:
-                llm = self.theme_llm
-                replies = await asyncio.gather(
-                    *(acomplete_json(llm, self._theme_prompt(d), _THEME_SCHEMA) for d, _ in block),
-                    return_exceptions=True,
-                )
-                replies = [
-                    self._theme_failed(d, r) if isinstance(r, Exception) else r
-                    for (d, _), r in zip(block, replies, strict=True)
-                ]
-                themes = self._merge_themes(block, replies, themes)
-            texts = await asyncio.to_thread(self._second_pass_texts, block, chunk_lists, themes)
-            second = await self.embedder.aembed(texts)
-            computed += await asyncio.to_thread(
-                self._vectors_of_block, block, svecs, chunk_lists, themes, second
-            )
-        await asyncio.to_thread(self._store, computed, on_conflict)
+        await adrive(self._ingest(docs, given, on_conflict), functools.partial(acall, None))
 
     def _theme_failed(self, doc: Document, exc: Exception) -> None:
         if self.on_llm_error == "raise":
@@ -1569,6 +1554,30 @@ class SemanticIndex:
         return (
             f"SemanticIndex(documents={len(self)}, chunks={len(self._chunk_by_id)}, "
             f"chunker={self.chunker!r}, ssg={self.ssg_config is not None})"
+        )
+
+
+class _ThemeAsker:
+    """The theme LLM for one block: a reply, or the exception it raised, per prompt."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+
+    def ask(self, prompts: Sequence[str]) -> list[Any]:
+        out: list[Any] = []
+        for prompt in prompts:
+            try:
+                out.append(complete_json(self.llm, prompt, _THEME_SCHEMA))
+            except Exception as exc:  # every LLM failure takes the documented path
+                out.append(exc)
+        return out
+
+    async def aask(self, prompts: Sequence[str]) -> list[Any]:
+        return list(
+            await asyncio.gather(
+                *(acomplete_json(self.llm, p, _THEME_SCHEMA) for p in prompts),
+                return_exceptions=True,
+            )
         )
 
 
