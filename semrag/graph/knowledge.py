@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semrag._buffers import GrowingRows
-from semrag._steps import Call, acall
+from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError, StoreError
 from semrag.graph.communities import (
@@ -138,24 +139,33 @@ class KnowledgeGraph:
         Raises:
             ConfigError: for a parameter outside what is allowed.
         """
-        _check_build(
-            resolve,
-            resolution_threshold,
-            name_search,
-            communities,
-            community_levels,
-            community_algorithm,
+        steps = cls._build_steps(
+            index,
+            extractor=extractor,
+            store=store,
+            resolve=resolve,
+            resolution_threshold=resolution_threshold,
+            name_search=name_search,
+            communities=communities,
+            community_levels=community_levels,
+            community_algorithm=community_algorithm,
+            community_llm=community_llm,
+            show_progress=show_progress,
         )
-        kg = cls(store, index=index)
-        kg._follow(index, extractor, resolve, resolution_threshold, name_search, show_progress)
-        if communities:
-            kg.build_communities(
-                levels=community_levels, algorithm=community_algorithm, llm=community_llm
-            )
-        return kg
+        return drive(steps, functools.partial(call, None))
 
     @classmethod
-    async def abuild(
+    async def abuild(cls, index: Any, **options: Any) -> KnowledgeGraph:
+        """Async twin of :meth:`build` (the same arguments).
+
+        An LLM extractor's calls run concurrently (up to its limit) before the graph is
+        built from their replies; the rest runs in a worker thread.
+        """
+        steps = cls._build_steps(index, **options)
+        return await adrive(steps, functools.partial(acall, None))
+
+    @classmethod
+    def _build_steps(
         cls,
         index: Any,
         *,
@@ -168,8 +178,9 @@ class KnowledgeGraph:
         community_levels: int = 2,
         community_algorithm: str = "auto",
         community_llm: LLM | None = None,
-    ) -> KnowledgeGraph:
-        """Async twin of :meth:`build`: LLM extraction runs concurrently (up to its limit)."""
+        show_progress: bool = False,
+    ) -> Generator[Call, Any, KnowledgeGraph]:
+        """:meth:`build`, written once: it yields the extraction the async driver runs ahead."""
         _check_build(
             resolve,
             resolution_threshold,
@@ -180,18 +191,11 @@ class KnowledgeGraph:
         )
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
-        if hasattr(extractor, "aextract_many"):  # concurrent LLM calls fill its cache
-            chunks = await asyncio.to_thread(index.chunks)
-            await extractor.aextract_many(chunks)
-        await asyncio.to_thread(
-            kg._follow, index, extractor, resolve, resolution_threshold, name_search, False
-        )
+        yield Call("prefetch", (index.chunks(),), on=_Prefetch(extractor))
+        kg._follow(index, extractor, resolve, resolution_threshold, name_search, show_progress)
         if communities:
-            await asyncio.to_thread(
-                kg.build_communities,
-                levels=community_levels,
-                algorithm=community_algorithm,
-                llm=community_llm,
+            kg.build_communities(
+                levels=community_levels, algorithm=community_algorithm, llm=community_llm
             )
         return kg
 
@@ -745,6 +749,25 @@ def _progress(items: Sequence[Any], show: bool, desc: str) -> Iterable[Any]:
     from tqdm.auto import tqdm
 
     return tqdm(items, desc=desc, unit="chunk")
+
+
+class _Prefetch:
+    """An LLM extractor's replies fetched ahead: concurrently when asked async.
+
+    Only an extractor that caches its replies (``_cached``, the LLM extractor's) gains from
+    it; the sync build extracts chunk by chunk as it goes.
+    """
+
+    def __init__(self, extractor: Any) -> None:
+        self.extractor = extractor
+
+    def prefetch(self, chunks: Sequence[Chunk]) -> None:
+        """Nothing to do: the build asks the extractor itself."""
+
+    async def aprefetch(self, chunks: Sequence[Chunk]) -> None:
+        many = getattr(self.extractor, "aextract_many", None)
+        if many is not None and hasattr(self.extractor, "_cached"):
+            await many(chunks)
 
 
 def _check_build(

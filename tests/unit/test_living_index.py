@@ -947,3 +947,19 @@ def test_llm_reports_are_not_rewritten_per_change_and_search_says_they_are_stale
     assert not kg.communities_stale
     (hit, *_) = CommunityRetriever(index, kg, mode="global", k=2).retrieve("Who met?")
     assert "note" not in hit.provenance[0]
+
+
+def test_the_async_build_takes_the_sync_builds_arguments_and_builds_the_same_graph(capsys):
+    import asyncio
+
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES)])
+    sync = KnowledgeGraph.build(index)
+    built = asyncio.run(KnowledgeGraph.abuild(index, show_progress=True))  # it lost this once
+    assert "extracting" in capsys.readouterr().err  # the progress bar
+    assert graph_table(built) == graph_table(sync)
+    assert community_table(built) == community_table(sync)
+    with pytest.raises(TypeError):
+        asyncio.run(KnowledgeGraph.abuild(index, no_such_option=1))
+    sync.detach()
+    built.detach()
