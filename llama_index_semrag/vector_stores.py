@@ -40,7 +40,7 @@ from llama_index_semrag.embeddings import to_embedder
 from semrag import SemanticIndex
 from semrag.errors import ConfigError
 from semrag.identity import chunk_document_id
-from semrag.index.presplit import NODE_KEY
+from semrag.index.presplit import NODE_KEY, remove_pieces, upsert_pieces
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SemanticVectorStore", "VectorStoreClient"]
@@ -124,22 +124,9 @@ class SemanticVectorStore(BasePydanticVectorStore):
     # -- writes ---------------------------------------------------------------------------
     def _merged(self, nodes: Sequence[BaseNode]) -> list[Chunk]:
         """The chunks of every document ``nodes`` touch: its stored ones, then the nodes."""
-        by_doc: dict[str, list[Chunk]] = {}
-        for node in nodes:
-            by_doc.setdefault(_doc_of(node), []).append(_chunk(node))
-        out: list[Chunk] = []
-        for doc_id, new in by_doc.items():
-            fresh = {c.metadata[NODE_KEY] for c in new}
-            kept = [
-                c
-                for c in (self._index.chunks(doc_id) if doc_id in self._index else [])
-                if c.metadata.get(NODE_KEY) not in fresh
-            ]
-            merged = [*kept, *new]
-            if any(not c.has_offsets for c in merged):  # place them all by order instead
-                merged = [dataclasses.replace(c, start=-1, end=-1) for c in merged]
-            out += merged
-        return out
+        index = self._index
+        stored = lambda doc_id: index.chunks(doc_id) if doc_id in index else []  # noqa: E731
+        return upsert_pieces([_chunk(n) for n in nodes], stored, NODE_KEY)
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Store ``nodes`` (grouped into their documents); returns their ids."""
@@ -173,17 +160,10 @@ class SemanticVectorStore(BasePydanticVectorStore):
         gone = {c.metadata[NODE_KEY] for c in self._chunks(node_ids, filters)}
         if not gone:
             return
-        touched = {c.doc_id for c in self._index.chunks() if c.metadata.get(NODE_KEY) in gone}
-        left = [
-            c
-            for d in touched
-            for c in self._index.chunks(d)
-            if c.metadata.get(NODE_KEY) not in gone
-        ]
-        emptied = touched - {c.doc_id for c in left}
+        left, emptied = remove_pieces(self._index.chunks(), gone, NODE_KEY)
         if left:
             self._index.add_chunks(left, on_conflict="replace")
-        self._index.delete_many(sorted(emptied))
+        self._index.delete_many(emptied)
 
     async def adelete_nodes(
         self,

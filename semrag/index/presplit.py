@@ -30,7 +30,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from semrag.errors import ConfigError
@@ -43,6 +43,8 @@ __all__ = [
     "PieceOfText",
     "place_chunks",
     "read_piece",
+    "remove_pieces",
+    "upsert_pieces",
     "whole_document_chunk",
 ]
 
@@ -284,3 +286,42 @@ def whole_document_chunk(doc: Document, spans: Sequence[Span], tokens: int) -> l
         return []
     start = len(doc.text) - len(doc.text.lstrip())
     return [Chunk(doc.id, start, start + len(text), text, tokens, 0, 0, len(spans), doc.metadata)]
+
+
+def upsert_pieces(
+    new: Sequence[Chunk], stored: Callable[[str], Sequence[Chunk]], key: str
+) -> list[Chunk]:
+    """The chunks of every document ``new`` touches, for ``add_chunks(on_conflict="replace")``.
+
+    A document keeps its ``stored`` chunks except those whose metadata ``key`` a new chunk
+    repeats (an upsert by that key: a vector store's node id), then takes the new ones.
+    Where any chunk of a document has no offset, all of its chunks are placed by order.
+    """
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in new:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    out: list[Chunk] = []
+    for doc_id, mine in by_doc.items():
+        fresh = {c.metadata.get(key) for c in mine}
+        merged = [*(c for c in stored(doc_id) if c.metadata.get(key) not in fresh), *mine]
+        if any(not c.has_offsets for c in merged):
+            merged = [replace(c, start=-1, end=-1) for c in merged]
+        out += merged
+    return out
+
+
+def remove_pieces(
+    chunks: Iterable[Chunk], gone: set[Any], key: str
+) -> tuple[list[Chunk], list[str]]:
+    """Drop the chunks whose metadata ``key`` is in ``gone``.
+
+    Returns the chunks the touched documents keep (to add again with ``"replace"``) and
+    the ids of the documents left without chunks (to delete).
+    """
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    touched = [d for d, cs in by_doc.items() if any(c.metadata.get(key) in gone for c in cs)]
+    left = [c for d in touched for c in by_doc[d] if c.metadata.get(key) not in gone]
+    kept_docs = {c.doc_id for c in left}
+    return left, sorted(d for d in touched if d not in kept_docs)

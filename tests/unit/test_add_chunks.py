@@ -222,3 +222,23 @@ def test_any_pieces_of_a_text_are_kept_exactly(words, cuts, with_documents):
     assert_exact(index)
     if with_documents:
         assert index.document("t").text == text
+
+
+def test_pieces_upsert_and_removal_by_key_keep_the_rest_of_each_document():
+    from semrag.index.presplit import remove_pieces, upsert_pieces
+
+    stored = {"a": [Chunk("a", 0, 5, "Bees.", 1, metadata={"k": 1})]}
+    new = [
+        Chunk("a", 6, 11, "Ants.", 1, metadata={"k": 2}),
+        Chunk("b", -1, -1, "Cats.", 1, metadata={"k": 3}),
+    ]
+    merged = upsert_pieces(new, lambda d: stored.get(d, []), "k")
+    assert [(c.doc_id, c.text, c.start) for c in merged] == [
+        ("a", "Bees.", 0),
+        ("a", "Ants.", 6),
+        ("b", "Cats.", -1),
+    ]
+    again = upsert_pieces([Chunk("a", 0, 5, "Bees!", 1, metadata={"k": 1})], stored.get, "k")
+    assert [c.text for c in again] == ["Bees!"]  # the same key replaces
+    left, emptied = remove_pieces(merged, {1, 3}, "k")
+    assert [c.text for c in left] == ["Ants."] and emptied == ["b"]
