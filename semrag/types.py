@@ -13,7 +13,15 @@ from typing import Any
 
 from semrag.errors import ConfigError
 
-__all__ = ["Chunk", "Document", "MetadataFilter", "ScoredChunk", "Span", "as_filter"]
+__all__ = [
+    "HEADINGS_KEY",
+    "Chunk",
+    "Document",
+    "MetadataFilter",
+    "ScoredChunk",
+    "Span",
+    "as_filter",
+]
 
 
 def _check_text(text: object, what: str) -> str:
@@ -130,15 +138,23 @@ class Chunk:
 
         Keys: ``semrag_doc_id``, ``semrag_chunk_index``, ``semrag_token_count``,
         ``semrag_sentence_start``, ``semrag_sentence_end`` (offsets are written by each
-        adapter under its framework's own names).
+        adapter under its framework's own names), and ``semrag_headings`` (the headings
+        the chunk sits under, outermost first) when the chunker found any.
         """
-        return {
+        out: dict[str, Any] = {
             "semrag_doc_id": self.doc_id,
             "semrag_chunk_index": self.index,
             "semrag_token_count": self.token_count,
             "semrag_sentence_start": self.sentence_start,
             "semrag_sentence_end": self.sentence_end,
         }
+        if HEADINGS_KEY in self.metadata:
+            out[HEADINGS_KEY] = list(self.metadata[HEADINGS_KEY])
+        return out
+
+
+HEADINGS_KEY = "semrag_headings"
+"""Metadata key of a chunk's heading path (outermost heading first)."""
 
 
 @dataclass(frozen=True, slots=True)

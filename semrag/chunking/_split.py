@@ -6,6 +6,7 @@ plain callables, so each step can be tested on its own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -208,6 +209,82 @@ def resolve_threshold(distances: Floats, threshold: Threshold) -> tuple[float, n
     order = np.argsort(-d, kind="stable")[:k]
     mask[order] = True
     return float(d[order].min()), mask
+
+
+def sized_breaks(
+    sentence_tokens: Sequence[int],
+    rewards: Floats,
+    *,
+    target: float,
+    max_tokens: int,
+    weight: float,
+    forced: np.ndarray | None = None,
+    blocked: np.ndarray | None = None,
+) -> np.ndarray:
+    """The breaks that best trade a good place to break against a chunk's size.
+
+    Chooses the break mask over the gaps that maximises the rewards of the gaps broken
+    minus ``weight * ((tokens - target) / target) ** 2`` for every chunk, by dynamic
+    programming over the sentences (exact, ``O(n * w)`` for ``w`` sentences per chunk).
+    No chunk of two or more sentences passes ``max_tokens``; a ``forced`` gap always breaks;
+    a ``blocked`` gap never does, unless a single sentence over the cap leaves no other
+    choice.
+
+    Args:
+        sentence_tokens: tokens of each sentence.
+        rewards: one value per gap, higher where a break is better (e.g. the cosine
+            distance across it, plus a bonus at a paragraph or a heading).
+        target: the chunk size aimed at, in tokens.
+        max_tokens: the hard cap on a chunk of several sentences.
+        weight: how much a chunk's distance from ``target`` costs against the rewards.
+        forced: gaps that must break (``None``: none).
+        blocked: gaps that must not break (``None``: none).
+
+    Example:
+        >>> sized_breaks([5, 5, 5, 5], np.array([0.1, 0.9, 0.1]), target=10, max_tokens=20,
+        ...              weight=1.0).tolist()
+        [False, True, False]
+    """
+    n = len(sentence_tokens)
+    if n < 2:
+        return np.zeros(max(n - 1, 0), dtype=bool)
+    prefix = [0]
+    for t in sentence_tokens:
+        prefix.append(prefix[-1] + int(t))
+    reward = [float(r) for r in rewards]
+    force = [False] * (n - 1) if forced is None else [bool(f) for f in forced]
+    block = [False] * (n - 1) if blocked is None else [bool(b) for b in blocked]
+    best = [0.0] + [-math.inf] * n
+    start = [0] * (n + 1)
+    for i in range(1, n + 1):
+        top, arg = -math.inf, -1
+        j = i - 1
+        while j >= 0:
+            size = prefix[i] - prefix[j]
+            if size > max_tokens and j < i - 1:
+                break
+            if j == 0 or not block[j - 1]:
+                gain = reward[j - 1] if j else 0.0
+                value = best[j] + gain - weight * ((size - target) / target) ** 2
+                if value > top:
+                    top, arg = value, j
+            if j and force[j - 1]:
+                break
+            j -= 1
+        if arg < 0:  # every start blocked within the cap: break before the last sentence
+            arg = i - 1
+            size = prefix[i] - prefix[arg]
+            top = best[arg] + (reward[arg - 1] if arg else 0.0)
+            top -= weight * ((size - target) / target) ** 2
+        best[i], start[i] = top, arg
+    mask = np.zeros(n - 1, dtype=bool)
+    i = n
+    while i > 0:
+        j = start[i]
+        if j:
+            mask[j - 1] = True
+        i = j
+    return mask
 
 
 def segments_from_breaks(n_sentences: int, breaks: np.ndarray) -> list[tuple[int, int]]:

@@ -34,7 +34,7 @@ from semrag.errors import ConfigError
 from semrag.identity import content_id, document_id
 from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
 from semrag.text.tokens import SPACE_RUN, Tokenizer, WhitespaceTokenizer, as_tokenizer
-from semrag.types import Chunk, Document, Span
+from semrag.types import HEADINGS_KEY, Chunk, Document, Span
 
 __all__ = ["BoundaryChunker", "Break", "ChunkingResult", "ChunkingStats", "GapDecision"]
 
@@ -113,6 +113,8 @@ class _Prepared:
     doc: Document
     sentences: list[Span]
     sentence_tokens: list[int]
+    layout: Any = None
+    """The document's :class:`~semrag.text.structure.Layout`, once a chunker reads it."""
 
 
 def _framework_document(d: Any) -> Document | None:
@@ -469,6 +471,14 @@ class BoundaryChunker:
         )
         return decision, segs, merged
 
+    def embedding_text(self, chunk: Chunk) -> str:
+        """The text an index embeds for one of this chunker's chunks (its own text)."""
+        return chunk.text
+
+    def _headings(self, p: _Prepared) -> list[tuple[str, ...]] | None:
+        """Per sentence, the headings it sits under (``None``: none recorded)."""
+        return None
+
     def _cap(self, p: _Prepared, span: Span) -> list[Span]:
         text = p.doc.text
         local = self.tokenizer.offsets(span.of(text))
@@ -495,9 +505,13 @@ class BoundaryChunker:
         doc = p.doc
         sentence_starts = [s.start for s in p.sentences]
         chunks = []
+        headings = self._headings(p)
         for index, (span, n_tokens) in enumerate(chunk_spans):
             first = max(bisect.bisect_right(sentence_starts, span.start) - 1, 0)
             last = bisect.bisect_left(sentence_starts, span.end)
+            metadata = doc.metadata
+            if headings is not None and headings[first]:
+                metadata = {**doc.metadata, HEADINGS_KEY: list(headings[first])}
             chunks.append(
                 Chunk(
                     doc_id=doc.id,
@@ -508,7 +522,7 @@ class BoundaryChunker:
                     index=index,
                     sentence_start=first,
                     sentence_end=max(last, first + 1),
-                    metadata=doc.metadata,
+                    metadata=metadata,
                 )
             )
         breaks: list[Break] = []

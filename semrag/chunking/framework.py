@@ -15,7 +15,9 @@ cap-splitting step**, measured the framework's way:
   rather than letting one silently win; a measure or an overlap without ``chunk_size``
   raises too, since its unit would be ambiguous.
 
-Without ``chunk_size`` the core defaults hold (1024 tokens of the embedder's tokenizer).
+Without ``chunk_size`` the core defaults hold (a cap of 256 tokens of the embedder's
+tokenizer). The size target (``target_tokens="auto"``) is a share of the cap, so it
+follows ``chunk_size`` in the framework's unit.
 
 The frameworks' own semantic splitters name their break rule differently; those names are
 accepted with their meaning too (:func:`framework_threshold_arguments`): LangChain's

@@ -20,14 +20,23 @@ from semrag.chunking._split import (
     edge_corrected_distances,
     mean_windows,
     resolve_threshold,
+    sized_breaks,
     window_bounds,
 )
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, _Prepared
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
+from semrag.text.structure import Layout, layout
 from semrag.text.tokens import Tokenizer
+from semrag.types import HEADINGS_KEY, Chunk
 
-__all__ = ["SHORT_TEXT_DISTANCE", "SHORT_TEXT_GAPS", "SemanticChunker"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "SHORT_TEXT_DISTANCE",
+    "SHORT_TEXT_GAPS",
+    "TARGET_RATIO",
+    "SemanticChunker",
+]
 
 SHORT_TEXT_GAPS = 4
 """Documents with fewer gaps than this use ``short_text_distance`` instead of a statistic."""
@@ -37,13 +46,42 @@ SHORT_TEXT_DISTANCE = 0.75
 ``benchmarks/boundary_models.py --parts short``)."""
 
 
+DEFAULT_MAX_TOKENS = 256
+"""Default cap: all-MiniLM-L6-v2 reads 256 word pieces; a longer chunk's tail is never embedded."""
+
+TARGET_RATIO = 0.3125
+"""``target_tokens="auto"`` aims at this share of ``max_tokens``: 80 of the default 256 (chosen on
+development data:
+``benchmarks/chunk_retrieval.py --half dev``)."""
+
+SIZE_WEIGHT = 1.0
+"""Default ``size_weight``: the cost of a chunk twice the target against one unit of distance."""
+
+PARAGRAPH_BONUS = 0.5
+"""Added to a gap's break reward when a blank line separates its sentences."""
+HEADING_BONUS = 1.0
+"""Added to a gap's break reward when the next sentence is a heading."""
+LINE_BONUS = 0.1
+"""Added to a gap's break reward when a newline separates its sentences."""
+TABLE_PENALTY = 0.5
+"""Taken from a gap's break reward between two rows of one table."""
+
+
 class SemanticChunker(BoundaryChunker):
-    """Break a text where the meaning of consecutive sentences changes.
+    r"""Break a text where the meaning of consecutive sentences changes.
 
     Each gap between sentence ``i`` and ``i + 1`` gets the cosine distance between the
-    embeddings of the windows on either side; gaps whose distance passes the threshold
-    become chunk boundaries. Chunks are then capped at ``max_tokens`` (pieces overlapping
-    by ``overlap_tokens``; SemRAG eq. 2) and, optionally, tiny chunks merged.
+    embeddings of the windows on either side. By default the breaks are then chosen for
+    the whole document at once (:func:`~semrag.chunking._split.sized_breaks`): each gap's
+    distance, plus a bonus where the document itself breaks (a blank line, a heading), is
+    weighed against how far each chunk is from ``target_tokens``, so chunks end where the
+    meaning and the layout change and stay near a size that retrieves well. With
+    ``target_tokens=None`` it is SemRAG's rule alone: every gap whose distance passes the
+    ``threshold`` breaks. Chunks are then capped at ``max_tokens`` (pieces overlapping by
+    ``overlap_tokens``; SemRAG eq. 2) and, optionally, tiny chunks merged.
+
+    Chunks carry the headings they sit under in ``metadata["semrag_headings"]`` (outermost first)
+    when the document has headings (Markdown ``#``, ``== wiki ==`` or title lines).
 
     Args:
         embedder: any :class:`~semrag.embeddings.Embedder`; ``None`` loads the packaged
@@ -57,11 +95,13 @@ class SemanticChunker(BoundaryChunker):
         pooling: ``"mean"`` embeds each sentence once and averages the window (cost
             independent of ``buffer_size``); ``"concat"`` embeds each window's text, as
             the paper does (truncated by the model beyond its maximum sequence length).
-        threshold: a number = absolute cosine distance (SemRAG's theta); or one of
-            ``"std"`` (mean + k*std, the default), ``"percentile"``, ``"interquartile"``
-            (mean + k*IQR), ``"gradient"`` (percentile of the curve's gradient),
-            ``"target_chunks"``. The defaults (split window, mean pooling, buffer 1, std
-            with k = 1) had the lowest Pk in our boundary benchmark.
+        threshold: gaps that always break: ``None`` (default with a target: none forced);
+            a number = absolute cosine distance (SemRAG's theta); or one of ``"std"``
+            (mean + k*std), ``"percentile"``, ``"interquartile"`` (mean + k*IQR),
+            ``"gradient"`` (percentile of the curve's gradient), ``"target_chunks"``. With
+            ``target_tokens=None`` a threshold is needed and the default is ``"std"``
+            (split window, mean pooling, buffer 1, std with k = 1 had the lowest Pk in our
+            boundary benchmark).
         threshold_amount: the statistic's parameter: percentile (default 95), k (default 1
             for std, 0.5 for IQR; LangChain uses 3 and 1.5), or the number of chunks wanted
             for ``"target_chunks"``.
@@ -75,7 +115,22 @@ class SemanticChunker(BoundaryChunker):
             :func:`~semrag.chunking._split.edge_corrected_distances`); without it, the
             shorter edge windows break more often. Default: on for the split window with
             mean pooling, the only setting it applies to.
-        max_tokens: cap per chunk, in tokens of ``tokenizer`` (paper: 1024).
+        target_tokens: the chunk size aimed at, in tokens of ``tokenizer``: ``"auto"``
+            (default) is ``TARGET_RATIO`` (0.3125) of ``max_tokens``, 80 word pieces
+            or about 330 characters, which retrieved best at an equal context budget on real
+            documents (``benchmarks/chunk_retrieval.py``); ``None`` turns sizing off
+            (breaks by ``threshold`` only, as in the paper).
+        size_weight: how much a chunk's distance from the target costs against a gap's
+            cosine distance (larger: sizes closer to the target).
+        structure: use the document's own layout (blank lines, headings, line breaks,
+            table rows) as break priors and record the heading path; ``False`` reads the
+            text as a run of sentences.
+        contextual_headings: an index embeds each chunk with its heading path in front
+            (``"Title > Section\n\n" + text``; :meth:`embedding_text`), so a chunk that
+            never names its topic is still found by it. The chunk's text and offsets do
+            not change.
+        max_tokens: cap per chunk, in tokens of ``tokenizer`` (default 256, the reach of
+            all-MiniLM-L6-v2; paper: 1024).
         overlap_tokens: overlap between pieces of an over-long chunk (paper: 128); default
             128, or ``max_tokens // 4`` when that is smaller.
         min_tokens: chunks under this many tokens merge into their closer neighbour.
@@ -97,10 +152,14 @@ class SemanticChunker(BoundaryChunker):
         "buffer_size": [Interval(numbers.Integral, 0, None)],
         "window": [Options("split", "centered")],
         "pooling": [Options("mean", "concat")],
-        "threshold": [Interval(numbers.Real, None, None), Options(*THRESHOLD_KINDS)],
+        "threshold": [Interval(numbers.Real, None, None), Options(*THRESHOLD_KINDS), None],
         "threshold_amount": [Interval(numbers.Real, None, None), None],
         "short_text_distance": [Interval(numbers.Real, 0.0, 2.0), None],
         "edge_correction": [bool, None],
+        "target_tokens": [Interval(numbers.Integral, 1, None), Options("auto"), None],
+        "size_weight": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "structure": [bool],
+        "contextual_headings": [bool],
     }
 
     def __init__(
@@ -110,11 +169,15 @@ class SemanticChunker(BoundaryChunker):
         buffer_size: int = 1,
         window: str = "split",
         pooling: str = "mean",
-        threshold: str | float = "std",
+        threshold: str | float | None = None,
         threshold_amount: float | None = None,
         short_text_distance: float | None = SHORT_TEXT_DISTANCE,
         edge_correction: bool | None = None,
-        max_tokens: int = 1024,
+        target_tokens: int | str | None = "auto",
+        size_weight: float = SIZE_WEIGHT,
+        structure: bool = True,
+        contextual_headings: bool = False,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         overlap_tokens: int | None = None,
         min_tokens: int = 0,
         tokenizer: Tokenizer | None = None,
@@ -141,6 +204,10 @@ class SemanticChunker(BoundaryChunker):
                 "threshold_amount": threshold_amount,
                 "short_text_distance": short_text_distance,
                 "edge_correction": edge_correction,
+                "target_tokens": target_tokens,
+                "size_weight": size_weight,
+                "structure": structure,
+                "contextual_headings": contextual_headings,
             },
         )
         plain = window == "split" and pooling == "mean"
@@ -153,12 +220,37 @@ class SemanticChunker(BoundaryChunker):
         self.short_text_distance = short_text_distance
         buffer_size, window, pooling = p["buffer_size"], p["window"], p["pooling"]
         threshold, threshold_amount = p["threshold"], p["threshold_amount"]
+        target_tokens = p["target_tokens"]
+        if target_tokens is None and threshold is None:
+            threshold = "std"  # the paper's rule alone needs a threshold
+        if isinstance(target_tokens, int) and target_tokens > self.max_tokens:
+            raise ConfigError(
+                f"SemanticChunker: target_tokens ({target_tokens}) is over max_tokens "
+                f"({self.max_tokens})"
+            )
+        if threshold is None and threshold_amount is not None:
+            raise ConfigError("threshold_amount needs a threshold")
+        self.target_tokens = target_tokens
+        self.size_weight = float(p["size_weight"])
+        self.structure = p["structure"]
+        self.contextual_headings = p["contextual_headings"]
+        if self.contextual_headings and not self.structure:
+            raise ConfigError("contextual_headings needs structure=True (headings come from it)")
         self.buffer_size = buffer_size
         self.window = window
         self.pooling = pooling
         self.threshold = threshold
         self.threshold_amount = threshold_amount
-        self._threshold = Threshold.of(threshold, threshold_amount)
+        self._threshold = None if threshold is None else Threshold.of(threshold, threshold_amount)
+
+    @property
+    def target(self) -> float | None:
+        """The chunk size aimed at, in tokens (``None``: no sizing)."""
+        if self.target_tokens is None:
+            return None
+        if self.target_tokens == "auto":
+            return max(1.0, TARGET_RATIO * self.max_tokens)
+        return float(self.target_tokens)
 
     def _windows(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         return window_bounds(n, self.buffer_size, self.window)
@@ -180,16 +272,20 @@ class SemanticChunker(BoundaryChunker):
             return [s.of(doc.doc.text) for s in doc.sentences]
         return self._window_texts(doc)[0]
 
-    def _decide(self, doc: _Prepared, vectors: Floats) -> GapDecision:
+    def _distances(self, doc: _Prepared, vectors: Floats) -> Floats:
         if self.edge_correction:
-            distances = edge_corrected_distances(vectors, self.buffer_size)
-        elif self.pooling == "mean":
+            return edge_corrected_distances(vectors, self.buffer_size)
+        if self.pooling == "mean":
             left, right = self._windows(len(doc.sentences))
-            distances = cosine_distances(mean_windows(vectors, left), mean_windows(vectors, right))
-        else:
-            _, li, ri = self._window_texts(doc)
-            distances = cosine_distances(vectors[li], vectors[ri])
+            return cosine_distances(mean_windows(vectors, left), mean_windows(vectors, right))
+        _, li, ri = self._window_texts(doc)
+        return cosine_distances(vectors[li], vectors[ri])
+
+    def _forced(self, distances: Floats) -> tuple[float, np.ndarray, dict[int, str]]:
+        """The threshold's value, the gaps it breaks, and why each breaks."""
         rule_used = self._threshold
+        if rule_used is None:
+            return float("nan"), np.zeros(distances.size, dtype=bool), {}
         if (
             self.short_text_distance is not None
             and distances.size < SHORT_TEXT_GAPS
@@ -198,24 +294,93 @@ class SemanticChunker(BoundaryChunker):
             rule_used = Threshold("absolute", float(self.short_text_distance))
         value, breaks = resolve_threshold(distances, rule_used)
         rule, kind = rule_used.describe(), rule_used.kind
-        reasons = []
-        for g in np.flatnonzero(breaks):
+        reasons = {}
+        for g in np.flatnonzero(breaks).tolist():
             if kind == "gradient":
-                reasons.append(f"gradient of the distance curve above {value:.4f} ({rule})")
+                reasons[g] = f"gradient of the distance curve above {value:.4f} ({rule})"
             elif kind == "target_chunks":
-                reasons.append(f"distance {distances[g]:.4f} among the largest ({rule})")
+                reasons[g] = f"distance {distances[g]:.4f} among the largest ({rule})"
             else:
-                reasons.append(f"distance {distances[g]:.4f} above {value:.4f} ({rule})")
+                reasons[g] = f"distance {distances[g]:.4f} above {value:.4f} ({rule})"
+        return value, breaks, reasons
+
+    def _decide(self, doc: _Prepared, vectors: Floats) -> GapDecision:
+        distances = self._distances(doc, vectors)
+        value, forced, why = self._forced(distances)
+        target = self.target
+        if target is None:
+            reasons = tuple(why[g] for g in np.flatnonzero(forced).tolist())
+            return GapDecision(distances, forced, value, reasons, distances)
+        lay = self._layout(doc)
+        rewards = distances.astype(np.float64)
+        blocked = None
+        if lay is not None:
+            rewards = rewards + PARAGRAPH_BONUS * lay.paragraph + LINE_BONUS * lay.line
+            rewards = rewards + HEADING_BONUS * (lay.heading[1:] > 0) - TABLE_PENALTY * lay.table
+            blocked = lay.heading[:-1] > 0
+        breaks = sized_breaks(
+            doc.sentence_tokens,
+            rewards,
+            target=target,
+            max_tokens=self.max_tokens,
+            weight=self.size_weight,
+            forced=forced,
+            blocked=blocked,
+        )
+        reasons = []
+        for g in np.flatnonzero(breaks).tolist():
+            if g in why:
+                reasons.append(why[g])
+                continue
+            where = []
+            if lay is not None and lay.heading[g + 1]:
+                where.append("before a heading")
+            elif lay is not None and lay.paragraph[g]:
+                where.append("at a blank line")
+            place = f" {where[0]}" if where else ""
+            reasons.append(
+                f"distance {distances[g]:.4f}{place}, best with chunks near {target:g} tokens"
+            )
         return GapDecision(distances, breaks, value, tuple(reasons), distances)
 
+    def _layout(self, doc: _Prepared) -> Layout | None:
+        if not self.structure:
+            return None
+        if doc.layout is None:
+            doc.layout = layout(doc.doc.text, doc.sentences)
+        return doc.layout
+
+    def embedding_text(self, chunk: Chunk) -> str:
+        r"""The chunk's text, with its heading path in front under ``contextual_headings``.
+
+        Example:
+            >>> from semrag.testing import FakeEmbedder
+            >>> c = SemanticChunker(FakeEmbedder(), contextual_headings=True)
+            >>> [c.embedding_text(x) for x in c.chunk("# Bees\n\nThey dance.")]
+            ['Bees\n\n# Bees\n\nThey dance.']
+        """
+        path = chunk.metadata.get(HEADINGS_KEY) if self.contextual_headings else None
+        return f"{' > '.join(path)}\n\n{chunk.text}" if path else chunk.text
+
+    def _headings(self, p: _Prepared) -> list[tuple[str, ...]] | None:
+        lay = self._layout(p)
+        return lay.paths() if lay is not None and lay.heading.any() else None
+
     def _rule(self) -> str:
-        rule = self._threshold.describe()
-        if self.short_text_distance is not None and self._threshold.kind not in (
-            "absolute",
-            "target_chunks",
-        ):
-            rule += f"; texts under {SHORT_TEXT_GAPS} gaps: absolute {self.short_text_distance:g}"
-        return rule
+        parts = []
+        if self.target is not None:
+            parts.append(f"sized: target {self.target:g} tokens, weight {self.size_weight:g}")
+        if self._threshold is not None:
+            rule = self._threshold.describe()
+            if self.short_text_distance is not None and self._threshold.kind not in (
+                "absolute",
+                "target_chunks",
+            ):
+                rule += (
+                    f"; texts under {SHORT_TEXT_GAPS} gaps: absolute {self.short_text_distance:g}"
+                )
+            parts.append(rule)
+        return "; ".join(parts)
 
     def _config(self) -> dict[str, Any]:
         return {
@@ -226,5 +391,9 @@ class SemanticChunker(BoundaryChunker):
             "threshold_amount": self.threshold_amount,
             "short_text_distance": self.short_text_distance,
             "edge_correction": self.edge_correction,
+            "target_tokens": self.target_tokens,
+            "size_weight": self.size_weight,
+            "structure": self.structure,
+            "contextual_headings": self.contextual_headings,
             **super()._config(),
         }

@@ -774,7 +774,8 @@ class SemanticIndex:
         texts: list[str] = []
         for (doc, spans), chunks, theme in zip(block, chunk_lists, themes, strict=True):
             if self.chunk_vectors == "embed":
-                texts += [c.text for c in chunks]
+                embedding_text = getattr(self.chunker, "embedding_text", None)
+                texts += [embedding_text(c) if embedding_text else c.text for c in chunks]
             if self.ssg_config is not None and self.ssg_config.node_pooling == "concat":
                 ranges = window_ranges(len(spans), self.ssg_config.window, self.ssg_config.step)
                 texts += [doc.text[spans[a].start : spans[b - 1].end] for a, b in ranges]

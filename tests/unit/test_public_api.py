@@ -157,7 +157,15 @@ PUBLIC = {
         "normalize_sentence_spans",
         "split_sentences",
     ],
-    "semrag.types": ["Chunk", "Document", "MetadataFilter", "ScoredChunk", "Span", "as_filter"],
+    "semrag.types": [
+        "HEADINGS_KEY",
+        "Chunk",
+        "Document",
+        "MetadataFilter",
+        "ScoredChunk",
+        "Span",
+        "as_filter",
+    ],
     "langchain_semrag": [
         "CommunityRetriever",
         "GraphRetriever",

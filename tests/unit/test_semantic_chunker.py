@@ -18,7 +18,9 @@ TWO_TOPICS = f"{CATS} {STOCKS}"
 
 
 def chunker(**kw):
+    """The paper's rule alone (no size target): breaks where the distance passes 0.6."""
     kw.setdefault("threshold", 0.6)
+    kw.setdefault("target_tokens", None)
     return SemanticChunker(FakeEmbedder(), **kw)
 
 
@@ -88,6 +90,7 @@ def test_token_cap_splits_long_chunks_with_overlap():
     c = SemanticChunker(
         FakeEmbedder(),
         threshold=0.99,
+        target_tokens=None,
         max_tokens=40,
         overlap_tokens=8,
         tokenizer=WhitespaceTokenizer(),
@@ -124,7 +127,8 @@ def test_min_tokens_merges_tiny_chunks():
 
 def test_default_overlap_follows_small_caps():
     assert SemanticChunker(FakeEmbedder(), max_tokens=100).overlap_tokens == 25
-    assert SemanticChunker(FakeEmbedder()).overlap_tokens == 128
+    assert SemanticChunker(FakeEmbedder()).overlap_tokens == 64  # default cap 256
+    assert SemanticChunker(FakeEmbedder(), max_tokens=1024).overlap_tokens == 128
 
 
 @pytest.mark.parametrize(
@@ -235,7 +239,8 @@ def test_contract_on_edge_cases():
 
 def test_repr_shows_config():
     r = repr(SemanticChunker(FakeEmbedder(), buffer_size=3, pooling="concat"))
-    assert "buffer_size=3" in r and "pooling='concat'" in r and "max_tokens=1024" in r
+    assert "buffer_size=3" in r and "pooling='concat'" in r and "max_tokens=256" in r
+    assert "target_tokens='auto'" in r and "structure=True" in r
 
 
 @pytest.mark.model
@@ -334,7 +339,9 @@ def test_edge_correction_removes_the_edge_bias():
     ]
 
     def edge_share(correct):
-        c = SemanticChunker(FakeEmbedder(), edge_correction=correct, short_text_distance=None)
+        c = SemanticChunker(
+            FakeEmbedder(), edge_correction=correct, short_text_distance=None, target_tokens=None
+        )
         gaps = [b.gap for r in c.chunk_with_stats(texts) for b in r.stats.breaks]
         edge = sum(g in (0, 10) for g in gaps)
         return edge / max(len(gaps), 1)
@@ -346,17 +353,20 @@ def test_edge_correction_removes_the_edge_bias():
 
 def test_short_texts_can_break():
     text = "The cat sat on the mat. Stock prices fell sharply today."
-    short = SemanticChunker(FakeEmbedder(), short_text_distance=0.5).chunk_with_stats([text])[0]
+    paper = {"target_tokens": None}  # the threshold rule alone
+    short = SemanticChunker(FakeEmbedder(), short_text_distance=0.5, **paper).chunk_with_stats(
+        [text]
+    )[0]
     assert len(short.chunks) == 2
     assert "(absolute 0.5)" in short.stats.breaks[0].reason
     assert "under 4 gaps: absolute 0.5" in short.stats.threshold_rule
-    std_only = SemanticChunker(FakeEmbedder(), short_text_distance=None).chunk(text)
+    std_only = SemanticChunker(FakeEmbedder(), short_text_distance=None, **paper).chunk(text)
     assert len(std_only) == 1, "mean + std cannot break two sentences"
     same = "The cat sat on the mat. The cat sat on the rug. The cat sat on the bed."
-    assert len(SemanticChunker(FakeEmbedder(), short_text_distance=0.5).chunk(same)) == 1
+    assert len(SemanticChunker(FakeEmbedder(), short_text_distance=0.5, **paper).chunk(same)) == 1
     long_text = " ".join([CATS, STOCKS, CATS])  # 9 sentences: the statistic decides
     stats = (
-        SemanticChunker(FakeEmbedder(), short_text_distance=0.01)
+        SemanticChunker(FakeEmbedder(), short_text_distance=0.01, **paper)
         .chunk_with_stats([long_text])[0]
         .stats
     )
