@@ -7,6 +7,7 @@ import datetime as _dt
 import gc
 import os
 import platform
+import re
 import sys
 import threading
 import time
@@ -67,12 +68,15 @@ def need(path: Path) -> Path:
 
 
 def header(title: str, data: str) -> str:
+    import report as results
+
     cmd = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     cpu = platform.processor() or platform.machine()
     return (
         f"### {title}\n\n"
         f"- command: `{cmd}`\n"
         f"- data: {data}\n"
+        f"- commit: {results.commit()}\n"
         f"- date: {_dt.date.today().isoformat()}; machine: {os.cpu_count()} cores, {cpu}, "
         f"Python {platform.python_version()}, no GPU\n"
     )
@@ -92,11 +96,24 @@ def locate(text: str, pieces: list[str]) -> list[int]:
 
 
 def emit(report: str, out: str | None) -> None:
-    """Print the report and, with ``out``, append it to that markdown file."""
+    """Print the report; with ``out``, keep each of its tables as a record and rewrite
+    ``benchmarks/RESULTS.md`` from the records (``benchmarks/report.py``).
+
+    ``out`` names the results page (``benchmarks/RESULTS.md``, the only one there is); it is
+    accepted for the commands already written down.
+    """
+    import report as results
+
     print(report)
-    if out:
-        with open(out, "a", encoding="utf-8") as f:
-            f.write(report + "\n")
+    if not out:
+        return
+    if Path(out).resolve() != results.RESULTS:
+        sys.exit(f"--out must be {results.RESULTS} (the page is written from the records)")
+    sections = re.split(r"(?m)^(?=### )", report)
+    for section in sections:
+        if section.startswith("### "):
+            print(f"saved {results.save(section)}")
+    results.build()
 
 
 def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
