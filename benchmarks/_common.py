@@ -67,16 +67,24 @@ def need(path: Path) -> Path:
     return path
 
 
-def header(title: str, data: str) -> str:
+def _run_commit() -> str:
     import report as results
 
+    return results.commit()
+
+
+RUN_COMMIT = _run_commit()
+"""The commit this run measures, read when the run starts (``-dirty``: with changes)."""
+
+
+def header(title: str, data: str) -> str:
     cmd = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     cpu = platform.processor() or platform.machine()
     return (
         f"### {title}\n\n"
         f"- command: `{cmd}`\n"
         f"- data: {data}\n"
-        f"- commit: {results.commit()}\n"
+        f"- commit: {RUN_COMMIT}\n"
         f"- date: {_dt.date.today().isoformat()}; machine: {os.cpu_count()} cores, {cpu}, "
         f"Python {platform.python_version()}, no GPU\n"
     )
@@ -99,16 +107,17 @@ def emit(report: str, out: str | None) -> None:
     """Print the report; with ``out``, keep each of its tables as a record and rewrite
     ``benchmarks/RESULTS.md`` from the records (``benchmarks/report.py``).
 
-    ``out`` names the results page (``benchmarks/RESULTS.md``, the only one there is); it is
-    accepted for the commands already written down.
+    Any other ``out`` gets the report appended as it was printed (a scratch file).
     """
     import report as results
 
     print(report)
     if not out:
         return
-    if Path(out).resolve() != results.RESULTS:
-        sys.exit(f"--out must be {results.RESULTS} (the page is written from the records)")
+    if Path(out).resolve() != results.RESULTS:  # a scratch report (tests, trials): appended
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(report + "\n")
+        return
     sections = re.split(r"(?m)^(?=### )", report)
     for section in sections:
         if section.startswith("### "):

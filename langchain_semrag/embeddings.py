@@ -51,7 +51,7 @@ class SemragEmbeddings(Embeddings):
     Args:
         embedder: a semrag embedder; ``None`` for the packaged MiniLM (loaded on first use).
 
-    Example:
+    Examples:
         >>> from semrag.testing import FakeEmbedder
         >>> len(SemragEmbeddings(FakeEmbedder(dim=8)).embed_query("bees"))
         8
@@ -140,7 +140,7 @@ class SemragLLM(LCBaseLLM):
     Args:
         llm: the semrag LLM (``complete`` / ``acomplete``).
 
-    Example:
+    Examples:
         >>> from semrag.testing import FakeLLM
         >>> SemragLLM(llm=FakeLLM(["hello. more"])).invoke("hi", stop=["."])
         'hello'

@@ -196,7 +196,7 @@ class SemanticTextSplitter(_CoreTextSplitter):
             ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...). Unknown names raise
             ``TypeError``.
 
-    Example:
+    Examples:
         >>> from semrag.testing import FakeEmbedder
         >>> splitter = SemanticTextSplitter(embeddings=FakeEmbedder(), buffer_size=0,
         ...                                 threshold=0.6)

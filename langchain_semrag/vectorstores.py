@@ -46,7 +46,7 @@ class SemanticVectorStore(VectorStore):
         **index_kwargs: passed to :class:`~semrag.SemanticIndex` when it is created
             (e.g. ``sparse="lucene"``, ``dense="hnsw"``).
 
-    Example:
+    Examples:
         >>> from semrag.testing import FakeEmbedder
         >>> store = SemanticVectorStore(SemragEmbeddings(FakeEmbedder()))
         >>> store.add_texts(["Bees dance.", "Rockets fly."], ids=["b", "r"])
@@ -252,7 +252,7 @@ class VectorStoreClient:
     Args:
         store: the vector store.
 
-    Example:
+    Examples:
         >>> from langchain_core.vectorstores import InMemoryVectorStore
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder

@@ -67,7 +67,7 @@ class SemragEmbedding(BaseEmbedding):
         embedder: a semrag embedder; ``None`` for the packaged MiniLM (loaded on first use).
         **kwargs: ``BaseEmbedding`` fields (``embed_batch_size``, ``callback_manager``, ...).
 
-    Example:
+    Examples:
         >>> from semrag.testing import FakeEmbedder
         >>> len(SemragEmbedding(FakeEmbedder(dim=8)).get_query_embedding("bees"))
         8
@@ -153,7 +153,7 @@ class SemragLLM(CustomLLM):
     Args:
         llm: the semrag LLM (``complete`` / ``acomplete``).
 
-    Example:
+    Examples:
         >>> from semrag.testing import FakeLLM
         >>> SemragLLM(FakeLLM(["hello"])).complete("hi").text
         'hello'

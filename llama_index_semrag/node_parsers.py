@@ -164,7 +164,7 @@ class SemanticNodeParser(_CoreNodeParser):
             (``buffer_size``, ``window``, ``pooling``, ``threshold``, ``max_tokens``, ...).
             Unknown names raise ``TypeError``.
 
-    Example:
+    Examples:
         >>> from llama_index.core import Document
         >>> from semrag.testing import FakeEmbedder
         >>> parser = SemanticNodeParser(embed_model=FakeEmbedder(), buffer_size=0, threshold=0.6)

@@ -80,7 +80,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
         index: an existing index to serve instead.
         **index_kwargs: passed to :class:`~semrag.SemanticIndex` when it is created.
 
-    Example:
+    Examples:
         >>> from llama_index.core.schema import TextNode
         >>> from semrag.testing import FakeEmbedder
         >>> store = SemanticVectorStore(embed_model=FakeEmbedder())
@@ -362,7 +362,7 @@ class VectorStoreClient:
     Args:
         store: any LlamaIndex ``BasePydanticVectorStore``.
 
-    Example:
+    Examples:
         >>> from llama_index.core.vector_stores import SimpleVectorStore
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder

@@ -3,7 +3,7 @@
 ``import semrag`` loads only numpy: the heavy parts (torch, sentence-transformers) are
 imported on first use of the names that need them.
 
-Example:
+Examples:
     >>> from semrag import SemanticChunker, Document
     >>> from semrag.testing import FakeEmbedder
     >>> chunker = SemanticChunker(FakeEmbedder(), buffer_size=0, threshold=0.6)

@@ -172,7 +172,7 @@ def check_param(owner: str, name: str, value: Any, constraints: Sequence[Any]) -
     Raises:
         ConfigError: naming ``owner``, ``name``, the value and what is allowed.
 
-    Example:
+    Examples:
         >>> check_param("SSGRetriever", "k", np.int64(3), [Interval(numbers.Integral, 1, None)])
         3
         >>> check_param("SSGRetriever", "k", 2.5, [Interval(numbers.Integral, 1, None)])

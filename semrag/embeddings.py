@@ -357,7 +357,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         cache_size: most vectors kept in this instance's LRU cache; 0 disables it.
         show_progress: show sentence-transformers' progress bar on long calls.
 
-    Example:
+    Examples:
         >>> emb = SentenceTransformerEmbedder()
         >>> emb.embed(["a cat", "a dog"]).shape
         (2, 384)

@@ -70,7 +70,7 @@ RECORDED_KEY = "semrag_doc_id"
 def content_id(text: str) -> str:
     """The id of a document that names itself by nothing but its text.
 
-    Example:
+    Examples:
         >>> content_id("Bees dance.") == content_id("Bees dance."), len(content_id("Bees dance."))
         (True, 23)
     """
@@ -108,7 +108,7 @@ def source_id(metadata: Mapping[str, Any], *, chunk_places: bool = True) -> str 
     ``chunk_places=False`` leaves a chunk's own place (:data:`CHUNK_POSITION_KEYS`) out:
     the id of the document the chunk was cut from.
 
-    Example:
+    Examples:
         >>> source_id({"source": "report.pdf", "page": 3})
         'report.pdf#page=3'
         >>> source_id({"source": "notes.txt"}), source_id({"page": 3})
@@ -126,7 +126,7 @@ def source_id(metadata: Mapping[str, Any], *, chunk_places: bool = True) -> str 
 def document_id(text: str, metadata: Mapping[str, Any] | None = None, obj: Any = None) -> str:
     """The id of a whole document under the rule (explicit id, source, content).
 
-    Example:
+    Examples:
         >>> document_id("Chess is old.", {"source": "chess.txt"})
         'chess.txt'
         >>> document_id("Chess is old.", {"source": "chess.txt", "doc_id": "c1"})
@@ -144,7 +144,7 @@ def entry_id(text: str, metadata: Mapping[str, Any] | None = None, obj: Any = No
     :func:`document_id`, with the content hash as the place of an entry that has a source
     and no place of its own.
 
-    Example:
+    Examples:
         >>> entry_id("Rooks move straight.", {"source": "chess.txt"})[:17]
         'chess.txt#sha256:'
         >>> entry_id("Rooks move straight.", {"source": "chess.txt", "start_index": 0})
@@ -167,7 +167,7 @@ def chunk_document_id(metadata: Mapping[str, Any], ref_doc_id: str | None = None
     node's ``ref_doc_id`` (LlamaIndex), ``doc_id``, then the source (rule 2). A chunk's
     content is not its document's, so there is no content rule here.
 
-    Example:
+    Examples:
         >>> chunk_document_id({"source": "a.pdf", "page": 1, "start_index": 80})
         'a.pdf#page=1'
         >>> chunk_document_id({"source": "a.txt", "semrag_doc_id": "a"})

@@ -218,7 +218,7 @@ def llm_failure(exc: BaseException) -> str:
     An :class:`~semrag.errors.LLMOutputError` is an invalid reply; anything else is a
     failed call (network, quota, a model that raised).
 
-    Example:
+    Examples:
         >>> llm_failure(TimeoutError("no answer in 30 s"))
         'LLM call failed (TimeoutError: no answer in 30 s)'
     """

@@ -56,7 +56,7 @@ def _json_closed(text: str) -> bool:
     Strings and escapes are skipped; the value need not be valid JSON (a reply that closes
     its brackets has said all it will: validation judges the rest).
 
-    Example:
+    Examples:
         >>> _json_closed('Sure: {"a": [1, "}"]'), _json_closed('Sure: {"a": [1, "}"]}')
         (False, True)
     """

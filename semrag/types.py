@@ -51,7 +51,7 @@ def _check_encodable(text: str, what: str) -> None:
 class Document:
     """A source document.
 
-    Example:
+    Examples:
         >>> Document(id="a", text="Hello world.").text
         'Hello world.'
     """
@@ -194,7 +194,7 @@ every item the metadata must hold (``{"lang": "en"}``)."""
 def as_filter(spec: MetadataFilter) -> Callable[[Mapping[str, Any]], bool]:
     """The predicate a :data:`MetadataFilter` stands for.
 
-    Example:
+    Examples:
         >>> accept = as_filter({"lang": "en"})
         >>> accept({"lang": "en", "page": 2}), accept({"lang": "de"}), accept({})
         (True, False, False)

@@ -240,7 +240,7 @@ def sized_breaks(
         forced: gaps that must break (``None``: none).
         blocked: gaps that must not break (``None``: none).
 
-    Example:
+    Examples:
         >>> sized_breaks([5, 5, 5, 5], np.array([0.1, 0.9, 0.1]), target=10, max_tokens=20,
         ...              weight=1.0).tolist()
         [False, True, False]

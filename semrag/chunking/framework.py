@@ -63,7 +63,7 @@ def framework_cap_arguments(
         ConfigError: when a setting is given under both names, or a measure or overlap
             comes without ``chunk_size``.
 
-    Example:
+    Examples:
         >>> framework_cap_arguments({}, chunk_size=1000, chunk_overlap=200, default_measure=len)
         {'max_tokens': 1000, 'overlap_tokens': 200, 'tokenizer': <built-in function len>}
     """
@@ -128,7 +128,7 @@ def framework_threshold_arguments(
         ConfigError: when a rule is given twice (a framework name and ``threshold`` /
             ``threshold_amount``, or two framework names), or a type is unknown.
 
-    Example:
+    Examples:
         >>> framework_threshold_arguments({}, breakpoint_threshold_type="standard_deviation")
         {'threshold': 'std', 'threshold_amount': 3.0}
     """

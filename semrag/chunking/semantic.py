@@ -138,7 +138,7 @@ class SemanticChunker(BoundaryChunker):
         sentence_splitter: callable returning sentence spans.
         show_progress: progress bar while embedding.
 
-    Example:
+    Examples:
         >>> from semrag.testing import FakeEmbedder
         >>> chunker = SemanticChunker(FakeEmbedder(), buffer_size=0, threshold=0.6)
         >>> text = "Cats purr. Cats nap. Stocks fell. Stocks rose."
@@ -353,7 +353,7 @@ class SemanticChunker(BoundaryChunker):
     def embedding_text(self, chunk: Chunk) -> str:
         r"""The chunk's text, with its heading path in front under ``contextual_headings``.
 
-        Example:
+        Examples:
             >>> from semrag.testing import FakeEmbedder
             >>> c = SemanticChunker(FakeEmbedder(), contextual_headings=True)
             >>> [c.embedding_text(x) for x in c.chunk("# Bees\n\nThey dance.")]

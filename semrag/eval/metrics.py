@@ -76,7 +76,7 @@ def pk(
     Returns:
         Pk in [0, 1]; 0 when the documents are too short for one window.
 
-    Example:
+    Examples:
         >>> pk([0, 0, 1, 0, 0], [0, 0, 1, 0, 0])
         0.0
     """
@@ -146,7 +146,7 @@ def boundary_f1(
     A predicted boundary counts as correct when an unmatched gold boundary lies within
     ``tolerance`` units of it (greedy matching, nearest first).
 
-    Example:
+    Examples:
         >>> boundary_f1([0, 1, 0, 0, 1], [0, 1, 0, 1, 0], tolerance=1)
         (1.0, 1.0, 1.0)
     """
@@ -177,7 +177,7 @@ def multihop_recall(ranked: Sequence[str], gold: Sequence[str], k: int) -> tuple
         ``(full, para)``: 1.0 when every gold document is among the first ``k`` distinct
         ones (else 0.0), and the share of gold documents that are.
 
-    Example:
+    Examples:
         >>> multihop_recall(["a", "a", "c", "b"], ["a", "b"], 2)
         (0.0, 0.5)
         >>> multihop_recall(["a", "a", "c", "b"], ["a", "b"], 3)

@@ -112,7 +112,7 @@ def detect_communities(
         min_size: communities with fewer members are dropped.
         seed: random seed (results are reproducible).
 
-    Example:
+    Examples:
         >>> rels = [Relation("a", "b"), Relation("b", "c"), Relation("x", "y"), Relation("y", "z")]
         >>> comms, _ = detect_communities(list("abcxyz"), rels, algorithm="louvain", levels=1)
         >>> sorted(sorted(c.entity_ids) for c in comms)

@@ -124,7 +124,7 @@ class HeuristicGraphExtractor:
             starting with a capital (a title or heading), is an entity as a whole, so
             titles with lower-case words ("Attics to Eden") stay one entity.
 
-    Example:
+    Examples:
         >>> from semrag.types import Chunk
         >>> text = "Ada Lovelace worked with Charles Babbage in London."
         >>> out = HeuristicGraphExtractor().extract(Chunk("d", 0, len(text), text, 9))

@@ -64,7 +64,7 @@ class KnowledgeGraph:
             (its embedder embeds entity names).
         embedder: embedder for entity names when there is no index.
 
-    Example:
+    Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder())

@@ -51,7 +51,7 @@ class InMemoryGraphStore:
     follows a token index (stop words skipped) and scores candidates by token Jaccard or
     character ratio (``fuzzy_cutoff``).
 
-    Example:
+    Examples:
         >>> store = InMemoryGraphStore()
         >>> a, b = Entity.of("Ada Lovelace"), Entity.of("Charles Babbage")
         >>> store.upsert([a, b], [Relation(a.id, b.id, "WORKED_WITH")])

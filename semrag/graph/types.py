@@ -35,7 +35,7 @@ def entity_key(name: str) -> str:
 
     NFKC, case-folded, single spaces, no edge punctuation, no leading article.
 
-    Example:
+    Examples:
         >>> entity_key("  The  Beatles. ")
         'beatles'
         >>> entity_key("x'}) DETACH DELETE n //")

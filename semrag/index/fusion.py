@@ -1,6 +1,6 @@
 """Score fusion for hybrid retrieval: pure functions on numpy arrays.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> fused = fuse_weighted(
     ...     {"dense": np.array([0.9, 0.5, 0.7]), "sparse": np.array([0.0, 12.0, 3.0])},
@@ -36,7 +36,7 @@ def normalise_scores(scores: npt.ArrayLike, method: str = "minmax") -> Floats:
             of ``n`` scored candidates, ties sharing the better rank: for channels whose
             scale says little, such as PageRank mass, where only the order is meaningful).
 
-    Example:
+    Examples:
         >>> normalise_scores([2.0, 4.0, float("nan")]).tolist()
         [0.0, 1.0, 0.0]
     """
@@ -113,7 +113,7 @@ def fuse_rrf(
 ) -> list[tuple[object, float]]:
     """Weighted reciprocal rank fusion: ``sum_r w_r / (c + rank_r(d))`` (rank from 1).
 
-    Example:
+    Examples:
         >>> fuse_rrf([["a", "b"], ["b", "c"]])[0][0]
         'b'
     """

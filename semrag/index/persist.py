@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from semrag._version import is_newer
 from semrag.errors import ConfigError, StoreError
 
 __all__ = ["atomic_directory", "read_manifest", "recover_directory"]
@@ -226,7 +227,7 @@ def read_manifest(
         raise ConfigError(f"no saved {kind} at {directory}")
     manifest = _load_manifest(directory, kind)
     _verify(directory, manifest, kind, format_version)
-    if manifest.get("library_version") != library_version:
+    if is_newer(manifest.get("library_version"), library_version):
         warnings.warn(
             f"{directory} was saved by semrag {manifest.get('library_version')}; "
             f"loading with {library_version}",

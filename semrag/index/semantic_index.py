@@ -273,7 +273,7 @@ class SemanticIndex:
     Attributes:
         notes: every fallback taken while indexing, with its reason.
 
-    Example:
+    Examples:
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder())
         >>> docs = [Document("a", "Cats purr. Cats nap."), Document("b", "Stocks fell.")]
@@ -591,7 +591,7 @@ class SemanticIndex:
         Raises:
             RuntimeError: ``followers=True`` inside a plain read of the same thread.
 
-        Example:
+        Examples:
             >>> from semrag.testing import FakeEmbedder
             >>> index = SemanticIndex(embedder=FakeEmbedder())
             >>> index.add_documents(["Bees make honey."])
@@ -932,7 +932,7 @@ class SemanticIndex:
         chunks share (or the given document's). Chunks may overlap (a splitter's
         ``chunk_overlap``); a chunk of whitespace only is skipped.
 
-        Example:
+        Examples:
             >>> from semrag.testing import FakeEmbedder
             >>> index = SemanticIndex(embedder=FakeEmbedder())
             >>> text = "Bees find flowers. They dance. Rockets reach orbit."
@@ -1074,7 +1074,7 @@ class SemanticIndex:
         Returns ``True`` when every id was indexed; an id that was not is reported by
         ``False`` and in :attr:`notes` (the others are removed all the same).
 
-        Example:
+        Examples:
             >>> from semrag.testing import FakeEmbedder
             >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
             >>> index.add_documents([Document("a", "Bees."), Document("b", "Ants.")])
@@ -1101,7 +1101,7 @@ class SemanticIndex:
     ) -> list[str]:
         """Ids of the documents (of ``among``, default all) whose metadata ``filter`` accepts.
 
-        Example:
+        Examples:
             >>> from semrag.testing import FakeEmbedder
             >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
             >>> index.add_documents([Document("a", "Bees.", {"n": 1}), Document("b", "Ants.")])

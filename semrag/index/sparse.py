@@ -130,7 +130,7 @@ class BM25Index:
         epsilon: Okapi's floor factor for common terms (rank-bm25's default).
         idf: ``"okapi"`` or ``"lucene"``.
 
-    Example:
+    Examples:
         >>> bm = BM25Index(idf="lucene")
         >>> bm.add([0, 1], ["bees find flowers", "rockets reach orbit"])
         >>> [(i, round(s, 3)) for i, s in bm.search("bees", k=2)]

@@ -118,7 +118,7 @@ def window_ranges(n_sentences: int, window: int, step: int) -> list[tuple[int, i
     A document shorter than ``window`` gets one node with all its sentences; the last
     window always reaches the last sentence.
 
-    Example:
+    Examples:
         >>> window_ranges(5, 3, 1)
         [(0, 3), (1, 4), (2, 5)]
     """
@@ -252,7 +252,7 @@ def keyword_themes(texts: Sequence[str], n_themes: int) -> list[list[str]]:
     other documents never changes them, and an index grown change by change has the
     themes a fresh build would give.
 
-    Example:
+    Examples:
         >>> keyword_themes(["Honey bees dance. Honey bees fly.", "Rockets fly to the Moon."], 2)
         [['honey bees', 'dance'], ['fly', 'moon']]
     """

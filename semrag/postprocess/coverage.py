@@ -32,7 +32,7 @@ __all__ = ["follow_up_query", "key_elements", "lexical_support", "support_scores
 def key_elements(query: str, *, max_elements: int = 8) -> list[str]:
     """Entities first, then key phrases that do not overlap an entity, in query order.
 
-    Example:
+    Examples:
         >>> key_elements("When was the performer of Sexy Back born?")
         ['Sexy Back', 'performer', 'born']
     """
@@ -72,7 +72,7 @@ def _related(a: str, b: str) -> bool:
 def lexical_support(element: str, sentence: str) -> float:
     """Share of the element's content words found in the sentence (inflection-tolerant).
 
-    Example:
+    Examples:
         >>> lexical_support("Sexy Back", "SexyBack is a song. Sexy Back was released.")
         1.0
         >>> lexical_support("succeeded", "His successor, Mary Jones, called an election.")
@@ -89,7 +89,7 @@ def unsupported_words(words: Sequence[str], text: str) -> list[str]:
 
     The match is :func:`lexical_support`'s: same stem, or a long shared prefix.
 
-    Example:
+    Examples:
         >>> unsupported_words(["resigned", "Smith", "Paris"], "Smith announced his resignation.")
         ['Paris']
     """
@@ -142,7 +142,7 @@ def follow_up_query(element: str, query: str, covered: Sequence[str] = ()) -> st
     whose birth date. Context the evidence already ``covered`` is left out, so the
     follow-up does not steer back to the documents that were already found.
 
-    Example:
+    Examples:
         >>> follow_up_query("born", "When was the performer of Sexy Back born?")
         'born Sexy Back'
         >>> follow_up_query("Sexy Back", "When was the performer of Sexy Back born?")

@@ -160,7 +160,7 @@ class Completeness:
 def sentence_edges(spans: Sequence[Span], start: int, end: int) -> tuple[bool, bool]:
     """Whether ``[start, end)`` starts and ends on sentence boundaries of ``spans``.
 
-    Example:
+    Examples:
         >>> sentence_edges([Span(0, 5), Span(6, 12)], 6, 12)
         (True, True)
         >>> sentence_edges([Span(0, 5), Span(6, 12)], 2, 12)
@@ -207,7 +207,7 @@ def assess(
             (``None`` when unknown: guessed from the text).
         ends_sentence: the same for its end.
 
-    Example:
+    Examples:
         >>> assess("He then announced his resignation.").signals[0].name
         'dangling_reference'
         >>> assess("The minister resigned in May.").score

@@ -250,7 +250,7 @@ class SPC:
         max_concurrency: LLM calls in flight at once in :meth:`aprocess`.
         on_llm_error: ``"fallback"`` (rule-based step, noted) or ``"raise"``.
 
-    Example:
+    Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder())

@@ -25,7 +25,7 @@ def covering_sentences(spans: Sequence[Span], start: int, end: int) -> tuple[int
 
     A range that falls between sentences (whitespace only) maps to the sentence after it.
 
-    Example:
+    Examples:
         >>> covering_sentences([Span(0, 5), Span(6, 12), Span(13, 20)], 3, 8)
         (0, 2)
     """
@@ -63,7 +63,7 @@ def best_window(
         required: ``(a, b)`` sentences that must be kept when they fit.
         budget: most tokens in the window.
 
-    Example:
+    Examples:
         >>> best_window([10, 10, 10, 10], [0.9, 0.1, 0.5, 0.8], (1, 3), 30)
         (0, 3)
     """

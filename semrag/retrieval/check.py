@@ -80,7 +80,7 @@ class RetrieveAndCheck:
         max_rounds: rounds including the first.
         follow_up_k: chunks a follow-up query may add.
 
-    Example:
+    Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.postprocess import SPC
         >>> from semrag.retrieval import IntentAwareRetriever

@@ -31,7 +31,7 @@ class GraphRetriever:
     semantic similarity graph; no knowledge graph needed). Extra keyword arguments go to
     the retriever chosen; :attr:`retriever` is that retriever.
 
-    Example:
+    Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder())

@@ -214,7 +214,7 @@ class QueryPlan:
 def classify_intent(query: str) -> tuple[str, tuple[str, ...]]:
     """The query's intent and the rules that decided it (see the module docstring).
 
-    Example:
+    Examples:
         >>> classify_intent("Why did the Roman Empire fall?")[0]
         'explanatory'
         >>> classify_intent("When was the performer of Sexy Back born?")[0]
@@ -251,7 +251,7 @@ def relation_hops(query: str) -> tuple[int, str]:
     phrase *is* the answer ("Who is the author of Hamlet?" is one relation, "When was the
     author of Hamlet born?" two).
 
-    Example:
+    Examples:
         >>> relation_hops("Who is the author of Hamlet?")
         (1, 'relation: author')
         >>> relation_hops("When was the director of film Blind Shaft born?")[0]
@@ -310,7 +310,7 @@ def plan_query(
             query's content words first, then its entities in order, case-insensitive
             duplicates dropped. A long query still costs ``max_sparse`` searches.
 
-    Example:
+    Examples:
         >>> plan = plan_query("Who founded the University of Chicago?")
         >>> plan.intent, plan.sparse_queries
         ('entity', ('founded university chicago', 'University of Chicago'))
@@ -405,7 +405,7 @@ class IntentAwareRetriever:
     ``extended`` scores, the ``fused`` score and (with refinement) ``sentence``; its first
     provenance entry holds the :class:`QueryPlan` (intent, weights, sub-queries).
 
-    Example:
+    Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder())

@@ -105,7 +105,7 @@ def personalized_pagerank(
         The stationary scores; mass lost at nodes without edges restarts at the seeds, so
         they sum to 1.
 
-    Example:
+    Examples:
         >>> import scipy.sparse as sp
         >>> t = sp.csc_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
         >>> personalized_pagerank(t, np.array([1.0, 0.0]), 0.5).round(3).tolist()
@@ -153,7 +153,7 @@ def local_pagerank(
     Returns:
         The estimated scores.
 
-    Example:
+    Examples:
         >>> import scipy.sparse as sp
         >>> t = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
         >>> s = local_pagerank(t, np.ones(2), np.array([1.0, 0.0]), 0.5, epsilon=1e-9)
@@ -389,7 +389,7 @@ class PPRRetriever:
         llm: optional LLM naming the query's entities (the rules are the fallback).
         on_llm_error: ``"fallback"`` (rules, noted in the provenance) or ``"raise"``.
 
-    Example:
+    Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder())

@@ -84,7 +84,7 @@ Your response:"""
 def query_phrases(query: str, *, max_ngram: int = 3) -> tuple[list[str], list[str]]:
     """The query's phrases to look up: entities (fuzzily) and key phrases and n-grams (exactly).
 
-    Example:
+    Examples:
         >>> query_phrases("When was the performer of Sexy Back born?")[0]
         ['Sexy Back']
     """

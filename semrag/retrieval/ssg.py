@@ -246,7 +246,7 @@ class SSGRetriever:
         max_llm_calls: budget of LLM calls per query.
         candidates_per_hop: candidates shown to the LLM (the paper: 5).
 
-    Example:
+    Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder())

@@ -27,7 +27,7 @@ class FakeEmbedder(BaseEmbedder):
         dim: vector dimension.
         cache_size: size of the instance's cache.
 
-    Example:
+    Examples:
         >>> e = FakeEmbedder(dim=64)
         >>> float(e.embed(["red apple", "red apple"]).prod(axis=0).sum().round(3))
         1.0

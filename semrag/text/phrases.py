@@ -99,7 +99,7 @@ def _strip_word(text: str, m: re.Match[str]) -> tuple[str, int, int]:
 def entities(text: str) -> list[Phrase]:
     """Named-entity-like phrases of ``text`` (capitalised runs, quotes, numbers), in order.
 
-    Example:
+    Examples:
         >>> [p.text for p in entities('Who founded the University of Chicago in 1890?')]
         ['University of Chicago', '1890']
     """
@@ -145,7 +145,7 @@ def entities(text: str) -> list[Phrase]:
 def content_words(text: str) -> list[str]:
     """Lower-cased words of ``text`` that are not stop or question words.
 
-    Example:
+    Examples:
         >>> content_words("Why did the Roman Empire fall?")
         ['roman', 'empire', 'fall']
     """
@@ -160,7 +160,7 @@ def content_words(text: str) -> list[str]:
 def key_phrases(text: str) -> list[Phrase]:
     """Maximal runs of content words, split at stop words and punctuation, in order.
 
-    Example:
+    Examples:
         >>> [p.text for p in key_phrases("What causes ocean tides on the Earth?")]
         ['causes ocean tides', 'Earth']
     """

@@ -180,7 +180,7 @@ def is_line_structured(text: str) -> bool:
     list, a poem, a title above its text, one sentence or paragraph per line. A novel
     wrapped at 70 columns is not line-structured, and its sentences run across lines.
 
-    Example:
+    Examples:
         >>> is_line_structured("so welcome back\ntoday we talk about waves\nfirst some history")
         True
         >>> is_line_structured("Bees\nBees make honey. They live in hives.\nSee also: wasps")
@@ -263,7 +263,7 @@ def split_sentences(text: str, *, lines: str = "auto") -> list[Span]:
         TypeError: if ``text`` is not a ``str``.
         ConfigError: if ``lines`` is not one of :data:`LINE_MODES`.
 
-    Example:
+    Examples:
         >>> t = "Dr. Smith arrived at 3.30 p.m. on Monday. He was late!"
         >>> [s.of(t) for s in split_sentences(t)]
         ['Dr. Smith arrived at 3.30 p.m. on Monday.', 'He was late!']

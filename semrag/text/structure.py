@@ -17,7 +17,7 @@ It reads plain text and Markdown, with no parser and no model:
 * a **table row** is a line that starts with ``|``;
 * nothing inside a fenced code block (```` ``` ```` or ``~~~``) is a heading.
 
-Example:
+Examples:
     >>> from semrag.text import split_sentences
     >>> text = "# Cats\n\nCats purr. They nap.\n\n## Food\nCats eat fish."
     >>> lay = layout(text, split_sentences(text))

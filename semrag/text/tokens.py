@@ -64,7 +64,7 @@ class WhitespaceTokenizer:
     whitespace, so the count of texts joined by whitespace is the sum of their counts
     (:attr:`additive`).
 
-    Example:
+    Examples:
         >>> WhitespaceTokenizer().count(["a bc  d", "", "東京都", "x" * 40])
         [3, 0, 3, 3]
     """
@@ -218,7 +218,7 @@ class LengthFunctionTokenizer:
         length_function: ``(text) -> int`` or ``(text) -> Sequence``.
         name: shown in ``repr`` (default: the function's name).
 
-    Example:
+    Examples:
         >>> LengthFunctionTokenizer(len).count(["abc", ""])
         [3, 0]
         >>> LengthFunctionTokenizer(str.split).count(["two words"])

@@ -158,9 +158,9 @@ PUBLIC = {
         "split_sentences",
     ],
     "semrag.types": [
-        "HEADINGS_KEY",
         "Chunk",
         "Document",
+        "HEADINGS_KEY",
         "MetadataFilter",
         "ScoredChunk",
         "Span",

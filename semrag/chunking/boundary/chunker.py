@@ -165,7 +165,7 @@ class PairModelChunker(BoundaryChunker):
 class PSCChunker(PairModelChunker):
     """Projected Similarity Chunking with the shipped MiniLM weights (or ``model=``).
 
-    Example:
+    Examples:
         >>> text = "Bees make honey. Bees live in hives. The rocket reached orbit."
         >>> chunks = PSCChunker().chunk(text)
         >>> all(text[c.start : c.end] == c.text for c in chunks)

@@ -359,7 +359,7 @@ def _hold_out(sides: tuple[Any, Any, Any], *, seed: int) -> tuple[Any, Any]:
 class PSCModel(_PairModel):
     """Projected Similarity Chunking: ``sigmoid((W e_i) . (W e_j) + b)``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> model = PSCModel(4, proj_dim=2)
         >>> model.predict_proba(np.ones((3, 4)), np.ones((3, 4))).shape
@@ -464,7 +464,7 @@ def load_boundary_model(directory: str | Path, *, expected_dim: int | None = Non
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from semrag._version import __version__
+    from semrag._version import __version__, is_newer
 
     directory = Path(directory)
     config_file, weights = directory / "config.json", directory / "model.safetensors"
@@ -486,7 +486,7 @@ def load_boundary_model(directory: str | Path, *, expected_dim: int | None = Non
             f"the {kind} weights at {directory} were trained for {dim}-dimensional "
             f"embeddings of {name}; the embedder gives {expected_dim}"
         )
-    if config.get("library_version") != __version__:
+    if is_newer(config.get("library_version")):
         warnings.warn(
             f"{directory} was saved by semrag {config.get('library_version')}; "
             f"loading with {__version__}",
