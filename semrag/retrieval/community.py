@@ -60,6 +60,27 @@ def best_above(sims: np.ndarray, key_of: Callable[[int], str], k: int, floor: fl
     return sorted(top.tolist(), key=lambda i: (-sims[i], key_of(i)))[:k]
 
 
+def _ranked(scored: dict[Any, tuple[Any, ...]], k: int | None = None) -> list[tuple[Any, Any]]:
+    """``scored.items()`` best first; scores within 1e-6 of each other tie, broken by key.
+
+    The score is each value's first item; the key is the index order.
+
+    Two chunks of the same text score the same up to the order a backend sums in (float32
+    noise near 1e-8); without the tolerance the embedded and the Neo4j-served graph could
+    rank them apart.
+    """
+    items = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    out: list[tuple[Any, Any]] = []
+    i = 0
+    while i < len(items) and (k is None or len(out) < k):
+        j = i + 1
+        while j < len(items) and items[i][1][0] - items[j][1][0] <= 1e-6:
+            j += 1
+        out += sorted(items[i:j], key=lambda kv: kv[0])
+        i = j
+    return out if k is None else out[:k]
+
+
 class CommunityRetriever:
     """Local or global community search (SemRAG §3.2.3).
 
@@ -208,7 +229,7 @@ class CommunityRetriever:
                     best[cid] = (score, float(g_q), [why])
                 else:
                     best[cid] = (max(old[0], score), old[1], [*old[2], why])
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))  # ties: index order
+        ranked = _ranked(best)
         out: list[ScoredChunk] = []
         tokens = 0
         for cid, (score, g_q, why) in ranked:
@@ -320,7 +341,7 @@ class CommunityRetriever:
                     key = (doc_id, j)
                     if key not in points or points[key][0] < s:
                         points[key] = (float(s), comm)
-        ranked = sorted(points.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
+        ranked = _ranked(points, k)
         out = []
         for (doc_id, j), (s, comm) in ranked:
             span = self.index.sentences(doc_id)[j]

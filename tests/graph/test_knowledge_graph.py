@@ -598,3 +598,16 @@ def test_global_search_reads_each_communitys_most_mentioning_chunks():
             spans = index.sentences(doc_id)
             assert spans[runs[0][1]].start <= start and end <= spans[runs[0][2] - 1].end
         assert len(sentence_runs(every, comm, version)) == len(mentions)
+
+
+def test_community_ranks_treat_float_noise_as_a_tie_broken_by_index_order():
+    from semrag.retrieval.community import _ranked
+
+    # the same text scored by two backends: 2e-8 apart, in either order
+    a = {("d3", 2): (0.00023749,), ("d4", 0): (0.00023751,), ("d1", 0): (0.5,)}
+    b = {("d3", 2): (0.00023751,), ("d4", 0): (0.00023749,), ("d1", 0): (0.5,)}
+    assert [key for key, _ in _ranked(a)] == [key for key, _ in _ranked(b)]
+    assert [key for key, _ in _ranked(a)] == [("d1", 0), ("d3", 2), ("d4", 0)]
+    assert [key for key, _ in _ranked(a, 2)] == [("d1", 0), ("d3", 2)]
+    far = {("d4", 0): (0.3,), ("d3", 2): (0.2,)}  # a real difference still ranks
+    assert [key for key, _ in _ranked(far)] == [("d4", 0), ("d3", 2)]
