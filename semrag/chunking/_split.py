@@ -256,26 +256,26 @@ def sized_breaks(
     block = [False] * (n - 1) if blocked is None else [bool(b) for b in blocked]
     best = [0.0] + [-math.inf] * n
     start = [0] * (n + 1)
+
+    def value(j: int, i: int) -> float:
+        """Best value of sentences [0, i) whose last chunk is [j, i)."""
+        gain = reward[j - 1] if j else 0.0
+        return best[j] + gain - weight * ((prefix[i] - prefix[j] - target) / target) ** 2
+
     for i in range(1, n + 1):
         top, arg = -math.inf, -1
         j = i - 1
         while j >= 0:
-            size = prefix[i] - prefix[j]
-            if size > max_tokens and j < i - 1:
+            if prefix[i] - prefix[j] > max_tokens and j < i - 1:
                 break
-            if j == 0 or not block[j - 1]:
-                gain = reward[j - 1] if j else 0.0
-                value = best[j] + gain - weight * ((size - target) / target) ** 2
-                if value > top:
-                    top, arg = value, j
+            if (j == 0 or not block[j - 1]) and (v := value(j, i)) > top:
+                top, arg = v, j
             if j and force[j - 1]:
                 break
             j -= 1
         if arg < 0:  # every start blocked within the cap: break before the last sentence
             arg = i - 1
-            size = prefix[i] - prefix[arg]
-            top = best[arg] + (reward[arg - 1] if arg else 0.0)
-            top -= weight * ((size - target) / target) ** 2
+            top = value(arg, i)
         best[i], start[i] = top, arg
     mask = np.zeros(n - 1, dtype=bool)
     i = n

@@ -332,12 +332,11 @@ class SemanticChunker(BoundaryChunker):
             if g in why:
                 reasons.append(why[g])
                 continue
-            where = []
+            place = ""
             if lay is not None and lay.heading[g + 1]:
-                where.append("before a heading")
+                place = " before a heading"
             elif lay is not None and lay.paragraph[g]:
-                where.append("at a blank line")
-            place = f" {where[0]}" if where else ""
+                place = " at a blank line"
             reasons.append(
                 f"distance {distances[g]:.4f}{place}, best with chunks near {target:g} tokens"
             )

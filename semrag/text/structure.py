@@ -71,14 +71,7 @@ class Layout:
 
     def path(self, sentence: int) -> tuple[str, ...]:
         """The headings a sentence sits under, outermost first (its own if it is one)."""
-        stack: list[tuple[int, str]] = []
-        for i in range(sentence + 1):
-            level = int(self.heading[i])
-            if level:
-                while stack and stack[-1][0] >= level:
-                    stack.pop()
-                stack.append((level, self.titles[i]))
-        return tuple(t for _, t in stack)
+        return self.paths()[sentence]
 
     def paths(self) -> list[tuple[str, ...]]:
         """:meth:`path` of every sentence, in one pass."""
