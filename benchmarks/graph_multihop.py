@@ -50,7 +50,8 @@ from _common import (
 from semrag import SemanticIndex  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
 from semrag.eval.datasets import read_musique  # noqa: E402
-from semrag.graph import InMemoryGraphStore, KnowledgeGraph, Neo4jGraphStore  # noqa: E402
+from semrag.graph import InMemoryGraphStore, KnowledgeGraph  # noqa: E402
+from semrag.neo4j import Neo4jGraphStore  # noqa: E402
 from semrag.retrieval import CommunityRetriever, SketchRetriever  # noqa: E402
 
 KS = MULTIHOP_KS

@@ -65,7 +65,8 @@ from iar_fusion import build_index  # noqa: E402
 from semrag import Document, SemanticIndex  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
 from semrag.eval.datasets import read_twowiki  # noqa: E402
-from semrag.graph import KnowledgeGraph, Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore  # noqa: E402
+from semrag.graph import KnowledgeGraph  # noqa: E402
+from semrag.neo4j import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore  # noqa: E402
 from semrag.retrieval import (  # noqa: E402
     CommunityRetriever,
     IntentAwareRetriever,
@@ -145,11 +146,11 @@ def quality(name: str, ranked: list[list[tuple]], questions, here: list[list[tup
 def bare_round_trip(store, n: int = 200) -> float:
     """p50 ms of a statement that reads nothing (``RETURN 1``): the floor of any read."""
     for _ in range(20):
-        store._read("RETURN 1 AS one")
+        store.read_rows("RETURN 1 AS one")
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        store._read("RETURN 1 AS one")
+        store.read_rows("RETURN 1 AS one")
         times.append(1000 * (time.perf_counter() - t0))
     return float(np.percentile(times, 50))
 

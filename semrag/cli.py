@@ -162,7 +162,7 @@ def _load_llm(spec: str | None) -> object:
 def _neo4j_store(args: argparse.Namespace, info: dict | None = None) -> object:
     import os
 
-    from semrag.graph import Neo4jGraphStore
+    from semrag.neo4j import Neo4jGraphStore
 
     info = info or {}
     password = args.neo4j_password or os.environ.get("NEO4J_PASSWORD", "")

@@ -1,7 +1,7 @@
 """The knowledge graph: extraction, stores, records, communities (the SSG is in ``semrag.index``).
 
-``Neo4jGraphStore``, ``Neo4jVectorClient``, ``Neo4jIndexStore`` and ``Neo4jIndex`` need
-``pip install "semrag[neo4j]"``; they are imported lazily.
+The Neo4j backend is :mod:`semrag.neo4j`; ``semrag.graph.Neo4jGraphStore`` and the other
+Neo4j names still resolve there, with a ``DeprecationWarning``, until 0.3.
 """
 
 from __future__ import annotations
@@ -39,10 +39,6 @@ __all__ = [
     "KnowledgeGraph",
     "LLMGraphExtractor",
     "Mention",
-    "Neo4jGraphStore",
-    "Neo4jIndex",
-    "Neo4jIndexStore",
-    "Neo4jVectorClient",
     "Relation",
     "Subgraph",
     "community_reports",
@@ -52,17 +48,18 @@ __all__ = [
 ]
 
 
-_LAZY = {  # need the neo4j driver: imported on first use
-    "Neo4jGraphStore": "semrag.graph.neo4j",
-    "Neo4jVectorClient": "semrag.graph.neo4j",
-    "Neo4jIndex": "semrag.graph.neo4j_index",
-    "Neo4jIndexStore": "semrag.graph.neo4j_index",
-}
+_MOVED = {"Neo4jGraphStore", "Neo4jIndex", "Neo4jIndexStore", "Neo4jVectorClient"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in _MOVED:  # moved to semrag.neo4j in 0.3.0.dev
         import importlib
+        import warnings
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        warnings.warn(
+            f"semrag.graph.{name} moved to semrag.neo4j.{name}; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module("semrag.neo4j"), name)
     raise AttributeError(f"module 'semrag.graph' has no attribute {name!r}")

@@ -407,7 +407,7 @@ class KnowledgeGraph:
     def _stored_vectors(self, entities: Sequence[Entity]) -> np.ndarray | None:
         """The entities' name vectors for a store that keeps them (``None`` for others).
 
-        A store with ``search_entities`` (:class:`~semrag.graph.Neo4jGraphStore`) keeps
+        A store with ``search_entities`` (:class:`~semrag.neo4j.Neo4jGraphStore`) keeps
         them, so a process that serves queries from it never embeds the graph's names.
         The vectors name resolution made are reused; only other names are embedded.
         """

@@ -124,7 +124,7 @@ class InMemoryGraphStore:
         """Apply one change of the graph at once: the drops, then the upserts.
 
         The same contract as :meth:`Neo4jGraphStore.update
-        <semrag.graph.Neo4jGraphStore.update>`: dropped entities leave their relations,
+        <semrag.neo4j.Neo4jGraphStore.update>`: dropped entities leave their relations,
         mentions and communities; dropped chunks leave their mentions.
         """
         with self._lock:

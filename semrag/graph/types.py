@@ -153,10 +153,10 @@ class GraphStore(Protocol):
     """Where a knowledge graph lives.
 
     Implemented by :class:`~semrag.graph.InMemoryGraphStore` and
-    :class:`~semrag.graph.Neo4jGraphStore`, which pass one contract test suite.
+    :class:`~semrag.neo4j.Neo4jGraphStore`, which pass one contract test suite.
 
     A store that reads over a network may add async twins of its query-time reads
-    (``alookup``, ``aexpand``, ``achunks_for``, as :class:`~semrag.graph.Neo4jGraphStore`
+    (``alookup``, ``aexpand``, ``achunks_for``, as :class:`~semrag.neo4j.Neo4jGraphStore`
     does); the async retrievers await them, and run a store's blocking method in a worker
     thread where it has none.
     """

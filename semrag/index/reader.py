@@ -3,7 +3,7 @@
 Three classes implement it: the embedded :class:`~semrag.index.SemanticIndex` (with its
 own dense search, or a vector store's through
 :class:`~semrag.index.external.StoreBackedDense`), and
-:class:`~semrag.graph.neo4j_index.Neo4jIndex`, which serves an index written to Neo4j. A
+:class:`~semrag.neo4j.Neo4jIndex`, which serves an index written to Neo4j. A
 retriever that reads only these members works on all three; one contract suite
 (``tests/graph/test_reader_contract.py``) runs every member on each and checks they agree.
 

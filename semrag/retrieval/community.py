@@ -174,7 +174,7 @@ class CommunityRetriever:
         """Async twin of :meth:`retrieve`.
 
         On an index with async reads (``async_reads``, e.g.
-        :class:`~semrag.graph.Neo4jIndex`) each round trip is awaited (on a Neo4j store's
+        :class:`~semrag.neo4j.Neo4jIndex`) each round trip is awaited (on a Neo4j store's
         async driver) and only the scoring runs in worker threads, as does the first
         global query after a change, which reads the reports (embedding them where the store
         keeps no vectors), and local search over a graph whose names are embedded here;

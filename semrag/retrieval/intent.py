@@ -380,7 +380,7 @@ class IntentAwareRetriever:
         llm: an :class:`~semrag.llm.LLM` for query enrichment and weights; without one the
             rules of :func:`plan_query` are used.
         extended: the extended channel: ``"auto"`` (SKETCH over ``graph`` when one is
-            given, else ``"ppr"``; none on a :class:`~semrag.graph.Neo4jIndex`), ``"ppr"``
+            given, else ``"ppr"``; none on a :class:`~semrag.neo4j.Neo4jIndex`), ``"ppr"``
             (the personalized-PageRank :class:`~semrag.retrieval.PPRRetriever`, the default
             because it wins on the multi-hop development sets), ``"ssg"`` (the SSG query
             traversal), ``"sketch"``, ``None`` (off; its weight is shared out to the other
@@ -612,7 +612,7 @@ class IntentAwareRetriever:
         """Async twin of :meth:`retrieve`.
 
         On an index with async reads (``async_reads``, e.g.
-        :class:`~semrag.graph.Neo4jIndex`) the channels run concurrently: the round trips
+        :class:`~semrag.neo4j.Neo4jIndex`) the channels run concurrently: the round trips
         are awaited and only the scoring runs in worker threads. On the embedded index the
         query is embedded, then every channel reads one version in one worker thread, as
         :meth:`retrieve` does (the walk reuses the dense channel's search).

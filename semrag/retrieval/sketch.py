@@ -357,7 +357,7 @@ class SketchRetriever:
         """Async twin of :meth:`retrieve` (NER and the query embedding run concurrently).
 
         On an index with async reads (``async_reads``, e.g.
-        :class:`~semrag.graph.Neo4jIndex`) each lookup, search and expansion is awaited
+        :class:`~semrag.neo4j.Neo4jIndex`) each lookup, search and expansion is awaited
         (on a Neo4j store's async driver) and only the scoring runs in worker threads; on
         the embedded index the merge runs in one.
         """

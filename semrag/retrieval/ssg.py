@@ -353,7 +353,7 @@ class SSGRetriever:
         """Async twin of :meth:`retrieve`.
 
         LLM calls are awaited, and so are the reads of a view served from a database
-        (:class:`~semrag.graph.Neo4jIndex`: on its async driver); the traversal's CPU work
+        (:class:`~semrag.neo4j.Neo4jIndex`: on its async driver); the traversal's CPU work
         (and a graph build after a change) runs in worker threads, so the event loop is
         never blocked.
         """

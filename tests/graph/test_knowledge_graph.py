@@ -29,7 +29,6 @@ from semrag.graph import (
     InMemoryGraphStore,
     KnowledgeGraph,
     LLMGraphExtractor,
-    Neo4jGraphStore,
     Relation,
     community_reports,
     detect_communities,
@@ -37,6 +36,7 @@ from semrag.graph import (
 )
 from semrag.graph.communities import _relations_within
 from semrag.graph.extract import Extraction
+from semrag.neo4j import Neo4jGraphStore
 from semrag.retrieval import CommunityRetriever, GraphRetriever, SketchRetriever
 from semrag.testing import FakeEmbedder, FakeLLM
 from semrag.types import Chunk

@@ -38,8 +38,7 @@ MORE = [
 
 @pytest.fixture
 def graph_store(neo4j_server):
-    from semrag.graph import Neo4jGraphStore
-    from semrag.graph.neo4j_index import Neo4jIndexStore
+    from semrag.neo4j import Neo4jGraphStore, Neo4jIndexStore
 
     store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
     Neo4jIndexStore(store).clear()
@@ -61,7 +60,7 @@ def changes(index: SemanticIndex) -> None:
 
 def fresh_dump(index: SemanticIndex, store) -> dict:
     """What a fresh build of ``index``'s documents writes to a cleared database."""
-    from semrag.graph.neo4j_index import Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndexStore
 
     split = index.piece_index.split if index.piece_index is not None else None
     fresh = SemanticIndex(embedder=index.embedder, ssg=index.ssg_config, pieces=split)
@@ -73,7 +72,7 @@ def fresh_dump(index: SemanticIndex, store) -> dict:
 
 
 def test_incremental_changes_leave_what_a_fresh_build_writes(graph_store):
-    from semrag.graph.neo4j_index import Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndexStore
 
     index = SemanticIndex(embedder=embedder(), ssg=SSG, pieces=PIECES)
     writer = Neo4jIndexStore.for_index(index, graph_store)
@@ -88,39 +87,39 @@ def test_incremental_changes_leave_what_a_fresh_build_writes(graph_store):
 
 
 def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, monkeypatch):
-    from semrag.graph.neo4j_index import Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndexStore
 
     index = SemanticIndex(embedder=embedder(), ssg=SSG)
     writer = Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
-    real = graph_store._transact
+    real = graph_store.transact
 
     def down(work, *, write):
         if write:
             raise StoreUnavailableError("Neo4j is unavailable (test)")
         return real(work, write=write)
 
-    monkeypatch.setattr(graph_store, "_transact", down)
+    monkeypatch.setattr(graph_store, "transact", down)
     with pytest.raises(StoreUnavailableError):
         index.delete("d1")  # the index publishes; the database keeps the version before
-    monkeypatch.setattr(graph_store, "_transact", real)
+    monkeypatch.setattr(graph_store, "transact", real)
     assert writer.counts()["documents"] == len(LONG)  # nothing half-written
     index.add_documents([Document("m0", MORE[0])])  # this change writes the difference
     assert writer.dump() == fresh_dump(index, graph_store)
 
     writer = Neo4jIndexStore.for_index(index2 := SemanticIndex(embedder=embedder()), graph_store)
     index2.add_documents([Document("a", TEXTS[0])])
-    monkeypatch.setattr(graph_store, "_transact", down)
+    monkeypatch.setattr(graph_store, "transact", down)
     with pytest.raises(StoreUnavailableError):
         index2.add_documents([Document("b", TEXTS[1])])
-    monkeypatch.setattr(graph_store, "_transact", real)
+    monkeypatch.setattr(graph_store, "transact", real)
     change = writer.sync()
     assert change.added_ids == ["b"] and writer.sync().added_ids == []
     assert writer.dump() == fresh_dump(index2, graph_store)
 
 
 def test_a_new_writer_trusts_a_level_database_and_levels_any_other(graph_store):
-    from semrag.graph.neo4j_index import Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndexStore
 
     index = SemanticIndex(embedder=embedder())
     Neo4jIndexStore.for_index(index, graph_store)
@@ -142,7 +141,7 @@ def test_a_new_writer_trusts_a_level_database_and_levels_any_other(graph_store):
 
 
 def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_store):
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     emb = embedder()
     index = SemanticIndex(embedder=emb)
@@ -191,7 +190,7 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
 
 
 def test_the_reader_checks_what_it_is_given(graph_store):
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
     from semrag.testing import FakeEmbedder
 
     with pytest.raises(ConfigError, match="no semrag index"):
@@ -216,7 +215,7 @@ def test_the_reader_checks_what_it_is_given(graph_store):
 
 def stored_with_ssg(graph_store, emb):
     """An index with a similarity graph, its changes followed into Neo4j, and a reader."""
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     index = SemanticIndex(embedder=emb, ssg=SSG)
     Neo4jIndexStore.for_index(index, graph_store)
@@ -225,7 +224,7 @@ def stored_with_ssg(graph_store, emb):
 
 
 def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_store):
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     emb = embedder()
     index, reader = stored_with_ssg(graph_store, emb)
@@ -286,7 +285,9 @@ def test_the_look_ahead_fetches_the_hops_each_traversal_ranks_first(graph_store)
     # score (ahead_rank); the ones it sends are those the algorithm's formula ranks first.
     import numpy as np
 
-    from semrag.graph.neo4j_index import _LOAD_AHEAD, _Ask, _vector
+    from semrag.neo4j._cypher import as_floats
+    from semrag.neo4j._index_cypher import LOAD_AHEAD
+    from semrag.neo4j._session import Ask
 
     emb = embedder()
     index, reader = stored_with_ssg(graph_store, emb)
@@ -302,14 +303,14 @@ def test_the_look_ahead_fetches_the_hops_each_traversal_ranks_first(graph_store)
             best = best_per_node(nodes, score, {a})
             params = {
                 "keys": [view._keys[a]],
-                "q": _vector(q),
+                "q": as_floats(q),
                 "ahead": ahead,
                 "follow": 0,
                 "rank": view.ahead_rank(rule),
                 "known": [],
                 "visited": [],
             }
-            rows = view.fetch(_Ask(_LOAD_AHEAD, params))
+            rows = view.fetch(Ask(LOAD_AHEAD, params))
             sent = [view._numbers[r["source"]] for r in rows if r["source"] != view._keys[a]]
             want = sorted(best.values(), reverse=True)[:ahead]
             assert sorted((best[n] for n in sent), reverse=True) == pytest.approx(want, abs=1e-4)
@@ -320,16 +321,17 @@ def test_the_look_ahead_fetches_the_hops_each_traversal_ranks_first(graph_store)
 
 
 def test_the_look_ahead_follows_the_chain_a_greedy_traversal_walks(graph_store):
-    # With the anchor search alone, a greedy traversal's first _LEVELS hops (each the best
+    # With the anchor search alone, a greedy traversal's first LEVELS hops (each the best
     # unvisited out-neighbour by its rule) are loaded: the server followed the same chain.
     # Without following (follow=0) some are not.
     import numpy as np
 
-    from semrag.graph.neo4j_index import _LEVELS, _RemoteView
+    from semrag.neo4j._index_cypher import LEVELS
+    from semrag.neo4j.remote_ssg import RemoteView
 
     emb = embedder()
     index, reader = stored_with_ssg(graph_store, emb)
-    outcomes = {_RemoteView.follow: [], 0: []}
+    outcomes = {RemoteView.follow: [], 0: []}
     for follow in outcomes:
         for query in [*QUERIES, "Which river flows by Memphis?", "Nobel Prize winner"]:
             q = np.asarray(reader.embed_query(query), np.float32).reshape(-1)
@@ -338,7 +340,7 @@ def test_the_look_ahead_follows_the_chain_a_greedy_traversal_walks(graph_store):
                 view.follow = follow
                 _, ids = reader._run(view.search_steps(q, 1, pca=True, load=1, rank=rule))
                 chain, outcome = [int(ids[0, 0])], "walked"
-                while len(chain) <= _LEVELS:
+                while len(chain) <= LEVELS:
                     if chain[-1] not in view._adjacent:
                         outcome = "not loaded"
                         break
@@ -351,7 +353,7 @@ def test_the_look_ahead_follows_the_chain_a_greedy_traversal_walks(graph_store):
                 if outcome == "walked" and chain[-1] not in view._adjacent:
                     outcome = "not loaded"
                 outcomes[follow].append(outcome)
-    followed = outcomes[_RemoteView.follow]
+    followed = outcomes[RemoteView.follow]
     assert "not loaded" not in followed and followed.count("walked") >= 10, outcomes
     assert "not loaded" in outcomes[0], outcomes
 
@@ -396,10 +398,10 @@ def test_the_anchor_search_sends_the_pca_only_when_it_changed(graph_store):
 
 def async_reads_only(graph_store, monkeypatch):
     """From here on the sync driver raises; the statements the async driver runs are listed."""
-    from semrag.graph import neo4j as neo4j_module
+    from semrag.neo4j import _session as session_module
 
     statements = []
-    real = neo4j_module._AsyncDriverLoop.read
+    real = session_module.AsyncDriverLoop.read
 
     async def seen(self, query, params):
         statements.append(query)
@@ -408,8 +410,8 @@ def async_reads_only(graph_store, monkeypatch):
     def no_sync_read(query, **params):
         raise AssertionError("an async path used the sync driver")
 
-    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", seen)
-    monkeypatch.setattr(graph_store, "_read", no_sync_read)
+    monkeypatch.setattr(session_module.AsyncDriverLoop, "read", seen)
+    monkeypatch.setattr(graph_store, "read_rows", no_sync_read)
     return statements
 
 
@@ -429,7 +431,7 @@ async def test_async_traversals_await_every_read_on_the_async_driver(graph_store
     # Each algorithm's aretrieve gives what retrieve gives, with every read a step awaited
     # on the async driver (the sync driver is never used), and geometric_3d's PCA arrives
     # with the anchor search (no read of its own).
-    from semrag.graph.neo4j_index import _PCA
+    from semrag.neo4j._index_cypher import PCA
 
     emb = embedder()
     index, reader = stored_with_ssg(graph_store, emb)
@@ -446,7 +448,7 @@ async def test_async_traversals_await_every_read_on_the_async_driver(graph_store
         assert got == sync[algorithm], algorithm
         assert any(got), algorithm
     assert len(statements) >= len(ALGORITHMS) * len(queries)  # an anchor search each
-    assert _PCA not in statements
+    assert PCA not in statements
 
 
 async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypatch):
@@ -457,15 +459,15 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
 
     import numpy as np
 
-    from semrag.graph import neo4j as neo4j_module
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import _session as session_module
     from tests.unit.test_loop_stalls import DELAY, ELSEWHERE, MAX_STALL, SlowEmbedder, longest_stall
 
     index = SemanticIndex(embedder=FakeEmbedder())
     Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     reader = Neo4jIndex(graph_store, embedder=SlowEmbedder())
-    real = neo4j_module._AsyncDriverLoop.read
+    real = session_module.AsyncDriverLoop.read
 
     async def slow_read(self, query, params):
         time.sleep(DELAY)  # blocks the I/O loop, which is not the caller's
@@ -474,8 +476,8 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
     def no_sync_read(query, **params):
         raise AssertionError("an async twin used the sync driver")
 
-    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", slow_read)
-    monkeypatch.setattr(graph_store, "_read", no_sync_read)
+    monkeypatch.setattr(session_module.AsyncDriverLoop, "read", slow_read)
+    monkeypatch.setattr(graph_store, "read_rows", no_sync_read)
     q = np.asarray(FakeEmbedder().embed(["bees"]))
     cases = {
         "aembed_query": lambda: reader.aembed_query("bees"),
@@ -493,6 +495,10 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         "achunks_for": lambda: graph_store.achunks_for(["bees"]),
         "achange_stamp": lambda: graph_store.achange_stamp(),
         "asearch_entities": lambda: graph_store.asearch_entities(q[0], 5),
+        "aread_rows": lambda: graph_store.aread_rows("RETURN 1 AS n"),
+        "arun_steps": lambda: graph_store.arun_steps(
+            graph_store.read_steps("chunks_for", ["bees"])[1]
+        ),
         "arun_together": lambda: graph_store.arun_together(
             [
                 graph_store.read_steps("lookup", ["bees"], fuzzy_limit=2)[1],
@@ -514,7 +520,7 @@ async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(gr
     # the async driver only; IAR's async path awaits its round trips the same way.
     import numpy as np
 
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     emb = embedder()
     index = SemanticIndex(embedder=emb)
@@ -534,13 +540,13 @@ async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(gr
     }
     sync_reads = graph_store.reads
     calls = []
-    real = graph_store._read
+    real = graph_store.read_rows
 
     def counted(query, **params):
         calls.append(query)
         return real(query, **params)
 
-    graph_store._read = counted  # the async twins must not come here
+    graph_store.read_rows = counted  # the async twins must not come here
     got = {
         "search": [await reader.asearch(q, k=3) for q in QUERIES],
         "sparse": [await reader.asearch_sparse(q, k=3) for q in QUERIES],
@@ -549,7 +555,7 @@ async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(gr
         "sentences": await reader.asentence_vectors_of(ids),
         "iar": [await iar.aretrieve(q) for q in QUERIES],
     }
-    del graph_store._read
+    del graph_store.read_rows
     assert calls == []
     assert graph_store.reads > sync_reads  # counted on the async side too
     for key in ("search", "sparse", "iar"):
@@ -574,15 +580,15 @@ async def test_concurrent_async_reads_share_one_loop_not_a_thread_each(graph_sto
     import asyncio
     import concurrent.futures
 
-    from semrag.graph import neo4j as neo4j_module
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import _session as session_module
 
     emb = FakeEmbedder()
     index = SemanticIndex(embedder=emb)
     Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     reader = Neo4jIndex(graph_store, embedder=emb)
-    real = neo4j_module._AsyncDriverLoop.read
+    real = session_module.AsyncDriverLoop.read
     flight = {"now": 0, "most": 0}
 
     async def slow_read(self, query, params):
@@ -594,7 +600,7 @@ async def test_concurrent_async_reads_share_one_loop_not_a_thread_each(graph_sto
         finally:
             flight["now"] -= 1
 
-    monkeypatch.setattr(neo4j_module._AsyncDriverLoop, "read", slow_read)
+    monkeypatch.setattr(session_module.AsyncDriverLoop, "read", slow_read)
     loop = asyncio.get_running_loop()
     loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=4))
     hits = await asyncio.gather(*(reader.asearch_sparse(TEXTS[i % 6][:20], k=2) for i in range(32)))
@@ -617,15 +623,15 @@ async def test_concurrent_async_reads_share_one_loop_not_a_thread_each(graph_sto
 def reads_to_run_together():
     """Reads sharing parameter names; one finds nothing, one takes two steps, one names no
     columns (it cannot join a statement)."""
-    from semrag.graph.neo4j import _Ask
+    from semrag.neo4j._session import Ask
 
     def one(query, columns, **params):
-        return (yield _Ask(query, params, columns))
+        return (yield Ask(query, params, columns))
 
     def two_steps():
-        first = yield _Ask("UNWIND $xs AS x RETURN x * 2 AS n", {"xs": [1, 2]}, ("n",))
+        first = yield Ask("UNWIND $xs AS x RETURN x * 2 AS n", {"xs": [1, 2]}, ("n",))
         xs = [r["n"] for r in first]
-        return (yield _Ask("UNWIND $xs AS x RETURN x + 1 AS n, x AS end", {"xs": xs}, ("n", "end")))
+        return (yield Ask("UNWIND $xs AS x RETURN x + 1 AS n, x AS end", {"xs": xs}, ("n", "end")))
 
     return [
         one("UNWIND $xs AS x RETURN x AS n, [x, 'a'] AS pair", ("n", "pair"), xs=[3, 4, 5]),
@@ -638,7 +644,7 @@ def reads_to_run_together():
 async def test_reads_asked_together_run_as_one_statement_per_step(graph_store):
     # Each read gets the rows it gets alone; the three that name their columns share one
     # statement per step (the two-step one's second alone), the fourth runs apart.
-    alone = [graph_store._run(steps) for steps in reads_to_run_together()]
+    alone = [graph_store.run_steps(steps) for steps in reads_to_run_together()]
     assert alone[0][1] == {"n": 4, "pair": [4, "a"]} and alone[1] == []
     assert alone[2] == [{"n": 3, "end": 2}, {"n": 5, "end": 4}]
     before = graph_store.reads
@@ -654,26 +660,26 @@ async def test_reads_asked_together_run_as_one_statement_per_step(graph_store):
 
 async def test_async_reads_raise_the_stores_errors_and_stop_with_the_store(neo4j_server):
     from semrag.errors import StoreError
-    from semrag.graph import Neo4jGraphStore
+    from semrag.neo4j import Neo4jGraphStore
 
     store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
-    assert (await store._aread("RETURN 1 AS n")) == [{"n": 1}]
+    assert (await store.aread_rows("RETURN 1 AS n")) == [{"n": 1}]
     with pytest.raises(StoreError, match="rejected a statement"):
-        await store._aread("RETURN nonsense(")
+        await store.aread_rows("RETURN nonsense(")
     thread = store._aio._thread
     store.close()
     assert not thread.is_alive()
     with pytest.raises(StoreUnavailableError, match="closed"):
-        await store._aread("RETURN 1 AS n")
+        await store.aread_rows("RETURN 1 AS n")
     # async_driver=False: the sync driver in worker threads, and no I/O loop
     threads = Neo4jGraphStore(
         neo4j_server.uri, neo4j_server.user, neo4j_server.password, async_driver=False
     )
     try:
         before = threads.reads
-        assert (await threads._aread("RETURN 1 AS n")) == [{"n": 1}]
+        assert (await threads.aread_rows("RETURN 1 AS n")) == [{"n": 1}]
         with pytest.raises(StoreError, match="rejected a statement"):
-            await threads._aread("RETURN nonsense(")
+            await threads.aread_rows("RETURN nonsense(")
         assert threads._aio is None and threads.reads == before + 2
     finally:
         threads.close()
@@ -686,7 +692,7 @@ def with_graph(graph_store):
     serving side opens both with nothing but the connection and the embedder.
     """
     from semrag.graph import KnowledgeGraph
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     emb = embedder()
     graph_store.clear()
@@ -831,8 +837,8 @@ def test_a_served_graph_reads_the_stored_name_and_report_vectors(graph_store):
     # embedded by the served graph (and only that one), with the same answers.
     from semrag.graph import KnowledgeGraph
     from semrag.graph.communities import report_text
-    from semrag.graph.neo4j_index import Neo4jIndex
     from semrag.graph.types import Entity
+    from semrag.neo4j import Neo4jIndex
 
     index, kg, _, _ = with_graph(graph_store)
     names, queries_seen = _Recording(index.embedder), _Recording(index.embedder)
@@ -911,7 +917,7 @@ def test_the_store_keeps_name_vectors_and_checks_them(graph_store):
     graph_store.clear()  # the index goes with the entities: another dimension is welcome
     graph_store.upsert(ents[:1], entity_vectors=np.ones((1, 8)) / np.sqrt(8))
     assert graph_store.search_entities(np.ones(8), 1)[0] == ents[:1]
-    graph_store._write("CREATE (:Entity {id: 'old', name: 'Old'})")  # an older writer's
+    graph_store.write_rows("CREATE (:Entity {id: 'old', name: 'Old'})")  # an older writer's
     graph_store.ensure_schema()
     assert graph_store.search_entities(np.ones(8), 1)[2] == [Entity("old", "Old")]
     graph_store.clear()
@@ -925,11 +931,12 @@ def test_a_bulk_write_of_name_vectors_rebuilds_their_index_and_readers_wait_it_o
     # write of vectors builds it again.
     import numpy as np
 
-    from semrag.graph import neo4j as neo4j_module
     from semrag.graph.types import Entity
+    from semrag.neo4j import _cypher
+    from semrag.neo4j import graph_store as graph_store_module
 
     graph_store.clear()
-    monkeypatch.setattr(neo4j_module, "_BULK_VECTORS", 3)
+    monkeypatch.setattr(graph_store_module, "BULK_VECTORS", 3)
     rng = np.random.default_rng(1)
     vecs = rng.normal(size=(6, 4)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -938,19 +945,19 @@ def test_a_bulk_write_of_name_vectors_rebuilds_their_index_and_readers_wait_it_o
     graph_store.upsert(ents, entity_vectors=vecs)  # bulk: rebuilt over all six
     for i in range(6):
         assert graph_store.search_entities(vecs[i], 1)[0] == [ents[i]]
-    real = graph_store._write_batches
+    real = graph_store.write_batches
 
     def fails_on_vectors(query, rows):
-        if query == neo4j_module._SET_ENTITY_VECTORS:
+        if query == _cypher.SET_ENTITY_VECTORS:
             real(query, rows[:1])
             raise StoreUnavailableError("connection lost")
         real(query, rows)
 
-    monkeypatch.setattr(graph_store, "_write_batches", fails_on_vectors)
+    monkeypatch.setattr(graph_store, "write_batches", fails_on_vectors)
     with pytest.raises(StoreUnavailableError):
         graph_store.update(entities=ents, entity_vectors=vecs)
     assert graph_store.search_entities(vecs[0], 1) is None  # no index: rank in process
-    monkeypatch.setattr(graph_store, "_write_batches", real)
+    monkeypatch.setattr(graph_store, "write_batches", real)
     graph_store.update(entities=ents[:1], entity_vectors=vecs[:1])  # builds the index again
     found, _, bare = graph_store.search_entities(vecs[2], 1)
     assert found == [] or found[0] != ents[2]  # its vector was not written:
@@ -1081,11 +1088,11 @@ def test_both_frameworks_take_the_database_index_as_they_take_an_index(graph_sto
 
 
 def test_a_large_change_goes_in_steps_and_a_failure_halfway_is_repaired(graph_store, monkeypatch):
-    from semrag.graph.neo4j_index import Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndexStore
 
     index = SemanticIndex(embedder=embedder(), ssg=SSG)
     writer = Neo4jIndexStore.for_index(index, graph_store, max_transaction_rows=10)
-    real, calls = graph_store._transact, []
+    real, calls = graph_store.transact, []
 
     def counted(work, *, write):
         calls.append(write)
@@ -1093,11 +1100,11 @@ def test_a_large_change_goes_in_steps_and_a_failure_halfway_is_repaired(graph_st
             raise StoreUnavailableError("Neo4j is unavailable (test)")
         return real(work, write=write)
 
-    monkeypatch.setattr(graph_store, "_transact", counted)
+    monkeypatch.setattr(graph_store, "transact", counted)
     with pytest.raises(StoreUnavailableError):
         index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
     assert 0 < writer.counts()["documents"] < len(LONG)  # the steps before the failure landed
-    monkeypatch.setattr(graph_store, "_transact", real)
+    monkeypatch.setattr(graph_store, "transact", real)
     writer.sync()
     assert writer.dump() == fresh_dump(index, graph_store)
     index.delete("d3")  # the store follows on, in steps again

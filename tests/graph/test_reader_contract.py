@@ -38,7 +38,7 @@ def pair(request):
         index = SemanticIndex(embedder=emb, dense=lcs.VectorStoreClient(store))
         changes(index)
         return reference, index
-    from semrag.graph.neo4j_index import Neo4jIndex, Neo4jIndexStore
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     store = request.getfixturevalue("graph_store")
     written = SemanticIndex(embedder=emb)

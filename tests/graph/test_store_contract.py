@@ -15,9 +15,9 @@ from semrag.graph import (
     GraphStore,
     InMemoryGraphStore,
     Mention,
-    Neo4jGraphStore,
     Relation,
 )
+from semrag.neo4j import Neo4jGraphStore
 
 NEO4J = pytest.param(
     "neo4j", marks=[pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]

@@ -45,7 +45,7 @@ MORE = [
 
 @pytest.fixture
 def neo4j(neo4j_server):
-    from semrag.graph import Neo4jGraphStore, Neo4jVectorClient
+    from semrag.neo4j import Neo4jGraphStore, Neo4jVectorClient
 
     store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
     store.clear()
@@ -117,7 +117,7 @@ def test_every_retriever_answers_alike_on_the_three_backends(neo4j):
 
 def test_neo4j_dense_channel_round_trips_and_checks_dimensions(neo4j, tmp_path):
     store, client = neo4j
-    from semrag.graph import Neo4jVectorClient
+    from semrag.neo4j import Neo4jVectorClient
 
     emb = embedder()
     index, embedded = SemanticIndex(embedder=emb, dense=client), SemanticIndex(embedder=emb)
@@ -152,7 +152,7 @@ def test_a_server_killed_mid_change_then_the_change_rerun_equals_a_fresh_build(n
     import warnings
 
     from semrag.errors import StoreError
-    from semrag.graph import Neo4jGraphStore, Neo4jVectorClient
+    from semrag.neo4j import Neo4jGraphStore, Neo4jVectorClient
 
     connection = (neo4j_server.uri, neo4j_server.user, neo4j_server.password)
     store = Neo4jGraphStore(*connection, retry_seconds=1, connection_timeout=2)

@@ -1,6 +1,6 @@
 """The Neo4j writer rewrites exactly the edge lists that changed (no server needed).
 
-``_changed_sources`` compares per-source summaries (length and a multiset hash); a brute
+``changed_sources`` compares per-source summaries (length and a multiset hash); a brute
 force over the edge lists, as sets, must find the same sources.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semrag.graph.neo4j_index import _changed_sources
+from semrag.neo4j._index_rows import changed_sources
 
 DOCS = ["a", "b", "c"]
 
@@ -58,5 +58,5 @@ def test_changed_sources_are_the_sources_whose_edge_sets_differ(old, new, added,
         rnd.shuffle(order)
         shuffled[at] = new_rows[order]
     want = brute(old_rows, new_rows, added)
-    assert _changed_sources(old_rows, shuffled, DOCS, added) == want
-    assert _changed_sources(old_rows, old_rows, DOCS, added) == set()
+    assert changed_sources(old_rows, shuffled, DOCS, added) == want
+    assert changed_sources(old_rows, old_rows, DOCS, added) == set()

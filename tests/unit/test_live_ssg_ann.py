@@ -301,7 +301,8 @@ def test_the_anchor_search_uses_the_node_index_of_its_version():
     """knn="hnsw": a view's node search is the HNSW's, masked to that version's nodes."""
     import threading
 
-    from semrag.index.semantic_index import _NodeANNSearch, _NodeSearch
+    from semrag.index._ssg_view import NodeANNSearch as _NodeANNSearch
+    from semrag.index._ssg_view import NodeSearch as _NodeSearch
 
     cfg = SSGConfig(window=2, top_x=3, knn="hnsw")
     live, _ = grown(cfg, 240)

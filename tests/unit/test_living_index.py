@@ -542,7 +542,8 @@ STORIES = [
 
 @pytest.fixture(params=["memory", NEO4J])
 def graph_store(request):
-    from semrag.graph import InMemoryGraphStore, Neo4jGraphStore
+    from semrag.graph import InMemoryGraphStore
+    from semrag.neo4j import Neo4jGraphStore
 
     if request.param == "memory":
         yield lambda: InMemoryGraphStore()
@@ -645,7 +646,7 @@ def test_the_living_index_state_machine_on_neo4j(neo4j_server):
     """
     from hypothesis.stateful import run_state_machine_as_test
 
-    from semrag.graph import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore, Neo4jVectorClient
+    from semrag.neo4j import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore, Neo4jVectorClient
 
     stores: list[Neo4jGraphStore] = []
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from semrag.graph import communities, extract
-from semrag.index import semantic_index
+from semrag.index import _ingest
 from semrag.local_llm import _ASKS_FOR_OBJECT, _json_closed
 from semrag.postprocess import spc
 from semrag.retrieval import intent, ppr, sketch, ssg
 
 PROMPTS = {
-    "themes": semantic_index._THEME_PROMPT,
+    "themes": _ingest._THEME_PROMPT,
     "extraction": extract._EXTRACT_PROMPT,
     "report": communities._REPORT_PROMPT,
     "guided traversal": ssg._LLM_PROMPT,

@@ -71,10 +71,6 @@ PUBLIC = {
         "KnowledgeGraph",
         "LLMGraphExtractor",
         "Mention",
-        "Neo4jGraphStore",
-        "Neo4jIndex",
-        "Neo4jIndexStore",
-        "Neo4jVectorClient",
         "Relation",
         "Subgraph",
         "community_reports",
@@ -82,6 +78,7 @@ PUBLIC = {
         "merge_extractions",
         "resolve_entities",
     ],
+    "semrag.neo4j": ["Neo4jGraphStore", "Neo4jIndex", "Neo4jIndexStore", "Neo4jVectorClient"],
     "semrag.identity": [
         "CHUNK_POSITION_KEYS",
         "ON_CONFLICT",
@@ -213,6 +210,17 @@ def test_all_is_pinned_and_every_name_resolves(package):
     assert sorted(module.__all__) == PUBLIC[package]
     for name in module.__all__:
         assert getattr(module, name) is not None
+
+
+def test_the_neo4j_names_moved_out_of_graph_still_resolve_with_a_warning():
+    import semrag.graph
+    import semrag.neo4j
+
+    for name in PUBLIC["semrag.neo4j"]:
+        with pytest.warns(DeprecationWarning, match=f"semrag.neo4j.{name}"):
+            assert getattr(semrag.graph, name) is getattr(semrag.neo4j, name)
+    with pytest.raises(AttributeError):
+        semrag.graph.Neo4jNothing  # noqa: B018
 
 
 def test_the_top_level_is_small():

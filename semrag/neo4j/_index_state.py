@@ -1,0 +1,55 @@
+"""The index's state in Neo4j: its record, documents' fingerprints, the PCA digest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from semrag.errors import ConfigError
+from semrag.index.change import IndexedDocument
+from semrag.neo4j._index_cypher import READ_STATE
+
+if TYPE_CHECKING:
+    from semrag.neo4j.graph_store import Neo4jGraphStore
+
+Floats = npt.NDArray[np.float32]
+Ints = npt.NDArray[np.int64]
+
+
+def digest_of_pca(mean: Any, components: Any) -> str:
+    """A digest of a graph's PCA (its float32 values), stored beside it.
+
+    A reader keeps the PCA it last read with its digest; the anchor search sends it back
+    and gets the PCA again only when the stored one differs.
+    """
+    h = hashlib.sha256(np.asarray(mean, np.float32).tobytes())
+    h.update(np.asarray(components, np.float32).tobytes())
+    return h.hexdigest()
+
+
+def read_state(store: Neo4jGraphStore, name: str) -> dict[str, Any]:
+    """The state node's properties (empty if the database holds no index of this name)."""
+    return dict(store.read_rows(READ_STATE, name=name)[0]["state"] or {})
+
+
+def to_json(value: Mapping[str, Any], what: str) -> str:
+    try:
+        return json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{what} must be JSON (str, numbers, bools, None, lists, dicts) to be stored in "
+            f"Neo4j: {exc}"
+        ) from exc
+
+
+def entry_fingerprint(entry: IndexedDocument) -> str:
+    """What identifies one version of a document in the store (text, metadata, chunk ids)."""
+    h = hashlib.sha256(entry.doc.text.encode("utf-8", "surrogatepass"))
+    h.update(to_json(entry.doc.metadata, "document metadata").encode())
+    h.update(np.asarray(entry.chunk_ids, np.int64).tobytes())
+    return h.hexdigest()
