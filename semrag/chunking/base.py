@@ -109,7 +109,7 @@ class ChunkingResult:
 
 
 @dataclass(slots=True)
-class _Prepared:
+class Prepared:
     doc: Document
     sentences: list[Span]
     sentence_tokens: list[int]
@@ -269,11 +269,11 @@ class BoundaryChunker:
         return self._tokenizer_arg
 
     # -- to implement -------------------------------------------------------------------
-    def _texts_to_embed(self, doc: _Prepared) -> list[str]:
+    def _texts_to_embed(self, doc: Prepared) -> list[str]:
         """Texts whose embeddings :meth:`_decide` needs for one document."""
         raise NotImplementedError
 
-    def _decide(self, doc: _Prepared, vectors: Floats) -> GapDecision:
+    def _decide(self, doc: Prepared, vectors: Floats) -> GapDecision:
         """Score the gaps of one document and choose the breaks."""
         raise NotImplementedError
 
@@ -350,8 +350,8 @@ class BoundaryChunker:
         return normalize_sentence_spans(text, self.sentence_splitter(text))
 
     # -- pipeline -----------------------------------------------------------------------
-    def _prepare(self, docs: list[Document]) -> list[_Prepared]:
-        prepared = [_Prepared(doc, self.sentences(doc.text), []) for doc in docs]
+    def _prepare(self, docs: list[Document]) -> list[Prepared]:
+        prepared = [Prepared(doc, self.sentences(doc.text), []) for doc in docs]
         all_texts = [s.of(p.doc.text) for p in prepared for s in p.sentences]
         counts = self.tokenizer.count(all_texts)
         pos = 0
@@ -360,7 +360,7 @@ class BoundaryChunker:
             pos += len(p.sentences)
         return prepared
 
-    def _collect(self, prepared: list[_Prepared]) -> tuple[list[str], list[tuple[int, int]]]:
+    def _collect(self, prepared: list[Prepared]) -> tuple[list[str], list[tuple[int, int]]]:
         texts: list[str] = []
         owners: list[tuple[int, int]] = []
         for p in prepared:
@@ -398,7 +398,7 @@ class BoundaryChunker:
         return np.concatenate(blocks)
 
     def _finish(
-        self, prepared: list[_Prepared], vectors: Floats, owners: list[tuple[int, int]]
+        self, prepared: list[Prepared], vectors: Floats, owners: list[tuple[int, int]]
     ) -> list[ChunkingResult]:
         plans = []
         for p, (a, b) in zip(prepared, owners, strict=True):
@@ -423,7 +423,7 @@ class BoundaryChunker:
         return results
 
     def _segment_counts(
-        self, prepared: list[_Prepared], plans: list[list[tuple[int, int]]]
+        self, prepared: list[Prepared], plans: list[list[tuple[int, int]]]
     ) -> list[int]:
         """Tokens of every candidate chunk (a run of sentences), to find those over the cap.
 
@@ -452,7 +452,7 @@ class BoundaryChunker:
         return counts
 
     def _plan(
-        self, p: _Prepared, vectors: Floats
+        self, p: Prepared, vectors: Floats
     ) -> tuple[GapDecision | None, list[tuple[int, int]], list[int]]:
         """The gap decision, the runs of sentences ``[a, b)`` to chunk, the merged gaps."""
         n = len(p.sentences)
@@ -475,11 +475,11 @@ class BoundaryChunker:
         """The text an index embeds for one of this chunker's chunks (its own text)."""
         return chunk.text
 
-    def _headings(self, p: _Prepared) -> list[tuple[str, ...]] | None:
+    def _headings(self, p: Prepared) -> list[tuple[str, ...]] | None:
         """Per sentence, the headings it sits under (``None``: none recorded)."""
         return None
 
-    def _cap(self, p: _Prepared, span: Span) -> list[Span]:
+    def _cap(self, p: Prepared, span: Span) -> list[Span]:
         text = p.doc.text
         local = self.tokenizer.offsets(span.of(text))
         token_spans = [(span.start + s, span.start + e) for s, e in local]
@@ -496,7 +496,7 @@ class BoundaryChunker:
 
     def _result(
         self,
-        p: _Prepared,
+        p: Prepared,
         decision: GapDecision | None,
         chunk_spans: list[tuple[Span, int]],
         merged: list[int],

@@ -23,7 +23,7 @@ from semrag.chunking._split import (
     sized_breaks,
     window_bounds,
 )
-from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, _Prepared
+from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, Prepared
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.structure import Layout, layout
@@ -255,7 +255,7 @@ class SemanticChunker(BoundaryChunker):
     def _windows(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         return window_bounds(n, self.buffer_size, self.window)
 
-    def _window_texts(self, doc: _Prepared) -> tuple[list[str], np.ndarray, np.ndarray]:
+    def _window_texts(self, doc: Prepared) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Unique window texts, and the index of each gap's left and right window."""
         left, right = self._windows(len(doc.sentences))
         text, sents = doc.doc.text, doc.sentences
@@ -267,12 +267,12 @@ class SemanticChunker(BoundaryChunker):
         ri = np.array([index[(a, b)] for a, b in right.tolist()], dtype=np.int64)
         return texts, li, ri
 
-    def _texts_to_embed(self, doc: _Prepared) -> list[str]:
+    def _texts_to_embed(self, doc: Prepared) -> list[str]:
         if self.pooling == "mean":
             return [s.of(doc.doc.text) for s in doc.sentences]
         return self._window_texts(doc)[0]
 
-    def _distances(self, doc: _Prepared, vectors: Floats) -> Floats:
+    def _distances(self, doc: Prepared, vectors: Floats) -> Floats:
         if self.edge_correction:
             return edge_corrected_distances(vectors, self.buffer_size)
         if self.pooling == "mean":
@@ -304,7 +304,7 @@ class SemanticChunker(BoundaryChunker):
                 reasons[g] = f"distance {distances[g]:.4f} above {value:.4f} ({rule})"
         return value, breaks, reasons
 
-    def _decide(self, doc: _Prepared, vectors: Floats) -> GapDecision:
+    def _decide(self, doc: Prepared, vectors: Floats) -> GapDecision:
         distances = self._distances(doc, vectors)
         value, forced, why = self._forced(distances)
         target = self.target
@@ -342,7 +342,7 @@ class SemanticChunker(BoundaryChunker):
             )
         return GapDecision(distances, breaks, value, tuple(reasons), distances)
 
-    def _layout(self, doc: _Prepared) -> Layout | None:
+    def _layout(self, doc: Prepared) -> Layout | None:
         if not self.structure:
             return None
         if doc.layout is None:
@@ -361,7 +361,7 @@ class SemanticChunker(BoundaryChunker):
         path = chunk.metadata.get(HEADINGS_KEY) if self.contextual_headings else None
         return f"{' > '.join(path)}\n\n{chunk.text}" if path else chunk.text
 
-    def _headings(self, p: _Prepared) -> list[tuple[str, ...]] | None:
+    def _headings(self, p: Prepared) -> list[tuple[str, ...]] | None:
         lay = self._layout(p)
         return lay.paths() if lay is not None and lay.heading.any() else None
 

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
-import json
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semrag._buffers import GrowingRows
 from semrag._steps import Call, acall, adrive, call, drive
-from semrag._validation import INT, REAL, Interval, Options, validate_params
-from semrag.errors import ConfigError, StoreError
+from semrag.errors import ConfigError
 from semrag.graph.communities import (
     community_reports,
     detect_communities,
@@ -31,15 +25,16 @@ from semrag.graph.extract import (
     merge_extractions,
     resolve_entities,
 )
-from semrag.graph.ledger import GraphDiff, GraphLedger
+from semrag.graph.ledger import GraphLedger
 from semrag.graph.memory import InMemoryGraphStore
 from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, entity_key
-from semrag.index.persist import atomic_directory, read_manifest
 from semrag.llm import LLM
 from semrag.types import Chunk
 
 if TYPE_CHECKING:
-    from semrag.index.change import Change, IndexedDocument
+    pass
+from semrag.graph._following import Following
+from semrag.graph._graph_rows import EntityRows, Prefetch, check_build, vectors_kwarg
 
 __all__ = ["RESOLUTION_THRESHOLD", "KnowledgeGraph"]
 
@@ -47,7 +42,7 @@ RESOLUTION_THRESHOLD = 0.92
 """Cosine similarity of two entity names' vectors above which they are one entity."""
 
 
-class KnowledgeGraph:
+class KnowledgeGraph(Following):
     """Entities, relations and communities of an index's chunks, in a :class:`GraphStore`.
 
     Build one with :meth:`build`: the graph then *follows* the index. Every later
@@ -85,7 +80,7 @@ class KnowledgeGraph:
         self.algorithm = ""
         self._vectors: tuple[list[Entity], np.ndarray] | None = None
         self._vectors_at: Any = None  # the current_version() they were computed at
-        self._rows: _EntityRows | None = None  # kept per change while following
+        self._rows: EntityRows | None = None  # kept per change while following
         self._lock = threading.RLock()
         self.version = 0
         """Changes with every ingest and community build: retrievers key caches by it."""
@@ -181,7 +176,7 @@ class KnowledgeGraph:
         show_progress: bool = False,
     ) -> Generator[Call, Any, KnowledgeGraph]:
         """:meth:`build`, written once: it yields the extraction the async driver runs ahead."""
-        _check_build(
+        check_build(
             resolve,
             resolution_threshold,
             name_search,
@@ -191,243 +186,13 @@ class KnowledgeGraph:
         )
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
-        yield Call("prefetch", (index.chunks(),), on=_Prefetch(extractor))
+        yield Call("prefetch", (index.chunks(),), on=Prefetch(extractor))
         kg._follow(index, extractor, resolve, resolution_threshold, name_search, show_progress)
         if communities:
             kg.build_communities(
                 levels=community_levels, algorithm=community_algorithm, llm=community_llm
             )
         return kg
-
-    # -- following an index -------------------------------------------------------------------
-    def _follow(
-        self,
-        index: Any,
-        extractor: Any,
-        resolve: bool,
-        threshold: float,
-        name_search: str,
-        show_progress: bool,
-    ) -> None:
-        self._ledger = GraphLedger(
-            self.embedder, resolve=resolve, threshold=threshold, name_search=name_search
-        )
-        self._extractor = extractor or HeuristicGraphExtractor()
-        self._show_progress = show_progress
-        if not self.store.counts().get("entities"):  # entity vectors kept from the start
-            self._rows = _EntityRows(self.embedder.dim)
-        index.follow(self, replay=True)
-        self._show_progress = False
-
-    def save_ledger(self, directory: str | Path) -> Path:
-        """Save what each document contributed, so a reopened graph can follow again.
-
-        Written atomically (like every semrag save). The store saves itself
-        (``InMemoryGraphStore.save``; Neo4j keeps its data); see :meth:`resume`.
-
-        Raises:
-            ConfigError: if the graph does not follow an index.
-        """
-        from semrag._version import __version__
-
-        if self._ledger is None:
-            raise ConfigError(
-                "only a graph built over an index (KnowledgeGraph.build) has a ledger"
-            )
-        manifest = {"kind": _LEDGER_KIND, "format_version": 1, "library_version": __version__}
-        spelled, vectors = self._ledger.name_vectors()
-        with atomic_directory(directory, manifest) as tmp:
-            (tmp / "ledger.json").write_text(
-                json.dumps(self._ledger.to_json(), ensure_ascii=False), encoding="utf-8"
-            )
-            # the names' vectors, so a resumed graph embeds no name again
-            (tmp / "names.json").write_text(json.dumps(spelled, ensure_ascii=False), "utf-8")
-            np.save(tmp / "names.npy", vectors, allow_pickle=False)
-        return Path(directory)
-
-    @classmethod
-    def resume(
-        cls, index: Any, store: Any, ledger: str | Path, *, extractor: Any = None
-    ) -> KnowledgeGraph:
-        """Reopen a saved graph over ``index`` and follow it again.
-
-        The store holds the graph as it was when ``ledger`` was saved (give the same
-        extractor as then). Documents the index changed meanwhile (added, deleted,
-        replaced, or moved by a re-add) are caught up in one change before the graph
-        follows, so it ends equal to a fresh build over the index's documents.
-        Communities are marked stale.
-
-        Raises:
-            ConfigError: if ``ledger`` is not a saved ledger.
-            StoreError: if it is damaged.
-        """
-        from semrag._version import __version__
-
-        directory = Path(ledger)
-        read_manifest(directory, kind=_LEDGER_KIND, format_version=1, library_version=__version__)
-        kg = cls(store, index=index)
-        try:
-            data = json.loads((directory / "ledger.json").read_text(encoding="utf-8"))
-            names = None
-            if (directory / "names.json").exists():  # older saves: names are embedded again
-                spelled = json.loads((directory / "names.json").read_text(encoding="utf-8"))
-                names = (spelled, np.load(directory / "names.npy", allow_pickle=False))
-            kg._ledger = GraphLedger.from_json(data, kg.embedder, names)
-        except (KeyError, TypeError, ValueError, OSError) as exc:
-            raise StoreError(f"{directory} does not hold a consistent ledger ({exc})") from exc
-        kg._extractor = extractor or HeuristicGraphExtractor()
-        index.follow(kg, replay=kg._catch_up)
-        kg.communities_stale = True
-        return kg
-
-    def _catch_up(self, docs: list[IndexedDocument], version: int) -> Change:
-        """The change from what the ledger recorded to the index's documents now."""
-        from semrag.index.change import Change
-
-        assert self._ledger is not None
-        ledger = self._ledger
-        recorded = {d: i for i, d in enumerate(ledger.doc_ids)}
-        last = -1
-        keep: set[str] = set()
-        for doc in docs:  # unchanged documents must also keep their order
-            i = recorded.get(doc.id)
-            if i is not None and i > last and ledger.fingerprints.get(doc.id) == _print(doc):
-                keep.add(doc.id)
-                last = i
-        added = tuple(d for d in docs if d.id not in keep)
-        gone = {d for d in ledger.doc_ids if d not in keep}
-        removed = tuple(_Recorded(d) for d in ledger.doc_ids if d in gone)
-        return Change(version, added=added, removed=removed)  # type: ignore[arg-type]
-
-    @property
-    def following(self) -> bool:
-        """Whether the graph follows its index (every change of the index reaches it)."""
-        return self._ledger is not None and self.index is not None and self.index.follows(self)
-
-    def detach(self) -> None:
-        """Stop following the index: later changes of the index no longer reach the graph."""
-        if self.index is not None:
-            self.index.unfollow(self)
-
-    def apply(self, change: Change) -> None:
-        """Follow one change of the index (called by the index; see :meth:`build`).
-
-        :meth:`stage` then the function it returns.
-        """
-        self.stage(change)()
-
-    def stage(self, change: Change) -> Callable[[], None]:
-        """Extract the change's added chunks; the returned function writes the change.
-
-        The extraction (the expensive part, an LLM's with an LLM extractor) reads nothing
-        the graph holds, so the index runs it before it locks anything. The returned
-        function re-derives what the change touches from the per-document ledger
-        (:mod:`semrag.graph.ledger`) and writes it to the store in one ``update``;
-        communities are marked stale. The index calls it while graph readers wait (see
-        :meth:`SemanticIndex.read`), so they never see the index and the graph at two
-        different versions.
-
-        Raises:
-            ConfigError: if the graph was not built over an index with :meth:`build`.
-            StoreError: (from the returned function) if the store fails; the graph is
-                rewritten whole on the next change or :meth:`repair`.
-        """
-        if self._ledger is None:
-            raise ConfigError(
-                "this KnowledgeGraph does not follow an index: build it with "
-                "KnowledgeGraph.build(index)"
-            )
-        t0 = time.perf_counter()
-        chunks = [c for d in change.added for c in d.chunks]
-        show = self._show_progress
-        found = iter([self._extractor.extract(c) for c in _progress(chunks, show, "extracting")])
-        added = [(d.id, merge_extractions([next(found) for _ in d.chunks])) for d in change.added]
-        self.timings["extract_s"] = time.perf_counter() - t0
-        return lambda: self._commit(change, added)
-
-    def _commit(self, change: Change, added: list[tuple[str, Extraction]]) -> None:
-        t0 = time.perf_counter()
-        diff = self._ledger.apply(added, change.removed_ids)
-        stored = self._stored_vectors(diff.entities)
-        vector_of = self._ledger_vector
-        if stored is not None:
-            row_of = {e.id: i for i, e in enumerate(diff.entities)}
-            vector_of = lambda e: stored[row_of[e.id]]  # noqa: E731
-        with self._lock:  # the entities' vectors follow the ledger (a failed write is
-            if self._rows is not None:  # repaired from it)
-                self._rows.update(diff.drop_entities, diff.entities, vector_of)
-        for d in change.added:
-            self._ledger.fingerprints[d.id] = _print(d)
-        for _, extraction in added:
-            self.notes.extend(extraction.notes)
-        self.timings["resolve_s"] = time.perf_counter() - t0  # resolution and derivation
-        t0 = time.perf_counter()
-        self._write(diff, stored)
-        self.timings["write_s"] = time.perf_counter() - t0
-        with self._lock:
-            self._vectors = None
-            self.version += 1
-            self.communities_stale = True
-        self._follow_communities()
-
-    def _follow_communities(self) -> None:
-        """Recompute built communities after a change, as a fresh build would make them.
-
-        Extractive reports are recomputed with the change (detection runs over the whole
-        graph in a canonical order with the same seed, so the partition and the reports
-        equal a fresh build's). Reports by an LLM are not rewritten on every change: the
-        communities stay marked stale (:attr:`communities_stale`; community search says so
-        in its provenance) until :meth:`refresh_communities`.
-        """
-        if self._community_args and self._community_args.get("llm") is None:
-            self.build_communities(**self._community_args)
-
-    def _write(self, diff: GraphDiff, vectors: np.ndarray | None) -> None:
-        if self._unsynced:
-            self.repair()
-            return
-        try:
-            self.store.update(**diff.as_kwargs(), **_vectors_kwarg(vectors))
-        except Exception:
-            self._unsynced = True
-            raise
-
-    def repair(self) -> None:
-        """Rewrite the whole graph from the ledger (after a store failure)."""
-        if self._ledger is None:
-            raise ConfigError("repair() needs a graph that follows an index (it has no ledger)")
-        everything = self._ledger.everything()
-        vectors = self._stored_vectors(everything.entities)
-        self.store.clear()
-        self.store.update(**everything.as_kwargs(), **_vectors_kwarg(vectors))
-        self._unsynced = False
-        self.communities_stale = True
-        self._follow_communities()
-
-    def _stored_vectors(self, entities: Sequence[Entity]) -> np.ndarray | None:
-        """The entities' name vectors for a store that keeps them (``None`` for others).
-
-        A store with ``search_entities`` (:class:`~semrag.neo4j.Neo4jGraphStore`) keeps
-        them, so a process that serves queries from it never embeds the graph's names.
-        The vectors name resolution made are reused; only other names are embedded.
-        """
-        if self.embedder is None or not callable(getattr(self.store, "search_entities", None)):
-            return None
-        out = np.zeros((len(entities), self.embedder.dim), np.float32)
-        todo = []
-        for i, e in enumerate(entities):
-            vec = self._ledger_vector(e)
-            if vec is None:
-                todo.append(i)
-            else:
-                out[i] = vec
-        if todo:
-            out[todo] = self.embedder.embed([entities[i].name for i in todo])
-        return out
-
-    def refresh_communities(self) -> list[Community]:
-        """Rebuild the communities with the settings last used (after changes)."""
-        return self.build_communities(**self._community_args)
 
     def add_chunks(
         self, chunks: Sequence[Chunk], extractor: Any = None, *, resolve: bool = True
@@ -454,7 +219,7 @@ class KnowledgeGraph:
             extraction.entities,
             extraction.relations,
             extraction.mentions,
-            **_vectors_kwarg(vectors),
+            **vectors_kwarg(vectors),
         )
         self.timings["write_s"] = time.perf_counter() - t0
         self.notes.extend(extraction.notes)
@@ -590,7 +355,7 @@ class KnowledgeGraph:
                 self._vectors = None
             if self._vectors is None and self._ledger is not None:
                 if self._rows is None:  # a resumed graph, or one changed by hand
-                    self._rows = _EntityRows(self.embedder.dim)
+                    self._rows = EntityRows(self.embedder.dim)
                     self._rows.update((), self.store.entities(), self._ledger_vector)
                 self._vectors = self._rows.read(self.embedder)
             if self._vectors is None:
@@ -651,144 +416,3 @@ class KnowledgeGraph:
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph(store={self.store!r})"
-
-
-_LEDGER_KIND = "semrag.GraphLedger"
-
-
-def _vectors_kwarg(vectors: np.ndarray | None) -> dict[str, Any]:
-    """``entity_vectors=`` for a store write, when there are vectors to store."""
-    return {} if vectors is None else {"entity_vectors": vectors}
-
-
-class _EntityRows:
-    """The entities of a followed graph and their names' vectors, kept change by change.
-
-    An entity a change re-derives under its id keeps its row (rewritten in place); a
-    dropped entity's row is dead until the next :meth:`read` compacts the rows. A row
-    gets the vector name resolution made for its name (:meth:`GraphLedger.name_vector`);
-    a row with none (a new spelling, or a graph built with ``resolve=False``) is embedded
-    at the next read, and only those rows are. So a change costs its own entities, and
-    no query embeds the graph's names.
-    """
-
-    def __init__(self, dim: int) -> None:
-        self.ents: list[Entity | None] = []
-        self.row: dict[str, int] = {}
-        self.vectors = GrowingRows(np.zeros((0, dim), np.float32))
-        self.todo: set[int] = set()
-        self.dead = 0
-
-    def update(
-        self,
-        dropped: Iterable[str],
-        entities: Sequence[Entity],
-        vector_of: Callable[[Entity], np.ndarray | None],
-    ) -> None:
-        """Drop ``dropped``; set (or add) ``entities``."""
-        for eid in dropped:
-            i = self.row.pop(eid, None)
-            if i is not None:
-                self.ents[i] = None
-                self.todo.discard(i)
-                self.dead += 1
-        fresh: list[np.ndarray] = []
-        for e in entities:
-            vec = vector_of(e)
-            i = self.row.get(e.id)
-            if i is None:
-                i = self.row[e.id] = len(self.ents)
-                self.ents.append(e)
-                if vec is None:
-                    vec = np.zeros(self.vectors.buf.shape[1], np.float32)
-                    self.todo.add(i)
-                fresh.append(vec)
-                continue
-            old, self.ents[i] = self.ents[i], e
-            if vec is not None:
-                self.vectors.buf[i] = vec  # rows are only read inside a followers read
-                self.todo.discard(i)
-            elif old is None or old.name != e.name:
-                self.todo.add(i)
-        if fresh:
-            self.vectors.append(np.asarray(fresh, np.float32))
-
-    def read(self, embedder: Any) -> tuple[list[Entity], np.ndarray]:
-        """Every live entity and its vector: embeds the rows still without one, compacts."""
-        if self.todo:
-            rows = sorted(self.todo)
-            names = [self.ents[i].name for i in rows]  # type: ignore[union-attr]
-            self.vectors.buf[rows] = embedder.embed(names)
-            self.todo.clear()
-        if self.dead:
-            keep = np.array([e is not None for e in self.ents], bool)
-            self.vectors.keep(keep)
-            self.ents = [e for e in self.ents if e is not None]
-            self.row = {e.id: i for i, e in enumerate(self.ents)}  # type: ignore[union-attr]
-            self.dead = 0
-        return list(self.ents), self.vectors.view  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True, slots=True)
-class _Recorded:
-    """A document the ledger recorded, as a change's ``removed`` entry (only its id)."""
-
-    id: str
-
-
-def _print(doc: IndexedDocument) -> str:
-    """A fingerprint of one version of a document: its text and chunk offsets."""
-    h = hashlib.sha256(doc.doc.text.encode("utf-8", "surrogatepass"))
-    h.update(json.dumps([[c.start, c.end] for c in doc.chunks]).encode())
-    return h.hexdigest()
-
-
-def _progress(items: Sequence[Any], show: bool, desc: str) -> Iterable[Any]:
-    if not show:
-        return items
-    from tqdm.auto import tqdm
-
-    return tqdm(items, desc=desc, unit="chunk")
-
-
-class _Prefetch:
-    """An LLM extractor's replies fetched ahead: concurrently when asked async.
-
-    Only an extractor that caches its replies (``_cached``, the LLM extractor's) gains from
-    it; the sync build extracts chunk by chunk as it goes.
-    """
-
-    def __init__(self, extractor: Any) -> None:
-        self.extractor = extractor
-
-    def prefetch(self, chunks: Sequence[Chunk]) -> None:
-        """Nothing to do: the build asks the extractor itself."""
-
-    async def aprefetch(self, chunks: Sequence[Chunk]) -> None:
-        many = getattr(self.extractor, "aextract_many", None)
-        if many is not None and hasattr(self.extractor, "_cached"):
-            await many(chunks)
-
-
-def _check_build(
-    resolve: Any, threshold: Any, name_search: Any, communities: Any, levels: Any, algorithm: Any
-) -> None:
-    validate_params(
-        "KnowledgeGraph.build",
-        {
-            "resolve": [bool],
-            "resolution_threshold": [Interval(REAL, -1, 1)],
-            "name_search": [Options("auto", "exact", "hnsw")],
-            "communities": [bool],
-            "community_levels": [Interval(INT, 1, None)],
-            "community_algorithm": [Options("auto", "leiden", "louvain")],
-        },
-        {
-            "resolve": resolve,
-            "resolution_threshold": threshold,
-            "name_search": name_search,
-            "communities": communities,
-            "community_levels": levels,
-            "community_algorithm": algorithm,
-        },
-    )

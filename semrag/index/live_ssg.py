@@ -36,12 +36,19 @@ import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
+from semrag.index._live_ssg_rows import (
+    ARRAYS,
+    exact_where,
+    may_rank,
+    moments,
+    remap,
+    rows_a_new_row_may_enter,
+)
 from semrag.index.change import Change, IndexedDocument
 from semrag.index.knn import (
     FLOAT32_TOLERANCE,
     NodeANN,
     empty_lists,
-    exact_similarities,
     merge_top,
     top_neighbours,
 )
@@ -58,94 +65,6 @@ __all__ = ["LiveSSG"]
 
 Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
-
-_ARRAYS = (
-    "doc_nodes",
-    "doc_sentences",
-    "theme_vectors",
-    "bridge_cols",
-    "bridge_vals",
-    "node_doc",
-    "node_sentences",
-    "intra_cols",
-    "intra_vals",
-    "inter_cols",
-    "inter_vals",
-    "vector_sum",
-    "vector_scatter",
-)
-
-
-def _rows_a_new_row_may_enter(vals: Floats, vectors: Floats, n_old: int, floor: float) -> Ints:
-    """Old rows whose list a new row (``n_old ..``) might enter: a float32 pre-filter.
-
-    A new row enters a full list only above its last value (ties go to the older row),
-    and any list only at or above ``floor``; rows far below both cannot change, and the
-    exact merge runs on the rest only.
-    """
-    new = vectors[n_old:]
-    last = vals[:n_old, -1]  # -inf while a list is not full
-    bar = np.maximum(last, floor) - FLOAT32_TOLERANCE
-    step = max(1, (1 << 23) // max(1, new.shape[0]))
-    keep = []
-    for a in range(0, n_old, step):
-        b = min(n_old, a + step)
-        best = (vectors[a:b] @ new.T).max(axis=1)
-        keep.append(a + np.flatnonzero(best >= bar[a:b]))
-    return np.concatenate(keep) if keep else np.zeros(0, np.int64)
-
-
-def _may_rank(
-    fast: Floats, other: npt.NDArray[np.bool_], width: int, floor: float
-) -> npt.NDArray[np.bool_]:
-    """Hits that may be among a row's ``width`` best at or above ``floor``, by float32 score.
-
-    A float32 score is within :data:`FLOAT32_TOLERANCE` of the exact value, so a hit more
-    than twice that below the ``width``-th best float32 score has ``width`` hits exactly
-    above it, and one below ``floor`` less that is below ``floor``: neither can be kept,
-    and their exact values need not be computed.
-    """
-    scores = np.where(other, fast, -np.inf)
-    if scores.shape[1] > width:
-        kth = -np.partition(-scores, width - 1, axis=1)[:, width - 1]
-    else:
-        kth = np.full(scores.shape[0], -np.inf, np.float32)
-    cut = np.maximum(kth - 2 * FLOAT32_TOLERANCE, floor - FLOAT32_TOLERANCE)
-    return other & (scores >= cut[:, None])
-
-
-def _exact_where(queries: Floats, rows: Floats, hit: Ints, keep: npt.NDArray[np.bool_]) -> Floats:
-    """Exact similarities of each query and its ``hit`` rows where ``keep``, ``-inf`` elsewhere.
-
-    Only the kept pairs are computed (moved to the front of their row), with
-    :func:`~semrag.index.knn.exact_similarities`, so each has the value it has anywhere.
-    """
-    exact = np.full(hit.shape, -np.inf, np.float32)
-    width = int(keep.sum(axis=1).max()) if keep.size else 0
-    if not width:
-        return exact
-    front = np.argsort(~keep, axis=1, kind="stable")[:, :width]  # kept columns, in order
-    kept = np.take_along_axis(keep, front, axis=1)
-    picked = np.where(kept, np.take_along_axis(hit, front, axis=1), 0)
-    values = exact_similarities(queries, rows[picked])
-    np.put_along_axis(exact, front, np.where(kept, values, -np.inf), axis=1)
-    return exact
-
-
-def _remap(cols: Ints, new_of_old: Ints) -> Ints:
-    """Renumber list entries; entries whose target is gone become ``-1``."""
-    return np.where(cols >= 0, new_of_old[np.maximum(cols, 0)], -1)
-
-
-def _moments(rows: Floats, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
-    """``(sum, X^T X)`` of ``rows`` in float64, a block at a time (no float64 copy of all)."""
-    total = np.zeros(rows.shape[1], np.float64)
-    scatter = np.zeros((rows.shape[1], rows.shape[1]), np.float64)
-    for a in range(0, rows.shape[0], block):
-        part = rows[a : a + block].astype(np.float64)
-        total += part.sum(axis=0)
-        scatter += part.T @ part
-    return total, scatter
 
 
 class LiveSSG:
@@ -299,7 +218,7 @@ class LiveSSG:
         node_map = np.where(keep_node, np.cumsum(keep_node) - 1, -1)
         doc_map = np.where(keep_doc, np.cumsum(keep_doc) - 1, -1)
 
-        total, scatter = _moments(self.node_vectors[~keep_node])
+        total, scatter = moments(self.node_vectors[~keep_node])
         self.vector_sum = self.vector_sum - total
         self.vector_scatter = self.vector_scatter - scatter
 
@@ -317,16 +236,16 @@ class LiveSSG:
             self.node_serial = self.node_serial[keep_node]
         if self._nodes is not None:
             self._nodes.keep(keep_node)
-        self.intra_cols = _remap(self.intra_cols[keep_node], node_map)
+        self.intra_cols = remap(self.intra_cols[keep_node], node_map)
         self.intra_vals = self.intra_vals[keep_node]
 
         inter = self.inter_cols[keep_node]
-        self.inter_cols = _remap(inter, node_map)
+        self.inter_cols = remap(inter, node_map)
         self.inter_vals = self.inter_vals[keep_node]
         refill_nodes = np.flatnonzero(((inter >= 0) & (self.inter_cols < 0)).any(axis=1))
 
         bridges = self.bridge_cols[keep_doc]
-        self.bridge_cols = _remap(bridges, doc_map)
+        self.bridge_cols = remap(bridges, doc_map)
         self.bridge_vals = self.bridge_vals[keep_doc]
         refill_docs = np.flatnonzero(((bridges >= 0) & (self.bridge_cols < 0)).any(axis=1))
         self.theme_vectors = self.theme_vectors[keep_doc]
@@ -361,7 +280,7 @@ class LiveSSG:
             self._pos[entry.id] = d0 + j
         new_vectors = np.concatenate(held)
         del held
-        total, scatter = _moments(new_vectors)
+        total, scatter = moments(new_vectors)
         self.vector_sum = self.vector_sum + total
         self.vector_scatter = self.vector_scatter + scatter
         self.node_doc = np.concatenate([self.node_doc, *node_doc])
@@ -413,7 +332,7 @@ class LiveSSG:
         if targets.size:
             cols[targets], vals[targets] = search(vectors[targets], groups[targets])
         if n_old and n > n_old:
-            others = _rows_a_new_row_may_enter(vals, vectors, n_old, floor)
+            others = rows_a_new_row_may_enter(vals, vectors, n_old, floor)
             others = np.setdiff1d(others, refill, assume_unique=True)
             if others.size:
                 new_c, new_v = top_neighbours(
@@ -490,7 +409,7 @@ class LiveSSG:
             hit = np.where(serials >= 0, np.minimum(hit, self.node_doc.size - 1), -1)
             same = self.node_doc[np.maximum(hit, 0)] == self.node_doc[rows[part], None]
             other = (hit >= 0) & ~same
-            exact = _exact_where(q, nodes, hit, _may_rank(fast, other, width, floor))
+            exact = exact_where(q, nodes, hit, may_rank(fast, other, width, floor))
             ok = other & (exact >= floor)
             order = np.lexsort((np.where(ok, hit, np.iinfo(np.int64).max), -exact), axis=1)
             order = order[:, :width]
@@ -540,7 +459,7 @@ class LiveSSG:
         (``node_vectors.npy``, ``sentence_vectors.npy``); :meth:`load` takes them back as
         arguments.
         """
-        arrays = {name: getattr(self, name) for name in _ARRAYS}
+        arrays = {name: getattr(self, name) for name in ARRAYS}
         files = ["ssg.npz", "ssg.json"]
         if self._ann is not None:
             arrays["node_serial"] = self.node_serial
@@ -570,10 +489,10 @@ class LiveSSG:
             ssg._nodes = GrowingRows(np.asarray(node_vectors, dtype=ssg._dtype), headroom=0.125)
         ssg._sentences = GrowingRows(np.asarray(sentence_matrix, dtype=ssg._dtype), headroom=0.125)
         with np.load(directory / "ssg.npz", allow_pickle=False) as z:
-            missing = set(_ARRAYS) - set(z.files)
+            missing = set(ARRAYS) - set(z.files)
             if missing:
                 raise StoreError(f"ssg.npz lacks {sorted(missing)}")
-            for name in _ARRAYS:
+            for name in ARRAYS:
                 setattr(ssg, name, z[name])
             saved_serials = z["node_serial"] if "node_serial" in z.files else None
         meta = json.loads((directory / "ssg.json").read_text(encoding="utf-8"))

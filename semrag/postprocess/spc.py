@@ -33,7 +33,7 @@ import asyncio
 import logging
 import numbers
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -47,17 +47,29 @@ from semrag.postprocess.coverage import (
     follow_up_query,
     key_elements,
     support_scores,
-    unsupported_words,
 )
 from semrag.postprocess.detect import Completeness, assess, sentence_edges
-from semrag.postprocess.stitch import best_window, covering_sentences
-from semrag.text.phrases import content_words
+from semrag.postprocess.stitch import covering_sentences
 from semrag.text.sentences import split_sentences
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, ScoredChunk, Span
 
 if TYPE_CHECKING:  # postprocess is below index: the protocol is only a type here
     from semrag.index.reader import CorpusReader
+from semrag.postprocess._spc_prompts import (
+    COMPRESS_PROMPT,
+    COMPRESS_SCHEMA,
+    DAMAGE_PROMPT,
+    DAMAGE_SCHEMA,
+    ELEMENTS_PROMPT,
+    ELEMENTS_SCHEMA,
+    ENTAIL_PROMPT,
+    ENTAIL_SCHEMA,
+    REFINE_PROMPT,
+    REFINE_SCHEMA,
+)
+from semrag.postprocess._spc_records import Ask, Repair, Source, SPCResult
+from semrag.postprocess._spc_repair import RepairSteps
 
 __all__ = ["SPC", "Repair", "SPCResult"]
 
@@ -65,165 +77,8 @@ logger = logging.getLogger(__name__)
 
 Sources = Mapping[str, str] | Callable[[str], "str | None"]
 
-_REFINE_PROMPT = """Rate how useful each passage is for answering the query, from 0 (useless)
-to 10 (answers it).
-QUERY: {query}
-PASSAGES:
-{passages}
-Reply with JSON only: {{"scores": [<one number 0-10 per passage, in order>]}}
-Your response:"""
-_REFINE_SCHEMA = {
-    "type": "object",
-    "required": ["scores"],
-    "properties": {
-        "scores": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 10}}
-    },
-}
-_DAMAGE_PROMPT = """Is this passage semantically complete on its own? Look for a sentence cut
-off, a pronoun or "this"/"these" whose referent is missing, a conclusion without its premise,
-or a list that is announced but not given.
-PASSAGE:
-{text}
-Reply with JSON only: {{"score": <0 = badly fragmented ... 1 = complete>, "problems": ["..."]}}
-Your response:"""
-_DAMAGE_SCHEMA = {
-    "type": "object",
-    "required": ["score"],
-    "properties": {
-        "score": {"type": "number", "minimum": 0, "maximum": 1},
-        "problems": {"type": "array", "items": {"type": "string"}},
-    },
-}
-_COMPRESS_PROMPT = """Rewrite the text below into at most {budget} words that keep every fact
-needed to answer the query, with pronouns replaced by what they refer to. Use only facts
-from the text.
-QUERY: {query}
-TEXT:
-{text}
-Reply with JSON only: {{"text": "..."}}
-Your response:"""
-_COMPRESS_SCHEMA = {
-    "type": "object",
-    "required": ["text"],
-    "properties": {"text": {"type": "string", "minLength": 1}},
-}
-_ELEMENTS_PROMPT = """List the key information elements a complete answer to the query must
-be supported by (entities, relations, attributes), each in a few words.
-QUERY: {query}
-Reply with JSON only: {{"elements": ["...", "..."]}}
-Your response:"""
-_ELEMENTS_SCHEMA = {
-    "type": "object",
-    "required": ["elements"],
-    "properties": {"elements": {"type": "array", "items": {"type": "string"}, "maxItems": 12}},
-}
-_ENTAIL_PROMPT = """For each element, rate from 0 to 1 how well the evidence supports it
-(1 = stated in the evidence, 0 = absent). Also give a search query that would find what is
-missing.
-QUERY: {query}
-ELEMENTS:
-{elements}
-EVIDENCE:
-{evidence}
-Reply with JSON only:
-{{"scores": [<0-1 per element, in order>], "follow_up": ["<query per element>"]}}
-Your response:"""
-_ENTAIL_SCHEMA = {
-    "type": "object",
-    "required": ["scores"],
-    "properties": {
-        "scores": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}},
-        "follow_up": {"type": "array", "items": {"type": "string"}},
-    },
-}
 
-
-@dataclass(frozen=True, slots=True)
-class Repair:
-    """What SPC did to one chunk."""
-
-    doc_id: str
-    """The chunk's document."""
-    before: tuple[int, int]
-    """The chunk's ``(start, end)`` as retrieved."""
-    after: tuple[int, int]
-    """The repaired chunk's source span (equal to ``before`` when not repaired)."""
-    completeness: Mapping[str, Any]
-    """The damage assessment (score, source, signals)."""
-    action: str
-    """``"intact"``, ``"repaired"``, ``"source_unavailable"``, ``"offsets_unknown"``,
-    ``"source_mismatch"`` or ``"unchanged"`` (damaged, but no better window fit)."""
-    method: str = ""
-    """``"extractive"`` or ``"llm"`` for repaired chunks."""
-    completeness_after: float | None = None
-    """The repaired chunk's completeness score."""
-    note: str = ""
-    """Fallbacks and truncations."""
-
-    def to_metadata(self) -> dict[str, Any]:
-        """Plain values for metadata."""
-        return {
-            "doc_id": self.doc_id,
-            "before": list(self.before),
-            "after": list(self.after),
-            "completeness": dict(self.completeness),
-            "action": self.action,
-            "method": self.method,
-            "completeness_after": self.completeness_after,
-            **({"note": self.note} if self.note else {}),
-        }
-
-
-@dataclass(slots=True)
-class SPCResult:
-    """The repaired evidence and the report."""
-
-    chunks: list[ScoredChunk]
-    """The refined, repaired chunks, best first."""
-    actions: list[Repair]
-    """One entry per kept chunk, aligned with :attr:`chunks`."""
-    missing: list[str]
-    """Key elements whose support is below ``epsilon``."""
-    coverage: dict[str, float] = field(default_factory=dict)
-    """Support score of every key element."""
-    follow_up_queries: list[str] = field(default_factory=list)
-    """One query per missing element."""
-    llm_calls: int = 0
-    """LLM calls made."""
-    notes: list[str] = field(default_factory=list)
-    """LLM fallbacks and other remarks."""
-
-    @property
-    def repaired(self) -> list[Repair]:
-        """The actions that changed a chunk."""
-        return [a for a in self.actions if a.action == "repaired"]
-
-    def to_metadata(self) -> dict[str, Any]:
-        """The query-level report as plain values."""
-        return {
-            "missing": list(self.missing),
-            "coverage": dict(self.coverage),
-            "follow_up_queries": list(self.follow_up_queries),
-            "repaired": len(self.repaired),
-            "llm_calls": self.llm_calls,
-            "notes": list(self.notes),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class _Ask:
-    prompt: str
-    schema: Mapping[str, Any]
-
-
-@dataclass(slots=True)
-class _Source:
-    text: str
-    sentences: list[Span]
-    vectors: np.ndarray | None  # sentence vectors when the index has them
-
-
-class SPC:
+class SPC(RepairSteps):
     """Semantic-preserving chunk repair and coverage audit (InSemRAG §3.2.2).
 
     Args:
@@ -358,17 +213,17 @@ class SPC:
         """Async twin of :meth:`audit_coverage`."""
         return await self._adrive(self._audit_only(query, hits))
 
-    def _drive(self, gen: Generator[list[_Ask], list[Any], SPCResult]) -> SPCResult:
+    def _drive(self, gen: Generator[list[Ask], list[Any], SPCResult]) -> SPCResult:
         return drive(gen, lambda asks: [self._ask(a) for a in asks])
 
-    async def _adrive(self, gen: Generator[list[_Ask], list[Any], SPCResult]) -> SPCResult:
+    async def _adrive(self, gen: Generator[list[Ask], list[Any], SPCResult]) -> SPCResult:
         limit = asyncio.Semaphore(self.max_concurrency)
 
-        async def ask(a: _Ask) -> Any:
+        async def ask(a: Ask) -> Any:
             async with limit:
                 return await self._aask(a)
 
-        async def answer(asks: list[_Ask]) -> list[Any]:
+        async def answer(asks: list[Ask]) -> list[Any]:
             return list(await asyncio.gather(*(ask(a) for a in asks)))
 
         return await adrive(gen, answer)
@@ -382,14 +237,14 @@ class SPC:
         return assess(chunk.text, starts_sentence=starts, ends_sentence=ends)
 
     # -- LLM plumbing ---------------------------------------------------------------------------
-    def _ask(self, ask: _Ask) -> Any:
+    def _ask(self, ask: Ask) -> Any:
         assert self.llm is not None
         try:
             return complete_json(self.llm, ask.prompt, ask.schema)
         except Exception as exc:  # every LLM failure takes the documented path
             return self._failed(exc)
 
-    async def _aask(self, ask: _Ask) -> Any:
+    async def _aask(self, ask: Ask) -> Any:
         assert self.llm is not None
         try:
             return await acomplete_json(self.llm, ask.prompt, ask.schema)
@@ -409,7 +264,7 @@ class SPC:
     # -- the pipeline ---------------------------------------------------------------------------
     def _audit_only(
         self, query: str, hits: Sequence[ScoredChunk]
-    ) -> Generator[list[_Ask], list[Any], SPCResult]:
+    ) -> Generator[list[Ask], list[Any], SPCResult]:
         check_query("SPC", query)
         result = SPCResult(list(hits), [], [])
         yield from self._audit(query, result)
@@ -417,7 +272,7 @@ class SPC:
 
     def _pipeline(
         self, query: str, hits: Sequence[ScoredChunk], audit: bool
-    ) -> Generator[list[_Ask], list[Any], SPCResult]:
+    ) -> Generator[list[Ask], list[Any], SPCResult]:
         check_query("SPC", query)
         notes: list[str] = []
         calls = 0
@@ -426,7 +281,7 @@ class SPC:
         if self.llm is not None and self.refine and len(hits) > 1:
             passages = "\n".join(f"[{i + 1}] {h.chunk.text[:1200]}" for i, h in enumerate(hits))
             (reply,) = yield [
-                _Ask(_REFINE_PROMPT.format(query=query, passages=passages), _REFINE_SCHEMA)
+                Ask(REFINE_PROMPT.format(query=query, passages=passages), REFINE_SCHEMA)
             ]
             calls += 1
             if isinstance(reply, LLMOutputError) or len(reply["scores"]) != len(hits):
@@ -448,7 +303,7 @@ class SPC:
         found = rule
         if self.llm is not None:
             replies = yield [
-                _Ask(_DAMAGE_PROMPT.format(text=h.chunk.text), _DAMAGE_SCHEMA) for h in kept
+                Ask(DAMAGE_PROMPT.format(text=h.chunk.text), DAMAGE_SCHEMA) for h in kept
             ]
             calls += len(kept)
             found = []
@@ -462,11 +317,11 @@ class SPC:
         to_compress = [i for i, p in enumerate(plans) if p.get("stitched") is not None]
         if self.llm is not None and to_compress:
             asks = [
-                _Ask(
-                    _COMPRESS_PROMPT.format(
+                Ask(
+                    COMPRESS_PROMPT.format(
                         budget=plans[i]["budget"], query=query, text=plans[i]["stitched"]
                     ),
-                    _COMPRESS_SCHEMA,
+                    COMPRESS_SCHEMA,
                 )
                 for i in to_compress
             ]
@@ -563,7 +418,7 @@ class SPC:
             return self.sources(doc_id), False
         return self.sources.get(doc_id), False
 
-    def _source(self, chunk: Chunk) -> tuple[_Source | None, str]:
+    def _source(self, chunk: Chunk) -> tuple[Source | None, str]:
         """The chunk's source and ``""``, or ``None`` and why not."""
         text, indexed = self._source_text(chunk.doc_id)
         if text is None:
@@ -573,10 +428,10 @@ class SPC:
         if text[chunk.start : chunk.end] != chunk.text:
             return None, "source_mismatch"
         if indexed:
-            return _Source(
+            return Source(
                 text, self.index.sentences(chunk.doc_id), self.index.sentence_vectors(chunk.doc_id)
             ), ""
-        return _Source(text, split_sentences(text), None), ""
+        return Source(text, split_sentences(text), None), ""
 
     def _locate(self, hit: ScoredChunk) -> ScoredChunk:
         """Offsets for a chunk without them (``start < 0``), if its text is unique in the source."""
@@ -592,175 +447,11 @@ class SPC:
         )
 
     # -- repair -----------------------------------------------------------------------------------
-    def _budget(self, chunk: Chunk) -> int:
-        return self.budget if self.budget is not None else max(2 * chunk.token_count, 64)
-
-    def _repair_plan(self, hit: ScoredChunk, found: Completeness, q: np.ndarray) -> dict[str, Any]:
-        chunk = hit.chunk
-        plan: dict[str, Any] = {"action": "intact", "span": (chunk.start, chunk.end)}
-        if not found.damaged(self.delta):
-            if self._mismatched(chunk):
-                plan["action"] = "source_mismatch"
-            return plan
-        source, why = self._source(chunk)
-        if source is None:
-            plan["action"] = why
-            return plan
-        spans = source.sentences
-        ra, rb = covering_sentences(spans, chunk.start, chunk.end)
-        if not found.signals:  # an LLM said "damaged" without saying where: both sides
-            ra, rb = max(0, ra - 1), min(len(spans), rb + 1)
-        # Whole sentences fix a cut; a signal that remains at an edge asks for the
-        # sentence beyond it (at most ``neighbours`` times per side).
-        for _ in range(max(1, self.neighbours)):
-            core = source.text[spans[ra].start : spans[rb - 1].end]
-            sides = assess(core, starts_sentence=True, ends_sentence=True).sides
-            grow_a = "start" in sides and ra > 0
-            grow_b = "end" in sides and rb < len(spans)
-            if not (grow_a or grow_b):
-                break
-            ra, rb = ra - grow_a, rb + grow_b
-        lo, hi = max(0, ra - self.neighbours), min(len(spans), rb + self.neighbours)
-        texts = [spans[i].of(source.text) for i in range(lo, hi)]
-        tokens = self.tokenizer.count(texts)
-        vecs = source.vectors[lo:hi] if source.vectors is not None else self.embedder.embed(texts)
-        relevance = np.asarray(vecs, dtype=np.float64) @ q
-        budget = self._budget(chunk)
-        wa, wb = best_window(tokens, relevance, (ra - lo, rb - lo), budget)
-        start, end = spans[lo + wa].start, spans[lo + wb - 1].end
-        note = ""
-        if sum(tokens[wa:wb]) > budget:
-            start, end, note = *self._cut(source.text, start, end, budget), "cut to the budget"
-        plan.update(budget=budget, span=(start, end), note=note, method="extractive")
-        plan["action"] = "repaired" if (start, end) != (chunk.start, chunk.end) else "unchanged"
-        if self.llm is not None and plan["action"] == "repaired":
-            plan["stitched"] = source.text[spans[lo].start : spans[hi - 1].end]
-        plan["source_text"] = source.text
-        return plan
-
-    def _cut(self, text: str, start: int, end: int, budget: int) -> tuple[int, int]:
-        offsets = self.tokenizer.offsets(text[start:end])
-        if len(offsets) <= budget:
-            return start, end
-        return start, start + offsets[budget - 1][1]
-
-    def _apply_llm_compression(self, plan: dict[str, Any], reply: Any, notes: list[str]) -> None:
-        if isinstance(reply, LLMOutputError):
-            notes.append("compress: LLM reply invalid; extractive repair kept")
-            return
-        text = " ".join(reply["text"].split())
-        if self.tokenizer.count([text])[0] > plan["budget"]:
-            notes.append("compress: LLM text over the budget; extractive repair kept")
-            return
-        new_words = unsupported_words(content_words(text), plan["stitched"])
-        if new_words:  # a compression leaves words out or inflects them; more is invented
-            shown = ", ".join(new_words[:3])
-            notes.append(
-                f"compress: LLM text has words not in the source ({shown}); extractive repair kept"
-            )
-            return
-        plan["method"] = "llm"
-        plan["llm_text"] = text
-
-    def _assemble(
-        self, kept: list[ScoredChunk], found: list[Completeness], plans: list[dict[str, Any]]
-    ) -> tuple[list[ScoredChunk], list[Repair]]:
-        chunks: list[ScoredChunk] = []
-        actions: list[Repair] = []
-        for hit, comp, plan in zip(kept, found, plans, strict=True):
-            chunk = hit.chunk
-            after_score = None
-            if plan["action"] == "repaired":
-                start, end = plan["span"]
-                text = plan.get("llm_text") or plan["source_text"][start:end]
-                if "llm_text" in plan:  # rewritten text: the source span no longer matches it
-                    start = end = -1
-                chunk = replace(
-                    chunk,
-                    start=start,
-                    end=end,
-                    text=text,
-                    token_count=int(self.tokenizer.count([text])[0]),
-                )
-                after_score = self.assess(chunk).score if "llm_text" not in plan else None
-            repair = Repair(
-                hit.chunk.doc_id,
-                (hit.chunk.start, hit.chunk.end),
-                tuple(plan["span"]),
-                comp.to_metadata(),
-                plan["action"],
-                plan.get("method", "") if plan["action"] == "repaired" else "",
-                after_score,
-                plan.get("note", ""),
-            )
-            prov = {
-                "step": "spc",
-                **repair.to_metadata(),
-                "exact": "llm_text" not in plan,
-                **(
-                    {"offsets": None, "note": "LLM-compressed text; offsets unknown"}
-                    if "llm_text" in plan
-                    else {}
-                ),
-            }
-            chunks.append(
-                replace(
-                    hit,
-                    chunk=chunk,
-                    channel_scores={**hit.channel_scores, "completeness": comp.score},
-                    provenance=(*hit.provenance, prov),
-                )
-            )
-            actions.append(repair)
-        return self._drop_contained(chunks, actions)
-
-    def _mismatched(self, chunk: Chunk) -> bool:
-        """True when the chunk's source is known and its text is not at its offsets."""
-        if not chunk.has_offsets:
-            return False
-        text, _ = self._source_text(chunk.doc_id)
-        return text is not None and text[chunk.start : chunk.end] != chunk.text
-
-    def _verified(self, chunk: Chunk) -> bool:
-        """True when the chunk's text is exactly at its offsets in its known source."""
-        if not chunk.doc_id or not chunk.has_offsets:
-            return False
-        text, _ = self._source_text(chunk.doc_id)
-        return text is not None and text[chunk.start : chunk.end] == chunk.text
-
-    def _drop_contained(
-        self, chunks: list[ScoredChunk], actions: list[Repair]
-    ) -> tuple[list[ScoredChunk], list[Repair]]:
-        """Drop chunks provably inside a better-ranked chunk: both verified in one source.
-
-        A chunk is dropped only when it and the better-ranked chunk have known offsets,
-        the same non-empty document id, and texts that match that document at those
-        offsets; a chunk without offsets, without a known source, or whose text differs
-        from its source is always kept.
-        """
-        keep_c: list[ScoredChunk] = []
-        keep_a: list[Repair] = []
-        verified: list[bool] = []
-        for c, a in zip(chunks, actions, strict=True):
-            ok = self._verified(c.chunk)
-            inside = ok and any(
-                v
-                and k.chunk.doc_id == c.chunk.doc_id
-                and k.chunk.start <= c.chunk.start
-                and c.chunk.end <= k.chunk.end
-                for k, v in zip(keep_c, verified, strict=True)
-            )
-            if not inside:
-                keep_c.append(c)
-                keep_a.append(a)
-                verified.append(ok)
-        return keep_c, keep_a
-
     # -- coverage audit ---------------------------------------------------------------------------
-    def _audit(self, query: str, result: SPCResult) -> Generator[list[_Ask], list[Any], None]:
+    def _audit(self, query: str, result: SPCResult) -> Generator[list[Ask], list[Any], None]:
         elements = key_elements(query)
         if self.llm is not None:
-            (reply,) = yield [_Ask(_ELEMENTS_PROMPT.format(query=query), _ELEMENTS_SCHEMA)]
+            (reply,) = yield [Ask(ELEMENTS_PROMPT.format(query=query), ELEMENTS_SCHEMA)]
             result.llm_calls += 1
             if isinstance(reply, LLMOutputError):
                 result.notes.append("audit: LLM elements invalid; key phrases used")
@@ -772,12 +463,12 @@ class SPC:
         scores: list[float] | None = None
         follow: list[str] = []
         if self.llm is not None and sentences:
-            ask = _ENTAIL_PROMPT.format(
+            ask = ENTAIL_PROMPT.format(
                 query=query,
                 elements="\n".join(f"[{i + 1}] {e}" for i, e in enumerate(elements)),
                 evidence="\n".join(h.chunk.text for h in result.chunks),
             )
-            (reply,) = yield [_Ask(ask, _ENTAIL_SCHEMA)]
+            (reply,) = yield [Ask(ask, ENTAIL_SCHEMA)]
             result.llm_calls += 1
             if isinstance(reply, LLMOutputError) or len(reply["scores"]) != len(elements):
                 result.notes.append("audit: LLM entailment invalid; embedding support used")

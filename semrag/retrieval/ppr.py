@@ -33,8 +33,7 @@ import asyncio
 import logging
 import numbers
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -49,7 +48,6 @@ from semrag._validation import (
     check_query,
     validate_params,
 )
-from semrag.errors import NotIndexedError
 from semrag.index.dense import top_k
 from semrag.index.passages import (
     DocPhrases,
@@ -60,8 +58,10 @@ from semrag.index.passages import (
 )
 from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
+from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
+from semrag.retrieval._passage_graph import Lookup, Names, NodeOf, PassageGraph, Ragged
 from semrag.text.phrases import entities as find_entities
-from semrag.types import Chunk, ScoredChunk
+from semrag.types import ScoredChunk
 
 __all__ = ["PassageGraph", "PPRRetriever", "local_pagerank", "personalized_pagerank"]
 
@@ -81,281 +81,6 @@ events) that the question mentions, exactly as written.
 Respond ONLY with a JSON object: {{"entities": ["...", "..."]}}
 Question: {query}
 JSON:"""
-
-
-def personalized_pagerank(
-    transition: Any,
-    seeds: npt.NDArray[np.float64],
-    damping: float,
-    *,
-    tol: float = 1e-6,
-    max_iter: int = 200,
-) -> npt.NDArray[np.float64]:
-    """Personalized PageRank by power iteration.
-
-    Args:
-        transition: a sparse column-stochastic matrix ``T`` (``T[i, j]`` = probability of
-            stepping from ``j`` to ``i``); columns of nodes without edges may be zero.
-        seeds: the personalization (restart) distribution, non-negative, summing to 1.
-        damping: probability of following an edge at each step (the rest restarts).
-        tol: stop when the L1 change of one step falls below this.
-        max_iter: stop after this many steps.
-
-    Returns:
-        The stationary scores; mass lost at nodes without edges restarts at the seeds, so
-        they sum to 1.
-
-    Examples:
-        >>> import scipy.sparse as sp
-        >>> t = sp.csc_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
-        >>> personalized_pagerank(t, np.array([1.0, 0.0]), 0.5).round(3).tolist()
-        [0.667, 0.333]
-    """
-    p = seeds.copy()
-    for _ in range(max_iter):
-        step = damping * (transition @ p)
-        nxt = step + (1.0 - step.sum()) * seeds
-        if np.abs(nxt - p).sum() < tol:
-            return nxt
-        p = nxt
-    return p
-
-
-def local_pagerank(
-    transition: Any,
-    degree: npt.NDArray[np.float64],
-    seeds: npt.NDArray[np.float64],
-    damping: float,
-    *,
-    epsilon: float = 1e-5,
-) -> npt.NDArray[np.float64]:
-    """Personalized PageRank by forward push (Andersen, Chung and Lang, 2006): local work.
-
-    The walk of :func:`personalized_pagerank` on an undirected graph, computed only where
-    its mass is: each round settles the restart share of every node whose residual is at
-    least ``epsilon`` times its degree and pushes the rest to its neighbours (a node
-    without edges sends it back to the seeds). Its cost grows with the edges of the nodes
-    the walk reaches, not with the graph.
-
-    Every estimate is a lower bound of the exact score. On a graph where every node has
-    an edge it is short by at most ``epsilon * degree[v]`` at node ``v`` (the graph is
-    undirected); a node without edges keeps at most ``epsilon``. The unsettled mass is
-    what the scores lack of summing to 1.
-
-    Args:
-        transition: the column-stochastic matrix ``A @ diag(1 / degree)`` of a symmetric
-            weighted adjacency ``A`` (scipy CSR, as :func:`personalized_pagerank` takes).
-        degree: the weighted degree of each node (``A``'s column sums; 0 without edges).
-        seeds: the restart distribution, non-negative, summing to 1.
-        damping: probability of following an edge at each step.
-        epsilon: the residual, per unit of degree, left unsettled at any node.
-
-    Returns:
-        The estimated scores.
-
-    Examples:
-        >>> import scipy.sparse as sp
-        >>> t = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
-        >>> s = local_pagerank(t, np.ones(2), np.array([1.0, 0.0]), 0.5, epsilon=1e-9)
-        >>> s.round(3).tolist()
-        [0.667, 0.333]
-    """
-    ptr, cols, vals = transition.indptr, transition.indices, transition.data
-    n = seeds.size
-    seeds = np.asarray(seeds, dtype=np.float64)
-    restart = np.flatnonzero(seeds)  # where a node without edges sends its mass
-    settled, residual = np.zeros(n), np.zeros(n)
-    residual[restart] = seeds[restart]
-    everywhere: npt.NDArray[np.float64] | None = None  # every node's threshold, once needed
-    # scratch: position of a node among a round's targets (read only where written)
-    position = np.empty(n, np.int64)
-
-    def threshold(d: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        return epsilon * np.where(d > 0, d, 1.0)  # a node without edges: epsilon
-
-    def above(nodes: Ints) -> Ints:
-        return nodes[residual[nodes] > threshold(degree[nodes])]
-
-    active = above(restart)
-    while active.size:
-        mass = residual[active]
-        residual[active] = 0.0
-        settled[active] += mass
-        # A is symmetric, so column u of T is row u of T rescaled: A[u, v] = T[u, v] * deg(v)
-        d = degree[active]
-        counts = np.where(d > 0, ptr[active + 1] - ptr[active], 0)
-        total = int(counts.sum())
-        # Only a node that receives mass can turn active (the others stay below their
-        # threshold). A round that reaches few nodes adds up their mass alone; one that
-        # reaches many makes a pass over every node, which is then cheaper than sorting.
-        reached: Ints | None = np.zeros(0, np.int64)
-        if total:
-            ends = np.cumsum(counts)
-            at = np.arange(total) + np.repeat(ptr[active] - (ends - counts), counts)
-            to = cols[at]
-            share = damping * mass / np.where(counts > 0, d, 1.0)
-            weights = vals[at] * degree[to] * np.repeat(share, counts)
-            if 8 * total < n:
-                # the distinct targets, sorted, and each target's slot among them: what
-                # np.unique(to, return_inverse=True) gives, without sorting every target
-                order = np.arange(total)
-                position[to] = order
-                reached = np.sort(to[position[to] == order])
-                position[reached] = np.arange(reached.size)
-                slot = position[to]
-                residual[reached] += np.bincount(slot, weights=weights, minlength=reached.size)
-            else:
-                residual += np.bincount(to, weights=weights, minlength=n)
-                reached = None
-        lost = mass[counts == 0].sum()
-        if lost > 0:
-            residual[restart] += damping * lost * seeds[restart]
-            if reached is not None:
-                reached = np.union1d(reached, restart)
-        if reached is None:
-            if everywhere is None:
-                everywhere = threshold(degree)
-            active = np.flatnonzero(residual > everywhere)
-        else:
-            active = above(reached)
-    return (1.0 - damping) * settled
-
-
-class _Lookup(Mapping[Any, int]):
-    """A read-only mapping ``key -> number`` through a shared registry and this version's numbers.
-
-    Nothing per version is copied: ``slot_of`` is the registry (it only grows) and
-    ``number_of_slot[slot]`` is the key's number in this version (``-1``: absent).
-    """
-
-    def __init__(self, slot_of: Mapping[Any, int], number_of_slot: Ints, size: int) -> None:
-        self._slot_of = slot_of
-        self._numbers = number_of_slot
-        self._size = size
-
-    def __getitem__(self, key: Any) -> int:
-        slot = self._slot_of.get(key)
-        if slot is None or slot >= self._numbers.size or self._numbers[slot] < 0:
-            raise NotIndexedError(key)
-        return int(self._numbers[slot])
-
-    def __iter__(self) -> Iterator[Any]:
-        return (
-            k for k, s in self._slot_of.items() if s < self._numbers.size and self._numbers[s] >= 0
-        )
-
-    def __len__(self) -> int:
-        return self._size
-
-
-class _NodeOf(Mapping[int, int]):
-    """Chunk id -> passage node, by binary search over the version's sorted chunk ids."""
-
-    def __init__(self, chunk_ids: Ints) -> None:
-        self._ids = chunk_ids
-        self._by_id = np.argsort(chunk_ids, kind="stable")
-        self._sorted = chunk_ids[self._by_id]
-
-    def nodes(self, chunk_ids: Ints) -> Ints:
-        """The passage node of each chunk id, ``-1`` for one not in this version."""
-        chunk_ids = np.asarray(chunk_ids, np.int64)
-        if not self._sorted.size:
-            return np.full(chunk_ids.size, -1, np.int64)
-        pos = np.minimum(np.searchsorted(self._sorted, chunk_ids), self._sorted.size - 1)
-        return np.where(self._sorted[pos] == chunk_ids, self._by_id[pos], -1)
-
-    def __getitem__(self, chunk_id: int) -> int:
-        node = int(self.nodes(np.array([chunk_id]))[0])
-        if node < 0:
-            raise NotIndexedError(chunk_id)
-        return node
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._ids.tolist())
-
-    def __len__(self) -> int:
-        return self._ids.size
-
-
-class _Ragged(Sequence[npt.NDArray[np.int64]]):
-    """Row ``i`` is ``values[ptr[i]:ptr[i + 1]]`` (one array for every row)."""
-
-    def __init__(self, ptr: Ints, values: Ints) -> None:
-        self._ptr, self._values = ptr, values
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._values[self._ptr[i] : self._ptr[i + 1]]
-
-    def __len__(self) -> int:
-        return self._ptr.size - 1
-
-
-class _Names(Sequence[str]):
-    """Phrase ``i``'s display name, read from the registry of every name seen."""
-
-    def __init__(self, names: list[str], ids: Ints) -> None:
-        self._names, self._ids = names, ids
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._names[int(self._ids[i])]
-
-    def __len__(self) -> int:
-        return self._ids.size
-
-
-@dataclass(frozen=True, slots=True)
-class PassageGraph:
-    """Passages (chunks) and entity phrases of one index version, as one sparse graph.
-
-    Nodes ``0 .. n_passages - 1`` are passages (in index order), the rest phrases (in the
-    order the passages first mention them). Built per version from per-document pieces
-    that are computed once, so a change costs the changed documents plus a few array
-    operations over the whole graph.
-    """
-
-    version: int
-    """The index version the graph was built from."""
-    chunk_ids: npt.NDArray[np.int64]
-    """The index's chunk id of each passage node."""
-    chunks: list[Chunk]
-    """The chunk of each passage node (of this version: hits never look up a later one)."""
-    names: Sequence[str]
-    """Display name of each phrase node (node ``n_passages + i``)."""
-    keys: Mapping[str, int]
-    """Lower-cased name (or entity id) -> phrase number."""
-    passage_phrases: Sequence[npt.NDArray[np.int64]]
-    """Phrase numbers each passage mentions."""
-    df: npt.NDArray[np.float64]
-    """Passages mentioning each phrase (at least 1)."""
-    transition: Any
-    """Column-stochastic transition matrix over all nodes (scipy CSR, for fast products)."""
-    degree: npt.NDArray[np.float64]
-    """Weighted degree of each node (the undirected adjacency's column sums)."""
-    node_of: _NodeOf
-    """Chunk id -> passage node (a mapping; :meth:`_NodeOf.nodes` looks up many at once)."""
-    name_vectors: Floats
-    """Unit vectors of every display name seen (rows: the registry's name ids)."""
-    phrase_name_ids: Ints
-    """The registry's name id of each phrase (a row of :attr:`name_vectors`)."""
-    synonym_edges: int
-    """How many synonym edges were added."""
-
-    @property
-    def n_passages(self) -> int:
-        """Number of passage nodes."""
-        return len(self.chunk_ids)
-
-    def nearest_phrases(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
-        """The ``k`` phrases whose names are most similar to ``vector``, best first.
-
-        Exact, ties to the lower phrase number. Returns ``(similarities, phrase numbers)``.
-        """
-        sims = (self.name_vectors @ np.asarray(vector, np.float32))[self.phrase_name_ids]
-        k = min(k, sims.size)
-        if not k:
-            return np.zeros(0, np.float32), np.zeros(0, np.int64)
-        numbers, top = top_k(sims[None, :], k)
-        return top[0], numbers[0]
 
 
 class PPRRetriever:
@@ -623,7 +348,7 @@ class PPRRetriever:
         passage = np.repeat(np.arange(n_p), counts)
         df = np.maximum(np.bincount(numbers, minlength=n_e), 1).astype(np.float64)
         rows, cols, vals = [passage], [numbers + n_p], [np.ones(numbers.size)]
-        keys = _Lookup(reg.slot_of, number_of_slot, n_e)
+        keys = Lookup(reg.slot_of, number_of_slot, n_e)
         pairs = [
             (n_p + keys[a], n_p + keys[b], w)
             for a, b, w in relations
@@ -653,13 +378,13 @@ class PPRRetriever:
             version=version,
             chunk_ids=chunk_ids,
             chunks=chunks,
-            names=_Names(reg.names, name_ids),
+            names=Names(reg.names, name_ids),
             keys=keys,
-            passage_phrases=_Ragged(ptr, numbers),
+            passage_phrases=Ragged(ptr, numbers),
             df=df,
             transition=adj,
             degree=degree,
-            node_of=_NodeOf(chunk_ids),
+            node_of=NodeOf(chunk_ids),
             name_vectors=reg.vectors.view,
             phrase_name_ids=name_ids,
             synonym_edges=n_syn,

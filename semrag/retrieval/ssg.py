@@ -45,10 +45,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import heapq
 import numbers
 from collections.abc import Generator
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -59,6 +57,18 @@ from semrag._validation import HasMethods, Interval, Options, check_k, check_que
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, extract_json, llm_failure, validate_json
+from semrag.retrieval._traversal import (
+    NEXT_HOP,
+    Context,
+    Frontier,
+    LLMFailed,
+    Step,
+    Traversal,
+    Traversing,
+    edge_kind,
+    same_document,
+    sentence_entry,
+)
 from semrag.types import ScoredChunk
 
 __all__ = ["ALGORITHMS", "SSGRetriever", "Step", "Traversal"]
@@ -103,129 +113,6 @@ INSTRUCTIONS:
 {{"choice": <number 1-{m} OR "stop">, "reasoning": "brief explanation"}}
 Your response:"""
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One visited node."""
-
-    node: int
-    """The window node visited."""
-    parent: int | None
-    """The node it was reached from (``None`` for the anchor and for basic retrieval)."""
-    edge: str
-    """``"anchor"``, ``"intra"``, ``"inter"`` or ``"rank"`` (basic retrieval)."""
-    edge_score: float
-    """Similarity on the edge used (NaN for the anchor and ranks)."""
-    step_score: float
-    """What the algorithm maximised to choose this node."""
-    sentences: tuple[int, ...]
-    """Global indices of the sentences this node added (deduplicated)."""
-    note: str = ""
-    """How the choice was made when it is not the algorithm's rule (e.g. an LLM fallback)."""
-
-
-@dataclass(slots=True)
-class Traversal:
-    """The visited nodes in order, and why the traversal stopped."""
-
-    steps: list[Step] = field(default_factory=list)
-    stop_reason: str = ""
-    llm_calls: int = 0
-
-
-_Traversing = Generator[Any, Any, Traversal]
-"""A traversal's steps: they yield prompts (``str``) and a view's reads."""
-
-
-# How each algorithm ranks a node's out-neighbours as its next hop, for a view that
-# loads them ahead (see _RemoteView.ahead_rank); the others rank by query similarity.
-_NEXT_HOP = {
-    "ssg_traversal": "edge",
-    "triangulation_average": "average",
-    "triangulation_fulldim": "fulldim",
-    "triangulation_geometric_3d": "geometric",
-}
-
-
-class _Context:
-    """Query-side caches shared by the algorithms (similarities computed lazily)."""
-
-    def __init__(self, view: Any, q: Floats) -> None:
-        self.view = view  # one consistent version of the index for the whole query
-        self.graph = view.graph
-        self.q = q.astype(np.float32)
-        self.nodes = self.graph.node_vectors
-        self.sent = view.sentence_matrix
-        self._node_sim: dict[int, float] = {}
-        self.extracted: dict[int, float] = {}  # sentence -> sim(q, s)
-        self.visited: set[int] = set()
-
-    def node_sims(self, nodes: npt.NDArray[np.int64]) -> Floats:
-        todo = [int(n) for n in nodes if int(n) not in self._node_sim]
-        if todo:
-            sims = self.nodes[todo] @ self.q
-            self._node_sim.update(zip(todo, sims.tolist(), strict=True))
-        return np.array([self._node_sim[int(n)] for n in nodes], dtype=np.float32)
-
-    def node_sim(self, node: int) -> float:
-        return float(self.node_sims(np.array([node]))[0])
-
-    def sentences_of(self, node: int) -> range:
-        a, b = self.graph.node_sentences[node]
-        return range(int(a), int(b))
-
-    def visit(self, node: int) -> tuple[int, ...]:
-        self.visited.add(node)
-        new = [s for s in self.sentences_of(node) if s not in self.extracted]
-        if new:
-            sims = self.sent[new] @ self.q
-            self.extracted.update(zip(new, sims.tolist(), strict=True))
-        return tuple(new)
-
-    def best_sentence(self) -> float:
-        return max(self.extracted.values(), default=-np.inf)
-
-    def candidates(self, node: int) -> tuple[npt.NDArray[np.int64], Floats, npt.NDArray[np.int8]]:
-        ids, scores, kinds = self.graph.neighbours(node)
-        keep = np.array([int(i) not in self.visited for i in ids], dtype=bool)
-        return ids[keep], scores[keep], kinds[keep]
-
-
-def _edge(kind: int) -> str:
-    return "intra" if kind == 0 else "inter"
-
-
-class _Frontier:
-    """Every unvisited node adjacent to a visited one, best query similarity first."""
-
-    def __init__(self, ctx: _Context) -> None:
-        self.ctx = ctx
-        # Entries: (-sim(q, node), node, parent, edge kind, edge score).
-        self.heap: list[tuple[float, int, int, int, float]] = []
-
-    def expand(self, node: int) -> None:
-        ids, scores, kinds = self.ctx.candidates(node)
-        if ids.size:
-            sims = self.ctx.node_sims(ids)
-            rows = zip(ids.tolist(), sims.tolist(), kinds.tolist(), scores.tolist(), strict=True)
-            for i, s, kd, e in rows:
-                heapq.heappush(self.heap, (-s, i, node, kd, e))
-
-    def best(self, n: int) -> list[tuple[float, int, int, int, float]]:
-        """The ``n`` best unvisited entries (one per node), without removing them."""
-        visited = self.ctx.visited
-        self.heap = [e for e in self.heap if e[1] not in visited]
-        heapq.heapify(self.heap)
-        out: list[tuple[float, int, int, int, float]] = []
-        seen: set[int] = set()
-        for entry in heapq.nsmallest(len(self.heap), self.heap):
-            if entry[1] not in seen:
-                seen.add(entry[1])
-                out.append(entry)
-                if len(out) == n:
-                    break
-        return out
 
 
 class SSGRetriever:
@@ -372,7 +259,7 @@ class SSGRetriever:
         view = self.index.ssg_view()
         return self._drive(self._run(query, q, k, view), view)
 
-    def _drive(self, gen: _Traversing, view: Any) -> Traversal:
+    def _drive(self, gen: Traversing, view: Any) -> Traversal:
         return drive(gen, functools.partial(self._answer, view))
 
     def _answer(self, view: Any, ask: Any) -> Any:
@@ -382,24 +269,24 @@ class SSGRetriever:
     async def _aanswer(self, view: Any, ask: Any) -> Any:
         return await (self._acomplete(ask) if isinstance(ask, str) else view.afetch(ask))
 
-    def _complete(self, prompt: str) -> str | _LLMFailed:
+    def _complete(self, prompt: str) -> str | LLMFailed:
         assert self.llm is not None
         try:
             return self.llm.complete(prompt)
         except Exception as exc:  # every LLM failure takes the documented path
             return self._llm_failed(exc)
 
-    async def _acomplete(self, prompt: str) -> str | _LLMFailed:
+    async def _acomplete(self, prompt: str) -> str | LLMFailed:
         assert self.llm is not None
         try:
             return await self.llm.acomplete(prompt)
         except Exception as exc:  # every LLM failure takes the documented path
             return self._llm_failed(exc)
 
-    def _llm_failed(self, exc: Exception) -> _LLMFailed:
+    def _llm_failed(self, exc: Exception) -> LLMFailed:
         if self.on_llm_error == "raise":
             raise exc
-        return _LLMFailed(llm_failure(exc))
+        return LLMFailed(llm_failure(exc))
 
     # -- engine -------------------------------------------------------------------------------
     def _limits(self, k: int) -> tuple[int, int]:
@@ -409,10 +296,10 @@ class SSGRetriever:
             after = 5 if self.algorithm == "basic_retrieval" else 8
         return max_s, after
 
-    def _run(self, query: str, q: Floats, k: int, view: Any) -> _Traversing:
+    def _run(self, query: str, q: Floats, k: int, view: Any) -> Traversing:
         # An empty index shows as an anchor search that finds nothing (a view served from a
         # database learns its size with that search, not before it).
-        ctx = _Context(view, q)
+        ctx = Context(view, q)
         max_s, after = self._limits(k)
         if self.algorithm == "basic_retrieval":
             return (yield from self._basic(ctx, max_s, after))
@@ -420,27 +307,27 @@ class SSGRetriever:
             return (yield from self._llm_guided(ctx, query, max_s, after))
         return (yield from self._greedy(ctx, max_s, after))
 
-    def _search(self, ctx: _Context, k: int, *, pca: bool = False) -> _Reading[tuple[Floats, Any]]:
+    def _search(self, ctx: Context, k: int, *, pca: bool = False) -> _Reading[tuple[Floats, Any]]:
         """The node search, as a step on a view that reads as it goes (``async_reads``).
 
         Such a view loads the best candidates with the search: the nodes visited first.
         """
         if not getattr(ctx.view, "async_reads", False):
             return ctx.view.node_index.search(ctx.q, k)
-        rank = _NEXT_HOP.get(self.algorithm, "query")
+        rank = NEXT_HOP.get(self.algorithm, "query")
         return (yield from ctx.view.search_steps(ctx.q, k, pca=pca, load=k, rank=rank))
 
-    def _load(self, ctx: _Context, nodes: Any) -> _Reading[None]:
+    def _load(self, ctx: Context, nodes: Any) -> _Reading[None]:
         """Bring the nodes' sentences and edges in, on a view that reads as it goes.
 
         The view also brings the out-neighbours the first node's next hop most likely goes
         to, ranked by this algorithm's rule.
         """
         if getattr(ctx.view, "async_reads", False):
-            rank = _NEXT_HOP.get(self.algorithm, "query")
+            rank = NEXT_HOP.get(self.algorithm, "query")
             yield from ctx.view.load_steps([int(n) for n in nodes], rank=rank, visited=ctx.visited)
 
-    def _anchor(self, ctx: _Context) -> _Reading[int]:
+    def _anchor(self, ctx: Context) -> _Reading[int]:
         pca = self.algorithm == "triangulation_geometric_3d"
         _, ids = yield from self._search(ctx, 1, pca=pca)
         anchor = int(ids[0, 0])
@@ -448,12 +335,12 @@ class SSGRetriever:
             yield from self._load(ctx, [anchor])
         return anchor
 
-    def _should_stop_early(self, ctx: _Context, after: int, best_available: float) -> bool:
+    def _should_stop_early(self, ctx: Context, after: int, best_available: float) -> bool:
         return (
             self.early_stop and len(ctx.extracted) >= after and ctx.best_sentence() > best_available
         )
 
-    def _basic(self, ctx: _Context, max_s: int, after: int) -> _Reading[Traversal]:
+    def _basic(self, ctx: Context, max_s: int, after: int) -> _Reading[Traversal]:
         _, ids = yield from self._search(ctx, 4 * max_s)  # fewer nodes: padded with -1
         order = [int(i) for i in ids[0] if i >= 0]
         if not order:
@@ -473,7 +360,7 @@ class SSGRetriever:
             t.stop_reason = "ranking exhausted"
         return t
 
-    def _greedy(self, ctx: _Context, max_s: int, after: int) -> _Reading[Traversal]:
+    def _greedy(self, ctx: Context, max_s: int, after: int) -> _Reading[Traversal]:
         algo = self.algorithm
         anchor = yield from self._anchor(ctx)
         if anchor < 0:
@@ -483,7 +370,7 @@ class SSGRetriever:
             Step(anchor, None, "anchor", float("nan"), ctx.node_sim(anchor), ctx.visit(anchor))
         )
         current = anchor
-        frontier = _Frontier(ctx)
+        frontier = Frontier(ctx)
         last_edge = -np.inf
         q3 = None
         if algo == "triangulation_geometric_3d":
@@ -504,7 +391,7 @@ class SSGRetriever:
                     t.stop_reason = "best sentence beats best available chunk"
                     break
                 yield from self._load(ctx, [node])
-                t.steps.append(Step(node, parent, _edge(kind), edge, -neg, ctx.visit(node)))
+                t.steps.append(Step(node, parent, edge_kind(kind), edge, -neg, ctx.visit(node)))
                 frontier.expand(node)
                 continue
             ids, edges, kinds = ctx.candidates(current)
@@ -555,7 +442,7 @@ class SSGRetriever:
                 Step(
                     node,
                     current,
-                    _edge(int(kinds[best])),
+                    edge_kind(int(kinds[best])),
                     float(edges[best]),
                     float(scores[best]),
                     ctx.visit(node),
@@ -564,7 +451,7 @@ class SSGRetriever:
             current = node
         return t
 
-    def _llm_guided(self, ctx: _Context, query: str, max_s: int, after: int) -> _Traversing:
+    def _llm_guided(self, ctx: Context, query: str, max_s: int, after: int) -> Traversing:
         anchor = yield from self._anchor(ctx)
         if anchor < 0:
             return Traversal(stop_reason="empty index")
@@ -572,7 +459,7 @@ class SSGRetriever:
         t.steps.append(
             Step(anchor, None, "anchor", float("nan"), ctx.node_sim(anchor), ctx.visit(anchor))
         )
-        frontier = _Frontier(ctx)
+        frontier = Frontier(ctx)
         frontier.expand(anchor)
         while len(ctx.extracted) < max_s:
             entries = frontier.best(self.candidates_per_hop)
@@ -594,7 +481,7 @@ class SSGRetriever:
                 if decision is None:
                     why = (
                         reply.reason
-                        if isinstance(reply, _LLMFailed)
+                        if isinstance(reply, LLMFailed)
                         else "LLM reply invalid (no valid choice)"
                     )
                     if self.on_llm_error == "raise":
@@ -603,12 +490,12 @@ class SSGRetriever:
                 else:
                     choice, note = int(decision), "llm choice"
             neg, node, parent, kind, edge = entries[choice]
-            t.steps.append(Step(node, parent, _edge(kind), edge, -neg, ctx.visit(node), note))
+            t.steps.append(Step(node, parent, edge_kind(kind), edge, -neg, ctx.visit(node), note))
             frontier.expand(node)
         t.stop_reason = "max_sentences"
         return t
 
-    def _prompt(self, ctx: _Context, query: str, ids: np.ndarray, sims: np.ndarray) -> str:
+    def _prompt(self, ctx: Context, query: str, ids: np.ndarray, sims: np.ndarray) -> str:
         first = sorted(ctx.extracted)[:5]
         extracted = "\n".join(ctx.view.sentence_text(s) for s in first) or "(nothing yet)"
         cands = []
@@ -659,7 +546,7 @@ class SSGRetriever:
                 step_of.setdefault(s, hop)
         spans: list[list[int]] = []
         for s in sorted(step_of):
-            same_doc = spans and spans[-1][-1] == s - 1 and _same_document(view, s - 1, s)
+            same_doc = spans and spans[-1][-1] == s - 1 and same_document(view, s - 1, s)
             if same_doc:
                 spans[-1].append(s)
             else:
@@ -681,7 +568,7 @@ class SSGRetriever:
                     "step_score": step.step_score,
                     "node_score": float(view.graph.node_vectors[step.node] @ q),
                     "sentences": [
-                        _sentence_entry(view, s, float(ctx_sent[s] @ q)) for s in step.sentences
+                        sentence_entry(view, s, float(ctx_sent[s] @ q)) for s in step.sentences
                     ],
                     "path": path,
                     "stop_reason": traversal.stop_reason,
@@ -699,19 +586,3 @@ class SSGRetriever:
 
     def __repr__(self) -> str:
         return f"SSGRetriever(algorithm={self.algorithm!r}, k={self.k})"
-
-
-@dataclass(frozen=True, slots=True)
-class _LLMFailed:
-    """An LLM call that raised, in place of its reply (``on_llm_error="fallback"``)."""
-
-    reason: str
-
-
-def _same_document(view: Any, a: int, b: int) -> bool:
-    return view.sentence_location(a)[0] == view.sentence_location(b)[0]
-
-
-def _sentence_entry(view: Any, s: int, score: float) -> dict[str, Any]:
-    _, span = view.sentence_location(s)
-    return {"start": span.start, "end": span.end, "score": score}

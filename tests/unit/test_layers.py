@@ -41,3 +41,31 @@ def test_import_contracts_hold():
     out = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout[-3000:]
     assert "Contracts: 2 kept, 0 broken." in out.stdout
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    """A module a maintainer can read in one sitting; split by role, not by line count."""
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """Private modules hold public names (``semrag.neo4j._cypher.SCHEMA``); a leading
+    underscore on the imported *name* means it was never meant to leave its module."""
+    found = []
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+                found += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    assert found == []

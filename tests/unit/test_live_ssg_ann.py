@@ -439,8 +439,9 @@ def test_an_add_holds_its_rows_in_the_graphs_dtype_until_its_commit(monkeypatch)
 def test_only_hits_that_may_rank_get_exact_values_and_none_that_rank_is_missed(
     seed, width, floor, ties, noisy
 ):
+    from semrag.index._live_ssg_rows import exact_where as _exact_where
+    from semrag.index._live_ssg_rows import may_rank as _may_rank
     from semrag.index.knn import FLOAT32_TOLERANCE, exact_similarities
-    from semrag.index.live_ssg import _exact_where, _may_rank
 
     rng = np.random.default_rng(seed)
     rows = rng.normal(size=(40, DIM))

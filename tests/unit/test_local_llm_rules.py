@@ -7,8 +7,8 @@ import pytest
 from semrag.graph import communities, extract
 from semrag.index import _ingest
 from semrag.local_llm import _ASKS_FOR_OBJECT, _json_closed
-from semrag.postprocess import spc
-from semrag.retrieval import intent, ppr, sketch, ssg
+from semrag.postprocess import _spc_prompts as spc
+from semrag.retrieval import _query_plan, ppr, sketch, ssg
 
 PROMPTS = {
     "themes": _ingest._THEME_PROMPT,
@@ -17,12 +17,12 @@ PROMPTS = {
     "guided traversal": ssg._LLM_PROMPT,
     "ppr entities": ppr._NER_PROMPT,
     "sketch entities": sketch._NER_PROMPT,
-    "iar plan": intent._PLAN_PROMPT,
-    "spc refine": spc._REFINE_PROMPT,
-    "spc damage": spc._DAMAGE_PROMPT,
-    "spc compress": spc._COMPRESS_PROMPT,
-    "spc elements": spc._ELEMENTS_PROMPT,
-    "spc entail": spc._ENTAIL_PROMPT,
+    "iar plan": _query_plan.PLAN_PROMPT,
+    "spc refine": spc.REFINE_PROMPT,
+    "spc damage": spc.DAMAGE_PROMPT,
+    "spc compress": spc.COMPRESS_PROMPT,
+    "spc elements": spc.ELEMENTS_PROMPT,
+    "spc entail": spc.ENTAIL_PROMPT,
 }
 
 

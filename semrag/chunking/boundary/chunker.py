@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from semrag._validation import Interval, check_param
-from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, _Prepared
+from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, Prepared
 from semrag.chunking.boundary.rules import check_rule, gap_breaks
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
@@ -107,12 +107,12 @@ class PairModelChunker(BoundaryChunker):
                 (see :meth:`~semrag.chunking.boundary.models.PSCModel.check_encoder`).
         """
         if self._model is None:
-            from semrag.chunking.boundary.models import _PairModel, load_boundary_model
+            from semrag.chunking.boundary.models import PairModel, load_boundary_model
 
             arg = self._model_arg
             model = (
                 arg
-                if isinstance(arg, _PairModel)
+                if isinstance(arg, PairModel)
                 else load_boundary_model(arg, expected_dim=self.embedder.dim)
             )
             model.check_encoder(self.embedder)
@@ -129,10 +129,10 @@ class PairModelChunker(BoundaryChunker):
         """``"threshold"`` or ``"valley"`` (see ``rule`` above); the model's unless given."""
         return str(self.model.rule if self._rule_arg is None else self._rule_arg)
 
-    def _texts_to_embed(self, doc: _Prepared) -> list[str]:
+    def _texts_to_embed(self, doc: Prepared) -> list[str]:
         return [s.of(doc.doc.text) for s in doc.sentences]
 
-    def _decide(self, doc: _Prepared, vectors: Floats) -> GapDecision:
+    def _decide(self, doc: Prepared, vectors: Floats) -> GapDecision:
         from semrag.chunking.boundary.data import gap_sides
 
         gaps = np.arange(len(vectors) - 1)

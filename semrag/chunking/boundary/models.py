@@ -10,14 +10,14 @@ project them with one learned linear map ``W``:
   standardised (a batch-norm layer without affine terms: the three metrics live on very
   different scales), go through one linear layer to a logit.
 
-``sigmoid(logit)`` is p(same section). The classes are estimators: :meth:`~_PairModel.fit`
-on labelled pairs, :meth:`~_PairModel.predict_proba` on sentence pairs or on vectors,
-:meth:`~_PairModel.save` and :meth:`~_PairModel.load`. A saved model is ``config.json``
+``sigmoid(logit)`` is p(same section). The classes are estimators: :meth:`~PairModel.fit`
+on labelled pairs, :meth:`~PairModel.predict_proba` on sentence pairs or on vectors,
+:meth:`~PairModel.save` and :meth:`~PairModel.load`. A saved model is ``config.json``
 (constructor arguments, the encoder's identity, the threshold and break rule chosen on
 development data, the library version) plus ``model.safetensors``; no pickle.
 
 The encoder's identity is its name, a fingerprint of its weight files when it has them,
-and the embeddings of four fixed probe sentences. :meth:`~_PairModel.check_encoder`
+and the embeddings of four fixed probe sentences. :meth:`~PairModel.check_encoder`
 accepts an embedder whose fingerprint matches, or whose probe embeddings match (cosine
 >= 0.99 each), and raises otherwise, so weights are never run on another encoder's
 vectors that merely share the dimension.
@@ -80,7 +80,7 @@ def encoder_identity(embedder: Any) -> dict[str, Any]:
     }
 
 
-class _PairModel(torch.nn.Module):
+class PairModel(torch.nn.Module):
     """Shared plumbing: config, training, CPU inference, encoder check, save and load."""
 
     kind: ClassVar[str] = ""
@@ -164,7 +164,7 @@ class _PairModel(torch.nn.Module):
         config: TrainConfig | None = None,
         cache_dir: str | Path | None = None,
         show_progress: bool = False,
-    ) -> _PairModel:
+    ) -> PairModel:
         """Train on labelled pairs; keep the epoch with the lowest dev loss.
 
         Args:
@@ -326,7 +326,7 @@ class _PairModel(torch.nn.Module):
         return directory
 
     @classmethod
-    def load(cls, directory: str | Path) -> _PairModel:
+    def load(cls, directory: str | Path) -> PairModel:
         """Load a model saved with :meth:`save` (of this class's kind).
 
         Raises:
@@ -356,7 +356,7 @@ def _hold_out(sides: tuple[Any, Any, Any], *, seed: int) -> tuple[Any, Any]:
     return (left[train], right[train], y[train]), (left[dev], right[dev], y[dev])
 
 
-class PSCModel(_PairModel):
+class PSCModel(PairModel):
     """Projected Similarity Chunking: ``sigmoid((W e_i) . (W e_j) + b)``.
 
     Examples:
@@ -377,7 +377,7 @@ class PSCModel(_PairModel):
         return (self.proj(left) * self.proj(right)).sum(dim=-1) + self.bias
 
 
-class MFCModel(_PairModel):
+class MFCModel(PairModel):
     """Metric Fusion Chunking: ``sigmoid(w . scale([dot, L2, L1]) + b)`` over the projections."""
 
     kind = "mfc"
@@ -397,7 +397,7 @@ class MFCModel(_PairModel):
         return self.head(self.scale(features)).squeeze(-1)
 
 
-_KINDS: dict[str, type[_PairModel]] = {"psc": PSCModel, "mfc": MFCModel}
+_KINDS: dict[str, type[PairModel]] = {"psc": PSCModel, "mfc": MFCModel}
 
 
 def fit_boundary_model(
@@ -410,8 +410,8 @@ def fit_boundary_model(
     window: int | Sequence[int] = 1,
     cache_dir: str | Path | None = None,
     show_progress: bool = False,
-) -> tuple[_PairModel, list[dict[str, Any]]]:
-    """Build a PSC or MFC model for ``embedder`` and :meth:`~_PairModel.fit` it.
+) -> tuple[PairModel, list[dict[str, Any]]]:
+    """Build a PSC or MFC model for ``embedder`` and :meth:`~PairModel.fit` it.
 
     Args:
         kind: ``"psc"`` or ``"mfc"``.
@@ -450,7 +450,7 @@ def fit_boundary_model(
     return model, model.history_
 
 
-def load_boundary_model(directory: str | Path, *, expected_dim: int | None = None) -> _PairModel:
+def load_boundary_model(directory: str | Path, *, expected_dim: int | None = None) -> PairModel:
     """Load a PSC or MFC model saved with ``save``.
 
     Args:

@@ -28,7 +28,7 @@ from semrag.eval.datasets import SectionedDocument
 from semrag.eval.metrics import pk
 
 if TYPE_CHECKING:  # the models import this module to train; it needs them only for types
-    from semrag.chunking.boundary.models import _PairModel
+    from semrag.chunking.boundary.models import PairModel
 
 __all__ = [
     "TrainConfig",
@@ -248,7 +248,7 @@ def _pair_set_sides(
 
 
 def train_loop(
-    model: _PairModel,
+    model: PairModel,
     train: tuple[Any, Any, Any],
     dev: tuple[Any, Any, Any],
     config: TrainConfig | None = None,
@@ -340,7 +340,7 @@ class _Average:
 
 
 def accuracy_by_kind(
-    model: _PairModel, pairs: PairSet, embedder: BaseEmbedder, **kw: Any
+    model: PairModel, pairs: PairSet, embedder: BaseEmbedder, **kw: Any
 ) -> dict[str, float]:
     """Accuracy at the model's threshold for each kind of pair (positives, each negative kind)."""
     left, right, y = side_tensors(pairs, None, embedder, model.window, **kw)
@@ -355,7 +355,7 @@ def accuracy_by_kind(
 
 
 def gap_probabilities(
-    model: _PairModel,
+    model: PairModel,
     documents: Sequence[SectionedDocument],
     embedder: BaseEmbedder,
     *,
@@ -388,7 +388,7 @@ def gap_probabilities(
 
 
 def choose_threshold(
-    model: _PairModel,
+    model: PairModel,
     sources: Sequence[tuple[str, Sequence[SectionedDocument]]],
     embedder: BaseEmbedder,
     *,

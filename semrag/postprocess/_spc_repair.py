@@ -1,0 +1,189 @@
+"""SPC's repair steps: the plan for a damaged chunk, its cut, and the assembled result."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from semrag.errors import LLMOutputError
+from semrag.postprocess.coverage import (
+    unsupported_words,
+)
+from semrag.postprocess.detect import Completeness, assess
+from semrag.postprocess.stitch import best_window, covering_sentences
+from semrag.text.phrases import content_words
+from semrag.types import Chunk, ScoredChunk
+
+if TYPE_CHECKING:  # postprocess is below index: the protocol is only a type here
+    pass
+from semrag.postprocess._spc_records import Repair
+
+
+class RepairSteps:
+    """The repair half of :class:`~semrag.postprocess.SPC` (it sets the options these read)."""
+
+    def _budget(self, chunk: Chunk) -> int:
+        return self.budget if self.budget is not None else max(2 * chunk.token_count, 64)
+
+    def _repair_plan(self, hit: ScoredChunk, found: Completeness, q: np.ndarray) -> dict[str, Any]:
+        chunk = hit.chunk
+        plan: dict[str, Any] = {"action": "intact", "span": (chunk.start, chunk.end)}
+        if not found.damaged(self.delta):
+            if self._mismatched(chunk):
+                plan["action"] = "source_mismatch"
+            return plan
+        source, why = self._source(chunk)
+        if source is None:
+            plan["action"] = why
+            return plan
+        spans = source.sentences
+        ra, rb = covering_sentences(spans, chunk.start, chunk.end)
+        if not found.signals:  # an LLM said "damaged" without saying where: both sides
+            ra, rb = max(0, ra - 1), min(len(spans), rb + 1)
+        # Whole sentences fix a cut; a signal that remains at an edge asks for the
+        # sentence beyond it (at most ``neighbours`` times per side).
+        for _ in range(max(1, self.neighbours)):
+            core = source.text[spans[ra].start : spans[rb - 1].end]
+            sides = assess(core, starts_sentence=True, ends_sentence=True).sides
+            grow_a = "start" in sides and ra > 0
+            grow_b = "end" in sides and rb < len(spans)
+            if not (grow_a or grow_b):
+                break
+            ra, rb = ra - grow_a, rb + grow_b
+        lo, hi = max(0, ra - self.neighbours), min(len(spans), rb + self.neighbours)
+        texts = [spans[i].of(source.text) for i in range(lo, hi)]
+        tokens = self.tokenizer.count(texts)
+        vecs = source.vectors[lo:hi] if source.vectors is not None else self.embedder.embed(texts)
+        relevance = np.asarray(vecs, dtype=np.float64) @ q
+        budget = self._budget(chunk)
+        wa, wb = best_window(tokens, relevance, (ra - lo, rb - lo), budget)
+        start, end = spans[lo + wa].start, spans[lo + wb - 1].end
+        note = ""
+        if sum(tokens[wa:wb]) > budget:
+            start, end, note = *self._cut(source.text, start, end, budget), "cut to the budget"
+        plan.update(budget=budget, span=(start, end), note=note, method="extractive")
+        plan["action"] = "repaired" if (start, end) != (chunk.start, chunk.end) else "unchanged"
+        if self.llm is not None and plan["action"] == "repaired":
+            plan["stitched"] = source.text[spans[lo].start : spans[hi - 1].end]
+        plan["source_text"] = source.text
+        return plan
+
+    def _cut(self, text: str, start: int, end: int, budget: int) -> tuple[int, int]:
+        offsets = self.tokenizer.offsets(text[start:end])
+        if len(offsets) <= budget:
+            return start, end
+        return start, start + offsets[budget - 1][1]
+
+    def _apply_llm_compression(self, plan: dict[str, Any], reply: Any, notes: list[str]) -> None:
+        if isinstance(reply, LLMOutputError):
+            notes.append("compress: LLM reply invalid; extractive repair kept")
+            return
+        text = " ".join(reply["text"].split())
+        if self.tokenizer.count([text])[0] > plan["budget"]:
+            notes.append("compress: LLM text over the budget; extractive repair kept")
+            return
+        new_words = unsupported_words(content_words(text), plan["stitched"])
+        if new_words:  # a compression leaves words out or inflects them; more is invented
+            shown = ", ".join(new_words[:3])
+            notes.append(
+                f"compress: LLM text has words not in the source ({shown}); extractive repair kept"
+            )
+            return
+        plan["method"] = "llm"
+        plan["llm_text"] = text
+
+    def _assemble(
+        self, kept: list[ScoredChunk], found: list[Completeness], plans: list[dict[str, Any]]
+    ) -> tuple[list[ScoredChunk], list[Repair]]:
+        chunks: list[ScoredChunk] = []
+        actions: list[Repair] = []
+        for hit, comp, plan in zip(kept, found, plans, strict=True):
+            chunk = hit.chunk
+            after_score = None
+            if plan["action"] == "repaired":
+                start, end = plan["span"]
+                text = plan.get("llm_text") or plan["source_text"][start:end]
+                if "llm_text" in plan:  # rewritten text: the source span no longer matches it
+                    start = end = -1
+                chunk = replace(
+                    chunk,
+                    start=start,
+                    end=end,
+                    text=text,
+                    token_count=int(self.tokenizer.count([text])[0]),
+                )
+                after_score = self.assess(chunk).score if "llm_text" not in plan else None
+            repair = Repair(
+                hit.chunk.doc_id,
+                (hit.chunk.start, hit.chunk.end),
+                tuple(plan["span"]),
+                comp.to_metadata(),
+                plan["action"],
+                plan.get("method", "") if plan["action"] == "repaired" else "",
+                after_score,
+                plan.get("note", ""),
+            )
+            prov = {
+                "step": "spc",
+                **repair.to_metadata(),
+                "exact": "llm_text" not in plan,
+                **(
+                    {"offsets": None, "note": "LLM-compressed text; offsets unknown"}
+                    if "llm_text" in plan
+                    else {}
+                ),
+            }
+            chunks.append(
+                replace(
+                    hit,
+                    chunk=chunk,
+                    channel_scores={**hit.channel_scores, "completeness": comp.score},
+                    provenance=(*hit.provenance, prov),
+                )
+            )
+            actions.append(repair)
+        return self._drop_contained(chunks, actions)
+
+    def _mismatched(self, chunk: Chunk) -> bool:
+        """True when the chunk's source is known and its text is not at its offsets."""
+        if not chunk.has_offsets:
+            return False
+        text, _ = self._source_text(chunk.doc_id)
+        return text is not None and text[chunk.start : chunk.end] != chunk.text
+
+    def _verified(self, chunk: Chunk) -> bool:
+        """True when the chunk's text is exactly at its offsets in its known source."""
+        if not chunk.doc_id or not chunk.has_offsets:
+            return False
+        text, _ = self._source_text(chunk.doc_id)
+        return text is not None and text[chunk.start : chunk.end] == chunk.text
+
+    def _drop_contained(
+        self, chunks: list[ScoredChunk], actions: list[Repair]
+    ) -> tuple[list[ScoredChunk], list[Repair]]:
+        """Drop chunks provably inside a better-ranked chunk: both verified in one source.
+
+        A chunk is dropped only when it and the better-ranked chunk have known offsets,
+        the same non-empty document id, and texts that match that document at those
+        offsets; a chunk without offsets, without a known source, or whose text differs
+        from its source is always kept.
+        """
+        keep_c: list[ScoredChunk] = []
+        keep_a: list[Repair] = []
+        verified: list[bool] = []
+        for c, a in zip(chunks, actions, strict=True):
+            ok = self._verified(c.chunk)
+            inside = ok and any(
+                v
+                and k.chunk.doc_id == c.chunk.doc_id
+                and k.chunk.start <= c.chunk.start
+                and c.chunk.end <= k.chunk.end
+                for k, v in zip(keep_c, verified, strict=True)
+            )
+            if not inside:
+                keep_c.append(c)
+                keep_a.append(a)
+                verified.append(ok)
+        return keep_c, keep_a
