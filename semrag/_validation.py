@@ -16,15 +16,23 @@ A constraint is one of:
 * ``bool``: ``True`` / ``False`` (numpy booleans too);
 * ``"callable"``: anything callable;
 * :class:`HasMethods` ``(*names)``: an object with these methods;
-* any other class: an instance of it.
+* any other class: an instance of it (``object``: anything, for a parameter such as the
+  index that is checked where it is used).
+
+A class declares each parameter once, scikit-learn's way: its ``__init__`` signature and,
+beside it, ``_parameter_constraints``. :class:`Params` checks at class creation that the two
+name the same parameters, checks a call's values from the signature
+(``self._check_params(locals())``), and derives :meth:`Params.get_params` and ``repr``
+from the same declaration.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,6 +44,7 @@ __all__ = [
     "HasMethods",
     "Interval",
     "Options",
+    "Params",
     "check_k",
     "check_param",
     "check_query",
@@ -139,6 +148,8 @@ _REJECT = _Reject()
 
 
 def _describe(constraint: Any) -> str:
+    if constraint is object:
+        return "any object"
     if constraint is None:
         return "None"
     if constraint is bool:
@@ -235,3 +246,86 @@ def positive_ints(names: Iterable[str], *, allow_none: bool = False) -> dict[str
     if allow_none:
         allowed.append(None)
     return {name: allowed for name in names}
+
+
+class Params:
+    """A class whose parameters are declared once: its ``__init__`` and its constraints.
+
+    Subclasses list ``_parameter_constraints`` (one entry per ``__init__`` parameter, checked
+    when the class is created), store each parameter under its own name, and start
+    ``__init__`` with ``p = self._check_params(locals())``. ``get_params()`` and ``repr``
+    read the same declaration, so a parameter cannot be added to one and left out of the
+    others.
+
+    Examples:
+        >>> class Walk(Params):
+        ...     _parameter_constraints = {"k": [Interval(INT, 1, None)], "damping": [REAL]}
+        ...     def __init__(self, *, k: int = 10, damping: float = 0.8) -> None:
+        ...         p = self._check_params(locals())
+        ...         self.k, self.damping = p["k"], p["damping"]
+        >>> Walk(k=3)
+        Walk(k=3)
+        >>> Walk(k=3).get_params()
+        {'k': 3, 'damping': 0.8}
+        >>> Walk(k=0)
+        Traceback (most recent call last):
+        ...
+        semrag.errors.ConfigError: Walk: k=0 is not allowed; expected an int in [1, inf)
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        names = set(cls._param_names())
+        declared = set(cls._parameter_constraints)
+        if names != declared:
+            raise ConfigError(
+                f"{cls.__name__}: __init__ and _parameter_constraints disagree: "
+                f"without a constraint {sorted(names - declared)}, "
+                f"constrained but not a parameter {sorted(declared - names)}"
+            )
+
+    @classmethod
+    def _signature(cls) -> list[inspect.Parameter]:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        return [p for p in params if p.kind not in variadic]
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return [p.name for p in cls._signature()]
+
+    def _check_params(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """This call's parameters (``locals()`` of ``__init__``), checked and normalised."""
+        values = {name: given[name] for name in self._param_names()}
+        return validate_params(type(self).__name__, self._parameter_constraints, values)
+
+    def get_params(self) -> dict[str, Any]:
+        """Every parameter's current value, by name (in the signature's order)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def __repr__(self) -> str:
+        shown = []
+        values = self.get_params()
+        for p in self._signature():
+            value = values[p.name]
+            if p.default is not inspect.Parameter.empty and _same(value, p.default):
+                continue
+            shown.append(f"{p.name}={_brief(value)}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+def _same(value: Any, default: Any) -> bool:
+    if value is default:
+        return True
+    if isinstance(value, (bool, int, float, str, tuple, type(None))):
+        return type(value) is type(default) and value == default
+    return False
+
+
+def _brief(value: Any) -> str:
+    """A value as ``repr`` shows it: plain values in full, objects by their class."""
+    if isinstance(value, (bool, int, float, str, tuple, type(None))):
+        return repr(value)
+    return f"<{type(value).__name__}>"

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from semrag._steps import adrive, drive
-from semrag._validation import HasMethods, Interval, Options, check_query, validate_params
+from semrag._validation import HasMethods, Interval, Options, Params, check_query
 from semrag.embeddings import as_embedder
 from semrag.errors import LLMOutputError
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -78,7 +78,7 @@ logger = logging.getLogger(__name__)
 Sources = Mapping[str, str] | Callable[[str], "str | None"]
 
 
-class SPC(RepairSteps):
+class SPC(RepairSteps, Params):
     """Semantic-preserving chunk repair and coverage audit (InSemRAG §3.2.2).
 
     Args:
@@ -118,6 +118,10 @@ class SPC(RepairSteps):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "index": [object],
+        "sources": [object],
+        "embedder": [object],
+        "tokenizer": [object],
         "k": [Interval(numbers.Integral, 1, None)],
         "delta": [Interval(numbers.Real, 0, 1)],
         "epsilon": [Interval(numbers.Real, 0, 1)],
@@ -148,22 +152,7 @@ class SPC(RepairSteps):
         max_concurrency: int = 8,
         on_llm_error: str = "fallback",
     ) -> None:
-        p = validate_params(
-            "SPC",
-            self._parameter_constraints,
-            {
-                "k": k,
-                "delta": delta,
-                "epsilon": epsilon,
-                "budget": budget,
-                "neighbours": neighbours,
-                "llm": llm,
-                "refine": refine,
-                "audit": audit,
-                "max_concurrency": max_concurrency,
-                "on_llm_error": on_llm_error,
-            },
-        )
+        p = self._check_params(locals())
         k, delta, epsilon, budget = p["k"], p["delta"], p["epsilon"], p["budget"]
         neighbours, refine, audit = p["neighbours"], p["refine"], p["audit"]
         max_concurrency = p["max_concurrency"]
@@ -497,9 +486,3 @@ class SPC(RepairSteps):
             ]
         else:
             result.follow_up_queries = [follow_up_query(e, query, covered) for e in result.missing]
-
-    def __repr__(self) -> str:
-        return (
-            f"SPC(k={self.k}, delta={self.delta}, epsilon={self.epsilon}, "
-            f"llm={self.llm is not None})"
-        )

@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import numbers
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
-from semrag._validation import HasMethods, Interval, check_k, check_query, validate_params
+from semrag._validation import HasMethods, Interval, Params, check_k, check_query
 from semrag.postprocess.spc import SPC, SPCResult
 from semrag.types import ScoredChunk
 
@@ -70,7 +70,7 @@ class CheckResult:
         }
 
 
-class RetrieveAndCheck:
+class RetrieveAndCheck(Params):
     """Retrieve, repair, audit, and re-query what is missing (at most ``max_rounds``).
 
     Args:
@@ -94,24 +94,17 @@ class RetrieveAndCheck:
         (['a', 'b'], 'Charles Babbage')
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "retriever": [HasMethods("retrieve", "aretrieve")],
+        "spc": [HasMethods("process", "aprocess", "audit_coverage", "aaudit_coverage")],
+        "max_rounds": [Interval(numbers.Integral, 1, None)],
+        "follow_up_k": [Interval(numbers.Integral, 1, None)],
+    }
+
     def __init__(
         self, retriever: Any, spc: SPC, max_rounds: int = 3, *, follow_up_k: int = 3
     ) -> None:
-        p = validate_params(
-            "RetrieveAndCheck",
-            {
-                "retriever": [HasMethods("retrieve", "aretrieve")],
-                "spc": [HasMethods("process", "aprocess", "audit_coverage", "aaudit_coverage")],
-                "max_rounds": [Interval(numbers.Integral, 1, None)],
-                "follow_up_k": [Interval(numbers.Integral, 1, None)],
-            },
-            {
-                "retriever": retriever,
-                "spc": spc,
-                "max_rounds": max_rounds,
-                "follow_up_k": follow_up_k,
-            },
-        )
+        p = self._check_params(locals())
         self.retriever = retriever
         self.spc = spc
         self.max_rounds = p["max_rounds"]
@@ -208,9 +201,6 @@ class RetrieveAndCheck:
         if not state.stop_reason:
             state.stop_reason = "covered" if not state.missing else "max_rounds"
         return state
-
-    def __repr__(self) -> str:
-        return f"RetrieveAndCheck({self.retriever!r}, {self.spc!r}, max_rounds={self.max_rounds})"
 
 
 def _covers(old: ScoredChunk, new: ScoredChunk) -> bool:

@@ -21,13 +21,21 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Generator
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from semrag._rwlock import reading
 from semrag._steps import Call, acall, adrive, call, drive
-from semrag._validation import INT, REAL, Interval, Options, check_k, check_query, validate_params
+from semrag._validation import (
+    INT,
+    REAL,
+    Interval,
+    Options,
+    Params,
+    check_k,
+    check_query,
+)
 from semrag.errors import ConfigError
 from semrag.graph.communities import report_text
 from semrag.index.reader import CorpusReader
@@ -81,7 +89,7 @@ def _ranked(scored: dict[Any, tuple[Any, ...]], k: int | None = None) -> list[tu
     return out if k is None else out[:k]
 
 
-class CommunityRetriever:
+class CommunityRetriever(Params):
     """Local or global community search (SemRAG §3.2.3).
 
     Args:
@@ -100,6 +108,21 @@ class CommunityRetriever:
             members (ties: document order). ``None`` reads every chunk.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "index": [object],
+        "kg": [object],
+        "mode": [Options("local", "global")],
+        "k": [Interval(INT, 1, None)],
+        "tau_e": [Interval(REAL, -1, 1)],
+        "tau_d": [Interval(REAL, -1, 1)],
+        "max_entities": [Interval(INT, 1, None)],
+        "window": [Interval(INT, 1, None), None],
+        "top_communities": [Interval(INT, 1, None)],
+        "centrality_weight": [Interval(REAL, 0, 1)],
+        "level": [Interval(INT, 0, None), None],
+        "max_chunks": [Interval(INT, 1, None), None],
+    }
+
     def __init__(
         self,
         index: CorpusReader,
@@ -116,33 +139,7 @@ class CommunityRetriever:
         level: int | None = None,
         max_chunks: int | None = 64,
     ) -> None:
-        p = validate_params(
-            "CommunityRetriever",
-            {
-                "mode": [Options("local", "global")],
-                "k": [Interval(INT, 1, None)],
-                "tau_e": [Interval(REAL, -1, 1)],
-                "tau_d": [Interval(REAL, -1, 1)],
-                "max_entities": [Interval(INT, 1, None)],
-                "window": [Interval(INT, 1, None), None],
-                "top_communities": [Interval(INT, 1, None)],
-                "centrality_weight": [Interval(REAL, 0, 1)],
-                "level": [Interval(INT, 0, None), None],
-                "max_chunks": [Interval(INT, 1, None), None],
-            },
-            {
-                "mode": mode,
-                "k": k,
-                "tau_e": tau_e,
-                "tau_d": tau_d,
-                "max_entities": max_entities,
-                "window": window,
-                "top_communities": top_communities,
-                "centrality_weight": centrality_weight,
-                "level": level,
-                "max_chunks": max_chunks,
-            },
-        )
+        p = self._check_params(locals())
         k, tau_e, tau_d, max_entities = p["k"], p["tau_e"], p["tau_d"], p["max_entities"]
         window, top_communities, level = p["window"], p["top_communities"], p["level"]
         centrality_weight = p["centrality_weight"]
@@ -374,9 +371,6 @@ class CommunityRetriever:
                 )
             out.append(ScoredChunk(chunk, s, {"dense": s, "community": rel[comm.id]}, (prov,)))
         return out
-
-    def __repr__(self) -> str:
-        return f"CommunityRetriever(mode={self.mode!r}, k={self.k})"
 
 
 def _current_version(source: Any) -> _Reads[Any]:

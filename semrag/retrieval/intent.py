@@ -67,9 +67,9 @@ from semrag._validation import (
     HasMethods,
     Interval,
     Options,
+    Params,
     check_k,
     check_query,
-    validate_params,
 )
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.index.fusion import fuse_weighted, normalise_scores, normalise_weights
@@ -108,7 +108,7 @@ class _Candidates:
     extended: dict[int, float] = field(default_factory=dict)
 
 
-class IntentAwareRetriever:
+class IntentAwareRetriever(Params):
     """Hybrid dense + BM25 + graph retrieval with per-query weights (InSemRAG IAR).
 
     Args:
@@ -165,6 +165,9 @@ class IntentAwareRetriever:
     graph retriever's scores (PageRank mass, SSG similarities) differ in scale by strategy."""
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "index": [object],
+        "extended": [object],
+        "graph": [object],
         "k": [Interval(numbers.Integral, 1, None)],
         "m": [Interval(numbers.Integral, 1, None)],
         "llm": [HasMethods("complete", "acomplete"), None],
@@ -196,23 +199,7 @@ class IntentAwareRetriever:
         max_keywords: int = 8,
         on_llm_error: str = "fallback",
     ) -> None:
-        p = validate_params(
-            "IntentAwareRetriever",
-            self._parameter_constraints,
-            {
-                "k": k,
-                "m": m,
-                "llm": llm,
-                "weights": weights,
-                "intent_weights": intent_weights,
-                "n_candidates": n_candidates,
-                "refine": refine,
-                "refine_weight": refine_weight,
-                "max_paraphrases": max_paraphrases,
-                "max_keywords": max_keywords,
-                "on_llm_error": on_llm_error,
-            },
-        )
+        p = self._check_params(locals())
         k, m, n_candidates, refine_weight = p["k"], p["m"], p["n_candidates"], p["refine_weight"]
         max_paraphrases, max_keywords = p["max_paraphrases"], p["max_keywords"]
         for intent in intent_weights or {}:
@@ -225,13 +212,14 @@ class IntentAwareRetriever:
         self.weights = (
             normalise_weights({c: weights.get(c, 0.0) for c in CHANNELS}) if weights else None
         )
-        self.intent_weights = dict(intent_weights or {})
+        self.intent_weights = dict(intent_weights) if intent_weights else None
         self.n_candidates = n_candidates
         self.refine = refine
         self.refine_weight = refine_weight
         self.max_paraphrases = max_paraphrases
         self.max_keywords = max_keywords
         self.on_llm_error = on_llm_error
+        self.graph = graph
         self.extended = self._extended_channel(extended, graph)
 
     def _extended_channel(self, extended: Any, graph: Any) -> Any:
@@ -485,12 +473,6 @@ class IntentAwareRetriever:
         for j, vecs in enumerate((yield Call("sentence_vectors_of", (ids,)))):
             out[j] = float((vecs @ q).max()) if len(vecs) else np.nan
         return out
-
-    def __repr__(self) -> str:
-        return (
-            f"IntentAwareRetriever(k={self.k}, m={self.m}, llm={self.llm is not None}, "
-            f"extended={type(self.extended).__name__ if self.extended else None})"
-        )
 
 
 async def _nothing() -> list[ScoredChunk]:

@@ -44,9 +44,9 @@ from semrag._validation import (
     HasMethods,
     Interval,
     Options,
+    Params,
     check_k,
     check_query,
-    validate_params,
 )
 from semrag.index.dense import top_k
 from semrag.index.passages import (
@@ -83,7 +83,7 @@ Question: {query}
 JSON:"""
 
 
-class PPRRetriever:
+class PPRRetriever(Params):
     r"""Multi-hop retrieval: personalized PageRank over passages and entities (HippoRAG-style).
 
     See the module docstring for the method.
@@ -128,6 +128,8 @@ class PPRRetriever:
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "index": [object],
+        "graph": [object],
         "k": [Interval(numbers.Integral, 1, None)],
         "damping": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
         "epsilon": [Interval(numbers.Real, 0.0, 1.0, closed="neither"), None],
@@ -162,25 +164,7 @@ class PPRRetriever:
         llm: LLM | None = None,
         on_llm_error: str = "fallback",
     ) -> None:
-        p = validate_params(
-            "PPRRetriever",
-            self._parameter_constraints,
-            {
-                "k": k,
-                "damping": damping,
-                "epsilon": epsilon,
-                "passage_weight": passage_weight,
-                "dense_seeds": dense_seeds,
-                "link_threshold": link_threshold,
-                "link_k": link_k,
-                "synonym_threshold": synonym_threshold,
-                "synonym_k": synonym_k,
-                "entity_seeds": entity_seeds,
-                "titles": titles,
-                "llm": llm,
-                "on_llm_error": on_llm_error,
-            },
-        )
+        p = self._check_params(locals())
         self.index = index
         self.graph = graph
         self.k = p["k"]
@@ -579,6 +563,3 @@ class PPRRetriever:
         texts = self._to_embed(g, query, names)
         vectors = await self.index.embedder.aembed(texts)
         return await asyncio.to_thread(self._rank, g, texts, vectors, names, how, k)
-
-    def __repr__(self) -> str:
-        return f"PPRRetriever(k={self.k}, damping={self.damping}, graph={self.graph is not None})"

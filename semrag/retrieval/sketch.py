@@ -39,7 +39,7 @@ import re
 import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -51,9 +51,9 @@ from semrag._validation import (
     HasMethods,
     Interval,
     Options,
+    Params,
     check_k,
     check_query,
-    validate_params,
 )
 from semrag.errors import ConfigError
 from semrag.graph.types import Entity
@@ -134,7 +134,7 @@ class _Same(_ByChunkId, Mapping[int, int]):
         return cid
 
 
-class SketchRetriever:
+class SketchRetriever(Params):
     """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
 
     Args:
@@ -161,6 +161,27 @@ class SketchRetriever:
         on_llm_error: ``"fallback"`` (phrase matching, noted) or ``"raise"``.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "index": [object],
+        "kg": [object],
+        "k": [Interval(INT, 1, None)],
+        "depth": [Interval(INT, 0, None)],
+        "llm": [HasMethods("complete", "acomplete"), None],
+        "split": [tuple, None],
+        "n_vector": [Interval(INT, 1, None), None],
+        "max_entities": [Interval(INT, 1, None)],
+        "max_graph_chunks": [Interval(INT, 1, None)],
+        "max_bridges": [Interval(INT, 0, None)],
+        "max_entity_chunks": [Interval(INT, 1, None), None],
+        "fuzzy_matches": [Interval(INT, 0, None)],
+        "hop_decay": [Interval(REAL, 0, 1)],
+        "graph_weight": [Interval(REAL, 0, None)],
+        "boost": [Interval(REAL, 0, None)],
+        "token_budget": [Interval(INT, 1, None), None],
+        "max_facts": [Interval(INT, 0, None)],
+        "on_llm_error": [Options("fallback", "raise")],
+    }
+
     def __init__(
         self,
         index: CorpusReader,
@@ -183,45 +204,7 @@ class SketchRetriever:
         max_facts: int = 20,
         on_llm_error: str = "fallback",
     ) -> None:
-        p = validate_params(
-            "SketchRetriever",
-            {
-                "k": [Interval(INT, 1, None)],
-                "depth": [Interval(INT, 0, None)],
-                "llm": [HasMethods("complete", "acomplete"), None],
-                "split": [tuple, None],
-                "n_vector": [Interval(INT, 1, None), None],
-                "max_entities": [Interval(INT, 1, None)],
-                "max_graph_chunks": [Interval(INT, 1, None)],
-                "max_bridges": [Interval(INT, 0, None)],
-                "max_entity_chunks": [Interval(INT, 1, None), None],
-                "fuzzy_matches": [Interval(INT, 0, None)],
-                "hop_decay": [Interval(REAL, 0, 1)],
-                "graph_weight": [Interval(REAL, 0, None)],
-                "boost": [Interval(REAL, 0, None)],
-                "token_budget": [Interval(INT, 1, None), None],
-                "max_facts": [Interval(INT, 0, None)],
-                "on_llm_error": [Options("fallback", "raise")],
-            },
-            {
-                "k": k,
-                "depth": depth,
-                "llm": llm,
-                "split": split,
-                "n_vector": n_vector,
-                "max_entities": max_entities,
-                "max_graph_chunks": max_graph_chunks,
-                "max_bridges": max_bridges,
-                "max_entity_chunks": max_entity_chunks,
-                "fuzzy_matches": fuzzy_matches,
-                "hop_decay": hop_decay,
-                "graph_weight": graph_weight,
-                "boost": boost,
-                "token_budget": token_budget,
-                "max_facts": max_facts,
-                "on_llm_error": on_llm_error,
-            },
-        )
+        p = self._check_params(locals())
         if split is not None:
             split = check_split("SketchRetriever", split)
         k, depth, n_vector, max_entities = p["k"], p["depth"], p["n_vector"], p["max_entities"]
@@ -560,6 +543,3 @@ class SketchRetriever:
             if len(out) >= k:
                 break
         return out
-
-    def __repr__(self) -> str:
-        return f"SketchRetriever(k={self.k}, depth={self.depth}, split={self.split})"

@@ -53,7 +53,14 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._steps import adrive, drive
-from semrag._validation import HasMethods, Interval, Options, check_k, check_query, validate_params
+from semrag._validation import (
+    HasMethods,
+    Interval,
+    Options,
+    Params,
+    check_k,
+    check_query,
+)
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, extract_json, llm_failure, validate_json
@@ -115,7 +122,7 @@ Your response:"""
 )
 
 
-class SSGRetriever:
+class SSGRetriever(Params):
     """Retrieve by traversing the semantic similarity graph of a :class:`SemanticIndex`.
 
     Args:
@@ -144,6 +151,7 @@ class SSGRetriever:
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "index": [object],
         "algorithm": [Options(*ALGORITHMS)],
         "k": [Interval(numbers.Integral, 1, None)],
         "max_sentences": [Interval(numbers.Integral, 1, None), None],
@@ -169,21 +177,7 @@ class SSGRetriever:
         candidates_per_hop: int = 5,
         on_llm_error: str = "fallback",
     ) -> None:
-        p = validate_params(
-            "SSGRetriever",
-            self._parameter_constraints,
-            {
-                "algorithm": algorithm,
-                "k": k,
-                "max_sentences": max_sentences,
-                "early_stop": early_stop,
-                "early_stop_after": early_stop_after,
-                "llm": llm,
-                "max_llm_calls": max_llm_calls,
-                "candidates_per_hop": candidates_per_hop,
-                "on_llm_error": on_llm_error,
-            },
-        )
+        p = self._check_params(locals())
         k, max_sentences, early_stop_after = p["k"], p["max_sentences"], p["early_stop_after"]
         max_llm_calls, candidates_per_hop = p["max_llm_calls"], p["candidates_per_hop"]
         if algorithm == "llm_guided_traversal" and llm is None:
@@ -583,6 +577,3 @@ class SSGRetriever:
             hits.append(ScoredChunk(chunk, best["node_score"], scores, tuple(provenance)))
         hits.sort(key=lambda h: -h.score)
         return hits[:k]
-
-    def __repr__(self) -> str:
-        return f"SSGRetriever(algorithm={self.algorithm!r}, k={self.k})"
