@@ -80,6 +80,10 @@ class Following:
             # the names' vectors, so a resumed graph embeds no name again
             (tmp / "names.json").write_text(json.dumps(spelled, ensure_ascii=False), "utf-8")
             np.save(tmp / "names.npy", vectors, allow_pickle=False)
+            if self.communities_built:  # so a resumed graph keeps its communities following
+                settings = {k: v for k, v in self._community_args.items() if k != "llm"}
+                settings["llm"] = self._community_args.get("llm") is not None
+                (tmp / "communities.json").write_text(json.dumps(settings), encoding="utf-8")
         return Path(directory)
 
     @classmethod
@@ -92,7 +96,9 @@ class Following:
         extractor as then). Documents the index changed meanwhile (added, deleted,
         replaced, or moved by a re-add) are caught up in one change before the graph
         follows, so it ends equal to a fresh build over the index's documents.
-        Communities are marked stale.
+        Communities built with extractive reports follow again (detected with the saved
+        settings, as a fresh build would); those whose reports came from an LLM are marked
+        stale until :meth:`refresh_communities`.
 
         Raises:
             ConfigError: if ``ledger`` is not a saved ledger.
@@ -110,11 +116,28 @@ class Following:
                 spelled = json.loads((directory / "names.json").read_text(encoding="utf-8"))
                 names = (spelled, np.load(directory / "names.npy", allow_pickle=False))
             kg._ledger = GraphLedger.from_json(data, kg.embedder, names)
+            settings = None
+            if (directory / "communities.json").exists():
+                settings = json.loads((directory / "communities.json").read_text("utf-8"))
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise StoreError(f"{directory} does not hold a consistent ledger ({exc})") from exc
         kg._extractor = extractor or HeuristicGraphExtractor()
-        index.follow(kg, replay=kg._catch_up)
-        kg.communities_stale = True
+        caught_up: list[Change] = []
+
+        def replay(docs: list[IndexedDocument], version: int) -> Change:
+            caught_up.append(kg._catch_up(docs, version))
+            return caught_up[-1]
+
+        index.follow(kg, replay=replay)
+        changed = any(c.added or c.removed for c in caught_up)
+        if settings is None or settings.pop("llm"):
+            kg.communities_stale = True
+        elif changed:  # the catch-up changed the graph: detect them again
+            kg.build_communities(**settings)
+        else:  # the stored communities (and their reports' vectors) are current
+            kg._community_args = {**settings, "llm": None}
+            kg.communities_built = True
+            kg.communities_stale = False
         return kg
 
     def _catch_up(self, docs: list[IndexedDocument], version: int) -> Change:

@@ -90,6 +90,8 @@ class KnowledgeGraph(Following):
         self._ledger: GraphLedger | None = None
         self._extractor: Any = None
         self._community_args: dict[str, Any] = {}
+        self.communities_built = False
+        """Whether this graph detected its communities (so none found means an empty graph)."""
         self._unsynced = False
         self._show_progress = False
 
@@ -283,6 +285,7 @@ class KnowledgeGraph(Following):
         ``on_llm_error``: ``"fallback"`` (an extractive report, noted in :attr:`notes`) or
         ``"raise"`` when the report LLM fails.
         """
+        self.communities_built = True
         self._community_args = {
             "levels": levels,
             "algorithm": algorithm,

@@ -10,6 +10,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from semrag.errors import ConfigError
 from semrag.graph.names import best_matches, lookup_tokens, name_tokens, per_name, rank_matches
 from semrag.graph.types import (
@@ -79,6 +81,7 @@ class InMemoryGraphStore:
         self._rels_of: dict[str, set[tuple[str, str, str]]] = defaultdict(set)  # entity -> keys
         self._by_token: dict[str, set[str]] = defaultdict(set)  # name token -> entity ids
         self._communities: list[Community] = []
+        self._report_vectors: np.ndarray | None = None  # one row per community, if given
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(
@@ -210,10 +213,30 @@ class InMemoryGraphStore:
             for t in name_tokens(eid):
                 self._by_token[t].discard(eid)
 
-    def write_communities(self, communities: Sequence[Community]) -> None:
-        """Replace the stored communities."""
+    def write_communities(
+        self, communities: Sequence[Community], *, report_vectors: Any = None
+    ) -> None:
+        """Replace the stored communities (and their reports' vectors, one row each, if given).
+
+        Kept vectors are saved with the store, so global search over a loaded store embeds
+        no report again.
+
+        Raises:
+            ConfigError: if ``report_vectors`` is not one finite row per community.
+        """
+        vectors = None
+        if report_vectors is not None:
+            vectors = np.array(report_vectors, dtype=np.float32)
+            if vectors.ndim != 2 or len(vectors) != len(communities):
+                raise ConfigError(
+                    f"report_vectors must hold one row per community ({len(communities)}), "
+                    f"got shape {vectors.shape}"
+                )
+            if not np.isfinite(vectors).all():
+                raise ConfigError("report_vectors hold NaN or infinite values")
         with self._lock:
             self._communities = list(communities)
+            self._report_vectors = vectors
 
     def clear(self) -> None:
         """Delete everything."""
@@ -368,6 +391,14 @@ class InMemoryGraphStore:
         with self._lock:
             return [c for c in self._communities if level is None or c.level == level]
 
+    def read_reports(self, level: int | None = None) -> tuple[list[Community], np.ndarray | None]:
+        """Stored communities (of one level) and their reports' vectors (``None``: not kept)."""
+        with self._lock:
+            rows = [i for i, c in enumerate(self._communities) if level is None or c.level == level]
+            vectors = self._report_vectors
+            comms = [self._communities[i] for i in rows]
+        return comms, None if vectors is None else vectors[rows]
+
     def counts(self) -> dict[str, int]:
         """Numbers of entities, relations, chunks, mentions and communities."""
         with self._lock:
@@ -394,6 +425,7 @@ class InMemoryGraphStore:
                 ],
                 "communities": [asdict(c) for c in self._communities],
             }
+            report_vectors = self._report_vectors
         manifest = {
             "kind": "graph_store",
             "format_version": _FORMAT,
@@ -402,6 +434,8 @@ class InMemoryGraphStore:
         with atomic_directory(directory, manifest) as tmp:
             for name, rows in data.items():
                 (tmp / f"{name}.json").write_text(json.dumps(rows, ensure_ascii=False), "utf-8")
+            if report_vectors is not None:
+                np.save(tmp / "report_vectors.npy", report_vectors, allow_pickle=False)
         return Path(directory)
 
     @classmethod
@@ -426,8 +460,10 @@ class InMemoryGraphStore:
                 for r in rows("mentions")
             ],
         )
+        vectors = directory / "report_vectors.npy"
         store.write_communities(
-            [Community(**{**r, "entity_ids": tuple(r["entity_ids"])}) for r in rows("communities")]
+            [Community(**{**r, "entity_ids": tuple(r["entity_ids"])}) for r in rows("communities")],
+            report_vectors=np.load(vectors, allow_pickle=False) if vectors.exists() else None,
         )
         return store
 

@@ -317,6 +317,8 @@ class CommunityRetriever(Params):
         graph_version = yield from _current_version(self.kg)
         comms, vecs, ranks, ids = self._report_state(graph_version)
         if not comms:
+            if getattr(self.kg, "communities_built", False):
+                return []  # built over a graph with no entities yet: nothing to find
             raise ConfigError(
                 "global search needs communities: build the graph with communities=True"
             )

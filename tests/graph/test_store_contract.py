@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from semrag.errors import ConfigError, StoreUnavailableError
@@ -233,6 +234,30 @@ def test_communities_round_trip(store):
     assert store.read_communities(level=1) == comms[2:]
     store.write_communities(comms[:1])
     assert store.read_communities() == comms[:1]
+
+
+def test_report_vectors_round_trip_with_their_communities(store, tmp_path):
+    ents, rels, ments = sample()
+    store.upsert(ents, rels, ments)
+    comms = [
+        Community("L0-0", 0, ("ada lovelace",), None, "A.", "a", 0.5),
+        Community("L1-0", 1, ("ada lovelace", "charles babbage"), None, "B.", "b", 1.0),
+    ]
+    vectors = np.array([[1, 0, 0], [0, 0.6, 0.8]], np.float32)
+    store.write_communities(comms, report_vectors=vectors)
+    got, vecs = store.read_reports()
+    assert got == comms
+    np.testing.assert_allclose(vecs, vectors, atol=1e-7)
+    got, vecs = store.read_reports(level=1)
+    assert got == comms[1:]
+    np.testing.assert_allclose(vecs, vectors[1:], atol=1e-7)
+    if isinstance(store, InMemoryGraphStore):  # saved and loaded with the store
+        again = InMemoryGraphStore.load(store.save(tmp_path / "store"))
+        np.testing.assert_array_equal(again.read_reports()[1], vectors)
+        with pytest.raises(ConfigError, match="one row per community"):
+            store.write_communities(comms, report_vectors=vectors[:1])
+    store.write_communities(comms)  # written without vectors: none are read back
+    assert store.read_reports()[1] is None
 
 
 def test_batches_larger_than_batch_size(store):

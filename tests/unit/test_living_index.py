@@ -29,7 +29,13 @@ from semrag.index.change import Change, IndexedDocument, IndexPart
 from semrag.index.knn import merge_top, top_neighbours
 from semrag.index.live_ssg import LiveSSG
 from semrag.index.ssg import window_ranges
-from semrag.retrieval import ALGORITHMS, CommunityRetriever, IntentAwareRetriever, SketchRetriever
+from semrag.retrieval import (
+    ALGORITHMS,
+    CommunityRetriever,
+    IntentAwareRetriever,
+    PPRRetriever,
+    SketchRetriever,
+)
 from semrag.testing import FakeEmbedder
 from semrag.types import Span
 
@@ -271,6 +277,9 @@ def make_retrievers(index: SemanticIndex, kg: KnowledgeGraph) -> dict[str, objec
         "iar": IntentAwareRetriever(index, k=10).retrieve,
         "sketch": SketchRetriever(index, kg, k=10).retrieve,
         "local": CommunityRetriever(index, kg, mode="local", k=10).retrieve,
+        "global": CommunityRetriever(index, kg, mode="global", k=10).retrieve,
+        "ppr": PPRRetriever(index, k=10).retrieve,
+        "ppr+graph": PPRRetriever(index, kg, k=10).retrieve,
     }
     for algorithm in SSG_ALGORITHMS:
         out[algorithm] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
@@ -305,7 +314,7 @@ class LivingIndex(RuleBasedStateMachine):
 
     def _build_graph(self) -> KnowledgeGraph:
         store = self.store_factory() if self.store_factory else None
-        return KnowledgeGraph.build(self.index, store=store, communities=False)
+        return KnowledgeGraph.build(self.index, store=store)
 
     def __init__(self) -> None:
         super().__init__()
@@ -416,7 +425,7 @@ class LivingIndex(RuleBasedStateMachine):
             assert not e.node_vectors.size or np.shares_memory(e.node_vectors, nodes)
             assert not e.chunk_vectors.size or np.shares_memory(e.chunk_vectors, chunk_rows)
             np.testing.assert_array_equal(e.chunk_vectors, self.index.dense.vectors_of(e.chunk_ids))
-        fresh_kg = KnowledgeGraph.build(fresh, communities=False)  # in the embedded store
+        fresh_kg = KnowledgeGraph.build(fresh)  # in the embedded store
         assert graph_table(self.kg) == graph_table(fresh_kg)
         ents, vectors = self.kg.entity_vectors()  # kept per change, or read from a save
         assert sorted(e.id for e in ents) == [e[0] for e in graph_table(self.kg)["entities"]]
@@ -927,6 +936,57 @@ def test_communities_that_follow_changes_equal_a_fresh_build(graph_store):
         assert global_hits(index, kg) == global_hits(fresh_index, fresh), (op, doc_id)
         fresh.detach()
     kg.detach()
+
+
+def test_a_resumed_graph_keeps_its_extractive_communities_following(tmp_path):
+    from semrag.graph import InMemoryGraphStore
+
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES[:3])])
+    kg = KnowledgeGraph.build(index, community_levels=1)
+    kg.save_ledger(tmp_path / "ledger")
+    kg.store.save(tmp_path / "store")
+    kg.detach()
+    index.add_documents([Document("s3", STORIES[3])])  # while no graph follows
+    resumed = KnowledgeGraph.resume(
+        index, InMemoryGraphStore.load(tmp_path / "store"), tmp_path / "ledger"
+    )
+    index.delete("s0")  # and after
+    assert resumed.communities_built and not resumed.communities_stale
+    fresh = KnowledgeGraph.build(index, community_levels=1, store=InMemoryGraphStore())
+    assert community_table(resumed) == community_table(fresh)
+    fresh.detach()
+    resumed.detach()
+
+
+def test_a_loaded_graph_answers_its_first_global_query_embedding_only_the_query(tmp_path):
+    from semrag.graph import InMemoryGraphStore
+
+    question = "Where did Obama meet Merkel?"
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES)])
+    kg = KnowledgeGraph.build(index)
+    want = CommunityRetriever(index, kg, mode="global", k=3).retrieve(question)
+    index.save(tmp_path / "index")
+    kg.save_ledger(tmp_path / "ledger")
+    kg.store.save(tmp_path / "store")
+
+    embedded: list[str] = []
+
+    class Counting(FakeEmbedder):
+        def _embed_batch(self, texts):
+            embedded.extend(texts)
+            return super()._embed_batch(texts)
+
+    loaded = SemanticIndex.load(tmp_path / "index", embedder=Counting(dim=32))
+    store = InMemoryGraphStore.load(tmp_path / "store")
+    resumed = KnowledgeGraph.resume(loaded, store, tmp_path / "ledger")
+    got = CommunityRetriever(loaded, resumed, mode="global", k=3).retrieve(question)
+    assert embedded == [question]  # no report, name or chunk embedded again
+    assert [(h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in got] == [
+        (h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in want
+    ]
+    assert not resumed.communities_stale
 
 
 def test_llm_reports_are_not_rewritten_per_change_and_search_says_they_are_stale():
