@@ -375,25 +375,39 @@ class SemanticIndex(Ingestion, Search, SSGAccess, Versioned, Saving):
         """Whether the calling thread may make a change now (it holds no read of the index)."""
         return not (self._lock.reading() or self._follow_lock.reading())
 
-    def enable(self, part: str) -> None:
+    def enable(self, part: str, *, split: tuple[int, int] = (100, 16)) -> None:
         """Add a part to a populated index: built from the indexed documents, then kept.
 
-        ``"passages"``: the PPR passage phrases (as ``SemanticIndex(passages=True)``). An
-        index that holds the part already is left as it is.
+        ``"passages"``: the PPR passage phrases (as ``SemanticIndex(passages=True)``);
+        ``"pieces"``: SKETCH's small pieces of ``split`` (as ``SemanticIndex(pieces=split)``).
+        From then on the part follows every change and is saved with the index. An index
+        that holds the part already is left as it is.
 
         Raises:
-            ConfigError: for a part that cannot be enabled this way.
+            ConfigError: for a part that cannot be enabled this way, or a bad ``split``.
         """
-        if part != "passages":
-            raise ConfigError(f"enable() builds the part 'passages', not {part!r}")
+        if part not in ("passages", "pieces"):
+            raise ConfigError(f"enable() builds the parts 'passages' and 'pieces', not {part!r}")
         with self._commit_lock:
-            if self._passages is not None:
+            if (self._passages if part == "passages" else self._pieces) is not None:
                 return
-            built = PassagePhrases(self.embedder)
+            built: PassagePhrases | PieceIndex
+            if part == "passages":
+                built = PassagePhrases(self.embedder)
+            else:
+                built = PieceIndex(
+                    check_split("SemanticIndex.enable", split),
+                    self.chunker.tokenizer,
+                    self.embedder,
+                    self.dense_kind,
+                )
             publish = built.stage(Change(self._version, tuple(self._entries.values())))
             with self._lock.write():
                 publish()
-                self._passages = built
+                if isinstance(built, PassagePhrases):
+                    self._passages = built
+                else:
+                    self._pieces = built
 
     @property
     def piece_index(self) -> PieceIndex | None:

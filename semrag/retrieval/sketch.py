@@ -236,6 +236,25 @@ class SketchRetriever(Params):
         self._own: PieceIndex | None = None  # pieces kept here when the index holds none
         self._own_version = -1
         self._lock = threading.Lock()
+        self.prepare()
+
+    def prepare(self) -> None:
+        """Give the index its ``pieces`` part of this split if it can keep one and has none.
+
+        Then the pieces follow every change and are saved with the index, so no query splits
+        or embeds them. An index that keeps pieces of another split, or cannot keep a part
+        (a vector store's, a server's), leaves them to this retriever.
+        """
+        enable = getattr(self.index, "enable", None)
+        can_commit = getattr(self.index, "can_commit", None)
+        if (
+            self.split is not None
+            and callable(enable)
+            and callable(can_commit)
+            and can_commit()
+            and getattr(self.index, "piece_index", None) is None
+        ):
+            enable("pieces", split=self.split)
 
     # -- the small pieces ------------------------------------------------------------------------
     def pieces(self) -> tuple[Mapping[int, Chunk], Mapping[int, int], Any]:

@@ -528,12 +528,16 @@ def test_sketch_pieces_follow_the_index_and_embed_only_changed_documents():
     kept = SketchRetriever(index, kg, split=(12, 3))
     before = table(kept)
     assert len(before[0]) > len(index.chunks())  # the long chunks were split
+    assert index.piece_index.split == (12, 3)  # the retriever gave the index the part
+    embedder.embedded.clear()
     index.add_documents([long_doc("c", "Honey")])
     index.add_documents([long_doc("a", "Stocks")], on_conflict="replace")  # a new version of "a"
+    texts = [t for t in embedder.embedded if "is here" in t]  # not the graph's entity names
+    assert texts  # the changes embedded their own documents' text (pieces included)
+    assert all("Honey" in t or "Stocks" in t for t in texts)
     embedder.embedded.clear()
     table(kept)
-    assert embedder.embedded  # only the changed documents' split pieces were embedded
-    assert all("Honey" in t or "Stocks" in t for t in embedder.embedded)
+    assert not embedder.embedded  # the query side embeds no piece
     index.delete("b")
     embedder.embedded.clear()
     kept_table = table(kept)
