@@ -21,12 +21,9 @@ format, checksums and the embedder's dimension.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import itertools
 import threading
 import weakref
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,8 +33,9 @@ from semrag._rwlock import RWLock
 from semrag._validation import HasMethods, Options, validate_params
 from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder, as_embedder
-from semrag.errors import ConfigError, NotIndexedError
+from semrag.errors import ConfigError
 from semrag.index._ingest import Ingestion
+from semrag.index._reads import Reads
 from semrag.index._saved import Saving
 from semrag.index._search import Search
 from semrag.index._ssg_view import SSGAccess, SSGView
@@ -51,14 +49,14 @@ from semrag.index.pieces import PieceIndex, check_split
 from semrag.index.sparse import IDF_VARIANTS, BM25Index
 from semrag.index.ssg import SSGConfig
 from semrag.llm import LLM
-from semrag.types import Chunk, Document, Span
+from semrag.types import Chunk
 
 __all__ = ["SSGView", "SemanticIndex"]
 
 Floats = npt.NDArray[np.float32]
 
 
-class SemanticIndex(Ingestion, Search, SSGAccess, Versioned, Saving):
+class SemanticIndex(Reads, Ingestion, Search, SSGAccess, Versioned, Saving):
     """Everything the retrievers search, built once and kept in step.
 
     Args:
@@ -102,6 +100,7 @@ class SemanticIndex(Ingestion, Search, SSGAccess, Versioned, Saving):
         notes: every fallback taken while indexing, with its reason.
 
     Examples:
+        >>> from semrag import Document
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder())
         >>> docs = [Document("a", "Cats purr. Cats nap."), Document("b", "Stocks fell.")]
@@ -201,163 +200,6 @@ class SemanticIndex(Ingestion, Search, SSGAccess, Versioned, Saving):
         self._follow_lock = RWLock()
         self._commit_lock = threading.RLock()
         self._publish_view()
-
-    # -- read access ----------------------------------------------------------------------
-    @property
-    def version(self) -> int:
-        """A number that changes with every add or delete: retrievers key caches by it."""
-        return self._version
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._entries
-
-    @property
-    def doc_ids(self) -> list[str]:
-        """Ids of the indexed documents, in insertion order."""
-        return list(self._entries)
-
-    def _entry(self, doc_id: str) -> IndexedDocument:
-        try:
-            return self._entries[doc_id]
-        except KeyError:
-            raise NotIndexedError(f"document {doc_id!r} is not indexed") from None
-
-    def document(self, doc_id: str) -> Document:
-        """The indexed document ``doc_id`` (:class:`~semrag.errors.NotIndexedError` if absent)."""
-        return self._entry(doc_id).doc
-
-    def sentences(self, doc_id: str) -> list[Span]:
-        """Sentence spans of ``doc_id``."""
-        return self._entry(doc_id).sentences
-
-    def chunks(self, doc_id: str | None = None) -> list[Chunk]:
-        """Chunks of one document, or of all documents in order."""
-        if doc_id is not None:
-            return list(self._entry(doc_id).chunks)
-        return [c for e in self._entries.values() for c in e.chunks]
-
-    def chunk(self, chunk_id: int) -> Chunk:
-        """The chunk stored under an integer id of the dense/BM25 indexes."""
-        with self._lock.read():
-            try:
-                return self._chunk_by_id[chunk_id]
-            except KeyError:
-                raise NotIndexedError(f"chunk {chunk_id!r} is not indexed") from None
-
-    def indexed(self, doc_id: str) -> IndexedDocument:
-        """The record ingestion made of ``doc_id``: its sentences, chunks and vectors.
-
-        The same object until the document is replaced or deleted, so a cache keyed by it
-        (``record is index.indexed(doc_id)``) knows whether the document changed.
-        """
-        return self._entry(doc_id)
-
-    def chunk_ids(self, doc_id: str) -> list[int]:
-        """Integer ids of ``doc_id``'s chunks, in document order."""
-        return list(self._entry(doc_id).chunk_ids)
-
-    def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
-        """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
-        with self._lock.read():
-            return self.dense.vectors_of(chunk_ids)
-
-    def sentence_vectors(self, doc_id: str) -> Floats:
-        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`.
-
-        Float32, or float16 when the index holds its SSG rows so
-        (``SSGConfig(vector_dtype="float16")``).
-        """
-        return self._entries[doc_id].sentence_vectors
-
-    def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
-        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``.
-
-        In the document's chunk order. Two binary searches bound the candidates (chunks
-        by start, and the furthest end reached so far), so a document of many chunks
-        costs a lookup ``log`` of them plus the chunks found, whatever their layout
-        (chunks of a splitter may overlap).
-        """
-        entry = self._entries.get(doc_id)
-        if entry is None:
-            return []
-        cached = self._chunk_spans.get(doc_id)
-        if cached is None or cached[0] is not entry:
-            order = sorted(range(len(entry.chunks)), key=lambda i: entry.chunks[i].start)
-            starts = [entry.chunks[i].start for i in order]
-            reach = list(itertools.accumulate((entry.chunks[i].end for i in order), max))
-            cached = self._chunk_spans[doc_id] = (entry, order, starts, reach)
-        _, order, starts, reach = cached
-        lo, hi = bisect.bisect_right(reach, start), bisect.bisect_left(starts, end)
-        chunks, ids = entry.chunks, entry.chunk_ids
-        found = [j for j in order[lo:hi] if chunks[j].end > start]
-        if len(found) > 1 and any(a > b for a, b in itertools.pairwise(found)):
-            found.sort()  # chunks not stored in start order
-        return [ids[j] for j in found]
-
-    def overlapping_chunks_many(self, spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
-        """:meth:`overlapping_chunks` of each ``(doc_id, start, end)`` (one read on a server)."""
-        return [self.overlapping_chunks(d, a, b) for d, a, b in spans]
-
-    def fetch_documents(self, doc_ids: Sequence[str]) -> None:
-        """Nothing to fetch: the documents are in memory.
-
-        A retriever about to read several documents' sentences says so here; an index
-        on a server (:class:`~semrag.neo4j.Neo4jIndex`) fetches them in one round trip.
-        """
-
-    def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
-        """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
-        with self._lock.read():
-            return self.sparse.scores_of(query, chunk_ids)
-
-    def search_channels(
-        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
-    ) -> tuple[npt.NDArray[np.int64], list[list[tuple[int, float]]]]:
-        """Dense top-``k`` ids of each vector (``-1`` pads) and BM25 top ``k`` of each query.
-
-        One read of one version (a database index answers both in one round trip).
-        """
-        with self._lock.read():
-            _, ids = self.dense.search(vectors, k)
-            return ids, self.sparse.search_many(list(queries), k)
-
-    def sparse_scores_many(
-        self, queries: Sequence[str], chunk_ids: Sequence[int]
-    ) -> npt.NDArray[np.float64]:
-        """:meth:`sparse_scores` of each query: shape ``(len(queries), len(chunk_ids))``."""
-        with self._lock.read():
-            rows = [self.sparse_scores(q, chunk_ids) for q in queries]
-        return np.array(rows, np.float64).reshape(len(queries), len(chunk_ids))
-
-    def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
-        """The vectors of each chunk's sentences (``sentence_start .. sentence_end``)."""
-        with self._lock.read():
-            out = []
-            for i in chunk_ids:
-                c = self._chunk_by_id[int(i)]
-                out.append(
-                    self._entries[c.doc_id].sentence_vectors[c.sentence_start : c.sentence_end]
-                )
-            return out
-
-    @property
-    def tokenizer(self) -> Any:
-        """What counts a chunk's tokens: the chunker's tokenizer."""
-        return self.chunker.tokenizer
-
-    def themes(self, doc_id: str) -> list[str]:
-        """Themes of ``doc_id`` (keywords, or the theme LLM's)."""
-        return list(self._entries[doc_id].themes)
-
-    @property
-    def dense(self) -> DenseIndex | StoreBackedDense:
-        """The dense part: chunk vectors searched in process, or by the user's vector store."""
-        if self._dense is None:
-            self._dense = DenseIndex(self.embedder.dim, kind=self.dense_kind)
-        return self._dense
 
     @property
     def parts(self) -> dict[str, StagedPart]:
