@@ -38,6 +38,7 @@ from semrag.retrieval import (
 )
 from semrag.testing import FakeEmbedder
 from semrag.types import Span
+from tests.counting import CountingEmbedder
 
 DIM = 16
 
@@ -971,18 +972,11 @@ def test_a_loaded_graph_answers_its_first_global_query_embedding_only_the_query(
     kg.save_ledger(tmp_path / "ledger")
     kg.store.save(tmp_path / "store")
 
-    embedded: list[str] = []
-
-    class Counting(FakeEmbedder):
-        def _embed_batch(self, texts):
-            embedded.extend(texts)
-            return super()._embed_batch(texts)
-
-    loaded = SemanticIndex.load(tmp_path / "index", embedder=Counting(dim=32))
+    loaded = SemanticIndex.load(tmp_path / "index", embedder=(counting := CountingEmbedder(dim=32)))
     store = InMemoryGraphStore.load(tmp_path / "store")
     resumed = KnowledgeGraph.resume(loaded, store, tmp_path / "ledger")
     got = CommunityRetriever(loaded, resumed, mode="global", k=3).retrieve(question)
-    assert embedded == [question]  # no report, name or chunk embedded again
+    assert counting.embedded == [question]  # no report, name or chunk embedded again
     assert [(h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in got] == [
         (h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in want
     ]

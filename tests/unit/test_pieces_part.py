@@ -11,6 +11,7 @@ from semrag.errors import ConfigError
 from semrag.graph import KnowledgeGraph
 from semrag.retrieval import SketchRetriever
 from semrag.testing import FakeEmbedder
+from tests.counting import CountingEmbedder
 
 DOCS = [
     Document(d, " ".join(f"{topic} fact number {i} is here." for i in range(30)))
@@ -61,18 +62,11 @@ def test_a_loaded_index_serves_sketch_without_splitting_or_embedding_a_piece(tmp
     assert index.piece_index.split == (12, 3)  # the retriever gave the index the part
     index.save(tmp_path / "index")
 
-    embedded: list[str] = []
-
-    class Counting(FakeEmbedder):
-        def _embed_batch(self, texts):
-            embedded.extend(texts)
-            return super()._embed_batch(texts)
-
-    loaded = SemanticIndex.load(tmp_path / "index", embedder=Counting(dim=32))
+    loaded = SemanticIndex.load(tmp_path / "index", embedder=(counting := CountingEmbedder(dim=32)))
     assert loaded.piece_index.split == (12, 3)
     kg2 = KnowledgeGraph(kg.store, index=loaded)
     got = SketchRetriever(loaded, kg2, split=(12, 3)).retrieve("Which fact about honey?")
-    assert all("is here" not in t for t in embedded)  # no piece, chunk or sentence again
+    assert all("is here" not in t for t in counting.embedded)  # no piece, chunk or sentence again
     assert [(h.chunk.doc_id, h.chunk.start) for h in got] == [
         (h.chunk.doc_id, h.chunk.start) for h in want
     ]
