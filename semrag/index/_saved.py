@@ -233,7 +233,10 @@ class Saving:
             )
         if m.get("passages"):
             index._passages = PassagePhrases.load(
-                directory, list(index._entries.values()), embedder=index.embedder
+                directory,
+                list(index._entries.values()),
+                embedder=index.embedder,
+                version=index._version,
             )
         if ssg_cfg:
             index._ssg = index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs)

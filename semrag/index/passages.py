@@ -7,8 +7,10 @@ that graph; the rest is array operations over the whole corpus. :class:`PassageP
 does the costly part once per document, as a part of the index
 (``SemanticIndex(passages=True)``): each change finds the phrases of its added documents
 and embeds their new names while it is staged, and the part is saved and loaded with the
-index. A retriever over such an index (or a process that loads it) finds no phrase and
-embeds no name; it only assembles the graph of the current version.
+index. The part also keeps the assembled graph of its current version (:meth:`graph`,
+assembled at most once per version, for every retriever) and saves it, so a retriever over
+such an index, or a process that loads it, finds no phrase, embeds no name and assembles
+nothing.
 
 Without the part, the retriever keeps the same records itself (:func:`doc_phrases`), per
 document, until the document changes.
@@ -16,7 +18,9 @@ document, until the document changes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +31,7 @@ import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
+from semrag.index._passage_graph import GRAPH_FILE, PassageGraph, assemble, load_graph, save_graph
 from semrag.index.change import Change, IndexedDocument
 from semrag.text.phrases import entities as find_entities
 from semrag.types import Chunk
@@ -159,6 +164,24 @@ class PassagePhrases:
         self.titles = bool(titles)
         self.registry = NameRegistry(embedder.dim)
         self._docs: dict[str, DocPhrases] = {}
+        self.version = 0
+        """The index version the phrases are of."""
+        self._graph: PassageGraph | None = None
+        self._graph_lock = threading.Lock()
+
+    def graph(self, doc_ids: Sequence[str]) -> PassageGraph:
+        """The passage graph of the current version (no relations, no synonym edges).
+
+        ``doc_ids``: the index's documents in its order (read under the index's read
+        lock, so they are of :attr:`version`). Assembled at most once per version and
+        shared by every retriever; saved with the part.
+        """
+        with self._graph_lock:
+            g = self._graph
+            if g is None or g.version != self.version:
+                g = assemble(self.version, [self._docs[d] for d in doc_ids], self.registry)
+                self._graph = g
+            return g
 
     def of(self, doc_id: str) -> DocPhrases:
         """The phrases of an indexed document."""
@@ -181,6 +204,7 @@ class PassagePhrases:
             for doc_id in change.removed_ids:
                 self._docs.pop(doc_id, None)
             self._docs.update((p.record.id, p) for p in found)
+            self.version = change.version
 
         return publish
 
@@ -192,11 +216,18 @@ class PassagePhrases:
     def save(self, directory: Path) -> list[str]:
         """Write ``passages.json`` (keys, names) and ``passages.npz`` (phrases, vectors).
 
-        The documents' arrays are written in the order the index lists them.
+        The documents' arrays are written in the order the index lists them, and the
+        assembled graph (``passage_graph.npz``) when it is of the current version.
         """
         reg = self.registry
         keys = sorted(reg.slot_of, key=reg.slot_of.__getitem__)
-        meta = {"titles": self.titles, "keys": keys, "names": reg.names, "docs": list(self._docs)}
+        meta = {
+            "titles": self.titles,
+            "keys": keys,
+            "names": reg.names,
+            "docs": list(self._docs),
+            "version": self.version,
+        }
         (directory / "passages.json").write_text(json.dumps(meta), encoding="utf-8")
         docs = list(self._docs.values())
         empty = np.zeros(0, np.int64)
@@ -207,13 +238,26 @@ class PassagePhrases:
             names=np.concatenate([empty, *(d.names for d in docs)]),
             vectors=reg.vectors.view,
         )
-        return ["passages.json", "passages.npz"]
+        files = ["passages.json", "passages.npz"]
+        with self._graph_lock:
+            g = self._graph
+        if g is not None and g.version == self.version:
+            files.append(save_graph(g, directory))
+        return files
 
     @classmethod
     def load(
-        cls, directory: Path, documents: Sequence[IndexedDocument], *, embedder: Any
+        cls,
+        directory: Path,
+        documents: Sequence[IndexedDocument],
+        *,
+        embedder: Any,
+        version: int = 0,
     ) -> PassagePhrases:
         """Read what :meth:`save` wrote; ``documents`` are the loaded index's.
+
+        ``version``: the loaded index's version (a loaded index numbers its versions
+        afresh); the saved graph is of it when it was of the saved phrases' version.
 
         Raises:
             StoreError: if the phrases do not match the documents, or the vectors the names
@@ -257,6 +301,16 @@ class PassagePhrases:
             at_chunk, at_phrase = at_chunk + n, at_phrase + m
         if at_chunk != counts.size or at_phrase != slots.size:
             raise StoreError(f"{directory}: the passage phrases do not match the index")
+        out.version = version
+        if (directory / GRAPH_FILE).exists():
+            try:
+                g = load_graph(directory, list(out._docs.values()), reg)
+                if g.version == meta.get("version"):  # saved current: current again
+                    out._graph = dataclasses.replace(g, version=version)
+            except (KeyError, ValueError) as exc:
+                raise StoreError(
+                    f"{directory}/{GRAPH_FILE} does not match the index: {exc}"
+                ) from exc
         return out
 
     def __repr__(self) -> str:

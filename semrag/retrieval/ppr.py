@@ -48,7 +48,7 @@ from semrag._validation import (
     check_k,
     check_query,
 )
-from semrag.index.dense import top_k
+from semrag.index._passage_graph import PassageGraph, assemble
 from semrag.index.passages import (
     DocPhrases,
     NameRegistry,
@@ -59,7 +59,6 @@ from semrag.index.passages import (
 from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
-from semrag.retrieval._passage_graph import Lookup, Names, NodeOf, PassageGraph, Ragged
 from semrag.text.phrases import entities as find_entities
 from semrag.types import ScoredChunk
 
@@ -280,6 +279,8 @@ class PPRRetriever(Params):
         with reading(self.index):  # one version of the index for the whole graph
             version = self.index.version
             kept = self._kept_phrases()
+            if kept is not None and not self.synonym_k:  # the part keeps the graph itself
+                return kept.graph(self.index.doc_ids)
             if kept is not None:  # found and embedded as the index changed: nothing to do
                 reg = kept.registry
                 docs = [kept.of(d) for d in self.index.doc_ids]
@@ -292,109 +293,19 @@ class PPRRetriever(Params):
                 docs, phrases, relations = self._phrases_from_graph()
         if reg is self._registry:
             reg.embed_new(self.index.embedder)
-        g = self._assemble(version, docs, phrases, relations, reg)
+        g = assemble(
+            version,
+            docs,
+            reg,
+            phrases=phrases,
+            relations=relations,
+            synonym_k=self.synonym_k,
+            synonym_threshold=self.synonym_threshold,
+        )
         if reg is self._registry and len(reg.names) > 2 * len(g.names) + 1024:
             # mostly names no longer in the corpus
             self._registry, self._docs = NameRegistry(self.index.embedder.dim), {}
         return g
-
-    def _assemble(
-        self,
-        version: int,
-        docs: list[DocPhrases],
-        phrases: tuple[Ints, Ints] | None,
-        relations: list[tuple[str, str, float]],
-        reg: NameRegistry,
-    ) -> PassageGraph:
-        """One version's graph from its documents' pieces: array operations only.
-
-        ``phrases`` (slots and name ids, in order) are the phrase nodes; by default the
-        phrases the passages mention, in the order they first do, each spelled as there.
-        """
-        import scipy.sparse as sp
-
-        chunk_ids = np.concatenate([np.zeros(0, np.int64), *(d.chunk_ids for d in docs)])
-        chunks = [c for d in docs for c in d.chunks]
-        counts = np.concatenate([np.zeros(0, np.int64), *(d.counts for d in docs)])
-        slots = np.concatenate([np.zeros(0, np.int64), *(d.slots for d in docs)])
-        spelled = np.concatenate([np.zeros(0, np.int64), *(d.names for d in docs)])
-        if phrases is None:
-            uniq, first = np.unique(slots, return_index=True)
-            by_first = np.argsort(first, kind="stable")
-            order, name_ids = uniq[by_first], spelled[first[by_first]]
-        else:
-            order, name_ids = phrases
-        n_p, n_e = chunk_ids.size, order.size
-        number_of_slot = np.full(len(reg.slot_of), -1, np.int64)
-        number_of_slot[order] = np.arange(n_e)
-        numbers = number_of_slot[slots]
-        ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
-        passage = np.repeat(np.arange(n_p), counts)
-        df = np.maximum(np.bincount(numbers, minlength=n_e), 1).astype(np.float64)
-        rows, cols, vals = [passage], [numbers + n_p], [np.ones(numbers.size)]
-        keys = Lookup(reg.slot_of, number_of_slot, n_e)
-        pairs = [
-            (n_p + keys[a], n_p + keys[b], w)
-            for a, b, w in relations
-            if a in keys and b in keys and a != b
-        ]
-        if pairs:
-            rel = np.asarray(pairs, dtype=np.float64).reshape(-1, 3)
-            rows.append(rel[:, 0].astype(np.int64))
-            cols.append(rel[:, 1].astype(np.int64))
-            vals.append(rel[:, 2])
-        n_syn = 0
-        if n_e > 1 and self.synonym_k:
-            a, b, w = self._synonyms(reg.vectors.view[name_ids])
-            n_syn = a.size
-            rows.append(a + n_p)
-            cols.append(b + n_p)
-            vals.append(w)
-        n = n_p + n_e
-        r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-        adj = sp.csr_matrix(
-            (np.r_[v, v], (np.r_[r, c], np.r_[c, r])), shape=(n, n)
-        )  # undirected: each edge both ways (duplicates add up)
-        degree = np.asarray(adj.sum(axis=0)).ravel()
-        inv = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-        adj.data *= inv[adj.indices]  # column j scaled by 1 / degree(j): column-stochastic
-        return PassageGraph(
-            version=version,
-            chunk_ids=chunk_ids,
-            chunks=chunks,
-            names=Names(reg.names, name_ids),
-            keys=keys,
-            passage_phrases=Ragged(ptr, numbers),
-            df=df,
-            transition=adj,
-            degree=degree,
-            node_of=NodeOf(chunk_ids),
-            name_vectors=reg.vectors.view,
-            phrase_name_ids=name_ids,
-            synonym_edges=n_syn,
-        )
-
-    def _synonyms(self, vectors: Floats) -> tuple[Ints, Ints, npt.NDArray[np.float64]]:
-        """Synonym edges ``(i, j, similarity)`` with ``i < j``.
-
-        ``vectors`` are the phrases' name vectors, in phrase order. Each phrase's
-        ``synonym_k`` nearest names at or above ``synonym_threshold``, every phrase against
-        every one (so not incremental: off by default).
-        """
-        n = vectors.shape[0]
-        depth = min(n, self.synonym_k + 1)
-        a, b, w = [], [], []
-        step = max(1, (1 << 22) // n)
-        for lo in range(0, n, step):
-            hi = min(n, lo + step)
-            nbrs, sims = top_k(vectors[lo:hi] @ vectors.T, depth)
-            i = np.repeat(np.arange(lo, hi), depth)
-            j, s = nbrs.ravel(), sims.ravel()
-            keep = (j > i) & (s >= self.synonym_threshold)
-            a.append(i[keep])
-            b.append(j[keep])
-            w.append(s[keep].astype(np.float64))
-        return np.concatenate(a), np.concatenate(b), np.concatenate(w)
 
     # -- query ----------------------------------------------------------------------------
     def _query_entities_by_rules(self, query: str) -> list[str]:

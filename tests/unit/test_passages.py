@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import semrag.index.passages as passages_module
+import semrag.retrieval.ppr as ppr_module
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreError
 from semrag.index.persist import _sha256
@@ -63,7 +64,7 @@ def test_ppr_over_kept_phrases_equals_ppr_that_finds_its_own_and_enables_the_par
     assert ranked(kept, synonym_k=synonym_k) == with_titles
 
 
-def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase(tmp_path, monkeypatch):
+def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase_or_assembling(tmp_path, monkeypatch):
     index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
     want = ranked(index)
     index.save(tmp_path / "ix")
@@ -73,10 +74,17 @@ def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase(tmp_pat
     emb = CountingEmbedder()
     loaded = SemanticIndex.load(tmp_path / "ix", embedder=emb)
 
+    assert (tmp_path / "ix" / "passage_graph.npz").exists()  # the graph a query assembled
+
     def no_rebuild(*args, **kwargs):
         raise AssertionError("a passage's phrases were found again")
 
+    def no_assembly(*args, **kwargs):
+        raise AssertionError("the passage graph was assembled again")
+
     monkeypatch.setattr(passages_module, "find_entities", no_rebuild)
+    monkeypatch.setattr(passages_module, "assemble", no_assembly)
+    monkeypatch.setattr(ppr_module, "assemble", no_assembly)
     retriever = PPRRetriever(loaded, k=4)
     hits = retriever.retrieve(QUERIES[0])
     assert [h.chunk.doc_id for h in hits] == [d for d, _, _ in want[0]]
