@@ -35,12 +35,13 @@ from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.index._ingest import Ingestion
+from semrag.index._parts import Parts
 from semrag.index._reads import Reads
 from semrag.index._saved import Saving
 from semrag.index._search import Search
 from semrag.index._ssg_view import SSGAccess, SSGView
 from semrag.index._versioned import Versioned, hold_both
-from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
+from semrag.index.change import IndexedDocument, IndexPart
 from semrag.index.dense import DenseIndex
 from semrag.index.external import StoreBackedDense, VectorClient
 from semrag.index.live_ssg import LiveSSG
@@ -56,7 +57,7 @@ __all__ = ["SSGView", "SemanticIndex"]
 Floats = npt.NDArray[np.float32]
 
 
-class SemanticIndex(Reads, Ingestion, Search, SSGAccess, Versioned, Saving):
+class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Saving):
     """Everything the retrievers search, built once and kept in step.
 
     Args:
@@ -200,61 +201,6 @@ class SemanticIndex(Reads, Ingestion, Search, SSGAccess, Versioned, Saving):
         self._follow_lock = RWLock()
         self._commit_lock = threading.RLock()
         self._publish_view()
-
-    @property
-    def parts(self) -> dict[str, StagedPart]:
-        """The index's own parts, by name: each stages and publishes every :class:`Change`."""
-        parts: dict[str, StagedPart] = {"dense": self.dense, "sparse": self.sparse}
-        if self._ssg is not None:
-            parts["ssg"] = self._ssg
-        if self._pieces is not None:
-            parts["pieces"] = self._pieces
-        if self._passages is not None:
-            parts["passages"] = self._passages
-        return parts
-
-    def can_commit(self) -> bool:
-        """Whether the calling thread may make a change now (it holds no read of the index)."""
-        return not (self._lock.reading() or self._follow_lock.reading())
-
-    def enable(self, part: str, *, split: tuple[int, int] = (100, 16)) -> None:
-        """Add a part to a populated index: built from the indexed documents, then kept.
-
-        ``"passages"``: the PPR passage phrases (as ``SemanticIndex(passages=True)``);
-        ``"pieces"``: SKETCH's small pieces of ``split`` (as ``SemanticIndex(pieces=split)``).
-        From then on the part follows every change and is saved with the index. An index
-        that holds the part already is left as it is.
-
-        Raises:
-            ConfigError: for a part that cannot be enabled this way, or a bad ``split``.
-        """
-        if part not in ("passages", "pieces"):
-            raise ConfigError(f"enable() builds the parts 'passages' and 'pieces', not {part!r}")
-        with self._commit_lock:
-            if (self._passages if part == "passages" else self._pieces) is not None:
-                return
-            built: PassagePhrases | PieceIndex
-            if part == "passages":
-                built = PassagePhrases(self.embedder)
-            else:
-                built = PieceIndex(
-                    check_split("SemanticIndex.enable", split),
-                    self.chunker.tokenizer,
-                    self.embedder,
-                    self.dense_kind,
-                )
-            publish = built.stage(Change(self._version, tuple(self._entries.values())))
-            with self._lock.write():
-                publish()
-                if isinstance(built, PassagePhrases):
-                    self._passages = built
-                else:
-                    self._pieces = built
-
-    @property
-    def piece_index(self) -> PieceIndex | None:
-        """The small pieces kept with the index (``pieces=``), or ``None``."""
-        return self._pieces
 
     def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
         """Read one version of the index for the length of a ``with`` block.

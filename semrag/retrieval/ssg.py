@@ -183,7 +183,10 @@ class SSGRetriever(Params):
         if algorithm == "llm_guided_traversal" and llm is None:
             raise ConfigError("llm_guided_traversal needs an llm")
         if index.ssg_config is None:
-            raise ConfigError("the index was built with ssg=False; SSG retrieval needs the graph")
+            raise ConfigError(
+                "SSG retrieval needs the semantic similarity graph, which this index does not "
+                "keep: build it with SemanticIndex(ssg=True) or add it with index.enable('ssg')"
+            )
         self.index = index
         self.algorithm = algorithm
         self.k = k

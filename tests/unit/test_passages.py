@@ -104,7 +104,7 @@ def test_enable_builds_the_part_on_a_populated_index_and_it_follows(tmp_path):
     assert ranked(index) == ranked(fresh)
     index.enable("passages")  # already there: nothing changes
     with pytest.raises(ConfigError, match="passages"):
-        index.enable("ssg")
+        index.enable("bogus")
     index.save(tmp_path / "ix")
     assert ranked(SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())) == ranked(fresh)
 

@@ -47,7 +47,7 @@ def test_enabled_pieces_equal_those_of_an_index_built_with_them():
 
 def test_a_bad_part_or_split_is_refused():
     index = SemanticIndex(embedder=FakeEmbedder(dim=32))
-    with pytest.raises(ConfigError, match="'passages' and 'pieces'"):
+    with pytest.raises(ConfigError, match="'passages', 'pieces' and 'ssg'"):
         index.enable("ssg-ish")
     with pytest.raises(ConfigError):
         index.enable("pieces", split=(4, 9))  # overlap larger than a piece

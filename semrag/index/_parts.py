@@ -1,0 +1,127 @@
+"""The parts of a :class:`~semrag.SemanticIndex`: which it keeps, and adding one on demand."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from semrag.errors import ConfigError
+from semrag.index._ssg_view import mean_of
+from semrag.index.change import Change, StagedPart
+from semrag.index.live_ssg import LiveSSG
+from semrag.index.passages import PassagePhrases
+from semrag.index.pieces import PieceIndex, check_split
+from semrag.index.ssg import SSGConfig, window_ranges
+
+
+class Parts:
+    """The parts side of a :class:`~semrag.SemanticIndex`: ``parts``, ``enable``."""
+
+    @property
+    def parts(self) -> dict[str, StagedPart]:
+        """The index's own parts, by name: each stages and publishes every :class:`Change`."""
+        parts: dict[str, StagedPart] = {"dense": self.dense, "sparse": self.sparse}
+        if self._ssg is not None:
+            parts["ssg"] = self._ssg
+        if self._pieces is not None:
+            parts["pieces"] = self._pieces
+        if self._passages is not None:
+            parts["passages"] = self._passages
+        return parts
+
+    def can_commit(self) -> bool:
+        """Whether the calling thread may make a change now (it holds no read of the index)."""
+        return not (self._lock.reading() or self._follow_lock.reading())
+
+    def enable(
+        self,
+        part: str,
+        *,
+        split: tuple[int, int] = (100, 16),
+        config: SSGConfig | None = None,
+    ) -> None:
+        """Add a part to a populated index: built from the indexed documents, then kept.
+
+        ``"passages"``: the PPR passage phrases (as ``SemanticIndex(passages=True)``);
+        ``"pieces"``: SKETCH's small pieces of ``split`` (as ``SemanticIndex(pieces=split)``);
+        ``"ssg"``: the semantic similarity graph with ``config`` (default ``SSGConfig()``),
+        from the sentence vectors the index holds (window nodes mean-pooled: nothing is
+        embedded again). From then on the part follows every change and is saved with the
+        index. An index that holds the part already is left as it is.
+
+        Raises:
+            ConfigError: for a part that cannot be enabled this way, a bad ``split``, or an
+                SSG config that needs what the index did not keep (concatenated windows,
+                another number of themes): build with ``SemanticIndex(ssg=config)``.
+        """
+        if part == "ssg":
+            self._enable_ssg(config or SSGConfig())
+            return
+        if part not in ("passages", "pieces"):
+            raise ConfigError(
+                f"enable() builds the parts 'passages', 'pieces' and 'ssg', not {part!r}"
+            )
+        with self._commit_lock:
+            if (self._passages if part == "passages" else self._pieces) is not None:
+                return
+            built: PassagePhrases | PieceIndex
+            if part == "passages":
+                built = PassagePhrases(self.embedder)
+            else:
+                built = PieceIndex(
+                    check_split("SemanticIndex.enable", split),
+                    self.chunker.tokenizer,
+                    self.embedder,
+                    self.dense_kind,
+                )
+            publish = built.stage(Change(self._version, tuple(self._entries.values())))
+            with self._lock.write():
+                publish()
+                if isinstance(built, PassagePhrases):
+                    self._passages = built
+                else:
+                    self._pieces = built
+
+    def _enable_ssg(self, cfg: SSGConfig) -> None:
+        if not isinstance(cfg, SSGConfig):
+            raise ConfigError(f"config must be an SSGConfig, got {type(cfg).__name__}")
+        if cfg.node_pooling != "mean" or cfg.n_themes != SSGConfig().n_themes:
+            raise ConfigError(
+                "enable('ssg') mean-pools window nodes from the kept sentence vectors and "
+                "uses the themes found at indexing; for node_pooling='concat' or another "
+                "n_themes, build the index with SemanticIndex(ssg=config)"
+            )
+        with self._commit_lock:
+            if self._ssg is not None:
+                return
+            entries = list(self._entries.values())
+            nodes = []
+            for e in entries:
+                ranges = window_ranges(len(e.sentences), cfg.window, cfg.step)
+                svec = np.asarray(e.sentence_vectors, np.float32)
+                nvec = mean_of(svec, ranges, self.embedder.dim)
+                if cfg.vector_dtype != "float32":
+                    svec, nvec = svec.astype(cfg.vector_dtype), nvec.astype(cfg.vector_dtype)
+                nodes.append((ranges, svec, nvec))
+            graph = LiveSSG(cfg, self.embedder.dim)
+            staged = tuple(  # the graph is built while readers go on reading
+                dataclasses.replace(e, node_ranges=r, sentence_vectors=sv, node_vectors=nv)
+                for e, (r, sv, nv) in zip(entries, nodes, strict=True)
+            )
+            publish = graph.stage(Change(self._version, staged))
+            with self._lock.write():  # readers see the index without the graph or with it
+                for e, (ranges, svec, nvec) in zip(entries, nodes, strict=True):
+                    object.__setattr__(e, "node_ranges", ranges)
+                    object.__setattr__(e, "sentence_vectors", svec)
+                    object.__setattr__(e, "node_vectors", nvec)
+                publish()
+                self._ssg, self.ssg_config = graph, cfg
+                self._shared = None
+                self._share_vectors(())
+                self._publish_view()
+
+    @property
+    def piece_index(self) -> PieceIndex | None:
+        """The small pieces kept with the index (``pieces=``), or ``None``."""
+        return self._pieces
