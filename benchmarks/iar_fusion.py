@@ -62,7 +62,7 @@ def build_index(name: str, docs, emb) -> SemanticIndex:
     path = os.path.join(cache, name) if cache else None
     if path and os.path.exists(path):
         return SemanticIndex.load(path, embedder=emb)
-    index = SemanticIndex(embedder=emb)
+    index = SemanticIndex(embedder=emb, ssg=True)
     index.add_documents(docs)
     if path:
         index.save(path)

@@ -102,7 +102,7 @@ def main() -> None:
     steps: list[Step] = []
 
     themes = Step("index themes", model)
-    index = SemanticIndex(theme_llm=llm)
+    index = SemanticIndex(theme_llm=llm, ssg=True)
     themes.measure(lambda: index.add_documents(corpus))
     fell = sum("themes:" in n for n in index.notes)
     themes.outcomes.update({"succeeded": len(corpus) - fell, "fell back": fell})

@@ -203,7 +203,7 @@ def main() -> None:
         docs = documents(args.scale, emb)
         questions, queries = None, fresh(QUERIES, 3)
         t0 = time.perf_counter()
-        index = SemanticIndex(embedder=emb, chunk_vectors="mean", show_progress=True)
+        index = SemanticIndex(embedder=emb, chunk_vectors="mean", ssg=True, show_progress=True)
         index.add_documents(docs)
         emb.save()
         corpus = (

@@ -48,7 +48,7 @@ def main() -> None:
 
     docs, questions = read_musique(need(DATA / "musique" / "musique_ans_100.json.gz"))
     emb = SentenceTransformerEmbedder(batch_size=BATCH)
-    index = SemanticIndex(embedder=emb)
+    index = SemanticIndex(embedder=emb, ssg=True)
     index.add_documents(docs)
     _ = index.ssg
     qvecs = emb.embed([q.question for q in questions])

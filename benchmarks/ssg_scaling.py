@@ -124,7 +124,7 @@ def main() -> None:
     ]
     emb = RandomEmbedder()
     chunker = SemanticChunker(emb, tokenizer=WhitespaceTokenizer())
-    index = SemanticIndex(chunker, emb)
+    index = SemanticIndex(chunker, emb, ssg=True)
     t0 = time.perf_counter()
     index.add_documents(docs)
     t_add = time.perf_counter() - t0

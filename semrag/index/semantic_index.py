@@ -64,8 +64,10 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         chunker: any semrag chunker; default ``SemanticChunker(embedder)``.
         embedder: the embedder for sentences, chunks and queries; default the chunker's,
             or the packaged all-MiniLM-L6-v2.
-        ssg: an :class:`~semrag.index.ssg.SSGConfig`, ``True`` for the defaults, or
-            ``False`` to skip the semantic similarity graph.
+        ssg: the semantic similarity graph (what :class:`~semrag.SSGRetriever` walks): an
+            :class:`~semrag.index.ssg.SSGConfig`, ``True`` for the defaults, or ``False``
+            (the default: the default retrievers do not read it; add it later with
+            ``index.enable("ssg")``, from the kept sentence vectors).
         dense: ``"flat"`` (exact inner product), ``"hnsw"`` for large corpora, or a
             :class:`~semrag.index.external.VectorClient`: the dense channel on a vector
             store you already run (the adapters wrap LangChain and LlamaIndex stores).
@@ -115,7 +117,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         chunker: BoundaryChunker | None = None,
         embedder: Any = None,
         *,
-        ssg: SSGConfig | bool = True,
+        ssg: SSGConfig | bool = False,
         dense: str | VectorClient = "flat",
         sparse: str = "okapi",
         chunk_vectors: str = "embed",

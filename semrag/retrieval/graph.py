@@ -34,7 +34,7 @@ class GraphRetriever:
     Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
-        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
         >>> index.add_documents([Document("a", "Cats purr. Cats nap. Cats eat fish.")])
         >>> hits = GraphRetriever(index, strategy="ssg:query_traversal", k=1).retrieve("cats")
         >>> hits[0].chunk.doc_id

@@ -143,7 +143,7 @@ class SSGRetriever(Params):
     Examples:
         >>> from semrag import Document, SemanticIndex
         >>> from semrag.testing import FakeEmbedder
-        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
         >>> index.add_documents([Document("a", "Cats purr. Cats nap. Cats eat fish.")])
         >>> hits = SSGRetriever(index, algorithm="query_traversal", k=2).retrieve("cats nap")
         >>> hits[0].chunk.doc_id, hits[0].provenance[0]["algorithm"]

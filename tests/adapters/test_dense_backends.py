@@ -69,8 +69,8 @@ BACKENDS = list(clients(embedder()))
 
 def pair(backend):
     emb = embedder()
-    embedded = SemanticIndex(embedder=emb)
-    external = SemanticIndex(embedder=emb, dense=clients(emb)[backend])
+    embedded = SemanticIndex(embedder=emb, ssg=True)
+    external = SemanticIndex(embedder=emb, dense=clients(emb)[backend], ssg=True)
     return embedded, external
 
 
@@ -144,14 +144,14 @@ def test_any_sequence_of_changes_keeps_the_backends_equal(backend, ops):
 def test_save_and_load_with_the_store(tmp_path, backend):
     emb = embedder()
     client = clients(emb)[backend]
-    index = SemanticIndex(embedder=emb, dense=client)
+    index = SemanticIndex(embedder=emb, dense=client, ssg=True)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     index.save(tmp_path / "i")
     with pytest.raises(ConfigError, match="pass it as dense="):
         SemanticIndex.load(tmp_path / "i", embedder=emb)
     loaded = SemanticIndex.load(tmp_path / "i", embedder=emb, dense=client)
     same_dense(index, loaded)
-    flat = SemanticIndex(embedder=emb)
+    flat = SemanticIndex(embedder=emb, ssg=True)
     flat.add_documents([Document("x", "Bees.")])
     flat.save(tmp_path / "flat")
     with pytest.raises(ConfigError, match="not"):
@@ -172,12 +172,12 @@ class Failing:
 
 
 def test_a_failing_store_leaves_the_index_as_it_was():
-    index = SemanticIndex(embedder=embedder(), dense=Failing())
+    index = SemanticIndex(embedder=embedder(), dense=Failing(), ssg=True)
     with pytest.raises(StoreError, match="store down"):
         index.add_documents([Document("a", "Bees dance.")])
     assert len(index) == 0 and index.search("bees", k=3) == []
     with pytest.raises(ConfigError):
-        SemanticIndex(embedder=embedder(), dense=object())
+        SemanticIndex(embedder=embedder(), dense=object(), ssg=True)
 
 
 class Flaky:
@@ -205,7 +205,7 @@ class Flaky:
 
 def test_a_store_that_fails_to_delete_leaves_every_part_published(tmp_path):
     client = Flaky()
-    index = SemanticIndex(embedder=embedder(), dense=client)
+    index = SemanticIndex(embedder=embedder(), dense=client, ssg=True)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     before = set(index.dense.ids.tolist())
     client.fail_deletes = 1
@@ -215,7 +215,7 @@ def test_a_store_that_fails_to_delete_leaves_every_part_published(tmp_path):
     assert gone
     # Every part took the change (the dense part's failure came after its publish).
     assert "d0" not in index.doc_ids and index.version == 2
-    fresh = SemanticIndex(embedder=embedder())
+    fresh = SemanticIndex(embedder=embedder(), ssg=True)
     fresh.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS) if i])
     for q in QUERIES:
         assert [h.chunk.doc_id for h in index.search_sparse(q, k=5)] == [

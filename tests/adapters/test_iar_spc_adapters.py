@@ -31,7 +31,7 @@ OTHER = "Honey bees dance to tell the hive where flowers grow. The queen lays th
 
 @functools.cache
 def shared_index() -> SemanticIndex:
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents([Document("pm", TEXT, {"kind": "news"}), Document("bees", OTHER)])
     return index
 
@@ -284,7 +284,7 @@ def test_spc_compressor_repairs_semrag_splitter_output_by_its_document_id():
 def test_semantic_index_ingests_both_frameworks_documents_with_their_ids():
     from llama_index.core.schema import NodeRelationship
 
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     lc_docs = [
         LCDocument("Honey bees dance to share where flowers grow.", id="lc-bees"),
         LCDocument("The queen lays the eggs.", metadata={"doc_id": "lc-queen", "topic": "bees"}),

@@ -37,7 +37,7 @@ class TestSemanticVectorStoreOnAGivenIndex(VectorStoreIntegrationTests):
     def vectorstore(self):
         from semrag import SemanticIndex
 
-        index = SemanticIndex(embedder=FakeEmbedder(dim=6), sparse="lucene", dense="hnsw")
+        index = SemanticIndex(embedder=FakeEmbedder(dim=6), sparse="lucene", dense="hnsw", ssg=True)
         return langchain_semrag.SemanticVectorStore(index=index)
 
 
@@ -85,7 +85,7 @@ def test_filters_mmr_and_relevance():
 
 def test_the_same_index_serves_semrags_retrievers():
     store = langchain_semrag.SemanticVectorStore(
-        langchain_semrag.SemragEmbeddings(FakeEmbedder()), sparse="lucene"
+        langchain_semrag.SemragEmbeddings(FakeEmbedder()), sparse="lucene", ssg=True
     )
     store.add_documents([LCDocument(t, metadata={"n": i}) for i, t in enumerate(TEXTS)])
     hits = IntentAwareRetriever(store.index, k=2).retrieve("queen bee eggs")

@@ -62,7 +62,7 @@ DOCS = [
 
 @functools.cache
 def shared() -> tuple[SemanticIndex, KnowledgeGraph]:
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents(DOCS)
     return index, KnowledgeGraph.build(index)
 
@@ -480,7 +480,7 @@ def test_intent_aware_adapters_take_the_graph():
 
 
 def test_retriever_caches_follow_changes_of_the_index_and_the_graph():
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents(DOCS)
     kg = KnowledgeGraph.build(index)
     sketch = SketchRetriever(index, kg, k=3)
@@ -522,7 +522,7 @@ def test_sketch_pieces_follow_the_index_and_embed_only_changed_documents():
         )
 
     embedder = Counting()
-    index = SemanticIndex(embedder=embedder)
+    index = SemanticIndex(embedder=embedder, ssg=True)
     index.add_documents([long_doc("a", "Bees"), long_doc("b", "Rockets")])
     kg = KnowledgeGraph.build(index, communities=False)
     kept = SketchRetriever(index, kg, split=(12, 3))

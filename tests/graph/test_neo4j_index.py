@@ -107,7 +107,9 @@ def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, 
     index.add_documents([Document("m0", MORE[0])])  # this change writes the difference
     assert writer.dump() == fresh_dump(index, graph_store)
 
-    writer = Neo4jIndexStore.for_index(index2 := SemanticIndex(embedder=embedder()), graph_store)
+    writer = Neo4jIndexStore.for_index(
+        index2 := SemanticIndex(embedder=embedder(), ssg=True), graph_store
+    )
     index2.add_documents([Document("a", TEXTS[0])])
     monkeypatch.setattr(graph_store, "transact", down)
     with pytest.raises(StoreUnavailableError):
@@ -121,19 +123,19 @@ def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, 
 def test_a_new_writer_trusts_a_level_database_and_levels_any_other(graph_store):
     from semrag.neo4j import Neo4jIndexStore
 
-    index = SemanticIndex(embedder=embedder())
+    index = SemanticIndex(embedder=embedder(), ssg=True)
     Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     before = graph_store.reads
     again = Neo4jIndexStore.for_index(index, graph_store)  # e.g. the writer restarted
     assert again.counts()["documents"] == len(TEXTS)
-    other = SemanticIndex(embedder=embedder())
+    other = SemanticIndex(embedder=embedder(), ssg=True)
     other.add_documents([Document("d0", TEXTS[0]), Document("x", MORE[1])])
     third = Neo4jIndexStore.for_index(other, graph_store)
     assert graph_store.reads > before
     assert third.dump() == fresh_dump(other, graph_store)
     # the same documents, now with SKETCH's pieces: every document is written again
-    pieces = SemanticIndex(embedder=embedder(), pieces=PIECES)
+    pieces = SemanticIndex(embedder=embedder(), pieces=PIECES, ssg=True)
     pieces.add_documents([other.document(d) for d in other.doc_ids])
     fourth = Neo4jIndexStore.for_index(pieces, graph_store)
     assert fourth.counts()["pieces"] > 0
@@ -144,7 +146,7 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
     from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     emb = embedder()
-    index = SemanticIndex(embedder=emb)
+    index = SemanticIndex(embedder=emb, ssg=True)
     Neo4jIndexStore.for_index(index, graph_store)
     changes(index)
     reader = Neo4jIndex(graph_store, embedder=emb)
@@ -195,13 +197,15 @@ def test_the_reader_checks_what_it_is_given(graph_store):
 
     with pytest.raises(ConfigError, match="no semrag index"):
         Neo4jIndex(graph_store, embedder=embedder())
-    index = SemanticIndex(embedder=embedder())
+    index = SemanticIndex(embedder=embedder(), ssg=True)
     Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document("a", TEXTS[0])])
     with pytest.raises(ConfigError, match="dimensional"):
         Neo4jIndex(graph_store, embedder=FakeEmbedder(dim=8))
     with pytest.raises(ConfigError, match="dimensional"):
-        Neo4jIndexStore.for_index(SemanticIndex(embedder=FakeEmbedder(dim=8)), graph_store)
+        Neo4jIndexStore.for_index(
+            SemanticIndex(embedder=FakeEmbedder(dim=8), ssg=True), graph_store
+        )
     reader = Neo4jIndex(graph_store, embedder=embedder())
     with pytest.raises(KeyError):
         reader.chunk(10**9)
@@ -463,7 +467,7 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
     from semrag.neo4j import _session as session_module
     from tests.unit.test_loop_stalls import DELAY, ELSEWHERE, MAX_STALL, SlowEmbedder, longest_stall
 
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     reader = Neo4jIndex(graph_store, embedder=SlowEmbedder())
@@ -523,7 +527,7 @@ async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(gr
     from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     emb = embedder()
-    index = SemanticIndex(embedder=emb)
+    index = SemanticIndex(embedder=emb, ssg=True)
     Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
     reader = Neo4jIndex(graph_store, embedder=emb)
@@ -584,7 +588,7 @@ async def test_concurrent_async_reads_share_one_loop_not_a_thread_each(graph_sto
     from semrag.neo4j import _session as session_module
 
     emb = FakeEmbedder()
-    index = SemanticIndex(embedder=emb)
+    index = SemanticIndex(embedder=emb, ssg=True)
     Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     reader = Neo4jIndex(graph_store, embedder=emb)

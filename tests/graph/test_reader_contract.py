@@ -28,20 +28,20 @@ READERS = ["embedded", "vector-store", pytest.param("neo4j", marks=NEO4J)]
 def pair(request):
     """``(reference, reader)``: the same changes, the reader of the kind asked for."""
     emb = embedder()
-    reference = SemanticIndex(embedder=emb)
+    reference = SemanticIndex(embedder=emb, ssg=True)
     changes(reference)
     kind = request.param
     if kind == "embedded":
         return reference, reference
     if kind == "vector-store":
         store = InMemoryVectorStore(lcs.SemragEmbeddings(emb))
-        index = SemanticIndex(embedder=emb, dense=lcs.VectorStoreClient(store))
+        index = SemanticIndex(embedder=emb, dense=lcs.VectorStoreClient(store), ssg=True)
         changes(index)
         return reference, index
     from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     store = request.getfixturevalue("graph_store")
-    written = SemanticIndex(embedder=emb)
+    written = SemanticIndex(embedder=emb, ssg=True)
     Neo4jIndexStore.for_index(written, store)
     changes(written)
     return reference, Neo4jIndex(store, embedder=emb)

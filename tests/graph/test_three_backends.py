@@ -84,11 +84,12 @@ def test_every_retriever_answers_alike_on_the_three_backends(neo4j):
     store, client = neo4j
     emb = embedder()
     indexes = {
-        "embedded": SemanticIndex(embedder=emb),
-        "neo4j": SemanticIndex(embedder=emb, dense=client),
+        "embedded": SemanticIndex(embedder=emb, ssg=True),
+        "neo4j": SemanticIndex(embedder=emb, dense=client, ssg=True),
         "langchain": SemanticIndex(
             embedder=emb,
             dense=lcs.VectorStoreClient(InMemoryVectorStore(lcs.SemragEmbeddings(emb))),
+            ssg=True,
         ),
     }
     graphs = {}
@@ -120,7 +121,10 @@ def test_neo4j_dense_channel_round_trips_and_checks_dimensions(neo4j, tmp_path):
     from semrag.neo4j import Neo4jVectorClient
 
     emb = embedder()
-    index, embedded = SemanticIndex(embedder=emb, dense=client), SemanticIndex(embedder=emb)
+    index, embedded = (
+        SemanticIndex(embedder=emb, dense=client, ssg=True),
+        SemanticIndex(embedder=emb, ssg=True),
+    )
     for ix in (index, embedded):
         ix.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     before = store.reads
@@ -160,7 +164,7 @@ def test_a_server_killed_mid_change_then_the_change_rerun_equals_a_fresh_build(n
     client = Neo4jVectorClient(store, DIM)
     client.clear()
     emb = embedder()
-    index = SemanticIndex(embedder=emb, dense=client)
+    index = SemanticIndex(embedder=emb, dense=client, ssg=True)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     kg = KnowledgeGraph.build(index, store=store)
     more = [Document(f"m{i}", t) for i, t in enumerate(MORE)]
@@ -180,7 +184,7 @@ def test_a_server_killed_mid_change_then_the_change_rerun_equals_a_fresh_build(n
     try:
         index.add_documents(more)  # the change re-run
         assert index.dense.pending_deletes == 0
-        fresh = SemanticIndex(embedder=emb)
+        fresh = SemanticIndex(embedder=emb, ssg=True)
         fresh.add_documents([Document(d, index.document(d).text) for d in index.doc_ids])
         fresh_kg = KnowledgeGraph.build(fresh)
         for graph in (kg, fresh_kg):

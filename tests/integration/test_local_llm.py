@@ -83,7 +83,7 @@ def test_every_llm_path_on_a_real_model(model, bridge):
 
     # Index themes: the model's themes or keyword themes (then noted). One chunk per
     # document keeps the number of extraction calls small.
-    index = SemanticIndex(embedder=FakeEmbedder(), theme_llm=llm)
+    index = SemanticIndex(embedder=FakeEmbedder(), theme_llm=llm, ssg=True)
     index.add_documents(DOCS, split=False)
     assert all(index.themes(d) for d in index.doc_ids)
     assert all("themes" in n for n in index.notes)
@@ -121,7 +121,7 @@ def test_every_llm_path_on_a_real_model(model, bridge):
 
 async def test_async_paths_on_a_real_model(model):
     llm = BRIDGES["langchain"](model)
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     await index.aadd_documents(DOCS, split=False)
     before = model.requests
     hits = await IntentAwareRetriever(index, llm=llm, k=2).aretrieve(QUERY)

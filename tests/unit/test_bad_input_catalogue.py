@@ -39,7 +39,7 @@ TEXT = (
 
 @functools.cache
 def index() -> SemanticIndex:
-    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     idx.add_documents(
         [Document("pm", TEXT), Document("bees", "Honey bees dance. The queen lays eggs.")]
     )
@@ -49,7 +49,7 @@ def index() -> SemanticIndex:
 @functools.cache
 def larger_index() -> SemanticIndex:
     """Enough windows that a traversal takes several hops."""
-    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     topics = ["honey bees hive", "queen bee eggs", "bee dance flowers", "hive wax comb"]
     idx.add_documents(
         [
@@ -157,7 +157,7 @@ def test_numpy_scalars_are_accepted():
         (lambda: SSGRetriever(index(), algorithm="bfs"), "algorithm='bfs'"),
         (lambda: IntentAwareRetriever(index(), refine_weight=1.5), "refine_weight=1.5"),
         (lambda: SPC(index(), neighbours=-1), "neighbours=-1"),
-        (lambda: SemanticIndex(embedder=FakeEmbedder(), dense="ivf"), "dense='ivf'"),
+        (lambda: SemanticIndex(embedder=FakeEmbedder(), dense="ivf", ssg=True), "dense='ivf'"),
     ],
 )
 def test_bad_constructor_values_are_refused_up_front(make, name):

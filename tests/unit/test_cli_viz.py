@@ -85,7 +85,7 @@ def test_plot_traversal_writes_a_png(tmp_path):
     from semrag import Document, SemanticIndex, SSGRetriever
     from semrag.viz import plot_traversal
 
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents([Document("a", TEXT), Document("b", TEXT.replace("cat", "dog"))])
     hits = SSGRetriever(index, algorithm="ssg_traversal", k=3).retrieve("cat mat")
     for kwargs in ({}, {"index": index}):

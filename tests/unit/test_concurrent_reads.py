@@ -59,7 +59,7 @@ def retrievers(index: SemanticIndex, kg: KnowledgeGraph) -> list:
 
 
 def test_every_hit_stays_consistent_under_concurrent_writes():
-    index = SemanticIndex(embedder=FakeEmbedder(dim=64))
+    index = SemanticIndex(embedder=FakeEmbedder(dim=64), ssg=True)
     written: dict[str, set[str]] = {}
     lock = threading.Lock()
 

@@ -22,6 +22,7 @@ STOCKS = "Stock prices fell sharply. Investors sold their shares. The market clo
 def make_index(**kw) -> SemanticIndex:
     emb = kw.pop("embedder", FakeEmbedder())
     kw.setdefault("chunker", SemanticChunker(emb, buffer_size=0, threshold=0.9))
+    kw.setdefault("ssg", True)
     index = SemanticIndex(embedder=emb, **kw)
     index.add_documents(
         [
@@ -279,7 +280,7 @@ def test_index_holds_everything():
 
 def test_embeddings_are_computed_once_and_batched():
     emb = FakeEmbedder()
-    index = SemanticIndex(embedder=emb, chunker=SemanticChunker(emb, buffer_size=0))
+    index = SemanticIndex(embedder=emb, chunker=SemanticChunker(emb, buffer_size=0), ssg=True)
     index.add_documents([Document(str(i), CATS + f" Extra{i}.") for i in range(10)])
     # One call for all sentences, one for chunk/theme texts; the chunker hit the cache.
     assert emb.calls == 2
@@ -415,7 +416,9 @@ def test_crash_before_manifest_is_not_loadable(tmp_path, monkeypatch):
 async def test_async_add_and_search_equal_sync():
     sync = make_index()
     emb = FakeEmbedder()
-    asyn = SemanticIndex(embedder=emb, chunker=SemanticChunker(emb, buffer_size=0, threshold=0.9))
+    asyn = SemanticIndex(
+        embedder=emb, chunker=SemanticChunker(emb, buffer_size=0, threshold=0.9), ssg=True
+    )
     await asyn.aadd_documents(
         [
             Document("cats", CATS, {"topic": "pets"}),
@@ -432,19 +435,21 @@ async def test_async_add_and_search_equal_sync():
 def test_llm_themes_and_malformed_reply():
     emb = FakeEmbedder()
     llm = FakeLLM(['{"themes": ["felines", "rest"]}'])
-    index = SemanticIndex(embedder=emb, theme_llm=llm)
+    index = SemanticIndex(embedder=emb, theme_llm=llm, ssg=True)
     index.add_documents([Document("cats", CATS)])
     assert index.themes("cats") == ["felines", "rest"]
-    bad = SemanticIndex(embedder=emb, theme_llm=FakeLLM(["no", "still no"]), on_llm_error="raise")
+    bad = SemanticIndex(
+        embedder=emb, theme_llm=FakeLLM(["no", "still no"]), on_llm_error="raise", ssg=True
+    )
     from semrag.errors import LLMOutputError
 
     with pytest.raises(LLMOutputError):
         bad.add_documents([Document("cats", CATS)])
     assert "cats" not in bad
     # The default falls back to the keyword themes and says so.
-    fallback = SemanticIndex(embedder=emb, theme_llm=FakeLLM(["no", "still no"]))
+    fallback = SemanticIndex(embedder=emb, theme_llm=FakeLLM(["no", "still no"]), ssg=True)
     fallback.add_documents([Document("cats", CATS)])
-    keywords = SemanticIndex(embedder=emb)
+    keywords = SemanticIndex(embedder=emb, ssg=True)
     keywords.add_documents([Document("cats", CATS)])
     assert fallback.themes("cats") == keywords.themes("cats")
     (note,) = fallback.notes
@@ -460,7 +465,7 @@ async def test_a_theme_llm_that_raises_takes_the_same_fallback(mode):
         async def acomplete(self, prompt):
             raise ConnectionError("model server down")
 
-    index = SemanticIndex(embedder=FakeEmbedder(), theme_llm=Down())
+    index = SemanticIndex(embedder=FakeEmbedder(), theme_llm=Down(), ssg=True)
     docs = [Document("cats", CATS)]
     if mode == "sync":
         index.add_documents(docs)
@@ -492,7 +497,7 @@ def test_chunk_vectors_mean_option():
     index = make_index(chunk_vectors="mean")
     assert index.search("stock shares", k=1)[0].chunk.doc_id == "stocks"
     with pytest.raises(ConfigError):
-        SemanticIndex(embedder=FakeEmbedder(), chunk_vectors="max")
+        SemanticIndex(embedder=FakeEmbedder(), chunk_vectors="max", ssg=True)
 
 
 def test_build_edges_matches_brute_force():

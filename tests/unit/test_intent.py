@@ -25,7 +25,7 @@ CORPUS = [
 
 @pytest.fixture()
 def index():
-    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     idx.add_documents(CORPUS)
     return idx
 
@@ -228,7 +228,7 @@ def test_the_walk_reuses_the_dense_channel_search(index, monkeypatch):
 
 
 def test_empty_index_and_bad_arguments():
-    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     assert IntentAwareRetriever(idx).retrieve("anything") == []
     with pytest.raises(ConfigError):
         IntentAwareRetriever(idx, k=0)
@@ -303,7 +303,7 @@ def test_knowledge_graph_becomes_the_extended_channel():
     from semrag.graph import KnowledgeGraph
     from semrag.retrieval import SketchRetriever
 
-    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     idx.add_documents(
         [
             Document("song", "SexyBack is a song by Justin Timberlake."),

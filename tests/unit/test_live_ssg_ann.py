@@ -348,7 +348,7 @@ def test_the_anchor_search_uses_the_node_index_of_its_version():
     index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS)])
     assert isinstance(index.ssg_view().node_index, _NodeANNSearch)
     assert isinstance(
-        SemanticIndex(embedder=FakeEmbedder(dim=32)).ssg_view().node_index, _NodeSearch
+        SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=True).ssg_view().node_index, _NodeSearch
     )
 
 

@@ -124,7 +124,7 @@ def on(make_store: Callable[[], Any], call: Callable[[Any, Any], Awaitable[Any]]
 
 
 def filled_index() -> SemanticIndex:
-    index = SemanticIndex(embedder=FakeEmbedder(dim=64))
+    index = SemanticIndex(embedder=FakeEmbedder(dim=64), ssg=True)
     index.add_documents(CORPUS)
     return index
 
@@ -198,10 +198,10 @@ def env() -> Env:
     # GIL in C for hundreds of milliseconds whichever thread runs it; it is a one-time cost
     # of the process, not a blocking call, so it happens before anything is measured.
     importlib.import_module("torch")
-    index = SemanticIndex(embedder=SlowEmbedder(dim=384))
+    index = SemanticIndex(embedder=SlowEmbedder(dim=384), ssg=True)
     index.add_documents([Document(k, v) for k, v in TEXTS.items()])
     kg = KnowledgeGraph.build(index, extractor=HeuristicGraphExtractor())
-    big = SemanticIndex(embedder=SlowEmbedder(dim=64))
+    big = SemanticIndex(embedder=SlowEmbedder(dim=64), ssg=True)
     big.add_documents(CORPUS)
     return Env(index, kg, big)
 
@@ -298,10 +298,16 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: KnowledgeGraph.abuild(e.index, extractor=LLMGraphExtractor(SlowLLM())),
     ],
     "semrag.index._ingest:Ingestion.aadd_documents": [
-        lambda e: lambda: SemanticIndex(embedder=SlowEmbedder(dim=64)).aadd_documents(CORPUS)
+        lambda e: (
+            lambda: SemanticIndex(embedder=SlowEmbedder(dim=64), ssg=True).aadd_documents(CORPUS)
+        )
     ],
     "semrag.index._ingest:Ingestion.aadd_chunks": [
-        lambda e: lambda: SemanticIndex(embedder=SlowEmbedder(dim=64)).aadd_chunks(e.index.chunks())
+        lambda e: (
+            lambda: SemanticIndex(embedder=SlowEmbedder(dim=64), ssg=True).aadd_chunks(
+                e.index.chunks()
+            )
+        )
     ],
     "semrag.index._ingest:Ingestion.adelete": [
         on(filled_index, lambda ix, e: ix.adelete(ix.doc_ids)),

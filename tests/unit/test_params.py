@@ -22,7 +22,7 @@ from semrag.testing import FakeEmbedder
 
 @pytest.fixture(scope="module")
 def made():
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents([Document("a", "Ada Lovelace met Charles Babbage. Cats nap in London.")])
     kg = KnowledgeGraph.build(index)
     return {

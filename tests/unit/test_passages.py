@@ -64,7 +64,9 @@ def test_ppr_over_kept_phrases_equals_ppr_that_finds_its_own_and_enables_the_par
     assert ranked(kept, synonym_k=synonym_k) == with_titles
 
 
-def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase_or_assembling(tmp_path, monkeypatch):
+def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase_or_assembling(
+    tmp_path, monkeypatch
+):
     index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
     want = ranked(index)
     index.save(tmp_path / "ix")

@@ -194,7 +194,7 @@ def test_a_version_taken_before_a_change_answers_as_before(kind):
 
 
 def test_readers_go_on_while_a_commit_computes_its_change():
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents([Document("a", "Bees make honey. Hives hum all summer.")])
     inside, release = threading.Event(), threading.Event()
     apply = LiveSSG.apply
@@ -238,7 +238,7 @@ def test_readers_go_on_while_a_commit_computes_its_change():
 
 
 def test_a_change_that_fails_while_staged_changes_nothing():
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents([Document("a", "Bees make honey. Hives hum all summer.")])
     before = (index.version, index.doc_ids, len(index.dense), len(index.sparse))
     apply = LiveSSG.apply
@@ -274,13 +274,13 @@ class _FailsLater(FakeEmbedder):
 
 def test_one_add_documents_call_is_one_change_and_a_failure_adds_nothing():
     docs = [Document(f"d{i}", f"Doc {i} has bees. It has honey too.") for i in range(6)]
-    index = SemanticIndex(embedder=FakeEmbedder(dim=DIM, cache_size=4))
+    index = SemanticIndex(embedder=FakeEmbedder(dim=DIM, cache_size=4), ssg=True)
     seen = []
     index.follow(type("Spy", (), {"apply": lambda self, change: seen.append(change)})())
     index.add_documents(docs)  # six blocks of two sentences
     assert index.version == 1 and len(seen) == 1 and len(seen[0].added) == 6
 
-    broken = SemanticIndex(embedder=_FailsLater(fail_at=3))
+    broken = SemanticIndex(embedder=_FailsLater(fail_at=3), ssg=True)
     broken.add_documents([Document("keep", "Kept text. It stays.")])
     with pytest.raises(RuntimeError, match="model died"):
         broken.add_documents(docs)

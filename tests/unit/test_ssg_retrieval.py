@@ -285,7 +285,7 @@ async def test_real_index_async_equals_sync(real_index):
 
 
 def test_empty_index_returns_nothing():
-    index = SemanticIndex(embedder=FakeEmbedder())
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     assert SSGRetriever(index).retrieve("anything") == []
 
 
