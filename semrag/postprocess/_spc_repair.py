@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from semrag.errors import LLMOutputError
+from semrag.postprocess._spc_records import Repair, Source
 from semrag.postprocess.coverage import (
     unsupported_words,
 )
@@ -16,10 +17,6 @@ from semrag.postprocess.stitch import best_window, covering_sentences
 from semrag.text.phrases import content_words
 from semrag.types import Chunk, ScoredChunk
 
-if TYPE_CHECKING:  # postprocess is below index: the protocol is only a type here
-    pass
-from semrag.postprocess._spc_records import Repair
-
 
 class RepairSteps:
     """The repair half of :class:`~semrag.postprocess.SPC` (it sets the options these read)."""
@@ -27,85 +24,56 @@ class RepairSteps:
     def _budget(self, chunk: Chunk) -> int:
         return self.budget if self.budget is not None else max(2 * chunk.token_count, 64)
 
-    def _repair_plan(self, hit: ScoredChunk, found: Completeness, q: np.ndarray) -> dict[str, Any]:
+    def _repair_plan(self, hit: ScoredChunk, found: Completeness, q: np.ndarray) -> RepairPlan:
         chunk = hit.chunk
-        plan: dict[str, Any] = {"action": "intact", "span": (chunk.start, chunk.end)}
+        here = (chunk.start, chunk.end)
         if not found.damaged(self.delta):
-            if self._mismatched(chunk):
-                plan["action"] = "source_mismatch"
-            return plan
+            return RepairPlan("source_mismatch" if self._mismatched(chunk) else "intact", here)
         source, why = self._source(chunk)
         if source is None:
-            plan["action"] = why
-            return plan
-        spans = source.sentences
-        ra, rb = covering_sentences(spans, chunk.start, chunk.end)
-        if not found.signals:  # an LLM said "damaged" without saying where: both sides
-            ra, rb = max(0, ra - 1), min(len(spans), rb + 1)
-        # Whole sentences fix a cut; a signal that remains at an edge asks for the
-        # sentence beyond it (at most ``neighbours`` times per side).
-        for _ in range(max(1, self.neighbours)):
-            core = source.text[spans[ra].start : spans[rb - 1].end]
-            sides = assess(core, starts_sentence=True, ends_sentence=True).sides
-            grow_a = "start" in sides and ra > 0
-            grow_b = "end" in sides and rb < len(spans)
-            if not (grow_a or grow_b):
-                break
-            ra, rb = ra - grow_a, rb + grow_b
-        lo, hi = max(0, ra - self.neighbours), min(len(spans), rb + self.neighbours)
-        texts = [spans[i].of(source.text) for i in range(lo, hi)]
-        tokens = self.tokenizer.count(texts)
-        vecs = source.vectors[lo:hi] if source.vectors is not None else self.embedder.embed(texts)
-        relevance = np.asarray(vecs, dtype=np.float64) @ q
-        budget = self._budget(chunk)
-        wa, wb = best_window(tokens, relevance, (ra - lo, rb - lo), budget)
-        start, end = spans[lo + wa].start, spans[lo + wb - 1].end
-        note = ""
-        if sum(tokens[wa:wb]) > budget:
-            start, end, note = *self._cut(source.text, start, end, budget), "cut to the budget"
-        plan.update(budget=budget, span=(start, end), note=note, method="extractive")
-        plan["action"] = "repaired" if (start, end) != (chunk.start, chunk.end) else "unchanged"
-        if self.llm is not None and plan["action"] == "repaired":
-            plan["stitched"] = source.text[spans[lo].start : spans[hi - 1].end]
-        plan["source_text"] = source.text
-        return plan
+            return RepairPlan(why, here)
+        return plan_repair(
+            chunk,
+            found,
+            q,
+            source,
+            neighbours=self.neighbours,
+            budget=self._budget(chunk),
+            tokenizer=self.tokenizer,
+            embedder=self.embedder,
+            keep_stitched=self.llm is not None,
+        )
 
-    def _cut(self, text: str, start: int, end: int, budget: int) -> tuple[int, int]:
-        offsets = self.tokenizer.offsets(text[start:end])
-        if len(offsets) <= budget:
-            return start, end
-        return start, start + offsets[budget - 1][1]
-
-    def _apply_llm_compression(self, plan: dict[str, Any], reply: Any, notes: list[str]) -> None:
+    def _apply_llm_compression(self, plan: RepairPlan, reply: Any, notes: list[str]) -> None:
         if isinstance(reply, LLMOutputError):
             notes.append("compress: LLM reply invalid; extractive repair kept")
             return
         text = " ".join(reply["text"].split())
-        if self.tokenizer.count([text])[0] > plan["budget"]:
+        if plan.budget is None or self.tokenizer.count([text])[0] > plan.budget:
             notes.append("compress: LLM text over the budget; extractive repair kept")
             return
-        new_words = unsupported_words(content_words(text), plan["stitched"])
+        new_words = unsupported_words(content_words(text), plan.stitched or "")
         if new_words:  # a compression leaves words out or inflects them; more is invented
             shown = ", ".join(new_words[:3])
             notes.append(
                 f"compress: LLM text has words not in the source ({shown}); extractive repair kept"
             )
             return
-        plan["method"] = "llm"
-        plan["llm_text"] = text
+        plan.method, plan.llm_text = "llm", text
 
     def _assemble(
-        self, kept: list[ScoredChunk], found: list[Completeness], plans: list[dict[str, Any]]
+        self, kept: list[ScoredChunk], found: list[Completeness], plans: list[RepairPlan]
     ) -> tuple[list[ScoredChunk], list[Repair]]:
         chunks: list[ScoredChunk] = []
         actions: list[Repair] = []
         for hit, comp, plan in zip(kept, found, plans, strict=True):
             chunk = hit.chunk
             after_score = None
-            if plan["action"] == "repaired":
-                start, end = plan["span"]
-                text = plan.get("llm_text") or plan["source_text"][start:end]
-                if "llm_text" in plan:  # rewritten text: the source span no longer matches it
+            rewritten = plan.llm_text is not None
+            if plan.action == "repaired":
+                start, end = plan.span
+                text = plan.llm_text if rewritten else (plan.source_text or "")[start:end]
+                if rewritten:  # rewritten text: the source span no longer matches it
                     start = end = -1
                 chunk = replace(
                     chunk,
@@ -114,24 +82,24 @@ class RepairSteps:
                     text=text,
                     token_count=int(self.tokenizer.count([text])[0]),
                 )
-                after_score = self.assess(chunk).score if "llm_text" not in plan else None
+                after_score = None if rewritten else self.assess(chunk).score
             repair = Repair(
                 hit.chunk.doc_id,
                 (hit.chunk.start, hit.chunk.end),
-                tuple(plan["span"]),
+                plan.span,
                 comp.to_metadata(),
-                plan["action"],
-                plan.get("method", "") if plan["action"] == "repaired" else "",
+                plan.action,
+                plan.method if plan.action == "repaired" else "",
                 after_score,
-                plan.get("note", ""),
+                plan.note,
             )
             prov = {
                 "step": "spc",
                 **repair.to_metadata(),
-                "exact": "llm_text" not in plan,
+                "exact": not rewritten,
                 **(
                     {"offsets": None, "note": "LLM-compressed text; offsets unknown"}
-                    if "llm_text" in plan
+                    if rewritten
                     else {}
                 ),
             }
@@ -187,3 +155,90 @@ class RepairSteps:
                 keep_a.append(a)
                 verified.append(ok)
         return keep_c, keep_a
+
+
+@dataclass(slots=True)
+class RepairPlan:
+    """What SPC does to one retrieved chunk, decided before anything is assembled.
+
+    ``action``: ``"intact"``, ``"repaired"``, ``"unchanged"`` (damaged, but the best window
+    is the chunk itself), ``"source_mismatch"`` or why no source could be read; ``span``:
+    the source offsets of the result; ``budget``: its token cap; ``method``:
+    ``"extractive"`` or, once an LLM compression is accepted, ``"llm"`` (with
+    ``llm_text``); ``stitched``: the window an LLM may compress (only when one is given).
+    """
+
+    action: str
+    span: tuple[int, int]
+    budget: int | None = None
+    note: str = ""
+    method: str = ""
+    stitched: str | None = None
+    source_text: str | None = None
+    llm_text: str | None = None
+
+
+def plan_repair(
+    chunk: Chunk,
+    found: Completeness,
+    q: np.ndarray,
+    source: Source,
+    *,
+    neighbours: int,
+    budget: int,
+    tokenizer: Any,
+    embedder: Any,
+    keep_stitched: bool = False,
+) -> RepairPlan:
+    """The repair of a damaged chunk from its source: whole sentences, then the best window.
+
+    The chunk's covering sentences grow while a cut signal stays at an edge (at most
+    ``neighbours`` times per side); then the window of at most ``budget`` tokens among
+    ``neighbours`` more sentences each side that is most relevant to ``q`` (the sentence
+    vectors the index keeps, else ``embedder``'s) is kept, cut to the budget if one
+    sentence alone exceeds it.
+    """
+    spans = source.sentences
+    ra, rb = covering_sentences(spans, chunk.start, chunk.end)
+    if not found.signals:  # an LLM said "damaged" without saying where: both sides
+        ra, rb = max(0, ra - 1), min(len(spans), rb + 1)
+    for _ in range(max(1, neighbours)):
+        core = source.text[spans[ra].start : spans[rb - 1].end]
+        sides = assess(core, starts_sentence=True, ends_sentence=True).sides
+        grow_a = "start" in sides and ra > 0
+        grow_b = "end" in sides and rb < len(spans)
+        if not (grow_a or grow_b):
+            break
+        ra, rb = ra - grow_a, rb + grow_b
+    lo, hi = max(0, ra - neighbours), min(len(spans), rb + neighbours)
+    texts = [spans[i].of(source.text) for i in range(lo, hi)]
+    tokens = tokenizer.count(texts)
+    vecs = source.vectors[lo:hi] if source.vectors is not None else embedder.embed(texts)
+    relevance = np.asarray(vecs, dtype=np.float64) @ q
+    wa, wb = best_window(tokens, relevance, (ra - lo, rb - lo), budget)
+    start, end = spans[lo + wa].start, spans[lo + wb - 1].end
+    note = ""
+    if sum(tokens[wa:wb]) > budget:
+        start, end = cut_to_budget(source.text, start, end, budget, tokenizer)
+        note = "cut to the budget"
+    action = "repaired" if (start, end) != (chunk.start, chunk.end) else "unchanged"
+    stitched = None
+    if keep_stitched and action == "repaired":
+        stitched = source.text[spans[lo].start : spans[hi - 1].end]
+    return RepairPlan(
+        action,
+        (start, end),
+        budget=budget,
+        note=note,
+        method="extractive",
+        stitched=stitched,
+        source_text=source.text,
+    )
+
+
+def cut_to_budget(text: str, start: int, end: int, budget: int, tokenizer: Any) -> tuple[int, int]:
+    """``(start, end)`` cut after its first ``budget`` tokens (unchanged if it holds fewer)."""
+    offsets = tokenizer.offsets(text[start:end])
+    if len(offsets) <= budget:
+        return start, end
+    return start, start + offsets[budget - 1][1]

@@ -303,12 +303,12 @@ class SPC(RepairSteps, Params):
                 else:
                     found.append(Completeness(float(r["score"]), c.signals, "llm"))
         plans = [self._repair_plan(h, c, q) for h, c in zip(kept, found, strict=True)]
-        to_compress = [i for i, p in enumerate(plans) if p.get("stitched") is not None]
+        to_compress = [i for i, p in enumerate(plans) if p.stitched is not None]
         if self.llm is not None and to_compress:
             asks = [
                 Ask(
                     COMPRESS_PROMPT.format(
-                        budget=plans[i]["budget"], query=query, text=plans[i]["stitched"]
+                        budget=plans[i].budget, query=query, text=plans[i].stitched
                     ),
                     COMPRESS_SCHEMA,
                 )

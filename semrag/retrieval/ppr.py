@@ -180,6 +180,7 @@ class PPRRetriever(Params):
         self.llm = llm
         self.on_llm_error = on_llm_error
         self._built: PassageGraph | None = None
+        self._built_key: tuple[int, Any] | None = None
         self._lock = threading.Lock()
         # Kept across versions, so a change costs the changed documents and new names only:
         # a chunk id is never reused, and a name's vector never changes.
@@ -199,12 +200,22 @@ class PPRRetriever(Params):
         """
         self.prepare()
         # Lock order: the index's read first, then this retriever's lock (never the reverse).
-        with reading(self.index), self._lock:
+        # With a knowledge graph, its read too: the graph at the index's version, never one
+        # that has not applied the index's last change yet.
+        with reading(self.index, followers=self.graph is not None), self._lock:
+            key = (self.index.version, self._graph_version())
             built = self._built
-            if built is None or built.version != self.index.version:
+            if built is None or self._built_key != key:
                 built = self._build()
-                self._built = built
+                self._built, self._built_key = built, key
             return built
+
+    def _graph_version(self) -> Any:
+        """The knowledge graph's version (``None`` without one): a change of it alone counts."""
+        if self.graph is None:
+            return None
+        current = getattr(self.graph, "current_version", None)
+        return current() if callable(current) else getattr(self.graph, "version", None)
 
     def prepare(self) -> None:
         """Give the index its ``passages`` part if it can keep one and has none yet.
@@ -245,7 +256,7 @@ class PPRRetriever(Params):
     ) -> tuple[list[DocPhrases], tuple[Ints, Ints], list[tuple[str, str, float]]]:
         """Passages, the graph's entities in store order (slots, name ids), its relations."""
         store, reg = self.graph.store, self._registry
-        ents = store.entities()
+        ents = sorted(store.entities(), key=lambda e: e.id)  # one order: ties rank alike
         entity_slots = np.asarray([reg.slot(e.id) for e in ents], np.int64)
         name_of_slot = {reg.slot(e.id): reg.name(e.name) for e in ents}
         by_chunk: dict[int, list[str]] = {}
@@ -276,7 +287,8 @@ class PPRRetriever(Params):
         relations: list[tuple[str, str, float]] = []
         phrases: tuple[Ints, Ints] | None = None
         reg = self._registry
-        with reading(self.index):  # one version of the index for the whole graph
+        # one version of the index (and of its knowledge graph) for the whole graph
+        with reading(self.index, followers=self.graph is not None):
             version = self.index.version
             kept = self._kept_phrases()
             if kept is not None and not self.synonym_k:  # the part keeps the graph itself

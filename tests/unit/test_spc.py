@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import numpy as np
 import pytest
 
 from semrag import Document, SemanticIndex
@@ -358,3 +359,50 @@ def test_llm_compressed_text_carries_no_offsets(index):
     assert not hit.chunk.has_offsets and (hit.chunk.start, hit.chunk.end) == (-1, -1)
     assert hit.provenance[-1]["offsets"] is None
     assert result.actions[0].after != (-1, -1)  # the source span it was compressed from
+
+
+def test_plan_repair_is_a_pure_step_from_a_damaged_chunk_to_whole_sentences():
+    from semrag.postprocess._spc_records import Source
+    from semrag.postprocess._spc_repair import RepairPlan, plan_repair
+    from semrag.postprocess.detect import assess
+    from semrag.text.sentences import split_sentences
+    from semrag.text.tokens import WhitespaceTokenizer
+    from semrag.types import Chunk
+
+    text = "Bees find flowers by scent. They dance to tell the hive. Rockets reach orbit."
+    spans = split_sentences(text)
+    start, end = text.index("find"), text.index("to tell") + len("to tell")
+    chunk = Chunk("d", start, end, text[start:end], 8)
+    found = assess(chunk.text, starts_sentence=False, ends_sentence=False)
+    emb = FakeEmbedder()
+    source = Source(text, spans, emb.embed([s.of(text) for s in spans]))
+    q = emb.embed(["how do bees tell the hive"])[0].astype(np.float64)
+    plan = plan_repair(
+        chunk,
+        found,
+        q,
+        source,
+        neighbours=1,
+        budget=64,
+        tokenizer=WhitespaceTokenizer(),
+        embedder=emb,
+    )
+    assert isinstance(plan, RepairPlan) and plan.action == "repaired"
+    assert (
+        text[plan.span[0] : plan.span[1]]
+        == "Bees find flowers by scent. They dance to tell the hive."
+    )
+    assert plan.method == "extractive" and plan.stitched is None  # no LLM: nothing to compress
+    again = plan_repair(
+        chunk,
+        found,
+        q,
+        source,
+        neighbours=1,
+        budget=5,
+        tokenizer=WhitespaceTokenizer(),
+        embedder=emb,
+        keep_stitched=True,
+    )
+    assert len(text[again.span[0] : again.span[1]].split()) <= 5  # within the budget
+    assert again.budget == 5 and (again.stitched is not None) == (again.action == "repaired")
