@@ -236,8 +236,11 @@ class IntentAwareRetriever(Params):
 
             return SketchRetriever(self.index, graph, k=self.m)
         if extended == "ssg":
-            if self.index.ssg_config is None:
-                return None
+            if getattr(self.index, "ssg_config", None) is None:
+                raise ConfigError(
+                    "extended='ssg' walks the semantic similarity graph, which this index does "
+                    "not keep: build it with SemanticIndex(ssg=True) or call index.enable('ssg')"
+                )
             from semrag.retrieval.ssg import SSGRetriever
 
             return SSGRetriever(self.index, algorithm="query_traversal", k=self.m)

@@ -322,3 +322,7 @@ def test_knowledge_graph_becomes_the_extended_channel():
     assert IntentAwareRetriever(idx, graph=kg, extended="ssg").extended.__class__.__name__ == (
         "SSGRetriever"
     )
+    bare = SemanticIndex(embedder=FakeEmbedder())  # the default: no similarity graph
+    bare.add_documents([Document("bees", "Honey bees dance.")])
+    with pytest.raises(ConfigError, match=r"index\.enable\('ssg'\)"):
+        IntentAwareRetriever(bare, extended="ssg")  # asked for, not silently dropped
