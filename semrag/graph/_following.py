@@ -136,7 +136,6 @@ class Following:
             kg.build_communities(**settings)
         else:  # the stored communities (and their reports' vectors) are current
             kg._community_args = {**settings, "llm": None}
-            kg.communities_built = True
             kg.communities_stale = False
         return kg
 

@@ -7,12 +7,14 @@ import functools
 import threading
 import time
 from collections.abc import Generator, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from semrag._steps import Call, acall, adrive, call, drive
 from semrag.errors import ConfigError
+from semrag.graph._following import Following
+from semrag.graph._graph_rows import EntityRows, Prefetch, check_build, vectors_kwarg
 from semrag.graph.communities import (
     community_reports,
     detect_communities,
@@ -30,11 +32,6 @@ from semrag.graph.memory import InMemoryGraphStore
 from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, entity_key
 from semrag.llm import LLM
 from semrag.types import Chunk
-
-if TYPE_CHECKING:
-    pass
-from semrag.graph._following import Following
-from semrag.graph._graph_rows import EntityRows, Prefetch, check_build, vectors_kwarg
 
 __all__ = ["RESOLUTION_THRESHOLD", "KnowledgeGraph"]
 
@@ -90,8 +87,6 @@ class KnowledgeGraph(Following):
         self._ledger: GraphLedger | None = None
         self._extractor: Any = None
         self._community_args: dict[str, Any] = {}
-        self.communities_built = False
-        """Whether this graph detected its communities (so none found means an empty graph)."""
         self._unsynced = False
         self._show_progress = False
 
@@ -285,7 +280,6 @@ class KnowledgeGraph(Following):
         ``on_llm_error``: ``"fallback"`` (an extractive report, noted in :attr:`notes`) or
         ``"raise"`` when the report LLM fails.
         """
-        self.communities_built = True
         self._community_args = {
             "levels": levels,
             "algorithm": algorithm,
@@ -314,6 +308,11 @@ class KnowledgeGraph(Following):
             self.version += 1
             self.communities_stale = False
         return comms
+
+    @property
+    def communities_built(self) -> bool:
+        """Whether this graph detected its communities (so none found means an empty graph)."""
+        return bool(self._community_args)
 
     # -- lookups --------------------------------------------------------------------------------
     def _served(self) -> bool:

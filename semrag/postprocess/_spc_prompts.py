@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # postprocess is below index: the protocol is only a type here
-    pass
-
-
 REFINE_PROMPT = """Rate how useful each passage is for answering the query, from 0 (useless)
 to 10 (answers it).
 QUERY: {query}

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from semrag.types import ScoredChunk, Span
-
-if TYPE_CHECKING:  # postprocess is below index: the protocol is only a type here
-    pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -212,10 +212,7 @@ class PPRRetriever(Params):
 
     def _graph_version(self) -> Any:
         """The knowledge graph's version (``None`` without one): a change of it alone counts."""
-        if self.graph is None:
-            return None
-        current = getattr(self.graph, "current_version", None)
-        return current() if callable(current) else getattr(self.graph, "version", None)
+        return None if self.graph is None else self.graph.current_version()
 
     def prepare(self) -> None:
         """Give the index its ``passages`` part if it can keep one and has none yet.
