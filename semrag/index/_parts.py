@@ -48,23 +48,34 @@ class Parts:
         ``"ssg"``: the semantic similarity graph with ``config`` (default ``SSGConfig()``),
         from the sentence vectors the index holds (window nodes mean-pooled: nothing is
         embedded again). From then on the part follows every change and is saved with the
-        index. An index that holds the part already is left as it is.
+        index. An index that holds the part already is left as it is. Followers that store
+        the index elsewhere (:class:`~semrag.neo4j.Neo4jIndexStore`) are told, through
+        their ``part_enabled(part)``, and write the new part before this returns.
 
         Raises:
             ConfigError: for a part that cannot be enabled this way, a bad ``split``, or an
                 SSG config that needs what the index did not keep (concatenated windows,
                 another number of themes): build with ``SemanticIndex(ssg=config)``.
         """
-        if part == "ssg":
-            self._enable_ssg(config or SSGConfig())
-            return
-        if part not in ("passages", "pieces"):
+        if part not in ("passages", "pieces", "ssg"):
             raise ConfigError(
                 f"enable() builds the parts 'passages', 'pieces' and 'ssg', not {part!r}"
             )
+        with self._commit_lock:  # no change between the part's build and its followers' write
+            if part == "ssg":
+                built_now = self._enable_ssg(config or SSGConfig())
+            else:
+                built_now = self._enable_part(part, split)
+            if built_now:
+                for follower in self._followers:
+                    told = getattr(follower, "part_enabled", None)
+                    if callable(told):
+                        told(part)
+
+    def _enable_part(self, part: str, split: tuple[int, int]) -> bool:
         with self._commit_lock:
             if (self._passages if part == "passages" else self._pieces) is not None:
-                return
+                return False
             built: PassagePhrases | PieceIndex
             if part == "passages":
                 built = PassagePhrases(self.embedder)
@@ -82,8 +93,9 @@ class Parts:
                     self._passages = built
                 else:
                     self._pieces = built
+        return True
 
-    def _enable_ssg(self, cfg: SSGConfig) -> None:
+    def _enable_ssg(self, cfg: SSGConfig) -> bool:
         if not isinstance(cfg, SSGConfig):
             raise ConfigError(f"config must be an SSGConfig, got {type(cfg).__name__}")
         if cfg.node_pooling != "mean" or cfg.n_themes != SSGConfig().n_themes:
@@ -94,7 +106,7 @@ class Parts:
             )
         with self._commit_lock:
             if self._ssg is not None:
-                return
+                return False
             entries = list(self._entries.values())
             nodes = []
             for e in entries:
@@ -120,6 +132,7 @@ class Parts:
                 self._shared = None
                 self._share_vectors(())
                 self._publish_view()
+        return True
 
     @property
     def piece_index(self) -> PieceIndex | None:

@@ -123,8 +123,9 @@ class PassageGraph:
     """The index version the graph was built from."""
     chunk_ids: npt.NDArray[np.int64]
     """The index's chunk id of each passage node."""
-    chunks: list[Chunk]
-    """The chunk of each passage node (of this version: hits never look up a later one)."""
+    chunks: Sequence[Chunk]
+    """The chunk of each passage node (of this version: hits never look up a later one);
+    read many at once with :func:`chunks_at`."""
     names: Sequence[str]
     """Display name of each phrase node (node ``n_passages + i``)."""
     keys: Mapping[str, int]
@@ -175,6 +176,7 @@ def assemble(
     relations: Sequence[tuple[str, str, float]] = (),
     synonym_k: int = 0,
     synonym_threshold: float = 0.8,
+    chunks: Sequence[Chunk] | None = None,
 ) -> PassageGraph:
     """One version's graph from its documents' pieces: array operations only.
 
@@ -182,12 +184,14 @@ def assemble(
     phrases the passages mention, in the order they first do, each spelled as there.
     ``relations`` (entity id pairs with weights) join phrases; ``synonym_k`` links each
     phrase to its nearest names at or above ``synonym_threshold`` (see
-    :func:`synonym_edges`).
+    :func:`synonym_edges`). ``chunks``: the passages' chunks when the documents' pieces
+    do not hold them (a reader that fetches them on demand, see :func:`chunks_at`).
     """
     import scipy.sparse as sp
 
     chunk_ids = np.concatenate([np.zeros(0, np.int64), *(d.chunk_ids for d in docs)])
-    chunks = [c for d in docs for c in d.chunks]
+    if chunks is None:
+        chunks = [c for d in docs for c in d.chunks]
     counts = np.concatenate([np.zeros(0, np.int64), *(d.counts for d in docs)])
     slots = np.concatenate([np.zeros(0, np.int64), *(d.slots for d in docs)])
     spelled = np.concatenate([np.zeros(0, np.int64), *(d.names for d in docs)])
@@ -247,6 +251,21 @@ def assemble(
         synonym_edges=n_syn,
         phrase_slots=order,
     )
+
+
+def chunks_at(g: PassageGraph, nodes: Sequence[int]) -> list[Chunk]:
+    """The chunks of passage ``nodes``: one fetch where the graph's chunks are remote.
+
+    A sequence with a ``take(nodes)`` method (a database reader's) is asked once.
+    """
+    take = getattr(g.chunks, "take", None)
+    return list(take(nodes)) if callable(take) else [g.chunks[n] for n in nodes]
+
+
+async def achunks_at(g: PassageGraph, nodes: Sequence[int]) -> list[Chunk]:
+    """Async twin of :func:`chunks_at` (awaits a remote sequence's ``atake``)."""
+    atake = getattr(g.chunks, "atake", None)
+    return list(await atake(nodes)) if callable(atake) else chunks_at(g, nodes)
 
 
 def synonym_edges(

@@ -66,13 +66,19 @@ class NameRegistry:
 
     def __init__(self, dim: int) -> None:
         self.slot_of: dict[str, int] = {}
+        self.keys: list[str] = []
+        """Each key, at its slot."""
         self.name_of: dict[str, int] = {}
         self.names: list[str] = []
         self.vectors = GrowingRows(np.zeros((0, dim), np.float32))
 
     def slot(self, key: str) -> int:
         """The number of a phrase key (a new one for a key not seen before)."""
-        return self.slot_of.setdefault(key, len(self.slot_of))
+        found = self.slot_of.get(key)
+        if found is None:
+            found = self.slot_of[key] = len(self.keys)
+            self.keys.append(key)
+        return found
 
     def name(self, text: str) -> int:
         """The number of a display name (a new one for a name not seen before)."""
@@ -169,17 +175,29 @@ class PassagePhrases:
         self._graph: PassageGraph | None = None
         self._graph_lock = threading.Lock()
 
-    def graph(self, doc_ids: Sequence[str]) -> PassageGraph:
-        """The passage graph of the current version (no relations, no synonym edges).
+    def graph(
+        self, doc_ids: Sequence[str], *, synonym_k: int = 0, synonym_threshold: float = 0.8
+    ) -> PassageGraph:
+        """The passage graph of the current version (no relations).
 
         ``doc_ids``: the index's documents in its order (read under the index's read
-        lock, so they are of :attr:`version`). Assembled at most once per version and
-        shared by every retriever; saved with the part.
+        lock, so they are of :attr:`version`). Without synonym edges (the default), it is
+        assembled at most once per version and shared by every retriever, and saved with
+        the part; with them (``synonym_k > 0``), assembled for the caller to keep.
         """
+        docs = [self._docs[d] for d in doc_ids]
+        if synonym_k:
+            return assemble(
+                self.version,
+                docs,
+                self.registry,
+                synonym_k=synonym_k,
+                synonym_threshold=synonym_threshold,
+            )
         with self._graph_lock:
             g = self._graph
             if g is None or g.version != self.version:
-                g = assemble(self.version, [self._docs[d] for d in doc_ids], self.registry)
+                g = assemble(self.version, docs, self.registry)
                 self._graph = g
             return g
 
@@ -220,10 +238,9 @@ class PassagePhrases:
         assembled graph (``passage_graph.npz``) when it is of the current version.
         """
         reg = self.registry
-        keys = sorted(reg.slot_of, key=reg.slot_of.__getitem__)
         meta = {
             "titles": self.titles,
-            "keys": keys,
+            "keys": reg.keys,
             "names": reg.names,
             "docs": list(self._docs),
             "version": self.version,
@@ -267,7 +284,8 @@ class PassagePhrases:
         arrays = np.load(directory / "passages.npz")
         out = cls(embedder, titles=meta["titles"])
         reg = out.registry
-        reg.slot_of = {k: i for i, k in enumerate(meta["keys"])}
+        reg.keys = list(meta["keys"])
+        reg.slot_of = {k: i for i, k in enumerate(reg.keys)}
         reg.names = list(meta["names"])
         reg.name_of = {n: i for i, n in enumerate(reg.names)}
         vectors = np.asarray(arrays["vectors"], np.float32)

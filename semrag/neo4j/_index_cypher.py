@@ -22,6 +22,10 @@ SCHEMA = (
     "CREATE INDEX semrag_sentence_doc_id IF NOT EXISTS FOR (s:SemragSentence) ON (s.doc_id)",
     "CREATE INDEX semrag_window_doc_id IF NOT EXISTS FOR (w:SemragWindow) ON (w.doc_id)",
     "CREATE INDEX semrag_piece_doc_id IF NOT EXISTS FOR (p:SemragPiece) ON (p.doc_id)",
+    "CREATE CONSTRAINT semrag_phrase_key IF NOT EXISTS "
+    "FOR (p:SemragPhrase) REQUIRE p.key IS UNIQUE",
+    "CREATE CONSTRAINT semrag_name_text IF NOT EXISTS FOR (n:SemragName) REQUIRE n.name IS UNIQUE",
+    "CREATE INDEX semrag_document_seq IF NOT EXISTS FOR (d:SemragDocument) ON (d.seq)",
     "CREATE FULLTEXT INDEX semrag_chunk_text IF NOT EXISTS FOR (c:SemragChunk) ON EACH [c.text]",
 )
 VECTOR_INDEXES = tuple(
@@ -52,7 +56,8 @@ WRITE_STATE = (
     "MERGE (s:SemragIndexState {name: $name}) "
     "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, s.edges = $edges, "
     "s.ssg = $ssg, s.windows = $windows, s.pca_mean = $pca_mean, s.pca_components = $pca, "
-    "s.pca_digest = $pca_digest, s.next_seq = $next_seq, s.pieces = $pieces"
+    "s.pca_digest = $pca_digest, s.next_seq = $next_seq, s.pieces = $pieces, "
+    "s.passages = $passages"
 )
 # -- a change, in one transaction ------------------------------------------------------------
 DELETE_DOCS = (
@@ -110,8 +115,36 @@ ALL_EDGES_DROP = (
 )
 CLEAR = (
     "MATCH (n) WHERE n:SemragDocument OR n:SemragChunk OR n:SemragSentence OR n:SemragWindow "
-    "OR n:SemragPiece OR n:SemragIndexState "
+    "OR n:SemragPiece OR n:SemragPhrase OR n:SemragName OR n:SemragIndexState "
     "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+)
+# -- the passage graph's phrases (the index's ``passages`` part) -------------------------------
+# A chunk's phrases in its order: (:SemragChunk)-[:MENTIONS {i, name}]->(:SemragPhrase {key});
+# ``name`` is the spelling there; each spelling's vector is on (:SemragName {name, vec}).
+MERGE_NAMES = "UNWIND $rows AS r MERGE (n:SemragName {name: r.name}) ON CREATE SET n.vec = r.vec"
+CREATE_MENTIONS = (
+    "UNWIND $rows AS r MATCH (c:SemragChunk {id: r.id}) "
+    "UNWIND range(0, size(r.keys) - 1) AS i "
+    "MERGE (p:SemragPhrase {key: r.keys[i]}) "
+    "CREATE (c)-[:MENTIONS {i: i, name: r.names[i]}]->(p)"
+)
+DROP_MENTIONS = "UNWIND $ids AS id MATCH (:SemragChunk {doc_id: id})-[m:MENTIONS]->() DELETE m"
+# The next ``$n`` documents after seq ``$after`` (the index's order), each chunk with its
+# mentions as [i, key, name] (unordered: sorted by i when read).
+PASSAGE_ROWS = (
+    "MATCH (d:SemragDocument) WHERE d.seq > $after WITH d ORDER BY d.seq LIMIT $n "
+    "OPTIONAL MATCH (c:SemragChunk {doc_id: d.id}) "
+    "OPTIONAL MATCH (c)-[m:MENTIONS]->(p:SemragPhrase) "
+    "WITH d, c, collect(CASE WHEN m IS NULL THEN null ELSE [m.i, p.key, m.name] END) AS found "
+    "RETURN d.seq AS seq, d.id AS doc, c.id AS id, c.index AS index, found "
+    "ORDER BY seq, index"
+)
+NAME_VECTORS = (
+    "UNWIND $names AS name MATCH (n:SemragName {name: name}) RETURN n.name AS name, n.vec AS vec"
+)
+DUMP_MENTIONS = (
+    "MATCH (c:SemragChunk)-[m:MENTIONS]->(p:SemragPhrase) "
+    "RETURN c.doc_id AS doc_id, c.start AS start, m.i AS i, p.key AS key, m.name AS name"
 )
 # -- reads ----------------------------------------------------------------------------------
 # part_key() in Cypher: the key of sentence i of the document {doc}

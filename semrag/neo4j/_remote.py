@@ -179,6 +179,13 @@ def ranked_rows(
     return scores, ids
 
 
+def first_hits(found: tuple[Floats, Ints]) -> tuple[Floats, Ints]:
+    """The first query's row of a search's ``(scores, ids)``, without its empty slots."""
+    scores, ids = found
+    keep = ids[0] >= 0
+    return scores[0][keep], ids[0][keep]
+
+
 def chunk_from_row(r: Mapping[str, Any]) -> Chunk:
     return Chunk(
         doc_id=r["doc_id"],

@@ -13,10 +13,7 @@ import numpy.typing as npt
 
 from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
-from semrag.errors import (
-    ConfigError,
-    NotIndexedError,
-)
+from semrag.errors import ConfigError, NotIndexedError
 from semrag.index.ssg import SSGConfig
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import (
@@ -39,9 +36,17 @@ from semrag.neo4j._index_cypher import (
     lucene_query,
 )
 from semrag.neo4j._index_state import Floats, Ints, read_state
-from semrag.neo4j._remote import ChunkDense, RemotePieces, RemoteSparse, chunk_from_row, ranked_rows
+from semrag.neo4j._remote import (
+    ChunkDense,
+    RemotePieces,
+    RemoteSparse,
+    chunk_from_row,
+    first_hits,
+    ranked_rows,
+)
 from semrag.neo4j._session import Ask, Steps
 from semrag.neo4j.graph_store import Neo4jGraphStore
+from semrag.neo4j.remote_passages import RemotePassages
 from semrag.neo4j.remote_ssg import RemoteView
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, Document, ScoredChunk, Span
@@ -60,7 +65,9 @@ class Neo4jIndex:
     ``with index.read():`` the chunks, documents and vectors a query has fetched are kept
     for the rest of the block, so one retrieval asks for each at most once. It offers
     the read methods of :class:`~semrag.SemanticIndex` that dense and sparse search,
-    :class:`~semrag.retrieval.IntentAwareRetriever` (without the extended channel) and
+    :class:`~semrag.retrieval.IntentAwareRetriever` (with PPR as its extended channel when
+    the writer kept the passage phrases: see :attr:`parts`),
+    :class:`~semrag.retrieval.PPRRetriever` (the default ``GraphRetriever()``) and
     :class:`~semrag.postprocess.SPC` use.
 
     Each round trip reads one committed version (a change is one transaction); a change
@@ -93,8 +100,6 @@ class Neo4jIndex:
             dimension than the embedder's.
     """
 
-    extended = None
-    """IAR's default extended channel here: none (PPR builds its passage graph in process)."""
     async_reads = True
     """Its ``a...`` read methods await the database, and ``read()`` may span awaits."""
 
@@ -136,9 +141,28 @@ class Neo4jIndex:
         self.piece_index = RemotePieces(self, (int(pieces[0]), int(pieces[1]))) if pieces else None
         """SKETCH's small pieces as stored (``SemanticIndex(pieces=...)`` in the writer), or
         ``None``: then SKETCH searches the chunks here (``split=None``)."""
+        self._passages = (
+            RemotePassages(self, titles=bool(state["passages"]))
+            if state.get("passages") is not None
+            else None
+        )
         self.dense = ChunkDense(self)
         self.sparse = RemoteSparse(self)
         self._pca_read: tuple[str, tuple[Floats, Floats]] | None = None  # (digest, PCA)
+
+    @property
+    def parts(self) -> dict[str, Any]:
+        """``{"passages": RemotePassages}`` when the writer keeps the phrases, else ``{}``."""
+        if self._passages is None:
+            titles = read_state(self.store, self.name).get("passages")
+            if titles is not None:
+                self._passages = RemotePassages(self, titles=bool(titles))
+        return {} if self._passages is None else {"passages": self._passages}
+
+    @property
+    def extended(self) -> str | None:
+        """IAR's default extended channel: ``"ppr"`` with the stored phrases, else none."""
+        return "ppr" if "passages" in self.parts else None
 
     # -- plumbing -------------------------------------------------------------------------------
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -298,6 +322,14 @@ class Neo4jIndex:
         sparse = [r for r in rows if r["channel"] == "sparse"]
         return self._dense_rows(dense, v, k)[1], self._sparse_rows(sparse, len(queries))
 
+    def dense_search(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
+        """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
+        return first_hits(self.dense.search(np.asarray(vector, np.float32)[None], k))
+
+    async def adense_search(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
+        """Async twin of :meth:`dense_search`, on the async driver."""
+        return first_hits(await self.dense.asearch(np.asarray(vector, np.float32)[None], k))
+
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector (exact scores, as the embedded index)."""
         with self.read():
@@ -418,8 +450,13 @@ class Neo4jIndex:
             raise NotIndexedError(f"chunk ids not in the index: {unknown[:5]}")
         return [known[int(i)] for i in ids]
 
-    def _chunks(self, ids: Sequence[int]) -> list[Chunk]:
-        return [c for c, _ in self._rows(ids)]
+    def chunks_of(self, chunk_ids: Sequence[int]) -> list[Chunk]:
+        """The chunks of these ids, in order (one round trip; ``NotIndexedError`` if absent)."""
+        return [c for c, _ in self._rows(chunk_ids)]
+
+    async def achunks_of(self, chunk_ids: Sequence[int]) -> list[Chunk]:
+        """Async twin of :meth:`chunks_of`, on the async driver."""
+        return [c for c, _ in await self._arun(self._rows_steps(chunk_ids))]
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id (``KeyError`` if absent)."""

@@ -73,16 +73,20 @@ from semrag.neo4j._index_cypher import (
     COUNTS,
     CREATE_BRIDGES,
     CREATE_EDGES,
+    CREATE_MENTIONS,
     DELETE_DOCS,
     DROP_BRIDGES,
+    DROP_MENTIONS,
     DROP_OUT_EDGES,
     DROP_VECTOR_INDEXES,
     DUMP_BRIDGES,
     DUMP_CHUNKS,
     DUMP_EDGES,
+    DUMP_MENTIONS,
     DUMP_PIECES,
     DUMP_WINDOWS,
     FINGERPRINTS,
+    MERGE_NAMES,
     SCHEMA,
     STATE,
     UPSERT_CHUNKS,
@@ -146,6 +150,7 @@ class Neo4jIndexStore:
         self._version: int | None = None
         self._behind = False
         self._next_seq = 0
+        self._passages_written: bool | None = None  # the phrases' setting last written
         self._lock = threading.Lock()
         for statement in SCHEMA:
             store.write_rows(statement)
@@ -180,7 +185,9 @@ class Neo4jIndexStore:
             self.store.write_rows(statement, dim=dim)
         self.store.read_rows("CALL db.awaitIndexes(300)")
         self._index = index
-        self._next_seq = int(self._state().get("next_seq") or 0)
+        state = self._state()
+        self._next_seq = int(state.get("next_seq") or 0)
+        self._passages_written = state.get("passages")
         index.follow(self, replay=self._catch_up)
 
     def _catch_up(self, documents: list[IndexedDocument], version: int) -> Change:
@@ -189,6 +196,7 @@ class Neo4jIndexStore:
         edges = self._graph_edges()
         same = state.get("version") == version and state.get("edges") == edges.digest()
         same_pieces = state.get("pieces") == self._pieces_split()
+        same_pieces = same_pieces and state.get("passages") == self._passages_titles()
         if same and same_pieces:
             self._edges, self._version = edges, version
             return Change(version)  # the database holds this index already
@@ -239,6 +247,22 @@ class Neo4jIndexStore:
             rows = document_rows(change.added, windows=self._index.ssg_config is not None)
             self._write(change, rows)
             return change
+
+    def part_enabled(self, part: str) -> None:
+        """Write a part the index has just built (``index.enable(part)`` calls this).
+
+        The passage phrases are written for every document; pieces or a similarity graph
+        change what every document's rows hold, so every document is written again.
+        """
+        if self._index is None:
+            return
+        with self._index.read():
+            docs = [self._index.indexed(d) for d in self._index.doc_ids]
+            version = self._index.version
+        with self._lock:
+            change = self._difference(docs, version, everything=part != "passages")
+            rows = document_rows(change.added, windows=self._index.ssg_config is not None)
+            self._write(change, rows)
 
     # -- a change -------------------------------------------------------------------------------
     def stage(self, change: Change) -> Callable[[], None]:
@@ -318,6 +342,14 @@ class Neo4jIndexStore:
         ]
         docs, chunks, sentences, windows = rows
         pieces = self._piece_rows(change.added_ids)
+        titles = self._passages_titles()
+        # phrases of the added documents; of every one when the part is new since the last write
+        again = (
+            []
+            if titles == self._passages_written
+            else [d for d in self._index.doc_ids if d not in gone]
+        )
+        mentions, names = self._phrase_rows([*change.added_ids, *again])
         next_seq = self._next_seq
         for row in docs:  # added documents go after every document there (the index's order)
             row["seq"], next_seq = next_seq, next_seq + 1
@@ -330,6 +362,8 @@ class Neo4jIndexStore:
             return [[(query, {key: rows[i : i + batch]})] for i in range(0, len(rows), batch)]
 
         steps: list[list[Statement]] = batches(DELETE_DOCS, "ids", sorted(gone))
+        steps += batches(DROP_MENTIONS, "ids", again)
+        steps += batches(MERGE_NAMES, "rows", names)
         parts = (chunks, sentences, windows, pieces)
         for group in by_document(docs, parts, self.max_transaction_rows):
             steps.append(
@@ -349,6 +383,7 @@ class Neo4jIndexStore:
                     for i in range(0, len(part), batch)
                 ]
             )
+        steps += batches(CREATE_MENTIONS, "rows", mentions)
         steps += batches(DROP_OUT_EDGES, "keys", drop_sources)
         steps += batches(CREATE_EDGES, "rows", edge_rows)
         steps += batches(DROP_BRIDGES, "ids", sorted(bridge_docs - added_ids))
@@ -368,6 +403,7 @@ class Neo4jIndexStore:
             else digest_of_pca(graph.pca_mean, graph.pca_components),
             "next_seq": next_seq,
             "pieces": self._pieces_split(),
+            "passages": titles,
         }
         steps.append([(WRITE_STATE, state)])
         size = sum(len(p.get("rows", p.get("ids", p.get("keys", ())))) for g in steps for _, p in g)
@@ -382,7 +418,7 @@ class Neo4jIndexStore:
             self._behind = True  # the next change (or sync) writes the difference
             raise
         self._edges, self._version, self._behind = new, change.version, False
-        self._next_seq = next_seq
+        self._next_seq, self._passages_written = next_seq, titles
 
     def _pieces_split(self) -> list[int] | None:
         """The split of the index's SKETCH pieces (``SemanticIndex(pieces=...)``), if any."""
@@ -411,6 +447,42 @@ class Neo4jIndexStore:
             for doc_id in doc_ids
             for j, (piece, parent, v) in enumerate(kept.pieces_of(doc_id))
         ]
+
+    def _passages_titles(self) -> bool | None:
+        """The ``titles`` setting of the index's passage phrases (``None`` without them)."""
+        part = getattr(self._index, "parts", {}).get("passages")
+        return None if part is None else bool(part.titles)
+
+    def _phrase_rows(
+        self, doc_ids: Sequence[str]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The mention rows (per chunk) and name rows (with vectors) of these documents."""
+        part = getattr(self._index, "parts", {}).get("passages")
+        if part is None or not doc_ids:
+            return [], []
+        reg = part.registry
+        mentions: list[dict[str, Any]] = []
+        name_ids: dict[int, None] = {}
+        for doc_id in doc_ids:
+            found = part.of(doc_id)
+            at = 0
+            for cid, n in zip(found.chunk_ids.tolist(), found.counts.tolist(), strict=True):
+                if n:
+                    slots = found.slots[at : at + n].tolist()
+                    spelled = found.names[at : at + n].tolist()
+                    name_ids.update(dict.fromkeys(spelled))
+                    mentions.append(
+                        {
+                            "id": cid,
+                            "doc_id": doc_id,
+                            "keys": [reg.keys[j] for j in slots],
+                            "names": [reg.names[j] for j in spelled],
+                        }
+                    )
+                at += n
+        vectors = reg.vectors.view
+        names = [{"name": reg.names[j], "vec": vectors[j]} for j in name_ids]
+        return mentions, names
 
     def _graph(self) -> SemanticSimilarityGraph | None:
         return self._index.ssg if self._index.ssg_config is not None else None
@@ -458,6 +530,7 @@ class Neo4jIndexStore:
             ),
             "edges": sorted(tuple(r.values()) for r in read(DUMP_EDGES)),
             "bridges": sorted(tuple(r.values()) for r in read(DUMP_BRIDGES)),
+            "mentions": sorted(tuple(r.values()) for r in read(DUMP_MENTIONS)),
             "counts": self.counts(),
         }
 

@@ -34,6 +34,7 @@ import logging
 import numbers
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -48,7 +49,8 @@ from semrag._validation import (
     check_k,
     check_query,
 )
-from semrag.index._passage_graph import PassageGraph, assemble
+from semrag.errors import ConfigError
+from semrag.index._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
 from semrag.index.passages import (
     DocPhrases,
     NameRegistry,
@@ -60,7 +62,7 @@ from semrag.index.reader import CorpusReader
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
 from semrag.text.phrases import entities as find_entities
-from semrag.types import ScoredChunk
+from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["PassageGraph", "PPRRetriever", "local_pagerank", "personalized_pagerank"]
 
@@ -68,6 +70,23 @@ logger = logging.getLogger(__name__)
 
 Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
+
+_NO_HITS: tuple[Floats, Ints] = (np.zeros(0, np.float32), np.zeros(0, np.int64))
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """One query's walk: the passages ranked, the mass, the seeds it started from."""
+
+    order: list[int]
+    """The first ``k`` passage nodes, most mass first."""
+    passage: npt.NDArray[np.float64]
+    phrase_mass: npt.NDArray[np.float64]
+    linked: dict[int, str]
+    """Phrase number -> the query entity it was linked from."""
+    dense: dict[int, float]
+    """Passage node -> its dense score, best first."""
+
 
 _ENTITY_SCHEMA = {
     "type": "object",
@@ -210,6 +229,21 @@ class PPRRetriever(Params):
                 self._built, self._built_key = built, key
             return built
 
+    async def _apassage_graph(self) -> PassageGraph:
+        """Async twin of :meth:`passage_graph`.
+
+        Over a reader with an async version read (a database), the graph of a version it
+        has already built is found by awaiting that read alone; building (or reading) one
+        runs in a worker thread.
+        """
+        acurrent = getattr(self.index, "acurrent_version", None)
+        if callable(acurrent) and self.graph is None:
+            version = await acurrent()
+            with self._lock:
+                if self._built is not None and self._built_key == (version, None):
+                    return self._built
+        return await asyncio.to_thread(self.passage_graph)
+
     def _graph_version(self) -> Any:
         """The knowledge graph's version (``None`` without one): a change of it alone counts."""
         return None if self.graph is None else self.graph.current_version()
@@ -288,20 +322,27 @@ class PPRRetriever(Params):
         with reading(self.index, followers=self.graph is not None):
             version = self.index.version
             kept = self._kept_phrases()
-            if kept is not None and not self.synonym_k:  # the part keeps the graph itself
-                return kept.graph(self.index.doc_ids)
             if kept is not None:  # found and embedded as the index changed: nothing to do
-                reg = kept.registry
-                docs = [kept.of(d) for d in self.index.doc_ids]
-            elif self.graph is None:
+                return kept.graph(
+                    self.index.doc_ids,
+                    synonym_k=self.synonym_k,
+                    synonym_threshold=self.synonym_threshold,
+                )
+            if not callable(getattr(self.index, "indexed", None)):
+                raise ConfigError(
+                    f"{type(self.index).__name__} holds no passage phrases for this "
+                    "PPRRetriever (a database reader serves the ones its writer kept: give the "
+                    "writing index SemanticIndex(passages=True) or index.enable('passages'), "
+                    "and use titles=True and no graph= here)"
+                )
+            if self.graph is None:
                 docs = [self._doc_phrases(d) for d in self.index.doc_ids]
                 live = set(self.index.doc_ids)
                 for gone in [d for d in self._docs if d not in live]:
                     del self._docs[gone]
             else:
                 docs, phrases, relations = self._phrases_from_graph()
-        if reg is self._registry:
-            reg.embed_new(self.index.embedder)
+        reg.embed_new(self.index.embedder)
         g = assemble(
             version,
             docs,
@@ -311,8 +352,7 @@ class PPRRetriever(Params):
             synonym_k=self.synonym_k,
             synonym_threshold=self.synonym_threshold,
         )
-        if reg is self._registry and len(reg.names) > 2 * len(g.names) + 1024:
-            # mostly names no longer in the corpus
+        if len(reg.names) > 2 * len(g.names) + 1024:  # mostly names no longer in the corpus
             self._registry, self._docs = NameRegistry(self.index.embedder.dim), {}
         return g
 
@@ -367,7 +407,11 @@ class PPRRetriever(Params):
         return [query, *dict.fromkeys(n for n in names if phrase_key(n) not in g.keys)]
 
     def _seeds(
-        self, g: PassageGraph, q: Floats, names: Sequence[str], vectors: dict[str, Floats]
+        self,
+        g: PassageGraph,
+        found: tuple[Floats, Ints],
+        names: Sequence[str],
+        vectors: dict[str, Floats],
     ) -> tuple[npt.NDArray[np.float64], dict[int, str], dict[int, float]]:
         n = g.n_passages + len(g.names)
         seeds = np.zeros(n, dtype=np.float64)
@@ -389,8 +433,8 @@ class PPRRetriever(Params):
                 linked.setdefault(j, name)
         entity_mass = seeds.sum()
         dense: dict[int, float] = {}
+        scores, ids = found
         if g.n_passages:
-            scores, ids = self.index.dense_search(q, min(self.dense_seeds, g.n_passages))
             if len(ids):
                 lo, hi = float(scores.min()), float(scores.max())
                 spread = hi - lo if hi > lo else 1.0
@@ -405,16 +449,38 @@ class PPRRetriever(Params):
             seeds /= total
         return seeds, linked, dense
 
-    def _rank(
-        self, g: PassageGraph, texts: list[str], vectors: Floats, names: list[str], how: str, k: int
-    ) -> list[ScoredChunk]:
+    def _dense(self, g: PassageGraph, q: Floats) -> tuple[Floats, Ints]:
+        """The dense seeds' search (the index's nearest chunks to the query)."""
+        if not g.n_passages:
+            return _NO_HITS
+        return self.index.dense_search(q, min(self.dense_seeds, g.n_passages))
+
+    async def _adense(self, g: PassageGraph, q: Floats) -> tuple[Floats, Ints]:
+        """Async twin of :meth:`_dense` (awaits a reader's ``adense_search``)."""
+        if not g.n_passages:
+            return _NO_HITS
+        adense = getattr(self.index, "adense_search", None)
+        n = min(self.dense_seeds, g.n_passages)
+        if callable(adense):
+            return await adense(q, n)
+        return await asyncio.to_thread(self.index.dense_search, q, n)
+
+    def _walk(
+        self,
+        g: PassageGraph,
+        texts: list[str],
+        vectors: Floats,
+        names: list[str],
+        found: tuple[Floats, Ints],
+        k: int,
+    ) -> _Walk | None:
+        """Seed and walk: the ``k`` passages with the most mass (``None``: nothing seeded)."""
         if g.n_passages == 0:
-            return []
-        q = np.asarray(vectors[0], dtype=np.float32)
+            return None
         by_name = dict(zip(texts[1:], np.asarray(vectors[1:], dtype=np.float32), strict=True))
-        seeds, linked, dense = self._seeds(g, q, names, by_name)
+        seeds, linked, dense = self._seeds(g, found, names, by_name)
         if not seeds.any():
-            return []
+            return None
         if self.epsilon is None:
             scores = personalized_pagerank(g.transition, seeds, self.damping)
         else:
@@ -424,9 +490,30 @@ class PPRRetriever(Params):
         passage = scores[: g.n_passages]
         reached = np.flatnonzero(passage > 0)  # the walk's mass is local: sort only where it is
         order = reached[np.argsort(-passage[reached], kind="stable")[:k]].tolist()
+        return _Walk(order, passage, scores[g.n_passages :], linked, dense)
+
+    def _hits(
+        self,
+        g: PassageGraph,
+        walk: _Walk | None,
+        chunks: Sequence[Chunk],
+        names: list[str],
+        how: str,
+        k: int,
+    ) -> list[ScoredChunk]:
+        """The walk's passages as hits (``chunks``: those of ``walk.order``), with their trail."""
+        if walk is None:
+            return []
+        order, passage, phrase_mass, linked, dense = (
+            walk.order,
+            walk.passage,
+            walk.phrase_mass,
+            walk.linked,
+            walk.dense,
+        )
+        chunk_of = dict(zip(order, chunks, strict=True))
         rank_of = {node: r for r, node in enumerate(order)}
         dense_rank = {node: r for r, node in enumerate(dense)}  # dense is best first
-        phrase_mass = scores[g.n_passages :]
         holders: dict[int, list[int]] = {}
         for node in order:
             for j in g.passage_phrases[node].tolist():
@@ -448,9 +535,9 @@ class PPRRetriever(Params):
                     "hop": 1,
                     "link": "entity",
                     "via": g.names[via] if via >= 0 else None,
-                    "from": g.chunks[src[0]].doc_id if src else None,
+                    "from": chunk_of[src[0]].doc_id if src else None,
                 }
-            chunk = g.chunks[node]
+            chunk = chunk_of[node]
             provenance = {
                 "channel": "graph",
                 "strategy": "ppr",
@@ -472,14 +559,21 @@ class PPRRetriever(Params):
         names, how = self._entities(query)
         g = self.passage_graph()
         texts = self._to_embed(g, query, names)
-        return self._rank(g, texts, self.index.embedder.embed(texts), names, how, k)
+        vectors = np.asarray(self.index.embedder.embed(texts), dtype=np.float32)
+        found = self._dense(g, vectors[0])
+        walk = self._walk(g, texts, vectors, names, found, k)
+        chunks = chunks_at(g, walk.order) if walk is not None else []
+        return self._hits(g, walk, chunks, names, how, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve` (LLM awaited, CPU work in a worker thread)."""
         k = check_k("PPRRetriever", k, self.k)
         query = check_query("PPRRetriever", query)
         names, how = await self._aentities(query)
-        g = await asyncio.to_thread(self.passage_graph)
+        g = await self._apassage_graph()
         texts = self._to_embed(g, query, names)
-        vectors = await self.index.embedder.aembed(texts)
-        return await asyncio.to_thread(self._rank, g, texts, vectors, names, how, k)
+        vectors = np.asarray(await self.index.embedder.aembed(texts), dtype=np.float32)
+        found = await self._adense(g, vectors[0])
+        walk = await asyncio.to_thread(self._walk, g, texts, vectors, names, found, k)
+        chunks = await achunks_at(g, walk.order) if walk is not None else []
+        return self._hits(g, walk, chunks, names, how, k)

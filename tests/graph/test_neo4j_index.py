@@ -63,7 +63,12 @@ def fresh_dump(index: SemanticIndex, store) -> dict:
     from semrag.neo4j import Neo4jIndexStore
 
     split = index.piece_index.split if index.piece_index is not None else None
-    fresh = SemanticIndex(embedder=index.embedder, ssg=index.ssg_config, pieces=split)
+    fresh = SemanticIndex(
+        embedder=index.embedder,
+        ssg=index.ssg_config,
+        pieces=split,
+        passages="passages" in index.parts,
+    )
     fresh.add_documents([index.document(d) for d in index.doc_ids])
     writer = Neo4jIndexStore(store)
     writer.clear()
@@ -74,10 +79,11 @@ def fresh_dump(index: SemanticIndex, store) -> dict:
 def test_incremental_changes_leave_what_a_fresh_build_writes(graph_store):
     from semrag.neo4j import Neo4jIndexStore
 
-    index = SemanticIndex(embedder=embedder(), ssg=SSG, pieces=PIECES)
+    index = SemanticIndex(embedder=embedder(), ssg=SSG, pieces=PIECES, passages=True)
     writer = Neo4jIndexStore.for_index(index, graph_store)
     changes(index)
     got = writer.dump()
+    assert got["mentions"]  # the passage graph's phrases, written change by change
     counts = got["counts"]
     assert counts["pieces"] > counts["chunks"]  # chunks cut into pieces, with vectors
     assert counts["documents"] == len(index.doc_ids) == 5
@@ -89,7 +95,7 @@ def test_incremental_changes_leave_what_a_fresh_build_writes(graph_store):
 def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, monkeypatch):
     from semrag.neo4j import Neo4jIndexStore
 
-    index = SemanticIndex(embedder=embedder(), ssg=SSG)
+    index = SemanticIndex(embedder=embedder(), ssg=SSG, passages=True)
     writer = Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
     real = graph_store.transact
@@ -171,8 +177,10 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
     assert reader.sentences("d0") == index.sentences("d0")
     assert (reader.sentence_vectors("d0") == index.sentence_vectors("d0")).all()
 
+    iar = IntentAwareRetriever(reader, k=3)  # no passages stored: no extended channel
+    assert iar.extended is None
     before = graph_store.reads
-    hits = IntentAwareRetriever(reader, k=3).retrieve("Which river flows by Memphis?")
+    hits = iar.retrieve("Which river flows by Memphis?")
     assert graph_store.reads - before == 3  # candidates, sparse scores, refining sentences
     assert hits and all(h.chunk in index.chunks(h.chunk.doc_id) for h in hits)
     assert any("Memphis" in h.chunk.text for h in hits)  # the full-text channel found it

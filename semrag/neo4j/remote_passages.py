@@ -1,0 +1,193 @@
+"""The PPR passage graph of an index stored in Neo4j, read by a serving process.
+
+:class:`~semrag.neo4j.Neo4jIndexStore` writes the index's ``passages`` part (when the writing
+index keeps one: ``SemanticIndex(passages=True)``, ``index.enable("passages")``, or any
+``GraphRetriever()`` over it) as mention edges, ``(:SemragChunk)-[:MENTIONS {i, name}]->
+(:SemragPhrase {key})``, and each spelling's vector on ``(:SemragName {name, vec})``, with
+each change: only the changed documents' mentions and their new names.
+
+:class:`RemotePassages` is the part as a :class:`~semrag.neo4j.Neo4jIndex` offers it
+(``reader.parts["passages"]``): the first PPR query of a version reads the mentions, page by
+page in the index's order, and the vectors of the names they use, and assembles the same
+arrays the embedded part does (:func:`~semrag.index._passage_graph.assemble`: no phrase is
+found and no name embedded). The walk then runs in process over them, so its ranking is the
+embedded one's; the chunks of a query's hits are fetched in one round trip. What a serving
+process holds is therefore the graph's arrays (passage and phrase numbers, the transition
+matrix, one vector per phrase spelling), not the corpus.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from semrag.errors import StoreError
+from semrag.index._passage_graph import PassageGraph, assemble
+from semrag.index.passages import DocPhrases, NameRegistry
+from semrag.neo4j._cypher import from_bytes
+from semrag.neo4j._index_cypher import NAME_VECTORS, PASSAGE_ROWS
+from semrag.types import Chunk
+
+__all__ = ["RemoteChunks", "RemotePassages"]
+
+_RETRIES = 5
+
+
+class RemoteChunks(Sequence[Chunk]):
+    """The chunks of a graph's passage nodes, fetched from the reader when asked.
+
+    :meth:`take` fetches many in one round trip (what :func:`chunks_at` uses).
+    """
+
+    def __init__(self, reader: Any, chunk_ids: np.ndarray) -> None:
+        self._reader = reader
+        self._ids = chunk_ids
+
+    def _ids_of(self, nodes: Sequence[int]) -> list[int]:
+        return [int(self._ids[n]) for n in nodes]
+
+    def take(self, nodes: Sequence[int]) -> list[Chunk]:
+        """The chunks of these passage nodes (one round trip)."""
+        return self._reader.chunks_of(self._ids_of(nodes))
+
+    async def atake(self, nodes: Sequence[int]) -> list[Chunk]:
+        """Async twin of :meth:`take` (awaits the async driver)."""
+        return await self._reader.achunks_of(self._ids_of(nodes))
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return self.take(range(*i.indices(len(self))))
+        return self.take([i])[0]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return iter(self.take(range(len(self))))
+
+
+class RemotePassages:
+    """The passage phrases stored by :class:`~semrag.neo4j.Neo4jIndexStore` (see the module).
+
+    Read once per stored version (:attr:`reads` counts the reads), then assembled into a
+    :class:`~semrag.index._passage_graph.PassageGraph` shared by the process's retrievers.
+
+    Args:
+        reader: the :class:`~semrag.neo4j.Neo4jIndex`.
+        titles: the writer's ``titles`` setting (a document's title is a phrase of each of
+            its passages).
+        page: documents read per round trip.
+    """
+
+    def __init__(self, reader: Any, *, titles: bool, page: int = 2_000) -> None:
+        self.reader = reader
+        self.titles = bool(titles)
+        self.page = int(page)
+        self.registry = NameRegistry(reader.embedder.dim)
+        self.version: int | None = None
+        """The stored version the phrases were read at."""
+        self.reads = 0
+        """How many times the stored phrases were read (once per version a query met)."""
+        self._docs: dict[str, DocPhrases] = {}
+        self._graph: PassageGraph | None = None
+        self._lock = threading.Lock()
+
+    # -- reading --------------------------------------------------------------------------
+    def _fetch(self) -> None:
+        """Read every document's mentions and their names' vectors, at one stored version.
+
+        Raises:
+            StoreError: if the database kept changing under five reads in a row, or a
+                mention names a spelling with no stored vector.
+        """
+        for _ in range(_RETRIES):
+            before = self.reader.current_version()
+            docs, registry = self._read_rows()
+            if self.reader.current_version() == before:
+                self._docs, self.registry, self.version = docs, registry, before
+                self.reads += 1
+                return
+        raise StoreError("the stored index changed during each of 5 reads of its passage graph")
+
+    def _read_rows(self) -> tuple[dict[str, DocPhrases], NameRegistry]:
+        reg = NameRegistry(self.reader.embedder.dim)
+        docs: dict[str, DocPhrases] = {}
+        after = -1
+        while True:
+            rows = self.reader.store.read_rows(PASSAGE_ROWS, after=after, n=self.page)
+            if not rows:
+                break
+            by_doc: dict[str, list[tuple[int, list[Any]]]] = {}
+            for r in rows:
+                chunks = by_doc.setdefault(r["doc"], [])
+                if r["id"] is not None:
+                    chunks.append((int(r["id"]), sorted(r["found"])))
+                after = max(after, int(r["seq"]))
+            for doc_id, chunks in by_doc.items():
+                slots = [reg.slot(key) for _, found in chunks for _, key, _ in found]
+                names = [reg.name(name) for _, found in chunks for _, _, name in found]
+                docs[doc_id] = DocPhrases(
+                    None,
+                    np.asarray([c for c, _ in chunks], np.int64),
+                    [],
+                    np.asarray([len(found) for _, found in chunks], np.int64),
+                    np.asarray(slots, np.int64),
+                    np.asarray(names, np.int64),
+                )
+            if len(by_doc) < self.page:
+                break
+        vectors: dict[str, np.ndarray] = {}
+        for lo in range(0, len(reg.names), 10_000):
+            batch = reg.names[lo : lo + 10_000]
+            for r in self.reader.store.read_rows(NAME_VECTORS, names=batch):
+                vectors[r["name"]] = from_bytes(r["vec"])
+        missing = [n for n in reg.names if n not in vectors]
+        if missing:
+            raise StoreError(f"the stored phrase names {missing[:3]} have no vectors")
+        if reg.names:
+            reg.vectors.append(np.stack([vectors[n] for n in reg.names]).astype(np.float32))
+        return docs, reg
+
+    # -- the part, as PPRRetriever reads it -----------------------------------------------
+    def graph(
+        self, doc_ids: Sequence[str] = (), *, synonym_k: int = 0, synonym_threshold: float = 0.8
+    ) -> PassageGraph:
+        """The passage graph of the stored version (read and assembled on its first use).
+
+        Passages are in the stored index's order (its writer's), whatever ``doc_ids``
+        lists; synonym edges (``synonym_k > 0``) are computed here, per call.
+        """
+        with self._lock:
+            version = self.reader.current_version()
+            if self.version != version:
+                self._fetch()
+                self._graph = None
+            docs = list(self._docs.values())
+            assert self.version is not None
+            chunk_ids = np.concatenate([np.zeros(0, np.int64), *(d.chunk_ids for d in docs)])
+            chunks = RemoteChunks(self.reader, chunk_ids)
+            if synonym_k:
+                return assemble(
+                    self.version,
+                    docs,
+                    self.registry,
+                    synonym_k=synonym_k,
+                    synonym_threshold=synonym_threshold,
+                    chunks=chunks,
+                )
+            if self._graph is None:
+                self._graph = assemble(self.version, docs, self.registry, chunks=chunks)
+            return self._graph
+
+    def of(self, doc_id: str) -> DocPhrases:
+        """The phrases of a stored document (as last read)."""
+        return self._docs[doc_id]
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __repr__(self) -> str:
+        return f"RemotePassages(documents={len(self._docs)}, version={self.version})"

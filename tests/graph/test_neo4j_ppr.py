@@ -1,0 +1,215 @@
+"""The default multi-hop retriever served from Neo4j.
+
+A :class:`Neo4jIndexStore` that follows an index with the ``passages`` part writes each
+chunk's phrases as mention edges and each spelling's vector; a :class:`Neo4jIndex` reads
+them once per stored version and walks the same graph, so ``GraphRetriever(reader)`` (PPR)
+and IAR's extended channel rank as they do over the embedded index, sync and async, in both
+frameworks. A serving process finds no phrase and embeds no name; a change the writer makes
+is read on the next query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError
+from semrag.retrieval import GraphRetriever, IntentAwareRetriever
+from tests.counting import CountingEmbedder
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
+
+PEOPLE = ["Ada Brook", "Carl Dunn", "Eva Frost", "Gus Hale", "Ida Jones", "Kurt Lane"]
+CITIES = ["Memphis", "Warsaw", "Lyon", "Porto", "Kyoto", "Quito"]
+RIVERS = ["Mississippi", "Vistula", "Rhone", "Douro", "Kamo", "Machangara"]
+
+
+def corpus() -> list[Document]:
+    """Two-hop chains: a person's page names a city, the city's page names its river."""
+    docs = []
+    for i, (person, city) in enumerate(zip(PEOPLE, CITIES, strict=True)):
+        docs.append(
+            Document(
+                f"p{i}",
+                f"{person}\n{person} was a painter. {person} was born in {city}. "
+                f"{person} studied with {PEOPLE[(i + 1) % len(PEOPLE)]} for years.",
+                {"title": person},
+            )
+        )
+    for city, river in zip(CITIES, RIVERS, strict=True):
+        docs.append(
+            Document(
+                f"c{city}",
+                f"{city}\n{city} is an old city. The {river} River flows through {city}. "
+                f"Its bridges cross the {river} at many points.",
+                {"title": city},
+            )
+        )
+    return docs
+
+
+QUESTIONS = [f"Which river flows through the city where {p} was born?" for p in PEOPLE] + [
+    "Who studied with Eva Frost?",
+    "Kyoto bridges",
+    "painter born in Porto",
+]
+
+
+@pytest.fixture
+def graph_store(neo4j_server):
+    from semrag.neo4j import Neo4jGraphStore, Neo4jIndexStore
+
+    store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+    Neo4jIndexStore(store).clear()
+    yield store
+    Neo4jIndexStore(store).clear()
+    store.close()
+
+
+def written(graph_store, **kwargs):
+    """An index with the passages part, written to the database; and a reader of it."""
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
+
+    emb = CountingEmbedder()
+    index = SemanticIndex(embedder=emb, passages=True, **kwargs)
+    Neo4jIndexStore.for_index(index, graph_store)
+    index.add_documents(corpus())
+    return index, Neo4jIndex(graph_store, embedder=emb), emb
+
+
+def ranking(hits):
+    return [(h.chunk.doc_id, h.chunk.start, round(h.score, 6)) for h in hits]
+
+
+def test_ppr_from_the_database_ranks_as_the_embedded_walk(graph_store):
+    index, reader, emb = written(graph_store)
+    here, there = GraphRetriever(index, k=10), GraphRetriever(reader, k=10)
+    for q in QUESTIONS:
+        want, got = here.retrieve(q), there.retrieve(q)
+        assert ranking(got) == ranking(want), q
+        assert [h.chunk for h in got] == [h.chunk for h in want]
+        assert [h.provenance for h in got] == [h.provenance for h in want]
+    hits = there.retrieve(QUESTIONS[0], k=4)
+    assert {"p0", "cMemphis"} <= {h.chunk.doc_id for h in hits}  # both hops
+
+
+def test_a_serving_process_reads_the_graph_once_and_builds_nothing(graph_store, monkeypatch):
+    from semrag.neo4j import Neo4jIndex
+    from semrag.retrieval import ppr
+
+    index, _, _ = written(graph_store)
+    emb = CountingEmbedder()
+    reader = Neo4jIndex(graph_store, embedder=emb)
+
+    def no_phrases(*args, **kwargs):
+        raise AssertionError("the serving process looked for phrases")
+
+    monkeypatch.setattr(ppr, "doc_phrases", no_phrases)
+    retriever = GraphRetriever(reader, k=5)
+    for q in QUESTIONS[:3]:
+        before = len(emb.embedded)
+        retriever.retrieve(q)
+        names = emb.embedded[before:]
+        assert names[0] == q  # the query and only the query's own entities not in the graph
+        assert all(n not in index.parts["passages"].registry.names for n in names[1:])
+    part = reader.parts["passages"]
+    assert part.reads == 1 and part.version == index.version
+    # another retriever of the same process shares the graph read
+    IntentAwareRetriever(reader, k=5).retrieve(QUESTIONS[1])
+    assert part.reads == 1
+
+    # a change the writer makes is read by the next query, and only once
+    index.add_documents(
+        [Document("late", "Zed Young\nZed Young was born in Lyon.", {"title": "Zed Young"})]
+    )
+    hits = retriever.retrieve("Where was Zed Young born?")
+    assert part.reads == 2 and part.version == index.version
+    assert "late" in {h.chunk.doc_id for h in hits}
+    index.delete("late")
+    assert ranking(retriever.retrieve(QUESTIONS[0])) == ranking(
+        GraphRetriever(index, k=5).retrieve(QUESTIONS[0])
+    )
+
+
+def test_iar_on_the_database_fuses_the_walk_as_its_extended_channel(graph_store):
+    index, reader, _ = written(graph_store)
+    assert reader.extended == "ppr"
+    served = IntentAwareRetriever(reader, k=5)
+    assert served.extended is not None
+    here = IntentAwareRetriever(index, k=5)
+    same = []
+    for q in QUESTIONS:
+        got = served.retrieve(q)
+        assert got and any(h.channel_scores.get("extended", 0) > 0 for h in got)
+        want = {h.chunk: h for h in here.retrieve(q)}
+        same.append(len(want.keys() & {h.chunk for h in got}) / len(want))
+        for h in got:  # the walk's raw score is the embedded walk's
+            if h.chunk in want:
+                raw, raw_here = h.provenance[0]["raw"], want[h.chunk].provenance[0]["raw"]
+                assert raw["extended"] == pytest.approx(raw_here["extended"], rel=1e-6)
+    # the sparse channel is Lucene's BM25 there and semrag's here; the rest is equal
+    assert sum(same) / len(same) >= 0.8
+
+
+async def test_the_async_walk_awaits_the_driver_and_answers_as_the_sync_one(
+    graph_store, monkeypatch
+):
+    index, reader, _ = written(graph_store)
+    retriever = GraphRetriever(reader, k=6)
+    want = [ranking(retriever.retrieve(q)) for q in QUESTIONS]  # reads the graph first
+    # after the graph is read, a query's reads (version, dense seeds, hits) await the driver
+    from semrag.neo4j import _session as session_module
+
+    def no_sync_read(query, **params):
+        raise AssertionError("an async path used the sync driver")
+
+    monkeypatch.setattr(graph_store, "read_rows", no_sync_read)
+    monkeypatch.setattr(session_module.Neo4jSession, "run_steps", no_sync_read)
+    got = await asyncio.gather(*(retriever.aretrieve(q) for q in QUESTIONS))
+    assert [ranking(g) for g in got] == want
+
+
+def test_enabling_the_part_after_attaching_writes_it(graph_store):
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
+
+    emb = CountingEmbedder()
+    index = SemanticIndex(embedder=emb)
+    store = Neo4jIndexStore.for_index(index, graph_store)
+    index.add_documents(corpus())
+    reader = Neo4jIndex(graph_store, embedder=emb)
+    assert reader.parts == {} and reader.extended is None
+    with pytest.raises(ConfigError, match="passages=True"):
+        GraphRetriever(reader).retrieve(QUESTIONS[0])
+    assert IntentAwareRetriever(reader).extended is None  # no channel, said plainly above
+
+    GraphRetriever(index)  # the default retriever over the writer enables the part ...
+    GraphRetriever(index).retrieve(QUESTIONS[0])
+    assert "passages" in index.parts
+    assert "passages" in reader.parts  # ... and the store wrote it at once
+    assert ranking(GraphRetriever(reader).retrieve(QUESTIONS[0])) == ranking(
+        GraphRetriever(index).retrieve(QUESTIONS[0])
+    )
+    fresh = SemanticIndex(embedder=emb, passages=True)
+    fresh.add_documents([index.document(d) for d in index.doc_ids])
+    got = store.dump()["mentions"]
+    store.clear()
+    assert got and got == Neo4jIndexStore.for_index(fresh, graph_store).dump()["mentions"]
+
+
+def test_both_frameworks_serve_the_walk_from_the_database(graph_store):
+    import langchain_semrag as lcs
+    import llama_index_semrag as lis
+
+    index, reader, _ = written(graph_store)
+    q = QUESTIONS[2]
+    spans = {}
+    for name, ix in (("here", index), ("there", reader)):
+        lc = lcs.GraphRetriever(index=ix, k=4).invoke(q)
+        li = lis.GraphRetriever(index=ix, k=4).retrieve(q)
+        spans[name] = (
+            [(d.metadata["doc_id"], d.metadata["start_index"]) for d in lc],
+            [(n.node.metadata["doc_id"], n.node.start_char_idx) for n in li],
+        )
+    assert spans["here"] == spans["there"] and spans["here"][0]
