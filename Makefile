@@ -1,5 +1,5 @@
 # Shortcuts for contributors (CONTRIBUTING.md). CI runs `bash .ci/run`, the full suite.
-FAST = not neo4j and not llm and not model
+FAST = not neo4j and not llm and not model and not ray
 
 .PHONY: test test-all lint docs results release
 

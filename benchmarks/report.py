@@ -45,6 +45,7 @@ TOPICS: list[tuple[str, tuple[str, ...]]] = [
     ("The living index", ("living_index",)),
     ("Scale", ("scale", "bm25_scale")),
     ("Neo4j", ("neo4j_backend",)),
+    ("Ingestion on Ray", ("ray_ingest",)),
     ("A real local LLM", ("local_llm",)),
 ]
 

@@ -162,6 +162,24 @@ class BaseEmbedder:
         self._hits = 0
         self._misses = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy in another process gets: the settings, not the cache or the lock.
+
+        So an embedder can be sent to a worker (``functools.partial(SemanticIndex,
+        embedder=...)`` to :func:`semrag.ingest.ingest_with_ray`); a loaded model is not
+        sent either (``_model``): the worker loads its own.
+        """
+        state = dict(self.__dict__)
+        state["_cache"], state["_lock"] = OrderedDict(), None
+        for loaded in ("_model", "_tokenizer"):
+            if loaded in state:
+                state[loaded] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # -- to implement -------------------------------------------------------------------
     def _embed_batch(self, texts: list[str]) -> Any:
         """Embed unique, uncached texts; return an array-like of shape ``(n, dim)``."""

@@ -41,6 +41,22 @@ def fake():
 
 
 @pytest.fixture(scope="session")
+def ray_cluster():
+    """A local Ray cluster of two CPUs on the loopback, for the whole session."""
+    ray = pytest.importorskip("ray")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=256 * 1024 * 1024,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
 def neo4j_server():
     """A real Neo4j 5.26 Community server on a free loopback port, for the whole session."""
     from tests.neo4j_server.server import Neo4jTestServer
@@ -52,12 +68,12 @@ def neo4j_server():
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """In CI, a skipped Neo4j test is a failure: the real server must have run them."""
+    """In CI, a skipped Neo4j or Ray test is a failure: the real server must have run them."""
     if not os.environ.get("CI"):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = reporter.stats.get("skipped", []) if reporter else []
-    neo4j = [r for r in skipped if "neo4j" in getattr(r, "keywords", {})]
-    if neo4j:
-        reporter.write_line(f"CI: {len(neo4j)} Neo4j test(s) were skipped; failing the run")
+    real = [r for r in skipped if {"neo4j", "ray"} & set(getattr(r, "keywords", {}))]
+    if real:
+        reporter.write_line(f"CI: {len(real)} Neo4j or Ray test(s) were skipped; failing the run")
         session.exitstatus = 1

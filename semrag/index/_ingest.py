@@ -18,6 +18,7 @@ from semrag.errors import ConfigError, DocumentConflictError
 from semrag.identity import OnConflict, check_on_conflict
 from semrag.index._ssg_view import mean_of, normalise
 from semrag.index.change import Floats, IndexedDocument
+from semrag.index.prepared import PreparedBatch, check_settings, ingest_settings
 from semrag.index.presplit import place_chunks, whole_document_chunk
 from semrag.index.ssg import keyword_themes, window_ranges
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -296,6 +297,13 @@ class Ingestion:
         batches; the call is one change (one commit), so a bulk load costs every part one
         application, and a failure adds nothing.
         """
+        computed = yield from self._compute(docs, given)
+        self._store(computed, on_conflict)
+
+    def _compute(
+        self, docs: list[Document], given: _Given
+    ) -> Generator[Call, Any, list[tuple[Any, ...]]]:
+        """Every document's chunks and vectors, block by block (nothing committed)."""
         bar = self._progress(len(docs))
         computed: list[tuple[Any, ...]] = []
         for block in self._blocks(docs):
@@ -322,7 +330,40 @@ class Ingestion:
                 bar.update(len(block))
         if bar is not None:
             bar.close()
-        self._store(computed, on_conflict)
+        return computed
+
+    def prepare_documents(self, documents: Iterable[Any], *, split: bool = True) -> PreparedBatch:
+        """Chunk and embed documents as :meth:`add_documents` does, without indexing them.
+
+        For a worker process (see :mod:`semrag.ingest`): the returned
+        :class:`~semrag.index.prepared.PreparedBatch` (picklable) goes to the writing
+        index's :meth:`add_prepared`, which embeds nothing. This index is left unchanged.
+
+        Raises:
+            DocumentConflictError: on an id given twice in the call.
+            ConfigError: on metadata that is not JSON.
+        """
+        docs = self._validate(documents)
+        computed = drive(
+            self._compute(docs, None if split else _WHOLE), functools.partial(call, None)
+        )
+        return PreparedBatch(ingest_settings(self), tuple(computed))
+
+    def add_prepared(self, batch: PreparedBatch, *, on_conflict: OnConflict = "error") -> None:
+        """Index a batch another process prepared (:meth:`prepare_documents`): one change.
+
+        Nothing is chunked or embedded here; the batch's vectors are the index's.
+
+        Raises:
+            ConfigError: if the batch was prepared with other settings (chunker, chunk
+                vectors, similarity graph, or another embedding model).
+            DocumentConflictError: as :meth:`add_documents`, by ``on_conflict``.
+        """
+        if not isinstance(batch, PreparedBatch):
+            raise ConfigError(f"add_prepared takes a PreparedBatch, got {type(batch).__name__}")
+        check_settings(ingest_settings(self), batch.settings)
+        self._admit([row[0] for row in batch.rows], on_conflict)
+        self._store(list(batch.rows), on_conflict)
 
     def _add(self, docs: list[Document], given: _Given, on_conflict: OnConflict) -> None:
         drive(self._ingest(docs, given, on_conflict), functools.partial(call, None))

@@ -451,7 +451,6 @@ class IntentAwareRetriever(Params):
         vectors: npt.NDArray[np.float32],
         ext: Sequence[ScoredChunk] | None,
     ) -> Generator[Call, Any, _Candidates]:
-        index = self.index
         n = self.n_candidates
         pool: dict[int, None] = {}
         found, sparse_hits = yield Call("search_channels", (vectors, list(plan.sparse_queries), n))
@@ -462,8 +461,10 @@ class IntentAwareRetriever(Params):
         if ext is None:
             ext = yield Call("retrieve", (plan.query,), on=self.extended, kwargs={"k": self.m})
         cands = _Candidates()
-        for hit in ext:
-            for i in index.overlapping_chunks(hit.chunk.doc_id, hit.chunk.start, hit.chunk.end):
+        spans = [(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in ext]
+        covered = (yield Call("overlapping_chunks_many", (spans,))) if spans else []
+        for hit, ids in zip(ext, covered, strict=True):  # one read for every hit's chunks
+            for i in ids:
                 cands.extended[i] = max(cands.extended.get(i, -np.inf), hit.score)
                 pool[i] = None
         cands.ids = list(pool)

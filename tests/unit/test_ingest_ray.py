@@ -1,0 +1,127 @@
+"""Ingestion on a local Ray cluster equals a single-process build.
+
+Workers chunk and embed (one worker index each), the calling process commits each
+prepared batch without embedding again: the index must hold the same chunks, ids, offsets
+and vectors as ``add_documents`` in one process, and every retriever must answer the same.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from semrag import Document, SemanticIndex
+from semrag.errors import ConfigError, DocumentConflictError
+from semrag.retrieval import GraphRetriever, IntentAwareRetriever
+from semrag.testing import FakeEmbedder
+from tests.counting import CountingEmbedder
+
+pytestmark = [pytest.mark.ray, pytest.mark.enable_socket]
+
+TOPICS = ["bees", "rockets", "rivers", "markets", "painters", "volcanoes"]
+
+
+def corpus(n: int = 24) -> list[Document]:
+    return [
+        Document(
+            f"d{i:02d}",
+            f"Title {i}\nThe {TOPICS[i % 6]} of Region {i % 5} were studied by Ada Brook. "
+            f"Region {i % 5} lies near the {TOPICS[(i + 1) % 6]}. "
+            f"In {1900 + i} the survey of {TOPICS[i % 6]} ended. " * (1 + i % 3),
+            {"n": i, "source": f"file{i}.txt"},
+        )
+        for i in range(n)
+    ]
+
+
+def answers(index: SemanticIndex, q: str) -> dict:
+    return {
+        "dense": [(h.chunk.doc_id, h.chunk.start) for h in index.search(q, k=10)],
+        "sparse": [(h.chunk.doc_id, h.chunk.start) for h in index.search_sparse(q, k=10)],
+        "ppr": [(h.chunk.doc_id, h.chunk.start) for h in GraphRetriever(index).retrieve(q)],
+        "iar": [(h.chunk.doc_id, h.chunk.start) for h in IntentAwareRetriever(index).retrieve(q)],
+    }
+
+
+def test_ray_ingestion_equals_a_single_process_build(ray_cluster):
+    from semrag.ingest import ingest_with_ray
+
+    docs = corpus()
+    alone = SemanticIndex(embedder=FakeEmbedder())
+    alone.add_documents(docs)
+
+    writer_embedder = CountingEmbedder()
+    index = SemanticIndex(embedder=writer_embedder)
+    report = ingest_with_ray(
+        index,
+        docs,
+        make_index=functools.partial(SemanticIndex, embedder=FakeEmbedder()),
+        workers=2,
+        batch_size=5,
+    )
+    assert report.documents == len(docs) and report.batches >= 5  # at most 5 per batch
+    assert report.chunks == len(alone.chunks()) and report.documents_per_second > 0
+    # the writer embedded only the settings probe, never a document's text
+    assert all(t.startswith("semrag: the probe") for t in writer_embedder.embedded)
+    assert index.doc_ids == alone.doc_ids
+    assert [(c.doc_id, c.start, c.end, c.text) for c in index.chunks()] == [
+        (c.doc_id, c.start, c.end, c.text) for c in alone.chunks()
+    ]
+    ids = [index.chunk_ids(d) for d in index.doc_ids]
+    assert ids == [alone.chunk_ids(d) for d in alone.doc_ids]
+    flat = [i for doc in ids for i in doc]
+    assert np.array_equal(index.vectors_of(flat), alone.vectors_of(flat))
+    assert index.document("d03").metadata == docs[3].metadata
+    for q in ["bees of Region 2", "Ada Brook rockets", "survey ended 1907", "markets"]:
+        assert answers(index, q) == answers(alone, q), q
+
+
+def test_ray_ingestion_refuses_batches_of_other_settings_and_repeated_ids(ray_cluster):
+    from semrag.ingest import ingest_with_ray
+
+    index = SemanticIndex(embedder=FakeEmbedder())
+    with pytest.raises(ConfigError, match="embedder"):
+        ingest_with_ray(
+            index,
+            corpus(4),
+            make_index=functools.partial(SemanticIndex, embedder=FakeEmbedder(dim=128)),
+            workers=1,
+        )
+    assert len(index) == 0  # nothing of another model slipped in
+    twice = [*corpus(3), Document("d01", "Another text with the same id.")]
+    with pytest.raises(DocumentConflictError, match="more than once"):
+        ingest_with_ray(
+            index,
+            twice,
+            make_index=functools.partial(SemanticIndex, embedder=FakeEmbedder()),
+            workers=1,
+            batch_size=3,
+        )
+    assert index.doc_ids == ["d00", "d01", "d02"]  # the batch before it committed
+    with pytest.raises(ConfigError, match="workers"):
+        ingest_with_ray(index, corpus(2), workers=0)
+
+
+def test_a_prepared_batch_commits_without_embedding_and_checks_its_settings():
+    # The writer's half, without Ray: prepare in one index, commit in another.
+    worker = SemanticIndex(embedder=FakeEmbedder())
+    batch = worker.prepare_documents(corpus(6))
+    assert len(worker) == 0 and len(batch) == 6 and batch.doc_ids[0] == "d00"
+    emb = CountingEmbedder()
+    writer = SemanticIndex(embedder=emb)
+    writer.add_prepared(batch)
+    assert all(t.startswith("semrag: the probe") for t in emb.embedded)
+    alone = SemanticIndex(embedder=FakeEmbedder())
+    alone.add_documents(corpus(6))
+    assert [c.text for c in writer.chunks()] == [c.text for c in alone.chunks()]
+    with pytest.raises(DocumentConflictError):
+        writer.add_prepared(batch)  # the same ids again
+    writer.add_prepared(batch, on_conflict="skip")
+    assert len(writer) == 6
+    other = SemanticIndex(embedder=FakeEmbedder(), chunk_vectors="mean")
+    with pytest.raises(ConfigError, match="chunk_vectors"):
+        other.add_prepared(batch)
+    with pytest.raises(ConfigError, match="PreparedBatch"):
+        writer.add_prepared(corpus(1))
