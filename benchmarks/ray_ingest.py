@@ -14,7 +14,7 @@ Each build is checked against the in-process one (same chunks, same dense top 10
 queries), so a fast but different build shows. Ratios: the overhead of Ray with one worker
 over the in-process build at one thread, and the throughput of 2 workers over 1.
 
-    python benchmarks/ray_ingest.py [--docs 1000] [--batch 64] [--out FILE]
+    python benchmarks/ray_ingest.py [--docs 1000] [--batch 256] [--out FILE]
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def signature(index: SemanticIndex) -> tuple:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=1000)
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     import ray

@@ -128,7 +128,7 @@ def ingest_with_ray(
     *,
     make_index: Callable[[], Any] | None = None,
     workers: int = 2,
-    batch_size: int = 32,
+    batch_size: int = 256,
     cpus_per_worker: float = 1.0,
     gpus_per_worker: float = 0.0,
     split: bool = True,
@@ -139,14 +139,17 @@ def ingest_with_ray(
     Args:
         index: the writing :class:`~semrag.SemanticIndex`.
         documents: anything ``add_documents`` takes, or a ``ray.data.Dataset`` with the
-            columns ``id``, ``text`` and ``metadata`` (a JSON string).
+            columns ``id``, ``text`` and ``metadata`` (a JSON string; give it at least as
+            many blocks as workers, so each has one to take).
         make_index: returns each worker's index (picklable: a class or a
             ``functools.partial``); it must chunk and embed as ``index`` does, which
             ``add_prepared`` checks. Default: :func:`packaged_worker_index` (the packaged
             MiniLM, on the worker's GPU with ``gpus_per_worker``, and ``index``'s
             ``chunk_vectors`` and ``ssg`` settings).
         workers: actors in the pool (each holds one model).
-        batch_size: documents per prepared batch (one commit each).
+        batch_size: documents per prepared batch (one commit each). Larger batches embed
+            faster (the model pads each batch of sentences to its longest): 64 documents
+            a batch took 1.24 times as long as one call for 256 on 2Wiki paragraphs.
         cpus_per_worker: CPUs Ray reserves per actor; the actor's torch uses that many
             threads (at least one).
         gpus_per_worker: GPUs per actor (the packaged model then runs on it).
@@ -178,14 +181,17 @@ def ingest_with_ray(
     if isinstance(documents, ray.data.Dataset):
         dataset = documents
     else:
-        dataset = ray.data.from_items(_rows(documents), override_num_blocks=workers)
+        rows = _rows(documents)  # a block per batch: idle workers take the next one
+        blocks = max(1, -(-len(rows) // batch_size))
+        dataset = ray.data.from_items(rows, override_num_blocks=blocks)
     threads = max(1, int(cpus_per_worker))
     prepared = dataset.map_batches(
         PrepareWorker,
         fn_constructor_kwargs={"make_index": make_index, "split": split, "threads": threads},
         batch_size=batch_size,
         batch_format="numpy",
-        concurrency=workers,
+        # a fixed pool, one batch at a time per actor: a busy actor is not handed the next
+        compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
         num_cpus=cpus_per_worker,
         num_gpus=gpus_per_worker,
     )
