@@ -8,6 +8,7 @@ import gc
 import os
 import platform
 import re
+import shlex
 import sys
 import threading
 import time
@@ -78,7 +79,7 @@ RUN_COMMIT = _run_commit()
 
 
 def header(title: str, data: str) -> str:
-    cmd = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    cmd = shlex.join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     cpu = platform.processor() or platform.machine()
     return (
         f"### {title}\n\n"

@@ -502,6 +502,8 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         "aoverlapping_chunks_many": lambda: reader.aoverlapping_chunks_many([("d0", 0, 9)]),
         "afetch_documents": lambda: reader.afetch_documents(["d0", "d1"]),
         "acurrent_version": lambda: reader.acurrent_version(),
+        "adense_search": lambda: reader.adense_search(q[0], 2),
+        "achunks_of": lambda: reader.achunks_of([0, 1]),
         "alookup": lambda: graph_store.alookup(["bees", "honey"], fuzzy_limit=2),
         "aexpand": lambda: graph_store.aexpand(["bees"], depth=2),
         "achunks_for": lambda: graph_store.achunks_for(["bees"]),
@@ -523,6 +525,10 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         assert await longest_stall(make) < MAX_STALL, name
     assert (await reader.asearch("bees", k=2))[0].chunk.doc_id == "d0"
     assert await reader.acurrent_version() == index.version
+    scores, ids = await reader.adense_search(q[0], 3)
+    want_scores, want_ids = index.dense_search(q[0], 3)  # the hashed vectors tie: scores
+    assert np.allclose(scores, want_scores, atol=1e-6) and ids[0] == want_ids[0]
+    assert await reader.achunks_of([2, 0]) == [index.chunk(2), index.chunk(0)]
     spans = [("d0", 0, 9), ("d1", 5, 400), ("nowhere", 0, 5)]
     assert await reader.aoverlapping_chunks_many(spans) == index.overlapping_chunks_many(spans)
 

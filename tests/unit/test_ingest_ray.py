@@ -125,3 +125,33 @@ def test_a_prepared_batch_commits_without_embedding_and_checks_its_settings():
         other.add_prepared(batch)
     with pytest.raises(ConfigError, match="PreparedBatch"):
         writer.add_prepared(corpus(1))
+
+
+def test_framework_documents_go_through_ray_as_through_add_documents(ray_cluster):
+    # A LangChain loader's documents and LlamaIndex documents keep their ids and metadata.
+    from langchain_core.documents import Document as LCDocument
+    from llama_index.core import Document as LIDocument
+
+    from semrag.ingest import ingest_with_ray
+
+    lc = [
+        LCDocument(d.text, metadata={"source": f"/data/{d.id}.txt", "n": d.metadata["n"]})
+        for d in corpus(6)
+    ]
+    li = [
+        LIDocument(text=d.text, id_=f"li-{d.id}", metadata={"n": d.metadata["n"]})
+        for d in corpus(6)
+    ]
+    make = functools.partial(SemanticIndex, embedder=FakeEmbedder())
+    for docs in (lc, li):
+        alone = SemanticIndex(embedder=FakeEmbedder())
+        alone.add_documents(docs)
+        index = SemanticIndex(embedder=FakeEmbedder())
+        ingest_with_ray(index, docs, make_index=make, workers=2, batch_size=2)
+        assert index.doc_ids == alone.doc_ids
+        assert [index.document(d).metadata for d in index.doc_ids] == [
+            alone.document(d).metadata for d in alone.doc_ids
+        ]
+        assert [(c.doc_id, c.start, c.end) for c in index.chunks()] == [
+            (c.doc_id, c.start, c.end) for c in alone.chunks()
+        ]

@@ -556,6 +556,8 @@ ELSEWHERE = (
             "aoverlapping_chunks_many",
             "afetch_documents",
             "acurrent_version",
+            "adense_search",
+            "achunks_of",
         )
     }
     | {
