@@ -253,6 +253,36 @@ def assemble(
     )
 
 
+def graph_for(
+    kept: PassageGraph | None,
+    version: int,
+    docs: Sequence[DocPhrases],
+    reg: NameRegistry,
+    *,
+    synonym_k: int = 0,
+    synonym_threshold: float = 0.8,
+    chunks: Sequence[Chunk] | None = None,
+) -> tuple[PassageGraph, PassageGraph | None]:
+    """A part's graph of ``version``, and what the part keeps after the call.
+
+    Without synonym edges, ``kept`` when it is of ``version``, else assembled and kept;
+    with them (``synonym_k > 0``), assembled for the caller alone (``kept`` stays).
+    """
+    if synonym_k:
+        g = assemble(
+            version,
+            docs,
+            reg,
+            synonym_k=synonym_k,
+            synonym_threshold=synonym_threshold,
+            chunks=chunks,
+        )
+        return g, kept
+    if kept is None or kept.version != version:
+        kept = assemble(version, docs, reg, chunks=chunks)
+    return kept, kept
+
+
 def chunks_at(g: PassageGraph, nodes: Sequence[int]) -> list[Chunk]:
     """The chunks of passage ``nodes``: one fetch where the graph's chunks are remote.
 

@@ -31,7 +31,13 @@ import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
-from semrag.index._passage_graph import GRAPH_FILE, PassageGraph, assemble, load_graph, save_graph
+from semrag.index._passage_graph import (
+    GRAPH_FILE,
+    PassageGraph,
+    graph_for,
+    load_graph,
+    save_graph,
+)
 from semrag.index.change import Change, IndexedDocument
 from semrag.text.phrases import entities as find_entities
 from semrag.types import Chunk
@@ -186,19 +192,15 @@ class PassagePhrases:
         the part; with them (``synonym_k > 0``), assembled for the caller to keep.
         """
         docs = [self._docs[d] for d in doc_ids]
-        if synonym_k:
-            return assemble(
+        with self._graph_lock:
+            g, self._graph = graph_for(
+                self._graph,
                 self.version,
                 docs,
                 self.registry,
                 synonym_k=synonym_k,
                 synonym_threshold=synonym_threshold,
             )
-        with self._graph_lock:
-            g = self._graph
-            if g is None or g.version != self.version:
-                g = assemble(self.version, docs, self.registry)
-                self._graph = g
             return g
 
     def of(self, doc_id: str) -> DocPhrases:

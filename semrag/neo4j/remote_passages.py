@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from semrag.errors import StoreError
-from semrag.index._passage_graph import PassageGraph, assemble
+from semrag.index._passage_graph import PassageGraph, graph_for
 from semrag.index.passages import DocPhrases, NameRegistry
 from semrag.neo4j._cypher import from_bytes
 from semrag.neo4j._index_cypher import NAME_VECTORS, PASSAGE_ROWS
@@ -164,23 +164,19 @@ class RemotePassages:
             version = self.reader.current_version()
             if self.version != version:
                 self._fetch()
-                self._graph = None
             docs = list(self._docs.values())
             assert self.version is not None
             chunk_ids = np.concatenate([np.zeros(0, np.int64), *(d.chunk_ids for d in docs)])
-            chunks = RemoteChunks(self.reader, chunk_ids)
-            if synonym_k:
-                return assemble(
-                    self.version,
-                    docs,
-                    self.registry,
-                    synonym_k=synonym_k,
-                    synonym_threshold=synonym_threshold,
-                    chunks=chunks,
-                )
-            if self._graph is None:
-                self._graph = assemble(self.version, docs, self.registry, chunks=chunks)
-            return self._graph
+            g, self._graph = graph_for(
+                self._graph,
+                self.version,
+                docs,
+                self.registry,
+                synonym_k=synonym_k,
+                synonym_threshold=synonym_threshold,
+                chunks=RemoteChunks(self.reader, chunk_ids),
+            )
+            return g
 
     def of(self, doc_id: str) -> DocPhrases:
         """The phrases of a stored document (as last read)."""

@@ -36,17 +36,6 @@ MORE = [
 ]
 
 
-@pytest.fixture
-def graph_store(neo4j_server):
-    from semrag.neo4j import Neo4jGraphStore, Neo4jIndexStore
-
-    store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
-    Neo4jIndexStore(store).clear()
-    yield store
-    Neo4jIndexStore(store).clear()
-    store.close()
-
-
 def changes(index: SemanticIndex) -> None:
     """Adds, a delete, a replacement and more adds: every path of the store's writes."""
     index.add_documents([Document(f"d{i}", t, {"n": i}) for i, t in enumerate(LONG)])

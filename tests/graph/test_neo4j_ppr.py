@@ -57,17 +57,6 @@ QUESTIONS = [f"Which river flows through the city where {p} was born?" for p in 
 ]
 
 
-@pytest.fixture
-def graph_store(neo4j_server):
-    from semrag.neo4j import Neo4jGraphStore, Neo4jIndexStore
-
-    store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
-    Neo4jIndexStore(store).clear()
-    yield store
-    Neo4jIndexStore(store).clear()
-    store.close()
-
-
 def written(graph_store, **kwargs):
     """An index with the passages part, written to the database; and a reader of it."""
     from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
@@ -198,7 +187,7 @@ def test_enabling_the_part_after_attaching_writes_it(graph_store):
     assert got and got == Neo4jIndexStore.for_index(fresh, graph_store).dump()["mentions"]
 
 
-def test_both_frameworks_serve_the_walk_from_the_database(graph_store):
+async def test_both_frameworks_serve_the_walk_from_the_database(graph_store):
     import langchain_semrag as lcs
     import llama_index_semrag as lis
 
@@ -206,10 +195,15 @@ def test_both_frameworks_serve_the_walk_from_the_database(graph_store):
     q = QUESTIONS[2]
     spans = {}
     for name, ix in (("here", index), ("there", reader)):
-        lc = lcs.GraphRetriever(index=ix, k=4).invoke(q)
-        li = lis.GraphRetriever(index=ix, k=4).retrieve(q)
-        spans[name] = (
-            [(d.metadata["doc_id"], d.metadata["start_index"]) for d in lc],
-            [(n.node.metadata["doc_id"], n.node.start_char_idx) for n in li],
+        lc, li = lcs.GraphRetriever(index=ix, k=4), lis.GraphRetriever(index=ix, k=4)
+        got = (
+            [(d.metadata["doc_id"], d.metadata["start_index"]) for d in lc.invoke(q)],
+            [(n.node.metadata["doc_id"], n.node.start_char_idx) for n in li.retrieve(q)],
         )
+        got_async = (
+            [(d.metadata["doc_id"], d.metadata["start_index"]) for d in await lc.ainvoke(q)],
+            [(n.node.metadata["doc_id"], n.node.start_char_idx) for n in await li.aretrieve(q)],
+        )
+        assert got_async == got
+        spans[name] = got
     assert spans["here"] == spans["there"] and spans["here"][0]

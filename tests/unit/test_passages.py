@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import semrag.index._passage_graph as passage_graph_module
 import semrag.index.passages as passages_module
 import semrag.retrieval.ppr as ppr_module
 from semrag import Document, SemanticIndex
@@ -85,7 +86,7 @@ def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase_or_asse
         raise AssertionError("the passage graph was assembled again")
 
     monkeypatch.setattr(passages_module, "find_entities", no_rebuild)
-    monkeypatch.setattr(passages_module, "assemble", no_assembly)
+    monkeypatch.setattr(passage_graph_module, "assemble", no_assembly)
     monkeypatch.setattr(ppr_module, "assemble", no_assembly)
     retriever = PPRRetriever(loaded, k=4)
     hits = retriever.retrieve(QUERIES[0])
