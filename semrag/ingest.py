@@ -34,11 +34,12 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import pickle
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,39 +177,51 @@ def ingest_with_ray(
             "cuda" if gpus_per_worker > 0 else "cpu",
         )
     t0 = time.perf_counter()
-    ctx = ray.data.DataContext.get_current()
-    ctx.execution_options.preserve_order = True  # commits in the documents' order
-    if isinstance(documents, ray.data.Dataset):
-        dataset = documents
-    else:
-        rows = _rows(documents)  # a block per batch: idle workers take the next one
-        blocks = max(1, -(-len(rows) // batch_size))
-        dataset = ray.data.from_items(rows, override_num_blocks=blocks)
-    threads = max(1, int(cpus_per_worker))
-    prepared = dataset.map_batches(
-        PrepareWorker,
-        fn_constructor_kwargs={"make_index": make_index, "split": split, "threads": threads},
-        batch_size=batch_size,
-        batch_format="numpy",
-        # a fixed pool, one batch at a time per actor: a busy actor is not handed the next
-        compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
-        num_cpus=cpus_per_worker,
-        num_gpus=gpus_per_worker,
-    )
-    seen: set[str] = set()
-    n_docs = n_chunks = n_batches = 0
-    for row in prepared.iter_rows():
-        batch: PreparedBatch = pickle.loads(row["prepared"])  # made by our own workers
-        again = sorted(seen.intersection(batch.doc_ids))
-        if again:
-            raise DocumentConflictError(
-                f"the job names {len(again)} document id(s) more than once: {again[:5]}",
-                ids=again,
-            )
-        seen.update(batch.doc_ids)
-        index.add_prepared(batch, on_conflict=on_conflict)
-        n_docs, n_chunks, n_batches = n_docs + len(batch), n_chunks + batch.n_chunks, n_batches + 1
+    with _in_order(ray):  # the dataset and its run: commits in the documents' order
+        if isinstance(documents, ray.data.Dataset):
+            dataset = documents
+        else:
+            rows = _rows(documents)  # a block per batch: idle workers take the next one
+            blocks = max(1, -(-len(rows) // batch_size))
+            dataset = ray.data.from_items(rows, override_num_blocks=blocks)
+        threads = max(1, int(cpus_per_worker))
+        prepared = dataset.map_batches(
+            PrepareWorker,
+            fn_constructor_kwargs={"make_index": make_index, "split": split, "threads": threads},
+            batch_size=batch_size,
+            batch_format="numpy",
+            # a fixed pool, one batch at a time per actor: a busy actor is not handed the next
+            compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
+            num_cpus=cpus_per_worker,
+            num_gpus=gpus_per_worker,
+        )
+        seen: set[str] = set()
+        n_docs = n_chunks = n_batches = 0
+        for row in prepared.iter_rows():
+            batch: PreparedBatch = pickle.loads(row["prepared"])  # made by our own workers
+            again = sorted(seen.intersection(batch.doc_ids))
+            if again:
+                raise DocumentConflictError(
+                    f"the job names {len(again)} document id(s) more than once: {again[:5]}",
+                    ids=again,
+                )
+            seen.update(batch.doc_ids)
+            index.add_prepared(batch, on_conflict=on_conflict)
+            n_docs, n_chunks = n_docs + len(batch), n_chunks + batch.n_chunks
+            n_batches += 1
     return IngestReport(n_docs, n_chunks, n_batches, time.perf_counter() - t0)
+
+
+@contextlib.contextmanager
+def _in_order(ray: Any) -> Iterator[None]:
+    """Ray Data keeps the input's order for the block (the caller's setting after it)."""
+    ctx = ray.data.DataContext.get_current()
+    before = ctx.execution_options.preserve_order
+    ctx.execution_options.preserve_order = True
+    try:
+        yield
+    finally:
+        ctx.execution_options.preserve_order = before
 
 
 def packaged_worker_index(chunk_vectors: str, ssg: Any, device: str) -> Any:

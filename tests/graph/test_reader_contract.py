@@ -18,7 +18,7 @@ import langchain_semrag as lcs
 from semrag import SemanticIndex
 from semrag.index.reader import CorpusReader
 from tests.adapters.test_dense_backends import QUERIES, embedder
-from tests.graph.test_neo4j_index import changes, graph_store  # noqa: F401 (a fixture)
+from tests.graph.test_neo4j_index import changes
 
 NEO4J = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
 READERS = ["embedded", "vector-store", pytest.param("neo4j", marks=NEO4J)]

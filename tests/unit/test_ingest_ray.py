@@ -54,6 +54,8 @@ def test_ray_ingestion_equals_a_single_process_build(ray_cluster):
 
     writer_embedder = CountingEmbedder()
     index = SemanticIndex(embedder=writer_embedder)
+    options = ray_cluster.data.DataContext.get_current().execution_options
+    ordered = options.preserve_order
     report = ingest_with_ray(
         index,
         docs,
@@ -61,6 +63,7 @@ def test_ray_ingestion_equals_a_single_process_build(ray_cluster):
         workers=2,
         batch_size=5,
     )
+    assert options.preserve_order == ordered  # the job kept order, then gave the setting back
     assert report.documents == len(docs) and report.batches >= 5  # at most 5 per batch
     assert report.chunks == len(alone.chunks()) and report.documents_per_second > 0
     # the writer embedded only the settings probe, never a document's text
