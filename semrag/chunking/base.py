@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -324,21 +324,34 @@ class BoundaryChunker:
         """Async twin of :meth:`chunk_documents`."""
         return [c for r in await self.achunk_with_stats(documents) for c in r.chunks]
 
-    def chunk_with_stats(self, documents: Iterable[Document | str]) -> list[ChunkingResult]:
+    def chunk_with_stats(
+        self,
+        documents: Iterable[Document | str],
+        *,
+        sentences: Sequence[list[Span]] | None = None,
+    ) -> list[ChunkingResult]:
         """Chunk documents and report, per document, the curve, threshold and breaks.
+
+        ``sentences``: each document's spans as :meth:`sentences` gives them, when the
+        caller has them already (the index splits once for its embedding blocks).
 
         Returns:
             One :class:`ChunkingResult` per document, in input order.
         """
-        prepared = self._prepare(as_documents(documents))
+        prepared = self._prepare(as_documents(documents), sentences)
         texts, owners = self._collect(prepared)
         vectors = self._embed_blocks(texts)
         return self._finish(prepared, vectors, owners)
 
-    async def achunk_with_stats(self, documents: Iterable[Document | str]) -> list[ChunkingResult]:
+    async def achunk_with_stats(
+        self,
+        documents: Iterable[Document | str],
+        *,
+        sentences: Sequence[list[Span]] | None = None,
+    ) -> list[ChunkingResult]:
         """Async twin of :meth:`chunk_with_stats`; CPU work runs in a worker thread."""
         docs = as_documents(documents)
-        prepared = await asyncio.to_thread(self._prepare, docs)
+        prepared = await asyncio.to_thread(self._prepare, docs, sentences)
         texts, owners = await asyncio.to_thread(self._collect, prepared)
         vectors = await self._aembed_blocks(texts)
         return await asyncio.to_thread(self._finish, prepared, vectors, owners)
@@ -350,8 +363,14 @@ class BoundaryChunker:
         return normalize_sentence_spans(text, self.sentence_splitter(text))
 
     # -- pipeline -----------------------------------------------------------------------
-    def _prepare(self, docs: list[Document]) -> list[Prepared]:
-        prepared = [Prepared(doc, self.sentences(doc.text), []) for doc in docs]
+    def _prepare(
+        self, docs: list[Document], sentences: Sequence[list[Span]] | None = None
+    ) -> list[Prepared]:
+        if sentences is None:
+            sentences = [self.sentences(doc.text) for doc in docs]
+        elif len(sentences) != len(docs):
+            raise ConfigError(f"{len(sentences)} sentence lists for {len(docs)} documents")
+        prepared = [Prepared(doc, list(s), []) for doc, s in zip(docs, sentences, strict=True)]
         all_texts = [s.of(p.doc.text) for p in prepared for s in p.sentences]
         counts = self.tokenizer.count(all_texts)
         pos = 0

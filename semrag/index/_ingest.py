@@ -312,7 +312,12 @@ class Ingestion:
             chunk_lists = self._chunk_lists(block, given)
             if chunk_lists is None:
                 docs_of_block = [d for d, _ in block]
-                results = yield Call("chunk_with_stats", (docs_of_block,), on=self.chunker)
+                results = yield Call(
+                    "chunk_with_stats",
+                    (docs_of_block,),
+                    on=self.chunker,
+                    kwargs={"sentences": [spans for _, spans in block]},  # split once
+                )
                 chunk_lists = [r.chunks for r in results]
             themes = self._keyword_themes(block)
             if self.theme_llm is not None:

@@ -131,6 +131,10 @@ class Neo4jIndexStore:
             then the edges in batches, the version last) rather than one; a failure
             halfway is repaired as any failed write is (the next change, or :meth:`sync`,
             writes the difference and rewrites the edges).
+        passages: give the index its PPR passage phrases when it attaches
+            (``index.enable("passages")``), so the database serves the default
+            ``GraphRetriever()`` and IAR's PPR channel; ``False`` writes only the parts the
+            index holds.
 
     Raises:
         ConfigError: if the database holds vectors of another dimension.
@@ -138,13 +142,19 @@ class Neo4jIndexStore:
     """
 
     def __init__(
-        self, store: Neo4jGraphStore, *, name: str = STATE, max_transaction_rows: int = 50_000
+        self,
+        store: Neo4jGraphStore,
+        *,
+        name: str = STATE,
+        max_transaction_rows: int = 50_000,
+        passages: bool = True,
     ) -> None:
         if max_transaction_rows < 1:
             raise ConfigError(f"max_transaction_rows must be >= 1, got {max_transaction_rows}")
         self.store = store
         self.name = name
         self.max_transaction_rows = max_transaction_rows
+        self.passages = bool(passages)
         self._index: Any = None
         self._edges: Edges | None = None
         self._version: int | None = None
@@ -166,6 +176,9 @@ class Neo4jIndexStore:
     def attach(self, index: Any) -> None:
         """Follow ``index``: bring the database level with it now, then write every change.
 
+        With ``passages`` (the default), an index without its PPR passage phrases is given
+        them first (found in its documents and their names embedded, once).
+
         Raises:
             ConfigError: if the database holds vectors of another dimension, or the store
                 already follows another index.
@@ -184,6 +197,9 @@ class Neo4jIndexStore:
         for statement in VECTOR_INDEXES:
             self.store.write_rows(statement, dim=dim)
         self.store.read_rows("CALL db.awaitIndexes(300)")
+        enable = getattr(index, "enable", None)
+        if self.passages and callable(enable) and "passages" not in index.parts:
+            enable("passages")  # what the default retriever of a serving process reads
         self._index = index
         state = self._state()
         self._next_seq = int(state.get("next_seq") or 0)
@@ -350,6 +366,10 @@ class Neo4jIndexStore:
             else [d for d in self._index.doc_ids if d not in gone]
         )
         mentions, names = self._phrase_rows([*change.added_ids, *again])
+        # the added documents' mentions go with their documents (a step that lands holds
+        # both); those of documents written before go after every document
+        mentions_again = [m for m in mentions if m["doc_id"] not in added_ids]
+        mentions = [m for m in mentions if m["doc_id"] in added_ids]
         next_seq = self._next_seq
         for row in docs:  # added documents go after every document there (the index's order)
             row["seq"], next_seq = next_seq, next_seq + 1
@@ -364,7 +384,7 @@ class Neo4jIndexStore:
         steps: list[list[Statement]] = batches(DELETE_DOCS, "ids", sorted(gone))
         steps += batches(DROP_MENTIONS, "ids", again)
         steps += batches(MERGE_NAMES, "rows", names)
-        parts = (chunks, sentences, windows, pieces)
+        parts = (chunks, sentences, windows, pieces, mentions)
         for group in by_document(docs, parts, self.max_transaction_rows):
             steps.append(
                 [
@@ -376,6 +396,7 @@ class Neo4jIndexStore:
                             UPSERT_SENTENCES,
                             UPSERT_WINDOWS,
                             UPSERT_PIECES,
+                            CREATE_MENTIONS,
                         ),
                         group,
                         strict=True,
@@ -383,7 +404,7 @@ class Neo4jIndexStore:
                     for i in range(0, len(part), batch)
                 ]
             )
-        steps += batches(CREATE_MENTIONS, "rows", mentions)
+        steps += batches(CREATE_MENTIONS, "rows", mentions_again)
         steps += batches(DROP_OUT_EDGES, "keys", drop_sources)
         steps += batches(CREATE_EDGES, "rows", edge_rows)
         steps += batches(DROP_BRIDGES, "ids", sorted(bridge_docs - added_ids))

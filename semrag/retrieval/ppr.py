@@ -331,9 +331,10 @@ class PPRRetriever(Params):
             if not callable(getattr(self.index, "indexed", None)):
                 raise ConfigError(
                     f"{type(self.index).__name__} holds no passage phrases for this "
-                    "PPRRetriever (a database reader serves the ones its writer kept: give the "
-                    "writing index SemanticIndex(passages=True) or index.enable('passages'), "
-                    "and use titles=True and no graph= here)"
+                    "PPRRetriever (a database reader serves the ones its writer kept: write with "
+                    "Neo4jIndexStore(store, passages=True), the default, or give the writing "
+                    "index SemanticIndex(passages=True) or index.enable('passages'); and use "
+                    "titles=True and no graph= here)"
                 )
             if self.graph is None:
                 docs = [self._doc_phrases(d) for d in self.index.doc_ids]

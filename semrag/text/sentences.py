@@ -206,7 +206,7 @@ def _cut_points(text: str, lines: str) -> list[int]:
     cuts: list[int] = []
     if lines == "always" or (lines == "auto" and is_line_structured(text)):
         cuts += [m.start() for m in re.finditer("\n", text)]
-    caseless = not any(c.isupper() for c in text)
+    caseless = not any(map(str.isupper, text))  # per character, in C
     lower_words: frozenset[str] | None = None
     for match in _CANDIDATE.finditer(text):
         token = match.group()

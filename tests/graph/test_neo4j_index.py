@@ -142,7 +142,7 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
 
     emb = embedder()
     index = SemanticIndex(embedder=emb, ssg=True)
-    Neo4jIndexStore.for_index(index, graph_store)
+    Neo4jIndexStore.for_index(index, graph_store, passages=False)  # IAR without PPR here
     changes(index)
     reader = Neo4jIndex(graph_store, embedder=emb)
     assert sorted(reader.doc_ids) == sorted(index.doc_ids) and "d0" in reader

@@ -165,7 +165,7 @@ def test_enabling_the_part_after_attaching_writes_it(graph_store):
 
     emb = CountingEmbedder()
     index = SemanticIndex(embedder=emb)
-    store = Neo4jIndexStore.for_index(index, graph_store)
+    store = Neo4jIndexStore.for_index(index, graph_store, passages=False)
     index.add_documents(corpus())
     reader = Neo4jIndex(graph_store, embedder=emb)
     assert reader.parts == {} and reader.extended is None
@@ -185,6 +185,26 @@ def test_enabling_the_part_after_attaching_writes_it(graph_store):
     got = store.dump()["mentions"]
     store.clear()
     assert got and got == Neo4jIndexStore.for_index(fresh, graph_store).dump()["mentions"]
+
+
+def test_the_default_store_gives_the_index_its_phrases_so_the_default_retriever_serves(
+    graph_store,
+):
+    # The flow a user writes: a default index, a default store, the default retriever served.
+    from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
+
+    emb = CountingEmbedder()
+    index = SemanticIndex(embedder=emb)
+    index.add_documents(corpus()[:4])
+    Neo4jIndexStore.for_index(index, graph_store)  # enables the phrases, writes them
+    assert "passages" in index.parts
+    index.add_documents(corpus()[4:])
+    reader = Neo4jIndex(graph_store, embedder=emb)
+    assert reader.extended == "ppr"
+    for q in QUESTIONS[:4]:
+        assert ranking(GraphRetriever(reader).retrieve(q)) == ranking(
+            GraphRetriever(index).retrieve(q)
+        )
 
 
 async def test_both_frameworks_serve_the_walk_from_the_database(graph_store):

@@ -400,3 +400,17 @@ def test_the_chunker_tokenizes_each_text_once_with_an_additive_tokenizer():
     chunks = SemanticChunker(FakeEmbedder(dim=16), tokenizer=tok, max_tokens=200).chunk(text)
     assert tok.chars == len(text) - 11  # the 12 sentences once (not the 11 spaces between)
     assert [c.token_count for c in chunks] == WhitespaceTokenizer().count([c.text for c in chunks])
+
+
+def test_sentences_given_by_the_caller_chunk_as_the_chunker_splits_them():
+    # The index splits each document once (for its embedding blocks) and hands the spans on.
+    chunker = SemanticChunker(embedder=FakeEmbedder(), max_tokens=12, overlap_tokens=2)
+    docs = [
+        Document("a", "Bees dance. They tell the hive where flowers are. The queen lays eggs."),
+        Document("b", "Rockets burn fuel. Exhaust leaves the nozzle. The push lifts them up."),
+    ]
+    spans = [chunker.sentences(d.text) for d in docs]
+    given = chunker.chunk_with_stats(docs, sentences=spans)
+    assert [r.chunks for r in given] == [r.chunks for r in chunker.chunk_with_stats(docs)]
+    with pytest.raises(ConfigError, match="sentence lists"):
+        chunker.chunk_with_stats(docs, sentences=spans[:1])
