@@ -83,12 +83,9 @@ class PrepareWorker:
         self, make_index: Callable[[], Any], split: bool = True, threads: int | None = None
     ) -> None:
         if threads is not None:
-            try:
-                import torch
+            import torch  # a core dependency; imported here, in the worker only
 
-                torch.set_num_threads(int(threads))
-            except ImportError:  # pragma: no cover - torch is a core dependency
-                pass
+            torch.set_num_threads(int(threads))
         self.index = make_index()
         self.split = split
 

@@ -73,26 +73,26 @@ class Parts:
                         told(part)
 
     def _enable_part(self, part: str, split: tuple[int, int]) -> bool:
-        with self._commit_lock:
-            if (self._passages if part == "passages" else self._pieces) is not None:
-                return False
-            built: PassagePhrases | PieceIndex
-            if part == "passages":
-                built = PassagePhrases(self.embedder)
+        """Build ``"passages"`` or ``"pieces"`` (under the commit lock ``enable`` holds)."""
+        if (self._passages if part == "passages" else self._pieces) is not None:
+            return False
+        built: PassagePhrases | PieceIndex
+        if part == "passages":
+            built = PassagePhrases(self.embedder)
+        else:
+            built = PieceIndex(
+                check_split("SemanticIndex.enable", split),
+                self.chunker.tokenizer,
+                self.embedder,
+                self.dense_kind,
+            )
+        publish = built.stage(Change(self._version, tuple(self._entries.values())))
+        with self._lock.write():
+            publish()
+            if isinstance(built, PassagePhrases):
+                self._passages = built
             else:
-                built = PieceIndex(
-                    check_split("SemanticIndex.enable", split),
-                    self.chunker.tokenizer,
-                    self.embedder,
-                    self.dense_kind,
-                )
-            publish = built.stage(Change(self._version, tuple(self._entries.values())))
-            with self._lock.write():
-                publish()
-                if isinstance(built, PassagePhrases):
-                    self._passages = built
-                else:
-                    self._pieces = built
+                self._pieces = built
         return True
 
     def _enable_ssg(self, cfg: SSGConfig) -> bool:
@@ -104,34 +104,33 @@ class Parts:
                 "uses the themes found at indexing; for node_pooling='concat' or another "
                 "n_themes, build the index with SemanticIndex(ssg=config)"
             )
-        with self._commit_lock:
-            if self._ssg is not None:
-                return False
-            entries = list(self._entries.values())
-            nodes = []
-            for e in entries:
-                ranges = window_ranges(len(e.sentences), cfg.window, cfg.step)
-                svec = np.asarray(e.sentence_vectors, np.float32)
-                nvec = mean_of(svec, ranges, self.embedder.dim)
-                if cfg.vector_dtype != "float32":
-                    svec, nvec = svec.astype(cfg.vector_dtype), nvec.astype(cfg.vector_dtype)
-                nodes.append((ranges, svec, nvec))
-            graph = LiveSSG(cfg, self.embedder.dim)
-            staged = tuple(  # the graph is built while readers go on reading
-                dataclasses.replace(e, node_ranges=r, sentence_vectors=sv, node_vectors=nv)
-                for e, (r, sv, nv) in zip(entries, nodes, strict=True)
-            )
-            publish = graph.stage(Change(self._version, staged))
-            with self._lock.write():  # readers see the index without the graph or with it
-                for e, (ranges, svec, nvec) in zip(entries, nodes, strict=True):
-                    object.__setattr__(e, "node_ranges", ranges)
-                    object.__setattr__(e, "sentence_vectors", svec)
-                    object.__setattr__(e, "node_vectors", nvec)
-                publish()
-                self._ssg, self.ssg_config = graph, cfg
-                self._shared = None
-                self._share_vectors(())
-                self._publish_view()
+        if self._ssg is not None:  # under the commit lock ``enable`` holds
+            return False
+        entries = list(self._entries.values())
+        nodes = []
+        for e in entries:
+            ranges = window_ranges(len(e.sentences), cfg.window, cfg.step)
+            svec = np.asarray(e.sentence_vectors, np.float32)
+            nvec = mean_of(svec, ranges, self.embedder.dim)
+            if cfg.vector_dtype != "float32":
+                svec, nvec = svec.astype(cfg.vector_dtype), nvec.astype(cfg.vector_dtype)
+            nodes.append((ranges, svec, nvec))
+        graph = LiveSSG(cfg, self.embedder.dim)
+        staged = tuple(  # the graph is built while readers go on reading
+            dataclasses.replace(e, node_ranges=r, sentence_vectors=sv, node_vectors=nv)
+            for e, (r, sv, nv) in zip(entries, nodes, strict=True)
+        )
+        publish = graph.stage(Change(self._version, staged))
+        with self._lock.write():  # readers see the index without the graph or with it
+            for e, (ranges, svec, nvec) in zip(entries, nodes, strict=True):
+                object.__setattr__(e, "node_ranges", ranges)
+                object.__setattr__(e, "sentence_vectors", svec)
+                object.__setattr__(e, "node_vectors", nvec)
+            publish()
+            self._ssg, self.ssg_config = graph, cfg
+            self._shared = None
+            self._share_vectors(())
+            self._publish_view()
         return True
 
     @property

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag._steps import Call, acall
 from semrag.errors import NotIndexedError, StoreError
 from semrag.index.dense import top_k
 from semrag.types import Chunk
@@ -293,9 +294,10 @@ def chunks_at(g: PassageGraph, nodes: Sequence[int]) -> list[Chunk]:
 
 
 async def achunks_at(g: PassageGraph, nodes: Sequence[int]) -> list[Chunk]:
-    """Async twin of :func:`chunks_at` (awaits a remote sequence's ``atake``)."""
-    atake = getattr(g.chunks, "atake", None)
-    return list(await atake(nodes)) if callable(atake) else chunks_at(g, nodes)
+    """Async twin of :func:`chunks_at` (a remote sequence's ``atake`` is awaited)."""
+    if not callable(getattr(g.chunks, "take", None)):
+        return chunks_at(g, nodes)
+    return list(await acall(None, Call("take", (nodes,), on=g.chunks)))
 
 
 def synonym_edges(

@@ -141,11 +141,7 @@ class Neo4jIndex:
         self.piece_index = RemotePieces(self, (int(pieces[0]), int(pieces[1]))) if pieces else None
         """SKETCH's small pieces as stored (``SemanticIndex(pieces=...)`` in the writer), or
         ``None``: then SKETCH searches the chunks here (``split=None``)."""
-        self._passages = (
-            RemotePassages(self, titles=bool(state["passages"]))
-            if state.get("passages") is not None
-            else None
-        )
+        self._passages = self._passages_of(state)
         self.dense = ChunkDense(self)
         self.sparse = RemoteSparse(self)
         self._pca_read: tuple[str, tuple[Floats, Floats]] | None = None  # (digest, PCA)
@@ -153,11 +149,13 @@ class Neo4jIndex:
     @property
     def parts(self) -> dict[str, Any]:
         """``{"passages": RemotePassages}`` when the writer keeps the phrases, else ``{}``."""
-        if self._passages is None:
-            titles = read_state(self.store, self.name).get("passages")
-            if titles is not None:
-                self._passages = RemotePassages(self, titles=bool(titles))
+        if self._passages is None:  # the writer may keep them since (one round trip)
+            self._passages = self._passages_of(read_state(self.store, self.name))
         return {} if self._passages is None else {"passages": self._passages}
+
+    def _passages_of(self, state: Mapping[str, Any]) -> RemotePassages | None:
+        titles = state.get("passages")
+        return None if titles is None else RemotePassages(self, titles=bool(titles))
 
     @property
     def extended(self) -> str | None:

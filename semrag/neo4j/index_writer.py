@@ -211,13 +211,14 @@ class Neo4jIndexStore:
         state = self._state()
         edges = self._graph_edges()
         same = state.get("version") == version and state.get("edges") == edges.digest()
-        same_pieces = state.get("pieces") == self._pieces_split()
-        same_pieces = same_pieces and state.get("passages") == self._passages_titles()
-        if same and same_pieces:
+        same_parts = state.get("pieces") == self._pieces_split() and (
+            state.get("passages") == self._passages_titles()
+        )
+        if same and same_parts:
             self._edges, self._version = edges, version
             return Change(version)  # the database holds this index already
         self._edges, self._version = None, None  # unknown: every edge is rewritten
-        return self._difference(documents, version, everything=not same_pieces)
+        return self._difference(documents, version, everything=not same_parts)
 
     def _difference(
         self, documents: Sequence[IndexedDocument], version: int, *, everything: bool = False
@@ -255,11 +256,15 @@ class Neo4jIndexStore:
         """
         if self._index is None:
             raise ConfigError("attach the store to an index first (store.attach(index))")
+        return self._level()
+
+    def _level(self, *, everything: bool = False) -> Change:
+        """Write the difference with the index's published documents (or all of them)."""
         with self._index.read():
             docs = [self._index.indexed(d) for d in self._index.doc_ids]
             version = self._index.version
         with self._lock:
-            change = self._repair(docs, version)
+            change = self._repair(docs, version, everything=everything)
             rows = document_rows(change.added, windows=self._index.ssg_config is not None)
             self._write(change, rows)
             return change
@@ -270,15 +275,8 @@ class Neo4jIndexStore:
         The passage phrases are written for every document; pieces or a similarity graph
         change what every document's rows hold, so every document is written again.
         """
-        if self._index is None:
-            return
-        with self._index.read():
-            docs = [self._index.indexed(d) for d in self._index.doc_ids]
-            version = self._index.version
-        with self._lock:
-            change = self._difference(docs, version, everything=part != "passages")
-            rows = document_rows(change.added, windows=self._index.ssg_config is not None)
-            self._write(change, rows)
+        if self._index is not None:
+            self._level(everything=part != "passages")
 
     # -- a change -------------------------------------------------------------------------------
     def stage(self, change: Change) -> Callable[[], None]:
@@ -315,7 +313,9 @@ class Neo4jIndexStore:
                 rows = document_rows(change.added, windows=self._index.ssg_config is not None)
             self._write(change, rows)
 
-    def _repair(self, documents: Sequence[IndexedDocument], version: int) -> Change:
+    def _repair(
+        self, documents: Sequence[IndexedDocument], version: int, *, everything: bool = False
+    ) -> Change:
         """The difference with ``documents``, after the edges written last are checked.
 
         A write that failed may have committed all the same (the reply was lost); the
@@ -323,7 +323,7 @@ class Neo4jIndexStore:
         """
         if self._edges is not None and self._state().get("edges") != self._edges.digest():
             self._edges = None
-        return self._difference(documents, version)
+        return self._difference(documents, version, everything=everything)
 
     def _write(self, change: Change, rows: tuple[list[dict[str, Any]], ...]) -> None:
         graph = self._graph()

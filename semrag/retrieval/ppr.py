@@ -34,13 +34,13 @@ import logging
 import numbers
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from semrag._rwlock import reading
+from semrag._steps import Call, acall, call
 from semrag._validation import (
     HasMethods,
     Interval,
@@ -74,8 +74,7 @@ Ints = npt.NDArray[np.int64]
 _NO_HITS: tuple[Floats, Ints] = (np.zeros(0, np.float32), np.zeros(0, np.int64))
 
 
-@dataclass(frozen=True, slots=True)
-class _Walk:
+class _Walk(NamedTuple):
     """One query's walk: the passages ranked, the mass, the seeds it started from."""
 
     order: list[int]
@@ -450,21 +449,13 @@ class PPRRetriever(Params):
             seeds /= total
         return seeds, linked, dense
 
-    def _dense(self, g: PassageGraph, q: Floats) -> tuple[Floats, Ints]:
-        """The dense seeds' search (the index's nearest chunks to the query)."""
-        if not g.n_passages:
-            return _NO_HITS
-        return self.index.dense_search(q, min(self.dense_seeds, g.n_passages))
+    def _dense(self, g: PassageGraph, q: Floats) -> Call:
+        """The dense seeds' search: the index's nearest chunks to the query.
 
-    async def _adense(self, g: PassageGraph, q: Floats) -> tuple[Floats, Ints]:
-        """Async twin of :meth:`_dense` (awaits a reader's ``adense_search``)."""
-        if not g.n_passages:
-            return _NO_HITS
-        adense = getattr(self.index, "adense_search", None)
-        n = min(self.dense_seeds, g.n_passages)
-        if callable(adense):
-            return await adense(q, n)
-        return await asyncio.to_thread(self.index.dense_search, q, n)
+        Answered with :func:`~semrag._steps.call`, or :func:`~semrag._steps.acall`, which
+        awaits a reader's ``adense_search`` (a database) or runs the search in a thread.
+        """
+        return Call("dense_search", (q, min(self.dense_seeds, g.n_passages)), on=self.index)
 
     def _walk(
         self,
@@ -505,13 +496,7 @@ class PPRRetriever(Params):
         """The walk's passages as hits (``chunks``: those of ``walk.order``), with their trail."""
         if walk is None:
             return []
-        order, passage, phrase_mass, linked, dense = (
-            walk.order,
-            walk.passage,
-            walk.phrase_mass,
-            walk.linked,
-            walk.dense,
-        )
+        order, passage, phrase_mass, linked, dense = walk
         chunk_of = dict(zip(order, chunks, strict=True))
         rank_of = {node: r for r, node in enumerate(order)}
         dense_rank = {node: r for r, node in enumerate(dense)}  # dense is best first
@@ -561,7 +546,7 @@ class PPRRetriever(Params):
         g = self.passage_graph()
         texts = self._to_embed(g, query, names)
         vectors = np.asarray(self.index.embedder.embed(texts), dtype=np.float32)
-        found = self._dense(g, vectors[0])
+        found = call(None, self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
         walk = self._walk(g, texts, vectors, names, found, k)
         chunks = chunks_at(g, walk.order) if walk is not None else []
         return self._hits(g, walk, chunks, names, how, k)
@@ -574,7 +559,7 @@ class PPRRetriever(Params):
         g = await self._apassage_graph()
         texts = self._to_embed(g, query, names)
         vectors = np.asarray(await self.index.embedder.aembed(texts), dtype=np.float32)
-        found = await self._adense(g, vectors[0])
+        found = await acall(None, self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
         walk = await asyncio.to_thread(self._walk, g, texts, vectors, names, found, k)
         chunks = await achunks_at(g, walk.order) if walk is not None else []
         return self._hits(g, walk, chunks, names, how, k)
