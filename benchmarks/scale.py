@@ -8,21 +8,24 @@ Each distinct sentence is embedded once (the packaged MiniLM, or ``--embedder fa
 with ``SEMRAG_BENCH_CACHE`` set, its vector is cached on disk; chunk vectors are the mean
 of their sentences (``chunk_vectors="mean"``), so recombined documents cost no model call.
 
+The index is the default one with the default retriever's part: dense, BM25 and the passage
+graph (``SemanticIndex(passages=True)``, which ``GraphRetriever()`` enables on first use);
+``--ssg`` adds the semantic similarity graph.
 Stages (wall time, and the process's peak RSS after each): chunk (splitting and chunking),
-embed (model calls), dense, BM25 and SSG (each part applying the one change that adds every
-document, or each of ``--batch``'s calls), then the heuristic knowledge graph: extract,
-resolve (name resolution and the derived graph), write (the store), communities, reports.
-Latency: p50 / p95 of single timed queries for every non-LLM retriever, with the graph's
-degree statistics.
+embed (model calls), dense, BM25, passage graph and SSG (each part applying the one change
+that adds every document, or each of ``--batch``'s calls), then the heuristic knowledge
+graph: extract, resolve (name resolution and the derived graph), write (the store),
+communities, reports. Latency: p50 / p95 of single timed queries for every non-LLM
+retriever, with the graph's degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
-[--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw] [--index-only]
-[--no-ssg] [--batch CHUNKS] [--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md (how
+[--ssg] [--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw] [--index-only]
+[--batch CHUNKS] [--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md (how
 each stage and each p50 grows between two reports). ``--index-only`` skips the knowledge
-graph (its stages and the retrievers that need it) and ``--no-ssg`` the similarity graph
-(for the knowledge graph's stages and retrievers at a size where the two do not fit in
-memory together); ``--vector-dtype float16`` holds the SSG's rows
-as float16 (with ``--knn hnsw``); ``--dense hnsw`` searches the chunk vectors with an HNSW
+graph (its stages and the retrievers that need it); ``--ssg`` builds the similarity graph
+too (its stage and its traversals; ``--knn`` and ``--vector-dtype`` are its options:
+``--vector-dtype float16`` holds the SSG's rows
+as float16 (with ``--knn hnsw``)); ``--dense hnsw`` searches the chunk vectors with an HNSW
 index (the dense channel of ``search``, IAR and the walk's seeds) instead of the exact
 product; ``--batch 100000`` adds the documents in calls of about that many chunks (each
 a commit, as a living index grows), so a build's transient copies are a call's, not the
@@ -49,7 +52,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 from _common import CORPUS_QUERIES, DATA, emit, fresh, header, need, rss_mb, table  # noqa: E402
 
-from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
+from semrag import Document, GraphRetriever, SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.embeddings import BaseEmbedder  # noqa: E402
 from semrag.graph import KnowledgeGraph  # noqa: E402
 from semrag.index import SSGConfig  # noqa: E402
@@ -59,6 +62,7 @@ from semrag.retrieval import (  # noqa: E402
     IntentAwareRetriever,
     SketchRetriever,
 )
+from semrag.testing import FakeEmbedder  # noqa: E402
 
 QUERIES = [
     *CORPUS_QUERIES,
@@ -104,7 +108,9 @@ class SentenceCache(BaseEmbedder):
 
     With ``keep`` off, texts not cached yet are embedded and not kept: the run turns it
     off once the index is built, so the names the knowledge graph embeds are held by the
-    graph alone, not by this cache too.
+    graph alone, not by this cache too. The fake embedder's vectors are never kept
+    without a cache file (they cost less to make again than to hold: the index's memory
+    would count the cache's).
     """
 
     def __init__(self, inner: BaseEmbedder, path: Path | None) -> None:
@@ -112,7 +118,8 @@ class SentenceCache(BaseEmbedder):
         self.inner, self.path = inner, path
         self.vectors: dict[str, np.ndarray] = {}
         self.model_s = 0.0
-        self.keep = True  # cache what is embedded (off once the index is built)
+        # cache what is embedded (off once the index is built)
+        self.keep = path is not None or not isinstance(inner, FakeEmbedder)
         if path is not None and path.exists():
             with np.load(path, allow_pickle=False) as z:
                 texts = z["texts"].tobytes().decode("utf-8").split("\x00")
@@ -146,8 +153,6 @@ class SentenceCache(BaseEmbedder):
 
 def embedder_for(name: str) -> BaseEmbedder:
     if name == "fake":
-        from semrag.testing import FakeEmbedder
-
         return FakeEmbedder(dim=384)
     from semrag.embeddings import as_embedder
 
@@ -329,9 +334,8 @@ def main() -> None:
     ap.add_argument("--knn", choices=["auto", "flat", "hnsw"], default="auto")
     ap.add_argument("--dense", choices=["flat", "hnsw"], default="flat")
     ap.add_argument("--vector-dtype", choices=["float32", "float16"], default="float32")
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--index-only", action="store_true", help="no knowledge graph")
-    mode.add_argument("--no-ssg", action="store_true", help="no semantic similarity graph")
+    ap.add_argument("--index-only", action="store_true", help="no knowledge graph")
+    ap.add_argument("--ssg", action="store_true", help="build the semantic similarity graph too")
     ap.add_argument(
         "--batch",
         type=int,
@@ -354,7 +358,8 @@ def main() -> None:
     index = SemanticIndex(
         embedder=embedder,
         chunk_vectors="mean",
-        ssg=False if args.no_ssg else ssg_config,
+        ssg=ssg_config if args.ssg else False,
+        passages=True,
         dense=args.dense,
         show_progress=True,
     )
@@ -370,7 +375,7 @@ def main() -> None:
     embedder.keep = False
     rss["held"] = rss_mb()
     rss["trimmed"] = rss_mb(trim=True)
-    rows_b, ann_b = (0, 0) if args.no_ssg else ssg_bytes(index)
+    rows_b, ann_b = (0, 0) if not args.ssg else ssg_bytes(index)
     embed_s = embedder.model_s - model_before
     parts_s = sum(spent.values())
     # progress on stderr, so a run stopped later still tells how far it got
@@ -392,6 +397,7 @@ def main() -> None:
         {"stage": "embed (model calls, distinct sentences)", "s": embed_s},
         {"stage": "dense", "s": spent.get("dense", 0.0)},
         {"stage": "BM25", "s": spent.get("sparse", 0.0)},
+        {"stage": "passage graph", "s": spent.get("passages", 0.0)},
         {"stage": "SSG", "s": spent.get("ssg", 0.0)},
         {"stage": "KG extract (heuristic)", "s": t.get("extract_s", 0.0)},
         {"stage": "KG resolve and derive", "s": t.get("resolve_s", 0.0)},
@@ -399,19 +405,20 @@ def main() -> None:
         {"stage": "KG communities", "s": t.get("communities_s", 0.0)},
         {"stage": "KG reports (extractive)", "s": t.get("reports_s", 0.0)},
     ]
-    index_s = sum(r["s"] for r in stages[:5]) - embed_s
-    graph_s = sum(r["s"] for r in stages[5:])
+    index_s = sum(r["s"] for r in stages[:6]) - embed_s
+    graph_s = sum(r["s"] for r in stages[6:])
     if kg is None:
-        stages = stages[:5]
-    if args.no_ssg:
+        stages = stages[:6]
+    if not args.ssg:
         stages = [r for r in stages if r["stage"] != "SSG"]
 
     run = {
         "dense": lambda q: index.search(q, k=10),
         "BM25": lambda q: index.search_sparse(q, k=10),
         "IAR": IntentAwareRetriever(index, k=10).retrieve,
+        "GraphRetriever() (PPR)": GraphRetriever(index, k=10).retrieve,
     }
-    for algorithm in [] if args.no_ssg else ALGORITHMS:
+    for algorithm in [] if not args.ssg else ALGORITHMS:
         if algorithm != "llm_guided_traversal":
             run[f"SSG {algorithm}"] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
     if kg is not None:
@@ -425,14 +432,16 @@ def main() -> None:
     rss["queries"] = peak_mb()
 
     nodes = (
-        "no similarity graph (--no-ssg)" if args.no_ssg else f"{index.ssg.n_nodes:,} window nodes"
+        "no similarity graph (the default; --ssg builds it)"
+        if not args.ssg
+        else f"{index.ssg.n_nodes:,} window nodes"
     )
     ssg_note = (
-        "" if args.no_ssg else f"SSGConfig(knn={args.knn!r}, vector_dtype={args.vector_dtype!r}); "
+        "" if not args.ssg else f"SSGConfig(knn={args.knn!r}, vector_dtype={args.vector_dtype!r}); "
     )
     held = (
         ""
-        if args.no_ssg
+        if not args.ssg
         else ", of which the SSG's "
         + ("sentence rows" if args.knn == "hnsw" else "node and sentence rows")
         + f" are {rows_b / 2**20:,.0f} MB and its HNSW node index {ann_b / 2**20:,.0f} MB"
@@ -457,7 +466,11 @@ def main() -> None:
         )
         + "\n"
         + table(stages, ["stage", "s"])
-        + ("\n\nIndex build (no SSG)" if args.no_ssg else "\n\nIndex + SSG build")
+        + (
+            "\n\nIndex build (dense, BM25, passage graph)"
+            if not args.ssg
+            else "\n\nIndex + SSG build"
+        )
         + f", embedding excluded: {index_s:,.1f} s"
         + (f"; heuristic knowledge graph: {graph_s:,.1f} s" if kg is not None else "")
         + f". Peak RSS: {rss['start']:,.0f} MB before the index (the "
@@ -470,7 +483,7 @@ def main() -> None:
         f"{rss['base']:,.0f} MB before the index: the index holds "
         f"{rss['trimmed'] - rss['base']:,.0f} MB{held}.\n\n"
         + graph_note_held(held_by_graph, rss)
-        + ("" if args.no_ssg else ssg_degrees(index) + "\n\n")
+        + ("" if not args.ssg else ssg_degrees(index) + "\n\n")
         + table(lat, ["retriever", "p50 ms", "p95 ms"])
         + "\n"
     )

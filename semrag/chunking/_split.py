@@ -67,8 +67,17 @@ def mean_windows(vectors: Floats, ranges: np.ndarray) -> Floats:
 
     Cost is one pass over the sentence vectors whatever the window size.
     """
+    return _means(prefix_sums(vectors), ranges)
+
+
+def prefix_sums(vectors: Floats) -> np.ndarray:
+    """``P`` with ``P[i] = vectors[:i].sum(axis=0)`` (float64, ``n + 1`` rows)."""
     prefix = np.zeros((vectors.shape[0] + 1, vectors.shape[1]), dtype=np.float64)
     np.cumsum(vectors, axis=0, out=prefix[1:])
+    return prefix
+
+
+def _means(prefix: np.ndarray, ranges: np.ndarray) -> Floats:
     sums = prefix[ranges[:, 1]] - prefix[ranges[:, 0]]
     counts = (ranges[:, 1] - ranges[:, 0]).astype(np.float64)[:, None]
     return (sums / np.maximum(counts, 1)).astype(np.float32)
@@ -88,8 +97,9 @@ def edge_corrected_distances(vectors: Floats, buffer_size: int) -> Floats:
         One distance per gap (``n - 1`` for ``n`` sentence vectors).
     """
     n = vectors.shape[0]
+    prefix = prefix_sums(vectors)  # one pass; every window below is two rows of it
     left, right = window_bounds(n, buffer_size, "split")
-    distances = cosine_distances(mean_windows(vectors, left), mean_windows(vectors, right))
+    distances = cosine_distances(_means(prefix, left), _means(prefix, right))
     if n < 2 or buffer_size == 0:
         return distances
     full = buffer_size + 1
@@ -98,20 +108,20 @@ def edge_corrected_distances(vectors: Floats, buffer_size: int) -> Floats:
     for k in np.unique(sizes[sizes < full]).tolist():
         scale = 1.0
         if interior.size >= 3:
-            d_k = _equal_window_distances(vectors, interior, k)
+            d_k = _equal_window_distances(prefix, interior, k)
             med_k = float(np.median(d_k))
             if med_k > 0:
                 scale = float(np.median(distances[interior])) / med_k
         gaps = np.flatnonzero(sizes == k)
-        distances[gaps] = np.minimum(_equal_window_distances(vectors, gaps, k) * scale, 2.0)
+        distances[gaps] = np.minimum(_equal_window_distances(prefix, gaps, k) * scale, 2.0)
     return distances
 
 
-def _equal_window_distances(vectors: Floats, gaps: np.ndarray, k: int) -> Floats:
+def _equal_window_distances(prefix: np.ndarray, gaps: np.ndarray, k: int) -> Floats:
     """Cosine distance between the ``k`` sentences before and the ``k`` after each gap."""
     left = np.stack([gaps + 1 - k, gaps + 1], axis=1)
     right = np.stack([gaps + 1, gaps + 1 + k], axis=1)
-    return cosine_distances(mean_windows(vectors, left), mean_windows(vectors, right))
+    return cosine_distances(_means(prefix, left), _means(prefix, right))
 
 
 def cosine_distances(left: Floats, right: Floats) -> Floats:
@@ -265,11 +275,19 @@ def sized_breaks(
     for i in range(1, n + 1):
         top, arg = -math.inf, -1
         j = i - 1
-        while j >= 0:
-            if prefix[i] - prefix[j] > max_tokens and j < i - 1:
+        end = prefix[i]
+        while j >= 0:  # value(j, i), inlined: this loop is the chunker's hottest
+            size = end - prefix[j]
+            if size > max_tokens and j < i - 1:
                 break
-            if (j == 0 or not block[j - 1]) and (v := value(j, i)) > top:
-                top, arg = v, j
+            if j == 0:
+                v = best[0] - weight * ((size - target) / target) ** 2
+                if v > top:
+                    top, arg = v, 0
+            elif not block[j - 1]:
+                v = best[j] + reward[j - 1] - weight * ((size - target) / target) ** 2
+                if v > top:
+                    top, arg = v, j
             if j and force[j - 1]:
                 break
             j -= 1

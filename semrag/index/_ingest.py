@@ -120,10 +120,11 @@ class Ingestion:
                 t_pos += len(ranges_n)
             else:
                 nvec = mean_of(svec, ranges_n, self.embedder.dim)
-            if cfg is not None and cfg.vector_dtype != "float32":
-                # the rows as the graph holds them, rounded once, now: until its commit a
-                # large add holds them in that many bytes (chunk vectors: from the unrounded)
-                svec, nvec = svec.astype(cfg.vector_dtype), nvec.astype(cfg.vector_dtype)
+            if self.sentence_dtype != "float32":
+                # the rows as the index (or its graph) holds them, rounded once, now: until
+                # its commit a large add holds them in that many bytes (chunk and node
+                # vectors: from the unrounded)
+                svec, nvec = svec.astype(self.sentence_dtype), nvec.astype(self.sentence_dtype)
             theme_vec = normalise(second[t_pos : t_pos + 1])[0]
             computed.append((doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec))
             t_pos += 1

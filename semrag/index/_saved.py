@@ -51,6 +51,7 @@ class Saving:
             "ssg": self.ssg_config.to_dict() if self.ssg_config else None,
             "dense": self.dense.config(),
             "chunk_vectors": self.chunk_vectors,
+            "sentence_dtype": self.sentence_dtype,
             "next_id": self._next_id,
             "pieces": (
                 None
@@ -80,13 +81,17 @@ class Saving:
                         record["chunk_metadata"] = [dict(c.metadata) for c in e.chunks]
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
             dim = self.embedder.dim
-            for name, parts in (
-                ("sentence_vectors.npy", [e.sentence_vectors for e in entries]),
-                ("node_vectors.npy", [e.node_vectors for e in entries]),
-                ("theme_vectors.npy", [e.theme_vector[None, :] for e in entries]),
+            for name, parts, dtype in (
+                (
+                    "sentence_vectors.npy",
+                    [e.sentence_vectors for e in entries],
+                    self.sentence_dtype,
+                ),
+                ("node_vectors.npy", [e.node_vectors for e in entries], "float32"),
+                ("theme_vectors.npy", [e.theme_vector[None, :] for e in entries], "float32"),
             ):
                 arr = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
-                np.save(tmp / name, arr.astype(np.float32), allow_pickle=False)
+                np.save(tmp / name, arr.astype(dtype), allow_pickle=False)
             with self._lock.read():
                 for part in self.parts.values():
                     part.save(tmp)
@@ -157,6 +162,8 @@ class Saving:
             ssg=ssg_cfg,
             dense=client if client is not None else m["dense"]["kind"],
             chunk_vectors=m["chunk_vectors"],
+            # saves before the option held float32 sentence vectors
+            sentence_dtype=None if ssg_cfg else m.get("sentence_dtype", "float32"),
             theme_llm=theme_llm,
             pieces=tuple(m["pieces"]["split"]) if m.get("pieces") else None,
         )
@@ -166,6 +173,7 @@ class Saving:
                 f"the embedder gives {index.embedder.dim}"
             )
         svecs = np.load(directory / "sentence_vectors.npy", allow_pickle=False)
+        svecs = svecs.astype(index.sentence_dtype, copy=False)  # as the index holds them
         nvecs = np.load(directory / "node_vectors.npy", allow_pickle=False)
         tvecs = np.load(directory / "theme_vectors.npy", allow_pickle=False)
         index._dense = (

@@ -40,8 +40,9 @@ class IndexedDocument:
     Attributes:
         doc: the document (id, text, metadata).
         sentences: its sentence spans.
-        sentence_vectors: one unit vector per sentence (once indexed with an SSG, a view
-            of the graph's rows: float16 with ``SSGConfig(vector_dtype="float16")``).
+        sentence_vectors: one unit vector per sentence, in the index's ``sentence_dtype``
+            (float16 by default; once indexed with an SSG, a view of the graph's rows, in
+            its ``vector_dtype``).
         chunks: the chunker's chunks.
         chunk_ids: the integer id of each chunk in the dense and sparse parts.
         chunk_vectors: one unit vector per chunk (once indexed, a read-only view of the

@@ -61,6 +61,7 @@ def ingest_settings(index: Any) -> dict[str, Any]:
     return {
         "chunker": repr(index.chunker),
         "chunk_vectors": index.chunk_vectors,
+        "sentence_dtype": index.sentence_dtype,
         "ssg": None if cfg is None else cfg.to_dict(),
         "dim": int(index.embedder.dim),
         "probe": np.asarray(index.embedder.embed([PROBE])[0], np.float32),
@@ -83,5 +84,5 @@ def check_settings(mine: dict[str, Any], theirs: dict[str, Any]) -> None:
             "the batch was prepared with other settings than this index's: "
             + ", ".join(differ)
             + "; prepare it with an index made as this one is (same chunker, embedder model, "
-            "chunk_vectors and ssg)"
+            "chunk_vectors, sentence_dtype and ssg)"
         )

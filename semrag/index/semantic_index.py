@@ -97,6 +97,11 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
             loads the index) finds no phrase and embeds no name. ``False`` (default): the
             first ``PPRRetriever`` query enables the part (:meth:`enable`), and from then
             on it is kept the same way.
+        sentence_dtype: how the sentence vectors are held (what IAR's sentence scores,
+            SPC, local search and a later ``enable("ssg")`` read): ``"float16"`` (the
+            default without an SSG: half the memory, a sentence score within about 1e-3
+            of float32's) or ``"float32"``. With an SSG its rows are the sentence vectors
+            and ``SSGConfig(vector_dtype=...)`` decides (leave this out).
         show_progress: progress bars on long builds.
 
     Attributes:
@@ -125,6 +130,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         on_llm_error: str = "fallback",
         pieces: tuple[int, int] | None = None,
         passages: bool = False,
+        sentence_dtype: str | None = None,
         show_progress: bool = False,
     ) -> None:
         from semrag.chunking.semantic import SemanticChunker
@@ -138,6 +144,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
                 "theme_llm": [HasMethods("complete", "acomplete"), None],
                 "on_llm_error": [Options("fallback", "raise")],
                 "passages": [bool],
+                "sentence_dtype": [Options("float16", "float32"), None],
                 "show_progress": [bool],
             },
             {
@@ -147,6 +154,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
                 "theme_llm": theme_llm,
                 "on_llm_error": on_llm_error,
                 "passages": passages,
+                "sentence_dtype": sentence_dtype,
                 "show_progress": show_progress,
             },
         )
@@ -162,6 +170,17 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         self.ssg_config = SSGConfig() if ssg is True else (ssg or None)
         if self.ssg_config is not None and not isinstance(self.ssg_config, SSGConfig):
             raise ConfigError("ssg must be an SSGConfig, True or False")
+        if (
+            sentence_dtype is not None
+            and self.ssg_config is not None
+            and sentence_dtype != self.ssg_config.vector_dtype
+        ):
+            raise ConfigError(
+                f"sentence_dtype={sentence_dtype!r} but the similarity graph holds the "
+                f"sentence vectors as {self.ssg_config.vector_dtype}: with an SSG, set "
+                "SSGConfig(vector_dtype=...) and leave sentence_dtype out"
+            )
+        self._sentence_dtype = sentence_dtype or "float16"
         self.dense_kind = dense if isinstance(dense, str) else StoreBackedDense.kind
         self.chunk_vectors = chunk_vectors
         self.theme_llm = theme_llm
@@ -203,6 +222,15 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         self._follow_lock = RWLock()
         self._commit_lock = threading.RLock()
         self._publish_view()
+
+    @property
+    def sentence_dtype(self) -> str:
+        """How the sentence vectors are held.
+
+        The SSG's ``vector_dtype`` with an SSG (its rows are the sentence vectors), else the
+        ``sentence_dtype`` the index was made with (``"float16"`` by default).
+        """
+        return self.ssg_config.vector_dtype if self.ssg_config else self._sentence_dtype
 
     def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
         """Read one version of the index for the length of a ``with`` block.

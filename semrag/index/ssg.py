@@ -18,10 +18,13 @@ References:
 
 from __future__ import annotations
 
+import heapq
+import operator
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -231,16 +234,24 @@ _STOP = frozenset(
 )
 
 
-def _phrases(text: str) -> list[str]:
-    words = [w.lower() for w in _WORD.findall(text)]
-    out: list[str] = []
-    for i, w in enumerate(words):
-        if w in _STOP or len(w) < 3:
-            continue
-        out.append(w)
-        if i + 1 < len(words) and words[i + 1] not in _STOP and len(words[i + 1]) >= 3:
-            out.append(f"{w} {words[i + 1]}")
-    return out
+def _phrase_counts(text: str) -> Counter[str]:
+    """How often ``text`` uses each content word and each pair of adjacent content words.
+
+    Content words: 3+ letters, not a stop word, lower case. Counted in C over the word
+    list (no Python loop per word).
+    """
+    words = list(map(str.lower, _WORD.findall(text)))
+    content = list(
+        map(
+            operator.and_,
+            map(operator.not_, map(_STOP.__contains__, words)),
+            map(operator.ge, map(len, words), repeat(3)),
+        )
+    )
+    counts = Counter(compress(words, content))
+    pairs = compress(zip(words, words[1:], strict=False), map(operator.and_, content, content[1:]))
+    counts.update(map(" ".join, pairs))
+    return counts
 
 
 def keyword_themes(texts: Sequence[str], n_themes: int) -> list[list[str]]:
@@ -256,23 +267,23 @@ def keyword_themes(texts: Sequence[str], n_themes: int) -> list[list[str]]:
         >>> keyword_themes(["Honey bees dance. Honey bees fly.", "Rockets fly to the Moon."], 2)
         [['honey bees', 'dance'], ['fly', 'moon']]
     """
-    counts = [Counter(_phrases(t)) for t in texts]
     themes: list[list[str]] = []
-    for c in counts:
-        scored = sorted(
-            ((tf * (1.2 if " " in p else 1.0), p) for p, tf in c.items()),
-            key=lambda x: (-x[0], x[1]),
-        )
+    for text in texts:
+        # best first: the highest score, then the phrase (a heap: only the first few are
+        # ever taken); a pair seen once is noise and never a candidate
+        scored = [
+            (-1.2 * tf if " " in p else -float(tf), p)
+            for p, tf in _phrase_counts(text).items()
+            if tf >= 2 or " " not in p
+        ]
+        heapq.heapify(scored)
         chosen: list[str] = []
         covered: set[str] = set()
-        for _, p in scored:
-            if len(chosen) >= n_themes:
-                break
+        while scored and len(chosen) < n_themes:
+            p = heapq.heappop(scored)[1]
             parts = p.split()
             if len(parts) == 1 and p in covered:
                 continue
-            if len(parts) == 2 and c[p] < 2:
-                continue  # a pair seen once is noise
             chosen.append(p)
             covered.update(parts)
         themes.append(chosen)

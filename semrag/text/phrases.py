@@ -20,8 +20,10 @@ Rules:
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
+from itertools import accumulate, compress
 
 __all__ = ["QUESTION_WORDS", "STOP_WORDS", "Phrase", "content_words", "entities", "key_phrases"]
 
@@ -55,8 +57,11 @@ _COMMON_OPENERS = STOP_WORDS | frozenset(
 )
 _CONNECTORS = frozenset({"of", "de", "del", "della", "da", "van", "von", "der", "the", "and", "&"})
 _WORD = re.compile(r"[\w][\w'’\-.]*[\w]|[\w]", re.UNICODE)
+_WORD_SPLIT = re.compile(f"({_WORD.pattern})")
 _QUOTED = re.compile(r"[\"“]([^\"“”\n]{2,80})[\"”]")
-_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|(?<![\w.])\d+(?:\.\d+)?%?(?![\w])")
+# A digit not after a word character or a point, then 1,234(.5)(%) or 12(.5)(%) not before a
+# word character (the digit first, so the scan looks behind only at digits)
+_NUMBER = re.compile(r"\d(?<![\w.]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?%?|\d*(?:\.\d+)?%?(?!\w))")
 _SENTENCE_BREAK = re.compile(r"[.!?;:\n]\s*$")
 
 
@@ -96,6 +101,20 @@ def _strip_word(text: str, m: re.Match[str]) -> tuple[str, int, int]:
     return word, start, end
 
 
+def _capitalised_word(word: str) -> bool:
+    """:func:`_is_capitalised` of ``word`` once its possessive is stripped, digits excluded.
+
+    (A word match never ends in ``.``, ``'`` or ``-``: only a possessive is ever stripped.)
+    """
+    if word[0].isupper():
+        return True
+    if word[0].isdigit() or len(word) < 2:
+        return False
+    if word.isupper():
+        return True
+    return word.endswith(("'s", "’s")) and len(word) > 3 and word[:-2].isupper()
+
+
 def entities(text: str) -> list[Phrase]:
     """Named-entity-like phrases of ``text`` (capitalised runs, quotes, numbers), in order.
 
@@ -103,36 +122,50 @@ def entities(text: str) -> list[Phrase]:
         >>> [p.text for p in entities('Who founded the University of Chicago in 1890?')]
         ['University of Chicago', '1890']
     """
-    words = [w for w in (_strip_word(text, m) for m in _WORD.finditer(text)) if w[0]]
+    # The words and their offsets come from one split, and the lower-case words are passed
+    # over, in C: only a word that may be capitalised (one not all lower case) is tested,
+    # stripped and followed in Python.
+    parts = _WORD_SPLIT.split(text)  # gap, word, gap, word, ..., gap
+    words = parts[1::2]
+    offsets = list(accumulate(map(len, parts)))  # word k spans offsets[2k] : offsets[2k + 1]
+    n = len(words)
+
+    def word_at(k: int) -> tuple[str, int, int]:
+        word, start, end = words[k], offsets[2 * k], offsets[2 * k + 1]
+        if word.endswith(("'s", "’s")):  # a word match never ends in ".", "'" or "-"
+            return word[:-2], start, end - 2
+        return word, start, end
+
     found: list[Phrase] = []
-    i = 0
-    while i < len(words):
-        word, start, end = words[i]
-        if not _is_capitalised(word) or word[0].isdigit():
-            i += 1
+    i = 0  # the first word not yet in a run
+    for c in compress(range(n), map(operator.not_, map(str.islower, words))):
+        if c < i or not _capitalised_word(words[c]):
             continue
-        j = i
-        last = i
-        while j + 1 < len(words):
-            nxt, n_start, _ = words[j + 1]
-            gap = text[words[j][2] : n_start]
+        i = c
+        word, start, end = word_at(i)
+        j = last = i
+        j_end = last_end = end
+        while j + 1 < n:
+            nxt, n_start, n_end = word_at(j + 1)
+            gap = text[j_end:n_start]
             if gap.strip(" ") or "\n" in gap:
                 break
-            if _is_capitalised(nxt) and not nxt[0].isdigit():
-                j += 1
-                last = j
-            elif nxt.lower() in _CONNECTORS and j + 2 < len(words) and j + 1 - last < 2:
+            if _capitalised_word(words[j + 1]):
+                j = last = j + 1
+                last_end = n_end
+            elif nxt.lower() in _CONNECTORS and j + 2 < n and j + 1 - last < 2:
                 j += 1
             else:
                 break
-        run_start, run_end = start, words[last][2]
-        alone = last == i
-        if alone and _opens_sentence(text, start) and word.lower() in _COMMON_OPENERS:
-            i = last + 1
-            continue
-        if not alone and _opens_sentence(text, start) and word.lower() in _COMMON_OPENERS:
-            run_start = words[i + 1][1]  # "The Beatles" -> "Beatles"; "Who Framed" -> "Framed"
-            if words[i + 1][0].lower() in _CONNECTORS:
+            j_end = n_end
+        run_start, run_end = start, last_end
+        if _opens_sentence(text, start) and word.lower() in _COMMON_OPENERS:
+            if last == i:
+                i = last + 1
+                continue
+            # "The Beatles" -> "Beatles"; "Who Framed" -> "Framed"
+            following, run_start, _ = word_at(i + 1)
+            if following.lower() in _CONNECTORS:
                 i = last + 1
                 continue
         found.append(Phrase(text[run_start:run_end], run_start, run_end, "entity"))

@@ -214,7 +214,7 @@ def _cut_points(text: str, lines: str) -> list[int]:
             cuts.append(match.start())
         elif token[0] in _LATIN_STOPS:
             if lower_words is None:  # built once, only for texts with a Latin stop
-                lower_words = frozenset(m.group() for m in _LOWER_WORD.finditer(text))
+                lower_words = frozenset(_LOWER_WORD.findall(text))
             if _ends_latin_sentence(text, match.start(), match.end(), caseless, lower_words):
                 cuts.append(match.end())
         else:

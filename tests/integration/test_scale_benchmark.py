@@ -55,16 +55,19 @@ def quick_run(tmp_path: Path, script: str, *args: str) -> tuple[str, Path, dict]
 
 
 def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
-    report, out, env = quick_run(tmp_path, "scale.py", "--embedder", "fake", "--batch", "400")
+    report, out, env = quick_run(
+        tmp_path, "scale.py", "--embedder", "fake", "--batch", "400", "--ssg"
+    )
     assert "added in 3 calls of about 400 chunks" in report  # three commits
     chunks = int(re.search(r"Scale: ([\d,]+) chunks", report).group(1).replace(",", ""))
     assert 500 <= chunks <= 2000  # about the quick size, from 16 recombined sections
     rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \|", report, flags=re.M))
-    for stage in ("dense", "BM25", "SSG", "KG extract (heuristic)", "KG communities"):
+    stages = ("dense", "BM25", "passage graph", "SSG", "KG extract (heuristic)", "KG communities")
+    for stage in stages:
         assert stage in rows, stage
     latency = re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \| ([\d.,]+) \|$", report, flags=re.M)
     names = {name for name, _, _ in latency}
-    assert {"dense", "BM25", "IAR", "SKETCH", "local", "global"} <= names
+    assert {"dense", "BM25", "IAR", "GraphRetriever() (PPR)", "SKETCH", "local", "global"} <= names
     assert sum(name.startswith("SSG ") for name in names) == 6  # every non-LLM algorithm
     assert all(float(p50.replace(",", "")) > 0 for _, p50, _ in latency)
     assert "SSG degree: mean" in report and "Peak RSS" in report
@@ -91,16 +94,16 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
     assert exps["dense (p50 ms)"] == pytest.approx(0.0, abs=0.01)  # latencies unchanged
 
 
-def test_a_quick_run_without_the_similarity_graph_still_builds_and_queries_the_graph(tmp_path):
-    report, _, _ = quick_run(tmp_path, "scale.py", "--embedder", "fake", "--no-ssg")
+def test_the_default_quick_run_builds_the_default_index_and_queries_the_graph(tmp_path):
+    report, _, _ = quick_run(tmp_path, "scale.py", "--embedder", "fake")
     rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \|", report, flags=re.M))
-    assert (
-        "SSG" not in rows and "KG extract (heuristic)" in rows and "KG reports (extractive)" in rows
-    )
+    assert "SSG" not in rows and "passage graph" in rows
+    assert "KG extract (heuristic)" in rows and "KG reports (extractive)" in rows
     latency = re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \| ([\d.,]+) \|$", report, flags=re.M)
     names = {name for name, _, _ in latency}
-    assert names == {"dense", "BM25", "IAR", "SKETCH", "local", "global"}
-    assert "no similarity graph (--no-ssg)" in report and "Index build (no SSG)" in report
+    assert names == {"dense", "BM25", "IAR", "GraphRetriever() (PPR)", "SKETCH", "local", "global"}
+    assert "no similarity graph (the default" in report
+    assert "Index build (dense, BM25, passage graph)" in report
     assert "SSG degree" not in report
 
 

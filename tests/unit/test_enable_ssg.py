@@ -38,7 +38,8 @@ def docs(*ids: str) -> list[Document]:
 
 def test_enabling_the_graph_equals_building_with_it_and_embeds_nothing():
     emb = CountingEmbedder(dim=32)
-    index = SemanticIndex(embedder=emb, ssg=False)
+    # float32 sentence vectors: the graph pooled from them is exactly the one built with it
+    index = SemanticIndex(embedder=emb, ssg=False, sentence_dtype="float32")
     index.add_documents(docs("bees", "rockets"))
     with pytest.raises(ConfigError, match=r"index\.enable\('ssg'\)"):
         SSGRetriever(index)
@@ -87,3 +88,39 @@ def test_a_config_the_kept_vectors_cannot_give_is_refused_before_any_change():
     with pytest.raises(ConfigError, match="SSGConfig"):
         index.enable("ssg", config={"window": 2})
     assert index.ssg_config is None and "ssg" not in index.parts
+
+
+def test_the_default_index_holds_its_sentence_vectors_in_float16_and_keeps_them_so(tmp_path):
+    full = SemanticIndex(embedder=FakeEmbedder(dim=32), sentence_dtype="float32")
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32))
+    for target in (full, index):
+        target.add_documents(docs("bees", "rockets", "bread"))
+    assert index.sentence_dtype == "float16" and full.sentence_dtype == "float32"
+    for doc_id in index.doc_ids:
+        half, exact = index.sentence_vectors(doc_id), full.sentence_vectors(doc_id)
+        assert half.dtype == np.float16 and exact.dtype == np.float32
+        assert half.nbytes * 2 == exact.nbytes
+        np.testing.assert_array_equal(half, exact.astype(np.float16))  # rounded once
+        # the chunk vectors are not rounded (the dense channel ranks as before)
+        np.testing.assert_array_equal(
+            index.indexed(doc_id).chunk_vectors, full.indexed(doc_id).chunk_vectors
+        )
+    index.save(tmp_path / "half")
+    loaded = SemanticIndex.load(tmp_path / "half", embedder=FakeEmbedder(dim=32))
+    assert loaded.sentence_dtype == "float16"
+    assert loaded.sentence_vectors("bees").dtype == np.float16
+    np.testing.assert_array_equal(loaded.sentence_vectors("bees"), index.sentence_vectors("bees"))
+    # a graph enabled later is pooled from the rounded vectors: within float16's rounding
+    index.enable("ssg", config=SSG_CONFIG)
+    full.enable("ssg", config=SSG_CONFIG)
+    assert index.sentence_dtype == "float32"  # the graph's rows hold them now
+    np.testing.assert_allclose(index.ssg.node_vectors, full.ssg.node_vectors, atol=2e-3)
+
+
+def test_a_sentence_dtype_other_than_the_graphs_is_refused():
+    with pytest.raises(ConfigError, match=r"SSGConfig\(vector_dtype=\.\.\.\)"):
+        SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=True, sentence_dtype="float16")
+    with pytest.raises(ConfigError, match="sentence_dtype"):
+        SemanticIndex(embedder=FakeEmbedder(dim=32), sentence_dtype="int8")
+    with_graph = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=True)
+    assert with_graph.sentence_dtype == "float32"  # the graph's vector_dtype decides
