@@ -42,6 +42,15 @@ TEXTS = st.lists(
     max_size=40,
 ).map(lambda parts: "".join(a + b for a, b in parts))
 
+# runs of names and connectors, as titles and organisations are written
+NAMES = st.lists(
+    st.tuples(
+        st.sampled_from(["Bank", "of", "the", "America", "and", "de", "The", "John's", "ABC", "&"]),
+        st.sampled_from([" ", " ", " ", ". ", "\n"]),
+    ),
+    max_size=12,
+).map(lambda parts: "".join(a + b for a, b in parts))
+
 
 def plain_entities(text: str) -> list[Phrase]:
     """The entity rules read word by word (every word stripped and tested)."""
@@ -100,7 +109,7 @@ def plain_phrase_counts(text: str) -> Counter[str]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(TEXTS)
+@given(st.one_of(TEXTS, NAMES))
 def test_entities_equal_the_word_by_word_rules(text):
     fast = entities(text)
     assert fast == plain_entities(text)
