@@ -7,7 +7,6 @@ import datetime as _dt
 import gc
 import os
 import platform
-import re
 import shlex
 import sys
 import threading
@@ -119,10 +118,7 @@ def emit(report: str, out: str | None) -> None:
         with open(out, "a", encoding="utf-8") as f:
             f.write(report + "\n")
         return
-    sections = re.split(r"(?m)^(?=### )", report)
-    for section in sections:
-        if section.startswith("### "):
-            print(f"saved {results.save(section)}")
+    results.record_report(report)
     results.build()
 
 

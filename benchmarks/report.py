@@ -9,6 +9,11 @@ CHANGELOG.
 
     python benchmarks/report.py            # rewrite RESULTS.md from benchmarks/results/
     python benchmarks/report.py --check    # exit 1 if RESULTS.md is not what the records give
+    python benchmarks/report.py --record F # keep the tables of a report a run printed to F
+
+A run with ``--out benchmarks/RESULTS.md`` keeps its records itself; ``--record`` keeps those
+of a run written to a scratch file (``--out F``), e.g. the two reports ``scale.py
+--exponents`` compares. The record's command is the run's own (it names the scratch file).
 """
 
 from __future__ import annotations
@@ -188,6 +193,13 @@ def page() -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def record_report(report: str) -> None:
+    """Keep every ``### `` section of a printed report as a record."""
+    for section in re.split(r"(?m)^(?=### )", report):
+        if section.startswith("### "):
+            print(f"saved {save(section)}")
+
+
 def build() -> None:
     RESULTS.write_text(page(), encoding="utf-8")
 
@@ -195,7 +207,10 @@ def build() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true", help="fail if RESULTS.md is out of date")
+    ap.add_argument("--record", nargs="+", metavar="REPORT", help="keep these reports' tables")
     args = ap.parse_args()
+    for path in args.record or []:
+        record_report(Path(path).read_text(encoding="utf-8"))
     if args.check:
         if RESULTS.read_text(encoding="utf-8") != page():
             sys.exit("benchmarks/RESULTS.md is not what benchmarks/results/ gives: run report.py")

@@ -126,6 +126,10 @@ def test_a_prepared_batch_commits_without_embedding_and_checks_its_settings():
     other = SemanticIndex(embedder=FakeEmbedder(), chunk_vectors="mean")
     with pytest.raises(ConfigError, match="chunk_vectors"):
         other.add_prepared(batch)
+    exact = SemanticIndex(embedder=FakeEmbedder(), sentence_dtype="float32")
+    with pytest.raises(ConfigError, match="sentence_dtype"):
+        exact.add_prepared(batch)  # float16 sentence vectors would land in a float32 index
+    assert len(other) == len(exact) == 0
     with pytest.raises(ConfigError, match="PreparedBatch"):
         writer.add_prepared(corpus(1))
 
