@@ -48,7 +48,7 @@ TOPICS: list[tuple[str, tuple[str, ...]]] = [
     ("Semantic similarity graph (SSG)", ("ssg_retrieval", "ssg_scaling", "ssg_float16")),
     ("Knowledge graph, SKETCH and community search", ("graph_multihop",)),
     ("The living index", ("living_index",)),
-    ("Scale", ("scale", "bm25_scale")),
+    ("Scale", ("scale", "bm25_scale", "sentence_dtype")),
     ("Neo4j", ("neo4j_backend",)),
     ("Ingestion on Ray", ("ray_ingest",)),
     ("A real local LLM", ("local_llm",)),

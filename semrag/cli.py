@@ -2,13 +2,15 @@
 
 * ``semrag chunk FILE... [--buffer-size N --threshold T --max-tokens N --json]`` prints the
   chunks of each file (or JSON lines with offsets and token counts).
-* ``semrag index DIR_OR_FILES... --out INDEX [--no-ssg] [--graph memory|neo4j
+* ``semrag index DIR_OR_FILES... --out INDEX [--ssg] [--graph memory|neo4j
   --extractor heuristic|llm --llm MODULE:NAME --neo4j-uri URI ...]`` builds and saves a
-  SemanticIndex and, with ``--graph``, its knowledge graph (in memory: saved in
+  SemanticIndex (the default index with the passage phrases ``ppr`` reads; ``--ssg`` adds
+  the similarity graph) and, with ``--graph``, its knowledge graph (in memory: saved in
   ``INDEX/graph``; on Neo4j: the connection, never the password, in ``INDEX/graph.json``).
-* ``semrag query INDEX "question" [--retriever ssg|ppr|sketch|local|global|iar --algorithm A
-  --k K --plot PNG --json]`` retrieves (an SSG traversal algorithm by default, or
-  ``--algorithm dense`` / ``sparse``) and prints provenance. The Neo4j password comes from
+* ``semrag query INDEX "question" [--retriever ppr|iar|ssg|sketch|local|global --algorithm A
+  --k K --plot PNG --json]`` retrieves (``GraphRetriever()``'s personalized PageRank by
+  default; ``--algorithm`` an SSG traversal, on an index built with ``--ssg``, or ``dense`` /
+  ``sparse``) and prints provenance. The Neo4j password comes from
   ``--neo4j-password`` or the ``NEO4J_PASSWORD`` environment variable.
 * ``semrag train-boundary --data KIND:PATH[@START:STOP]... [--dev ...] --model psc|mfc --out DIR
   [--window N|N,N,... --negative-mix boundary=.05,section=.475,document=.475
@@ -125,10 +127,10 @@ def _cmd_index(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         show_progress=args.progress,
     )
-    index = SemanticIndex(chunker, embedder, ssg=not args.no_ssg, show_progress=args.progress)
+    index = SemanticIndex(
+        chunker, embedder, ssg=args.ssg, passages=True, show_progress=args.progress
+    )
     index.add_documents(docs)
-    if not args.no_ssg:
-        _ = index.ssg
     out = index.save(args.out)
     n_chunks = len(index.chunks())
     print(f"indexed {len(docs)} documents, {n_chunks} chunks -> {out}")
@@ -215,6 +217,13 @@ def _cmd_query(args: argparse.Namespace) -> int:
     from semrag.retrieval import SSGRetriever
 
     index = SemanticIndex.load(args.index)
+    if args.algorithm and args.retriever not in (None, "ssg"):
+        raise SemragError(
+            f"--algorithm picks an SSG traversal or a channel, not a {args.retriever} option: "
+            "drop one of them"
+        )
+    if args.retriever is None:  # an SSG algorithm asks for the SSG; else the default retriever
+        args.retriever = "ssg" if args.algorithm else "ppr"
     if args.retriever in ("sketch", "local", "global"):
         from semrag.retrieval import GraphRetriever
 
@@ -233,7 +242,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
     elif args.algorithm == "sparse":
         hits = index.search_sparse(args.question, k=args.k)
     else:
-        hits = SSGRetriever(index, algorithm=args.algorithm, k=args.k).retrieve(args.question)
+        algorithm = args.algorithm or "query_traversal"
+        hits = SSGRetriever(index, algorithm=algorithm, k=args.k).retrieve(args.question)
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk
         if args.json:
@@ -315,7 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--chunker", choices=("semantic",), default="semantic")
     index.add_argument("--buffer-size", type=int, default=1)
     index.add_argument("--max-tokens", type=int, default=1024)
-    index.add_argument("--no-ssg", action="store_true", help="skip the similarity graph")
+    index.add_argument(
+        "--ssg", action="store_true", help="also build the similarity graph (SSG traversals)"
+    )
+    index.add_argument("--no-ssg", action="store_true", help=argparse.SUPPRESS)  # the default
     index.add_argument("--progress", action="store_true")
     index.add_argument(
         "--graph",
@@ -336,14 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--algorithm",
         choices=[a for a in ALGORITHMS if a != "llm_guided_traversal"] + ["dense", "sparse"],
-        default="query_traversal",
+        help="an SSG traversal (the index needs --ssg), or the dense or sparse channel",
     )
     query.add_argument(
         "--retriever",
-        choices=("ssg", "ppr", "sketch", "local", "global", "iar"),
-        default="ssg",
-        help="ssg uses --algorithm; ppr is personalized PageRank (multi-hop); sketch, local "
-        "and global need --graph",
+        choices=("ppr", "iar", "ssg", "sketch", "local", "global"),
+        help="ppr (the default: personalized PageRank, multi-hop); ssg uses --algorithm "
+        "(query_traversal unless told); sketch, local and global need --graph",
     )
     query.add_argument("--k", type=int, default=5)
     _neo4j_options(query)

@@ -104,14 +104,27 @@ def test_cli_index_and_query(tmp_path, capsys):
         "Rockets launch into orbit. Astronauts live on the station.", encoding="utf-8"
     )
     (docs / "skip.bin").write_bytes(b"\x00\xff")
-    assert main(["index", str(docs), "--out", str(tmp_path / "idx")]) == 0
+    assert main(["index", str(docs), "--out", str(tmp_path / "plain")]) == 0
     assert "indexed 2 documents" in capsys.readouterr().out
+    # the default index: no similarity graph; the default query is GraphRetriever()'s walk
+    assert main(["query", str(tmp_path / "plain"), "Where do astronauts live?", "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert records[0]["doc_id"].endswith("b.md")
+    assert records[0]["provenance"][0]["strategy"] == "ppr"
+    assert main(["query", str(tmp_path / "plain"), "x", "--algorithm", "query_traversal"]) == 2
+    assert "enable('ssg')" in capsys.readouterr().err
+    assert main(["query", str(tmp_path / "plain"), "x", "--retriever", "ppr", "--algorithm",
+                 "dense"]) == 2  # fmt: skip
+    assert main(["index", str(docs), "--out", str(tmp_path / "idx"), "--ssg"]) == 0
+    capsys.readouterr()
     assert (
         main(
             [
                 "query",
                 str(tmp_path / "idx"),
                 "Where do astronauts live?",
+                "--algorithm",
+                "query_traversal",
                 "--k",
                 "2",
                 "--json",
