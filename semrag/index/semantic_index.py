@@ -100,8 +100,9 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         sentence_dtype: how the sentence vectors are held (what IAR's sentence scores,
             SPC, local search and a later ``enable("ssg")`` read): ``"float16"`` (the
             default without an SSG: half the memory; on the development sets a sentence
-            score moves by 6e-5 at most and IAR's top 10 do not change) or ``"float32"``. With an SSG its rows are the sentence vectors
-            and ``SSGConfig(vector_dtype=...)`` decides (leave this out).
+            score moves by 6e-5 at most and IAR's top 10 do not change) or
+            ``"float32"``. With an SSG its rows are the sentence vectors and
+            ``SSGConfig(vector_dtype=...)`` decides (leave this out).
         show_progress: progress bars on long builds.
 
     Attributes:

@@ -227,6 +227,26 @@ def test_bm25_segments_stay_few_and_answer_as_one_build():
     assert_same_answers(bm, _built(survivors), queries)
 
 
+def test_bm25_merged_segments_equal_segments_sorted_from_scratch():
+    """A merge places each posting by counting; the arrays equal a sort of the postings."""
+    from semrag.index.sparse import _Segment
+
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(40)]
+    bm = BM25Index()
+    for i in range(600):
+        bm.add([i], [" ".join(rng.choice(words, size=rng.integers(0, 9)))])
+        if i % 37 == 36:  # some dead texts inside the segments that merge later
+            bm.remove([i - 3])
+    merged = [s for s in bm._segments if s.stop - s.start > 1]
+    assert merged  # merges happened
+    for seg in merged:
+        sorted_ = _Segment(seg.start, np.diff(seg.doc_ptr), seg.doc_terms, seg.doc_tf, seg.size)
+        for name in ("terms", "ptr", "slots", "tf"):
+            np.testing.assert_array_equal(getattr(seg, name), getattr(sorted_, name), name)
+        assert seg.slots.dtype == sorted_.slots.dtype and seg.terms.dtype == sorted_.terms.dtype
+
+
 def test_bm25_compaction_renumbers_slots_and_terms(monkeypatch, tmp_path):
     from semrag.index import sparse
 
