@@ -92,6 +92,10 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
     exps = {name: float(b) for name, b in found}
     assert exps["SSG (s)"] == pytest.approx(2.0, abs=0.01)  # 16x the time for 4x the chunks
     assert exps["dense (p50 ms)"] == pytest.approx(0.0, abs=0.01)  # latencies unchanged
+    goals = dict(re.findall(r"^\| ([^|]+?) \| [^|]+ \| (yes|no|-) \|$", growth, flags=re.M))
+    assert goals["every stage grows <= n^1.1"] == "no"  # the SSG row grew as n^2
+    assert goals["dense p50 < 20 ms"] == "yes" and goals["SKETCH p50 < 100 ms"] == "yes"
+    assert goals["peak RSS with the knowledge graph < 16 GB"] == "yes"
 
 
 def test_the_default_quick_run_builds_the_default_index_and_queries_the_graph(tmp_path):
