@@ -170,9 +170,15 @@ def entities(text: str) -> list[Phrase]:
                 continue
         found.append(Phrase(text[run_start:run_end], run_start, run_end, "entity"))
         i = last + 1
-    found += [Phrase(m.group(1), m.start(1), m.end(1), "quoted") for m in _QUOTED.finditer(text)]
-    found += [Phrase(m.group(), m.start(), m.end(), "number") for m in _NUMBER.finditer(text)]
-    return _dedupe(found)
+    return _dedupe(found + _quotes_and_numbers(text))
+
+
+def _quotes_and_numbers(text: str) -> list[Phrase]:
+    """The quoted phrases, then the numbers, of ``text`` (the rest of :func:`entities`)."""
+    quoted = [Phrase(m.group(1), m.start(1), m.end(1), "quoted") for m in _QUOTED.finditer(text)]
+    return quoted + [
+        Phrase(m.group(), m.start(), m.end(), "number") for m in _NUMBER.finditer(text)
+    ]
 
 
 def content_words(text: str) -> list[str]:

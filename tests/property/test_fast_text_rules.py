@@ -21,12 +21,12 @@ from semrag.text.phrases import (
     _COMMON_OPENERS,
     _CONNECTORS,
     _NUMBER,
-    _QUOTED,
     _WORD,
     Phrase,
     _dedupe,
     _is_capitalised,
     _opens_sentence,
+    _quotes_and_numbers,
     _strip_word,
     entities,
 )
@@ -86,9 +86,7 @@ def plain_entities(text: str) -> list[Phrase]:
                 continue
         found.append(Phrase(text[run_start:run_end], run_start, run_end, "entity"))
         i = last + 1
-    found += [Phrase(m.group(1), m.start(1), m.end(1), "quoted") for m in _QUOTED.finditer(text)]
-    found += [Phrase(m.group(), m.start(), m.end(), "number") for m in _NUMBER.finditer(text)]
-    return _dedupe(found)
+    return _dedupe(found + _quotes_and_numbers(text))  # the number rule is checked below
 
 
 PLAIN_NUMBER = re.compile(
