@@ -321,7 +321,8 @@ def exponents(small: str, large: str) -> str:
     columns = ["stage or retriever", f"at {n1:,}", f"at {n2:,}", "exponent"]
     return (
         header(
-            f"Scale: growth from {n1:,} to {n2:,} chunks",
+            f"Scale: growth from {n1:,} to {n2:,} chunks"
+            + (" with the knowledge graph" if "KG extract (heuristic) (s)" in b else ""),
             f"the two reports above ({small}, {large}); seconds per stage, p50 ms per "
             "retriever; exponent b of t ~ n^b",
         )
