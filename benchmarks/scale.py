@@ -20,8 +20,8 @@ retriever, with the graph's degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
 [--ssg] [--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw] [--index-only]
-[--batch CHUNKS] [--out F]; python benchmarks/scale.py --exponents SMALL.md LARGE.md (how
-each stage and each p50 grows between two reports). ``--index-only`` skips the knowledge
+[--batch CHUNKS] [--no-sketch] [--out F]; python benchmarks/scale.py --exponents SMALL.md
+LARGE.md (how each stage and each p50 grows between two reports). ``--index-only`` skips the knowledge
 graph (its stages and the retrievers that need it); ``--ssg`` builds the similarity graph
 too (its stage and its traversals; ``--knn`` and ``--vector-dtype`` are its options:
 ``--vector-dtype float16`` holds the SSG's rows
@@ -405,6 +405,12 @@ def main() -> None:
     ap.add_argument("--index-only", action="store_true", help="no knowledge graph")
     ap.add_argument("--ssg", action="store_true", help="build the semantic similarity graph too")
     ap.add_argument(
+        "--no-sketch",
+        action="store_true",
+        help="no SKETCH queries: its first query cuts the corpus into 100-token pieces and "
+        "embeds them (at a million chunks, more than 24 GB holds beside the graph)",
+    )
+    ap.add_argument(
         "--batch",
         type=int,
         help="add the documents in calls of about this many chunks (one commit each; "
@@ -490,7 +496,8 @@ def main() -> None:
         if algorithm != "llm_guided_traversal":
             run[f"SSG {algorithm}"] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
     if kg is not None:
-        run["SKETCH"] = SketchRetriever(index, kg, k=10).retrieve
+        if not args.no_sketch:
+            run["SKETCH"] = SketchRetriever(index, kg, k=10).retrieve
         run["local"] = CommunityRetriever(index, kg, mode="local", k=10).retrieve
         run["global"] = CommunityRetriever(index, kg, mode="global", k=10).retrieve
     lat = []
@@ -521,6 +528,7 @@ def main() -> None:
         if kg is None
         else f"heuristic knowledge graph in memory ({counts.get('entities', 0):,} entities, "
         f"{counts.get('relations', 0):,} relations)"
+        + ("; SKETCH not queried (--no-sketch)" if args.no_sketch else "")
     )
     report = (
         header(
