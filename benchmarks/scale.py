@@ -19,13 +19,14 @@ communities, reports. Latency: p50 / p95 of single timed queries for every non-L
 retriever, with the graph's degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
-[--ssg] [--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw] [--index-only]
-[--batch CHUNKS] [--no-sketch] [--out F]; python benchmarks/scale.py --exponents SMALL.md
-LARGE.md (how each stage and each p50 grows between two reports). ``--index-only`` skips
-the knowledge graph (its stages and the retrievers that need it); ``--ssg`` builds the
-similarity graph too (its stage and its traversals; ``--knn`` and ``--vector-dtype`` are its options:
-``--vector-dtype float16`` holds the SSG's rows
-as float16 (with ``--knn hnsw``)); ``--dense hnsw`` searches the chunk vectors with an HNSW
+[--ssg] [--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw]
+[--index-only] [--batch CHUNKS] [--no-sketch] [--out F]; python benchmarks/scale.py
+--exponents SMALL.md LARGE.md (how each stage and each p50 grows between two reports, and
+the goals checked on the larger). ``--index-only`` skips the knowledge graph (its stages
+and the retrievers that need it); ``--no-sketch`` skips SKETCH's queries (its pieces);
+``--ssg`` builds the similarity graph too (its stage and its traversals; ``--knn`` and
+``--vector-dtype`` are its options: ``--vector-dtype float16`` holds the SSG's rows as
+float16, with ``--knn hnsw``); ``--dense hnsw`` searches the chunk vectors with an HNSW
 index (the dense channel of ``search``, IAR and the walk's seeds) instead of the exact
 product; ``--batch 100000`` adds the documents in calls of about that many chunks (each
 a commit, as a living index grows), so a build's transient copies are a call's, not the
