@@ -280,12 +280,9 @@ def sized_breaks(
             size = end - prefix[j]
             if size > max_tokens and j < i - 1:
                 break
-            if j == 0:
-                v = best[0] - weight * ((size - target) / target) ** 2
-                if v > top:
-                    top, arg = v, 0
-            elif not block[j - 1]:
-                v = best[j] + reward[j - 1] - weight * ((size - target) / target) ** 2
+            if j == 0 or not block[j - 1]:
+                gain = reward[j - 1] if j else 0.0
+                v = best[j] + gain - weight * ((size - target) / target) ** 2
                 if v > top:
                     top, arg = v, j
             if j and force[j - 1]:

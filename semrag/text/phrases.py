@@ -102,17 +102,12 @@ def _strip_word(text: str, m: re.Match[str]) -> tuple[str, int, int]:
 
 
 def _capitalised_word(word: str) -> bool:
-    """:func:`_is_capitalised` of ``word`` once its possessive is stripped, digits excluded.
+    """:func:`_is_capitalised` of a word match, its possessive stripped, digits excluded.
 
-    (A word match never ends in ``.``, ``'`` or ``-``: only a possessive is ever stripped.)
+    A word match never ends in ``.``, ``'`` or ``-``: only a possessive is ever stripped.
     """
-    if word[0].isupper():
-        return True
-    if word[0].isdigit() or len(word) < 2:
-        return False
-    if word.isupper():
-        return True
-    return word.endswith(("'s", "’s")) and len(word) > 3 and word[:-2].isupper()
+    stripped = word[:-2] if word.endswith(("'s", "’s")) else word
+    return _is_capitalised(stripped) and not stripped[0].isdigit()
 
 
 def entities(text: str) -> list[Phrase]:
