@@ -1,7 +1,8 @@
 """What each document contributed to a knowledge graph, and the graph that follows from it.
 
 A :class:`~semrag.graph.KnowledgeGraph` that follows an index keeps a :class:`GraphLedger`:
-per document, the extraction of its chunks. The stored graph is a function of the ledger
+per document, the extraction of its chunks (as columns with an index by entity,
+:class:`~semrag.graph._doc_columns.DocColumns`). The stored graph is a function of the ledger
 (the documents in index order), so a change is applied by re-deriving only the
 entities it touches and writing the difference:
 
@@ -27,7 +28,7 @@ would write.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,8 @@ import numpy as np
 
 from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
+from semrag.graph._doc_columns import DocColumns
+from semrag.graph._small_sets import SmallSets
 from semrag.graph.extract import Extraction
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation
 from semrag.index.knn import NodeANN
@@ -68,15 +71,6 @@ class GraphDiff:
             "relations": self.relations,
             "mentions": self.mentions,
         }
-
-
-@dataclass(slots=True)
-class _Doc:
-    seq: int
-    extraction: Extraction
-    entities: dict[str, tuple[int, Entity]]  # key -> (position, record)
-    relations: dict[str, list[int]]  # key -> indexes of relations touching it
-    mentions: dict[str, list[int]]  # key -> indexes of its mentions
 
 
 class _NameIndex:
@@ -256,19 +250,19 @@ class GraphLedger:
         self.resolve = resolve and embedder is not None
         self.threshold = threshold
         self.name_search = name_search
-        self._docs: dict[str, _Doc] = {}
+        self._docs: dict[str, DocColumns] = {}
         self._seq = 0
-        self._name_docs: dict[str, dict[str, None]] = {}
+        self._name_docs: SmallSets[str, str] = SmallSets()  # name key -> its documents
         self._mention_total: dict[str, int] = {}
         self._comp_of: dict[str, str] = {}
-        self._members: dict[str, set[str]] = {}
+        self._members: dict[str, tuple[str, ...]] = {}
         self._names = _NameIndex(mode=name_search)
         self._embedded: dict[str, str] = {}  # key -> the spelling its vector was made from
         self._saved: dict[str, tuple[str, np.ndarray]] = {}  # vectors read from a save
-        self._rels: dict[RelKey, Relation] = {}
-        self._rels_of: dict[str, set[RelKey]] = {}
-        self._ments: dict[MentionKey, Mention] = {}
-        self._ments_of: dict[str, set[MentionKey]] = {}
+        # The keys of the derived relations and mentions, by entity (the records themselves
+        # live in the store; repair() derives them again).
+        self._rels_of: SmallSets[str, RelKey] = SmallSets()
+        self._ments_of: SmallSets[str, MentionKey] = SmallSets()
         self.fingerprints: dict[str, str] = {}
         """A fingerprint of each document's version (see ``KnowledgeGraph``)."""
 
@@ -289,23 +283,24 @@ class GraphLedger:
             "name_search": self.name_search,
             "seq": self._seq,
             "documents": [
-                {
-                    "id": doc_id,
-                    "seq": d.seq,
-                    "fingerprint": self.fingerprints.get(doc_id, ""),
-                    "entities": [
-                        [e.id, e.name, e.type, e.description] for e in d.extraction.entities
-                    ],
-                    "relations": [
-                        [r.source, r.target, r.type, r.evidence, r.weight]
-                        for r in d.extraction.relations
-                    ],
-                    "mentions": [
-                        [m.entity_id, m.chunk.doc_id, m.chunk.start, m.chunk.end, m.count]
-                        for m in d.extraction.mentions
-                    ],
-                }
+                self._doc_json(doc_id, d.seq, self.fingerprints.get(doc_id, ""), d.extraction())
                 for doc_id, d in self._docs.items()
+            ],
+        }
+
+    @staticmethod
+    def _doc_json(doc_id: str, seq: int, print_: str, extraction: Extraction) -> dict[str, Any]:
+        return {
+            "id": doc_id,
+            "seq": seq,
+            "fingerprint": print_,
+            "entities": [[e.id, e.name, e.type, e.description] for e in extraction.entities],
+            "relations": [
+                [r.source, r.target, r.type, r.evidence, r.weight] for r in extraction.relations
+            ],
+            "mentions": [
+                [m.entity_id, m.chunk.doc_id, m.chunk.start, m.chunk.end, m.count]
+                for m in extraction.mentions
             ],
         }
 
@@ -374,18 +369,19 @@ class GraphLedger:
             self.fingerprints.pop(doc_id, None)
             if doc is None:
                 continue
-            drop_chunks.update(m.chunk.key for m in doc.extraction.mentions)
-            for key in doc.entities:
+            drop_chunks.update(c.key for c in doc.chunks)
+            for key in doc.pos:
                 touched.add(key)
-                self._name_docs[key].pop(doc_id, None)
-            for m in doc.extraction.mentions:
-                self._mention_total[m.entity_id] -= m.count
+                self._name_docs.discard(key, doc_id)
+            for key, n in doc.mention_counts():
+                self._mention_total[key] -= n
         for doc_id, extraction in added:
-            doc = self._index(extraction)
+            self._seq += 1
+            doc = DocColumns(self._seq, extraction)
             self._docs[doc_id] = doc
-            for key in doc.entities:
+            for key in doc.pos:
                 touched.add(key)
-                self._name_docs.setdefault(key, {})[doc_id] = None
+                self._name_docs.add(key, doc_id)
             for m in extraction.mentions:
                 self._mention_total[m.entity_id] = self._mention_total.get(m.entity_id, 0) + m.count
         gone = [k for k in touched if not self._name_docs.get(k)]
@@ -398,20 +394,6 @@ class GraphLedger:
         diff = self._rederive(touched)
         diff.drop_chunks = sorted(drop_chunks)
         return diff
-
-    def _index(self, extraction: Extraction) -> _Doc:
-        self._seq += 1
-        entities = {e.id: (i, e) for i, e in enumerate(extraction.entities)}
-        relations: dict[str, list[int]] = {}
-        for i, r in enumerate(extraction.relations):
-            for key in {r.source, r.target}:
-                relations.setdefault(key, []).append(i)
-        mentions: dict[str, list[int]] = {}
-        for i, m in enumerate(extraction.mentions):
-            mentions.setdefault(m.entity_id, []).append(i)
-        for key in {*relations, *mentions} - set(entities):
-            entities[key] = (len(entities), Entity(key, key))  # named only by a relation
-        return _Doc(self._seq, extraction, entities, relations, mentions)
 
     def _embed_new(self, keys: list[str]) -> None:
         if not self.resolve:
@@ -447,19 +429,24 @@ class GraphLedger:
         return [[k, self._embedded[k]] for k in keys], vectors
 
     def everything(self) -> GraphDiff:
-        """The whole derived graph as writes (to rewrite a store from scratch)."""
+        """The whole derived graph as writes (to rewrite a store from scratch).
+
+        Derived again from every component (the same derivation a change runs), so the
+        ledger keeps only the derived records' keys.
+        """
+        relations = self._relations(self._members)
+        mentions = self._mentions(self._members)
         return GraphDiff(
             entities=[self._entity(c, m) for c, m in sorted(self._members.items())],
-            relations=[self._rels[k] for k in sorted(self._rels)],
-            mentions=[self._ments[k] for k in sorted(self._ments)],
+            relations=[relations[k] for k in sorted(relations)],
+            mentions=[mentions[k] for k in sorted(mentions)],
         )
 
     # -- deriving ---------------------------------------------------------------------------
     def _records(self, key: str) -> list[tuple[int, int, Entity]]:
         """``(seq, position, record)`` of every document's record of ``key``."""
         return sorted(
-            (self._docs[d].seq, self._docs[d].entities[key][0], self._docs[d].entities[key][1])
-            for d in self._name_docs.get(key, ())
+            (self._docs[d].seq, *self._docs[d].record(key)) for d in self._name_docs.get(key, ())
         )
 
     def _spelling(self, key: str) -> Entity:
@@ -470,7 +457,7 @@ class GraphLedger:
         seeds = set(touched)
         old = {self._comp_of[k] for k in touched if k in self._comp_of}
         for canon in old:
-            seeds |= self._members[canon]
+            seeds.update(self._members[canon])
         todo = [k for k in sorted(seeds) if k in self._name_docs]
         seen = set(todo)
         edges: dict[str, list[str]] = {}
@@ -519,11 +506,11 @@ class GraphLedger:
     def _rederive(self, touched: set[str]) -> GraphDiff:
         old, named = self._components(touched)
         for canon in old:
-            for k in self._members.pop(canon, set()):
+            for k in self._members.pop(canon, ()):
                 if self._comp_of.get(k) == canon:
                     del self._comp_of[k]
         for canon, members in named.items():
-            self._members[canon] = members
+            self._members[canon] = tuple(members)
             for k in members:
                 self._comp_of[k] = canon
         affected = old | set(named)
@@ -541,58 +528,63 @@ class GraphLedger:
             mentions=[mentions[k] for k in sorted(mentions)],
         )
         for key in old_rels:
-            self._rels.pop(key, None)
-            for end in (key[0], key[2]):
-                self._rels_of.get(end, set()).discard(key)
-        for key, rel in relations.items():
-            self._rels[key] = rel
-            for end in (key[0], key[2]):
-                self._rels_of.setdefault(end, set()).add(key)
+            self._rels_of.discard(key[0], key)
+            self._rels_of.discard(key[2], key)
+        for key in relations:
+            self._rels_of.add(key[0], key)
+            self._rels_of.add(key[2], key)
         for key in old_ments:
-            self._ments.pop(key, None)
-            self._ments_of.get(key[0], set()).discard(key)
-        for key, mention in mentions.items():
-            self._ments[key] = mention
-            self._ments_of.setdefault(key[0], set()).add(key)
+            self._ments_of.discard(key[0], key)
+        for key in mentions:
+            self._ments_of.add(key[0], key)
         for c in affected - set(named):
             self._rels_of.pop(c, None)
             self._ments_of.pop(c, None)
         return diff
 
-    def _entity(self, canon: str, members: set[str]) -> Entity:
+    def _entity(self, canon: str, members: Collection[str]) -> Entity:
         records = sorted(r for k in members for r in self._records(k))
         kind = next((e.type for _, _, e in records if e.type), "")
         description = next((e.description for _, _, e in records if e.description), "")
         return Entity(canon, self._spelling(canon).name, kind, description)
 
-    def _relations(self, named: dict[str, set[str]]) -> dict[RelKey, Relation]:
-        found: set[tuple[str, int]] = set()
+    def _relations(self, named: Mapping[str, Collection[str]]) -> dict[RelKey, Relation]:
+        found: dict[str, set[int]] = {}  # document -> its relations touching the members
         for members in named.values():
             for k in members:
                 for d in self._name_docs.get(k, ()):
-                    found.update((d, i) for i in self._docs[d].relations.get(k, ()))
-        parts: dict[RelKey, list[tuple[int, int, Relation]]] = {}
-        for d, i in found:
-            r = self._docs[d].extraction.relations[i]
-            a, b = self._comp_of[r.source], self._comp_of[r.target]
-            if a != b:
-                parts.setdefault((a, r.type, b), []).append((self._docs[d].seq, i, r))
+                    found.setdefault(d, set()).update(self._docs[d].relations_of(k))
+        parts: dict[RelKey, list[tuple[int, int, str, float]]] = {}
+        comp_of = self._comp_of
+        for d, idx in found.items():
+            doc, rows = self._docs[d], sorted(idx)
+            ends, weights = doc.r_ends[rows].tolist(), doc.r_weight[rows].tolist()
+            for i, (a, b), w in zip(rows, ends, weights, strict=True):
+                ca, cb = comp_of[doc.ents[a].id], comp_of[doc.ents[b].id]
+                if ca != cb:
+                    parts.setdefault((ca, doc.r_type[i], cb), []).append(
+                        (doc.seq, i, doc.r_evidence[i], w)
+                    )
         out = {}
         for (a, t, b), rs in parts.items():
             rs.sort(key=lambda x: (x[0], x[1]))
-            evidence = next((r.evidence for _, _, r in rs if r.evidence), "")
-            out[(a, t, b)] = Relation(a, b, t, evidence, float(sum(r.weight for _, _, r in rs)))
+            evidence = next((ev for _, _, ev, _ in rs if ev), "")
+            out[(a, t, b)] = Relation(a, b, t, evidence, float(sum(w for _, _, _, w in rs)))
         return out
 
-    def _mentions(self, named: dict[str, set[str]]) -> dict[MentionKey, Mention]:
+    def _mentions(self, named: Mapping[str, Collection[str]]) -> dict[MentionKey, Mention]:
         counts: dict[MentionKey, int] = {}
         chunks: dict[str, ChunkRef] = {}
         for canon, members in named.items():
             for k in members:
                 for d in self._name_docs.get(k, ()):
-                    for i in self._docs[d].mentions.get(k, ()):
-                        m = self._docs[d].extraction.mentions[i]
-                        chunks[m.chunk.key] = m.chunk
-                        key = (canon, m.chunk.key)
-                        counts[key] = counts.get(key, 0) + m.count
+                    doc = self._docs[d]
+                    rows = doc.mentions_of(k)
+                    for c, n in zip(
+                        doc.m_chunk[rows].tolist(), doc.m_count[rows].tolist(), strict=True
+                    ):
+                        chunk = doc.chunks[c]
+                        chunks[chunk.key] = chunk
+                        key = (canon, chunk.key)
+                        counts[key] = counts.get(key, 0) + n
         return {key: Mention(key[0], chunks[key[1]], n) for key, n in counts.items()}

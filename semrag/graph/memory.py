@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from semrag.errors import ConfigError
+from semrag.graph._small_sets import SmallSets
 from semrag.graph.names import best_matches, lookup_tokens, name_tokens, per_name, rank_matches
 from semrag.graph.types import (
     ChunkRef,
@@ -75,11 +75,11 @@ class InMemoryGraphStore:
         self._relations: dict[tuple[str, str, str], Relation] = {}
         self._mentions: dict[tuple[str, str], Mention] = {}
         self._chunks: dict[str, ChunkRef] = {}
-        self._by_entity: dict[str, set[str]] = defaultdict(set)  # entity -> chunk keys
-        self._by_chunk: dict[str, set[str]] = defaultdict(set)  # chunk key -> entity ids
-        self._by_doc: dict[str, set[str]] = defaultdict(set)  # doc id -> chunk keys
-        self._rels_of: dict[str, set[tuple[str, str, str]]] = defaultdict(set)  # entity -> keys
-        self._by_token: dict[str, set[str]] = defaultdict(set)  # name token -> entity ids
+        self._by_entity: SmallSets[str, str] = SmallSets()  # entity -> chunk keys
+        self._by_chunk: SmallSets[str, str] = SmallSets()  # chunk key -> entity ids
+        self._by_doc: SmallSets[str, str] = SmallSets()  # doc id -> chunk keys
+        self._rels_of: SmallSets[str, tuple[str, str, str]] = SmallSets()  # entity -> keys
+        self._by_token: SmallSets[str, str] = SmallSets()  # name token -> entity ids
         self._communities: list[Community] = []
         self._report_vectors: np.ndarray | None = None  # one row per community, if given
 
@@ -100,18 +100,18 @@ class InMemoryGraphStore:
             for e in entities:
                 self._entities[e.id] = e
                 for t in name_tokens(e.id):
-                    self._by_token[t].add(e.id)
+                    self._by_token.add(t, e.id)
             for r in relations:
                 key = (r.source, r.type, r.target)
                 self._relations[key] = r
-                self._rels_of[r.source].add(key)
-                self._rels_of[r.target].add(key)
+                self._rels_of.add(r.source, key)
+                self._rels_of.add(r.target, key)
             for m in mentions:
                 self._chunks[m.chunk.key] = m.chunk
-                self._by_doc[m.chunk.doc_id].add(m.chunk.key)
+                self._by_doc.add(m.chunk.doc_id, m.chunk.key)
                 self._mentions[(m.entity_id, m.chunk.key)] = m
-                self._by_entity[m.entity_id].add(m.chunk.key)
-                self._by_chunk[m.chunk.key].add(m.entity_id)
+                self._by_entity.add(m.entity_id, m.chunk.key)
+                self._by_chunk.add(m.chunk.key, m.entity_id)
 
     def update(
         self,
@@ -172,30 +172,20 @@ class InMemoryGraphStore:
     def _forget_chunk(self, key: str) -> None:
         chunk = self._chunks.pop(key, None)
         if chunk is not None:
-            keys = self._by_doc.get(chunk.doc_id)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._by_doc[chunk.doc_id]
+            self._by_doc.discard(chunk.doc_id, key)
 
     def _forget_mention(self, pair: tuple[str, str]) -> None:
         if self._mentions.pop(pair, None) is None:
             return
         entity, chunk = pair
-        self._by_entity[entity].discard(chunk)
-        ents = self._by_chunk.get(chunk)
-        if ents is not None:
-            ents.discard(entity)
-            if not ents:
-                del self._by_chunk[chunk]
+        self._by_entity.discard(entity, chunk)
+        self._by_chunk.discard(chunk, entity)
 
     def _forget_relation(self, key: tuple[str, str, str]) -> None:
         if self._relations.pop(key, None) is None:
             return
-        for end in (key[0], key[2]):
-            keys = self._rels_of.get(end)
-            if keys is not None:
-                keys.discard(key)
+        self._rels_of.discard(key[0], key)
+        self._rels_of.discard(key[2], key)
 
     def _delete_entities(self, ids: Sequence[str]) -> None:
         for eid in ids:
@@ -205,13 +195,9 @@ class InMemoryGraphStore:
             self._entities.pop(eid, None)
             for chunk in self._by_entity.pop(eid, ()):
                 self._mentions.pop((eid, chunk), None)
-                ents = self._by_chunk.get(chunk)
-                if ents is not None:
-                    ents.discard(eid)
-                    if not ents:
-                        del self._by_chunk[chunk]
+                self._by_chunk.discard(chunk, eid)
             for t in name_tokens(eid):
-                self._by_token[t].discard(eid)
+                self._by_token.discard(t, eid)
 
     def write_communities(
         self, communities: Sequence[Community], *, report_vectors: Any = None
