@@ -20,10 +20,13 @@ retriever, with the graph's degree statistics.
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
 [--ssg] [--knn auto|flat|hnsw] [--vector-dtype float32|float16] [--dense flat|hnsw]
-[--index-only] [--batch CHUNKS] [--no-sketch] [--out F]; python benchmarks/scale.py
+[--index-only] [--batch CHUNKS] [--no-sketch] [--sketch-split 100,16|none] [--out F];
+python benchmarks/scale.py
 --exponents SMALL.md LARGE.md (how each stage and each p50 grows between two reports, and
 the goals checked on the larger). ``--index-only`` skips the knowledge graph (its stages
 and the retrievers that need it); ``--no-sketch`` skips SKETCH's queries (its pieces);
+``--sketch-split none`` queries SKETCH over the index's chunks instead of its 100-token
+pieces;
 ``--ssg`` builds the similarity graph too (its stage and its traversals; ``--knn`` and
 ``--vector-dtype`` are its options: ``--vector-dtype float16`` holds the SSG's rows as
 float16, with ``--knn hnsw``); ``--dense hnsw`` searches the chunk vectors with an HNSW
@@ -341,6 +344,7 @@ P50_GOALS = {
     "IAR": 20.0,
     "GraphRetriever() (PPR)": 20.0,
     "SKETCH": 100.0,
+    "SKETCH (split=None)": 100.0,
     "local": 100.0,
 }
 BUILD_GOAL_S, PEAK_GOAL_MB, WITH_GRAPH_GOAL_MB, GROWTH_GOAL = 15 * 60, 8 * 1024, 16 * 1024, 1.1
@@ -416,6 +420,13 @@ def main() -> None:
         type=int,
         help="add the documents in calls of about this many chunks (one commit each; "
         "default: one call)",
+    )
+    ap.add_argument(
+        "--sketch-split",
+        choices=["100,16", "none"],
+        default="100,16",
+        help="SKETCH's split: the paper's 100-token pieces (the default), or none (search "
+        "the index's chunks: no pieces to cut and embed)",
     )
     ap.add_argument("--out")
     ap.add_argument("--exponents", nargs=2, metavar=("SMALL", "LARGE"), help="compare two reports")
@@ -498,7 +509,9 @@ def main() -> None:
             run[f"SSG {algorithm}"] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
     if kg is not None:
         if not args.no_sketch:
-            run["SKETCH"] = SketchRetriever(index, kg, k=10).retrieve
+            split = None if args.sketch_split == "none" else (100, 16)
+            name = "SKETCH" if split else "SKETCH (split=None)"
+            run[name] = SketchRetriever(index, kg, k=10, split=split).retrieve
         run["local"] = CommunityRetriever(index, kg, mode="local", k=10).retrieve
         run["global"] = CommunityRetriever(index, kg, mode="global", k=10).retrieve
     lat = []
@@ -530,6 +543,11 @@ def main() -> None:
         else f"heuristic knowledge graph in memory ({counts.get('entities', 0):,} entities, "
         f"{counts.get('relations', 0):,} relations)"
         + ("; SKETCH not queried (--no-sketch)" if args.no_sketch else "")
+        + (
+            "; SKETCH searches the index's chunks (--sketch-split none)"
+            if args.sketch_split == "none" and not args.no_sketch
+            else ""
+        )
     )
     report = (
         header(

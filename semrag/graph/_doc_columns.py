@@ -90,10 +90,10 @@ class DocColumns:
         p = self.pos[key]
         return p, self.ents[p]
 
-    def relations_of(self, key: str) -> list[int]:
-        """Indexes of the relations with ``key`` at an end, in order."""
+    def relations_of(self, key: str) -> np.ndarray:
+        """Indexes of the relations with ``key`` at an end, in order (a read-only view)."""
         p = self.pos.get(key)
-        return [] if p is None else self.r_at[self.r_start[p] : self.r_start[p + 1]].tolist()
+        return self.r_at[:0] if p is None else self.r_at[self.r_start[p] : self.r_start[p + 1]]
 
     def relation(self, i: int) -> Relation:
         """Relation ``i`` as extracted."""
@@ -101,10 +101,10 @@ class DocColumns:
         source, target = self.ents[a].id, self.ents[b].id
         return Relation(source, target, self.r_type[i], self.r_evidence[i], float(self.r_weight[i]))
 
-    def mentions_of(self, key: str) -> list[int]:
-        """Indexes of ``key``'s mentions, in order."""
+    def mentions_of(self, key: str) -> np.ndarray:
+        """Indexes of ``key``'s mentions, in order (a read-only view)."""
         p = self.pos.get(key)
-        return [] if p is None else self.m_at[self.m_start[p] : self.m_start[p + 1]].tolist()
+        return self.m_at[:0] if p is None else self.m_at[self.m_start[p] : self.m_start[p + 1]]
 
     def mention_counts(self) -> Iterator[tuple[str, int]]:
         """``(entity key, count)`` of each mention."""

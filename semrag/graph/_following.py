@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semrag.errors import ConfigError, StoreError
+from semrag.graph._doc_columns import DocColumns
 from semrag.graph.extract import (
-    Extraction,
     HeuristicGraphExtractor,
     merge_extractions,
 )
@@ -198,15 +198,19 @@ class Following:
             )
         t0 = time.perf_counter()
         chunks = [c for d in change.added for c in d.chunks]
-        show = self._show_progress
-        found = iter(
-            [self._extractor.extract(c) for c in progress_over(chunks, show, "extracting")]
-        )
-        added = [(d.id, merge_extractions([next(found) for _ in d.chunks])) for d in change.added]
+        found = iter(progress_over(chunks, self._show_progress, "extracting"))
+        added, notes = [], []
+        for d in change.added:  # a document's records as columns once it is extracted
+            merged = merge_extractions([self._extractor.extract(next(found)) for _ in d.chunks])
+            added.append((d.id, DocColumns(0, merged)))
+            notes.extend(merged.notes)
+        next(found, None)  # the end of the chunks (closes the progress bar)
         self.timings["extract_s"] = time.perf_counter() - t0
-        return lambda: self._commit(change, added)
+        return lambda: self._commit(change, added, notes)
 
-    def _commit(self, change: Change, added: list[tuple[str, Extraction]]) -> None:
+    def _commit(
+        self, change: Change, added: list[tuple[str, DocColumns]], notes: list[str]
+    ) -> None:
         t0 = time.perf_counter()
         diff = self._ledger.apply(added, change.removed_ids)
         stored = self._stored_vectors(diff.entities)
@@ -219,8 +223,7 @@ class Following:
                 self._rows.update(diff.drop_entities, diff.entities, vector_of)
         for d in change.added:
             self._ledger.fingerprints[d.id] = doc_print(d)
-        for _, extraction in added:
-            self.notes.extend(extraction.notes)
+        self.notes.extend(notes)
         self.timings["resolve_s"] = time.perf_counter() - t0  # resolution and derivation
         t0 = time.perf_counter()
         self._write(diff, stored)

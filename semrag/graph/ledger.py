@@ -34,13 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
 from semrag.graph._doc_columns import DocColumns
+from semrag.graph._name_index import NameIndex
 from semrag.graph._small_sets import SmallSets
 from semrag.graph.extract import Extraction
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation
-from semrag.index.knn import NodeANN
 
 __all__ = ["GraphDiff", "GraphLedger"]
 
@@ -73,166 +72,6 @@ class GraphDiff:
         }
 
 
-class _NameIndex:
-    """Unit vectors of the names present, for range searches.
-
-    Rows are appended and a removed name's row is marked dead (compacted once half the
-    rows are dead), so a change costs its own names, never a copy of every vector.
-
-    ``mode="exact"`` compares the asked names with every name. ``mode="hnsw"`` finds the
-    candidates in an HNSW index over the rows (a name costs ``log`` of the names); it can
-    miss a pair that a fresh build finds, and the graph then depends on the order of the
-    changes. ``mode="auto"`` is exact while a search compares at most :attr:`BUDGET` pairs
-    (asked names x names) and builds the HNSW index the first time one would compare more
-    (a large fresh build), keeping it from then on.
-
-    Each row is held once: as float64 in a buffer while the search is exact, and in the
-    HNSW index's storage (float32, read in place) once that index is built; the buffer is
-    then dropped. Similarities are computed in float64 from the rows as held, so in HNSW
-    mode from their float32 values (a difference below 1e-7 from the float64 rows).
-    """
-
-    _DEPTH = 32  # first HNSW search depth; doubled while every hit is above the threshold
-    BUDGET = 10**9  # most pairs an "auto" search compares exactly (about 30k x 30k names)
-
-    def __init__(self, *, mode: str = "exact") -> None:
-        self._row: dict[str, int] = {}
-        self._keys: list[str | None] = []
-        self._vectors: GrowingRows | None = None  # the rows while there is no HNSW index
-        self._dead: list[int] = []
-        self._mode = mode
-        self._ann: NodeANN | None = None  # once built: row i is its serial i, held by it
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._row
-
-    def add(self, keys: list[str], vectors: np.ndarray) -> None:
-        rows = np.asarray(vectors, dtype=np.float64)
-        first = len(self._keys)
-        if self._mode == "hnsw" and self._ann is None and self._vectors is None:
-            self._ann = NodeANN(rows.shape[1])
-        if self._ann is not None:
-            known, rows32 = self._ann, rows.astype(np.float32)
-            self._ann, serials = known.added(rows32)
-            if serials.size and serials[0] != first:  # out of step (a failed change): rebuild
-                old = np.asarray(known.rows(np.arange(first, dtype=np.int64)), np.float32)
-                self._ann = known.rebuild(np.concatenate([old, rows32]))
-                self._ann = self._ann.removed(np.asarray(self._dead, np.int64))
-        else:
-            if self._vectors is None:
-                self._vectors = GrowingRows(rows[:0])
-            self._vectors.append(rows)
-        self._row.update((k, first + i) for i, k in enumerate(keys))
-        self._keys += keys
-
-    def _read(self, rows: Any) -> np.ndarray:
-        """The rows numbered ``rows`` (an int, or row numbers of any shape) as float64."""
-        at = np.asarray(rows, np.int64)
-        if self._ann is not None:
-            read = np.asarray(self._ann.rows(at.ravel()), np.float64)
-            return read.reshape(*at.shape, self._ann.dim)
-        assert self._vectors is not None
-        return self._vectors.view[at]
-
-    def vector(self, key: str) -> np.ndarray | None:
-        """The unit vector of ``key``'s name, or ``None`` if the key is not here."""
-        row = self._row.get(key)
-        return None if row is None else self._read(row)
-
-    def rows(self) -> tuple[list[str], np.ndarray]:
-        """The keys present and their vectors (a copy of the live rows, in row order)."""
-        alive = [i for i, k in enumerate(self._keys) if k is not None]
-        if not alive:
-            return [], np.zeros((0, 0))
-        return [self._keys[i] for i in alive], self._read(alive)  # type: ignore[misc]
-
-    @property
-    def approximate(self) -> bool:
-        """Whether searches use the HNSW index (``"hnsw"``, or ``"auto"`` once it is built)."""
-        return self._ann is not None
-
-    def remove(self, key: str) -> None:
-        row = self._row.pop(key, None)
-        if row is None:
-            return
-        self._keys[row] = None
-        self._dead.append(row)
-        if self._ann is not None:
-            self._ann = self._ann.removed(np.array([row]))
-        if 2 * len(self._row) < len(self._keys):  # half the rows dead: compact
-            keep = np.ones(len(self._keys), bool)
-            keep[self._dead] = False
-            live = np.flatnonzero(keep)
-            if self._ann is not None:
-                self._ann = self._ann.rebuild(np.asarray(self._ann.rows(live), np.float32))
-            elif self._vectors is not None:
-                self._vectors.keep(keep)
-            self._keys = [k for k in self._keys if k is not None]
-            self._row = {k: i for i, k in enumerate(self._keys)}
-            self._dead = []
-
-    def _build_ann(self) -> None:
-        """Move the rows into an HNSW index (from now on their one home)."""
-        if self._vectors is None:
-            return
-        ann = NodeANN(self._vectors.view.shape[1]).rebuild(self._vectors.view.astype(np.float32))
-        self._ann = ann.removed(np.asarray(self._dead, np.int64))
-        self._vectors = None
-
-    def within(self, keys: list[str], threshold: float) -> dict[str, list[str]]:
-        """For each key, the other names at least ``threshold`` similar (in row order)."""
-        asked = [k for k in keys if k in self._row]
-        if not asked:
-            return {}
-        if self._ann is None and self._mode == "auto" and len(asked) * len(self._row) > self.BUDGET:
-            self._build_ann()  # a search too large to run exactly: from now on, HNSW
-        if self._ann is not None:
-            return self._within_ann(asked, threshold)
-        assert self._vectors is not None
-        base = self._vectors.view
-        alive = np.ones(base.shape[0], bool)
-        alive[self._dead] = False
-        out: dict[str, list[str]] = {}
-        step = max(1, (1 << 22) // max(base.shape[0], 1))
-        for a in range(0, len(asked), step):
-            part = asked[a : a + step]
-            sims = base[[self._row[k] for k in part]] @ base.T
-            for key, row in zip(part, sims >= threshold, strict=True):
-                hits = np.flatnonzero(row & alive)
-                out[key] = [self._keys[j] for j in hits if self._keys[j] != key]
-        return out
-
-    _READ = 1 << 15  # most hit rows read from the HNSW index at once (100 MB as float64)
-
-    def _within_ann(self, asked: list[str], threshold: float) -> dict[str, list[str]]:
-        """:meth:`within` from the HNSW index: hits checked in float64, deepened as needed."""
-        assert self._ann is not None
-        out: dict[str, list[str]] = {}
-        rows = np.array([self._row[k] for k in asked], np.int64)
-        todo, depth = np.arange(rows.size), self._DEPTH
-        live = len(self._row)
-        while todo.size:
-            deeper: list[int] = []
-            block = max(1, self._READ // depth)
-            for a in range(0, todo.size, block):
-                part = todo[a : a + block]
-                queries = self._read(rows[part])
-                hits, fast = self._ann.search(queries.astype(np.float32), depth)
-                hit_rows = self._read(np.maximum(hits, 0))  # one read for the block
-                for i, query, hit, score, rows_of_hit in zip(
-                    part.tolist(), queries, hits, fast, hit_rows, strict=True
-                ):
-                    found = hit >= 0
-                    sims = rows_of_hit[found] @ query
-                    near = sorted(int(j) for j in hit[found][sims >= threshold])
-                    key = asked[i]
-                    out[key] = [self._keys[j] for j in near if self._keys[j] != key]
-                    if found.sum() == depth and score[-1] >= threshold - 1e-4 and depth < live:
-                        deeper.append(i)  # every hit is near: there may be more
-            todo, depth = np.asarray(deeper, np.int64), 2 * depth
-        return out
-
-
 class GraphLedger:
     """Per-document extractions and the entities, relations and mentions derived from them.
 
@@ -240,7 +79,8 @@ class GraphLedger:
         embedder: embeds entity names for resolution (``None`` with ``resolve=False``).
         resolve: merge names whose vectors are at least ``threshold`` similar.
         threshold: cosine similarity needed to merge two names.
-        name_search: ``"auto"``, ``"exact"`` or ``"hnsw"`` (see :class:`_NameIndex`).
+        name_search: ``"auto"``, ``"exact"`` or ``"hnsw"`` (see
+            :class:`~semrag.graph._name_index.NameIndex`).
     """
 
     def __init__(
@@ -256,7 +96,7 @@ class GraphLedger:
         self._mention_total: dict[str, int] = {}
         self._comp_of: dict[str, str] = {}
         self._members: dict[str, tuple[str, ...]] = {}
-        self._names = _NameIndex(mode=name_search)
+        self._names = NameIndex(mode=name_search)
         self._embedded: dict[str, str] = {}  # key -> the spelling its vector was made from
         self._saved: dict[str, tuple[str, np.ndarray]] = {}  # vectors read from a save
         # The keys of the derived relations and mentions, by entity (the records themselves
@@ -360,8 +200,14 @@ class GraphLedger:
         return ledger
 
     # -- applying a change ------------------------------------------------------------------
-    def apply(self, added: Sequence[tuple[str, Extraction]], removed: Sequence[str]) -> GraphDiff:
-        """Record the change and return what the store must do to follow it."""
+    def apply(
+        self, added: Sequence[tuple[str, Extraction | DocColumns]], removed: Sequence[str]
+    ) -> GraphDiff:
+        """Record the change and return what the store must do to follow it.
+
+        ``added`` gives each added document's extraction, or its columns made ahead
+        (:class:`DocColumns`; a large change then never holds its records as objects).
+        """
         touched: set[str] = set()
         drop_chunks: set[str] = set()
         for doc_id in removed:
@@ -377,13 +223,17 @@ class GraphLedger:
                 self._mention_total[key] -= n
         for doc_id, extraction in added:
             self._seq += 1
-            doc = DocColumns(self._seq, extraction)
+            if isinstance(extraction, DocColumns):
+                doc = extraction
+                doc.seq = self._seq
+            else:
+                doc = DocColumns(self._seq, extraction)
             self._docs[doc_id] = doc
             for key in doc.pos:
                 touched.add(key)
                 self._name_docs.add(key, doc_id)
-            for m in extraction.mentions:
-                self._mention_total[m.entity_id] = self._mention_total.get(m.entity_id, 0) + m.count
+            for key, n in doc.mention_counts():
+                self._mention_total[key] = self._mention_total.get(key, 0) + n
         gone = [k for k in touched if not self._name_docs.get(k)]
         for key in gone:
             self._name_docs.pop(key, None)
@@ -549,28 +399,32 @@ class GraphLedger:
         return Entity(canon, self._spelling(canon).name, kind, description)
 
     def _relations(self, named: Mapping[str, Collection[str]]) -> dict[RelKey, Relation]:
-        found: dict[str, set[int]] = {}  # document -> its relations touching the members
+        found: dict[str, list[np.ndarray]] = {}  # document -> its relations touching members
         for members in named.values():
             for k in members:
                 for d in self._name_docs.get(k, ()):
-                    found.setdefault(d, set()).update(self._docs[d].relations_of(k))
-        parts: dict[RelKey, list[tuple[int, int, str, float]]] = {}
+                    found.setdefault(d, []).append(self._docs[d].relations_of(k))
+        # Weights add up and the evidence is the first non-empty one, documents in index
+        # order and each document's relations in order: the same sums as a sorted list's.
+        totals: dict[RelKey, list[Any]] = {}  # key -> [weight, evidence]
         comp_of = self._comp_of
-        for d, idx in found.items():
-            doc, rows = self._docs[d], sorted(idx)
+        for d in sorted(found, key=lambda d: self._docs[d].seq):
+            doc = self._docs[d]
+            rows = np.unique(np.concatenate(found.pop(d)))
             ends, weights = doc.r_ends[rows].tolist(), doc.r_weight[rows].tolist()
-            for i, (a, b), w in zip(rows, ends, weights, strict=True):
+            for i, (a, b), w in zip(rows.tolist(), ends, weights, strict=True):
                 ca, cb = comp_of[doc.ents[a].id], comp_of[doc.ents[b].id]
                 if ca != cb:
-                    parts.setdefault((ca, doc.r_type[i], cb), []).append(
-                        (doc.seq, i, doc.r_evidence[i], w)
-                    )
-        out = {}
-        for (a, t, b), rs in parts.items():
-            rs.sort(key=lambda x: (x[0], x[1]))
-            evidence = next((ev for _, _, ev, _ in rs if ev), "")
-            out[(a, t, b)] = Relation(a, b, t, evidence, float(sum(w for _, _, _, w in rs)))
-        return out
+                    key = (ca, doc.r_type[i], cb)
+                    got = totals.get(key)
+                    if got is None:
+                        totals[key] = [w, doc.r_evidence[i]]
+                    else:
+                        got[0] += w
+                        got[1] = got[1] or doc.r_evidence[i]
+        return {
+            key: Relation(key[0], key[2], key[1], ev, float(w)) for key, (w, ev) in totals.items()
+        }
 
     def _mentions(self, named: Mapping[str, Collection[str]]) -> dict[MentionKey, Mention]:
         counts: dict[MentionKey, int] = {}

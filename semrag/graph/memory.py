@@ -73,7 +73,7 @@ class InMemoryGraphStore:
     def _reset(self) -> None:
         self._entities: dict[str, Entity] = {}
         self._relations: dict[tuple[str, str, str], Relation] = {}
-        self._mentions: dict[tuple[str, str], Mention] = {}
+        self._mentions: dict[tuple[str, str], int] = {}  # (entity, chunk key) -> count
         self._chunks: dict[str, ChunkRef] = {}
         self._by_entity: SmallSets[str, str] = SmallSets()  # entity -> chunk keys
         self._by_chunk: SmallSets[str, str] = SmallSets()  # chunk key -> entity ids
@@ -109,7 +109,7 @@ class InMemoryGraphStore:
             for m in mentions:
                 self._chunks[m.chunk.key] = m.chunk
                 self._by_doc.add(m.chunk.doc_id, m.chunk.key)
-                self._mentions[(m.entity_id, m.chunk.key)] = m
+                self._mentions[(m.entity_id, m.chunk.key)] = m.count
                 self._by_entity.add(m.entity_id, m.chunk.key)
                 self._by_chunk.add(m.chunk.key, m.entity_id)
 
@@ -406,8 +406,8 @@ class InMemoryGraphStore:
                 "entities": [asdict(e) for e in self._entities.values()],
                 "relations": [asdict(r) for r in self._relations.values()],
                 "mentions": [
-                    {"entity_id": m.entity_id, "count": m.count, **asdict(m.chunk)}
-                    for m in self._mentions.values()
+                    {"entity_id": entity, "count": count, **asdict(self._chunks[chunk])}
+                    for (entity, chunk), count in self._mentions.items()
                 ],
                 "communities": [asdict(c) for c in self._communities],
             }

@@ -855,10 +855,10 @@ def test_bm25_removing_every_text_of_a_cached_term_at_once():
     threshold=st.sampled_from([0.5, 0.99]),
 )
 def test_the_name_index_range_search_equals_brute_force(ops, threshold):
-    from semrag.graph.ledger import _NameIndex
+    from semrag.graph._name_index import NameIndex
 
     directions = np.eye(4)
-    names = _NameIndex()
+    names = NameIndex()
     present: dict[str, np.ndarray] = {}
     for add, i, d in ops:  # adds, removals, and compactions once half the rows are dead
         key = f"n{i}"

@@ -16,7 +16,7 @@ import pytest
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreError
 from semrag.graph import KnowledgeGraph
-from semrag.graph.ledger import _NameIndex
+from semrag.graph._name_index import NameIndex
 from semrag.testing import FakeEmbedder
 
 DIM = 32
@@ -36,8 +36,8 @@ def names_and_vectors(seed: int = 0) -> tuple[list[str], np.ndarray]:
     return keys, np.concatenate([scattered, cluster])
 
 
-def both(keys: list[str], vectors: np.ndarray) -> tuple[_NameIndex, _NameIndex]:
-    exact, approx = _NameIndex(mode="exact"), _NameIndex(mode="hnsw")
+def both(keys: list[str], vectors: np.ndarray) -> tuple[NameIndex, NameIndex]:
+    exact, approx = NameIndex(mode="exact"), NameIndex(mode="hnsw")
     for index in (exact, approx):
         for a in range(0, len(keys), 300):  # added change by change
             index.add(keys[a : a + 300], vectors[a : a + 300])
@@ -69,9 +69,9 @@ def test_removed_names_are_never_found_and_compaction_keeps_the_search():
 
 
 def test_auto_searches_exactly_until_a_search_is_too_large(monkeypatch):
-    monkeypatch.setattr(_NameIndex, "BUDGET", 50_000)
+    monkeypatch.setattr(NameIndex, "BUDGET", 50_000)
     keys, vectors = names_and_vectors(2)
-    exact, auto = _NameIndex(mode="exact"), _NameIndex(mode="auto")
+    exact, auto = NameIndex(mode="exact"), NameIndex(mode="auto")
     for index in (exact, auto):
         index.add(keys, vectors)
     assert auto.within(keys[:20], 0.9) == exact.within(keys[:20], 0.9)  # 20 x 1,580 pairs
@@ -134,9 +134,9 @@ def test_the_name_search_is_saved_with_the_ledger_and_checked(tmp_path):
 
 @pytest.mark.parametrize("mode", ["hnsw", "auto"])
 def test_the_hnsw_index_holds_the_rows_once(monkeypatch, mode):
-    monkeypatch.setattr(_NameIndex, "BUDGET", 50_000)
+    monkeypatch.setattr(NameIndex, "BUDGET", 50_000)
     keys, vectors = names_and_vectors(3)
-    index = _NameIndex(mode=mode)
+    index = NameIndex(mode=mode)
     for a in range(0, len(keys), 300):
         index.add(keys[a : a + 300], vectors[a : a + 300])
     index.within(keys, 0.9)  # "auto": over the budget, so the HNSW index is built
