@@ -250,9 +250,9 @@ def graph_note_held(parts: list[tuple[str, float]], rss: dict[str, float]) -> st
     return (
         f"RSS once the graph is built, with the freed heap returned: {rss['graph held']:,.0f}"
         f" MB: the knowledge graph holds {total:,.0f} MB, of which vectors: {each}; the "
-        f"rest, {rest:,.0f} MB, is its records as Python objects (each document's "
-        "extraction and the derived relations and mentions in the ledger; the store's "
-        "records and indexes; the communities).\n\n"
+        f"rest, {rest:,.0f} MB, is its records (each document's extraction, as columns "
+        "with an index by entity; the store's entities, relations and mention counts with "
+        "their indexes; the ledger's keys of them; the communities).\n\n"
     )
 
 
