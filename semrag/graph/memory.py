@@ -46,12 +46,13 @@ class InMemoryGraphStore:
     """A :class:`~semrag.graph.GraphStore` in memory: records in dictionaries, with indexes.
 
     Entities, relations (keyed by source, type and target), mentions and chunks sit in
-    dictionaries. Adjacency indexes (an entity's relations, a chunk's entities, a
-    document's chunks) make ``neighbourhood`` and every write cost the records they touch,
-    not the store's size; the relations are held once, by these (:meth:`to_networkx`
-    makes a networkx graph of them on demand). Thread-safe (one lock). Fuzzy name lookup
-    follows a token index (stop words skipped) and scores candidates by token Jaccard or
-    character ratio (``fuzzy_cutoff``).
+    dictionaries (a mention as its count). Adjacency indexes (an entity's relations, a
+    chunk's entities, a document's chunks; each a tuple while it holds few values, see
+    :class:`~semrag.graph._small_sets.SmallSets`) make ``neighbourhood`` and every write
+    cost the records they touch, not the store's size; the relations are held once, by
+    these (:meth:`to_networkx` makes a networkx graph of them on demand). Thread-safe
+    (one lock). Fuzzy name lookup follows a token index (stop words skipped) and scores
+    candidates by token Jaccard or character ratio (``fuzzy_cutoff``).
 
     Examples:
         >>> store = InMemoryGraphStore()
