@@ -1,8 +1,7 @@
 """BM25 alone at 100k and 1M chunks: semrag's ``BM25Index`` against bm25s and rank-bm25.
 
-The scale benchmark (``scale.py``) builds the whole index, which does not fit this machine
-at 1M chunks; this one builds the BM25 part alone, so its query time at 1M is measured,
-not extrapolated.
+The scale benchmark (``scale.py``) builds the whole index; this one builds the BM25 part
+alone, against its peers on the same tokens, and measures what it holds.
 
 Corpus: the documents ``scale.py`` makes (sections of ../shared/data/sectioned_text, then
 recombinations of them), cut into chunks of five consecutive lines (one sentence a line;
