@@ -377,13 +377,13 @@ class GraphLedger:
             relations=[relations[k] for k in sorted(relations)],
             mentions=[mentions[k] for k in sorted(mentions)],
         )
-        for key in old_rels:
+        for key in diff.drop_relations:  # a key kept stays where it is (add is idempotent)
             self._rels_of.discard(key[0], key)
             self._rels_of.discard(key[2], key)
         for key in relations:
             self._rels_of.add(key[0], key)
             self._rels_of.add(key[2], key)
-        for key in old_ments:
+        for key in diff.drop_mentions:
             self._ments_of.discard(key[0], key)
         for key in mentions:
             self._ments_of.add(key[0], key)
