@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from semrag._steps import Call, acall
 from semrag.errors import NotIndexedError, StoreError
-from semrag.index.dense import top_k
+from semrag.index._top_k import top_k
 from semrag.types import Chunk
 
 if TYPE_CHECKING:

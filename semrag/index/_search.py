@@ -10,8 +10,8 @@ import numpy.typing as npt
 
 from semrag._validation import check_k, check_query
 from semrag.errors import ConfigError
+from semrag.index._top_k import top_k
 from semrag.index.change import Floats
-from semrag.index.dense import top_k
 from semrag.types import MetadataFilter, ScoredChunk, as_filter
 
 

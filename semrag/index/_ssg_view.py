@@ -11,8 +11,8 @@ import numpy.typing as npt
 
 from semrag.chunking._split import mean_windows
 from semrag.errors import ConfigError
+from semrag.index._top_k import top_k
 from semrag.index.change import Floats, IndexedDocument
-from semrag.index.dense import top_k
 from semrag.index.ssg import SemanticSimilarityGraph
 from semrag.types import Chunk, Span
 

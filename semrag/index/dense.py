@@ -9,10 +9,13 @@ away once they are a quarter of the rows.
 
 * ``flat`` (the default) is exact: a matrix product over the version's rows, ties to the
   lower id, so a grown index and a fresh one return the same hits.
-* ``hnsw`` (FAISS ``IndexHNSWFlat``) holds the rows itself, in the same order (a version
-  reads them in place, :class:`~semrag._buffers.StoredRows`: each vector is held once); a
-  search skips removed and not yet published rows with a bitmap selector, so a delete
-  rebuilds nothing. FAISS cannot search while it inserts: searches and reads share a lock
+* ``hnsw`` (FAISS ``IndexHNSWFlat``) holds the vectors itself (a version reads them in
+  place, :class:`~semrag._buffers.StoredRows`: each vector is held once), and identical
+  vectors once: rows that repeat a vector (boilerplate, a text under two ids, an edited
+  document's unchanged chunks) share its stored row, and a hit on it stands for each of
+  them (:mod:`semrag.index._distinct`). A search skips removed and not yet published rows
+  with a bitmap selector, so a delete rebuilds nothing. FAISS cannot search while it
+  inserts: searches and reads share a lock
   that an insert holds alone, for the few milliseconds it takes to insert a change's
   vectors.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,8 @@ from semrag._buffers import StoredRows, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, EmbeddingError, NotIndexedError, StoreError
+from semrag.index._distinct import DistinctRows
+from semrag.index._top_k import top_k
 from semrag.index.change import Change
 
 __all__ = ["DenseIndex", "top_k"]
@@ -40,8 +45,8 @@ Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
 
 _CELLS = 1 << 24  # float32 scores per block of an exact search (64 MB)
+_BLOCK = 1 << 16  # rows placed in an HNSW graph at a time
 _RECENT = 32  # answers a version keeps (DenseIndex.search)
-_SAMPLED = 32  # top_k of one long row first looks at every 32nd value
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +57,11 @@ class _Version:
     vectors: Floats | StoredRows  # row -> unit vector (HNSW: the graph's rows, in place)
     dead: npt.NDArray[np.bool_] | None  # rows removed since the last compaction
     live: int
-    graph: Any = None  # HNSW: the graph holding these rows (and maybe later ones)
-    bitmap: npt.NDArray[np.uint8] | None = None  # HNSW: the live rows, packed
+    graph: Any = None  # HNSW: the graph holding these rows' vectors (and maybe later ones)
+    bitmap: npt.NDArray[np.uint8] | None = None  # HNSW: the stored rows of live rows, packed
+    serials: Ints | None = None  # HNSW: row -> the graph's stored row holding its vector
+    stored: int = 0  # HNSW: the graph's stored rows this version reads
+    distinct: DistinctRows | None = None  # HNSW: which rows share a stored row
     # this version's latest answers: (k, query bytes) -> (rows, scores); see DenseIndex.search
     recent: dict[tuple[int, bytes], tuple[Ints, Floats]] = field(
         default_factory=dict, compare=False, repr=False
@@ -110,7 +118,8 @@ class DenseIndex:
         self._id_buf = np.zeros(0, dtype=np.int64)
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
         self._version = _Version(self._id_buf, self._vec_buf, None, 0)
-        self._hnsw: Any = None  # rows of the buffers, in order (HNSW only)
+        self._hnsw: Any = None  # the graph holding the newest rows' vectors (HNSW only)
+        self._distinct: DistinctRows | None = None  # which stored row holds each row (HNSW)
         self._hnsw_lock = RWLock()  # searches share it; an insert holds it alone
         self._write_lock = threading.Lock()  # one change at a time
 
@@ -239,8 +248,11 @@ class DenseIndex:
             sel=faiss.IDSelectorBitmap(v.bitmap), efSearch=max(self.ef_search, k)
         )
         with self._hnsw_lock.read():
-            top, rows = v.graph.search(q, k, params=params)
-        return rows.astype(np.int64), top.astype(np.float32)
+            top, found = v.graph.search(q, k, params=params)
+        found, top = found.astype(np.int64), top.astype(np.float32)
+        if v.distinct is None:  # no rows
+            return found, top
+        return v.distinct.rows_of(found, top, k, v.n, v.dead)
 
     # -- changing -----------------------------------------------------------------------------
     def stage(self, change: Change) -> Callable[[], None]:
@@ -315,7 +327,7 @@ class DenseIndex:
         if dead.sum() * 4 > v.n:  # removed rows are a quarter: compact
             keep = ~dead
             return self._rebuilt(v.ids[keep], v.vectors[keep])
-        return self._finished(_Version(v.ids, v.vectors, dead, live, v.graph))
+        return self._finished(replace(v, dead=dead, live=live, recent={}))
 
     def _added(self, v: _Version, ids: Ints, vecs: Floats) -> _Version:
         if not ids.size:
@@ -367,36 +379,68 @@ class DenseIndex:
     def _in_graph(
         self, base: _Version | None, ids: Ints, new: Floats, dead: Any, live: int
     ) -> _Version:
-        """HNSW: the version whose rows are ``base``'s then ``new``, held by a FAISS graph.
+        """HNSW: the version whose rows are ``base``'s then ``new``, their vectors in a graph.
 
-        ``base``'s graph takes the new rows when nothing was inserted past ``base`` (a
-        dropped stage may have); otherwise, and without ``base``, a new graph holds them
-        all, and versions that read the old one keep it.
+        ``base``'s graph takes the new vectors when nothing was stored past ``base`` (a
+        dropped stage may have stored some); otherwise, and without ``base``, a new graph
+        holds them all, and versions that read the old one keep it. A vector the graph
+        holds already is not stored again (:class:`~semrag.index._distinct.DistinctRows`).
         """
-        graph, n = (base.graph, base.n) if base is not None else (None, 0)
-        if graph is not None and graph.ntotal == n:
-            with self._hnsw_lock.write():  # FAISS cannot search a graph while it inserts
-                insert_rows(graph, new)
+        graph = base.graph if base is not None else None
+        if base is not None and graph is not None and graph.ntotal == base.stored:
+            state = self._distinct
+            if state is None or state.graph is not graph or state.rows != base.n:
+                # loaded, or a dropped stage placed rows it stored nothing for: state again
+                state = DistinctRows.of(graph, base.serials, self._reader(graph), base.stored)
+            held = [base.serials, self._placed(state, new, locked=True)]
         else:
-            fresh = self._new_hnsw()
-            if n:
-                insert_rows(fresh, base.vectors)  # read from the old graph, a block at a time
-            insert_rows(fresh, new)
-            graph = fresh
-        self._hnsw = graph
-        rows = StoredRows(graph, self._hnsw_lock, np.arange(ids.size), np.float32, self.dim)
-        return self._finished(_Version(ids, rows, dead, live, graph))
+            graph = self._new_hnsw()
+            state = DistinctRows(graph)
+            held = [
+                self._placed(state, base.vectors[a : a + _BLOCK], locked=False)
+                for a in range(0, base.n if base is not None else 0, _BLOCK)
+            ]
+            held.append(self._placed(state, new, locked=False))
+        self._hnsw, self._distinct = graph, state
+        serials = np.concatenate(held)
+        rows = StoredRows(graph, self._hnsw_lock, serials, np.float32, self.dim)
+        v = _Version(ids, rows, dead, live, graph, serials=serials, stored=state.stored)
+        return self._finished(replace(v, distinct=state))
+
+    def _placed(self, state: DistinctRows, vectors: Any, *, locked: bool) -> Ints:
+        """The stored rows of ``vectors`` (the next rows); inserts the ones the graph lacks.
+
+        ``locked``: insert under the lock searches share (the graph is being read).
+        """
+        out = [np.zeros(0, np.int64)]
+        for a in range(0, vectors.shape[0], _BLOCK):
+            block = np.ascontiguousarray(vectors[a : a + _BLOCK], dtype=np.float32)
+            serials, novel = state.place(block, self._reader(state.graph))
+            if novel.size and locked:
+                with self._hnsw_lock.write():  # FAISS cannot search a graph while it inserts
+                    insert_rows(state.graph, block[novel])
+            elif novel.size:
+                insert_rows(state.graph, block[novel])
+            out.append(serials)
+        return np.concatenate(out)
+
+    def _reader(self, graph: Any) -> Callable[[Ints], Floats]:
+        """Reads a graph's stored rows (a copy of the rows asked for)."""
+        return lambda serials: np.asarray(
+            StoredRows(graph, self._hnsw_lock, serials, np.float32, self.dim)
+        )
 
     def _finished(self, v: _Version) -> _Version:
-        """``v`` with its HNSW graph and selector of live rows (flat: ``v`` as it is)."""
+        """``v`` with its selector of live stored rows (flat: ``v`` as it is)."""
         if self.kind != "hnsw":
             return v
-        graph = v.graph if v.graph is not None else self._hnsw
-        return _Version(v.ids, v.vectors, v.dead, v.live, graph, _bitmap(v))
+        return replace(v, bitmap=_bitmap(v), recent={})
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, directory: Path, *, prefix: str = "dense") -> list[str]:
-        """Write ``dense_ids.npy``, ``dense_vectors.npy`` (and ``dense.faiss`` for HNSW).
+        """Write ``dense_ids.npy``, ``dense_vectors.npy`` (and HNSW's files).
+
+        HNSW: ``dense.faiss``, the graph, and ``dense_serials.npy``, its stored row of each row.
 
         The rows are the current version's, removed rows included (``dense_dead.npy``
         marks them), so a saved HNSW graph stays aligned with them. ``prefix`` replaces
@@ -412,12 +456,13 @@ class DenseIndex:
         if self.kind == "hnsw" and v.n:
             faiss = _faiss()
             with self._hnsw_lock.read():
-                graph = v.graph if v.graph.ntotal == v.n else None
-                if graph is None:  # holds rows of a change being staged: save this version's
+                graph, serials = v.graph, v.serials
+                if graph.ntotal != v.stored:  # holds a staged change's vectors: this version's
                     graph = self._new_hnsw()
-                    insert_rows(graph, v.vectors)
+                    serials = self._placed(DistinctRows(graph), v.vectors, locked=False)
                 faiss.write_index(graph, str(directory / f"{prefix}.faiss"))
-            files.append(f"{prefix}.faiss")
+            np.save(directory / f"{prefix}_serials.npy", serials, allow_pickle=False)
+            files += [f"{prefix}.faiss", f"{prefix}_serials.npy"]
         return files
 
     @classmethod
@@ -447,31 +492,51 @@ class DenseIndex:
         live = int(ids.size - (dead.sum() if dead is not None else 0))
         faiss_file = directory / f"{prefix}.faiss"
         if index.kind == "hnsw" and ids.size:
-            graph = None
-            if faiss_file.exists():
-                faiss = _faiss()
-                graph = faiss.read_index(str(faiss_file))  # comes back as its own class
-                if not hasattr(graph, "hnsw"):
-                    graph = None  # a format-2 save wrapped it in an id map: rebuild once
-                elif graph.ntotal != ids.size:
-                    raise StoreError(
-                        f"{faiss_file} holds {graph.ntotal} vectors, expected {ids.size}"
-                    )
-                else:
-                    graph.hnsw.efSearch = index.ef_search
-            if graph is None:
-                graph = index._new_hnsw()
-                insert_rows(graph, vectors)
-            rows = StoredRows(graph, index._hnsw_lock, np.arange(ids.size), np.float32, index.dim)
-            block = 1 << 16
-            for a in range(0, ids.size, block):  # the graph holds the rows: the same ones
-                if not np.array_equal(np.asarray(rows[a : a + block]), vectors[a : a + block]):
+            index._vec_buf = np.zeros((0, index.dim), np.float32)
+            graph = index._saved_graph(faiss_file, directory / f"{prefix}_serials.npy", ids.size)
+            if graph is None:  # a format-2 save wrapped the graph in an id map: rebuild once
+                index._version = index._in_graph(None, index._id_buf, vectors, dead, live)
+                return index
+            graph, serials = graph
+            read = index._reader(graph)
+            for a in range(0, ids.size, _BLOCK):  # the graph holds the rows: the same ones
+                if not np.array_equal(read(serials[a : a + _BLOCK]), vectors[a : a + _BLOCK]):
                     raise StoreError(f"{faiss_file} and {prefix}_vectors.npy hold other vectors")
-            index._hnsw, index._vec_buf = graph, np.zeros((0, index.dim), np.float32)
-            index._version = index._finished(_Version(index._id_buf, rows, dead, live, graph))
+            state = DistinctRows.of(graph, serials, read, int(graph.ntotal))
+            index._hnsw, index._distinct = graph, state
+            rows = StoredRows(graph, index._hnsw_lock, serials, np.float32, index.dim)
+            v = _Version(
+                index._id_buf, rows, dead, live, graph, serials=serials, stored=state.stored
+            )
+            index._version = index._finished(replace(v, distinct=state))
             return index
         index._version = index._finished(_Version(index._id_buf, index._vec_buf, dead, live))
         return index
+
+    def _saved_graph(
+        self, faiss_file: Path, serials_file: Path, rows: int
+    ) -> tuple[Any, Ints] | None:
+        """The saved HNSW graph and the stored row of each row (``None``: rebuild it).
+
+        A save without ``dense_serials.npy`` (before identical vectors were stored once)
+        stored one row per row.
+        """
+        if not faiss_file.exists():
+            return None
+        graph = _faiss().read_index(str(faiss_file))  # comes back as its own class
+        if not hasattr(graph, "hnsw"):
+            return None
+        serials = np.arange(rows, dtype=np.int64)
+        if serials_file.exists():
+            serials = np.load(serials_file, allow_pickle=False)
+        elif graph.ntotal != rows:
+            raise StoreError(f"{faiss_file} holds {graph.ntotal} vectors, expected {rows}")
+        if serials.shape != (rows,) or serials.dtype != np.int64:
+            raise StoreError(f"{serials_file} does not match the ids")
+        if rows and (serials.min() < 0 or serials.max() >= graph.ntotal):
+            raise StoreError(f"{faiss_file} holds {graph.ntotal} vectors, fewer than its rows name")
+        graph.hnsw.efSearch = self.ef_search
+        return graph, serials
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments, for persistence."""
@@ -504,43 +569,16 @@ def query_matrix(queries: npt.ArrayLike, dim: int, k: int) -> Floats:
     return q
 
 
-def top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
-    """Per row, the columns of the ``k`` largest values, best first, ties to the lower column.
-
-    Ties at the ``k``-th value are settled by column too (``argpartition`` alone picks
-    among them arbitrarily), so two indexes with the same live rows agree. A single long row
-    (BM25's matches, a flat search) is first cut to the values at least the ``k``-th largest
-    of every ``_SAMPLED``-th value: at least ``k`` values pass, so the top ``k`` do.
-    """
-    if sims.shape[0] == 1 and sims.shape[1] >= _SAMPLED * max(k, 64):  # one long row
-        row = sims[0]
-        sample = row[::_SAMPLED]  # the k-th largest of the sample bounds the top k from below
-        floor = np.partition(sample, sample.size - k)[sample.size - k]
-        keep = np.flatnonzero(row >= floor)  # every value of the top k, ties included
-        if 4 * keep.size <= row.size:  # else (ties at the floor) the cut saves nothing
-            cols, vals = _top_k(row[keep][None, :], k)
-            return keep[cols], vals
-    return _top_k(sims, k)
-
-
-def _top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
-    n = sims.shape[1]
-    if k < n:
-        cand = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-    else:
-        cand = np.tile(np.arange(n), (sims.shape[0], 1))
-    kth = np.take_along_axis(sims, cand, axis=1).min(axis=1)
-    for r in np.flatnonzero((sims >= kth[:, None]).sum(axis=1) > k):
-        tied = np.flatnonzero(sims[r] >= kth[r])
-        cand[r] = tied[np.lexsort((tied, -sims[r, tied]))][:k]
-    vals = np.take_along_axis(sims, cand, axis=1)
-    order = np.lexsort((cand, -vals), axis=1)
-    return np.take_along_axis(cand, order, axis=1), np.take_along_axis(vals, order, axis=1)
-
-
 def _bitmap(v: _Version) -> npt.NDArray[np.uint8]:
-    """The live rows of ``v`` as FAISS's selector reads them (bit ``i`` of byte ``i >> 3``)."""
+    """The stored rows of ``v``'s live rows, as FAISS's selector reads them.
+
+    Bit ``i`` of byte ``i >> 3``.
+    """
     alive = np.ones(v.n, bool) if v.dead is None else ~v.dead
+    if v.serials is not None:
+        held = np.zeros(v.stored, bool)
+        held[v.serials[alive]] = True
+        alive = held
     return np.packbits(alive, bitorder="little")
 
 

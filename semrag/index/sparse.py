@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag.errors import ConfigError, NotIndexedError, StoreError
+from semrag.index._top_k import top_k
 from semrag.index.change import Change
-from semrag.index.dense import top_k
 
 __all__ = ["IDF_VARIANTS", "BM25Index", "bm25_tokenize"]
 

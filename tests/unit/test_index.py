@@ -82,7 +82,7 @@ def test_a_version_answers_a_repeated_query_once(monkeypatch, kind):
     seed=st.integers(0, 2**16),
 )
 def test_top_k_is_the_best_first_with_ties_to_the_lower_column(n, k, levels, seed):
-    from semrag.index.dense import top_k
+    from semrag.index._top_k import top_k
 
     rng = np.random.default_rng(seed)
     sims = rng.integers(0, levels, size=(1, n)).astype(np.float64) / levels

@@ -1,0 +1,47 @@
+"""The ``k`` largest values of each row, best first, ties to the lower column."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["top_k"]
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float32]
+
+_SAMPLED = 32  # top_k of one long row first looks at every 32nd value
+
+
+def top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
+    """Per row, the columns of the ``k`` largest values, best first, ties to the lower column.
+
+    Ties at the ``k``-th value are settled by column too (``argpartition`` alone picks
+    among them arbitrarily), so two indexes with the same live rows agree. A single long row
+    (BM25's matches, a flat search) is first cut to the values at least the ``k``-th largest
+    of every ``_SAMPLED``-th value: at least ``k`` values pass, so the top ``k`` do.
+    """
+    if sims.shape[0] == 1 and sims.shape[1] >= _SAMPLED * max(k, 64):  # one long row
+        row = sims[0]
+        sample = row[::_SAMPLED]  # the k-th largest of the sample bounds the top k from below
+        floor = np.partition(sample, sample.size - k)[sample.size - k]
+        keep = np.flatnonzero(row >= floor)  # every value of the top k, ties included
+        if 4 * keep.size <= row.size:  # else (ties at the floor) the cut saves nothing
+            cols, vals = _top_k(row[keep][None, :], k)
+            return keep[cols], vals
+    return _top_k(sims, k)
+
+
+def _top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
+    n = sims.shape[1]
+    if k < n:
+        cand = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    else:
+        cand = np.tile(np.arange(n), (sims.shape[0], 1))
+    kth = np.take_along_axis(sims, cand, axis=1).min(axis=1)
+    for r in np.flatnonzero((sims >= kth[:, None]).sum(axis=1) > k):
+        tied = np.flatnonzero(sims[r] >= kth[r])
+        cand[r] = tied[np.lexsort((tied, -sims[r, tied]))][:k]
+    vals = np.take_along_axis(sims, cand, axis=1)
+    order = np.lexsort((cand, -vals), axis=1)
+    return np.take_along_axis(cand, order, axis=1), np.take_along_axis(vals, order, axis=1)
