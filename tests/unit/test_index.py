@@ -227,6 +227,24 @@ def test_bm25_segments_stay_few_and_answer_as_one_build():
     assert_same_answers(bm, _built(survivors), queries)
 
 
+def test_bm25_no_merge_makes_a_segment_past_the_cap(monkeypatch):
+    """Past ``_MERGE_CAP`` postings segments are not merged (a posting is copied a bounded
+    number of times); the answers are those of one build all the same."""
+    from semrag.index import sparse
+
+    monkeypatch.setattr(sparse, "_MERGE_CAP", 40)
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(30)]
+    texts = [" ".join(rng.choice(words, size=rng.integers(1, 6))) for _ in range(400)]
+    bm = BM25Index()
+    for i, text in enumerate(texts):
+        bm.add([i], [text])
+    sizes = [s.doc_terms.size for s in bm._segments]
+    assert max(sizes) <= 40 < sum(sizes)  # merged up to the cap, never past it
+    assert len(sizes) > 8 and max(sizes) > 8  # many segments, some of them merged
+    assert_same_answers(bm, _built(dict(enumerate(texts))), ["w1 w2", "w3", "w29 w0 w7"])
+
+
 def test_bm25_merged_segments_equal_segments_sorted_from_scratch():
     """A merge places each posting by counting; the arrays equal a sort of the postings."""
     from semrag.index.sparse import _Segment
