@@ -536,6 +536,12 @@ def main() -> None:
         + f" are {rows_b / 2**20:,.0f} MB and its HNSW node index {ann_b / 2**20:,.0f} MB"
         + (" (which holds the node rows)" if args.knn == "hnsw" else "")
     )
+    stored_note = (
+        ""
+        if args.dense != "hnsw"
+        else f" (its graph stores {index._dense.buffer.ntotal:,} distinct chunk vectors: "
+        "the recombined documents repeat chunks, and a repeated vector is stored once)"
+    )
     counts = kg.store.counts() if kg is not None else {}
     graph_note = (
         "no knowledge graph (--index-only)"
@@ -556,7 +562,7 @@ def main() -> None:
             f"../shared/data/sectioned_text sections, recombined ({len(docs):,} documents, "
             f"{len(index.chunks()):,} chunks, {nodes}); embedder: "
             f"{args.embedder} (each distinct sentence once; chunk vectors: mean of their "
-            f"sentences); {ssg_note}dense={args.dense!r}; "
+            f"sentences); {ssg_note}dense={args.dense!r}{stored_note}; "
             + (f"added in {calls} calls of about {args.batch:,} chunks; " if calls > 1 else "")
             + graph_note,
         )
