@@ -23,7 +23,7 @@ away once they are a quarter of the rows.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -271,9 +271,19 @@ class DenseIndex:
 
         ``vectors`` may be ``None`` when there are no ``ids``.
         """
+        return self.staged_batches(removed, [] if vectors is None else [(ids, vectors)])
+
+    def staged_batches(
+        self, removed: Sequence[int] | Ints, batches: Iterable[tuple[Any, Any]]
+    ) -> Callable[[], None]:
+        """Stage the version without ``removed`` and with each ``(ids, vectors)`` batch.
+
+        The batches may be made as they are asked for (a generator): a change of millions
+        of rows never holds their vectors at once. Returns the version's publisher.
+        """
         with self._write_lock:
             nxt = self._removed(self._version, np.asarray(removed, np.int64))
-            if vectors is not None:
+            for ids, vectors in batches:
                 nxt = self._added(nxt, *self._checked(ids, vectors))
         return lambda: self._publish(nxt)
 

@@ -11,30 +11,39 @@ tokens with a 16-token overlap, each pointing back to the index chunk it came fr
   hold, brought up to date on the first query after each change (:meth:`PieceIndex.sync`).
 
 A chunk already within ``max_tokens`` is its own piece and keeps the chunk's vector.
-Piece ids are never reused and grow in index order.
+Piece ids are never reused and grow in index order; a document's pieces have consecutive
+ids. A piece is held as a few numbers (its chunk, its offsets, its token count) and becomes
+a :class:`~semrag.types.Chunk` when it is read (a million chunks make millions of pieces),
+and a change is split and embedded a batch of pieces at a time, so it never holds all its
+pieces' vectors at once.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from semrag._validation import INT, Interval, check_param
 from semrag.chunking._split import split_with_overlap
-from semrag.errors import ConfigError, StoreError
+from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index.change import Change, IndexedDocument
 from semrag.index.dense import DenseIndex
 from semrag.types import Chunk, Span
 
 __all__ = ["PieceIndex", "check_split"]
 
+Ints = npt.NDArray[np.int64]
+
 _FIELDS = ("id", "parent", "start", "end", "token_count", "index", "whole")
+_BATCH = 1 << 14  # pieces split and embedded at a time
 
 
 def check_split(owner: str, split: Any) -> tuple[int, int]:
@@ -54,6 +63,63 @@ def check_split(owner: str, split: Any) -> tuple[int, int]:
     return int(size), int(overlap)
 
 
+@dataclass(frozen=True, slots=True)
+class _DocPieces:
+    """One document's pieces, ids ``first .. first + n - 1``, as columns."""
+
+    record: IndexedDocument
+    first: int
+    at: Ints  # the position of each piece's chunk in the document
+    start: Ints
+    end: Ints
+    tokens: Ints
+    order: Ints  # the piece's number within its chunk (a whole chunk: the chunk's index)
+    whole: npt.NDArray[np.bool_]  # the piece is its whole chunk
+
+    @property
+    def n(self) -> int:
+        return int(self.at.size)
+
+    @property
+    def ids(self) -> range:
+        return range(self.first, self.first + self.n)
+
+    def parent(self, j: int) -> int:
+        return int(self.record.chunk_ids[int(self.at[j])])
+
+    def piece(self, j: int) -> Chunk:
+        c = self.record.chunks[int(self.at[j])]
+        if self.whole[j]:
+            return c
+        a, b = int(self.start[j]), int(self.end[j])
+        text = self.record.doc.text[a:b]
+        return replace(
+            c, start=a, end=b, text=text, token_count=int(self.tokens[j]), index=int(self.order[j])
+        )
+
+
+class _ById(Mapping[int, Any]):
+    """The pieces (or their parents' ids) by piece id, read from the columns when asked."""
+
+    def __init__(self, owner: PieceIndex, parent: bool) -> None:
+        self._owner, self._parent = owner, parent
+
+    def __getitem__(self, i: int) -> Any:
+        firsts, docs = self._owner._where
+        k = bisect.bisect_right(firsts, i) - 1
+        if k < 0 or not 0 <= i - docs[k].first < docs[k].n:
+            raise NotIndexedError(f"no piece {i}")
+        d, j = docs[k], i - docs[k].first
+        return d.parent(j) if self._parent else d.piece(j)
+
+    def __iter__(self) -> Iterator[int]:
+        for d in self._owner._where[1]:
+            yield from d.ids
+
+    def __len__(self) -> int:
+        return sum(d.n for d in self._owner._where[1])
+
+
 class PieceIndex:
     """The pieces of every chunk, the chunk each came from, and a dense index of them.
 
@@ -70,28 +136,29 @@ class PieceIndex:
         self.tokenizer = tokenizer
         self.embedder = embedder
         self.dense = DenseIndex(embedder.dim, kind="hnsw" if kind == "hnsw" else "flat")
-        self._docs: dict[str, tuple[IndexedDocument, list[int]]] = {}  # record, piece ids
-        self._chunk: dict[int, Chunk] = {}
-        self._parent: dict[int, int] = {}
-        self._whole: set[int] = set()  # pieces that are their whole chunk
+        self._docs: dict[str, _DocPieces] = {}
+        # the documents with pieces by first id, for lookups (replaced whole by a change)
+        self._where: tuple[list[int], list[_DocPieces]] = ([], [])
         self._next = 0
         self._stage_lock = threading.Lock()
 
     @property
     def pieces(self) -> Mapping[int, Chunk]:
         """Each piece, by the id the dense index returns."""
-        return self._chunk
+        return _ById(self, parent=False)
 
     @property
     def parents(self) -> Mapping[int, int]:
         """The index chunk id each piece came from."""
-        return self._parent
+        return _ById(self, parent=True)
 
     def pieces_of(self, doc_id: str) -> list[tuple[Chunk, int, np.ndarray]]:
         """``(piece, parent chunk id, vector)`` of each piece of ``doc_id``, in order."""
-        ids = self._docs[doc_id][1] if doc_id in self._docs else []
-        vectors = self.dense.vectors_of(ids) if ids else np.zeros((0, self.dense.dim), np.float32)
-        return [(self._chunk[i], self._parent[i], v) for i, v in zip(ids, vectors, strict=True)]
+        d = self._docs.get(doc_id)
+        if d is None or not d.n:
+            return []
+        vectors = self.dense.vectors_of(list(d.ids))
+        return [(d.piece(j), d.parent(j), vectors[j]) for j in range(d.n)]
 
     # -- following the index --------------------------------------------------------------------
     def stage(self, change: Change) -> Callable[[], None]:
@@ -112,57 +179,84 @@ class PieceIndex:
         document not split yet is split and embedded.
         """
         now = {d.id: d for d in live}
-        stale = [d for d, (record, _) in self._docs.items() if now.get(d) is not record]
+        stale = [d for d, kept in self._docs.items() if now.get(d) is not kept.record]
         fresh = [d for d in live if d.id not in self._docs or d.id in stale]
         self._staged(fresh, stale)()
 
     def _staged(
         self, added: Sequence[IndexedDocument], removed: Sequence[str]
     ) -> Callable[[], None]:
-        found = [(d, self._split(d)) for d in added]
-        flat = [p for _, got in found for p in got]
-        vectors = np.zeros((len(flat), self.dense.dim), np.float32)
-        todo = []  # pieces to embed; a whole chunk keeps the chunk's vector
-        for i, (_, _, vec) in enumerate(flat):
-            if vec is None:
-                todo.append(i)
-            else:
-                vectors[i] = vec
-        if todo:
-            vectors[todo] = self.embedder.embed([flat[i][0].text for i in todo])
-        with self._stage_lock:  # ids are never reused, even by a change that is dropped
-            first, self._next = self._next, self._next + len(flat)
-        ids = np.arange(first, first + len(flat), dtype=np.int64)
-        gone = sorted(i for d in removed if d in self._docs for i in self._docs[d][1])
-        publish_dense = self.dense.staged(gone, ids, vectors if len(flat) else None)
+        found: list[_DocPieces] = []
+        gone = [i for d in removed if d in self._docs for i in self._docs[d].ids]
+        publish_dense = self.dense.staged_batches(gone, self._batches(added, found))
 
         def publish() -> None:
             publish_dense()
             for d in removed:
-                for i in self._docs.pop(d, (None, []))[1]:
-                    del self._chunk[i], self._parent[i]
-                    self._whole.discard(i)
-            at = iter(ids.tolist())
-            for d, got in found:
-                mine = [next(at) for _ in got]
-                self._docs[d.id] = (d, mine)
-                for i, (piece, parent, vec) in zip(mine, got, strict=True):
-                    self._chunk[i], self._parent[i] = piece, parent
-                    if vec is not None:
-                        self._whole.add(i)
+                self._docs.pop(d, None)
+            self._docs.update((p.record.id, p) for p in found)
+            held = sorted((p for p in self._docs.values() if p.n), key=lambda p: p.first)
+            self._where = ([p.first for p in held], held)
 
         return publish
 
-    def _split(self, d: IndexedDocument) -> list[tuple[Chunk, int, np.ndarray | None]]:
-        """``(piece, parent chunk id, the chunk's vector if the piece is the whole chunk)``."""
+    def _batches(
+        self, added: Sequence[IndexedDocument], found: list[_DocPieces]
+    ) -> Iterator[tuple[Ints, np.ndarray]]:
+        """``(ids, vectors)`` of the added documents' pieces, a batch at a time.
+
+        Each document's columns go to ``found`` as its batch is made.
+        """
+        group: list[tuple[IndexedDocument, tuple]] = []
+        size = 0
+        for d in added:
+            group.append((d, self._split(d)))
+            size += len(group[-1][1][0])
+            if size >= _BATCH:
+                yield self._embedded(group, found)
+                group, size = [], 0
+        if group:
+            yield self._embedded(group, found)
+
+    def _embedded(
+        self, group: list[tuple[IndexedDocument, tuple]], found: list[_DocPieces]
+    ) -> tuple[Ints, np.ndarray]:
+        n = sum(len(cols[0]) for _, cols in group)
+        with self._stage_lock:  # ids are never reused, even by a change that is dropped
+            first, self._next = self._next, self._next + n
+        vectors = np.zeros((n, self.dense.dim), np.float32)
+        texts: list[str] = []
+        rows: list[int] = []
+        at = 0
+        for d, (pos, start, end, tokens, order, whole, piece_texts) in group:
+            cols = [np.asarray(c, np.int64) for c in (pos, start, end, tokens, order)]
+            keep = np.asarray(whole, bool)
+            if keep.any():  # a whole chunk keeps the chunk's vector
+                vectors[at + np.flatnonzero(keep)] = np.asarray(d.chunk_vectors)[cols[0][keep]]
+            rows += [at + j for j in np.flatnonzero(~keep).tolist()]
+            texts += [t for t in piece_texts if t is not None]
+            found.append(_DocPieces(d, first + at, *cols, keep))
+            at += len(pos)
+        if texts:
+            vectors[rows] = self.embedder.embed(texts)
+        return np.arange(first, first + n, dtype=np.int64), vectors
+
+    def _split(self, d: IndexedDocument) -> tuple[list, list, list, list, list, list, list]:
+        """Columns of the document's pieces.
+
+        Each piece's chunk position, start, end, token count, number within its chunk (a
+        whole chunk's own), whether it is the whole chunk, and its text (``None`` then).
+        """
         size, overlap = self.split
         tok = self.tokenizer
         starts = [s.start for s in d.sentences]
         text = d.doc.text
-        out: list[tuple[Chunk, int, np.ndarray | None]] = []
-        for cid, c, vec in zip(d.chunk_ids, d.chunks, d.chunk_vectors, strict=True):
+        out: tuple[list, list, list, list, list, list, list] = ([], [], [], [], [], [], [])
+        for pos, c in enumerate(d.chunks):
             if c.token_count <= size:
-                out.append((c, cid, vec))
+                row = (pos, c.start, c.end, c.token_count, c.index, True, None)
+                for column, value in zip(out, row, strict=True):
+                    column.append(value)
                 continue
             spans = split_with_overlap(
                 text,
@@ -175,24 +269,19 @@ class PieceIndex:
             )
             for j, sp in enumerate(spans):
                 piece_text = sp.of(text)
-                piece = replace(
-                    c,
-                    start=sp.start,
-                    end=sp.end,
-                    text=piece_text,
-                    token_count=tok.count([piece_text])[0],
-                    index=j,
-                )
-                out.append((piece, cid, None))
+                row = (pos, sp.start, sp.end, tok.count([piece_text])[0], j, False, piece_text)
+                for column, value in zip(out, row, strict=True):
+                    column.append(value)
         return out
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, directory: Path) -> list[str]:
         """Write ``pieces.json`` (each piece's place) and the dense index (``pieces_*``)."""
+        columns = ("start", "end", "tokens", "order", "whole")
         rows = [
-            [i, self._parent[i], c.start, c.end, c.token_count, c.index, int(i in self._whole)]
-            for _, ids in self._docs.values()
-            for i, c in ((i, self._chunk[i]) for i in ids)
+            [i, p.parent(j), *(int(getattr(p, name)[j]) for name in columns)]
+            for p in self._where[1]
+            for j, i in enumerate(p.ids)
         ]
         record = {"split": list(self.split), "next": self._next, "fields": _FIELDS, "rows": rows}
         (directory / "pieces.json").write_text(json.dumps(record), encoding="utf-8")
@@ -217,28 +306,30 @@ class PieceIndex:
         out = cls(tuple(data["split"]), tokenizer, embedder, config["kind"])  # type: ignore[arg-type]
         out.dense = DenseIndex.load(directory, config, prefix="pieces")
         where = {cid: (d, j) for d in documents for j, cid in enumerate(d.chunk_ids)}
-        mine: dict[str, list[int]] = {}
+        mine: dict[str, list[list[int]]] = {}
         try:
             for i, parent, start, end, count, j, whole in data["rows"]:
                 d, at = where[parent]
                 c = d.chunks[at]
-                if whole:
-                    piece = c
-                    out._whole.add(i)
-                else:
-                    if not c.start <= start < end <= c.end:
-                        raise StoreError(f"piece {i} [{start}, {end}) is outside its chunk")
-                    text = d.doc.text[start:end]
-                    piece = replace(c, start=start, end=end, text=text, token_count=count, index=j)
-                out._chunk[i], out._parent[i] = piece, parent
-                mine.setdefault(d.id, []).append(i)
+                if whole and (start, end) != (c.start, c.end):
+                    raise StoreError(f"piece {i} is its whole chunk but not at its offsets")
+                if not c.start <= start < end <= c.end:
+                    raise StoreError(f"piece {i} [{start}, {end}) is outside its chunk")
+                mine.setdefault(d.id, []).append([i, at, start, end, count, j, whole])
         except (KeyError, ValueError, TypeError) as exc:
             raise StoreError(f"{directory}: pieces.json does not match the index ({exc})") from exc
-        if sorted(out._chunk) != out.dense.ids.tolist():
+        for d in documents:
+            rows = np.asarray(mine.get(d.id, np.zeros((0, 7))), np.int64).reshape(-1, 7)
+            first = int(rows[0, 0]) if rows.size else out._next
+            if (rows[:, 0] != first + np.arange(rows.shape[0])).any():
+                raise StoreError(f"{directory}: the pieces of {d.id!r} are not numbered in a row")
+            out._docs[d.id] = _DocPieces(d, first, *rows[:, 1:6].T.copy(), rows[:, 6].astype(bool))
+        held = sorted((p for p in out._docs.values() if p.n), key=lambda p: p.first)
+        out._where = ([p.first for p in held], held)
+        if [i for p in held for i in p.ids] != out.dense.ids.tolist():
             raise StoreError(f"{directory}: the pieces and their vectors do not match")
-        out._docs = {d.id: (d, mine.get(d.id, [])) for d in documents}
         out._next = int(data["next"])
         return out
 
     def __repr__(self) -> str:
-        return f"PieceIndex(split={self.split}, pieces={len(self._chunk)})"
+        return f"PieceIndex(split={self.split}, pieces={len(self.pieces)})"

@@ -26,15 +26,14 @@ __all__ = ["IDF_VARIANTS", "BM25Index", "bm25_tokenize"]
 
 IDF_VARIANTS = ("okapi", "lucene")
 _RECENT = 32  # query answers BM25Index.matches keeps until the next change
-
 Ints = npt.NDArray[np.int64]
 Floats64 = npt.NDArray[np.float64]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 # A short English stop list: BM25's IDF already discounts common words, these only save time.
 _STOP = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the to was were "
-    "will with".split()
+    "a an and are as at be by for from has have in is it its of on or that the to was were will "
+    "with".split()
 )
 
 
@@ -44,9 +43,7 @@ def bm25_tokenize(text: str) -> list[str]:
 
 
 _MERGE_BITS = 3  # segments within a factor of 2**3 in postings are merged, eight at a time
-# no merge makes a segment of more postings (about 240k texts of 70 distinct terms): past
-# it a posting is never copied again, so a build costs its postings, not n log n of them
-_MERGE_CAP = 1 << 24
+_MERGE_CAP = 1 << 24  # postings no merge goes past (~240k texts): a build is linear
 _SPARE = 1024  # dead slots (or terms) kept beyond the live ones before a compaction
 
 
@@ -133,12 +130,9 @@ class BM25Index:
       from Okapi's only where Okapi floors common terms.
 
     The postings live in segments of numpy arrays, as in Lucene: each :meth:`add` writes one
-    segment, and segments of one size class are merged eight at a time up to a size (2**24
-    postings, about 240k texts; Lucene's merge policy caps a merged segment too). A posting
-    is rewritten at most ``log8`` of that size over a commit's postings times, so a build
-    costs what its postings do, and a query visits a few small segments and one segment per
-    ~240k texts beyond them (at a million chunks added 50k at a time: 20 segments, a
-    query's p50 12% above one over 6 merged segments, the build 13% faster). Each
+    segment, and segments of one size class are merged eight at a time up to 2**24 postings
+    (as Lucene caps a merged segment): a build costs what its postings do, a query visits a
+    segment per ~240k texts (1M chunks added 50k at a time: 20 segments; p50 +12%). Each
     text has a slot, a dense number given in order of addition; a removal marks the slot dead
     (queries skip it) and the segment drops it when rebuilt (once half its texts are dead).
     Slots and terms are renumbered once the dead outnumber the live. A posting costs about
@@ -306,10 +300,7 @@ class BM25Index:
         return _Segment(group[0].start, *self._gathered(group), by_term=by_term)
 
     def _settle(self) -> None:
-        """Merge the newest segments while eight of them share the newest's size class.
-
-        Not when the merged segment would hold more than ``_MERGE_CAP`` postings.
-        """
+        """Merge the newest segments while eight share its size class, up to ``_MERGE_CAP``."""
         segments = self._segments
         while len(segments) > 1:
             top = segments[-1].level

@@ -134,3 +134,26 @@ def test_split_none_searches_the_index_chunks_themselves():
     chunks = {(c.doc_id, c.start, c.end) for c in index.chunks()}
     hits = sketch.retrieve("Which rockets fact is told?")
     assert hits and all((h.chunk.doc_id, h.chunk.start, h.chunk.end) in chunks for h in hits)
+
+
+def test_pieces_made_a_batch_at_a_time_equal_those_made_at_once(monkeypatch):
+    """A change is split and embedded a batch of pieces at a time (bounded memory)."""
+    from semrag.index import pieces as pieces_module
+
+    index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
+    index.add_documents([Document(f"d{i}", long_text(TOPICS[i], 10 + 7 * i)) for i in range(5)])
+    whole = fresh_pieces(index)
+    monkeypatch.setattr(pieces_module, "_BATCH", 3)
+    sizes: list[int] = []
+    staged = pieces_module.DenseIndex.staged_batches
+
+    def counted(self, removed, batches):  # noqa: ANN001, ANN202
+        return staged(self, removed, (sizes.append(len(b[0])) or b for b in batches))
+
+    monkeypatch.setattr(pieces_module.DenseIndex, "staged_batches", counted)
+    batched = fresh_pieces(index)
+    assert len(sizes) > 2 and sum(sizes) == len(whole.pieces)
+    assert table(batched) == table(whole)
+    assert [len(whole.pieces_of(f"d{i}")) for i in range(5)] == [
+        len(batched.pieces_of(f"d{i}")) for i in range(5)
+    ]
