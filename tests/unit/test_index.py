@@ -206,14 +206,22 @@ def assert_same_answers(bm: BM25Index, fresh: BM25Index, queries: list[str]) -> 
             np.testing.assert_array_equal(got, want)
 
 
+def _added_one_at_a_time(
+    rng: np.random.Generator, words: int, texts: int, lengths: tuple[int, int]
+) -> tuple[list[str], BM25Index]:
+    """Random texts of ``words`` words, and a BM25 index they were added to one at a time."""
+    vocabulary = [f"w{i}" for i in range(words)]
+    made = [" ".join(rng.choice(vocabulary, size=rng.integers(*lengths))) for _ in range(texts)]
+    bm = BM25Index()
+    for i, text in enumerate(made):
+        bm.add([i], [text])
+    return made, bm
+
+
 def test_bm25_segments_stay_few_and_answer_as_one_build():
     """Texts added one at a time, then removed: segments merge by size, scores as if built once."""
     rng = np.random.default_rng(0)
-    words = [f"w{i}" for i in range(60)]
-    texts = [" ".join(rng.choice(words, size=rng.integers(0, 12))) for _ in range(700)]
-    bm = BM25Index()
-    for i, text in enumerate(texts):
-        bm.add([i], [text])
+    texts, bm = _added_one_at_a_time(rng, 60, 700, (0, 12))
     levels = [s.level for s in bm._segments]
     assert max(levels.count(level) for level in levels) < 8  # eight of a size are merged
     assert len(levels) > 1  # and no sooner: an add does not rewrite the index
@@ -233,12 +241,7 @@ def test_bm25_no_merge_makes_a_segment_past_the_cap(monkeypatch):
     from semrag.index import sparse
 
     monkeypatch.setattr(sparse, "_MERGE_CAP", 40)
-    rng = np.random.default_rng(3)
-    words = [f"w{i}" for i in range(30)]
-    texts = [" ".join(rng.choice(words, size=rng.integers(1, 6))) for _ in range(400)]
-    bm = BM25Index()
-    for i, text in enumerate(texts):
-        bm.add([i], [text])
+    texts, bm = _added_one_at_a_time(np.random.default_rng(3), 30, 400, (1, 6))
     sizes = [s.doc_terms.size for s in bm._segments]
     assert max(sizes) <= 40 < sum(sizes)  # merged up to the cap, never past it
     assert len(sizes) > 8 and max(sizes) > 8  # many segments, some of them merged
