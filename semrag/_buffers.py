@@ -68,7 +68,7 @@ class StoredRows:
     Row ``i`` is the index's stored row ``serials[i]``. FAISS keeps every row it was given,
     in order (a caller masks removed rows, it never erases them), so a serial means the
     same row for the life of the index and a version's rows never change. It reads like a
-    read-only 2-D array: a slice is another :class:`StoredRows` (no copy, as a NumPy view);
+    read-only 2-D array: a slice is another :class:`StoredRows` (no row is copied);
     an integer, an array of integers or a boolean mask gives a NumPy array of those rows
     (a copy, as NumPy's advanced indexing does); ``np.asarray`` copies every row. Rows are
     read under ``lock``, which an insert holds alone (it may move FAISS's storage).
@@ -120,8 +120,8 @@ class StoredRows:
         return int(self.serials.size)
 
     def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, slice):
-            part = self.serials[key]
+        if isinstance(key, slice):  # its own serials: a document's few rows do not keep a
+            part = self.serials[key].copy()  # version's serials of every row alive
             return StoredRows(self.index, self.lock, part, self.dtype, self.dim, self._seen)
         if isinstance(key, tuple):  # rows and columns: NumPy's rules, on a copy of every row
             return np.asarray(self)[key]

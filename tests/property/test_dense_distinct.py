@@ -140,3 +140,12 @@ def test_equal_rows_hash_alike(picks):
     for i, p in enumerate(picks):
         for j, q in enumerate(picks):
             assert (hashes[i] == hashes[j]) == (p == q)
+
+
+def test_a_rows_view_keeps_only_its_own_serials():
+    """A document's view of its rows must not keep a version's serials of every row alive."""
+    index = DenseIndex(DIM, kind="hnsw")
+    index.add(np.arange(20), POOL[np.arange(20) % 7])
+    view = index.rows_view(np.arange(3, 6))
+    assert not np.shares_memory(view.serials, index._version.serials)
+    np.testing.assert_array_equal(np.asarray(view), POOL[[3, 4, 5]])
