@@ -347,6 +347,7 @@ P50_GOALS = {
     "SKETCH (split=None)": 100.0,
     "local": 100.0,
 }
+VARIANTS = {"SKETCH (split=None)"}  # listed only when the run measured them
 BUILD_GOAL_S, PEAK_GOAL_MB, WITH_GRAPH_GOAL_MB, GROWTH_GOAL = 15 * 60, 8 * 1024, 16 * 1024, 1.1
 
 
@@ -354,7 +355,7 @@ def goals(n: int, report: str, growth: list[dict]) -> str:
     """The goals of the scale issue, checked against a report of ``n`` chunks and the growth.
 
     The default index built in under 15 minutes and 8 GB peak (embedding excluded); with
-    the knowledge graph, under 16 GB together; every stage growing at most as n^1.1; p50
+    the knowledge graph (and SKETCH's pieces, and the queries), under 16 GB together; every stage growing at most as n^1.1; p50
     under 20 ms for dense, BM25, IAR and ``GraphRetriever()``, under 100 ms for SKETCH
     and local search. A goal the report cannot tell is said to be not measured.
     """
@@ -367,11 +368,15 @@ def goals(n: int, report: str, growth: list[dict]) -> str:
     build = number(r"embedding excluded: ([\d,.]+) s")
     peak = number(r"([\d,.]+) MB after the index")
     graph = number(r"([\d,.]+) MB after the graph")
+    if graph is not None:  # with the graph's retrievers' parts (SKETCH's pieces) and queries
+        graph = max(graph, number(r"([\d,.]+) MB after the queries") or graph)
     rows.append(("index build < 15 min (embedding excluded)", build, BUILD_GOAL_S, "s"))
     rows.append(("peak RSS after the index < 8 GB", peak, PEAK_GOAL_MB, "MB"))
     rows.append(("peak RSS with the knowledge graph < 16 GB", graph, WITH_GRAPH_GOAL_MB, "MB"))
     _, p50 = _read_report_text(report)
     for name, limit in P50_GOALS.items():
+        if name in VARIANTS and f"{name} (p50 ms)" not in p50:
+            continue
         rows.append((f"{name} p50 < {limit:g} ms", p50.get(f"{name} (p50 ms)"), limit, "ms"))
     stages = [r for r in growth if r["stage or retriever"].endswith("(s)")]
     steep = [r for r in stages if r["exponent"] > GROWTH_GOAL]

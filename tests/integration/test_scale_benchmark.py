@@ -96,6 +96,7 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
     assert goals["every stage grows <= n^1.1"] == "no"  # the SSG row grew as n^2
     assert goals["dense p50 < 20 ms"] == "yes" and goals["SKETCH p50 < 100 ms"] == "yes"
     assert goals["peak RSS with the knowledge graph < 16 GB"] == "yes"
+    assert "SKETCH (split=None) p50 < 100 ms" not in goals  # a variant this run did not query
 
 
 def test_the_default_quick_run_builds_the_default_index_and_queries_the_graph(tmp_path):
