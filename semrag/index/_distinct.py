@@ -97,7 +97,7 @@ class DistinctRows:
         state.first = np.full(stored, -1, np.int64)
         held, first = np.unique(serials, return_index=True)
         state.first[held] = first
-        state._add_twins(serials, np.arange(serials.size), stored_before=stored, all_rows=True)
+        state._add_twins(serials, np.arange(serials.size), stored_before=0)
         state.rows = int(serials.size)
         return state
 
@@ -150,12 +150,16 @@ class DistinctRows:
             grown[: self.first.size] = self.first
             self.first = grown
         self.first[start + np.arange(novel.size)] = rows[novel]
-        self._add_twins(serials, rows, stored_before=start, all_rows=False)
+        self._add_twins(serials, rows, stored_before=start)
         self.rows += b
         return serials, novel
 
-    def _add_twins(self, serials: Ints, rows: Ints, *, stored_before: int, all_rows: bool) -> None:
-        """Record the rows of stored rows held more than once (``all_rows``: from nothing)."""
+    def _add_twins(self, serials: Ints, rows: Ints, *, stored_before: int) -> None:
+        """Record the rows of stored rows held more than once.
+
+        ``rows`` hold ``serials``; stored rows below ``stored_before`` were held before
+        (by their first row at least), the others only by these rows.
+        """
         if not serials.size:
             return
         order = np.argsort(serials, kind="stable")
@@ -163,16 +167,14 @@ class DistinctRows:
         cuts = np.flatnonzero(held[1:] != held[:-1]) + 1
         starts = np.concatenate([[0], cuts])
         ends = np.concatenate([cuts, [held.size]])
-        many = ends - starts > 1
-        if not all_rows:
-            many |= held[starts] < stored_before  # adds to a stored row held before
+        many = (ends - starts > 1) | (held[starts] < stored_before)
         twins, first = self.twins, self.first
         for s, a, z in zip(
             held[starts[many]].tolist(), starts[many].tolist(), ends[many].tolist(), strict=True
         ):
             before = twins.get(s)
             if before is None:
-                before = (int(first[s]),) if s < stored_before and not all_rows else ()
+                before = (int(first[s]),) if s < stored_before else ()
             twins[s] = before + tuple(rows[a:z].tolist())
 
     def rows_of(
