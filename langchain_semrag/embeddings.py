@@ -37,6 +37,15 @@ class LangChainEmbedder(BaseEmbedder):
     async def _aembed_batch(self, texts: list[str]) -> Any:
         return await self.embeddings.aembed_documents(texts)
 
+    @property
+    def model_name(self) -> str:
+        """The class and, where it names one, its model (``model_name`` or ``model``)."""
+        # Embeddings declares no model field; the common integrations name it one of two ways
+        model = getattr(self.embeddings, "model_name", None) or getattr(
+            self.embeddings, "model", None
+        )
+        return f"{self.name}({model})" if isinstance(model, str) and model else self.name
+
     def __repr__(self) -> str:
         return f"LangChainEmbedder({self.name})"
 

@@ -16,7 +16,9 @@ from langchain_core.vectorstores import VectorStore
 
 from langchain_semrag.embeddings import SemragEmbeddings, to_embedder
 from semrag import Document, SemanticIndex
+from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError
+from semrag.fingerprint import check_embedder
 from semrag.identity import OnConflict, entry_id
 from semrag.types import MetadataFilter, ScoredChunk
 
@@ -40,7 +42,9 @@ class SemanticVectorStore(VectorStore):
 
     Args:
         embedding: any LangChain ``Embeddings``; default the packaged all-MiniLM-L6-v2
-            (offline). Ignored when ``index`` is given.
+            (offline). With ``index``, it must be the model that embedded the index
+            (checked: :class:`~semrag.errors.EmbedderMismatchError` otherwise); queries
+            are embedded by the index's own embedder.
         index: an existing index to serve (its documents, if it was filled with
             ``add_documents``, come back as chunks, each under its document's id).
         **index_kwargs: passed to :class:`~semrag.SemanticIndex` when it is created
@@ -66,6 +70,10 @@ class SemanticVectorStore(VectorStore):
             index = SemanticIndex(embedder=to_embedder(embedding), **index_kwargs)
         elif index_kwargs:
             raise ConfigError("index_kwargs apply only when the store creates its index")
+        elif embedding is not None:  # it must be the model of the index's vectors
+            check_embedder(
+                index.fingerprint, as_embedder(to_embedder(embedding)), what="the given index"
+            )
         self.index = index
         self._embedding = embedding
 

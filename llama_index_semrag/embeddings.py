@@ -44,6 +44,11 @@ class LlamaIndexEmbedder(BaseEmbedder):
             return await self.embed_model.aget_text_embedding_batch(texts)
         return await asyncio.to_thread(self.embed_model.get_text_embedding_batch, texts)
 
+    @property
+    def model_name(self) -> str:
+        """The class and its ``model_name`` (e.g. ``HuggingFaceEmbedding(BAAI/bge-small-en)``)."""
+        return f"{self.name}({self.embed_model.model_name})"
+
     def __repr__(self) -> str:
         return f"LlamaIndexEmbedder({self.name})"
 

@@ -285,6 +285,11 @@ class BaseEmbedder:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
 
+    @property
+    def model_name(self) -> str:
+        """The model's name for messages and records (no path of this machine)."""
+        return self.name
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(cache_size={self.cache_size})"
 
@@ -447,9 +452,11 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         return self._tokenizer
 
     @property
-    def encoder_name(self) -> str:
+    def model_name(self) -> str:
         """The model's name without a path: its directory's name, or the packaged model's."""
         return Path(self.model_path).name if self.model_path else "all-MiniLM-L6-v2"
+
+    encoder_name = model_name
 
     def weights_fingerprint(self) -> str:
         """SHA-256 (first 16 hex digits) over the model directory's weight files.

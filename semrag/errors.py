@@ -7,6 +7,7 @@ mean "you passed a bad value" also derive from the matching builtin, so callers'
     * SemragError
       + ConfigError (ValueError, TypeError)  bad argument or configuration
       |  - DocumentConflictError          an add names ids already indexed (on_conflict=)
+      |  - EmbedderMismatchError          stored vectors come from another model than the embedder
       + NotFittedError (AttributeError)   a model or index used before fit/build
       + NotIndexedError (KeyError)        a document or chunk id the index does not hold
       + MissingDependencyError (ImportError)
@@ -22,6 +23,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DocumentConflictError",
+    "EmbedderMismatchError",
     "EmbeddingError",
     "LLMError",
     "LLMOutputError",
@@ -124,3 +126,20 @@ class DocumentConflictError(ConfigError):
     def __init__(self, message: str, *, ids: list[str]) -> None:
         super().__init__(message)
         self.ids = ids
+
+
+class EmbedderMismatchError(ConfigError):
+    """Stored vectors and the embedder about to use them come from different models.
+
+    Raised by ``SemanticIndex.load``, ``Neo4jIndex``, the vector stores and
+    ``add_prepared`` (see :mod:`semrag.fingerprint`); nothing was loaded or added.
+
+    Attributes:
+        stored: the name of the model the vectors were made with.
+        given: the name of the embedder given.
+    """
+
+    def __init__(self, message: str, *, stored: str, given: str) -> None:
+        super().__init__(message)
+        self.stored = stored
+        self.given = given

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import copy
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -267,6 +268,21 @@ class BoundaryChunker:
         if self._tokenizer_arg is None:
             self._tokenizer_arg = self.embedder.tokenizer or WhitespaceTokenizer()
         return self._tokenizer_arg
+
+    def with_embedder(self, embedder: Any) -> BoundaryChunker:
+        """A copy of this chunker that embeds with ``embedder`` (the same settings).
+
+        The token counter goes with the model when it was the old embedder's own; one
+        given explicitly is kept.
+        """
+        old = self._embedder
+        twin = copy.copy(self)
+        twin._embedder_arg, twin._embedder = embedder, None
+        if self._tokenizer_arg is None or (
+            old is not None and self._tokenizer_arg is old.tokenizer
+        ):
+            twin._tokenizer_arg = None
+        return twin
 
     # -- to implement -------------------------------------------------------------------
     def _texts_to_embed(self, doc: Prepared) -> list[str]:

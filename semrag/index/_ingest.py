@@ -61,13 +61,18 @@ class Ingestion:
                 ) from exc
         return docs
 
-    def _blocks(self, docs: list[Document]) -> list[list[tuple[Document, list[Span]]]]:
-        """Group documents so each block's sentences fit the embedder's cache."""
+    def _blocks(
+        self, docs: list[Document], kept: Mapping[str, IndexedDocument] | None = None
+    ) -> list[list[tuple[Document, list[Span]]]]:
+        """Group documents so each block's sentences fit the embedder's cache.
+
+        ``kept``: indexed documents whose sentence spans are kept (a re-embedding).
+        """
         budget = max(1, self.embedder.cache_size // 2)
         blocks: list[list[tuple[Document, list[Span]]]] = [[]]
         size = 0
         for d in docs:
-            spans = self.chunker.sentences(d.text)
+            spans = kept[d.id].sentences if kept is not None else self.chunker.sentences(d.text)
             if blocks[-1] and size + len(spans) > budget:
                 blocks.append([])
                 size = 0
@@ -302,12 +307,21 @@ class Ingestion:
         self._store(computed, on_conflict)
 
     def _compute(
-        self, docs: list[Document], given: _Given
+        self,
+        docs: list[Document],
+        given: _Given,
+        kept: Mapping[str, IndexedDocument] | None = None,
     ) -> Generator[Call, Any, list[tuple[Any, ...]]]:
-        """Every document's chunks and vectors, block by block (nothing committed)."""
+        """Every document's chunks and vectors, block by block (nothing committed).
+
+        ``kept``: indexed documents embedded again (:meth:`reembed`): their sentence
+        spans, chunks and themes are kept as they are; only the vectors are computed.
+        """
         bar = self._progress(len(docs))
         computed: list[tuple[Any, ...]] = []
-        for block in self._blocks(docs):
+        if kept is not None:
+            given = {d.id: kept[d.id].chunks for d in docs}
+        for block in self._blocks(docs, kept):
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
             svecs = yield Call("embed", (sentence_texts,), on=self.embedder)
             chunk_lists = self._chunk_lists(block, given)
@@ -320,8 +334,12 @@ class Ingestion:
                     kwargs={"sentences": [spans for _, spans in block]},  # split once
                 )
                 chunk_lists = [r.chunks for r in results]
-            themes = self._keyword_themes(block)
-            if self.theme_llm is not None:
+            themes = (
+                self._keyword_themes(block)
+                if kept is None
+                else [kept[d.id].themes for d, _ in block]
+            )
+            if self.theme_llm is not None and kept is None:
                 prompts = [self._theme_prompt(d) for d, _ in block]
                 replies = yield Call("ask", (prompts,), on=_ThemeAsker(self.theme_llm))
                 replies = [

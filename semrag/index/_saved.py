@@ -25,7 +25,7 @@ from semrag.types import Chunk, Document, Span
 if TYPE_CHECKING:
     from semrag.index.semantic_index import SemanticIndex
 
-FORMAT_VERSION = 2  # 2: the graph saves its neighbour lists (format 1 is read and rebuilt)
+FORMAT_VERSION = 3  # 3: the embedder's fingerprint; 2: the graph's neighbour lists (1 is rebuilt)
 KIND = "semrag.SemanticIndex"
 
 
@@ -45,7 +45,8 @@ class Saving:
             "kind": KIND,
             "format_version": FORMAT_VERSION,
             "library_version": __version__,
-            "embedder": repr(self.embedder),
+            "embedder": self.fingerprint.name,
+            "fingerprint": self.fingerprint.to_dict(),
             "dim": self.embedder.dim,
             "chunker": repr(self.chunker),
             "ssg": self.ssg_config.to_dict() if self.ssg_config else None,
@@ -106,19 +107,31 @@ class Saving:
         chunker: BoundaryChunker | None = None,
         theme_llm: LLM | None = None,
         dense: VectorClient | None = None,
+        allow_embedder_mismatch: bool = False,
     ) -> SemanticIndex:
         """Load an index written by :meth:`save`.
+
+        The save records the fingerprint of the model that made its vectors
+        (:mod:`semrag.fingerprint`); the embedder must be that model (another model of the
+        same dimension would answer every query wrongly), or the load raises.
 
         Args:
             directory: the saved index.
             embedder: the embedder for new documents and queries; default the packaged
-                MiniLM. Its dimension must match the saved one.
+                MiniLM. It must be the model the index was built with (checked by its
+                vectors of a few probe texts); to move to another model, load with the
+                old one and call :meth:`reembed`.
             chunker: the chunker for documents added later; default ``SemanticChunker``.
             theme_llm: optional theme LLM for documents added later.
             dense: the vector store of an index saved with one (required then; it must
                 hold the entries it held at the save: the store persists them itself).
+            allow_embedder_mismatch: load with another model anyway (for a model you know
+                shares the saved one's vector space); :attr:`notes` records it, and the
+                index keeps the saved fingerprint.
 
         Raises:
+            EmbedderMismatchError: if the embedder is not the model the index was built
+                with (a :class:`ConfigError`; it names both models).
             ConfigError: on a missing directory, a newer format or a dimension mismatch.
             StoreError: if the save is incomplete or a file is corrupt.
         """
@@ -129,7 +142,9 @@ class Saving:
             directory, kind=KIND, format_version=FORMAT_VERSION, library_version=__version__
         )
         try:
-            return cls._from_saved(directory, m, embedder, chunker, theme_llm, dense)
+            index = cls._from_saved(
+                directory, m, embedder, chunker, theme_llm, dense, allow_embedder_mismatch
+            )
         except (KeyError, IndexError, TypeError, ValueError, OSError, StoreError) as exc:
             if isinstance(exc, ConfigError):
                 raise
@@ -137,6 +152,7 @@ class Saving:
                 f"{directory} does not hold a consistent index ({type(exc).__name__}: {exc}); "
                 "it was edited or written by something else"
             ) from exc
+        return index
 
     @classmethod
     def _from_saved(
@@ -147,6 +163,7 @@ class Saving:
         chunker: BoundaryChunker | None,
         theme_llm: LLM | None,
         client: VectorClient | None,
+        allow_embedder_mismatch: bool,
     ) -> SemanticIndex:
         ssg_cfg = SSGConfig(**m["ssg"]) if m["ssg"] else False
         external = m["dense"]["kind"] == StoreBackedDense.kind
@@ -167,11 +184,13 @@ class Saving:
             theme_llm=theme_llm,
             pieces=tuple(m["pieces"]["split"]) if m.get("pieces") else None,
         )
-        if index.embedder.dim != m["dim"]:
-            raise ConfigError(
-                f"the index was built with {m['dim']}-dimensional vectors ({m['embedder']}); "
-                f"the embedder gives {index.embedder.dim}"
-            )
+        index._adopt_fingerprint(
+            m.get("fingerprint"),
+            dim=int(m["dim"]),
+            name=str(m["embedder"]),
+            what=f"the index saved in {directory}",
+            allow_mismatch=allow_embedder_mismatch,
+        )
         svecs = np.load(directory / "sentence_vectors.npy", allow_pickle=False)
         svecs = svecs.astype(index.sentence_dtype, copy=False)  # as the index holds them
         nvecs = np.load(directory / "node_vectors.npy", allow_pickle=False)

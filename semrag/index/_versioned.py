@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from semrag.index._ssg_view import SSGView
 from semrag.index.change import Change, IndexedDocument, IndexPart
@@ -40,6 +41,11 @@ class Versioned:
                 )
                 part.apply(change)
             self._followers.append(part)
+
+    @property
+    def followers(self) -> tuple[IndexPart, ...]:
+        """The parts that get this index's changes after its own (:meth:`follow`)."""
+        return tuple(self._followers)
 
     def follows(self, part: object) -> bool:
         """Whether ``part`` gets this index's changes."""
@@ -90,6 +96,41 @@ class Versioned:
             if failed is not None:
                 raise failed
             return change
+
+    def _adopt(self, shadow: Any) -> Change:
+        """Make a re-embedded twin of this index (:meth:`reembed`) current, as one change.
+
+        ``shadow`` holds the same documents with another model's vectors. Followers get a
+        change that removes every document and adds its new version. The caller holds
+        ``_commit_lock`` and made sure no write landed since ``shadow`` was filled.
+        """
+        change = Change(
+            self._version + 1,
+            tuple(shadow._entries.values()),
+            tuple(self._entries.values()),
+        )
+        fingerprint = shadow.fingerprint  # computed before readers are stopped
+        follow = [_staged(f, change) for f in self._followers]
+        with self._follow_lock.write():
+            with self._lock.write():
+                self.embedder, self.chunker = shadow.embedder, shadow.chunker
+                self._fingerprint = fingerprint
+                self._entries, self._chunk_by_id = shadow._entries, shadow._chunk_by_id
+                self._next_id = shadow._next_id
+                self._dense, self.sparse = shadow._dense, shadow.sparse
+                self._ssg, self._pieces, self._passages = (
+                    shadow._ssg,
+                    shadow._pieces,
+                    shadow._passages,
+                )
+                self._chunk_spans, self._shared = {}, shadow._shared
+                self.notes.extend(shadow.notes)
+                self._version = change.version
+                self._publish_view()
+            failed = _run_all(follow)
+        if failed is not None:
+            raise failed
+        return change
 
     def _share_vectors(self, added: Iterable[IndexedDocument]) -> None:
         """Point documents' vectors at the rows the parts search: each vector held once.

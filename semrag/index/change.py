@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from semrag.types import Chunk, Document, Span
 
-__all__ = ["Change", "IndexPart", "IndexedDocument", "StagedPart"]
+__all__ = ["Change", "EmbedsNames", "IndexPart", "IndexedDocument", "StagedPart"]
 
 Floats = npt.NDArray[np.float32]
 
@@ -148,3 +148,15 @@ class StagedPart(IndexPart, Protocol):
 
     def stage(self, change: Change) -> Callable[[], None]:
         """Compute the state after ``change``; returns the function that publishes it."""
+
+
+@runtime_checkable
+class EmbedsNames(Protocol):
+    """A follower that embeds text of its own with the index's model.
+
+    A knowledge graph embeds its entity names and community reports; its vectors would be
+    another model's after :meth:`SemanticIndex.reembed <semrag.SemanticIndex.reembed>`,
+    which therefore refuses while such a follower has an ``embedder``.
+    """
+
+    embedder: Any

@@ -7,8 +7,8 @@ themes the documents exactly as ``add_documents`` would, and returns a
 every vector) instead of committing it. The writer's
 :meth:`~semrag.SemanticIndex.add_prepared` commits the batch as one change, embedding
 nothing; it first checks that the batch was made with its settings (chunker, chunk
-vectors, similarity graph, and the embedder, by the vector it gives a probe text), so
-vectors of another model cannot slip into the index.
+vectors, similarity graph, and the embedder, by its fingerprint: see
+:mod:`semrag.fingerprint`), so vectors of another model cannot slip into the index.
 """
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from semrag.errors import ConfigError
+from semrag.errors import ConfigError, EmbedderMismatchError
+from semrag.fingerprint import EmbedderFingerprint
 
 __all__ = ["PreparedBatch", "check_settings", "ingest_settings"]
-
-PROBE = "semrag: the probe text whose vector identifies an embedder."
 
 
 @dataclass(frozen=True)
@@ -64,25 +61,34 @@ def ingest_settings(index: Any) -> dict[str, Any]:
         "sentence_dtype": index.sentence_dtype,
         "ssg": None if cfg is None else cfg.to_dict(),
         "dim": int(index.embedder.dim),
-        "probe": np.asarray(index.embedder.embed([PROBE])[0], np.float32),
+        "fingerprint": index.fingerprint.to_dict(),
     }
 
 
 def check_settings(mine: dict[str, Any], theirs: dict[str, Any]) -> None:
-    """Raise :class:`ConfigError` naming each setting in which a batch differs.
+    """Raise unless a batch was made with the settings ``mine`` of the writing index.
 
-    The embedders are compared by the probe's vector, within 1e-3 (a GPU and a CPU give
-    the same model's vectors to about 1e-6).
+    The embedders are compared by their fingerprints (:mod:`semrag.fingerprint`): the
+    same model on a GPU worker and a CPU writer matches, another model does not.
+
+    Raises:
+        EmbedderMismatchError: if the batch's vectors come from another model.
+        ConfigError: naming each other setting in which the batch differs.
     """
-    differ = [k for k in mine if k != "probe" and mine[k] != theirs.get(k)]
-    if not differ:
-        a, b = mine["probe"], np.asarray(theirs.get("probe"), np.float32)
-        if a.shape != b.shape or not np.allclose(a, b, atol=1e-3):
-            differ.append("embedder (its vector of a probe text)")
+    differ = [k for k in mine if k != "fingerprint" and mine[k] != theirs.get(k)]
     if differ:
         raise ConfigError(
             "the batch was prepared with other settings than this index's: "
             + ", ".join(differ)
             + "; prepare it with an index made as this one is (same chunker, embedder model, "
             "chunk_vectors, sentence_dtype and ssg)"
+        )
+    index, batch = (EmbedderFingerprint.from_dict(x["fingerprint"]) for x in (mine, theirs))
+    if not index.matches(batch):
+        raise EmbedderMismatchError(
+            f"the batch was embedded with {batch.name}, the index with {index.name} (their "
+            f"vectors of the probe texts differ: cosine {index.similarity(batch):.3f}); "
+            "prepare it with an index made with the writer's embedder",
+            stored=index.name,
+            given=batch.name,
         )

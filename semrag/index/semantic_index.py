@@ -22,6 +22,7 @@ format, checksums and the embedder's dimension.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import weakref
 from typing import Any
@@ -30,13 +31,16 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._rwlock import RWLock
+from semrag._steps import acall, adrive, call, drive
 from semrag._validation import HasMethods, Options, validate_params
 from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
+from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
 from semrag.index._ingest import Ingestion
 from semrag.index._parts import Parts
 from semrag.index._reads import Reads
+from semrag.index._reembed import reembedding
 from semrag.index._saved import Saving
 from semrag.index._search import Search
 from semrag.index._ssg_view import SSGAccess, SSGView
@@ -219,6 +223,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         # index and a follower (the knowledge graph) also hold the read side of
         # _follow_lock, which a commit holds from its swap until every follower is written
         # (lock order: _follow_lock, then _lock).
+        self._fingerprint: EmbedderFingerprint | None = None  # see the fingerprint property
         self._lock = RWLock()
         self._follow_lock = RWLock()
         self._commit_lock = threading.RLock()
@@ -232,6 +237,85 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         ``sentence_dtype`` the index was made with (``"float16"`` by default).
         """
         return self.ssg_config.vector_dtype if self.ssg_config else self._sentence_dtype
+
+    @property
+    def fingerprint(self) -> EmbedderFingerprint:
+        """The fingerprint of the model that made the index's vectors.
+
+        Saved with the index (and by :class:`~semrag.neo4j.Neo4jIndexStore`) and checked
+        where an embedder meets the vectors again (see :mod:`semrag.fingerprint`). It is
+        the embedder's own, unless the index was loaded with
+        ``allow_embedder_mismatch=True``; :meth:`reembed` makes it the new model's.
+        """
+        if self._fingerprint is None:
+            self._fingerprint = EmbedderFingerprint.of(self.embedder)
+        return self._fingerprint
+
+    def _adopt_fingerprint(
+        self,
+        saved: dict[str, Any] | None,
+        *,
+        dim: int,
+        name: str,
+        what: str,
+        allow_mismatch: bool,
+    ) -> None:
+        """Take the fingerprint of saved vectors (:func:`~semrag.fingerprint.stored_fingerprint`).
+
+        Raises:
+            EmbedderMismatchError: if the embedder is another model.
+        """
+        self._fingerprint, note = stored_fingerprint(
+            saved, self.embedder, dim=dim, name=name, what=what, allow_mismatch=allow_mismatch
+        )
+        if note is not None:
+            self.notes.append(note)
+
+    def reembed(self, embedder: Any, *, chunker: BoundaryChunker | None = None) -> None:
+        """Move the index to another embedding model: every vector embedded again, one change.
+
+        Every sentence, chunk, window, theme, SKETCH piece and passage-phrase vector is
+        computed by ``embedder``; the documents, their sentences, chunks (offsets and
+        texts) and themes stay as they are, BM25 and the graph follow. The result is the
+        index a fresh build with the new model gives over the same chunks (to cut the
+        documents again with a chunker that uses the new model, add them again instead:
+        ``add_documents(docs, on_conflict="replace")``).
+
+        It is one change of the living index: built beside the current version (readers
+        keep answering from the old vectors with the old model meanwhile, and writes
+        that land meanwhile are embedded too), then swapped in whole with the new
+        embedder and :attr:`fingerprint`; followers such as a
+        :class:`~semrag.neo4j.Neo4jIndexStore` write it as any change. A failure or a
+        kill before the swap leaves the old index; a save is the old or the new one
+        (saves are atomic). Chunk ids are new.
+
+        Args:
+            embedder: the new model (any embedder :class:`SemanticIndex` takes).
+            chunker: the chunker for documents added later; default the index's own, or,
+                when it embeds with the index's old model (the default
+                ``SemanticChunker``), a copy of it with the new model.
+
+        Raises:
+            ConfigError: for an index whose dense channel is the user's vector store (it
+                embeds the chunks itself: rebuild the store), or one followed by a
+                knowledge graph (it embeds entity names with the old model: unfollow it,
+                re-embed, then build it again over the index).
+            EmbeddingError: if the new embedder misbehaves (the index is left as it was).
+
+        Examples:
+            >>> from semrag import SemanticIndex
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder(dim=32))
+            >>> index.add_documents(["Bees dance.", "Rockets fly."])
+            >>> index.reembed(FakeEmbedder(dim=64))
+            >>> index.embedder.dim, index.fingerprint.dim
+            (64, 64)
+        """
+        drive(reembedding(self, embedder, chunker), functools.partial(call, None))
+
+    async def areembed(self, embedder: Any, *, chunker: BoundaryChunker | None = None) -> None:
+        """Async twin of :meth:`reembed` (the embedder's async path; CPU work off the loop)."""
+        await adrive(reembedding(self, embedder, chunker), functools.partial(acall, None))
 
     def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
         """Read one version of the index for the length of a ``with`` block.

@@ -54,7 +54,8 @@ DROP_VECTOR_INDEXES = (
 )
 WRITE_STATE = (
     "MERGE (s:SemragIndexState {name: $name}) "
-    "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, s.edges = $edges, "
+    "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, "
+    "s.fingerprint = $fingerprint, s.edges = $edges, "
     "s.ssg = $ssg, s.windows = $windows, s.pca_mean = $pca_mean, s.pca_components = $pca, "
     "s.pca_digest = $pca_digest, s.next_seq = $next_seq, s.pieces = $pieces, "
     "s.passages = $passages"

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError
+from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
 from semrag.index.change import IndexedDocument
 from semrag.neo4j._index_cypher import READ_STATE
 
@@ -35,6 +37,25 @@ def digest_of_pca(mean: Any, components: Any) -> str:
 def read_state(store: Neo4jGraphStore, name: str) -> dict[str, Any]:
     """The state node's properties (empty if the database holds no index of this name)."""
     return dict(store.read_rows(READ_STATE, name=name)[0]["state"] or {})
+
+
+def stored_model(
+    state: Mapping[str, Any], embedder: BaseEmbedder, what: str, allow_mismatch: bool
+) -> tuple[EmbedderFingerprint, str | None]:
+    """The stored index's model, once ``embedder`` is checked against it.
+
+    See :func:`semrag.fingerprint.stored_fingerprint` (a state written before fingerprints
+    were stored is checked by its dimension only, with a warning).
+    """
+    saved = state.get("fingerprint")
+    return stored_fingerprint(
+        json.loads(saved) if saved else None,
+        embedder,
+        dim=int(state["dim"]),
+        name=str(state["embedder"]),
+        what=what,
+        allow_mismatch=allow_mismatch,
+    )
 
 
 def to_json(value: Mapping[str, Any], what: str) -> str:

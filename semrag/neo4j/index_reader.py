@@ -35,7 +35,7 @@ from semrag.neo4j._index_cypher import (
     STATE,
     lucene_query,
 )
-from semrag.neo4j._index_state import Floats, Ints, read_state
+from semrag.neo4j._index_state import Floats, Ints, read_state, stored_model
 from semrag.neo4j._remote import (
     ChunkDense,
     RemotePieces,
@@ -82,8 +82,9 @@ class Neo4jIndex:
 
     Args:
         store: the :class:`~semrag.neo4j.Neo4jGraphStore` (connection and database).
-        embedder: embeds queries; ``None`` for the packaged MiniLM. Its dimension must be
-            the stored one.
+        embedder: embeds queries; ``None`` for the packaged MiniLM. It must be the model
+            that embedded the stored index (checked by its fingerprint, see
+            :mod:`semrag.fingerprint`).
         tokenizer: counts tokens for SPC's budgets (default: the embedder's tokenizer, as
             the index's chunker counts by default).
         oversample: candidates asked of the (approximate) vector indexes per result, for
@@ -94,8 +95,11 @@ class Neo4jIndex:
             questions full@10 still moves by 0.002).
         min_candidates: the fewest candidates asked.
         name: the stored index's name (as given to :class:`Neo4jIndexStore`).
+        allow_embedder_mismatch: serve with another model anyway (one you know shares the
+            stored model's vector space).
 
     Raises:
+        EmbedderMismatchError: if the embedder is not the stored index's model.
         ConfigError: if the database holds no index of that name, or vectors of another
             dimension than the embedder's.
     """
@@ -112,6 +116,7 @@ class Neo4jIndex:
         oversample: int = 10,
         min_candidates: int = 100,
         name: str = STATE,
+        allow_embedder_mismatch: bool = False,
     ) -> None:
         if oversample < 1 or min_candidates < 1:
             raise ConfigError(
@@ -130,11 +135,10 @@ class Neo4jIndex:
                 f"the database holds no semrag index named {name!r}: "
                 "write one with Neo4jIndexStore.for_index(index, store)"
             )
-        if int(state["dim"]) != self.embedder.dim:
-            raise ConfigError(
-                f"the stored index has {state['dim']}-dimensional vectors "
-                f"({state['embedder']}); the embedder gives {self.embedder.dim}"
-            )
+        self.fingerprint, self.note = stored_model(
+            state, self.embedder, f"the index {name!r} in {store!r}", allow_embedder_mismatch
+        )
+        """The stored vectors' model (``note``: another was allowed, see below)."""
         self.ssg_config = SSGConfig(**json.loads(state["ssg"])) if state.get("ssg") else None
         """The stored similarity graph's config (``None`` without one)."""
         pieces = state.get("pieces")

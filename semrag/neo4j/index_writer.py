@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from semrag.errors import ConfigError, StoreError
+from semrag.fingerprint import EmbedderFingerprint
 from semrag.index.change import Change, IndexedDocument
 from semrag.index.ssg import SemanticSimilarityGraph
 from semrag.neo4j._cypher import as_floats
@@ -211,14 +212,27 @@ class Neo4jIndexStore:
         state = self._state()
         edges = self._graph_edges()
         same = state.get("version") == version and state.get("edges") == edges.digest()
-        same_parts = state.get("pieces") == self._pieces_split() and (
-            state.get("passages") == self._passages_titles()
+        same_parts = (
+            state.get("pieces") == self._pieces_split()
+            and state.get("passages") == self._passages_titles()
+            and self._same_model(state)
         )
         if same and same_parts:
             self._edges, self._version = edges, version
             return Change(version)  # the database holds this index already
         self._edges, self._version = None, None  # unknown: every edge is rewritten
         return self._difference(documents, version, everything=not same_parts)
+
+    def _same_model(self, state: dict[str, Any]) -> bool:
+        """Whether the stored vectors come from the model of the index's vectors.
+
+        A database written with another model (or before fingerprints were stored) is
+        written again whole: its texts may be current, its vectors are not.
+        """
+        stored = state.get("fingerprint")
+        if not stored:
+            return False
+        return EmbedderFingerprint.from_dict(json.loads(stored)).matches(self._index.fingerprint)
 
     def _difference(
         self, documents: Sequence[IndexedDocument], version: int, *, everything: bool = False
@@ -413,7 +427,8 @@ class Neo4jIndexStore:
             "name": self.name,
             "version": change.version,
             "dim": dim,
-            "embedder": repr(self._index.embedder),
+            "embedder": self._index.fingerprint.name,
+            "fingerprint": json.dumps(self._index.fingerprint.to_dict()),
             "edges": new.digest(),
             "ssg": None if graph is None else json.dumps(graph.config.to_dict()),
             "windows": 0 if graph is None else graph.n_nodes,

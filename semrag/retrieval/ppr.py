@@ -203,6 +203,7 @@ class PPRRetriever(Params):
         # Kept across versions, so a change costs the changed documents and new names only:
         # a chunk id is never reused, and a name's vector never changes.
         self._registry = NameRegistry(index.embedder.dim)
+        self._registry_model = index.embedder  # whose vectors it holds (see reembed)
         self._docs: dict[str, DocPhrases] = {}
 
     # -- the graph ------------------------------------------------------------------------
@@ -316,6 +317,9 @@ class PPRRetriever(Params):
     def _build(self) -> PassageGraph:
         relations: list[tuple[str, str, float]] = []
         phrases: tuple[Ints, Ints] | None = None
+        if self._registry_model is not self.index.embedder:  # the index moved to a new model
+            self._registry, self._docs = NameRegistry(self.index.embedder.dim), {}
+            self._registry_model = self.index.embedder
         reg = self._registry
         # one version of the index (and of its knowledge graph) for the whole graph
         with reading(self.index, followers=self.graph is not None):

@@ -280,7 +280,8 @@ class SketchRetriever(Params):
             )
         # Lock order: the index's read first, then this retriever's lock.
         with reading(index), self._lock:
-            if self._own is None:
+            if self._own is None or self._own.embedder is not index.embedder:  # (reembed)
+                self._own_version = -1
                 self._own = PieceIndex(
                     self.split, index.chunker.tokenizer, index.embedder, index.dense_kind
                 )

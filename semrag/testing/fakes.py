@@ -55,6 +55,11 @@ class FakeEmbedder(BaseEmbedder):
                 out[row, self._bucket(w)] += 1.0
         return out
 
+    @property
+    def model_name(self) -> str:
+        """``FakeEmbedder(dim=N)``: every fake of one dimension is the same model."""
+        return repr(self)
+
     def __repr__(self) -> str:
         return f"FakeEmbedder(dim={self._dim})"
 

@@ -315,7 +315,7 @@ def test_estimator_api_on_text_pairs(tmp_path):
     model = PSCModel(32, proj_dim=8).fit(
         pairs[:250], labels[:250], embedder=emb, config=TrainConfig(epochs=30, lr=2e-2)
     )
-    assert model.history_ and model.encoder["name"] == "FakeEmbedder"
+    assert model.history_ and model.encoder["name"] == "FakeEmbedder(dim=32)"
     p = model.predict_proba(pairs[250:], embedder=emb)
     assert p.shape == (50,)
     assert float(((p >= 0.5) == (np.asarray(labels[250:]) == 1)).mean()) > 0.8

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from semrag import Document, SemanticIndex, SSGRetriever
+from semrag.fingerprint import PROBE_TEXTS
 from semrag.graph import KnowledgeGraph
 from semrag.index import SSGConfig
 from semrag.index.change import Change, IndexedDocument, IndexPart
@@ -978,7 +979,8 @@ def test_a_loaded_graph_answers_its_first_global_query_embedding_only_the_query(
     store = InMemoryGraphStore.load(tmp_path / "store")
     resumed = KnowledgeGraph.resume(loaded, store, tmp_path / "ledger")
     got = CommunityRetriever(loaded, resumed, mode="global", k=3).retrieve(question)
-    assert counting.embedded == [question]  # no report, name or chunk embedded again
+    # the load checks the model by its probe texts; then no report, name or chunk again
+    assert counting.embedded == [*PROBE_TEXTS, question]
     assert [(h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in got] == [
         (h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in want
     ]

@@ -312,6 +312,9 @@ CASES: dict[str, list[Case]] = {
     "semrag.index._ingest:Ingestion.adelete": [
         on(filled_index, lambda ix, e: ix.adelete(ix.doc_ids)),
     ],
+    "semrag.index.semantic_index:SemanticIndex.areembed": [
+        on(filled_index, lambda ix, e: ix.areembed(SlowEmbedder(dim=32))),
+    ],
     "semrag.index._search:Search.aembed_query": [lambda e: lambda: e.index.aembed_query(e.query())],
     "semrag.index._search:Search.asearch": [lambda e: lambda: e.index.asearch(e.query(), 2)],
     "semrag.llm:acomplete_json": [

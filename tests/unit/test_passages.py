@@ -14,6 +14,7 @@ import semrag.index.passages as passages_module
 import semrag.retrieval.ppr as ppr_module
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreError
+from semrag.fingerprint import PROBE_TEXTS
 from semrag.index.persist import _sha256
 from semrag.retrieval import PPRRetriever
 from semrag.testing import FakeEmbedder
@@ -91,7 +92,8 @@ def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase_or_asse
     retriever = PPRRetriever(loaded, k=4)
     hits = retriever.retrieve(QUERIES[0])
     assert [h.chunk.doc_id for h in hits] == [d for d, _, _ in want[0]]
-    assert len(emb.batches) == 1 and emb.batches[0][0] == QUERIES[0]  # the query, no name
+    # the load's model check (the probe texts), then the query: no name
+    assert emb.batches == [list(PROBE_TEXTS), [QUERIES[0]]]
     monkeypatch.undo()
     assert ranked(loaded) == want
 

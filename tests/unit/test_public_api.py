@@ -49,6 +49,7 @@ PUBLIC = {
     "semrag.errors": [
         "ConfigError",
         "DocumentConflictError",
+        "EmbedderMismatchError",
         "EmbeddingError",
         "LLMError",
         "LLMOutputError",

@@ -40,12 +40,13 @@ import numpy.typing as npt
 import torch
 
 from semrag.chunking.boundary.rules import check_rule
+from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
+from semrag.fingerprint import MIN_PROBE_COSINE, PROBE_TEXTS, EmbedderFingerprint
 
 if TYPE_CHECKING:
     from semrag.chunking.boundary.data import PairSet
     from semrag.chunking.boundary.train import TrainConfig
-    from semrag.embeddings import BaseEmbedder
 
 __all__ = [
     "PROBE_SENTENCES",
@@ -56,27 +57,18 @@ __all__ = [
     "load_boundary_model",
 ]
 
-PROBE_SENTENCES = (
-    "The committee approved the budget after a long debate.",
-    "Photosynthesis converts light energy into chemical energy in plants.",
-    "She scored twice in the second half of the final.",
-    "Wie spät ist es?",
-)
+PROBE_SENTENCES = PROBE_TEXTS
 """Texts whose embeddings identify an encoder (recorded with trained weights)."""
 
-_PROBE_MIN_COSINE = 0.99
 
-
-def encoder_identity(embedder: Any) -> dict[str, Any]:
+def encoder_identity(embedder: BaseEmbedder) -> dict[str, Any]:
     """Name, weights fingerprint (or ``None``) and probe embeddings of an embedder."""
-    name_of = getattr(embedder, "encoder_name", None)
-    name = name_of if isinstance(name_of, str) else getattr(embedder, "name", None)
-    fingerprint = getattr(embedder, "weights_fingerprint", None)
-    probe = np.asarray(embedder.embed(list(PROBE_SENTENCES)), dtype=np.float64)
+    weights = getattr(embedder, "weights_fingerprint", None)  # a local model's files
+    fingerprint = EmbedderFingerprint.of(embedder)
     return {
-        "name": str(name or type(embedder).__name__),
-        "fingerprint": fingerprint() if callable(fingerprint) else None,
-        "probe": np.round(probe, 5).tolist(),
+        "name": fingerprint.name,
+        "fingerprint": weights() if callable(weights) else None,
+        "probe": np.round(fingerprint.probe.astype(np.float64), 5).tolist(),
     }
 
 
@@ -295,16 +287,15 @@ class PairModel(torch.nn.Module):
         if recorded.get("fingerprint") and callable(fingerprint):
             if fingerprint() == recorded["fingerprint"]:
                 return
-        probe = np.asarray(embedder.embed(list(PROBE_SENTENCES)), dtype=np.float64)
-        expected = np.asarray(recorded["probe"], dtype=np.float64)
-        cos = (probe * expected).sum(1) / (
-            np.linalg.norm(probe, axis=1) * np.linalg.norm(expected, axis=1) + 1e-12
+        trained = EmbedderFingerprint.from_dict(
+            {"name": self.encoder_name, "dim": self.dim, "probe": recorded["probe"]}
         )
-        if float(cos.min()) < _PROBE_MIN_COSINE:
+        given = EmbedderFingerprint.of(as_embedder(embedder))
+        if not trained.matches(given):
             raise ConfigError(
                 f"the {self.kind} weights were trained on {self.encoder_name}; the given "
-                f"embedder ({getattr(embedder, 'name', type(embedder).__name__)}) embeds the "
-                f"probe sentences differently (cosine {cos.min():.3f} < {_PROBE_MIN_COSINE}). "
+                f"embedder ({given.name}) embeds the probe sentences differently (cosine "
+                f"{trained.similarity(given):.3f} < {MIN_PROBE_COSINE}). "
                 "Use the encoder the weights were trained on, or train weights for this one "
                 "(semrag train-boundary)."
             )

@@ -70,10 +70,7 @@ class TrainConfig:
 
 def encoder_name(embedder: BaseEmbedder) -> str:
     """A stable name for the embedder (recorded with trained weights)."""
-    name = getattr(embedder, "encoder_name", None)
-    if isinstance(name, str):
-        return name
-    return str(getattr(embedder, "name", None) or type(embedder).__name__)
+    return embedder.model_name
 
 
 def embed_cached(

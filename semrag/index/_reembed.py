@@ -1,0 +1,96 @@
+"""Moving an index to another embedding model: :meth:`SemanticIndex.reembed`.
+
+The new model's index is built beside the current one (a *shadow*: an empty index made
+as this one is, filled with the same documents, sentence spans, chunks and themes,
+embedded by the new model), then swapped in as one change (``SemanticIndex._adopt``).
+Readers answer from the old version until the swap; writes that land meanwhile are
+embedded too before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from semrag._steps import Call
+from semrag.chunking.base import BoundaryChunker
+from semrag.embeddings import as_embedder
+from semrag.errors import ConfigError
+from semrag.index.change import EmbedsNames, IndexedDocument
+from semrag.index.dense import DenseIndex
+from semrag.index.external import StoreBackedDense
+from semrag.index.sparse import BM25Index
+
+if TYPE_CHECKING:
+    from semrag.index.semantic_index import SemanticIndex
+
+
+def reembedding(
+    index: SemanticIndex, embedder: Any, chunker: BoundaryChunker | None
+) -> Generator[Call, Any, None]:
+    """``index.reembed(embedder)``, written once: it yields the new embedder's work.
+
+    The documents are embedded outside every lock; the swap happens only if no write
+    landed since, else the documents that changed are embedded too and it tries again.
+    """
+    shadow = empty_like(index, embedder, chunker)
+    done: dict[str, tuple[IndexedDocument, tuple[Any, ...]]] = {}
+    while True:
+        with index.read():
+            current = {d: index.indexed(d) for d in index.doc_ids}
+        todo = {i: e for i, e in current.items() if i not in done or done[i][0] is not e}
+        if todo:
+            rows = yield from shadow._compute([e.doc for e in todo.values()], None, todo)
+            done.update((row[0].id, (todo[row[0].id], row)) for row in rows)
+        with index._commit_lock:
+            if index._entries.keys() == current.keys() and all(
+                e is current[i] for i, e in index._entries.items()
+            ):
+                shadow._next_id = index._next_id  # new ids: none is reused in one change
+                shadow._store([done[i][1] for i in current], "error")
+                index._adopt(shadow)
+                return
+
+
+def empty_like(
+    index: SemanticIndex, embedder: Any, chunker: BoundaryChunker | None
+) -> SemanticIndex:
+    """An empty index made as ``index`` is, with another embedder (what reembed fills).
+
+    Raises:
+        ConfigError: if ``index`` cannot be re-embedded (see ``SemanticIndex.reembed``).
+    """
+    new = as_embedder(embedder)
+    dense = index.dense
+    if isinstance(dense, StoreBackedDense):
+        raise ConfigError(
+            "this index's dense channel is a vector store, which embeds the chunks itself: "
+            "build a new store with the new model and a new index over it"
+        )
+    embeds = [f for f in index.followers if isinstance(f, EmbedsNames) and f.embedder is not None]
+    if embeds:
+        raise ConfigError(
+            f"{type(embeds[0]).__name__} follows this index and embeds names with the old "
+            "model: index.unfollow(it), reembed, then build it again over the index"
+        )
+    if chunker is None:
+        old = index.chunker
+        chunker = old.with_embedder(new) if old.embedder is index.embedder else old
+    pieces = index.piece_index
+    shadow = type(index)(
+        chunker,
+        new,
+        ssg=index.ssg_config or False,
+        dense=dense.kind,
+        chunk_vectors=index.chunk_vectors,
+        theme_llm=index.theme_llm,
+        on_llm_error=index.on_llm_error,
+        pieces=None if pieces is None else pieces.split,
+        passages="passages" in index.parts,
+        sentence_dtype=None if index.ssg_config else index.sentence_dtype,
+        show_progress=index.show_progress,
+    )
+    shadow._dense = DenseIndex(**{**dense.config(), "dim": new.dim})
+    bm25 = index.sparse
+    shadow.sparse = BM25Index(k1=bm25.k1, b=bm25.b, epsilon=bm25.epsilon, idf=bm25.idf)
+    return shadow
