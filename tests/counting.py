@@ -15,3 +15,17 @@ class CountingEmbedder(FakeEmbedder):
     def _embed_batch(self, texts: list[str]):  # noqa: ANN202 - the parent's return
         self.embedded.extend(texts)
         return super()._embed_batch(texts)
+
+
+class OtherFake(FakeEmbedder):
+    """Another model of the same size: words hashed with a salt, so another vector space."""
+
+    def _bucket(self, word: str) -> int:
+        return super()._bucket("salt:" + word)
+
+    @property
+    def model_name(self) -> str:
+        return f"OtherFake(dim={self._dim})"
+
+    def __repr__(self) -> str:
+        return f"OtherFake(dim={self._dim})"

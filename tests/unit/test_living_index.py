@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from semrag import Document, SemanticIndex, SSGRetriever
+from semrag.errors import EmbedderMismatchError
 from semrag.fingerprint import PROBE_TEXTS
 from semrag.graph import KnowledgeGraph
 from semrag.index import SSGConfig
@@ -39,7 +40,7 @@ from semrag.retrieval import (
 )
 from semrag.testing import FakeEmbedder
 from semrag.types import Span
-from tests.counting import CountingEmbedder
+from tests.counting import CountingEmbedder, OtherFake
 
 DIM = 16
 
@@ -241,8 +242,11 @@ SSG_CONFIG = SSGConfig(window=2, top_k=3, top_x=2, top_t=2, min_intra=0.0, min_i
 SSG_ALGORITHMS = [a for a in ALGORITHMS if a != "llm_guided_traversal"]
 
 
-def new_index(dense: object = "flat") -> SemanticIndex:
-    return SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=SSG_CONFIG, dense=dense)
+MODELS = (FakeEmbedder, OtherFake)  # two 32-d models: a reembed step moves between them
+
+
+def new_index(dense: object = "flat", model: int = 0) -> SemanticIndex:
+    return SemanticIndex(embedder=MODELS[model](dim=32), ssg=SSG_CONFIG, dense=dense)
 
 
 def hit_key(h) -> tuple:
@@ -309,7 +313,7 @@ def chunk_table(index: SemanticIndex) -> list[tuple]:
 
 
 class LivingIndex(RuleBasedStateMachine):
-    """Random adds, re-adds, deletes, saves and loads; always equal to a fresh build."""
+    """Random adds, re-adds, deletes, saves, loads and model changes; always a fresh build."""
 
     store_factory = None  # None: the embedded store; else a callable giving an empty store
     dense_factory = None  # None: the embedded dense part; else a callable giving a client
@@ -325,6 +329,7 @@ class LivingIndex(RuleBasedStateMachine):
         self.kg = self._build_graph()  # follows the index
         self.retrievers = make_retrievers(self.index, self.kg)
         self.docs: dict[str, str] = {}
+        self.model = 0  # which of MODELS embedded the index
         self.tmp = Path(tempfile.mkdtemp(prefix="semrag-living-"))
 
     @rule(doc=st.integers(0, 5), text=texts)
@@ -407,14 +412,28 @@ class LivingIndex(RuleBasedStateMachine):
             store = self.kg.store  # Neo4j keeps its data
         self.kg.detach()
         self.index = SemanticIndex.load(
-            self.tmp / "index", embedder=FakeEmbedder(dim=32), dense=self.dense
+            self.tmp / "index", embedder=MODELS[self.model](dim=32), dense=self.dense
         )
         self.kg = KnowledgeGraph.resume(self.index, store, self.tmp / "ledger")
         self.retrievers = make_retrievers(self.index, self.kg)
 
+    @precondition(lambda self: self.dense is None)  # a vector store embeds by itself
+    @rule()
+    def reembed(self):
+        """Move to the other model: the graph, which embeds names, is built again after."""
+        self.kg.detach()
+        with pytest.raises(EmbedderMismatchError):  # its save names the old model
+            self.index.save(self.tmp / "before")
+            SemanticIndex.load(self.tmp / "before", embedder=MODELS[1 - self.model](dim=32))
+        self.model = 1 - self.model
+        self.index.reembed(MODELS[self.model](dim=32))
+        assert self.index.fingerprint.name == MODELS[self.model](dim=32).model_name
+        self.kg = self._build_graph()
+        self.retrievers = make_retrievers(self.index, self.kg)
+
     @invariant()
     def equals_a_fresh_build(self):
-        fresh = new_index()
+        fresh = new_index(model=self.model)
         fresh.add_documents([Document(d, t) for d, t in self.docs.items()])
         assert self.index.doc_ids == fresh.doc_ids
         assert chunk_table(self.index) == chunk_table(fresh)
@@ -432,7 +451,7 @@ class LivingIndex(RuleBasedStateMachine):
         ents, vectors = self.kg.entity_vectors()  # kept per change, or read from a save
         assert sorted(e.id for e in ents) == [e[0] for e in graph_table(self.kg)["entities"]]
         names = [e.name for e in ents]
-        np.testing.assert_allclose(vectors, FakeEmbedder(dim=32).embed(names), atol=1e-6)
+        np.testing.assert_allclose(vectors, MODELS[self.model](dim=32).embed(names), atol=1e-6)
         # every store looks names up with one meaning: the same results on Neo4j
         assert results(self.index, self.retrievers) == results(
             fresh, make_retrievers(fresh, fresh_kg)
