@@ -38,6 +38,8 @@ VECTOR_INDEXES = tuple(
         ("piece", "SemragPiece"),
     )
 )
+# a change written in several transactions is marked until its last one (WRITE_STATE)
+MARK_WRITING = "MERGE (s:SemragIndexState {name: $name}) SET s.writing = $version"
 READ_STATE = (  # properties(): no warning from a database that has none of these keys yet
     "OPTIONAL MATCH (s:SemragIndexState {name: $name}) RETURN properties(s) AS state"
 )
@@ -55,7 +57,7 @@ DROP_VECTOR_INDEXES = (
 WRITE_STATE = (
     "MERGE (s:SemragIndexState {name: $name}) "
     "SET s.version = $version, s.dim = $dim, s.embedder = $embedder, "
-    "s.fingerprint = $fingerprint, s.edges = $edges, "
+    "s.fingerprint = $fingerprint, s.edges = $edges, s.writing = null, "
     "s.ssg = $ssg, s.windows = $windows, s.pca_mean = $pca_mean, s.pca_components = $pca, "
     "s.pca_digest = $pca_digest, s.next_seq = $next_seq, s.pieces = $pieces, "
     "s.passages = $passages"

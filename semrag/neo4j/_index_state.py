@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag.embeddings import BaseEmbedder
-from semrag.errors import ConfigError
+from semrag.errors import ConfigError, StoreError
 from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
 from semrag.index.change import IndexedDocument
 from semrag.neo4j._index_cypher import READ_STATE
@@ -39,14 +39,25 @@ def read_state(store: Neo4jGraphStore, name: str) -> dict[str, Any]:
     return dict(store.read_rows(READ_STATE, name=name)[0]["state"] or {})
 
 
-def stored_model(
+def served_model(
     state: Mapping[str, Any], embedder: BaseEmbedder, what: str, allow_mismatch: bool
 ) -> tuple[EmbedderFingerprint, str | None]:
-    """The stored index's model, once ``embedder`` is checked against it.
+    """The stored index's model, once the state is found whole and ``embedder`` its model.
 
     See :func:`semrag.fingerprint.stored_fingerprint` (a state written before fingerprints
     were stored is checked by its dimension only, with a warning).
+
+    Raises:
+        StoreError: if a change written in several transactions was interrupted (the
+            database holds parts of two versions until its writer is attached again).
+        EmbedderMismatchError: if ``embedder`` is not the stored index's model.
     """
+    if state.get("writing") is not None:
+        raise StoreError(
+            f"{what} holds a change (version {state['writing']}) that was written in steps "
+            "and interrupted, so it mixes two versions: attach its writer again "
+            "(Neo4jIndexStore.for_index(index, store)), which finishes it, then serve it"
+        )
     saved = state.get("fingerprint")
     return stored_fingerprint(
         json.loads(saved) if saved else None,

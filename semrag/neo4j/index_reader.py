@@ -35,7 +35,7 @@ from semrag.neo4j._index_cypher import (
     STATE,
     lucene_query,
 )
-from semrag.neo4j._index_state import Floats, Ints, read_state, stored_model
+from semrag.neo4j._index_state import Floats, Ints, read_state, served_model
 from semrag.neo4j._remote import (
     ChunkDense,
     RemotePieces,
@@ -100,8 +100,8 @@ class Neo4jIndex:
 
     Raises:
         EmbedderMismatchError: if the embedder is not the stored index's model.
-        ConfigError: if the database holds no index of that name, or vectors of another
-            dimension than the embedder's.
+        ConfigError: if the database holds no index of that name.
+        StoreError: if it holds a change written in steps and interrupted (a mix).
     """
 
     async_reads = True
@@ -135,7 +135,7 @@ class Neo4jIndex:
                 f"the database holds no semrag index named {name!r}: "
                 "write one with Neo4jIndexStore.for_index(index, store)"
             )
-        self.fingerprint, self.note = stored_model(
+        self.fingerprint, self.note = served_model(
             state, self.embedder, f"the index {name!r} in {store!r}", allow_embedder_mismatch
         )
         """The stored vectors' model (``note``: another was allowed, see below)."""

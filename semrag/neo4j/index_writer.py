@@ -87,6 +87,7 @@ from semrag.neo4j._index_cypher import (
     DUMP_PIECES,
     DUMP_WINDOWS,
     FINGERPRINTS,
+    MARK_WRITING,
     MERGE_NAMES,
     SCHEMA,
     STATE,
@@ -448,7 +449,8 @@ class Neo4jIndexStore:
                 self.store.transact(run_statements(steps), write=True)
             else:  # in steps: a failure halfway is repaired as any failed write is
                 self._behind, self._edges = True, None
-                for step in steps:
+                mark = (MARK_WRITING, {"name": self.name, "version": change.version})
+                for step in [[mark], *steps]:  # readers refuse a half-written change
                     self.store.transact(run_statements([step]), write=True)
         except StoreError:
             self._behind = True  # the next change (or sync) writes the difference
