@@ -55,6 +55,11 @@ class _CoreTextSplitter(TextSplitter):
         strip_whitespace: bool,
         keep_separator: bool | str,
     ) -> None:
+        if "embedder" in chunker_args:
+            raise ConfigError(
+                "a LangChain splitter takes its model as embeddings= (a LangChain Embeddings "
+                "or a semrag embedder), not embedder="
+            )
         if strip_whitespace is not True:
             raise ConfigError(
                 "strip_whitespace=False does not apply: semrag chunks are runs of sentences, "

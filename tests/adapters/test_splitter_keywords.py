@@ -76,6 +76,7 @@ def test_langchain_from_huggingface_tokenizer_measures_in_word_pieces(minilm):
         ({"keep_separator": "start"}, "keep_separator='start' does not apply"),
         ({"keep_separator": True}, "keep_separator=True does not apply"),
         ({"chunk_size": 100, "chunk_overlap": 100}, "overlap_tokens must be in"),
+        ({"embedder": FakeEmbedder(dim=384)}, "takes its model as embeddings="),
     ],
 )
 def test_langchain_keywords_that_conflict_or_do_not_apply_raise(kwargs, message):
