@@ -355,7 +355,8 @@ def goals(n: int, report: str, growth: list[dict]) -> str:
     """The goals of the scale issue, checked against a report of ``n`` chunks and the growth.
 
     The default index built in under 15 minutes and 8 GB peak (embedding excluded); with
-    the knowledge graph (and SKETCH's pieces, and the queries), under 16 GB together; every stage growing at most as n^1.1; p50
+    the knowledge graph (and SKETCH's pieces, and the queries), under 16 GB together; every
+    stage growing at most as n^1.1; p50
     under 20 ms for dense, BM25, IAR and ``GraphRetriever()``, under 100 ms for SKETCH
     and local search. A goal the report cannot tell is said to be not measured.
     """
