@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 
 def reembedding(
-    index: SemanticIndex, embedder: Any, chunker: BoundaryChunker | None
+    index: SemanticIndex,
+    embedder: Any,
+    chunker: BoundaryChunker | None,
+    show_progress: bool | None = None,
 ) -> Generator[Call, Any, None]:
     """``index.reembed(embedder)``, written once: it yields the new embedder's work.
 
@@ -34,6 +37,8 @@ def reembedding(
     landed since, else the documents that changed are embedded too and it tries again.
     """
     shadow = empty_like(index, embedder, chunker)
+    if show_progress is not None:
+        shadow.show_progress = show_progress
     done: dict[str, tuple[IndexedDocument, tuple[Any, ...]]] = {}
     while True:
         with index.read():

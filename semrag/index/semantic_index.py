@@ -271,7 +271,13 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         if note is not None:
             self.notes.append(note)
 
-    def reembed(self, embedder: Any, *, chunker: BoundaryChunker | None = None) -> None:
+    def reembed(
+        self,
+        embedder: Any,
+        *,
+        chunker: BoundaryChunker | None = None,
+        show_progress: bool | None = None,
+    ) -> None:
         """Move the index to another embedding model: every vector embedded again, one change.
 
         Every sentence, chunk, window, theme, SKETCH piece and passage-phrase vector is
@@ -294,6 +300,8 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
             chunker: the chunker for documents added later; default the index's own, or,
                 when it embeds with the index's old model (the default
                 ``SemanticChunker``), a copy of it with the new model.
+            show_progress: a progress bar over the documents (default: the index's
+                ``show_progress``).
 
         Raises:
             ConfigError: for an index whose dense channel is the user's vector store (it
@@ -311,11 +319,18 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
             >>> index.embedder.dim, index.fingerprint.dim
             (64, 64)
         """
-        drive(reembedding(self, embedder, chunker), functools.partial(call, None))
+        drive(reembedding(self, embedder, chunker, show_progress), functools.partial(call, None))
 
-    async def areembed(self, embedder: Any, *, chunker: BoundaryChunker | None = None) -> None:
+    async def areembed(
+        self,
+        embedder: Any,
+        *,
+        chunker: BoundaryChunker | None = None,
+        show_progress: bool | None = None,
+    ) -> None:
         """Async twin of :meth:`reembed` (the embedder's async path; CPU work off the loop)."""
-        await adrive(reembedding(self, embedder, chunker), functools.partial(acall, None))
+        steps = reembedding(self, embedder, chunker, show_progress)
+        await adrive(steps, functools.partial(acall, None))
 
     def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
         """Read one version of the index for the length of a ``with`` block.

@@ -160,6 +160,11 @@ def test_a_progress_bar_shows_the_work(capsys):
     capsys.readouterr()
     index.reembed(OtherFake(dim=32))
     assert "Indexing" in capsys.readouterr().err
+    index.reembed(FakeEmbedder(dim=32), show_progress=False)
+    assert "Indexing" not in capsys.readouterr().err
+    quiet = filled()
+    quiet.reembed(OtherFake(dim=32), show_progress=True)
+    assert "Indexing" in capsys.readouterr().err and not quiet.show_progress
 
 
 def test_what_cannot_be_reembedded_is_refused_with_the_way_out():
