@@ -15,8 +15,9 @@ precision = reference characters / budget spent, IoU = reference characters retr
 (retrieved characters + reference characters missed). ``@5`` is the same at 5 chunks,
 whatever their size.
 
-Splitters whose chunks come without offsets are located in the text; chunks that cannot
-be found are counted (``lost``) and retrieve nothing.
+The scoring is :func:`semrag.eval.evaluate_splitters` (the API users run on their own
+documents): splitters whose chunks come without offsets are located in the text; chunks
+that cannot be found are counted (``lost``) and retrieve nothing.
 
 The articles and abstracts are split in two halves by position (even/odd): ``--half dev``
 is where defaults were chosen, ``--half check`` the other half, which no setting saw.
@@ -28,13 +29,11 @@ is where defaults were chosen, ``--half check`` the other half, which no setting
 from __future__ import annotations
 
 import argparse
-import bisect
 import gzip
 import json
 import os
 import random
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +48,6 @@ from _common import (  # noqa: E402
     cached_semrag_embedder,
     chonkie_embeddings,
     emit,
-    encode_cached,
     header,
     lc_embeddings,
     li_embeddings,
@@ -61,7 +59,6 @@ from semrag.text import split_sentences  # noqa: E402
 
 BUDGETS = (1000, 4000)
 K = 5
-Spans = list[tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -131,63 +128,6 @@ def pubmed(half: str, limit: int | None) -> Corpus:
 
 
 # -- splitters ------------------------------------------------------------------------------
-def _squeezed(text: str) -> tuple[str, list[int]]:
-    """``text`` with every whitespace run made one space, and each kept character's offset."""
-    out: list[str] = []
-    where: list[int] = []
-    space = False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            if not space:
-                out.append(" ")
-                where.append(i)
-            space = True
-        else:
-            out.append(ch)
-            where.append(i)
-            space = False
-    return "".join(out), where
-
-
-def _checked(text: str, pieces: list[tuple[str, int | None]]) -> Spans:
-    """Spans of (chunk text, claimed start) pairs; a wrong or missing start is located.
-
-    A piece whose whitespace the splitter changed (LangChain's ``SemanticChunker`` joins
-    sentences with one space) is found with whitespace runs made equal; one that is still
-    not found is lost, ``(-1, -1)``.
-    """
-    spans: Spans = []
-    squeezed: tuple[str, list[int]] | None = None
-    pos = 0
-    for piece, start in pieces:
-        if start is not None and start >= 0 and text[start : start + len(piece)] == piece:
-            spans.append((start, start + len(piece)))
-            pos = start + 1
-            continue
-        probe = piece.strip()
-        at = text.find(probe, pos)
-        if at < 0:
-            at = text.find(probe)
-        if at >= 0:
-            spans.append((at, at + len(probe)))
-            pos = at + 1
-            continue
-        if squeezed is None:
-            squeezed = _squeezed(text)
-        flat, where = squeezed
-        small = _squeezed(probe)[0]
-        from_ = bisect.bisect_left(where, pos)
-        at = flat.find(small, from_)
-        if at < 0:
-            at = flat.find(small)
-        if at < 0 or not small:
-            spans.append((-1, -1))
-            continue
-        spans.append((where[at], where[at + len(small) - 1] + 1))
-        pos = where[at] + 1
-    return spans
-
-
 def _variant(spec: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """``"k=v,k=v"`` -> (splitter keywords, module constants of ``semrag.chunking.semantic``)."""
     import ast
@@ -204,15 +144,19 @@ def _variant(spec: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return kwargs, constants
 
 
-def _patched(run: Callable[[list[str]], list[Spans]], constants: dict[str, Any]) -> Any:
+def _patched(splitter: Any, constants: dict[str, Any]) -> Callable[[str], list[Any]]:
+    """``splitter`` run with module constants of ``semrag.chunking.semantic`` changed."""
     import semrag.chunking.semantic as semantic
+    from semrag.eval.splitters import as_splitter
 
-    def patched(texts: list[str]) -> list[Spans]:
+    split = as_splitter(splitter)
+
+    def patched(text: str) -> list[Any]:
         saved = {k: getattr(semantic, k) for k in constants}
         for k, v in constants.items():
             setattr(semantic, k, v)
         try:
-            return run(texts)
+            return list(split(text))
         finally:
             for k, v in saved.items():
                 setattr(semantic, k, v)
@@ -220,14 +164,12 @@ def _patched(run: Callable[[list[str]], list[Spans]], constants: dict[str, Any])
     return patched
 
 
-def splitters(
-    model: Any, only: list[str] | None, variants: list[str] = ()
-) -> dict[str, Callable[[list[str]], list[Spans]]]:
+def splitters(model: Any, only: list[str] | None, variants: list[str] = ()) -> dict[str, Any]:
+    """The splitters compared, as :func:`semrag.eval.evaluate_splitters` takes them."""
     from chonkie import RecursiveChunker as ChonkieRecursive
     from chonkie import SemanticChunker as ChonkieSemantic
     from langchain_experimental.text_splitter import SemanticChunker as LCSemantic
     from langchain_text_splitters import RecursiveCharacterTextSplitter
-    from llama_index.core import Document as LIDocument
     from llama_index.core.node_parser import SemanticSplitterNodeParser, SentenceSplitter
 
     from langchain_semrag import MFCTextSplitter, PSCTextSplitter, SemanticTextSplitter
@@ -235,68 +177,33 @@ def splitters(
     lc_emb = lc_embeddings(model, cache=True)
     ours = cached_semrag_embedder(model)
 
-    def langchain(splitter: Any) -> Callable[[list[str]], list[Spans]]:
-        embedding_text = getattr(getattr(splitter, "chunker", None), "embedding_text", None)
+    def chonkie(chunker: Any) -> Callable[[str], list[tuple[str, int]]]:
+        return lambda text: [(c.text, c.start_index) for c in chunker.chunk(text)]
 
-        def run(texts: list[str]) -> list[Spans]:
-            out = []
-            for t in texts:
-                docs = splitter.create_documents([t])
-                spans = _checked(t, [(d.page_content, d.metadata.get("start_index")) for d in docs])
-                heads = [d.metadata.get("semrag_headings") for d in docs]
-                if embedding_text is not None and getattr(
-                    splitter.chunker, "contextual_headings", False
-                ):
-                    # the text our index would embed: the heading path in front
-                    spans = [
-                        (a, b, " > ".join(h) + "\n\n" if h else "")
-                        for (a, b), h in zip(spans, heads, strict=True)
-                    ]
-                out.append(spans)
-            return out
-
-        return run
-
-    def llama(parser: Any) -> Callable[[list[str]], list[Spans]]:
-        def run(texts: list[str]) -> list[Spans]:
-            out = []
-            for t in texts:
-                nodes = parser.get_nodes_from_documents([LIDocument(text=t)])
-                out.append(_checked(t, [(n.get_content(), n.start_char_idx) for n in nodes]))
-            return out
-
-        return run
-
-    def chonkie(chunker: Any) -> Callable[[list[str]], list[Spans]]:
-        def run(texts: list[str]) -> list[Spans]:
-            return [_checked(t, [(c.text, c.start_index) for c in chunker.chunk(t)]) for t in texts]
-
-        return run
-
-    table_: dict[str, Callable[[], Callable[[list[str]], list[Spans]]]] = {
-        "semrag SemanticTextSplitter()": lambda: langchain(SemanticTextSplitter(ours)),
-        "semrag SemanticTextSplitter(1000, 200)": lambda: langchain(
-            SemanticTextSplitter(ours, chunk_size=1000, chunk_overlap=200)
+    table_: dict[str, Callable[[], Any]] = {
+        "semrag SemanticTextSplitter()": lambda: SemanticTextSplitter(ours),
+        "semrag SemanticTextSplitter(1000, 200)": lambda: SemanticTextSplitter(
+            ours, chunk_size=1000, chunk_overlap=200
         ),
-        "semrag paper rule (target_tokens=None, max_tokens=1024)": lambda: langchain(
-            SemanticTextSplitter(ours, target_tokens=None, max_tokens=1024)
+        "semrag paper rule (target_tokens=None, max_tokens=1024)": lambda: SemanticTextSplitter(
+            ours, target_tokens=None, max_tokens=1024
         ),
-        "semrag PSCTextSplitter() (shipped weights)": lambda: langchain(PSCTextSplitter(ours)),
-        "semrag MFCTextSplitter() (shipped weights)": lambda: langchain(MFCTextSplitter(ours)),
-        "LangChain Recursive(1000, 200)": lambda: langchain(
-            RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200, add_start_index=True)
+        "semrag PSCTextSplitter() (shipped weights)": lambda: PSCTextSplitter(ours),
+        "semrag MFCTextSplitter() (shipped weights)": lambda: MFCTextSplitter(ours),
+        "LangChain Recursive(1000, 200)": lambda: RecursiveCharacterTextSplitter(
+            chunk_size=1000, chunk_overlap=200, add_start_index=True
         ),
-        "LangChain Recursive(400, 0)": lambda: langchain(
-            RecursiveCharacterTextSplitter(chunk_size=400, chunk_overlap=0, add_start_index=True)
+        "LangChain Recursive(400, 0)": lambda: RecursiveCharacterTextSplitter(
+            chunk_size=400, chunk_overlap=0, add_start_index=True
         ),
-        "LangChain SemanticChunker": lambda: langchain(LCSemantic(lc_emb, add_start_index=True)),
+        "LangChain SemanticChunker": lambda: LCSemantic(lc_emb, add_start_index=True),
         "chonkie RecursiveChunker": lambda: chonkie(ChonkieRecursive()),
         "chonkie SemanticChunker": lambda: chonkie(
             ChonkieSemantic(embedding_model=chonkie_embeddings(model, cache=True))
         ),
-        "LlamaIndex SentenceSplitter": lambda: llama(SentenceSplitter()),
-        "LlamaIndex SemanticSplitter": lambda: llama(
-            SemanticSplitterNodeParser(embed_model=li_embeddings(model, cache=True))
+        "LlamaIndex SentenceSplitter": lambda: SentenceSplitter(),
+        "LlamaIndex SemanticSplitter": lambda: SemanticSplitterNodeParser(
+            embed_model=li_embeddings(model, cache=True)
         ),
     }
     chosen = {
@@ -306,55 +213,20 @@ def splitters(
     }
     for spec in variants:
         kwargs, constants = _variant(spec)
-        chosen[f"semrag variant {spec}"] = _patched(
-            langchain(SemanticTextSplitter(ours, **kwargs)), constants
-        )
+        chosen[f"semrag variant {spec}"] = _patched(SemanticTextSplitter(ours, **kwargs), constants)
     return chosen
 
 
-# -- scoring --------------------------------------------------------------------------------
-def _overlap(spans: Spans, ref: tuple[int, int]) -> int:
-    """Reference characters covered by the union of ``spans``."""
-    a, b = ref
-    covered = np.zeros(b - a, dtype=bool)
-    for s, e in spans:
-        lo, hi = max(s, a), min(e, b)
-        if lo < hi:
-            covered[lo - a : hi - a] = True
-    return int(covered.sum())
+def evaluated(corpus: Corpus, chosen: dict[str, Any], embedder: Any):
+    """:func:`semrag.eval.evaluate_splitters` on one corpus (documents named by position)."""
+    from semrag.eval import EvalQuestion, Excerpt, evaluate_splitters
+    from semrag.types import Document
 
-
-def score(corpus: Corpus, spans: list[Spans], model: Any, queries: np.ndarray) -> dict[str, float]:
-    owners = [(d, x[0], x[1]) for d, doc_spans in enumerate(spans) for x in doc_spans if x[0] >= 0]
-    prefixes = [x[2] if len(x) > 2 else "" for doc_spans in spans for x in doc_spans if x[0] >= 0]
-    texts = [p + corpus.texts[d][s:e] for p, (d, s, e) in zip(prefixes, owners, strict=True)]
-    vectors = np.stack(encode_cached(model, texts)).astype(np.float32)
-    lengths = np.array([e - s for _, s, e in owners])
-    order = np.argsort(-(queries @ vectors.T), axis=1)
-    sums: dict[str, list[float]] = {}
-    for qi, q in enumerate(corpus.questions):
-        ref_len = q.reference[1] - q.reference[0]
-        ranked = order[qi]
-        for label, budget in [*((f"{b}", b) for b in BUDGETS), (f"@{K}", None)]:
-            taken: Spans = []
-            spent = 0
-            for j in ranked[:K] if budget is None else ranked:
-                d, s, e = owners[j]
-                length = int(lengths[j]) if budget is None else min(int(lengths[j]), budget - spent)
-                spent += length
-                if d == q.doc:
-                    taken.append((s, s + length))
-                if budget is not None and spent >= budget:
-                    break
-            hit = _overlap(taken, q.reference)
-            sums.setdefault(f"recall {label}", []).append(hit / ref_len)
-            sums.setdefault(f"precision {label}", []).append(hit / max(spent, 1))
-            sums.setdefault(f"IoU {label}", []).append(hit / (spent + ref_len - hit))
-    out = {k: float(np.mean(v)) for k, v in sums.items()}
-    out["chunks"] = len(owners)
-    out["mean chars"] = float(lengths.mean())
-    out["lost"] = sum(1 for doc_spans in spans for x in doc_spans if x[0] < 0)
-    return out
+    docs = [Document(str(i), t) for i, t in enumerate(corpus.texts)]
+    questions = [
+        EvalQuestion(q.text, (Excerpt(str(q.doc), *q.reference),)) for q in corpus.questions
+    ]
+    return evaluate_splitters(docs, questions, chosen, embedder=embedder, budgets=BUDGETS, k=K)
 
 
 def main() -> None:
@@ -377,18 +249,17 @@ def main() -> None:
 
     model = SentenceTransformerEmbedder().model
     corpora = [squad(args.half, args.squad, args.per_article), pubmed(args.half, args.pubmed)]
-    queries = {
-        c.name: np.stack(encode_cached(model, [q.text for q in c.questions])) for c in corpora
-    }
+    chosen = splitters(model, args.only, args.ours)
+    embedder = cached_semrag_embedder(model)
+    tables = {c.name: evaluated(c, chosen, embedder) for c in corpora}
     rows: list[dict[str, Any]] = []
-    for name, run in splitters(model, args.only, args.ours).items():
+    for name in chosen:
         row: dict[str, Any] = {"splitter": name}
-        t0 = time.perf_counter()
         for c in corpora:
-            spans = run(c.texts)
-            for key, value in score(c, spans, model, queries[c.name]).items():
-                row[f"{c.name} {key}"] = value
-        row["seconds"] = time.perf_counter() - t0
+            for key, value in tables[c.name].row(name).items():
+                if key != "splitter":
+                    row[f"{c.name} {key}"] = value
+        row["seconds"] = sum(tables[c.name].row(name)["split seconds"] for c in corpora)
         for key in ("recall 1000", "recall 4000", "recall @5"):
             row[f"mean {key}"] = float(np.mean([row[f"{c.name} {key}"] for c in corpora]))
         rows.append(row)

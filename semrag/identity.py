@@ -31,16 +31,18 @@ document is replaced: an upsert) or ``"skip"`` (the new one is left out, with a 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from semrag.errors import ConfigError
+from semrag.types import Document
 
 __all__ = [
     "CHUNK_POSITION_KEYS",
     "ON_CONFLICT",
     "POSITION_KEYS",
     "OnConflict",
+    "as_documents",
     "check_on_conflict",
     "chunk_document_id",
     "content_id",
@@ -189,3 +191,52 @@ def check_on_conflict(value: Any) -> OnConflict:
     if value not in ON_CONFLICT:
         raise ConfigError(f"on_conflict must be one of {list(ON_CONFLICT)}, got {value!r}")
     return value  # type: ignore[no-any-return]
+
+
+def _framework_document(d: Any) -> Document | None:
+    """A LangChain or LlamaIndex document (duck-typed: the core imports neither), or None.
+
+    LangChain: ``page_content`` and ``metadata``; LlamaIndex documents and nodes:
+    ``get_content()`` without metadata, and ``metadata``. The id follows
+    :mod:`semrag.identity`; a LlamaIndex document or node handed over as a document is
+    named by its own ``node_id`` (its ``id_``).
+    """
+    text = getattr(d, "page_content", None)
+    if isinstance(text, str):
+        meta = dict(getattr(d, "metadata", None) or {})
+        return Document(id=document_id(text, meta, d), text=text, metadata=meta)
+    get_content = getattr(d, "get_content", None)
+    node_id = getattr(d, "node_id", None)
+    if callable(get_content) and node_id:
+        content = get_content(metadata_mode="none")
+        if isinstance(content, str):
+            meta = dict(getattr(d, "metadata", None) or {})
+            return Document(id=str(node_id), text=content, metadata=meta)
+    return None
+
+
+def as_documents(documents: Iterable[Any]) -> list[Document]:
+    """Semrag documents from any supported kind, named by :mod:`semrag.identity`.
+
+    Strings are named by their content (never by their position in the call).
+
+    Raises:
+        TypeError: for a single text or document instead of a list, or an item of an
+            unsupported kind.
+    """
+    if isinstance(documents, (str, Document)):
+        raise ConfigError("pass a list of documents, or use chunk() for a single text")
+    docs: list[Document] = []
+    for d in documents:
+        if isinstance(d, Document):
+            docs.append(d)
+        elif isinstance(d, str):
+            docs.append(Document(id=content_id(d), text=d))
+        elif (converted := _framework_document(d)) is not None:
+            docs.append(converted)
+        else:
+            raise ConfigError(
+                "documents must be semrag Documents, str, or LangChain / LlamaIndex "
+                f"documents; got {type(d).__name__}"
+            )
+    return docs

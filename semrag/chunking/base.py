@@ -32,7 +32,7 @@ from semrag._validation import Interval, validate_params
 from semrag.chunking._split import merge_small_segments, segments_from_breaks, split_with_overlap
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
-from semrag.identity import content_id, document_id
+from semrag.identity import as_documents, content_id
 from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
 from semrag.text.tokens import SPACE_RUN, Tokenizer, WhitespaceTokenizer, as_tokenizer
 from semrag.types import HEADINGS_KEY, Chunk, Document, Span
@@ -118,60 +118,11 @@ class Prepared:
     """The document's :class:`~semrag.text.structure.Layout`, once a chunker reads it."""
 
 
-def _framework_document(d: Any) -> Document | None:
-    """A LangChain or LlamaIndex document (duck-typed: the core imports neither), or None.
-
-    LangChain: ``page_content`` and ``metadata``; LlamaIndex documents and nodes:
-    ``get_content()`` without metadata, and ``metadata``. The id follows
-    :mod:`semrag.identity`; a LlamaIndex document or node handed over as a document is
-    named by its own ``node_id`` (its ``id_``).
-    """
-    text = getattr(d, "page_content", None)
-    if isinstance(text, str):
-        meta = dict(getattr(d, "metadata", None) or {})
-        return Document(id=document_id(text, meta, d), text=text, metadata=meta)
-    get_content = getattr(d, "get_content", None)
-    node_id = getattr(d, "node_id", None)
-    if callable(get_content) and node_id:
-        content = get_content(metadata_mode="none")
-        if isinstance(content, str):
-            meta = dict(getattr(d, "metadata", None) or {})
-            return Document(id=str(node_id), text=content, metadata=meta)
-    return None
-
-
 def _one(text: Any, doc_id: str | None, metadata: Mapping[str, Any] | None) -> Document:
     """The document :meth:`BoundaryChunker.chunk` chunks (``TypeError`` if not a text)."""
     if not isinstance(text, str):
         raise ConfigError(f"text must be str, got {type(text).__name__}")
     return Document(doc_id if doc_id is not None else content_id(text), text, dict(metadata or {}))
-
-
-def as_documents(documents: Iterable[Any]) -> list[Document]:
-    """Semrag documents from any supported kind, named by :mod:`semrag.identity`.
-
-    Strings are named by their content (never by their position in the call).
-
-    Raises:
-        TypeError: for a single text or document instead of a list, or an item of an
-            unsupported kind.
-    """
-    if isinstance(documents, (str, Document)):
-        raise ConfigError("pass a list of documents, or use chunk() for a single text")
-    docs: list[Document] = []
-    for d in documents:
-        if isinstance(d, Document):
-            docs.append(d)
-        elif isinstance(d, str):
-            docs.append(Document(id=content_id(d), text=d))
-        elif (converted := _framework_document(d)) is not None:
-            docs.append(converted)
-        else:
-            raise ConfigError(
-                "documents must be semrag Documents, str, or LangChain / LlamaIndex "
-                f"documents; got {type(d).__name__}"
-            )
-    return docs
 
 
 class BoundaryChunker:

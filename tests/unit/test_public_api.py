@@ -85,6 +85,7 @@ PUBLIC = {
         "ON_CONFLICT",
         "OnConflict",
         "POSITION_KEYS",
+        "as_documents",
         "check_on_conflict",
         "chunk_document_id",
         "content_id",

@@ -1,0 +1,66 @@
+"""The evaluation's bridge to LangChain (entry point ``semrag.eval_bridges``: ``langchain``).
+
+It lets :func:`semrag.eval.evaluate_splitters`, :func:`~semrag.eval.evaluate_retrievers`
+and :func:`~semrag.eval.generate_questions` take LangChain objects as they are: a
+``TextSplitter`` (``create_documents`` with its ``start_index``), a ``BaseRetriever`` (the
+documents' ids by :func:`semrag.identity.chunk_document_id`), ``Embeddings`` and chat
+models or LLMs. Translation only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.retrievers import BaseRetriever
+from langchain_text_splitters import TextSplitter
+
+from langchain_semrag.embeddings import to_embedder, to_llm
+from langchain_semrag.text_splitters import _CoreTextSplitter
+from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.eval.splitters import Split, as_splitter
+from semrag.identity import chunk_document_id
+from semrag.llm import LLM
+
+__all__ = ["bridge"]
+
+
+class LangChainBridge:
+    """LangChain objects as the evaluation runs them (``None`` for any other object)."""
+
+    def splitter(self, obj: Any) -> Callable[[str], Sequence[Split]] | None:
+        """Ours through its core chunker (exact offsets); any other by ``create_documents``."""
+        if isinstance(obj, _CoreTextSplitter):
+            return as_splitter(obj.chunker)
+        if not isinstance(obj, TextSplitter):
+            return None
+
+        def split(text: str) -> list[Split]:
+            docs = obj.create_documents([text])
+            return [Split(d.page_content, d.metadata.get("start_index")) for d in docs]
+
+        return split
+
+    def retriever(self, obj: Any) -> Callable[[str], list[str]] | None:
+        """The ids of the documents ``obj.invoke`` returns, in order."""
+        if not isinstance(obj, BaseRetriever):
+            return None
+        return lambda q: [_doc_id(d) for d in obj.invoke(q)]
+
+    def embedder(self, obj: Any) -> BaseEmbedder | None:
+        """A LangChain ``Embeddings`` (ours unwrapped)."""
+        return as_embedder(to_embedder(obj)) if isinstance(obj, Embeddings) else None
+
+    def llm(self, obj: Any) -> LLM | None:
+        """A LangChain chat model or LLM."""
+        return to_llm(obj) if isinstance(obj, BaseLanguageModel) else None
+
+
+def _doc_id(doc: Any) -> str:
+    found = chunk_document_id(doc.metadata)
+    return found if found is not None else str(doc.id or doc.page_content[:80])
+
+
+bridge = LangChainBridge()

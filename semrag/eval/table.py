@@ -1,0 +1,85 @@
+"""A table of evaluation results: printed, written as JSON and CSV."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ResultTable"]
+
+
+@dataclass
+class ResultTable:
+    """Rows of results, one per splitter or retriever, in the order they were given.
+
+    Attributes:
+        rows: one mapping per row: its name under ``key``, then its numbers.
+        key: the name column (``"splitter"`` or ``"retriever"``).
+        data: what was evaluated (documents, questions, settings), for the record.
+        per_question: per row name and metric, the value of each question (the means in
+            ``rows`` are their averages; intervals are drawn from them).
+    """
+
+    rows: list[dict[str, Any]]
+    key: str
+    data: dict[str, Any] = field(default_factory=dict)
+    per_question: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column, in the order the rows first name them."""
+        return list(dict.fromkeys(k for row in self.rows for k in row))
+
+    def row(self, name: str) -> dict[str, Any]:
+        """The row of ``name``.
+
+        Raises:
+            KeyError: if no row has that name.
+        """
+        for r in self.rows:
+            if r[self.key] == name:
+                return r
+        names = [r[self.key] for r in self.rows]
+        raise KeyError(f"no {self.key} named {name!r}; the rows are {names}")
+
+    def to_markdown(self, columns: Sequence[str] | None = None) -> str:
+        """A Markdown table of ``columns`` (default: all)."""
+        cols = list(columns or self.columns)
+        lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for r in self.rows:
+            lines.append("| " + " | ".join(_cell(r.get(c)) for c in cols) + " |")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the data, the rows and the per-question values."""
+        return {"data": self.data, "rows": self.rows, "per_question": self.per_question}
+
+    def to_json(self, path: str | Path) -> Path:
+        """Write :meth:`to_dict` as JSON."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
+        return path
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the rows as CSV (one column per metric)."""
+        path = Path(path)
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self.columns)
+            writer.writeheader()
+            writer.writerows(self.rows)
+        return path
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
