@@ -146,11 +146,12 @@ def score_located(
         for x in spans
         if not x.lost
     ]
-    if not owners:
-        raise ConfigError("the splitter found no chunk in any document")
-    vectors = np.asarray(embedder.embed(texts), np.float32)
-    lengths = np.array([e - s for _, s, e in owners])
-    order = np.argsort(-(query_vectors @ vectors.T), axis=1)
+    lengths = np.array([e - s for _, s, e in owners], dtype=np.int64)
+    if owners:
+        vectors = np.asarray(embedder.embed(texts), np.float32)
+        order = np.argsort(-(query_vectors @ vectors.T), axis=1)
+    else:  # every chunk lost (a splitter that rewrote the text): nothing to retrieve
+        order = np.zeros((len(questions), 0), np.int64)
     per: dict[str, list[float]] = {}
     for qi, q in enumerate(questions):
         refs = [(positions[e.doc_id], e.start, e.end) for e in q.excerpts]
@@ -172,7 +173,7 @@ def score_located(
             per.setdefault(f"IoU {label}", []).append(hit / (spent + ref_len - hit))
     row: dict[str, Any] = {key: float(np.mean(values)) for key, values in per.items()}
     row["chunks"] = len(owners)
-    row["mean chars"] = float(lengths.mean())
+    row["mean chars"] = float(lengths.mean()) if owners else 0.0
     row["lost"] = sum(1 for spans in located for x in spans if x.lost)
     return row, per
 

@@ -230,11 +230,11 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 
 def _as_llm(obj: Any) -> LLM:
-    if isinstance(obj, LLM):
-        return obj
-    bridged = first("llm", obj)
+    bridged = first("llm", obj)  # first: a LlamaIndex LLM has complete() too
     if bridged is not None:
         return bridged
+    if isinstance(obj, LLM):
+        return obj
     raise ConfigError(
         f"{type(obj).__name__} is not an LLM semrag can call: give a semrag LLM (complete / "
         "acomplete), a LangChain or a LlamaIndex model (with its adapter installed)"

@@ -59,11 +59,11 @@ def as_retriever(obj: Any) -> Callable[[str], list[str]]:
     Raises:
         ConfigError: for anything else.
     """
-    if isinstance(obj, Retriever):
-        return lambda q: [h.chunk.doc_id for h in obj.retrieve(q)]
-    bridged = first("retriever", obj)
+    bridged = first("retriever", obj)  # first: a LlamaIndex retriever has retrieve() too
     if bridged is not None:
         return bridged
+    if isinstance(obj, Retriever):
+        return lambda q: [h.chunk.doc_id for h in obj.retrieve(q)]
     if callable(obj):
         return lambda q: [str(x) for x in obj(q)]
     raise ConfigError(

@@ -78,11 +78,11 @@ def as_splitter(obj: Any) -> SplitFunction:
         ConfigError: for an object that is none of the kinds above (a framework object
             whose adapter package is not installed says which one to install).
     """
-    if isinstance(obj, Chunker):
-        return lambda text: [Split(c.text, c.start, obj.embedding_text(c)) for c in obj.chunk(text)]
     bridged = first("splitter", obj)
     if bridged is not None:
         return bridged
+    if isinstance(obj, Chunker):
+        return lambda text: [Split(c.text, c.start, obj.embedding_text(c)) for c in obj.chunk(text)]
     if callable(obj):
         return lambda text: [_piece(x) for x in obj(text)]
     raise ConfigError(

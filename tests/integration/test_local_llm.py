@@ -128,3 +128,50 @@ async def test_async_paths_on_a_real_model(model):
     result = await SPC(index, llm=llm, k=2, audit=False).aprocess(QUERY, hits)
     assert_exact(index, result.chunks)
     assert model.requests > before
+
+
+def test_generated_questions_keep_only_excerpts_found_verbatim(model):
+    """semrag.eval.generate_questions on the real model, through LangChain's bridge.
+
+    Whatever the 135M model writes is checked: a reply that is not the JSON asked for is
+    counted; and where its own text is offered as an excerpt (beside a sentence of the
+    passage shown), the excerpt is kept only if it occurs verbatim in the document.
+    """
+    import json
+
+    from semrag.eval import generate_questions
+
+    llm = BRIDGES["langchain"](model)
+    out = generate_questions(DOCS, llm, n=1, max_calls=2, seed=0, min_excerpt_chars=12)
+    attempts = len(out.questions) + sum(out.dropped.values())
+    assert 1 <= attempts <= out.calls <= 3  # a retry after an invalid reply is one more call
+
+    offered: list[str] = []
+
+    class ModelTextAsExcerpt:
+        """The model's reply offered as an excerpt, with the passage's first sentence."""
+
+        def complete(self, prompt: str) -> str:
+            said = llm.complete(prompt).strip() or "(nothing)"
+            passage = prompt.split("PASSAGE:\n", 1)[1]
+            first = passage.split(". ")[0].rstrip(".\n") + "."
+            offered.extend([said, first])
+            return json.dumps({"question": "What does the passage say?", "excerpts": [said, first]})
+
+        async def acomplete(self, prompt: str) -> str:
+            return self.complete(prompt)
+
+    checked = generate_questions(DOCS, ModelTextAsExcerpt(), n=1, max_calls=1, seed=0)
+    texts = {d.id: d.text for d in DOCS}
+    assert len(checked.questions) == 1
+    for e in checked.questions[0].excerpts:  # each kept excerpt is one offered, found as it is
+        assert texts[e.doc_id][e.start : e.end] in [o.strip() for o in offered]
+    kept = len(checked.questions[0].excerpts)
+    dropped = sum(checked.dropped_excerpts.values())
+    assert kept + dropped == 2  # the model's text is kept only if it is verbatim
+    if dropped:
+        assert set(checked.dropped_excerpts) <= {
+            "not verbatim in the document",
+            "shorter than min_excerpt_chars",
+            "occurs more than once",
+        }
