@@ -12,6 +12,9 @@
   default; ``--algorithm`` an SSG traversal, on an index built with ``--ssg``, or ``dense`` /
   ``sparse``) and prints provenance. The Neo4j password comes from
   ``--neo4j-password`` or the ``NEO4J_PASSWORD`` environment variable.
+* ``semrag eval chunkers DOCS... --questions q.jsonl [--splitter SPEC ...] [--out DIR]`` and
+  ``semrag eval retrievers INDEX --questions q.jsonl [--retriever ...]`` evaluate splitters
+  and retrievers on your documents (see :mod:`semrag._cli_eval`).
 * ``semrag train-boundary --data KIND:PATH[@START:STOP]... [--dev ...] --model psc|mfc --out DIR
   [--window N|N,N,... --negative-mix boundary=.05,section=.475,document=.475
   --dev-negative-mix boundary=.5,section=.25,document=.25 --edge-share S --threshold auto
@@ -32,6 +35,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from semrag._cli_eval import add_eval_parser
 from semrag._cli_train import cmd_train_boundary, parse_negative_mix, split_fractions, window_sizes
 from semrag.errors import SemragError
 from semrag.types import Document
@@ -362,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--json", action="store_true")
     query.add_argument("--plot", metavar="PNG", help="draw the traversal to this PNG")
     query.set_defaults(func=_cmd_query)
+
+    add_eval_parser(sub, _collect, _load_llm)
 
     tb = sub.add_parser("train-boundary", help="train a PSC or MFC boundary model")
     tb.add_argument(

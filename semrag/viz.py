@@ -14,10 +14,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from semrag.chunking.base import ChunkingStats
+    from semrag.eval.table import ResultTable
     from semrag.index import SemanticIndex
     from semrag.types import ScoredChunk
 
-__all__ = ["plot_breakpoints", "plot_traversal"]
+__all__ = ["plot_breakpoints", "plot_budget_recall", "plot_traversal"]
 
 
 def _pyplot():  # type: ignore[no-untyped-def]
@@ -174,6 +175,51 @@ def plot_traversal(
             fontsize=10,
         )
         ax.axis("off")
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_budget_recall(table: ResultTable, path: str | Path, *, title: str | None = None) -> Path:
+    """Draw recall against the context budget, one line per splitter, as a PNG.
+
+    Args:
+        table: what :func:`semrag.eval.evaluate_splitters` returned.
+        path: where to write the PNG; parent folders are created.
+        title: plot title; default names the questions and the embedder.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ConfigError: if the table has no budget columns (it is not a splitter evaluation).
+        MissingDependencyError: if matplotlib is not installed.
+    """
+    budgets = [int(b) for b in table.data.get("budgets", [])]
+    if not budgets or table.key != "splitter":
+        raise ConfigError("plot_budget_recall draws what evaluate_splitters returned")
+    plt = _pyplot()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    try:
+        for row in table.rows:
+            recall = [row[f"recall {b}"] for b in budgets]
+            ax.plot(budgets, recall, marker="o", label=row["splitter"])
+        ax.set_xscale("log" if max(budgets) >= 4 * min(budgets) else "linear")
+        ax.minorticks_off()
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.set_xlabel("context budget (characters)")
+        ax.set_ylabel("recall of the answering excerpts")
+        ax.set_ylim(0, 1.02)
+        data = table.data
+        ax.set_title(
+            title or f"{data.get('questions')} questions, {data.get('embedder')}", fontsize=10
+        )
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
         fig.tight_layout()
         fig.savefig(path)
     finally:

@@ -1,0 +1,83 @@
+"""``semrag eval chunkers`` and ``semrag eval retrievers`` on the corpus the repo ships."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from semrag.cli import main
+from semrag.eval import evaluate_splitters
+from semrag.eval.table import ResultTable
+from semrag.testing import FakeEmbedder
+from semrag.viz import plot_budget_recall
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "examples" / "data" / "eval"
+QUESTIONS = CORPUS / "questions.jsonl"
+
+
+@pytest.mark.model
+def test_eval_chunkers_prints_the_table_and_writes_json_csv_and_a_plot(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["eval", "chunkers", str(CORPUS), "--questions", str(QUESTIONS), "--out", str(out)]
+    assert main([*args, "--splitter", "semantic", "--splitter", "recursive:400:0"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("| splitter | recall 1000 | recall 4000 |")
+    assert "| semantic |" in printed and "| recursive:400:0 |" in printed
+    data = json.loads((out / "results.json").read_text())
+    assert [r["splitter"] for r in data["rows"]] == ["semantic", "recursive:400:0"]
+    assert data["data"]["questions"] == 12 and data["data"]["documents"] == 4
+    assert all(len(v) == 12 for v in data["per_question"]["semantic"].values())
+    rows = list(csv.DictReader((out / "results.csv").read_text().splitlines()))
+    assert float(rows[0]["recall 4000"]) == pytest.approx(data["rows"][0]["recall 4000"])
+    assert (out / "recall.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.model
+def test_eval_retrievers_on_a_saved_index(tmp_path, capsys):
+    assert main(["index", str(CORPUS), "--out", str(tmp_path / "idx")]) == 0
+    capsys.readouterr()
+    args = ["eval", "retrievers", str(tmp_path / "idx"), "--questions", str(QUESTIONS)]
+    assert main([*args, "--retriever", "dense", "--retriever", "sparse", "--ks", "1", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "| dense | " in printed and "R@1 - dense 95% CI" in printed
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["eval", "chunkers", str(CORPUS)], "give --questions JSONL"),
+        (["eval", "chunkers", str(CORPUS), "--generate", "3"], "--generate needs --llm"),
+        (
+            ["eval", "chunkers", str(CORPUS), "--questions", str(QUESTIONS), "--splitter", "x:"],
+            "--splitter 'x:'",
+        ),
+    ],
+)
+def test_eval_errors_are_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_excerpt_in_the_questions_file_is_named(tmp_path, capsys):
+    bad = tmp_path / "q.jsonl"
+    bad.write_text('{"question": "Q?", "excerpts": [{"text": "Bees play chess."}]}\n')
+    assert main(["eval", "chunkers", str(CORPUS), "--questions", str(bad)]) == 2
+    assert "'Bees play chess.' is not in any document" in capsys.readouterr().err
+
+
+def test_the_plot_draws_a_splitter_table_only(tmp_path):
+    from semrag import Document, SemanticChunker
+    from semrag.errors import ConfigError
+    from semrag.eval import EvalQuestion, Excerpt
+
+    emb = FakeEmbedder(dim=16)
+    docs = [Document("d", "Bees dance. Rockets fly. Cats nap.")]
+    q = [EvalQuestion("bees", (Excerpt("d", 0, 11),))]
+    table = evaluate_splitters(docs, q, {"a": SemanticChunker(emb)}, embedder=emb, budgets=(5, 50))
+    assert plot_budget_recall(table, tmp_path / "p.png").stat().st_size > 1000
+    with pytest.raises(ConfigError, match="evaluate_splitters"):
+        plot_budget_recall(ResultTable([], "retriever"), tmp_path / "q.png")
