@@ -36,6 +36,7 @@ TOPICS: list[tuple[str, tuple[str, ...]]] = [
         "Chunking",
         (
             "chunk_retrieval",
+            "eval_speed",
             "chunking_speed",
             "boundary_quality",
             "line_structured",

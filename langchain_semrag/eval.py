@@ -18,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 
 from langchain_semrag.embeddings import to_embedder, to_llm
-from langchain_semrag.text_splitters import _CoreTextSplitter
+from langchain_semrag.text_splitters import core_chunker
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.eval.splitters import Split, as_splitter
 from semrag.identity import chunk_document_id
@@ -32,8 +32,9 @@ class LangChainBridge:
 
     def splitter(self, obj: Any) -> Callable[[str], Sequence[Split]] | None:
         """Ours through its core chunker (exact offsets); any other by ``create_documents``."""
-        if isinstance(obj, _CoreTextSplitter):
-            return as_splitter(obj.chunker)
+        ours = core_chunker(obj)
+        if ours is not None:
+            return as_splitter(ours)
         if not isinstance(obj, TextSplitter):
             return None
 

@@ -27,7 +27,7 @@ from semrag.errors import ConfigError
 from semrag.identity import document_id
 from semrag.types import Document
 
-__all__ = ["MFCTextSplitter", "PSCTextSplitter", "SemanticTextSplitter"]
+__all__ = ["MFCTextSplitter", "PSCTextSplitter", "SemanticTextSplitter", "core_chunker"]
 
 
 class _CoreTextSplitter(TextSplitter):
@@ -297,3 +297,8 @@ class MFCTextSplitter(_PairModelTextSplitter):
     """MFC trained-boundary chunking (:class:`semrag.MFCChunker`) as a LangChain splitter."""
 
     preset: ClassVar[str] = "mfc"
+
+
+def core_chunker(obj: Any) -> BoundaryChunker | None:
+    """The semrag chunker behind one of this package's splitters (``None`` for any other)."""
+    return obj.chunker if isinstance(obj, _CoreTextSplitter) else None

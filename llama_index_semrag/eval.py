@@ -18,7 +18,7 @@ from llama_index.core.llms import LLM as LIBaseLLM
 from llama_index.core.node_parser import NodeParser
 
 from llama_index_semrag.embeddings import to_embedder, to_llm
-from llama_index_semrag.node_parsers import _CoreNodeParser
+from llama_index_semrag.node_parsers import core_chunker
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.eval.splitters import Split, as_splitter
 from semrag.identity import chunk_document_id
@@ -32,8 +32,9 @@ class LlamaIndexBridge:
 
     def splitter(self, obj: Any) -> Callable[[str], Sequence[Split]] | None:
         """Ours through its core chunker (exact offsets); any other parser by its nodes."""
-        if isinstance(obj, _CoreNodeParser):
-            return as_splitter(obj.chunker)
+        ours = core_chunker(obj)
+        if ours is not None:
+            return as_splitter(ours)
         if not isinstance(obj, NodeParser):
             return None
 

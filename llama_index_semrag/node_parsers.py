@@ -27,7 +27,7 @@ from semrag.chunking import (
 from semrag.errors import ConfigError
 from semrag.types import HEADINGS_KEY, Document
 
-__all__ = ["MFCNodeParser", "PSCNodeParser", "SemanticNodeParser"]
+__all__ = ["MFCNodeParser", "PSCNodeParser", "SemanticNodeParser", "core_chunker"]
 
 _PROVENANCE_KEYS = [
     "semrag_doc_id",
@@ -293,3 +293,8 @@ class MFCNodeParser(_PairModelNodeParser):
     def class_name(cls) -> str:
         """Name used by LlamaIndex serialisation."""
         return "SemragMFCNodeParser"
+
+
+def core_chunker(obj: Any) -> BoundaryChunker | None:
+    """The semrag chunker behind one of this package's splitters (``None`` for any other)."""
+    return obj.chunker if isinstance(obj, _CoreNodeParser) else None

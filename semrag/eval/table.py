@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from semrag.errors import ConfigError
+
 __all__ = ["ResultTable"]
 
 
@@ -38,13 +40,13 @@ class ResultTable:
         """The row of ``name``.
 
         Raises:
-            KeyError: if no row has that name.
+            ConfigError: if no row has that name.
         """
         for r in self.rows:
             if r[self.key] == name:
                 return r
         names = [r[self.key] for r in self.rows]
-        raise KeyError(f"no {self.key} named {name!r}; the rows are {names}")
+        raise ConfigError(f"no {self.key} named {name!r}; the rows are {names}")
 
     def to_markdown(self, columns: Sequence[str] | None = None) -> str:
         """A Markdown table of ``columns`` (default: all)."""
