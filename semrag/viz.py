@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +34,20 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
+@contextlib.contextmanager
+def _figure(path: Path, size: tuple[float, float]) -> Iterator[Any]:
+    """Axes of a new figure, written to ``path`` as a PNG when the block ends."""
+    plt = _pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=size, dpi=110)
+    try:
+        yield ax
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+
+
 def plot_breakpoints(stats: ChunkingStats, path: str | Path, *, title: str | None = None) -> Path:
     """Draw a document's gap curve, the threshold and the breaks, as a PNG.
 
@@ -50,11 +66,8 @@ def plot_breakpoints(stats: ChunkingStats, path: str | Path, *, title: str | Non
     scores = np.asarray(stats.scores, dtype=float)
     if scores.size == 0:
         raise ConfigError(f"document {stats.doc_id!r} has fewer than two sentences: no curve")
-    plt = _pyplot()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(max(6.0, min(18.0, scores.size / 8)), 3.6), dpi=110)
-    try:
+    with _figure(path, (max(6.0, min(18.0, scores.size / 8)), 3.6)) as ax:
         gaps = np.arange(scores.size)
         ax.plot(gaps, scores, color="#3465a4", lw=1.2, label=stats.score_name)
         if not math.isnan(stats.threshold) and "gradient" not in stats.threshold_rule:
@@ -68,10 +81,6 @@ def plot_breakpoints(stats: ChunkingStats, path: str | Path, *, title: str | Non
         ax.set_ylabel(stats.score_name)
         ax.set_title(title or f"{stats.doc_id}: {stats.n_chunks} chunks ({stats.threshold_rule})")
         ax.legend(loc="upper right", fontsize=8)
-        fig.tight_layout()
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
     return path
 
 
@@ -105,7 +114,7 @@ def plot_traversal(
         raise ConfigError("nothing to draw: the result has no SSG provenance")
     import networkx as nx
 
-    plt = _pyplot()
+    _pyplot()  # without matplotlib, fail before the work
     order = {p["node"]: p["hop"] for p in steps}
     label = {hit.provenance[0]["node"]: hit.chunk for hit in result if hit.provenance}
     g = nx.DiGraph()
@@ -129,9 +138,7 @@ def plot_traversal(
                     g.add_edge(node, j, score=sc, context=True, inter=kd == 1)
     pos = nx.spring_layout(g.to_undirected(), seed=0, weight="score")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(9, 7), dpi=110)
-    try:
+    with _figure(path, (9, 7)) as ax:
         context = [(u, v, d["inter"]) for u, v, d in g.edges(data=True) if d.get("context")]
         for inter, colour, style in ((False, "#cccccc", "solid"), (True, "#e9b96e", "dashed")):
             edges = [(u, v) for u, v, i in context if i == inter]
@@ -175,10 +182,6 @@ def plot_traversal(
             fontsize=10,
         )
         ax.axis("off")
-        fig.tight_layout()
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
     return path
 
 
@@ -200,11 +203,8 @@ def plot_budget_recall(table: ResultTable, path: str | Path, *, title: str | Non
     budgets = [int(b) for b in table.data.get("budgets", [])]
     if not budgets or table.key != "splitter":
         raise ConfigError("plot_budget_recall draws what evaluate_splitters returned")
-    plt = _pyplot()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
-    try:
+    with _figure(path, (6.4, 4.0)) as ax:
         for row in table.rows:
             recall = [row[f"recall {b}"] for b in budgets]
             ax.plot(budgets, recall, marker="o", label=row["splitter"])
@@ -220,8 +220,4 @@ def plot_budget_recall(table: ResultTable, path: str | Path, *, title: str | Non
         )
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
-        fig.tight_layout()
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
     return path
