@@ -20,6 +20,7 @@ from langchain_text_splitters import TextSplitter
 from langchain_semrag.embeddings import to_embedder, to_llm
 from langchain_semrag.text_splitters import core_chunker
 from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.eval.bridges import Piece
 from semrag.eval.splitters import Split, as_splitter
 from semrag.identity import chunk_document_id
 from semrag.llm import LLM
@@ -30,7 +31,7 @@ __all__ = ["bridge"]
 class LangChainBridge:
     """LangChain objects as the evaluation runs them (``None`` for any other object)."""
 
-    def splitter(self, obj: Any) -> Callable[[str], Sequence[Split]] | None:
+    def splitter(self, obj: Any) -> Callable[[str], Sequence[Piece]] | None:
         """Ours through its core chunker (exact offsets); any other by ``create_documents``."""
         ours = core_chunker(obj)
         if ours is not None:

@@ -16,10 +16,12 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM as LIBaseLLM
 from llama_index.core.node_parser import NodeParser
+from llama_index.core.schema import TextNode
 
 from llama_index_semrag.embeddings import to_embedder, to_llm
 from llama_index_semrag.node_parsers import core_chunker
 from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.eval.bridges import Piece
 from semrag.eval.splitters import Split, as_splitter
 from semrag.identity import chunk_document_id
 from semrag.llm import LLM
@@ -30,7 +32,7 @@ __all__ = ["bridge"]
 class LlamaIndexBridge:
     """LlamaIndex objects as the evaluation runs them (``None`` for any other object)."""
 
-    def splitter(self, obj: Any) -> Callable[[str], Sequence[Split]] | None:
+    def splitter(self, obj: Any) -> Callable[[str], Sequence[Piece]] | None:
         """Ours through its core chunker (exact offsets); any other parser by its nodes."""
         ours = core_chunker(obj)
         if ours is not None:
@@ -40,7 +42,10 @@ class LlamaIndexBridge:
 
         def split(text: str) -> list[Split]:
             nodes = obj.get_nodes_from_documents([LIDocument(text=text)])
-            return [Split(n.get_content(), n.start_char_idx) for n in nodes]
+            return [
+                Split(n.get_content(), n.start_char_idx if isinstance(n, TextNode) else None)
+                for n in nodes
+            ]
 
         return split
 

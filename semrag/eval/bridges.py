@@ -27,9 +27,17 @@ GROUP = "semrag.eval_bridges"
 class Piece(Protocol):
     """One chunk a splitter made: its text, and its offset in the document when known."""
 
-    text: str
-    start: int | None
-    embed_text: str | None
+    @property
+    def text(self) -> str:
+        """The chunk's text."""
+
+    @property
+    def start(self) -> int | None:
+        """Its offset in the document, if the splitter says."""
+
+    @property
+    def embed_text(self) -> str | None:
+        """What an index embeds for it, when that is not its text."""
 
 
 class Bridge(Protocol):
