@@ -96,6 +96,7 @@ def own_server():
     server = Neo4jTestServer()
     server.start()
     yield server
+    server.kill()  # its data is thrown away: no clean shutdown to wait for
     server.cleanup()
 
 
@@ -141,8 +142,8 @@ def test_a_server_killed_in_a_large_change_comes_back_with_one_version_whole(
     from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     old, new = FakeEmbedder(dim=32), OtherFake(dim=32)
-    docs = [Document(f"p{i}", f"{LONG[i % len(LONG)]} Part {i} of the record.") for i in range(60)]
-    index = SemanticIndex(embedder=old, ssg=True, passages=True)
+    docs = [Document(f"p{i}", f"{LONG[i % len(LONG)]} Part {i} of the record.") for i in range(30)]
+    index = SemanticIndex(embedder=old, passages=True)
     index.add_documents(docs)
     store = store_on(own_server)
     Neo4jIndexStore(store).clear()
