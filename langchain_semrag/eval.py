@@ -25,7 +25,7 @@ from semrag.eval.splitters import Split, as_splitter
 from semrag.identity import chunk_document_id
 from semrag.llm import LLM
 
-__all__ = ["bridge"]
+__all__ = ["bridge", "recursive_splitter"]
 
 
 class LangChainBridge:
@@ -66,3 +66,12 @@ def _doc_id(doc: Any) -> str:
 
 
 bridge = LangChainBridge()
+
+
+def recursive_splitter(chunk_size: int, chunk_overlap: int = 0) -> TextSplitter:
+    """LangChain's ``RecursiveCharacterTextSplitter`` with its offsets (the CLI's ``recursive``)."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, add_start_index=True
+    )

@@ -26,7 +26,7 @@ from semrag.eval.splitters import Split, as_splitter
 from semrag.identity import chunk_document_id
 from semrag.llm import LLM
 
-__all__ = ["bridge"]
+__all__ = ["bridge", "sentence_splitter"]
 
 
 class LlamaIndexBridge:
@@ -74,3 +74,10 @@ class LlamaIndexBridge:
 
 
 bridge = LlamaIndexBridge()
+
+
+def sentence_splitter(chunk_size: int, chunk_overlap: int = 0) -> NodeParser:
+    """LlamaIndex's ``SentenceSplitter`` (the CLI's ``sentence``)."""
+    from llama_index.core.node_parser import SentenceSplitter
+
+    return SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)

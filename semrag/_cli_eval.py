@@ -154,20 +154,16 @@ def splitter_of(spec: str) -> Any:
         return PSCChunker() if kind == "psc" else MFCChunker()
     if kind == "recursive" and 1 <= len(sizes) <= 2:
         try:
-            from langchain_text_splitters import RecursiveCharacterTextSplitter
+            from langchain_semrag.eval import recursive_splitter
         except ImportError as exc:
             raise SemragError(f"{spec}: install semrag[langchain]") from exc
-        overlap = sizes[1] if len(sizes) > 1 else 0
-        return RecursiveCharacterTextSplitter(
-            chunk_size=sizes[0], chunk_overlap=overlap, add_start_index=True
-        )
+        return recursive_splitter(*sizes)
     if kind == "sentence" and 1 <= len(sizes) <= 2:
         try:
-            from llama_index.core.node_parser import SentenceSplitter
+            from llama_index_semrag.eval import sentence_splitter
         except ImportError as exc:
             raise SemragError(f"{spec}: install semrag[llama-index]") from exc
-        overlap = sizes[1] if len(sizes) > 1 else 0
-        return SentenceSplitter(chunk_size=sizes[0], chunk_overlap=overlap)
+        return sentence_splitter(*sizes)
     if rest and kind not in ("semantic", "psc", "mfc", "recursive", "sentence"):
         try:
             obj = getattr(importlib.import_module(kind), rest)

@@ -144,7 +144,7 @@ def test_generated_questions_keep_only_excerpts_found_verbatim(model):
     llm = BRIDGES["langchain"](model)
     out = generate_questions(DOCS, llm, n=1, max_calls=2, seed=0, min_excerpt_chars=12)
     attempts = len(out.questions) + sum(out.dropped.values())
-    assert 1 <= attempts <= out.calls <= 3  # a retry after an invalid reply is one more call
+    assert attempts >= 1 and attempts <= out.calls <= 3  # a retry is one more call
 
     offered: list[str] = []
 
