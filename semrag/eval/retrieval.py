@@ -79,7 +79,7 @@ def evaluate_retrievers(
     retrievers: Mapping[str, Any],
     ks: Sequence[int] = (1, 2, 5, 10),
     *,
-    baseline: str | None = None,
+    baseline: str | Sequence[str] | None = None,
     resamples: int = 2000,
     seed: int = 0,
 ) -> ResultTable:
@@ -91,13 +91,13 @@ def evaluate_retrievers(
         questions: the questions (their excerpts' documents are what should be found).
         retrievers: name -> retriever (see :func:`as_retriever`).
         ks: the cut-offs.
-        baseline: the name of the retriever every other is compared with (default: the
-            first).
+        baseline: the name of the retriever every other is compared with, or several
+            names (each gets its columns); default: the first retriever.
         resamples: bootstrap resamples of the questions.
         seed: the bootstrap's seed.
 
     Returns:
-        One row per retriever: ``R@k`` and ``full@k`` for each ``k``, and against the
+        One row per retriever: ``R@k`` and ``full@k`` for each ``k``, and against each
         baseline ``R@k - <baseline>`` with its ``95% CI`` (likewise ``full@k``).
 
     Raises:
@@ -108,17 +108,20 @@ def evaluate_retrievers(
         raise ConfigError("evaluate_retrievers needs questions and retrievers")
     if not ks or min(ks) < 1:
         raise ConfigError(f"every k must be >= 1, got {list(ks)}")
-    base = baseline if baseline is not None else next(iter(retrievers))
-    if base not in retrievers:
-        raise ConfigError(f"baseline {base!r} is not one of the retrievers {list(retrievers)}")
+    if baseline is None:
+        bases = [next(iter(retrievers))]
+    else:
+        bases = [baseline] if isinstance(baseline, str) else list(baseline)
+    for base in bases:
+        if base not in retrievers:
+            raise ConfigError(f"baseline {base!r} is not one of the retrievers {list(retrievers)}")
     indexed = set(index.doc_ids)
     for q in questions:
         missing = [d for d in q.doc_ids if d not in indexed]
         if missing:
             raise ConfigError(f"the question {q.question!r} needs documents not indexed: {missing}")
-    table = ResultTable(
-        [], "retriever", data={"questions": len(questions), "ks": list(ks), "baseline": base}
-    )
+    data = {"questions": len(questions), "ks": list(ks), "baseline": bases[0], "baselines": bases}
+    table = ResultTable([], "retriever", data=data)
     for name, obj in retrievers.items():
         retrieve = as_retriever(obj)
         found = [retrieve(q.question) for q in questions]
@@ -131,7 +134,7 @@ def evaluate_retrievers(
             per[f"full@{k}"] = [s[0] for s in scores]
         table.per_question[name] = per
         table.rows.append({"retriever": name, **{m: float(np.mean(v)) for m, v in per.items()}})
-    for row in table.rows:
+    for row, base in ((r, b) for b in bases for r in table.rows):
         if row["retriever"] == base:
             continue
         for metric in table.per_question[base]:

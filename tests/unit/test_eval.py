@@ -271,6 +271,15 @@ def test_retrievers_with_intervals_against_a_baseline():
     assert (wrong["R@1"], wrong["R@2"]) == (0.0, 1.0)
     assert wrong["R@1 - dense"] == -1.0 and wrong["R@1 - dense 95% CI"] == "[-1.000, -1.000]"
     assert "R@1 - dense" not in dense
+    both = evaluate_retrievers(
+        index,
+        qs,
+        {"dense": lambda q: [h.chunk.doc_id for h in index.search(q, k=2)], "none": lambda q: []},
+        ks=(1,),
+        baseline=["dense", "none"],
+    )
+    assert both.row("none")["R@1 - dense"] == -1.0 and both.row("dense")["R@1 - none"] == 1.0
+    assert "R@1 - none" not in both.row("none") and both.data["baselines"] == ["dense", "none"]
     with pytest.raises(ConfigError, match="baseline"):
         evaluate_retrievers(index, qs, {"dense": lambda q: []}, baseline="bm25")
     gone = [EvalQuestion("Q?", (Excerpt("missing", 0, 1),))]
