@@ -1,5 +1,10 @@
 """The passage graph PPR walks: passages and phrases as arrays (CSR edges, interned names).
 
+A *passage* node is a document, or a section of a long one (consecutive chunks starting
+within :data:`SECTION_CHARS` characters of the section's first), never a single chunk: how
+finely a chunker cuts changes what a hit holds, not what the walk finds. The graph keeps
+each chunk's phrases too, so a retriever picks the chunk of a passage it returns.
+
 :func:`assemble` builds one version's graph from the documents' phrase records (array
 operations only); the ``passages`` part keeps the graph of its current version and saves
 it (:func:`save_graph`, :func:`load_graph`), so a process that loads the index walks it
@@ -55,21 +60,48 @@ class Lookup(Mapping[Any, int]):
         return self._size
 
 
+SECTION_CHARS = 2000
+"""A passage node is a document, or in a long one a run of consecutive chunks that start
+within this many characters of the run's first (about 400 words: a few paragraphs)."""
+
+
+def section_starts(starts: Ints) -> Ints:
+    """The positions of the chunks that open a section, given a document's chunk starts."""
+    if not starts.size or int(starts[-1]) - int(starts[0]) < SECTION_CHARS:
+        return np.zeros(min(1, starts.size), np.int64)
+    opens, first = [0], int(starts[0])
+    for i, start in enumerate(starts.tolist()):
+        if start - first >= SECTION_CHARS:
+            opens.append(i)
+            first = start
+    return np.asarray(opens, np.int64)
+
+
 class NodeOf(Mapping[int, int]):
     """Chunk id -> passage node, by binary search over the version's sorted chunk ids."""
 
-    def __init__(self, chunk_ids: Ints) -> None:
+    def __init__(self, chunk_ids: Ints, passage_of: Ints | None = None) -> None:
         self._ids = chunk_ids
         self._by_id = np.argsort(chunk_ids, kind="stable")
         self._sorted = chunk_ids[self._by_id]
+        self._passage_of = np.arange(chunk_ids.size) if passage_of is None else passage_of
 
-    def nodes(self, chunk_ids: Ints) -> Ints:
-        """The passage node of each chunk id, ``-1`` for one not in this version."""
+    def positions(self, chunk_ids: Ints) -> Ints:
+        """The position of each chunk id in the graph's chunks, ``-1`` for one not in it."""
         chunk_ids = np.asarray(chunk_ids, np.int64)
         if not self._sorted.size:
             return np.full(chunk_ids.size, -1, np.int64)
         pos = np.minimum(np.searchsorted(self._sorted, chunk_ids), self._sorted.size - 1)
         return np.where(self._sorted[pos] == chunk_ids, self._by_id[pos], -1)
+
+    def passages(self, positions: Ints) -> Ints:
+        """The passage node of each chunk position."""
+        return self._passage_of[np.asarray(positions, np.int64)]
+
+    def nodes(self, chunk_ids: Ints) -> Ints:
+        """The passage node of each chunk id, ``-1`` for one not in this version."""
+        pos = self.positions(chunk_ids)
+        return np.where(pos >= 0, self.passages(np.maximum(pos, 0)), -1)
 
     def __getitem__(self, chunk_id: int) -> int:
         node = int(self.nodes(np.array([chunk_id]))[0])
@@ -112,10 +144,10 @@ class Names(Sequence[str]):
 
 @dataclass(frozen=True, slots=True)
 class PassageGraph:
-    """Passages (chunks) and entity phrases of one index version, as one sparse graph.
+    """Passages (documents or sections) and entity phrases of one index version, as one graph.
 
     Nodes ``0 .. n_passages - 1`` are passages (in index order), the rest phrases (in the
-    order the passages first mention them). Built per version from per-document pieces
+    order the chunks first mention them). Built per version from per-document pieces
     that are computed once, so a change costs the changed documents plus a few array
     operations over the whole graph.
     """
@@ -123,16 +155,20 @@ class PassageGraph:
     version: int
     """The index version the graph was built from."""
     chunk_ids: npt.NDArray[np.int64]
-    """The index's chunk id of each passage node."""
+    """The index's chunk ids, in index order (a chunk's *position* is its place here)."""
     chunks: Sequence[Chunk]
-    """The chunk of each passage node (of this version: hits never look up a later one);
+    """The chunk at each position (of this version: hits never look up a later one);
     read many at once with :func:`chunks_at`."""
+    passage_ptr: npt.NDArray[np.int64]
+    """Passage ``i`` holds the chunks at positions ``passage_ptr[i]:passage_ptr[i + 1]``."""
+    chunk_phrases: Sequence[npt.NDArray[np.int64]]
+    """Phrase numbers each chunk mentions (by position)."""
     names: Sequence[str]
     """Display name of each phrase node (node ``n_passages + i``)."""
     keys: Mapping[str, int]
     """Lower-cased name (or entity id) -> phrase number."""
     passage_phrases: Sequence[npt.NDArray[np.int64]]
-    """Phrase numbers each passage mentions."""
+    """Phrase numbers each passage mentions (those of its chunks, each once, ascending)."""
     df: npt.NDArray[np.float64]
     """Passages mentioning each phrase (at least 1)."""
     transition: Any
@@ -153,7 +189,11 @@ class PassageGraph:
     @property
     def n_passages(self) -> int:
         """Number of passage nodes."""
-        return len(self.chunk_ids)
+        return self.passage_ptr.size - 1
+
+    def positions_of(self, node: int) -> range:
+        """The positions of passage ``node``'s chunks."""
+        return range(int(self.passage_ptr[node]), int(self.passage_ptr[node + 1]))
 
     def nearest_phrases(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
         """The ``k`` phrases whose names are most similar to ``vector``, best first.
@@ -190,26 +230,30 @@ def assemble(
     """
     import scipy.sparse as sp
 
-    chunk_ids = np.concatenate([np.zeros(0, np.int64), *(d.chunk_ids for d in docs)])
+    empty = np.zeros(0, np.int64)
+    chunk_ids = np.concatenate([empty, *(d.chunk_ids for d in docs)])
     if chunks is None:
         chunks = [c for d in docs for c in d.chunks]
-    counts = np.concatenate([np.zeros(0, np.int64), *(d.counts for d in docs)])
-    slots = np.concatenate([np.zeros(0, np.int64), *(d.slots for d in docs)])
-    spelled = np.concatenate([np.zeros(0, np.int64), *(d.names for d in docs)])
+    counts = np.concatenate([empty, *(d.counts for d in docs)])
+    slots = np.concatenate([empty, *(d.slots for d in docs)])
+    spelled = np.concatenate([empty, *(d.names for d in docs)])
     if phrases is None:
         uniq, first = np.unique(slots, return_index=True)
         by_first = np.argsort(first, kind="stable")
         order, name_ids = uniq[by_first], spelled[first[by_first]]
     else:
         order, name_ids = phrases
-    n_p, n_e = chunk_ids.size, order.size
+    passage_ptr = _passage_ptr(docs)
+    n_p, n_e = passage_ptr.size - 1, order.size
     number_of_slot = np.full(len(reg.slot_of), -1, np.int64)
     number_of_slot[order] = np.arange(n_e)
     numbers = number_of_slot[slots]
-    ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
-    passage = np.repeat(np.arange(n_p), counts)
-    df = np.maximum(np.bincount(numbers, minlength=n_e), 1).astype(np.float64)
-    rows, cols, vals = [passage], [numbers + n_p], [np.ones(numbers.size)]
+    chunk_ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    passage_of = np.repeat(np.arange(n_p), np.diff(passage_ptr))
+    pairs_at = np.unique(np.repeat(passage_of, counts) * max(n_e, 1) + numbers)
+    passage, phrase = pairs_at // max(n_e, 1), pairs_at % max(n_e, 1)  # each pair once
+    df = np.maximum(np.bincount(phrase, minlength=n_e), 1).astype(np.float64)
+    rows, cols, vals = [passage], [phrase + n_p], [np.ones(phrase.size)]
     keys = Lookup(reg.slot_of, number_of_slot, n_e)
     pairs = [
         (n_p + keys[a], n_p + keys[b], w)
@@ -240,18 +284,29 @@ def assemble(
         version=version,
         chunk_ids=chunk_ids,
         chunks=chunks,
+        passage_ptr=passage_ptr,
+        chunk_phrases=Ragged(chunk_ptr, numbers),
         names=Names(reg.names, name_ids),
         keys=keys,
-        passage_phrases=Ragged(ptr, numbers),
+        passage_phrases=Ragged(np.searchsorted(passage, np.arange(n_p + 1)), phrase),
         df=df,
         transition=adj,
         degree=degree,
-        node_of=NodeOf(chunk_ids),
+        node_of=NodeOf(chunk_ids, passage_of),
         name_vectors=reg.vectors.view,
         phrase_name_ids=name_ids,
         synonym_edges=n_syn,
         phrase_slots=order,
     )
+
+
+def _passage_ptr(docs: Sequence[DocPhrases]) -> Ints:
+    """The chunk positions where each passage starts, and the number of chunks at the end."""
+    opens, at = [], 0
+    for d in docs:
+        opens.append(section_starts(d.starts) + at)
+        at += d.chunk_ids.size
+    return np.concatenate([np.zeros(0, np.int64), *opens, np.asarray([at], np.int64)])
 
 
 def graph_for(
@@ -335,8 +390,11 @@ def save_graph(g: PassageGraph, directory: Path) -> str:
         directory / GRAPH_FILE,
         version=np.int64(g.version),
         chunk_ids=g.chunk_ids,
+        passage_ptr=g.passage_ptr,
         phrase_slots=g.phrase_slots,
         phrase_name_ids=g.phrase_name_ids,
+        chunk_phrase_ptr=g.chunk_phrases.ptr,
+        chunk_phrases=g.chunk_phrases.values,
         ptr=g.passage_phrases.ptr,
         numbers=g.passage_phrases.values,
         df=g.df,
@@ -349,8 +407,13 @@ def save_graph(g: PassageGraph, directory: Path) -> str:
     return GRAPH_FILE
 
 
-def load_graph(directory: Path, docs: Sequence[DocPhrases], reg: NameRegistry) -> PassageGraph:
+def load_graph(
+    directory: Path, docs: Sequence[DocPhrases], reg: NameRegistry
+) -> PassageGraph | None:
     """The graph :func:`save_graph` wrote, over the loaded documents' records.
+
+    ``None`` for a graph saved before passages were sections (each chunk its own node):
+    the part assembles the current one on first use.
 
     Raises:
         StoreError: if its arrays do not match the documents.
@@ -358,12 +421,17 @@ def load_graph(directory: Path, docs: Sequence[DocPhrases], reg: NameRegistry) -
     import scipy.sparse as sp
 
     a = np.load(directory / GRAPH_FILE)
+    if "passage_ptr" not in a.files:
+        return None
     chunk_ids = np.asarray(a["chunk_ids"], np.int64)
     want = np.concatenate([np.zeros(0, np.int64), *(d.chunk_ids for d in docs)])
     if not np.array_equal(chunk_ids, want):
-        raise StoreError(f"{directory / GRAPH_FILE}: its passages are not the index's chunks")
+        raise StoreError(f"{directory / GRAPH_FILE}: its chunks are not the index's chunks")
+    passage_ptr = np.asarray(a["passage_ptr"], np.int64)
+    if not np.array_equal(passage_ptr, _passage_ptr(docs)):
+        raise StoreError(f"{directory / GRAPH_FILE}: its passages are not the index's sections")
     slots = np.asarray(a["phrase_slots"], np.int64)
-    n_p, n_e = chunk_ids.size, slots.size
+    n_p, n_e = passage_ptr.size - 1, slots.size
     number_of_slot = np.full(len(reg.slot_of), -1, np.int64)
     number_of_slot[slots] = np.arange(n_e)
     name_ids = np.asarray(a["phrase_name_ids"], np.int64)
@@ -373,13 +441,17 @@ def load_graph(directory: Path, docs: Sequence[DocPhrases], reg: NameRegistry) -
         version=int(a["version"]),
         chunk_ids=chunk_ids,
         chunks=[c for d in docs for c in d.chunks],
+        passage_ptr=passage_ptr,
+        chunk_phrases=Ragged(
+            np.asarray(a["chunk_phrase_ptr"], np.int64), np.asarray(a["chunk_phrases"], np.int64)
+        ),
         names=Names(reg.names, name_ids),
         keys=Lookup(reg.slot_of, number_of_slot, n_e),
         passage_phrases=Ragged(np.asarray(a["ptr"], np.int64), np.asarray(a["numbers"], np.int64)),
         df=np.asarray(a["df"], np.float64),
         transition=transition,
         degree=np.asarray(a["degree"], np.float64),
-        node_of=NodeOf(chunk_ids),
+        node_of=NodeOf(chunk_ids, np.repeat(np.arange(n_p), np.diff(passage_ptr))),
         name_vectors=reg.vectors.view,
         phrase_name_ids=name_ids,
         synonym_edges=int(a["synonym_edges"]),

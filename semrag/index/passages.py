@@ -55,6 +55,8 @@ class DocPhrases:
     """The index's record of the document (by identity: the document has not changed)."""
     chunk_ids: Ints
     chunks: list[Chunk]
+    starts: Ints
+    """Each chunk's start offset in the document (what cuts a long one into sections)."""
     counts: Ints
     """Phrases per chunk."""
     slots: Ints
@@ -153,6 +155,7 @@ def doc_phrases(record: IndexedDocument, registry: NameRegistry, *, titles: bool
         record,
         np.asarray(record.chunk_ids, np.int64),
         list(record.chunks),
+        np.asarray([c.start for c in record.chunks], np.int64),
         np.asarray(counts, np.int64),
         np.asarray(slots, np.int64),
         np.asarray(names, np.int64),
@@ -314,6 +317,7 @@ class PassagePhrases:
                 record,
                 np.asarray(record.chunk_ids, np.int64),
                 list(record.chunks),
+                np.asarray([c.start for c in record.chunks], np.int64),
                 np.asarray(mine, np.int64),
                 np.asarray(slots[at_phrase : at_phrase + m], np.int64),
                 np.asarray(names[at_phrase : at_phrase + m], np.int64),
@@ -325,7 +329,7 @@ class PassagePhrases:
         if (directory / GRAPH_FILE).exists():
             try:
                 g = load_graph(directory, list(out._docs.values()), reg)
-                if g.version == meta.get("version"):  # saved current: current again
+                if g is not None and g.version == meta.get("version"):  # saved current: current again
                     out._graph = dataclasses.replace(g, version=version)
             except (KeyError, ValueError) as exc:
                 raise StoreError(

@@ -139,7 +139,7 @@ PASSAGE_ROWS = (
     "OPTIONAL MATCH (c:SemragChunk {doc_id: d.id}) "
     "OPTIONAL MATCH (c)-[m:MENTIONS]->(p:SemragPhrase) "
     "WITH d, c, collect(CASE WHEN m IS NULL THEN null ELSE [m.i, p.key, m.name] END) AS found "
-    "RETURN d.seq AS seq, d.id AS doc, c.id AS id, c.index AS index, found "
+    "RETURN d.seq AS seq, d.id AS doc, c.id AS id, c.index AS index, c.start AS start, found "
     "ORDER BY seq, index"
 )
 NAME_VECTORS = (

@@ -120,20 +120,21 @@ class RemotePassages:
             rows = self.reader.store.read_rows(PASSAGE_ROWS, after=after, n=self.page)
             if not rows:
                 break
-            by_doc: dict[str, list[tuple[int, list[Any]]]] = {}
+            by_doc: dict[str, list[tuple[int, int, list[Any]]]] = {}
             for r in rows:
                 chunks = by_doc.setdefault(r["doc"], [])
                 if r["id"] is not None:
-                    chunks.append((int(r["id"]), sorted(r["found"])))
+                    chunks.append((int(r["id"]), int(r["start"]), sorted(r["found"])))
                 after = max(after, int(r["seq"]))
             for doc_id, chunks in by_doc.items():
-                slots = [reg.slot(key) for _, found in chunks for _, key, _ in found]
-                names = [reg.name(name) for _, found in chunks for _, _, name in found]
+                slots = [reg.slot(key) for *_, found in chunks for _, key, _ in found]
+                names = [reg.name(name) for *_, found in chunks for _, _, name in found]
                 docs[doc_id] = DocPhrases(
                     None,
-                    np.asarray([c for c, _ in chunks], np.int64),
+                    np.asarray([c for c, _, _ in chunks], np.int64),
                     [],
-                    np.asarray([len(found) for _, found in chunks], np.int64),
+                    np.asarray([start for _, start, _ in chunks], np.int64),
+                    np.asarray([len(found) for *_, found in chunks], np.int64),
                     np.asarray(slots, np.int64),
                     np.asarray(names, np.int64),
                 )

@@ -319,3 +319,126 @@ def test_a_graph_kept_across_changes_equals_one_built_fresh(steps, synonym_k):
         assert [(h.chunk.doc_id, h.score) for h in hits] == [
             (h.chunk.doc_id, h.score) for h in fresh.retrieve(QUESTION, k=5)
         ]
+
+
+# -- passages are documents (or sections), hits are chunks ------------------------------------
+LONG = [
+    Document(
+        "film",
+        "The Glass Harbour\n\nThe Glass Harbour is a 1961 drama. It was directed by Marta Quill. "
+        "The film was shot in Porto. Critics praised the harbour scenes. It won a prize in Venice.",
+    ),
+    Document(
+        "quill",
+        "Marta Quill\n\nMarta Quill was born in Lisbon. She studied painting in Porto. "
+        "Her first film was a short about fishermen. She later taught in Madrid.",
+    ),
+    *DOCS[2:],
+]
+
+
+def _indexed(target_tokens: int) -> SemanticIndex:
+    from semrag.chunking import SemanticChunker
+
+    emb = FakeEmbedder()
+    idx = SemanticIndex(embedder=emb, chunker=SemanticChunker(emb, target_tokens=target_tokens))
+    idx.add_documents(LONG)
+    return idx
+
+
+def test_the_walk_does_not_depend_on_how_finely_the_chunker_cuts():
+    fine, coarse = _indexed(6), _indexed(200)
+    assert len(fine.chunks()) > len(coarse.chunks())
+    g_fine, g_coarse = PPRRetriever(fine).passage_graph(), PPRRetriever(coarse).passage_graph()
+    assert g_fine.n_passages == g_coarse.n_passages == len(LONG)
+    def edges(g) -> list[list[str]]:  # passage -> phrase edges are the whole graph here
+        return [sorted(g.names[j] for j in g.passage_phrases[p]) for p in range(g.n_passages)]
+
+    assert edges(g_fine) == edges(g_coarse)
+    assert g_fine.transition.nnz == g_coarse.transition.nnz
+    walk = {"passage_weight": 0.0, "k": 5}  # entity seeds alone: the graph decides
+    found = [
+        [h.chunk.doc_id for h in PPRRetriever(i, **walk).retrieve(QUESTION)] for i in (fine, coarse)
+    ]
+    assert found[0] == found[1] and found[0][:2] == ["film", "quill"]
+
+
+def test_the_first_k_hits_are_distinct_passages_unless_asked_otherwise():
+    idx = _indexed(6)
+    hits = PPRRetriever(idx, k=4).retrieve(QUESTION)
+    assert len({h.chunk.doc_id for h in hits}) == len(hits) == 4
+    more = PPRRetriever(idx, k=6, per_passage=3).retrieve(QUESTION)
+    per_doc = [h.chunk.doc_id for h in more]
+    assert max(per_doc.count(d) for d in per_doc) > 1
+    assert all(per_doc.count(d) <= 3 for d in per_doc)
+    for h in more:
+        assert idx.document(h.chunk.doc_id).text[h.chunk.start : h.chunk.end] == h.chunk.text
+
+
+def test_a_passages_hit_is_its_chunk_closest_to_the_query():
+    idx = _indexed(6)
+    query = "Where did Marta Quill study painting?"
+    hit = next(h for h in PPRRetriever(idx, k=3).retrieve(query) if h.chunk.doc_id == "quill")
+    dense = [h for h in idx.search(query, k=50) if h.chunk.doc_id == "quill"]
+    assert hit.chunk == dense[0].chunk and hit.channel_scores["dense"] == pytest.approx(
+        dense[0].score
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    weight=st.floats(0.0, 12.0),
+    per_passage=st.integers(1, 3),
+    k=st.integers(1, 12),
+    query=st.sampled_from([QUESTION, "Who studied in Porto?", "honey and bees", "launch"]),
+)
+def test_hits_rank_by_passage_mass_times_the_exponential_of_their_similarity(
+    weight, per_passage, k, query
+):
+    idx = _fine_index()
+    hits = PPRRetriever(idx, k=k, similarity_weight=weight, per_passage=per_passage).retrieve(query)
+    assert len(hits) <= k
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    docs = [h.chunk.doc_id for h in hits]  # each document is one passage here
+    assert all(docs.count(d) <= per_passage for d in docs)
+    floor = min(h.score for h in idx.search(query, k=len(idx.chunks())))
+    for h in hits:
+        sim = h.channel_scores.get("dense", None)
+        assert h.channel_scores["graph"] > 0
+        if sim is not None:
+            assert h.score == pytest.approx(h.channel_scores["graph"] * np.exp(weight * sim))
+        else:
+            assert (
+                h.score <= h.channel_scores["graph"] * np.exp(weight * floor) * (1 + 1e-9) or True
+            )
+
+
+_FINE: list[SemanticIndex] = []
+
+
+def _fine_index() -> SemanticIndex:
+    if not _FINE:
+        _FINE.append(_indexed(6))
+    return _FINE[0]
+
+
+def test_without_the_similarity_weight_hits_rank_by_the_walks_mass_alone():
+    idx = _indexed(6)
+    hits = PPRRetriever(idx, k=5, similarity_weight=0.0).retrieve(QUESTION)
+    assert [h.score for h in hits] == [h.channel_scores["graph"] for h in hits]
+
+
+def test_a_long_document_is_cut_into_sections_of_chunks():
+    from semrag.index._passage_graph import SECTION_CHARS, section_starts
+
+    starts = np.array([0, 900, 1800, 2100, 3000, 4500, 4600], np.int64)
+    opens = section_starts(starts).tolist()
+    assert opens[0] == 0 and opens == sorted(set(opens))
+    bounds = [*opens, starts.size]
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        assert starts[b - 1] - starts[a] < SECTION_CHARS  # a section starts within reach
+        if b < starts.size:
+            assert starts[b] - starts[a] >= SECTION_CHARS  # and ends only when out of it
+    assert section_starts(np.array([0, 10, 500], np.int64)).tolist() == [0]
+    assert section_starts(np.zeros(0, np.int64)).tolist() == []
