@@ -18,13 +18,13 @@ SQuAD v1.1 dev (the even articles, the chunking benchmark's development half), e
 paragraph a document under its article's title, 10 questions per article (seed 0). These
 are the only sets the defaults were chosen on.
 
-``--parts fit`` is how ``GraphRetriever()``'s ``similarity_weight`` was chosen: every
-weight of a grid on all three sets; the weights at which the single-hop check is within
-one question of dense search at every k are kept; of those, the one a multi-hop set scores
-best (the mean of its R@k and full@k, never below dense at any k) is fitted on that set and
-reported on the other (2Wiki -> MuSiQue, MuSiQue -> 2Wiki). It also asks the SQuAD
-questions against whole articles (the chunking benchmark's documents) and counts a
-question found when a hit holds its answer's sentence.
+``--parts fit`` is how ``GraphRetriever()``'s ``passage_weight`` and ``similarity_weight``
+were chosen: every pair of a grid on all three sets; the pairs at which the single-hop
+check is within one question of dense search at every k are kept; of those, the one a
+multi-hop set scores best (the mean of its R@k and full@k, never below dense at any k) is
+fitted on that set and reported on the other (2Wiki -> MuSiQue, MuSiQue -> 2Wiki). It
+also asks the SQuAD questions against whole articles (the chunking benchmark's documents)
+and counts a question found when a hit holds its answer's sentence.
 
 Rows: the default ``GraphRetriever()`` (personalized PageRank over passages and entities)
 with an ablation per component (and the exact power-iteration walk against the
@@ -79,7 +79,8 @@ CHUNKS = 40  # chunks asked of semrag retrievers, enough for 20 distinct paragra
 ENSEMBLE = "LangChain EnsembleRetriever (RRF, equal weights)"
 FAISS = "LangChain FAISS (dense)"
 DEFAULT = "semrag GraphRetriever() (default: ppr)"
-WEIGHTS = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)  # the similarity_weight grid of --parts fit
+# the grid of --parts fit: (passage_weight, similarity_weight)
+GRID = [(p, s) for p in (0.005, 0.01, 0.02, 0.05) for s in (4.0, 6.0, 8.0, 10.0, 12.0)]
 
 
 def read_squad_paragraphs(path) -> tuple[list[Document], list[MultiHopQuestion]]:
@@ -245,14 +246,20 @@ def quality(set_name: str, emb, only: str | None) -> str:
     )
 
 
+def _pair(pair: tuple[float, float]) -> str:
+    return f"{pair[0]:g} / {pair[1]:g}"
+
+
 def _weights_on(set_name: str, emb) -> tuple[object, int]:
-    """Dense search and ``GraphRetriever(similarity_weight=w)`` for every grid weight."""
+    """Dense search and ``GraphRetriever()`` with every ``(passage_weight, similarity_weight)``."""
     _, rel, reader = SETS[set_name]
     docs, questions = reader(need(DATA / rel))
     index = build_index(set_name, docs, emb)
     systems = {"dense": functools.partial(_ids, index.search)}
-    for w in WEIGHTS:
-        systems[f"{w:g}"] = GraphRetriever(index, k=CHUNKS, similarity_weight=w)
+    for pw, sw in GRID:
+        systems[_pair((pw, sw))] = GraphRetriever(
+            index, k=CHUNKS, passage_weight=pw, similarity_weight=sw
+        )
     qs = as_eval_questions(docs, questions)
     return evaluate_retrievers(index, qs, systems, ks=KS[:4], baseline="dense"), len(qs)
 
@@ -291,21 +298,24 @@ def _sentence_check(emb) -> list[dict]:
 
 
 def fit(emb) -> str:
-    """How ``similarity_weight`` was chosen: fit on one multi-hop set, report on the other."""
+    """How the two weights were chosen: fit on one multi-hop set, report on the other."""
     scored = {name: _weights_on(name, emb) for name in ("twowiki", "musique", "squad")}
     ks = [f"R@{k}" for k in KS[:4]]
     single, n_single = scored["squad"]
     dense_single = single.row("dense")
     keep = [
         w
-        for w in WEIGHTS
-        if all(single.row(f"{w:g}")[m] >= dense_single[m] - 1 / n_single - 1e-9 for m in ks)
+        for w in GRID
+        if all(single.row(_pair(w))[m] >= dense_single[m] - 1 / n_single - 1e-9 for m in ks)
     ]
     grid = []
-    for w in WEIGHTS:
-        row = {"similarity_weight": f"{w:g}", "single-hop kept": "yes" if w in keep else "no"}
+    for w in GRID:
+        row = {
+            "passage / similarity weight": _pair(w),
+            "single-hop kept": "yes" if w in keep else "no",
+        }
         for name, (t, _) in scored.items():
-            r = t.row(f"{w:g}")
+            r = t.row(_pair(w))
             for m in ks:
                 row[f"{name} {m} - dense"] = r[f"{m} - dense"]
             row[f"{name} full@10"] = r["full@10"]
@@ -313,23 +323,23 @@ def fit(emb) -> str:
     cross = []
     for fit_on, test_on in (("twowiki", "musique"), ("musique", "twowiki")):
         t_fit, t_test = scored[fit_on][0], scored[test_on][0]
-        above = [w for w in keep if all(t_fit.row(f"{w:g}")[f"{m} - dense"] >= 0 for m in ks)]
+        above = [w for w in keep if all(t_fit.row(_pair(w))[f"{m} - dense"] >= 0 for m in ks)]
         if not above:
-            cross.append({"fit on": fit_on, "weight": "none kept", "test on": test_on})
+            cross.append({"fit on": fit_on, "weights": "none kept", "test on": test_on})
             continue
-        best = max(above, key=lambda w: _area(t_fit.row(f"{w:g}")))
-        r = t_test.row(f"{best:g}")
+        best = max(above, key=lambda w: _area(t_fit.row(_pair(w))))
+        r = t_test.row(_pair(best))
         cross.append(
             {
                 "fit on": fit_on,
-                "weight": f"{best:g}",
+                "weights": _pair(best),
                 "test on": test_on,
                 **{f"{m} - dense": r[f"{m} - dense"] for m in ks},
                 **{f"{m} - dense 95% CI": r[f"{m} - dense 95% CI"] for m in ks},
                 "full@10 - dense": r["full@10 - dense"],
             }
         )
-    cols = ["similarity_weight", "single-hop kept"] + [
+    cols = ["passage / similarity weight", "single-hop kept"] + [
         f"{name} {m}" for name in scored for m in (*[f"{k} - dense" for k in ks], "full@10")
     ]
     cols = [c for c in cols if c in grid[0]]
@@ -337,18 +347,19 @@ def fit(emb) -> str:
     return "\n".join(
         [
             header(
-                "GraphRetriever's similarity weight: fitted on one set, checked on the other",
+                "GraphRetriever's passage and similarity weights: fitted on one set, "
+                "checked on the other",
                 f"2Wiki ({scored['twowiki'][1]} q), MuSiQue ({scored['musique'][1]} q), "
                 f"SQuAD paragraphs ({n_single} q, single-hop); k = {list(KS[:4])}",
             ),
             "",
-            "Every weight of the grid: R@k minus dense search's (semrag's own dense, the "
-            "same chunks), and full@10. Kept: the single-hop check within one question of "
-            "dense at every k.",
+            "Every pair of the grid (`passage_weight` / `similarity_weight`): R@k minus dense "
+            "search's (semrag's own dense, the same chunks), and full@10. Kept: the "
+            "single-hop check within one question of dense at every k.",
             "",
             table(grid, cols),
             "",
-            "Cross-set: the kept weight a set scores best on (never below dense there), "
+            "Cross-set: the kept pair a set scores best on (never below dense there), "
             "reported on the other set with 95% paired bootstrap intervals:",
             "",
             table(cross, list(cross[0])),
