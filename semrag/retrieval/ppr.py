@@ -117,7 +117,9 @@ class PPRRetriever(Params):
             a tenth of the work bound). ``None``: power iteration over the whole graph
             (:func:`personalized_pagerank`, to an L1 change below 1e-6).
         passage_weight: weight of the dense passage seeds against the entity seeds
-            (HippoRAG 2: 0.05).
+            (HippoRAG 2: 0.05; here 0.005, fitted with ``similarity_weight``: with the
+            query's similarity in every hit's score, stronger dense seeds only hold the
+            walk near the passages dense search finds anyway).
         dense_seeds: how many dense hits seed the walk.
         link_threshold: least cosine for linking a query entity to a phrase by its vector.
         link_k: phrase nodes linked per query entity by vector.
@@ -129,14 +131,15 @@ class PPRRetriever(Params):
         on_llm_error: ``"fallback"`` (rules, noted in the provenance) or ``"raise"``.
         similarity_weight: how much a chunk's own similarity to the query counts beside
             its passage's PageRank mass: hits rank by ``mass * exp(similarity_weight *
-            cosine)`` (0: by mass alone, as HippoRAG). The default was chosen on the
-            development sets (see ``docs/retrievers.md``): the least weight at which a
-            single-hop check (SQuAD questions over whole articles) is not below dense
-            search at any rank, fitted with one multi-hop set and checked on the other.
+            cosine)`` (0: by mass alone, as HippoRAG). The two weights were chosen by
+            ``benchmarks/multihop.py --parts fit``: of the pairs at which a single-hop
+            check (SQuAD paragraphs) is within one question of dense search at every
+            rank, the one 2Wiki scores best, checked on MuSiQue (see
+            ``docs/retrievers.md``).
         per_passage: at most this many hits from one passage (1: the first ``k`` hits are
-            ``k`` distinct passages). The default 3 lets a long document's section give
-            the chunk that holds the answer beside its best-scored one: with 1, the
-            single-hop check loses 9 points of recall@5 to dense search.
+            ``k`` distinct passages). More lets a long document's section give a second
+            chunk: single-hop questions over whole articles, scored by the answer's
+            sentence, need 3 to equal dense search at recall@5 and @10.
 
     Examples:
         >>> from semrag import Document, SemanticIndex
@@ -179,7 +182,7 @@ class PPRRetriever(Params):
         k: int = 10,
         damping: float = 0.8,
         epsilon: float | None = 1e-5,
-        passage_weight: float = 0.05,
+        passage_weight: float = 0.005,
         dense_seeds: int = 50,
         link_threshold: float = 0.8,
         link_k: int = 2,
@@ -189,7 +192,7 @@ class PPRRetriever(Params):
         titles: bool = True,
         llm: LLM | None = None,
         on_llm_error: str = "fallback",
-        similarity_weight: float = 4.0,
+        similarity_weight: float = 10.0,
         per_passage: int = 1,
     ) -> None:
         p = self._check_params(locals())
