@@ -329,7 +329,7 @@ class PassagePhrases:
         if (directory / GRAPH_FILE).exists():
             try:
                 g = load_graph(directory, list(out._docs.values()), reg)
-                if g is not None and g.version == meta.get("version"):  # saved current: current again
+                if g is not None and g.version == meta.get("version"):  # saved current: current
                     out._graph = dataclasses.replace(g, version=version)
             except (KeyError, ValueError) as exc:
                 raise StoreError(
