@@ -351,6 +351,7 @@ def test_the_walk_does_not_depend_on_how_finely_the_chunker_cuts():
     assert len(fine.chunks()) > len(coarse.chunks())
     g_fine, g_coarse = PPRRetriever(fine).passage_graph(), PPRRetriever(coarse).passage_graph()
     assert g_fine.n_passages == g_coarse.n_passages == len(LONG)
+
     def edges(g) -> list[list[str]]:  # passage -> phrase edges are the whole graph here
         return [sorted(g.names[j] for j in g.passage_phrases[p]) for p in range(g.n_passages)]
 
