@@ -4,7 +4,7 @@ A question like "Where was the director of The Glass Harbour born?" needs two pa
 the film's (which names the director) and the director's (which never names the film).
 Dense search finds the first; the graph walk goes on from it through the director's name.
 On a question that names everything it needs, the walk keeps what dense search finds: each
-hit's score is its passage's PageRank mass times ``exp(10 * cosine)``.
+hit's score is its passage's PageRank mass times ``exp(10 * (cosine - 1))``.
 
 The same retriever is then used as a LangChain retriever in a chain and as a LlamaIndex
 retriever, and ``semrag.eval`` scores both against dense search on these questions.

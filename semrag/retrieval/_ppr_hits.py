@@ -2,7 +2,8 @@
 
 :class:`~semrag.retrieval.PPRRetriever` walks passages (documents or sections); a hit is
 a chunk. :func:`rank` scores each candidate chunk by its passage's PageRank mass times
-``exp(similarity_weight * cosine)`` of the chunk and the query and keeps at most
+``exp(similarity_weight * (cosine - 1))`` of the chunk and the query (at most its mass)
+and keeps at most
 ``per_passage`` per passage; :func:`as_hits` writes the trail of each (hop, entity, the
 passage it came from).
 """
@@ -72,7 +73,7 @@ def rank(
     similarity_weight: float,
     per_passage: int,
 ) -> list[tuple[int, int, float]]:
-    """The ``k`` hits: chunks by their passage's mass times ``exp(similarity_weight * cos)``.
+    """The ``k`` hits: chunks by passage mass times ``exp(similarity_weight * (cos - 1))``.
 
     Candidates are the chunks the dense search found (in a passage the walk reached)
     and, for each of the ``k`` passages with the most mass, its first ``per_passage``
@@ -96,7 +97,7 @@ def rank(
         for pos in sorted(g.positions_of(node), key=in_passage)[:per_passage]:
             candidates.setdefault(pos, node)
     scored = [
-        (node, pos, float(passage[node]) * math.exp(weight * dense_chunks.get(pos, floor)))
+        (node, pos, float(passage[node]) * math.exp(weight * (dense_chunks.get(pos, floor) - 1.0)))
         for pos, node in candidates.items()
         if passage[node] > 0
     ]

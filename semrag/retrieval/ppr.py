@@ -23,11 +23,12 @@ by default:
 * **Walk**: personalized PageRank with restart probability ``1 - damping`` over the
   weighted, undirected graph.
 * **Hits**: chunks, each scored by its passage's PageRank mass times ``exp(
-  similarity_weight * cosine)`` of the chunk and the query (HippoRAG ranks by mass alone;
-  the walk then loses to plain dense search on questions that name everything they need:
-  the similarity keeps what dense search is sure of). A passage gives its chunks the
-  dense search ranks first, then the one mentioning the phrases the walk reached most;
-  at most ``per_passage`` hits per passage (1: the first ``k`` hits are ``k`` passages).
+  similarity_weight * (cosine - 1))`` of the chunk and the query (at most the mass).
+  HippoRAG ranks by mass alone; the walk then loses to plain dense search on questions
+  that name everything they need: the similarity keeps what dense search is sure of. A
+  passage gives its chunks the dense search ranks first, then the one mentioning the
+  phrases the walk reached most; at most ``per_passage`` hits per passage (1: the first
+  ``k`` hits are ``k`` passages).
 
 Every result is a distinct chunk of the index with exact offsets, and its provenance says
 how the walk reached it: ``hop`` 0 for a passage the query found itself (it names a query
@@ -130,8 +131,8 @@ class PPRRetriever(Params):
         llm: optional LLM naming the query's entities (the rules are the fallback).
         on_llm_error: ``"fallback"`` (rules, noted in the provenance) or ``"raise"``.
         similarity_weight: how much a chunk's own similarity to the query counts beside
-            its passage's PageRank mass: hits rank by ``mass * exp(similarity_weight *
-            cosine)`` (0: by mass alone, as HippoRAG). The two weights were chosen by
+            its passage's PageRank mass: hits score ``mass * exp(similarity_weight *
+            (cosine - 1))`` (0: by mass alone, as HippoRAG). The two weights were chosen by
             ``benchmarks/multihop.py --parts fit``: of the pairs at which a single-hop
             check (SQuAD paragraphs) is within one question of dense search at every
             rank, the one 2Wiki scores best, checked on MuSiQue (see
