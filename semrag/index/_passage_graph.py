@@ -80,11 +80,11 @@ def section_starts(starts: Ints) -> Ints:
 class NodeOf(Mapping[int, int]):
     """Chunk id -> passage node, by binary search over the version's sorted chunk ids."""
 
-    def __init__(self, chunk_ids: Ints, passage_of: Ints | None = None) -> None:
+    def __init__(self, chunk_ids: Ints, passage_of: Ints) -> None:
         self._ids = chunk_ids
         self._by_id = np.argsort(chunk_ids, kind="stable")
         self._sorted = chunk_ids[self._by_id]
-        self._passage_of = np.arange(chunk_ids.size) if passage_of is None else passage_of
+        self._passage_of = passage_of
 
     def positions(self, chunk_ids: Ints) -> Ints:
         """The position of each chunk id in the graph's chunks, ``-1`` for one not in it."""
