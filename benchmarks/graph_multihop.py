@@ -157,8 +157,10 @@ def main() -> None:
                     index, kg, split=None
                 ),
                 "semrag SketchRetriever (depth 2)": SketchRetriever(index, kg, depth=2),
-                "semrag CommunityRetriever local": CommunityRetriever(index, kg, mode="local"),
-                "semrag CommunityRetriever global": CommunityRetriever(index, kg, mode="global"),
+                "semrag CommunityRetriever local": CommunityRetriever(index, kg, strategy="local"),
+                "semrag CommunityRetriever global": CommunityRetriever(
+                    index, kg, strategy="global"
+                ),
             }
             for name, retriever in systems.items():
                 per_k = {k: ranked(retriever, k) for k in KS}

@@ -73,7 +73,7 @@ def main() -> None:
     run = {"IAR": IntentAwareRetriever(index, k=10).retrieve}
     for algorithm in ALGORITHMS:
         if algorithm != "llm_guided_traversal":
-            run[f"SSG {algorithm}"] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
+            run[f"SSG {algorithm}"] = SSGRetriever(index, strategy=algorithm, k=10).retrieve
     times: dict[tuple[str, bool], list[float]] = {}
     for rnd, in_place in enumerate((True, False, True, False)):
         layout(in_place)

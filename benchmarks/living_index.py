@@ -151,9 +151,9 @@ def retrievers(index: SemanticIndex) -> dict[str, object]:
         "dense": lambda q: index.search(q, k=10),
         "BM25": lambda q: index.search_sparse(q, k=10),
         "SSG triangulation_fulldim": SSGRetriever(
-            index, algorithm="triangulation_fulldim", k=10
+            index, strategy="triangulation_fulldim", k=10
         ).retrieve,
-        "SSG ssg_traversal": SSGRetriever(index, algorithm="ssg_traversal", k=10).retrieve,
+        "SSG ssg_traversal": SSGRetriever(index, strategy="ssg_traversal", k=10).retrieve,
         "IAR": IntentAwareRetriever(index, k=10).retrieve,
     }
 

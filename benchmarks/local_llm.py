@@ -137,7 +137,7 @@ def main() -> None:
         (
             "LLM-guided SSG traversal",
             lambda q: SSGRetriever(
-                index, algorithm="llm_guided_traversal", llm=llm, max_llm_calls=2, **raise_mode
+                index, strategy="llm_guided_traversal", llm=llm, max_llm_calls=2, **raise_mode
             ).retrieve(q),
         ),
         (

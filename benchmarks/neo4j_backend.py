@@ -104,11 +104,13 @@ def retrievers(ix, kg=None) -> dict:
     }
     for algorithm in ALGORITHMS:
         if algorithm != "llm_guided_traversal":
-            out[f"SSGRetriever({algorithm})"] = SSGRetriever(ix, algorithm=algorithm, k=K).retrieve
+            out[f"SSGRetriever({algorithm})"] = SSGRetriever(ix, strategy=algorithm, k=K).retrieve
     if kg is not None:
         out["SketchRetriever(split=None)"] = SketchRetriever(ix, kg, k=K, split=None).retrieve
         for mode in ("local", "global"):
-            out[f"CommunityRetriever({mode})"] = CommunityRetriever(ix, kg, mode=mode, k=K).retrieve
+            out[f"CommunityRetriever({mode})"] = CommunityRetriever(
+                ix, kg, strategy=mode, k=K
+            ).retrieve
     return out
 
 

@@ -513,7 +513,7 @@ def main() -> None:
     }
     for algorithm in [] if not args.ssg else ALGORITHMS:
         if algorithm != "llm_guided_traversal":
-            run[f"SSG {algorithm}"] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
+            run[f"SSG {algorithm}"] = SSGRetriever(index, strategy=algorithm, k=10).retrieve
     if kg is not None:
         if not args.no_sketch:
             split = None if args.sketch_split == "none" else (100, 16)
@@ -531,8 +531,8 @@ def main() -> None:
                     f"{rss['pieces']:,.0f} MB.\n\n"
                 )
                 print(pieces_note.strip(), file=sys.stderr)
-        run["local"] = CommunityRetriever(index, kg, mode="local", k=10).retrieve
-        run["global"] = CommunityRetriever(index, kg, mode="global", k=10).retrieve
+        run["local"] = CommunityRetriever(index, kg, strategy="local", k=10).retrieve
+        run["global"] = CommunityRetriever(index, kg, strategy="global", k=10).retrieve
     lat = []
     for name, fn in run.items():
         p50, p95 = latency(fn)

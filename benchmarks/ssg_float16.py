@@ -113,7 +113,7 @@ def main() -> None:
         for name, index in indexes.items():
             if name.startswith("exact"):
                 continue
-            retriever = SSGRetriever(index, algorithm=algorithm, k=2 * K)
+            retriever = SSGRetriever(index, strategy=algorithm, k=2 * K)
             times, lists = [], []
             for q in queries:
                 t0 = time.perf_counter()

@@ -63,7 +63,7 @@ def main() -> None:
         if algorithm == "llm_guided_traversal":
             continue
         for early in (True, False):
-            retriever = SSGRetriever(index, algorithm=algorithm, early_stop=early)
+            retriever = SSGRetriever(index, strategy=algorithm, early_stop=early)
             # Ask once per k: max_sentences grows with k, as a user setting k would see.
             per_k = {k: ranked_ssg(retriever, k) for k in KS}
             name = f"semrag {algorithm}" + ("" if early else " (no early stop)")

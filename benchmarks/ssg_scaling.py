@@ -137,7 +137,7 @@ def main() -> None:
     for algorithm in ALGORITHMS:
         if algorithm == "llm_guided_traversal":
             continue
-        retriever = SSGRetriever(index, algorithm=algorithm, k=10)
+        retriever = SSGRetriever(index, strategy=algorithm, k=10)
         retriever.retrieve_vector(queries[0])  # warm-up
         times = []
         for q in queries:

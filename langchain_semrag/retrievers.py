@@ -7,7 +7,7 @@ offsets, scores and provenance in metadata (:func:`to_lc_documents`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -15,9 +15,10 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from langchain_semrag.embeddings import to_llm
+from semrag._validation import renamed
 from semrag.postprocess import SPC
 from semrag.retrieval import CommunityRetriever as CoreCommunityRetriever
 from semrag.retrieval import GraphRetriever as CoreGraphRetriever
@@ -59,6 +60,18 @@ class _CoreRetriever(BaseRetriever):
 
     k: int = 10
     _core: Any = PrivateAttr()
+    _renamed: ClassVar[dict[str, str]] = {}  # a field's old name -> its name (until 0.4)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """Fields given by their old names, moved to the new ones (with a warning)."""
+        if not isinstance(data, dict) or not cls._renamed:
+            return data
+        old = {name: data[name] for name in cls._renamed if name in data}
+        rest = {name: value for name, value in data.items() if name not in old}
+        defaults = {name: cls.model_fields[name].default for name in cls._renamed.values()}
+        return renamed(cls.__name__, old, rest, cls._renamed, defaults)
 
     def model_post_init(self, __context: Any) -> None:
         """Build the core retriever (validates the arguments)."""
@@ -91,19 +104,21 @@ class SSGRetriever(_CoreRetriever):
 
     Args:
         index: a :class:`semrag.SemanticIndex` with its graph.
-        algorithm: one of ``semrag.retrieval.ALGORITHMS``.
+        strategy: one of ``semrag.retrieval.ALGORITHMS`` (``algorithm=`` before 0.3, still
+            accepted with a ``DeprecationWarning`` until 0.4).
         k: documents returned; ``invoke(query, k=...)`` overrides it per call.
         options: more keyword arguments of :class:`semrag.SSGRetriever`
             (``max_sentences``, ``early_stop``, ``llm``, ``max_llm_calls``, ...).
     """
 
     index: Any
-    algorithm: str = "query_traversal"
+    strategy: str = "query_traversal"
     options: dict[str, Any] = {}
+    _renamed: ClassVar[dict[str, str]] = {"algorithm": "strategy"}
 
     def _build(self) -> Any:
         options = {**self.options, "llm": to_llm(self.options.get("llm"))}
-        return CoreSSGRetriever(self.index, algorithm=self.algorithm, k=self.k, **options)
+        return CoreSSGRetriever(self.index, strategy=self.strategy, k=self.k, **options)
 
 
 class IntentAwareRetriever(_CoreRetriever):
@@ -194,7 +209,7 @@ class SketchRetriever(_CoreRetriever):
 
 
 class CommunityRetriever(_CoreRetriever):
-    """SemRAG community search: ``mode="local"`` (eq. 4) or ``"global"`` (eq. 5).
+    """SemRAG community search: ``strategy="local"`` (eq. 4) or ``"global"`` (eq. 5).
 
     Local: entities similar to the query, then their chunks. Global: community reports,
     then their sentences.
@@ -202,19 +217,21 @@ class CommunityRetriever(_CoreRetriever):
     Args:
         index: a :class:`semrag.SemanticIndex`.
         graph: the :class:`semrag.graph.KnowledgeGraph` (with communities for global).
-        mode: ``"local"`` or ``"global"``.
+        strategy: ``"local"`` or ``"global"`` (``mode=`` before 0.3, still accepted with a
+            ``DeprecationWarning`` until 0.4).
         k: documents returned.
         options: more keyword arguments of :class:`semrag.retrieval.CommunityRetriever`.
     """
 
     index: Any
     graph: Any
-    mode: str = "local"
+    strategy: str = "local"
     options: dict[str, Any] = {}
+    _renamed: ClassVar[dict[str, str]] = {"mode": "strategy"}
 
     def _build(self) -> Any:
         return CoreCommunityRetriever(
-            self.index, self.graph, mode=self.mode, k=self.k, **self.options
+            self.index, self.graph, strategy=self.strategy, k=self.k, **self.options
         )
 
 

@@ -118,17 +118,18 @@ class SSGRetriever(_CoreRetriever):
 
     Args:
         index: a :class:`semrag.SemanticIndex` with its graph.
-        algorithm: one of ``semrag.retrieval.ALGORITHMS``.
+        strategy: one of ``semrag.retrieval.ALGORITHMS`` (``algorithm=`` before 0.3, still
+            accepted with a ``DeprecationWarning`` until 0.4).
         k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
         **options: more keyword arguments of :class:`semrag.SSGRetriever` (``llm`` may
             be a LlamaIndex LLM).
     """
 
     def __init__(
-        self, *, index: Any, algorithm: str = "query_traversal", k: int = 10, **options: Any
+        self, *, index: Any, strategy: str = "query_traversal", k: int = 10, **options: Any
     ) -> None:
         options["llm"] = to_llm(options.get("llm"))
-        self._core = CoreSSGRetriever(index, algorithm=algorithm, k=k, **options)
+        self._core = CoreSSGRetriever(index, strategy=strategy, k=k, **options)
         super().__init__()
 
 
@@ -200,26 +201,35 @@ class SketchRetriever(_CoreRetriever):
         **options: more keyword arguments of :class:`semrag.retrieval.SketchRetriever`.
     """
 
-    def __init__(self, *, index: Any, graph: Any, k: int = 10, llm: Any = None, **options: Any):
+    def __init__(
+        self, *, index: Any, graph: Any = None, k: int = 10, llm: Any = None, **options: Any
+    ) -> None:
         self._core = CoreSketchRetriever(index, graph, k=k, llm=to_llm(llm), **options)
         super().__init__()
 
 
 class CommunityRetriever(_CoreRetriever):
-    """SemRAG community search, ``mode="local"`` (eq. 4) or ``"global"`` (eq. 5).
+    """SemRAG community search, ``strategy="local"`` (eq. 4) or ``"global"`` (eq. 5).
 
     Args:
         index: a :class:`semrag.SemanticIndex`.
         graph: the :class:`semrag.graph.KnowledgeGraph`.
-        mode: ``"local"`` or ``"global"``.
+        strategy: ``"local"`` or ``"global"`` (``mode=`` before 0.3, still accepted with a
+            ``DeprecationWarning`` until 0.4).
         k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
         **options: more keyword arguments of :class:`semrag.retrieval.CommunityRetriever`.
     """
 
     def __init__(
-        self, *, index: Any, graph: Any, mode: str = "local", k: int = 10, **options: Any
+        self,
+        *,
+        index: Any,
+        graph: Any = None,
+        strategy: str = "local",
+        k: int = 10,
+        **options: Any,
     ) -> None:
-        self._core = CoreCommunityRetriever(index, graph, mode=mode, k=k, **options)
+        self._core = CoreCommunityRetriever(index, graph, strategy=strategy, k=k, **options)
         super().__init__()
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -48,6 +49,8 @@ __all__ = [
     "check_k",
     "check_param",
     "check_query",
+    "RenamedAttribute",
+    "renamed",
     "validate_params",
 ]
 
@@ -238,6 +241,87 @@ def check_query(owner: str, query: Any) -> str:
     if not query.strip():
         raise ConfigError(f"{owner}: query is empty; there is nothing to retrieve for it")
     return query
+
+
+REMOVED_IN = "0.4"
+"""The release in which a renamed parameter's old spelling stops working."""
+
+
+def renamed(
+    owner: str,
+    old_names: dict[str, Any],
+    values: Mapping[str, Any],
+    renames: Mapping[str, str],
+    defaults: Mapping[str, Any],
+) -> dict[str, Any]:
+    """``values`` with each old spelling in ``old_names`` moved to its new name.
+
+    ``renames`` maps old names to new ones; ``old_names`` holds what the call passed under
+    old names (an ``__init__``'s ``**renamed``). Each old spelling warns once per call
+    site (``DeprecationWarning``) and works until :data:`REMOVED_IN`.
+
+    Raises:
+        ConfigError: when a call gives both spellings.
+        TypeError: for a keyword that is neither a parameter nor an old spelling of one
+            (what Python raises for an unknown keyword).
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     renamed("X", {"kg": 1}, {"graph": None}, {"kg": "graph"}, {"graph": None})
+        {'graph': 1}
+        >>> str(caught[0].message)
+        'X: kg= is now graph=; kg= stops working in semrag 0.4'
+    """
+    out = dict(values)
+    for old, value in old_names.items():
+        new = renames.get(old)
+        if new is None:
+            raise TypeError(f"{owner}() got an unexpected keyword argument {old!r}")
+        if new in out and not _same(out[new], defaults.get(new)):
+            raise ConfigError(f"{owner}: give {new}= only ({old}= is its old name)")
+        warnings.warn(
+            f"{owner}: {old}= is now {new}=; {old}= stops working in semrag {REMOVED_IN}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        out[new] = value
+    return out
+
+
+class RenamedAttribute:
+    """A class attribute's old name: reading it warns and reads the new one (until 0.4).
+
+    Examples:
+        >>> class R:
+        ...     kg = RenamedAttribute("graph")
+        ...     def __init__(self) -> None:
+        ...         self.graph = "the graph"
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     R().kg
+        'the graph'
+    """
+
+    def __init__(self, new: str) -> None:
+        self.new = new
+        self.old = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.old = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        warnings.warn(
+            f"{type(obj).__name__}.{self.old} is now .{self.new}; .{self.old} stops working "
+            f"in semrag {REMOVED_IN}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(obj, self.new)
 
 
 def positive_ints(names: Iterable[str], *, allow_none: bool = False) -> dict[str, list[Any]]:

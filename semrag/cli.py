@@ -247,7 +247,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         hits = index.search_sparse(args.question, k=args.k)
     else:
         algorithm = args.algorithm or "query_traversal"
-        hits = SSGRetriever(index, algorithm=algorithm, k=args.k).retrieve(args.question)
+        hits = SSGRetriever(index, strategy=algorithm, k=args.k).retrieve(args.question)
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk
         if args.json:

@@ -1,10 +1,10 @@
 """SemRAG community search over a knowledge graph: local (eq. 4) and global (eq. 5).
 
-* ``mode="local"``: entities ``v`` whose name is similar to the query (``sim(v, Q) >
+* ``strategy="local"``: entities ``v`` whose name is similar to the query (``sim(v, Q) >
   tau_e``, the ``max_entities`` best), then the chunks ``g`` that mention them and are
   similar to them (``sim(g, v) > tau_d``); chunks are ranked by ``sim(g, Q) + sim(v, Q)``
   and cut at ``k`` items or ``window`` tokens (the paper's window ``L``).
-* ``mode="global"``: community reports ranked by ``relevance + centrality_weight * rank``
+* ``strategy="global"``: community reports ranked by ``relevance + centrality_weight * rank``
   (relevance = similarity of the query to the report's title and summary; rank = the
   community's PageRank share), the top ``top_communities``; then their *points*: the
   sentences of the chunks that mention their members (each community's ``max_chunks``
@@ -33,8 +33,10 @@ from semrag._validation import (
     Interval,
     Options,
     Params,
+    RenamedAttribute,
     check_k,
     check_query,
+    renamed,
 )
 from semrag.errors import ConfigError
 from semrag.graph.communities import report_text
@@ -94,8 +96,11 @@ class CommunityRetriever(Params):
 
     Args:
         index: the index to read (a :class:`~semrag.index.reader.CorpusReader`).
-        kg: the :class:`~semrag.graph.KnowledgeGraph` (with communities for ``"global"``).
-        mode: ``"local"`` or ``"global"``.
+        graph: the :class:`~semrag.graph.KnowledgeGraph` (with communities for
+            ``"global"``).
+        strategy: ``"local"`` or ``"global"``.
+
+    ``kg=`` and ``mode=`` (before 0.3) still work, with a ``DeprecationWarning``, until 0.4.
         k: results returned.
         tau_e: least query-entity similarity (local).
         tau_d: least chunk-entity similarity (local).
@@ -108,10 +113,13 @@ class CommunityRetriever(Params):
             members (ties: document order). ``None`` reads every chunk.
     """
 
+    kg = RenamedAttribute("graph")
+    mode = RenamedAttribute("strategy")
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "index": [object],
-        "kg": [object],
-        "mode": [Options("local", "global")],
+        "graph": [object],
+        "strategy": [Options("local", "global")],
         "k": [Interval(INT, 1, None)],
         "tau_e": [Interval(REAL, -1, 1)],
         "tau_d": [Interval(REAL, -1, 1)],
@@ -126,9 +134,9 @@ class CommunityRetriever(Params):
     def __init__(
         self,
         index: CorpusReader,
-        kg: Any,
+        graph: Any = None,
         *,
-        mode: str = "local",
+        strategy: str = "local",
         k: int = 10,
         tau_e: float = 0.3,
         tau_d: float = 0.2,
@@ -138,14 +146,24 @@ class CommunityRetriever(Params):
         centrality_weight: float = 0.2,
         level: int | None = None,
         max_chunks: int | None = 64,
+        **old_names: Any,
     ) -> None:
-        p = self._check_params(locals())
+        given = renamed(
+            "CommunityRetriever",
+            old_names,
+            locals(),
+            {"kg": "graph", "mode": "strategy"},
+            {"graph": None, "strategy": "local"},
+        )
+        p = self._check_params(given)
+        if p["graph"] is None:
+            raise ConfigError("CommunityRetriever needs graph=: the KnowledgeGraph of its index")
         k, tau_e, tau_d, max_entities = p["k"], p["tau_e"], p["tau_d"], p["max_entities"]
         window, top_communities, level = p["window"], p["top_communities"], p["level"]
         centrality_weight = p["centrality_weight"]
         self.index = index
-        self.kg = kg
-        self.mode = mode
+        self.graph = p["graph"]
+        self.strategy = p["strategy"]
         self.k = k
         self.tau_e = tau_e
         self.tau_d = tau_d
@@ -190,7 +208,7 @@ class CommunityRetriever(Params):
 
     def _steps(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
         """The search, asking for the reads that may be round trips (:class:`Call`)."""
-        if self.mode == "local":
+        if self.strategy == "local":
             return (yield from self._local(q, k))
         return (yield from self._global(q, k))
 
@@ -200,14 +218,14 @@ class CommunityRetriever(Params):
         n = max(_ENTITY_CANDIDATES, 10 * self.max_entities)
         # (only the index's best 2 * max_entities travel with their vectors, as dense search)
         keep = {"keep": 2 * self.max_entities}
-        ents, vecs = yield Call("search_entities", (q, n), on=self.kg, kwargs=keep)
+        ents, vecs = yield Call("search_entities", (q, n), on=self.graph, kwargs=keep)
         if not ents:
             return []
         sims = vecs @ q
         order = best_above(sims, lambda i: ents[i].id, self.max_entities, self.tau_e)
         chosen = {ents[i].id: (ents[i], float(sims[i]), vecs[i]) for i in order}
         best: dict[int, tuple[float, float, list[dict[str, Any]]]] = {}
-        found = yield Call("chunks_for", (list(chosen),), on=self.kg.store)
+        found = yield Call("chunks_for", (list(chosen),), on=self.graph.store)
         spans = [(r.doc_id, r.start, r.end) for refs in found.values() for r in refs]
         overlaps = iter((yield Call("overlapping_chunks_many", (spans,), on=self.index)))
         for eid, refs in found.items():
@@ -249,7 +267,7 @@ class CommunityRetriever(Params):
         Cached until the knowledge graph changes (keyed by its ``current_version()``, which
         sees the changes another process writes to a Neo4j store).
         """
-        version = drive(_current_version(self.kg), functools.partial(call, None))
+        version = drive(_current_version(self.graph), functools.partial(call, None))
         comms, vecs, _, _ = self._report_state(version)
         return comms, vecs
 
@@ -257,7 +275,7 @@ class CommunityRetriever(Params):
         """Communities, their reports' vectors, ranks and ids: one version, one tuple."""
         state = self._reports
         if state is None or self._reports_version != version:
-            store = self.kg.store
+            store = self.graph.store
             if callable(getattr(store, "read_reports", None)):  # with their stored vectors
                 comms, vecs = store.read_reports(self.level)
             else:
@@ -292,7 +310,7 @@ class CommunityRetriever(Params):
         todo = [c for c in comms if c.id not in self._points]
         if todo:
             members = sorted({e for c in todo for e in c.entity_ids})
-            refs = yield Call("chunks_for", (members,), on=self.kg.store)
+            refs = yield Call("chunks_for", (members,), on=self.graph.store)
             picked: dict[str, list[tuple[str, int, int]]] = {}
             for comm in todo:
                 count: dict[tuple[str, int, int], int] = {}
@@ -314,10 +332,10 @@ class CommunityRetriever(Params):
         return [self._points[c.id] for c in comms]
 
     def _global(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
-        graph_version = yield from _current_version(self.kg)
+        graph_version = yield from _current_version(self.graph)
         comms, vecs, ranks, ids = self._report_state(graph_version)
         if not comms:
-            if getattr(self.kg, "communities_built", False):
+            if getattr(self.graph, "communities_built", False):
                 return []  # built over a graph with no entities yet: nothing to find
             raise ConfigError(
                 "global search needs communities: build the graph with communities=True"
@@ -366,7 +384,7 @@ class CommunityRetriever(Params):
                 "relevance": rel[comm.id],
                 "rank": comm.rank,
             }
-            if getattr(self.kg, "communities_stale", False):
+            if getattr(self.graph, "communities_stale", False):
                 prov["note"] = (
                     "the graph changed since these communities were built (LLM reports are "
                     "not rewritten per change): call graph.refresh_communities()"

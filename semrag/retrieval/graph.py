@@ -53,7 +53,7 @@ class GraphRetriever:
         strategy = check_param("GraphRetriever", "strategy", strategy, [Options(*STRATEGIES)])
         self.strategy = strategy
         if strategy.startswith("ssg:"):
-            self.retriever: Any = SSGRetriever(index, algorithm=strategy[4:], k=k, **options)
+            self.retriever: Any = SSGRetriever(index, strategy=strategy[4:], k=k, **options)
             return
         if strategy == "ppr":
             self.retriever = PPRRetriever(index, graph, k=k, **options)
@@ -63,7 +63,7 @@ class GraphRetriever:
         if strategy == "sketch":
             self.retriever = SketchRetriever(index, graph, k=k, **options)
         else:
-            self.retriever = CommunityRetriever(index, graph, mode=strategy, k=k, **options)
+            self.retriever = CommunityRetriever(index, graph, strategy=strategy, k=k, **options)
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """The chosen retriever's results."""

@@ -243,7 +243,7 @@ class IntentAwareRetriever(Params):
                 )
             from semrag.retrieval.ssg import SSGRetriever
 
-            return SSGRetriever(self.index, algorithm="query_traversal", k=self.m)
+            return SSGRetriever(self.index, strategy="query_traversal", k=self.m)
         if extended is not None and not (
             hasattr(extended, "retrieve") and hasattr(extended, "aretrieve")
         ):

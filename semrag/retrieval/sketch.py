@@ -52,8 +52,10 @@ from semrag._validation import (
     Interval,
     Options,
     Params,
+    RenamedAttribute,
     check_k,
     check_query,
+    renamed,
 )
 from semrag.errors import ConfigError
 from semrag.graph.types import Entity
@@ -139,7 +141,8 @@ class SketchRetriever(Params):
 
     Args:
         index: the index to read (a :class:`~semrag.index.reader.CorpusReader`).
-        kg: the :class:`~semrag.graph.KnowledgeGraph` built from it.
+        graph: the :class:`~semrag.graph.KnowledgeGraph` built from it (``kg=`` before
+            0.3, still accepted with a ``DeprecationWarning`` until 0.4).
         k: results returned.
         depth: hops around the query's entities.
         llm: an LLM for query NER; without one, phrase matching.
@@ -161,9 +164,11 @@ class SketchRetriever(Params):
         on_llm_error: ``"fallback"`` (phrase matching, noted) or ``"raise"``.
     """
 
+    kg = RenamedAttribute("graph")
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "index": [object],
-        "kg": [object],
+        "graph": [object],
         "k": [Interval(INT, 1, None)],
         "depth": [Interval(INT, 0, None)],
         "llm": [HasMethods("complete", "acomplete"), None],
@@ -185,7 +190,7 @@ class SketchRetriever(Params):
     def __init__(
         self,
         index: CorpusReader,
-        kg: Any,
+        graph: Any = None,
         *,
         k: int = 10,
         depth: int = 1,
@@ -203,8 +208,13 @@ class SketchRetriever(Params):
         token_budget: int | None = None,
         max_facts: int = 20,
         on_llm_error: str = "fallback",
+        **old_names: Any,
     ) -> None:
-        p = self._check_params(locals())
+        p = self._check_params(
+            renamed("SketchRetriever", old_names, locals(), {"kg": "graph"}, {"graph": None})
+        )
+        if p["graph"] is None:
+            raise ConfigError("SketchRetriever needs graph=: the KnowledgeGraph of its index")
         if split is not None:
             split = check_split("SketchRetriever", split)
         k, depth, n_vector, max_entities = p["k"], p["depth"], p["n_vector"], p["max_entities"]
@@ -216,7 +226,7 @@ class SketchRetriever(Params):
         )
         boost, token_budget, max_facts = p["boost"], p["token_budget"], p["max_facts"]
         self.index = index
-        self.kg = kg
+        self.graph = p["graph"]
         self.k = k
         self.depth = depth
         self.llm = llm
@@ -302,7 +312,7 @@ class SketchRetriever(Params):
         return await asyncio.to_thread(self._entities, fuzzy, exact), note
 
     def _entities(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[Entity]:
-        return self.kg.store.get_entities(self._match(fuzzy, exact))
+        return self.graph.store.get_entities(self._match(fuzzy, exact))
 
     def _names(self, query: str) -> tuple[list[str], list[str], str]:
         """The query's entity phrases: ``(fuzzy, exact, note)`` (LLM NER or the phrases)."""
@@ -337,7 +347,9 @@ class SketchRetriever(Params):
     def _lookup(self, fuzzy: Sequence[str], exact: Sequence[str]) -> Call:
         """One store lookup for every phrase (one round trip on a server)."""
         limits = [self.fuzzy_matches] * len(fuzzy) + [0] * len(exact)
-        return Call("lookup", ([*fuzzy, *exact],), on=self.kg.store, kwargs={"fuzzy_limit": limits})
+        return Call(
+            "lookup", ([*fuzzy, *exact],), on=self.graph.store, kwargs={"fuzzy_limit": limits}
+        )
 
     def _seeds(self, per: Sequence[Sequence[str]], fuzzy: int) -> list[str]:
         """The query's entities from the lookup of ``fuzzy`` phrases, then n-grams (``per``)."""
@@ -402,7 +414,7 @@ class SketchRetriever(Params):
         sub, refs = yield Call(
             "expand",
             (seed_ids,),
-            on=self.kg.store,
+            on=self.graph.store,
             kwargs={"depth": self.depth, "max_chunks": self.max_entity_chunks},
         )
         by_id = {e.id: e for e in sub.entities}

@@ -58,8 +58,10 @@ from semrag._validation import (
     Interval,
     Options,
     Params,
+    RenamedAttribute,
     check_k,
     check_query,
+    renamed,
 )
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.index.reader import CorpusReader
@@ -128,7 +130,8 @@ class SSGRetriever(Params):
     Args:
         index: a :class:`~semrag.index.reader.CorpusReader` with a similarity graph (a
             ``SemanticIndex`` built with ``ssg`` on, or a ``Neo4jIndex`` written from one).
-        algorithm: one of :data:`ALGORITHMS`.
+        strategy: one of :data:`ALGORITHMS` (``algorithm=`` before 0.3, still accepted with
+            a ``DeprecationWarning`` until 0.4).
         k: most results returned: distinct spans (the visited windows of one document
             that overlap or touch, merged), best query similarity first.
         max_sentences: stop after extracting this many sentences; default
@@ -145,14 +148,16 @@ class SSGRetriever(Params):
         >>> from semrag.testing import FakeEmbedder
         >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
         >>> index.add_documents([Document("a", "Cats purr. Cats nap. Cats eat fish.")])
-        >>> hits = SSGRetriever(index, algorithm="query_traversal", k=2).retrieve("cats nap")
+        >>> hits = SSGRetriever(index, strategy="query_traversal", k=2).retrieve("cats nap")
         >>> hits[0].chunk.doc_id, hits[0].provenance[0]["algorithm"]
         ('a', 'query_traversal')
     """
 
+    algorithm = RenamedAttribute("strategy")
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "index": [object],
-        "algorithm": [Options(*ALGORITHMS)],
+        "strategy": [Options(*ALGORITHMS)],
         "k": [Interval(numbers.Integral, 1, None)],
         "max_sentences": [Interval(numbers.Integral, 1, None), None],
         "early_stop": [bool],
@@ -167,7 +172,7 @@ class SSGRetriever(Params):
         self,
         index: CorpusReader,
         *,
-        algorithm: str = "query_traversal",
+        strategy: str = "query_traversal",
         k: int = 10,
         max_sentences: int | None = None,
         early_stop: bool = True,
@@ -176,11 +181,20 @@ class SSGRetriever(Params):
         max_llm_calls: int = 8,
         candidates_per_hop: int = 5,
         on_llm_error: str = "fallback",
+        **old_names: Any,
     ) -> None:
-        p = self._check_params(locals())
+        given = renamed(
+            "SSGRetriever",
+            old_names,
+            locals(),
+            {"algorithm": "strategy"},
+            {"strategy": "query_traversal"},
+        )
+        p = self._check_params(given)
+        strategy = p["strategy"]
         k, max_sentences, early_stop_after = p["k"], p["max_sentences"], p["early_stop_after"]
         max_llm_calls, candidates_per_hop = p["max_llm_calls"], p["candidates_per_hop"]
-        if algorithm == "llm_guided_traversal" and llm is None:
+        if strategy == "llm_guided_traversal" and llm is None:
             raise ConfigError("llm_guided_traversal needs an llm")
         if index.ssg_config is None:
             raise ConfigError(
@@ -188,7 +202,7 @@ class SSGRetriever(Params):
                 "keep: build it with SemanticIndex(ssg=True) or add it with index.enable('ssg')"
             )
         self.index = index
-        self.algorithm = algorithm
+        self.strategy = strategy
         self.k = k
         self.max_sentences = max_sentences
         self.early_stop = p["early_stop"]
@@ -290,7 +304,7 @@ class SSGRetriever(Params):
         max_s = self.max_sentences or max(15, 3 * k)
         after = self.early_stop_after
         if after is None:
-            after = 5 if self.algorithm == "basic_retrieval" else 8
+            after = 5 if self.strategy == "basic_retrieval" else 8
         return max_s, after
 
     def _run(self, query: str, q: Floats, k: int, view: Any) -> Traversing:
@@ -298,9 +312,9 @@ class SSGRetriever(Params):
         # database learns its size with that search, not before it).
         ctx = Context(view, q)
         max_s, after = self._limits(k)
-        if self.algorithm == "basic_retrieval":
+        if self.strategy == "basic_retrieval":
             return (yield from self._basic(ctx, max_s, after))
-        if self.algorithm == "llm_guided_traversal":
+        if self.strategy == "llm_guided_traversal":
             return (yield from self._llm_guided(ctx, query, max_s, after))
         return (yield from self._greedy(ctx, max_s, after))
 
@@ -311,7 +325,7 @@ class SSGRetriever(Params):
         """
         if not getattr(ctx.view, "async_reads", False):
             return ctx.view.node_index.search(ctx.q, k)
-        rank = NEXT_HOP.get(self.algorithm, "query")
+        rank = NEXT_HOP.get(self.strategy, "query")
         return (yield from ctx.view.search_steps(ctx.q, k, pca=pca, load=k, rank=rank))
 
     def _load(self, ctx: Context, nodes: Any) -> _Reading[None]:
@@ -321,11 +335,11 @@ class SSGRetriever(Params):
         to, ranked by this algorithm's rule.
         """
         if getattr(ctx.view, "async_reads", False):
-            rank = NEXT_HOP.get(self.algorithm, "query")
+            rank = NEXT_HOP.get(self.strategy, "query")
             yield from ctx.view.load_steps([int(n) for n in nodes], rank=rank, visited=ctx.visited)
 
     def _anchor(self, ctx: Context) -> _Reading[int]:
-        pca = self.algorithm == "triangulation_geometric_3d"
+        pca = self.strategy == "triangulation_geometric_3d"
         _, ids = yield from self._search(ctx, 1, pca=pca)
         anchor = int(ids[0, 0])
         if anchor >= 0:
@@ -358,7 +372,7 @@ class SSGRetriever(Params):
         return t
 
     def _greedy(self, ctx: Context, max_s: int, after: int) -> _Reading[Traversal]:
-        algo = self.algorithm
+        algo = self.strategy
         anchor = yield from self._anchor(ctx)
         if anchor < 0:
             return Traversal(stop_reason="empty index")
@@ -556,7 +570,7 @@ class SSGRetriever(Params):
                 step = traversal.steps[hop]
                 entry = {
                     "channel": "ssg",
-                    "algorithm": self.algorithm,
+                    "algorithm": self.strategy,
                     "hop": hop,
                     "node": step.node,
                     "from": step.parent,

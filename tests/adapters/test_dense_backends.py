@@ -107,7 +107,7 @@ def test_dense_and_retrievers_equal_the_embedded_index(backend):
     for q in QUERIES:
         for make in (
             lambda ix: IntentAwareRetriever(ix, k=3),
-            lambda ix: SSGRetriever(ix, algorithm="query_traversal", k=3),
+            lambda ix: SSGRetriever(ix, strategy="query_traversal", k=3),
         ):
             ra, rb = make(a).retrieve(q), make(b).retrieve(q)
             assert [(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in ra] == [

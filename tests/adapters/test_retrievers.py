@@ -53,7 +53,7 @@ class TestLangChainSSGRetrieverStandard(RetrieversIntegrationTests):
 
 
 def test_langchain_documents_carry_offsets_and_provenance():
-    r = langchain_semrag.SSGRetriever(index=shared_index(), algorithm="triangulation_fulldim", k=3)
+    r = langchain_semrag.SSGRetriever(index=shared_index(), strategy="triangulation_fulldim", k=3)
     docs = r.invoke("rocket orbit")
     assert docs and all(isinstance(d, LCDocument) for d in docs)
     for d in docs:
@@ -72,7 +72,7 @@ def test_langchain_rejects_unknown_fields_and_options():
 
 
 async def test_llama_index_retriever_sync_async_and_query_engine():
-    r = llama_index_semrag.SSGRetriever(index=shared_index(), algorithm="query_traversal", k=2)
+    r = llama_index_semrag.SSGRetriever(index=shared_index(), strategy="query_traversal", k=2)
     assert isinstance(r, LIBaseRetriever)
     nodes = r.retrieve("dog ball")
     anodes = await r.aretrieve(QueryBundle("dog ball"))
@@ -111,11 +111,11 @@ def test_retrievers_of_both_frameworks_see_changes_on_the_next_call():
     index.add_documents([Document(f"doc{i}", t) for i, t in enumerate(TEXTS)])
     kg = KnowledgeGraph.build(index, communities=False)  # follows the index
     made = {
-        "lc ssg": langchain_semrag.SSGRetriever(index=index, algorithm="basic_retrieval", k=3),
+        "lc ssg": langchain_semrag.SSGRetriever(index=index, strategy="basic_retrieval", k=3),
         "lc iar": langchain_semrag.IntentAwareRetriever(index=index, k=3),
         "lc ppr": langchain_semrag.GraphRetriever(index=index, k=3),
         "lc sketch": langchain_semrag.SketchRetriever(index=index, graph=kg, k=3),
-        "li ssg": llama_index_semrag.SSGRetriever(index=index, algorithm="basic_retrieval", k=3),
+        "li ssg": llama_index_semrag.SSGRetriever(index=index, strategy="basic_retrieval", k=3),
         "li iar": llama_index_semrag.IntentAwareRetriever(index=index, k=3),
         "li ppr": llama_index_semrag.GraphRetriever(index=index, k=3),
         "li sketch": llama_index_semrag.SketchRetriever(index=index, graph=kg, k=3),
@@ -149,8 +149,8 @@ def test_both_frameworks_answer_alike_from_a_float16_graph():
         index = SemanticIndex(embedder=emb, ssg=cfg)
         index.add_documents([Document(f"doc{i}", t) for i, t in enumerate(TEXTS)])
         assert index.ssg.node_vectors.dtype == dtype
-        lc = langchain_semrag.SSGRetriever(index=index, algorithm="query_traversal", k=3)
-        li = llama_index_semrag.SSGRetriever(index=index, algorithm="query_traversal", k=3)
+        lc = langchain_semrag.SSGRetriever(index=index, strategy="query_traversal", k=3)
+        li = llama_index_semrag.SSGRetriever(index=index, strategy="query_traversal", k=3)
         lc_iar = langchain_semrag.IntentAwareRetriever(index=index, k=3)
         answers[dtype] = (
             [(d.metadata["doc_id"], d.metadata["start_index"]) for d in lc.invoke("the cat slept")],

@@ -90,7 +90,7 @@ def test_the_same_index_serves_semrags_retrievers():
     store.add_documents([LCDocument(t, metadata={"n": i}) for i, t in enumerate(TEXTS)])
     hits = IntentAwareRetriever(store.index, k=2).retrieve("queen bee eggs")
     assert hits[0].chunk.text == TEXTS[1]
-    lc = langchain_semrag.SSGRetriever(index=store.index, algorithm="basic_retrieval", k=2)
+    lc = langchain_semrag.SSGRetriever(index=store.index, strategy="basic_retrieval", k=2)
     assert lc.invoke("rocket orbit")
     with pytest.raises(TypeError, match="index_kwargs"):
         langchain_semrag.SemanticVectorStore(index=store.index, sparse="lucene")

@@ -345,11 +345,11 @@ def test_sketch_token_budget_llm_ner_and_async():
 
 def test_community_local_and_global():
     index, kg = shared()
-    local = CommunityRetriever(index, kg, mode="local", k=2, tau_e=0.0, tau_d=0.0)
+    local = CommunityRetriever(index, kg, strategy="local", k=2, tau_e=0.0, tau_d=0.0)
     hits = local.retrieve("Justin Timberlake")
     assert hits[0].chunk.doc_id in ("timberlake", "sexyback")
     assert hits[0].provenance[0]["entities"][0]["name"]
-    glob = CommunityRetriever(index, kg, mode="global", k=3)
+    glob = CommunityRetriever(index, kg, strategy="global", k=3)
     ghits = glob.retrieve("honey bees dance")
     assert ghits and ghits[0].provenance[0]["community"].startswith("L")
     for h in ghits:  # points are sentences with exact offsets
@@ -358,10 +358,10 @@ def test_community_local_and_global():
         h.chunk for h in asyncio.run(glob.aretrieve("honey bees dance"))
     ]
     with pytest.raises(ConfigError):
-        CommunityRetriever(index, kg, mode="nope")
+        CommunityRetriever(index, kg, strategy="nope")
     empty = KnowledgeGraph(InMemoryGraphStore(), index=index)
     with pytest.raises(ConfigError):
-        CommunityRetriever(index, empty, mode="global").retrieve("x")
+        CommunityRetriever(index, empty, strategy="global").retrieve("x")
 
 
 def test_graph_retriever_front_door():
@@ -429,7 +429,7 @@ async def test_llama_index_graph_adapters():
     index, kg = shared()
     for retriever in (
         llama_index_semrag.SketchRetriever(index=index, graph=kg, k=2),
-        llama_index_semrag.CommunityRetriever(index=index, graph=kg, mode="global", k=2),
+        llama_index_semrag.CommunityRetriever(index=index, graph=kg, strategy="global", k=2),
         llama_index_semrag.GraphRetriever(
             index=index, graph=kg, strategy="local", k=2, tau_e=0.0, tau_d=0.0
         ),
@@ -462,7 +462,7 @@ def test_sketch_and_communities_on_neo4j(neo4j_server):
         assert "timberlake" in [h.chunk.doc_id for h in hits]
         in_memory = SketchRetriever(index, KnowledgeGraph.build(index), k=3).retrieve(question)
         assert [(h.chunk, h.score) for h in hits] == [(h.chunk, h.score) for h in in_memory]
-        ghits = CommunityRetriever(index, kg, mode="global", k=2).retrieve("honey bees")
+        ghits = CommunityRetriever(index, kg, strategy="global", k=2).retrieve("honey bees")
         assert ghits
     finally:
         store.clear()
@@ -492,7 +492,7 @@ def test_retriever_caches_follow_changes_of_the_index_and_the_graph():
     found = {h.chunk.doc_id for h in sketch.retrieve("leafcutter ants fungus nests")}
     assert "ants" in found  # a new document's pieces are searched on the next call
     assert "bees" not in {h.chunk.doc_id for h in sketch.retrieve("Honey bees dance")}
-    glob = CommunityRetriever(index, kg, mode="global", k=3)
+    glob = CommunityRetriever(index, kg, strategy="global", k=3)
     first = glob.reports()
     assert glob.reports()[1] is first[1]  # cached while the graph stays
     kg.build_communities(levels=1)
@@ -581,8 +581,8 @@ def sentence_runs(retriever, comm, version):
 def test_global_search_reads_each_communitys_most_mentioning_chunks():
     """``max_chunks`` bounds the chunks read per community; ``None`` reads them all."""
     index, kg = shared()
-    capped = CommunityRetriever(index, kg, mode="global", k=50, max_chunks=1)
-    every = CommunityRetriever(index, kg, mode="global", k=50, max_chunks=None)
+    capped = CommunityRetriever(index, kg, strategy="global", k=50, max_chunks=1)
+    every = CommunityRetriever(index, kg, strategy="global", k=50, max_chunks=None)
     query = "Who produced the song by Justin Timberlake?"
     got, full = capped.retrieve(query), every.retrieve(query)
     assert {h.chunk.doc_id for h in got} <= {h.chunk.doc_id for h in full}

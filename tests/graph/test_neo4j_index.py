@@ -238,7 +238,7 @@ def test_every_ssg_algorithm_traverses_the_database_as_the_embedded_graph(graph_
             for ix in (index, reader):
                 llm = FakeLLM(['{"choice": 2}'], cycle=True) if "llm" in algorithm else None
                 before = graph_store.reads
-                hits = SSGRetriever(ix, algorithm=algorithm, k=4, llm=llm).retrieve(q)
+                hits = SSGRetriever(ix, strategy=algorithm, k=4, llm=llm).retrieve(q)
                 runs.append(_traversal_answer(hits))
             reads.setdefault(algorithm, []).append(graph_store.reads - before)
             assert runs[1] == runs[0], (algorithm, q)
@@ -440,7 +440,7 @@ async def test_async_traversals_await_every_read_on_the_async_driver(graph_store
 
     def retriever(algorithm):
         llm = FakeLLM(['{"choice": 2}'], cycle=True) if "llm" in algorithm else None
-        return SSGRetriever(reader, algorithm=algorithm, k=4, llm=llm)
+        return SSGRetriever(reader, strategy=algorithm, k=4, llm=llm)
 
     sync = {a: [_traversal_answer(retriever(a).retrieve(q)) for q in queries] for a in ALGORITHMS}
     statements = async_reads_only(graph_store, monkeypatch)
@@ -732,12 +732,12 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
             SketchRetriever(reader, served, split=PIECES),
         ),
         "local": (
-            CommunityRetriever(index, kg, mode="local"),
-            CommunityRetriever(reader, served, mode="local"),
+            CommunityRetriever(index, kg, strategy="local"),
+            CommunityRetriever(reader, served, strategy="local"),
         ),
         "global": (
-            CommunityRetriever(index, kg, mode="global"),
-            CommunityRetriever(reader, served, mode="global"),
+            CommunityRetriever(index, kg, strategy="global"),
+            CommunityRetriever(reader, served, strategy="global"),
         ),
     }
     found = 0
@@ -778,8 +778,8 @@ def community_pairs(index, kg, reader, served):
 
     return {
         mode: (
-            CommunityRetriever(index, kg, mode=mode, tau_d=-1.0),
-            CommunityRetriever(reader, served, mode=mode, tau_d=-1.0),
+            CommunityRetriever(index, kg, strategy=mode, tau_d=-1.0),
+            CommunityRetriever(reader, served, strategy=mode, tau_d=-1.0),
         )
         for mode in ("local", "global")
     }
@@ -1009,8 +1009,8 @@ async def test_sketch_and_community_async_paths_await_every_read_on_the_async_dr
     retrievers = {
         "sketch": SketchRetriever(reader, served, split=None),
         "sketch pieces": SketchRetriever(reader, served, split=PIECES),
-        "local": CommunityRetriever(reader, served, mode="local"),
-        "global": CommunityRetriever(reader, served, mode="global"),
+        "local": CommunityRetriever(reader, served, strategy="local"),
+        "global": CommunityRetriever(reader, served, strategy="global"),
     }
     queries = [*QUERIES, "Which river flows by Memphis?", "Where was Marie Curie born?"]
 
@@ -1049,16 +1049,16 @@ def test_both_frameworks_take_the_database_index_as_they_take_an_index(graph_sto
 
     for ix, kgx in ((index, kg), (reader, served)):
         lc = {
-            "ssg": lcs.SSGRetriever(index=ix, algorithm="triangulation_fulldim", k=3),
+            "ssg": lcs.SSGRetriever(index=ix, strategy="triangulation_fulldim", k=3),
             "iar": lcs.IntentAwareRetriever(index=ix, k=3, options={"extended": None}),
             "sketch": lcs.SketchRetriever(index=ix, graph=kgx, k=3, options={"split": None}),
-            "local": lcs.CommunityRetriever(index=ix, graph=kgx, mode="local", k=3),
+            "local": lcs.CommunityRetriever(index=ix, graph=kgx, strategy="local", k=3),
         }
         li = {
-            "ssg": lis.SSGRetriever(index=ix, algorithm="triangulation_fulldim", k=3),
+            "ssg": lis.SSGRetriever(index=ix, strategy="triangulation_fulldim", k=3),
             "iar": lis.IntentAwareRetriever(index=ix, k=3, extended=None),
             "sketch": lis.SketchRetriever(index=ix, graph=kgx, k=3, split=None),
-            "global": lis.CommunityRetriever(index=ix, graph=kgx, mode="global", k=3),
+            "global": lis.CommunityRetriever(index=ix, graph=kgx, strategy="global", k=3),
         }
         got = {f"lc {n}": spans(r.invoke(q)) for n, r in lc.items()}
         got |= {f"li {n}": node_spans(r.retrieve(q)) for n, r in li.items()}

@@ -63,10 +63,10 @@ def retrievers(index: SemanticIndex, kg: KnowledgeGraph) -> dict[str, object]:
         "bm25": lambda q: index.search_sparse(q, k=5),
         "iar": IntentAwareRetriever(index, k=5).retrieve,
         "ppr": PPRRetriever(index, k=5).retrieve,
-        "ssg": SSGRetriever(index, algorithm="query_traversal", k=5).retrieve,
+        "ssg": SSGRetriever(index, strategy="query_traversal", k=5).retrieve,
         "sketch": SketchRetriever(index, kg, k=5).retrieve,
-        "local": CommunityRetriever(index, kg, mode="local", k=5).retrieve,
-        "global": CommunityRetriever(index, kg, mode="global", k=5).retrieve,
+        "local": CommunityRetriever(index, kg, strategy="local", k=5).retrieve,
+        "global": CommunityRetriever(index, kg, strategy="global", k=5).retrieve,
     }
 
 

@@ -105,7 +105,7 @@ def test_every_llm_path_on_a_real_model(model, bridge):
     plan = iar[0].provenance[0]
     assert plan["intent"] and abs(sum(plan["weights"].values()) - 1) < 1e-6
     guided = SSGRetriever(
-        index, algorithm="llm_guided_traversal", llm=llm, k=2, max_llm_calls=2
+        index, strategy="llm_guided_traversal", llm=llm, k=2, max_llm_calls=2
     ).retrieve(QUERY)
     for hits in (sketch, ppr, iar, guided):
         assert_exact(index, hits)

@@ -60,7 +60,7 @@ def build(docs: tuple[str, ...], window: int) -> SemanticIndex:
 )
 def test_results_are_distinct_spans_sorted_and_within_k(docs, window, query, algorithm, k, early):
     index = build(docs, window)
-    hits = SSGRetriever(index, algorithm=algorithm, k=k, early_stop=early).retrieve(query)
+    hits = SSGRetriever(index, strategy=algorithm, k=k, early_stop=early).retrieve(query)
     assert len(hits) <= k
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     nodes = [p["node"] for h in hits for p in h.provenance]

@@ -70,8 +70,8 @@ def core_retrievers():
         SSGRetriever(index()),
         IntentAwareRetriever(index()),
         SketchRetriever(index(), graph()),
-        CommunityRetriever(index(), graph(), mode="local"),
-        CommunityRetriever(index(), graph(), mode="global"),
+        CommunityRetriever(index(), graph(), strategy="local"),
+        CommunityRetriever(index(), graph(), strategy="global"),
     ]
 
 
@@ -154,7 +154,7 @@ def test_numpy_scalars_are_accepted():
         (lambda: SemanticChunker(FakeEmbedder(), window="left"), "window='left'"),
         (lambda: SemanticChunker(FakeEmbedder(), pooling="max"), "pooling='max'"),
         (lambda: SSGRetriever(index(), max_sentences=0), "max_sentences=0"),
-        (lambda: SSGRetriever(index(), algorithm="bfs"), "algorithm='bfs'"),
+        (lambda: SSGRetriever(index(), strategy="bfs"), "strategy='bfs'"),
         (lambda: IntentAwareRetriever(index(), refine_weight=1.5), "refine_weight=1.5"),
         (lambda: SPC(index(), neighbours=-1), "neighbours=-1"),
         (lambda: SemanticIndex(embedder=FakeEmbedder(), dense="ivf", ssg=True), "dense='ivf'"),
@@ -222,14 +222,14 @@ async def test_llm_failures_fall_back_with_a_reason_or_raise(llm):
     (first, *_) = SketchRetriever(index(), graph(), llm=llm).retrieve("John Smith")
     assert why in first.provenance[0]["note"]
     # LLM-guided traversal (sync and async)
-    guided = SSGRetriever(larger_index(), algorithm="llm_guided_traversal", llm=llm)
+    guided = SSGRetriever(larger_index(), strategy="llm_guided_traversal", llm=llm)
     steps = guided.traverse("honey bees").steps
     notes = [s.note for s in steps if s.note and "budget" not in s.note]
     assert notes and all(why in n and "fell back to the best candidate" in n for n in notes)
     assert await guided.aretrieve("honey bees")
     with pytest.raises((LLMOutputError, ConnectionError)):
         SSGRetriever(
-            larger_index(), algorithm="llm_guided_traversal", llm=llm, on_llm_error="raise"
+            larger_index(), strategy="llm_guided_traversal", llm=llm, on_llm_error="raise"
         ).retrieve("honey bees")
     # extraction and community reports
     kg = KnowledgeGraph.build(index(), extractor=LLMGraphExtractor(llm), community_llm=llm)

@@ -87,7 +87,7 @@ def test_plot_traversal_writes_a_png(tmp_path):
 
     index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents([Document("a", TEXT), Document("b", TEXT.replace("cat", "dog"))])
-    hits = SSGRetriever(index, algorithm="ssg_traversal", k=3).retrieve("cat mat")
+    hits = SSGRetriever(index, strategy="ssg_traversal", k=3).retrieve("cat mat")
     for kwargs in ({}, {"index": index}):
         out = plot_traversal(hits, tmp_path / f"t{len(kwargs)}.png", **kwargs)
         assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

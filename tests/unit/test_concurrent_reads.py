@@ -48,10 +48,10 @@ def retrievers(index: SemanticIndex, kg: KnowledgeGraph) -> list:
         IntentAwareRetriever(index, k=5).retrieve,
         GraphRetriever(index, k=5).retrieve,
         SketchRetriever(index, kg, k=5).retrieve,
-        CommunityRetriever(index, kg, mode="local", k=5).retrieve,
+        CommunityRetriever(index, kg, strategy="local", k=5).retrieve,
     ]
     made += [
-        SSGRetriever(index, algorithm=a, k=5).retrieve
+        SSGRetriever(index, strategy=a, k=5).retrieve
         for a in ALGORITHMS
         if a != "llm_guided_traversal"
     ]

@@ -28,7 +28,7 @@ def results(index: SemanticIndex) -> list:
         [(h.chunk.doc_id, h.chunk.start, h.chunk.end, round(h.score, 5)) for h in hits]
         for algorithm in ALGOS
         for q in QUERIES
-        for hits in [SSGRetriever(index, algorithm=algorithm, k=3).retrieve(q)]
+        for hits in [SSGRetriever(index, strategy=algorithm, k=3).retrieve(q)]
     ]
 
 

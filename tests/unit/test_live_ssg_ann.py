@@ -377,7 +377,7 @@ def test_float16_rows_score_the_traversals_from_the_rounded_values():
         cfg = SSGConfig(window=2, top_x=2, min_inter=0.0, knn="hnsw", vector_dtype=dtype)
         index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg)
         index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS)])
-        retriever = SSGRetriever(index, algorithm="query_traversal", k=3)
+        retriever = SSGRetriever(index, strategy="query_traversal", k=3)
         q = index.embed_query("bees and honey").astype(np.float64)
         rows = index.ssg.node_vectors
         steps = retriever.traverse("bees and honey").steps

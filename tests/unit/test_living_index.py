@@ -282,13 +282,13 @@ def make_retrievers(index: SemanticIndex, kg: KnowledgeGraph) -> dict[str, objec
         "bm25": lambda q: index.search_sparse(q, k=10),
         "iar": IntentAwareRetriever(index, k=10).retrieve,
         "sketch": SketchRetriever(index, kg, k=10).retrieve,
-        "local": CommunityRetriever(index, kg, mode="local", k=10).retrieve,
-        "global": CommunityRetriever(index, kg, mode="global", k=10).retrieve,
+        "local": CommunityRetriever(index, kg, strategy="local", k=10).retrieve,
+        "global": CommunityRetriever(index, kg, strategy="global", k=10).retrieve,
         "ppr": PPRRetriever(index, k=10).retrieve,
         "ppr+graph": PPRRetriever(index, kg, k=10).retrieve,
     }
     for algorithm in SSG_ALGORITHMS:
-        out[algorithm] = SSGRetriever(index, algorithm=algorithm, k=10).retrieve
+        out[algorithm] = SSGRetriever(index, strategy=algorithm, k=10).retrieve
     return out
 
 
@@ -740,7 +740,7 @@ def test_the_living_index_state_machine_on_neo4j(neo4j_server):
             def served(ix):
                 out = {"dense": lambda q: ix.search(q, k=10)}
                 for algorithm in SSG_ALGORITHMS:
-                    out[algorithm] = SSGRetriever(ix, algorithm=algorithm, k=10).retrieve
+                    out[algorithm] = SSGRetriever(ix, strategy=algorithm, k=10).retrieve
                 return out
 
             assert results(fresh, served(reader)) == results(fresh, served(fresh))
@@ -951,7 +951,7 @@ def test_communities_that_follow_changes_equal_a_fresh_build(graph_store):
     from semrag.graph import InMemoryGraphStore
 
     def global_hits(index: SemanticIndex, kg: KnowledgeGraph) -> list:
-        retriever = CommunityRetriever(index, kg, mode="global", k=4)
+        retriever = CommunityRetriever(index, kg, strategy="global", k=4)
         return [
             (h.chunk.doc_id, h.chunk.start, h.provenance[0]["community"])
             for q in ("Who designed the engine?", "Where did Obama meet Merkel?")
@@ -1005,7 +1005,7 @@ def test_a_loaded_graph_answers_its_first_global_query_embedding_only_the_query(
     index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
     index.add_documents([Document(f"s{i}", t) for i, t in enumerate(STORIES)])
     kg = KnowledgeGraph.build(index)
-    want = CommunityRetriever(index, kg, mode="global", k=3).retrieve(question)
+    want = CommunityRetriever(index, kg, strategy="global", k=3).retrieve(question)
     index.save(tmp_path / "index")
     kg.save_ledger(tmp_path / "ledger")
     kg.store.save(tmp_path / "store")
@@ -1013,7 +1013,7 @@ def test_a_loaded_graph_answers_its_first_global_query_embedding_only_the_query(
     loaded = SemanticIndex.load(tmp_path / "index", embedder=(counting := CountingEmbedder(dim=32)))
     store = InMemoryGraphStore.load(tmp_path / "store")
     resumed = KnowledgeGraph.resume(loaded, store, tmp_path / "ledger")
-    got = CommunityRetriever(loaded, resumed, mode="global", k=3).retrieve(question)
+    got = CommunityRetriever(loaded, resumed, strategy="global", k=3).retrieve(question)
     # the load checks the model by its probe texts; then no report, name or chunk again
     assert counting.embedded == [*PROBE_TEXTS, question]
     assert [(h.chunk.doc_id, h.chunk.start, round(h.score, 5)) for h in got] == [
@@ -1035,11 +1035,11 @@ def test_llm_reports_are_not_rewritten_per_change_and_search_says_they_are_stale
     assert asked > 0  # the reports came from the LLM
     index.add_documents([Document("s3", STORIES[3])])
     assert kg.communities_stale and fake.i == asked  # no LLM call per change
-    (hit, *_) = CommunityRetriever(index, kg, mode="global", k=2).retrieve("Who met?")
+    (hit, *_) = CommunityRetriever(index, kg, strategy="global", k=2).retrieve("Who met?")
     assert "refresh_communities" in hit.provenance[0]["note"]
     kg.refresh_communities()
     assert not kg.communities_stale
-    (hit, *_) = CommunityRetriever(index, kg, mode="global", k=2).retrieve("Who met?")
+    (hit, *_) = CommunityRetriever(index, kg, strategy="global", k=2).retrieve("Who met?")
     assert "note" not in hit.provenance[0]
 
 

@@ -342,8 +342,8 @@ CASES: dict[str, list[Case]] = {
         )
     ],
     "semrag.retrieval.community:CommunityRetriever.aretrieve": [
-        lambda e: lambda: CommunityRetriever(e.index, e.kg, mode="local").aretrieve(e.query()),
-        lambda e: lambda: CommunityRetriever(e.index, e.kg, mode="global").aretrieve(e.query()),
+        lambda e: lambda: CommunityRetriever(e.index, e.kg, strategy="local").aretrieve(e.query()),
+        lambda e: lambda: CommunityRetriever(e.index, e.kg, strategy="global").aretrieve(e.query()),
     ],
     "semrag.retrieval.graph:GraphRetriever.aretrieve": [
         lambda e: lambda: GraphRetriever(e.index, e.kg).aretrieve(e.query())
@@ -368,16 +368,16 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: SketchRetriever(e.index, e.kg).aretrieve(e.query())
     ],
     "semrag.retrieval.ssg:SSGRetriever.aretrieve": [
-        lambda e, a=a: (lambda big: lambda: SSGRetriever(big, algorithm=a).aretrieve(e.query()))(
+        lambda e, a=a: (lambda big: lambda: SSGRetriever(big, strategy=a).aretrieve(e.query()))(
             fresh_graph_change(e)
         )
         for a in ("query_traversal", "triangulation_geometric_3d", "ssg_traversal")
     ]
     + [
         lambda e: (
-            lambda: SSGRetriever(
-                e.index, algorithm="llm_guided_traversal", llm=SlowLLM()
-            ).aretrieve(e.query())
+            lambda: SSGRetriever(e.index, strategy="llm_guided_traversal", llm=SlowLLM()).aretrieve(
+                e.query()
+            )
         )
     ],
     # -- LangChain ------------------------------------------------------------------------------

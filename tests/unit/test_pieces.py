@@ -99,7 +99,7 @@ def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
     assert [(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in hits] == [
         (h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in want.retrieve(query)
     ]
-    other = SketchRetriever(kept, got.kg, split=(20, 4))  # a split the index does not hold
+    other = SketchRetriever(kept, got.graph, split=(20, 4))  # a split the index does not hold
     assert other.pieces()[2] is not kept.piece_index.dense
 
     kept.save(tmp_path / "index")

@@ -108,13 +108,13 @@ def test_query_traversal_uses_a_global_frontier():
     idx = HandIndex(
         [0.95, 0.8, 0.7, 0.1, 0.05], [(0, 1, 0.5), (0, 2, 0.5), (1, 3, 0.5), (1, 4, 0.5)]
     )
-    r = SSGRetriever(idx, algorithm="query_traversal", max_sentences=10, early_stop=False)
+    r = SSGRetriever(idx, strategy="query_traversal", max_sentences=10, early_stop=False)
     assert path(r) == [0, 1, 2, 3, 4]
 
 
 def test_ssg_traversal_stops_when_the_next_hop_is_no_better():
     idx = HandIndex([0.9, 0.2, 0.2, 0.2, 0.2], [(0, 1, 0.5), (1, 2, 0.7), (2, 3, 0.6), (3, 4, 0.9)])
-    r = SSGRetriever(idx, algorithm="ssg_traversal", max_sentences=10)
+    r = SSGRetriever(idx, strategy="ssg_traversal", max_sentences=10)
     t = r.traverse("q")
     assert [s.node for s in t.steps] == [0, 1, 2]
     assert t.stop_reason == "next hop no better than the last"
@@ -123,8 +123,8 @@ def test_ssg_traversal_stops_when_the_next_hop_is_no_better():
 def test_triangulation_average_balances_query_and_edge():
     # Candidate 1 is closer to the query, candidate 2 much closer to the current node.
     idx = HandIndex([0.9, 0.8, 0.6], [(0, 1, 0.1), (0, 2, 0.9)])
-    avg = SSGRetriever(idx, algorithm="triangulation_average", max_sentences=2, early_stop=False)
-    qt = SSGRetriever(idx, algorithm="query_traversal", max_sentences=2, early_stop=False)
+    avg = SSGRetriever(idx, strategy="triangulation_average", max_sentences=2, early_stop=False)
+    qt = SSGRetriever(idx, strategy="query_traversal", max_sentences=2, early_stop=False)
     assert path(avg) == [0, 2]
     assert path(qt) == [0, 1]
 
@@ -136,7 +136,7 @@ def test_triangulation_fulldim_is_the_centroid_rule(seed):
     sims[0] = 0.99
     edges = [(0, j, 0.5) for j in range(1, 8)]
     idx = HandIndex(sims, edges, seed=seed)
-    r = SSGRetriever(idx, algorithm="triangulation_fulldim", max_sentences=2, early_stop=False)
+    r = SSGRetriever(idx, strategy="triangulation_fulldim", max_sentences=2, early_stop=False)
     q, c, v = idx.q, idx.ssg.node_vectors[0], idx.ssg.node_vectors
     brute = min(range(1, 8), key=lambda j: np.linalg.norm((q + c + v[j]) / 3 - q))
     assert path(r)[1] == brute
@@ -145,7 +145,7 @@ def test_triangulation_fulldim_is_the_centroid_rule(seed):
 def test_geometric_3d_uses_the_pca_fitted_at_build_time():
     idx = HandIndex([0.99, 0.5, 0.4, 0.3, 0.6], [(0, j, 0.5) for j in range(1, 5)])
     comps = idx.ssg.pca_components.copy()
-    r = SSGRetriever(idx, algorithm="triangulation_geometric_3d", max_sentences=2, early_stop=False)
+    r = SSGRetriever(idx, strategy="triangulation_geometric_3d", max_sentences=2, early_stop=False)
     nxt = path(r)[1]
     p = idx.ssg.project_3d
     q3, c3, n3 = p(idx.q[None])[0], p(idx.ssg.node_vectors[:1])[0], p(idx.ssg.node_vectors)
@@ -156,17 +156,17 @@ def test_geometric_3d_uses_the_pca_fitted_at_build_time():
 
 def test_basic_retrieval_and_early_stop():
     idx = HandIndex([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3], [])
-    r = SSGRetriever(idx, algorithm="basic_retrieval", max_sentences=7, k=10)
+    r = SSGRetriever(idx, strategy="basic_retrieval", max_sentences=7, k=10)
     t = r.traverse("q")
     assert [s.node for s in t.steps] == [0, 1, 2, 3, 4]  # early stop after 5 sentences
     assert "beats" in t.stop_reason
-    r2 = SSGRetriever(idx, algorithm="basic_retrieval", max_sentences=6, early_stop=False)
+    r2 = SSGRetriever(idx, strategy="basic_retrieval", max_sentences=6, early_stop=False)
     assert path(r2) == [0, 1, 2, 3, 4, 5]
 
 
 def test_max_sentences_stops_traversal():
     idx = HandIndex([0.9] + [0.5] * 9, [(0, j, 0.5) for j in range(1, 10)])
-    r = SSGRetriever(idx, algorithm="query_traversal", max_sentences=4, early_stop=False)
+    r = SSGRetriever(idx, strategy="query_traversal", max_sentences=4, early_stop=False)
     t = r.traverse("q")
     assert len(t.steps) == 4 and t.stop_reason == "max_sentences"
 
@@ -180,7 +180,7 @@ def test_llm_guided_follows_the_llm_and_falls_back():
             '{"choice": "stop", "reasoning": "enough"}',
         ]
     )
-    r = SSGRetriever(idx, algorithm="llm_guided_traversal", llm=llm, max_sentences=10)
+    r = SSGRetriever(idx, strategy="llm_guided_traversal", llm=llm, max_sentences=10)
     t = r.traverse("q")
     assert [s.node for s in t.steps] == [0, 3, 1]
     assert t.steps[2].note.startswith("LLM reply invalid")
@@ -193,7 +193,7 @@ def test_llm_guided_respects_the_call_budget():
     idx = HandIndex([0.95, 0.8, 0.7, 0.6], [(0, 1, 0.5), (0, 2, 0.5), (0, 3, 0.5)])
     llm = FakeLLM(['{"choice": 3}'], cycle=True)
     r = SSGRetriever(
-        idx, algorithm="llm_guided_traversal", llm=llm, max_llm_calls=1, max_sentences=10
+        idx, strategy="llm_guided_traversal", llm=llm, max_llm_calls=1, max_sentences=10
     )
     t = r.traverse("q")
     assert t.llm_calls == 1 and len(llm.prompts) == 1
@@ -204,19 +204,19 @@ def test_llm_guided_respects_the_call_budget():
 async def test_llm_guided_async_equals_sync():
     idx = HandIndex([0.95, 0.8, 0.7, 0.6], [(0, 1, 0.5), (0, 2, 0.5), (0, 3, 0.5)])
     replies = ['{"choice": 2}', '{"choice": 1}', '{"choice": "stop"}']
-    sync = SSGRetriever(idx, algorithm="llm_guided_traversal", llm=FakeLLM(replies)).retrieve("q")
-    asyn = await SSGRetriever(
-        idx, algorithm="llm_guided_traversal", llm=FakeLLM(replies)
-    ).aretrieve("q")
+    sync = SSGRetriever(idx, strategy="llm_guided_traversal", llm=FakeLLM(replies)).retrieve("q")
+    asyn = await SSGRetriever(idx, strategy="llm_guided_traversal", llm=FakeLLM(replies)).aretrieve(
+        "q"
+    )
     assert [h.chunk for h in sync] == [h.chunk for h in asyn]
 
 
 def test_configuration_errors():
     idx = HandIndex([0.9, 0.1], [(0, 1, 0.5)])
     with pytest.raises(ConfigError):
-        SSGRetriever(idx, algorithm="dfs")
+        SSGRetriever(idx, strategy="dfs")
     with pytest.raises(ConfigError):
-        SSGRetriever(idx, algorithm="llm_guided_traversal")
+        SSGRetriever(idx, strategy="llm_guided_traversal")
     with pytest.raises(ConfigError):
         SSGRetriever(idx, k=0)
     no_graph = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
@@ -245,7 +245,7 @@ def real_index():
 
 @pytest.mark.parametrize("algorithm", [a for a in ALGORITHMS if a != "llm_guided_traversal"])
 def test_real_index_provenance_and_invariants(real_index, algorithm):
-    hits = SSGRetriever(real_index, algorithm=algorithm, k=4).retrieve("the cat chased the dog")
+    hits = SSGRetriever(real_index, strategy=algorithm, k=4).retrieve("the cat chased the dog")
     assert 0 < len(hits) <= 4
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     seen: set[tuple[str, int]] = set()
@@ -269,7 +269,7 @@ def test_real_index_provenance_and_invariants(real_index, algorithm):
 
 
 def test_ssg_traversal_never_reuses_sentences(real_index):
-    t = SSGRetriever(real_index, algorithm="ssg_traversal", max_sentences=30).traverse("cat")
+    t = SSGRetriever(real_index, strategy="ssg_traversal", max_sentences=30).traverse("cat")
     nodes = [s.node for s in t.steps]
     spans = [set(range(*real_index.ssg.node_sentences[n])) for n in nodes]
     for i, a in enumerate(spans):
@@ -278,7 +278,7 @@ def test_ssg_traversal_never_reuses_sentences(real_index):
 
 
 async def test_real_index_async_equals_sync(real_index):
-    r = SSGRetriever(real_index, algorithm="query_traversal", k=3)
+    r = SSGRetriever(real_index, strategy="query_traversal", k=3)
     assert [h.chunk for h in await r.aretrieve("dog walks")] == [
         h.chunk for h in r.retrieve("dog walks")
     ]
@@ -292,7 +292,7 @@ def test_empty_index_returns_nothing():
 def test_results_merge_windows_into_distinct_spans():
     # nodes 0-2 are adjacent sentences of d0, node 3 is d1, node 4 is d0 but not adjacent
     idx = HandIndex([0.9, 0.8, 0.7, 0.6, 0.5, 0.1], [], node_doc=[0, 0, 0, 1, 0, 0])
-    hits = SSGRetriever(idx, algorithm="basic_retrieval", k=6, early_stop=False).retrieve("q")
+    hits = SSGRetriever(idx, strategy="basic_retrieval", k=6, early_stop=False).retrieve("q")
     spans = [(h.chunk.doc_id, h.chunk.sentence_start, h.chunk.sentence_end) for h in hits]
     assert spans[0] == ("d0", 0, 3)  # three windows, one span
     assert [p["node"] for p in hits[0].provenance] == [0, 1, 2]  # one entry per step, in order
