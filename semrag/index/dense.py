@@ -7,8 +7,8 @@ current one reads (appends write past its rows; a removal copies the small mask)
 publishing it is one assignment. Removed rows are skipped by every search and compacted
 away once they are a quarter of the rows.
 
-* ``flat`` (the default) is exact: a matrix product over the version's rows, ties to the
-  lower id, so a grown index and a fresh one return the same hits.
+* ``flat`` is exact: a matrix product over the version's rows, ties to the lower id, so a
+  grown index and a fresh one return the same hits.
 * ``hnsw`` (FAISS ``IndexHNSWFlat``) holds the vectors itself (a version reads them in
   place, :class:`~semrag._buffers.StoredRows`: each vector is held once), and identical
   vectors once: rows that repeat a vector (boilerplate, a text under two ids, an edited
@@ -18,6 +18,12 @@ away once they are a quarter of the rows.
   inserts: searches and reads share a lock
   that an insert holds alone, for the few milliseconds it takes to insert a change's
   vectors.
+* ``auto`` (the default of :class:`~semrag.index.SemanticIndex`) is ``flat`` until a change
+  takes the index to :data:`AUTO_HNSW_ROWS` rows, then ``hnsw``: that change builds the
+  graph over every row, once (versions before it keep reading their exact rows). An exact
+  search reads every vector, so its cost grows with the corpus (about 15 ms at 100k chunks
+  of 384 floats on 2 cores, 150 ms at a million; benchmarks/RESULTS.md, "Scale"); an HNSW
+  search grows as log n. A version shrunk below the threshold by compaction is exact again.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from semrag.index._distinct import DistinctRows
 from semrag.index._top_k import top_k
 from semrag.index.change import Change
 
-__all__ = ["DenseIndex", "top_k"]
+__all__ = ["AUTO_HNSW_ROWS", "DenseIndex", "top_k"]
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
@@ -47,6 +53,10 @@ Floats = npt.NDArray[np.float32]
 _CELLS = 1 << 24  # float32 scores per block of an exact search (64 MB)
 _BLOCK = 1 << 16  # rows placed in an HNSW graph at a time
 _RECENT = 32  # answers a version keeps (DenseIndex.search)
+AUTO_HNSW_ROWS = 50_000
+"""Rows at which ``kind="auto"`` turns approximate: an exact search over this many 384-d
+vectors takes about 8 ms on 2 cores, and IAR, which adds BM25 and a graph walk to it, stays
+within 20 ms p50."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +100,13 @@ class DenseIndex:
 
     Args:
         dim: vector dimension.
-        kind: ``"flat"`` (exact, the default) or ``"hnsw"`` (approximate, for large
-            corpora).
+        kind: ``"flat"`` (exact, the default), ``"hnsw"`` (approximate, for large corpora)
+            or ``"auto"`` (exact until ``hnsw_from`` rows, then approximate).
         hnsw_m: HNSW graph degree.
         ef_search: HNSW search breadth (higher = more exact, slower).
         ef_construction: HNSW build breadth.
+        hnsw_from: rows at which ``kind="auto"`` builds its HNSW graph (default
+            :data:`AUTO_HNSW_ROWS`).
     """
 
     def __init__(
@@ -105,16 +117,21 @@ class DenseIndex:
         hnsw_m: int = 32,
         ef_search: int = 128,
         ef_construction: int = 80,
+        hnsw_from: int | None = None,
     ) -> None:
+        hnsw_from = AUTO_HNSW_ROWS if hnsw_from is None else hnsw_from
         if dim < 1:
             raise ConfigError(f"dim must be >= 1, got {dim}")
-        if kind not in ("flat", "hnsw"):
-            raise ConfigError(f"kind must be 'flat' or 'hnsw', got {kind!r}")
+        if kind not in ("flat", "hnsw", "auto"):
+            raise ConfigError(f"kind must be 'flat', 'hnsw' or 'auto', got {kind!r}")
+        if hnsw_from < 1:
+            raise ConfigError(f"hnsw_from must be >= 1, got {hnsw_from}")
         self.dim = dim
         self.kind = kind
         self.hnsw_m = hnsw_m
         self.ef_search = ef_search
         self.ef_construction = ef_construction
+        self.hnsw_from = hnsw_from
         self._id_buf = np.zeros(0, dtype=np.int64)
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
         self._version = _Version(self._id_buf, self._vec_buf, None, 0)
@@ -216,7 +233,7 @@ class DenseIndex:
         answers = {key: hit for key in keys if (hit := recent.get(key)) is not None}
         todo = [i for i, key in enumerate(keys) if key not in answers]
         if todo:
-            search = self._hnsw_search if self.kind == "hnsw" else self._exact_search
+            search = self._exact_search if v.graph is None else self._hnsw_search
             found_rows, found_top = search(v, q[todo], kk)
             if len(recent) + len(todo) > _RECENT:
                 recent.clear()
@@ -352,8 +369,11 @@ class DenseIndex:
             by_id = np.argsort(merged, kind="stable")
             return self._rebuilt(merged[by_id], np.concatenate([v.vectors[keep], vecs])[by_id])
         n, need = v.n, v.n + ids.size
-        hnsw = self.kind == "hnsw"
-        if need > self._id_buf.size or not _starts(self._id_buf, v.ids):
+        hnsw = v.graph is not None or self._graph_for(need)
+        grow = need > self._id_buf.size or not _starts(self._id_buf, v.ids)
+        if not hnsw:  # (a dropped change that built a graph may have let the buffer go)
+            grow = grow or need > len(self._vec_buf) or not _starts(self._vec_buf, v.vectors)
+        if grow:
             capacity = max(need, 2 * n, 64)
             id_buf = np.empty(capacity, np.int64)
             id_buf[:n] = v.ids
@@ -364,7 +384,10 @@ class DenseIndex:
         self._id_buf[n:need] = ids  # past the rows any version reads
         dead = None if v.dead is None else np.concatenate([v.dead, np.zeros(ids.size, bool)])
         if hnsw:
-            return self._in_graph(v, self._id_buf[:need], vecs, dead, v.live + ids.size)
+            out = self._in_graph(v, self._id_buf[:need], vecs, dead, v.live + ids.size)
+            if v.graph is None:  # "auto" turned approximate: the graph holds every row now
+                self._vec_buf = np.zeros((0, self.dim), np.float32)
+            return out
         self._vec_buf[n:need] = vecs
         return _Version(self._id_buf[:need], self._vec_buf[:need], dead, v.live + ids.size)
 
@@ -373,11 +396,20 @@ class DenseIndex:
         capacity = max(ids.size + ids.size // 4, 64)
         self._id_buf = np.empty(capacity, np.int64)
         self._id_buf[: ids.size] = ids
-        if self.kind == "hnsw":
+        if self._graph_for(ids.size):
             return self._in_graph(None, self._id_buf[: ids.size], vectors, None, int(ids.size))
         self._vec_buf = np.empty((capacity, self.dim), np.float32)
         self._vec_buf[: ids.size] = vectors
         return _Version(self._id_buf[: ids.size], self._vec_buf[: ids.size], None, int(ids.size))
+
+    def _graph_for(self, rows: int) -> bool:
+        """Whether a version of ``rows`` rows keeps its vectors in an HNSW graph."""
+        return self.kind == "hnsw" or (self.kind == "auto" and rows >= self.hnsw_from)
+
+    @property
+    def approximate(self) -> bool:
+        """Whether searches of the current version are approximate (an HNSW graph)."""
+        return self._version.graph is not None
 
     def _new_hnsw(self) -> Any:
         faiss = _faiss()
@@ -442,7 +474,7 @@ class DenseIndex:
 
     def _finished(self, v: _Version) -> _Version:
         """``v`` with its selector of live stored rows (flat: ``v`` as it is)."""
-        if self.kind != "hnsw":
+        if v.graph is None:
             return v
         return replace(v, bitmap=_bitmap(v), recent={})
 
@@ -463,7 +495,7 @@ class DenseIndex:
         if v.dead is not None:
             np.save(directory / f"{prefix}_dead.npy", v.dead, allow_pickle=False)
             files.append(f"{prefix}_dead.npy")
-        if self.kind == "hnsw" and v.n:
+        if v.graph is not None and v.n:
             faiss = _faiss()
             with self._hnsw_lock.read():
                 graph, serials = v.graph, v.serials
@@ -501,7 +533,8 @@ class DenseIndex:
         index._vec_buf = np.ascontiguousarray(vectors, dtype=np.float32)
         live = int(ids.size - (dead.sum() if dead is not None else 0))
         faiss_file = directory / f"{prefix}.faiss"
-        if index.kind == "hnsw" and ids.size:
+        hnsw = index.kind == "hnsw" or (index.kind == "auto" and faiss_file.exists())
+        if hnsw and ids.size:
             index._vec_buf = np.zeros((0, index.dim), np.float32)
             graph = index._saved_graph(faiss_file, directory / f"{prefix}_serials.npy", ids.size)
             if graph is None:  # a format-2 save wrapped the graph in an id map: rebuild once
@@ -556,10 +589,12 @@ class DenseIndex:
             "hnsw_m": self.hnsw_m,
             "ef_search": self.ef_search,
             "ef_construction": self.ef_construction,
+            "hnsw_from": self.hnsw_from,
         }
 
     def __repr__(self) -> str:
-        return f"DenseIndex(dim={self.dim}, kind={self.kind!r}, size={len(self)})"
+        now = "" if self.kind != "auto" else f", approximate={self.approximate}"
+        return f"DenseIndex(dim={self.dim}, kind={self.kind!r}{now}, size={len(self)})"
 
 
 def query_matrix(queries: npt.ArrayLike, dim: int, k: int) -> Floats:

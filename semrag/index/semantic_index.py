@@ -72,7 +72,10 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
             :class:`~semrag.index.ssg.SSGConfig`, ``True`` for the defaults, or ``False``
             (the default: the default retrievers do not read it; add it later with
             ``index.enable("ssg")``, from the kept sentence vectors).
-        dense: ``"flat"`` (exact inner product), ``"hnsw"`` for large corpora, or a
+        dense: ``"auto"`` (the default: exact inner product until the index holds
+            :data:`~semrag.index.dense.AUTO_HNSW_ROWS` chunks, 50,000, then an HNSW graph,
+            built once by the change that gets there), ``"flat"`` (always exact),
+            ``"hnsw"`` (always approximate), or a
             :class:`~semrag.index.external.VectorClient`: the dense channel on a vector
             store you already run (the adapters wrap LangChain and LlamaIndex stores).
         sparse: the BM25 idf: ``"okapi"`` (as rank-bm25 scores; a term in more than half
@@ -128,7 +131,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         embedder: Any = None,
         *,
         ssg: SSGConfig | bool = False,
-        dense: str | VectorClient = "flat",
+        dense: str | VectorClient = "auto",
         sparse: str = "okapi",
         chunk_vectors: str = "embed",
         theme_llm: LLM | None = None,
@@ -143,7 +146,10 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         p = validate_params(
             "SemanticIndex",
             {
-                "dense": [Options("flat", "hnsw"), HasMethods("upsert", "delete", "search")],
+                "dense": [
+                    Options("auto", "flat", "hnsw"),
+                    HasMethods("upsert", "delete", "search"),
+                ],
                 "sparse": [Options(*IDF_VARIANTS)],
                 "chunk_vectors": [Options("embed", "mean")],
                 "theme_llm": [HasMethods("complete", "acomplete"), None],

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import warnings
 
-import langchain_semrag
-import llama_index_semrag
 import pytest
 
+import langchain_semrag
+import llama_index_semrag
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError
 from semrag.graph import KnowledgeGraph
