@@ -131,6 +131,10 @@ class Neo4jSession:
             "max_transaction_retry_time": retry_seconds,
             "connection_timeout": connection_timeout,
             "connection_acquisition_timeout": connection_timeout,
+            # the statements name labels and relationship types a database may not hold
+            # yet (a count before the first edge): the server's notice of each would land
+            # in the caller's log as a warning per statement
+            "notifications_min_severity": "OFF",
         }
         # the async driver is opened with the same settings at the first async read
         self._async_settings = settings if driver is None and async_driver else None
