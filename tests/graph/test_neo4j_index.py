@@ -1118,3 +1118,14 @@ def test_a_large_change_goes_in_steps_and_a_failure_halfway_is_repaired(graph_st
     assert writer.dump() == fresh_dump(index, graph_store)
     with pytest.raises(ConfigError):
         Neo4jIndexStore(graph_store, max_transaction_rows=0)
+
+
+def test_a_fresh_database_leaves_no_server_notices_in_the_log(graph_store, caplog):
+    """Counts and reads name relationship types a fresh database does not hold yet; the
+    server's notice of each would reach the caller's log as a warning per statement."""
+    from semrag.neo4j import Neo4jIndexStore
+
+    with caplog.at_level("INFO", logger="neo4j"):
+        counts = Neo4jIndexStore(graph_store).counts()
+    assert counts["edges"] == 0 and counts["bridges"] == 0
+    assert not [r for r in caplog.records if r.name.startswith("neo4j.notifications")]
