@@ -110,6 +110,33 @@ def test_the_default_quick_run_builds_the_default_index_and_queries_the_graph(tm
     assert "no similarity graph (the default" in report
     assert "Index build (dense, BM25, passage graph)" in report
     assert "SSG degree" not in report
+    assert "Latency excludes embedding the query" in report
+    said = r"distinct corpus: [\d,]+ distinct chunk texts \(([\d.]+)%; the goal, 99%, (\w+ ?\w*)\)"
+    share, met = re.search(said, report).groups()
+    assert met == ("met" if float(share) >= 99.0 else "not met")  # checked, and said
+
+
+def test_the_duplicated_corpus_repeats_chunks_and_the_graph_stores_them_once(tmp_path):
+    report, _, _ = quick_run(
+        tmp_path,
+        "scale.py",
+        "--embedder",
+        "fake",
+        "--corpus",
+        "duplicated",
+        "--index-only",
+        "--dense",
+        "hnsw",
+    )
+    found = re.search(
+        r"duplicated corpus: ([\d,]+) distinct chunk texts \(([\d.]+)%\), ([\d,]+) distinct "
+        r"chunk vectors.*its HNSW graph stores ([\d,]+) vectors",
+        report,
+    )
+    texts, share, vectors, stored = (float(g.replace(",", "")) for g in found.groups())
+    assert share < 99.0  # copies and footers repeat chunks
+    assert stored == vectors  # each distinct vector once
+    assert ", duplicated corpus, HNSW dense search" in report
 
 
 def test_the_quick_bm25_run_agrees_with_both_references(tmp_path):
