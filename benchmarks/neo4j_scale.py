@@ -1,0 +1,203 @@
+"""Neo4j at scale: the default index written batch by batch as a corpus grows, then served.
+
+Corpus: ``benchmarks/scale.py``'s distinct corpus (sectioned_text sections, then their
+sentence-level recombinations; every chunk its own text), with the packaged MiniLM's
+sentence vectors (each distinct sentence embedded once; cached under
+``SEMRAG_BENCH_CACHE``) and chunk vectors the mean of their sentences.
+
+The index is the default one with the default retriever's part (``SemanticIndex(
+passages=True)``: dense, BM25, the passage graph), followed from the start by a
+:class:`~semrag.neo4j.Neo4jIndexStore` on a real Neo4j 5.26 server (the test suite's
+launcher). Documents are added in ``--batches`` calls, as a living corpus grows: each call
+is one commit of the index, which the store writes (in transactions of at most
+``max_transaction_rows`` rows). Per batch: the chunks in the database after it, the
+seconds of the index's own commit and of the store's write. The write's growth exponent
+``b`` (cumulative write seconds ``~ n^b``) is taken between the first batch and the last:
+a statement whose match is not backed by a constraint or an index scans what earlier
+batches wrote, and ``b`` rises past 1. Then the server's store size on disk, and the p50
+of dense search, BM25, IAR and ``GraphRetriever()`` on the served reader
+(:class:`~semrag.neo4j.Neo4jIndex`, which holds no corpus in process) against the
+embedded index, with the share of queries whose top 10 is the embedded one.
+
+    python benchmarks/neo4j_scale.py [--chunks 100000] [--batches 10] [--heap 2g]
+        [--page-cache-mb 2048] [--embedder minilm|fake] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+from _common import emit, fresh, header, table  # noqa: E402
+from neo4j_backend import run, start_neo4j  # noqa: E402
+from scale import QUERIES, cached_embedder, distinct_counts, documents  # noqa: E402
+
+from semrag import GraphRetriever, SemanticIndex  # noqa: E402
+from semrag.index.change import Change  # noqa: E402
+from semrag.neo4j import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore  # noqa: E402
+from semrag.retrieval import IntentAwareRetriever  # noqa: E402
+
+K = 10
+
+
+class TimedStore(Neo4jIndexStore):
+    """A :class:`Neo4jIndexStore` that records the seconds of each write it makes."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.write_s: list[float] = []
+
+    def stage(self, change: Change):  # noqa: ANN201 - the write, timed
+        write = super().stage(change)
+
+        def timed() -> None:
+            t0 = time.perf_counter()
+            try:
+                write()
+            finally:
+                self.write_s.append(time.perf_counter() - t0)
+
+        return timed
+
+
+def store_mb(home: Path) -> float:
+    """MB of the server's files under ``home`` (its databases and transaction logs)."""
+    return sum(p.stat().st_size for p in home.rglob("*") if p.is_file()) / 2**20
+
+
+def retrievers(ix) -> dict:  # noqa: ANN001 - an index or a reader
+    return {
+        "dense": lambda q: ix.search(q, k=K),
+        "BM25 (embedded) / Lucene (Neo4j)": lambda q: ix.search_sparse(q, k=K),
+        "IAR": IntentAwareRetriever(ix, k=K).retrieve,
+        "IAR, sparse weight 0": IntentAwareRetriever(
+            ix, k=K, weights={"dense": 0.5, "sparse": 0.0, "extended": 0.5}
+        ).retrieve,
+        "GraphRetriever() (PPR)": GraphRetriever(ix, k=K).retrieve,
+    }
+
+
+def overlap(found: list, expected: list) -> float:
+    """The share of ``expected`` (a top 10) that ``found`` holds."""
+    return len(set(found) & set(expected)) / max(1, len(expected))
+
+
+def exponent(sizes: list[int], cumulative: list[float]) -> float:
+    """``b`` of ``t ~ n^b`` between the first point and the last."""
+    return float(np.log(cumulative[-1] / cumulative[0]) / np.log(sizes[-1] / sizes[0]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--batches", type=int, default=10)
+    ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
+    ap.add_argument("--heap", default="2g")
+    ap.add_argument("--page-cache-mb", type=int, default=2048)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    emb = cached_embedder(args.embedder)
+    docs = documents(args.chunks, emb)
+    queries = fresh(QUERIES, 3)
+    server = start_neo4j(args.heap, args.page_cache_mb)
+    rows = []
+    try:
+        store = Neo4jGraphStore(server.uri, server.user, server.password)
+        index = SemanticIndex(embedder=emb, chunk_vectors="mean", passages=True)
+        writer = TimedStore(store)
+        writer.clear()
+        writer.attach(index)
+        base = len(writer.write_s)
+        held = 0
+        for i, part in enumerate(np.array_split(np.arange(len(docs)), args.batches)):
+            t0 = time.perf_counter()
+            index.add_documents([docs[j] for j in part.tolist()])
+            total = time.perf_counter() - t0
+            write = sum(writer.write_s[base:])
+            base = len(writer.write_s)
+            now = writer.counts()["chunks"]
+            rows.append(
+                {
+                    "batch": i + 1,
+                    "documents": len(part),
+                    "chunks in the database": now,
+                    "index commit s": total - write,
+                    "Neo4j write s": write,
+                    "write ms / chunk": 1000 * write / max(1, now - held),
+                }
+            )
+            held = now
+            print(rows[-1], file=sys.stderr, flush=True)
+        emb.save()
+        n_texts, _ = distinct_counts(index)
+        n_chunks = len(index.chunks())
+        size = store_mb(server.home)
+        reader = Neo4jIndex(store, embedder=emb)
+        here, there = retrievers(index), retrievers(reader)
+        served = []
+        for name in here:
+            t_e, r_e, _ = run(here[name], queries, index=index)
+            t_n, r_n, trips = run(there[name], queries, store)
+            served.append(
+                {
+                    "retriever": name,
+                    "embedded p50 ms": float(np.percentile(t_e, 50)),
+                    "Neo4j p50 ms": float(np.percentile(t_n, 50)),
+                    "p50 ratio": float(np.percentile(t_n, 50) / np.percentile(t_e, 50)),
+                    "round trips / query": trips,
+                    "same top-10": float(
+                        np.mean([set(a) == set(b) for a, b in zip(r_n, r_e, strict=True)])
+                    ),
+                    "top-10 overlap": float(
+                        np.mean([overlap(a, b) for a, b in zip(r_n, r_e, strict=True)])
+                    ),
+                }
+            )
+            print(served[-1], file=sys.stderr, flush=True)
+        store.close()
+    finally:
+        server.cleanup()
+    sizes = [r["chunks in the database"] for r in rows]
+    cumulative = np.cumsum([r["Neo4j write s"] for r in rows]).tolist()
+    b = exponent(sizes, cumulative)
+    emit(
+        "\n".join(
+            [
+                header(
+                    f"Neo4j at scale: {n_chunks:,} chunks written in {args.batches} batches",
+                    f"benchmarks/scale.py's distinct corpus ({len(docs):,} documents, "
+                    f"{n_chunks:,} chunks, {n_texts / n_chunks:.1%} distinct chunk texts); "
+                    f"embedder: {args.embedder} (each distinct sentence once; chunk vectors: "
+                    f"mean of their sentences); SemanticIndex(passages=True) followed by "
+                    f"Neo4jIndexStore; Neo4j 5.26, heap {args.heap}, page cache "
+                    f"{args.page_cache_mb} MB; {len(QUERIES)} queries (scale.QUERIES) in "
+                    "three wordings",
+                ),
+                "",
+                table(rows, list(rows[0])),
+                "",
+                f"Write growth: cumulative write seconds ~ n^{b:.2f} from "
+                f"{sizes[0]:,} to {sizes[-1]:,} chunks (goal <= 1.1). The server's files on disk: "
+                f"{size:,.0f} MB (store files and transaction logs).",
+                "",
+                table(served, list(served[0])),
+                "",
+                "Times exclude embedding the query (an untimed first pass caches it). "
+                "`same top-10`: the share of queries whose top 10 chunks are the embedded "
+                "ones; `top-10 overlap`: the mean share of the embedded top 10 found.",
+                "",
+            ]
+        ),
+        args.out,
+    )
+
+
+if __name__ == "__main__":
+    main()
