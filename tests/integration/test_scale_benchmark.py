@@ -65,7 +65,9 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
     stages = ("dense", "BM25", "passage graph", "SSG", "KG extract (heuristic)", "KG communities")
     for stage in stages:
         assert stage in rows, stage
-    latency = re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \| ([\d.,]+) \|$", report, flags=re.M)
+    latency = re.findall(
+        r"^\| ([^|]+?) \| ([\d.,]+) \| ([\d.,]+) \| [\d.,]+ \|$", report, flags=re.M
+    )
     names = {name for name, _, _ in latency}
     assert {"dense", "BM25", "IAR", "GraphRetriever() (PPR)", "SKETCH", "local", "global"} <= names
     assert sum(name.startswith("SSG ") for name in names) == 6  # every non-LLM algorithm
@@ -104,7 +106,9 @@ def test_the_default_quick_run_builds_the_default_index_and_queries_the_graph(tm
     rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \|", report, flags=re.M))
     assert "SSG" not in rows and "passage graph" in rows
     assert "KG extract (heuristic)" in rows and "KG reports (extractive)" in rows
-    latency = re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \| ([\d.,]+) \|$", report, flags=re.M)
+    latency = re.findall(
+        r"^\| ([^|]+?) \| ([\d.,]+) \| ([\d.,]+) \| [\d.,]+ \|$", report, flags=re.M
+    )
     names = {name for name, _, _ in latency}
     assert names == {"dense", "BM25", "IAR", "GraphRetriever() (PPR)", "SKETCH", "local", "global"}
     assert "no similarity graph (the default" in report
@@ -152,3 +156,38 @@ def test_the_quick_bm25_run_agrees_with_both_references(tmp_path):
     assert float(okapi[6]) == 1.0 and float(okapi[7]) < 1e-6  # rank-bm25: same ids, scores
     assert float(lucene[7]) < 1e-4  # bm25s (float32 scores): the same scores on shared ids
     assert all(float(cells[4]) > 0 for cells in rows.values())  # every p50
+
+
+@pytest.mark.neo4j
+@pytest.mark.enable_socket
+def test_the_neo4j_scale_run_writes_in_batches_and_serves_the_default_retrievers(tmp_path):
+    make_sections(tmp_path)
+    env = {**os.environ, "SEMRAG_DATA": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    env.pop("SEMRAG_BENCH_CACHE", None)
+    out = tmp_path / "neo4j_scale.md"
+    args = ["--chunks", "600", "--batches", "2", "--embedder", "fake", "--heap", "512m"]
+    args += ["--page-cache-mb", "64"]
+    done = subprocess.run(
+        [sys.executable, "benchmarks/neo4j_scale.py", *args, "--out", str(out)],  # own server
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    assert done.returncode == 0
+    report = out.read_text(encoding="utf-8")
+    batches = re.findall(r"^\| ([12]) \| (\d+) \| (\d+) \| [\d.]+ \| ([\d.]+) \|", report, re.M)
+    assert [b[0] for b in batches] == ["1", "2"]
+    assert int(batches[1][2]) > int(batches[0][2]) > 0  # the database grew
+    assert re.search(r"cumulative write seconds ~ n\^[-\d.]+ from", report)
+    served = {
+        cells[0]: cells
+        for line in report.splitlines()
+        if line.startswith("| ") and "p50" not in line
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+        if len(cells) == 7
+    }
+    for name in ("dense", "IAR", "GraphRetriever() (PPR)"):
+        assert 0.0 <= float(served[name][5]) <= 1.0  # same top-10
+        assert float(served[name][6]) >= 0.5  # the served answers are mostly the embedded
