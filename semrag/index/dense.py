@@ -21,9 +21,10 @@ away once they are a quarter of the rows.
 * ``auto`` (the default of :class:`~semrag.index.SemanticIndex`) is ``flat`` until a change
   takes the index to :data:`AUTO_HNSW_ROWS` rows, then ``hnsw``: that change builds the
   graph over every row, once (versions before it keep reading their exact rows). An exact
-  search reads every vector, so its cost grows with the corpus (about 15 ms at 100k chunks
-  of 384 floats on 2 cores, 150 ms at a million; benchmarks/RESULTS.md, "Scale"); an HNSW
-  search grows as log n. A version shrunk below the threshold by compaction is exact again.
+  search reads every vector, so its cost grows with the corpus (a dense search of 384-d
+  chunk vectors on 2 cores: 3.3 ms p50 at 47,803 chunks, 9.0 ms at 94,232;
+  benchmarks/RESULTS.md, "Scale"); an HNSW search grows as log n (1.1 ms at 94,232). A
+  version shrunk below the threshold by compaction is exact again.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ _BLOCK = 1 << 16  # rows placed in an HNSW graph at a time
 _RECENT = 32  # answers a version keeps (DenseIndex.search)
 AUTO_HNSW_ROWS = 50_000
 """Rows at which ``kind="auto"`` turns approximate: an exact search over this many 384-d
-vectors takes about 8 ms on 2 cores, and IAR, which adds BM25 and a graph walk to it, stays
-within 20 ms p50."""
+vectors takes about 3.5 ms p50 on 2 cores, and retrievers search more than once (IAR three
+times), so past it the cost of reading every vector is most of a query's."""
 
 
 @dataclass(frozen=True, slots=True)
