@@ -1,7 +1,7 @@
 """Inner-product search over chunk vectors with integer ids: exact by default, HNSW for big corpora.
 
 Readers never wait for a writer. The vectors live in buffers with room to grow, rows in id
-order; a version (:class:`_Version`) is the first ``n`` rows plus a mask of the rows removed
+order; a version (:class:`DenseVersion`) is the first ``n`` rows plus a mask of the rows removed
 since the last compaction. A change computes the next version without touching what the
 current one reads (appends write past its rows; a removal copies the small mask), and
 publishing it is one assignment. Removed rows are skipped by every search and compacted
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from semrag._buffers import StoredRows, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, EmbeddingError, NotIndexedError, StoreError
+from semrag.index._dense_version import DenseVersion, live_bitmap, same_start
 from semrag.index._distinct import DistinctRows
 from semrag.index._top_k import top_k
 from semrag.index.change import Change
@@ -58,42 +59,6 @@ AUTO_HNSW_ROWS = 50_000
 """Rows at which ``kind="auto"`` turns approximate: an exact search over this many 384-d
 vectors takes about 3.5 ms p50 on 2 cores, and retrievers search more than once (IAR three
 times), so past it the cost of reading every vector is most of a query's."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Version:
-    """One published state: rows ``[0, n)`` of the buffers, minus the ``dead`` ones."""
-
-    ids: Ints  # row -> id, strictly increasing (dead rows included)
-    vectors: Floats | StoredRows  # row -> unit vector (HNSW: the graph's rows, in place)
-    dead: npt.NDArray[np.bool_] | None  # rows removed since the last compaction
-    live: int
-    graph: Any = None  # HNSW: the graph holding these rows' vectors (and maybe later ones)
-    bitmap: npt.NDArray[np.uint8] | None = None  # HNSW: the stored rows of live rows, packed
-    serials: Ints | None = None  # HNSW: row -> the graph's stored row holding its vector
-    stored: int = 0  # HNSW: the graph's stored rows this version reads
-    distinct: DistinctRows | None = None  # HNSW: which rows share a stored row
-    # this version's latest answers: (k, query bytes) -> (rows, scores); see DenseIndex.search
-    recent: dict[tuple[int, bytes], tuple[Ints, Floats]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-
-    @property
-    def n(self) -> int:
-        return int(self.ids.size)
-
-    def rows_of(self, ids: Ints) -> tuple[Ints, npt.NDArray[np.bool_]]:
-        """Row of each id, and whether it is live in this version."""
-        pos = np.minimum(np.searchsorted(self.ids, ids), max(self.n - 1, 0))
-        found = (self.ids[pos] == ids) if self.n else np.zeros(ids.size, bool)
-        if self.dead is not None:
-            found &= ~self.dead[pos]
-        return pos, found
-
-    def live_rows(self) -> Ints:
-        if self.dead is None:
-            return np.arange(self.n)
-        return np.flatnonzero(~self.dead)
 
 
 class DenseIndex:
@@ -135,7 +100,7 @@ class DenseIndex:
         self.hnsw_from = hnsw_from
         self._id_buf = np.zeros(0, dtype=np.int64)
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
-        self._version = _Version(self._id_buf, self._vec_buf, None, 0)
+        self._version = DenseVersion(self._id_buf, self._vec_buf, None, 0)
         self._hnsw: Any = None  # the graph holding the newest rows' vectors (HNSW only)
         self._distinct: DistinctRows | None = None  # which stored row holds each row (HNSW)
         self._hnsw_lock = RWLock()  # searches share it; an insert holds it alone
@@ -170,7 +135,7 @@ class DenseIndex:
         v, rows = self._rows(ids)
         return v.vectors[rows]
 
-    def _rows(self, ids: Sequence[int] | Ints) -> tuple[_Version, Ints]:
+    def _rows(self, ids: Sequence[int] | Ints) -> tuple[DenseVersion, Ints]:
         """The current version and the row of each id in it (``KeyError`` if one is missing)."""
         v = self._version
         want = np.asarray(ids, dtype=np.int64).ravel()
@@ -248,7 +213,7 @@ class DenseIndex:
         return scores, ids
 
     @staticmethod
-    def _exact_search(v: _Version, q: Floats, k: int) -> tuple[Ints, Floats]:
+    def _exact_search(v: DenseVersion, q: Floats, k: int) -> tuple[Ints, Floats]:
         rows = np.empty((q.shape[0], k), np.int64)
         top = np.empty((q.shape[0], k), np.float32)
         step = max(1, _CELLS // max(v.n, 1))
@@ -260,7 +225,7 @@ class DenseIndex:
             rows[a:b], top[a:b] = top_k(sims, k)
         return rows, top
 
-    def _hnsw_search(self, v: _Version, q: Floats, k: int) -> tuple[Ints, Floats]:
+    def _hnsw_search(self, v: DenseVersion, q: Floats, k: int) -> tuple[Ints, Floats]:
         faiss = _faiss()
         params = faiss.SearchParametersHNSW(
             sel=faiss.IDSelectorBitmap(v.bitmap), efSearch=max(self.ef_search, k)
@@ -328,7 +293,7 @@ class DenseIndex:
             self._publish(nxt)
             return before - nxt.live
 
-    def _publish(self, version: _Version) -> None:
+    def _publish(self, version: DenseVersion) -> None:
         self._version = version
 
     def _checked(self, ids: Any, vectors: npt.ArrayLike) -> tuple[Ints, Floats]:
@@ -344,7 +309,7 @@ class DenseIndex:
             raise ConfigError("duplicate ids in DenseIndex.add")
         return ids_arr, vecs
 
-    def _removed(self, v: _Version, ids: Ints) -> _Version:
+    def _removed(self, v: DenseVersion, ids: Ints) -> DenseVersion:
         rows, found = v.rows_of(ids)
         rows = np.unique(rows[found])
         if not rows.size:
@@ -357,7 +322,7 @@ class DenseIndex:
             return self._rebuilt(v.ids[keep], v.vectors[keep])
         return self._finished(replace(v, dead=dead, live=live, recent={}))
 
-    def _added(self, v: _Version, ids: Ints, vecs: Floats) -> _Version:
+    def _added(self, v: DenseVersion, ids: Ints, vecs: Floats) -> DenseVersion:
         if not ids.size:
             return v
         if v.rows_of(ids)[1].any():
@@ -371,9 +336,9 @@ class DenseIndex:
             return self._rebuilt(merged[by_id], np.concatenate([v.vectors[keep], vecs])[by_id])
         n, need = v.n, v.n + ids.size
         hnsw = v.graph is not None or self._graph_for(need)
-        grow = need > self._id_buf.size or not _starts(self._id_buf, v.ids)
+        grow = need > self._id_buf.size or not same_start(self._id_buf, v.ids)
         if not hnsw:  # (a dropped change that built a graph may have let the buffer go)
-            grow = grow or need > len(self._vec_buf) or not _starts(self._vec_buf, v.vectors)
+            grow = grow or need > len(self._vec_buf) or not same_start(self._vec_buf, v.vectors)
         if grow:
             capacity = max(need, 2 * n, 64)
             id_buf = np.empty(capacity, np.int64)
@@ -390,9 +355,9 @@ class DenseIndex:
                 self._vec_buf = np.zeros((0, self.dim), np.float32)
             return out
         self._vec_buf[n:need] = vecs
-        return _Version(self._id_buf[:need], self._vec_buf[:need], dead, v.live + ids.size)
+        return DenseVersion(self._id_buf[:need], self._vec_buf[:need], dead, v.live + ids.size)
 
-    def _rebuilt(self, ids: Ints, vectors: Floats) -> _Version:
+    def _rebuilt(self, ids: Ints, vectors: Floats) -> DenseVersion:
         """A version over new buffers holding exactly ``ids`` (HNSW: a new graph)."""
         capacity = max(ids.size + ids.size // 4, 64)
         self._id_buf = np.empty(capacity, np.int64)
@@ -401,7 +366,9 @@ class DenseIndex:
             return self._in_graph(None, self._id_buf[: ids.size], vectors, None, int(ids.size))
         self._vec_buf = np.empty((capacity, self.dim), np.float32)
         self._vec_buf[: ids.size] = vectors
-        return _Version(self._id_buf[: ids.size], self._vec_buf[: ids.size], None, int(ids.size))
+        return DenseVersion(
+            self._id_buf[: ids.size], self._vec_buf[: ids.size], None, int(ids.size)
+        )
 
     def _graph_for(self, rows: int) -> bool:
         """Whether a version of ``rows`` rows keeps its vectors in an HNSW graph."""
@@ -420,8 +387,8 @@ class DenseIndex:
         return index
 
     def _in_graph(
-        self, base: _Version | None, ids: Ints, new: Floats, dead: Any, live: int
-    ) -> _Version:
+        self, base: DenseVersion | None, ids: Ints, new: Floats, dead: Any, live: int
+    ) -> DenseVersion:
         """HNSW: the version whose rows are ``base``'s then ``new``, their vectors in a graph.
 
         ``base``'s graph takes the new vectors when nothing was stored past ``base`` (a
@@ -447,7 +414,7 @@ class DenseIndex:
         self._hnsw, self._distinct = graph, state
         serials = np.concatenate(held)
         rows = StoredRows(graph, self._hnsw_lock, serials, np.float32, self.dim)
-        v = _Version(ids, rows, dead, live, graph, serials=serials, stored=state.stored)
+        v = DenseVersion(ids, rows, dead, live, graph, serials=serials, stored=state.stored)
         return self._finished(replace(v, distinct=state))
 
     def _placed(self, state: DistinctRows, vectors: Any, *, locked: bool) -> Ints:
@@ -473,11 +440,11 @@ class DenseIndex:
             StoredRows(graph, self._hnsw_lock, serials, np.float32, self.dim)
         )
 
-    def _finished(self, v: _Version) -> _Version:
+    def _finished(self, v: DenseVersion) -> DenseVersion:
         """``v`` with its selector of live stored rows (flat: ``v`` as it is)."""
         if v.graph is None:
             return v
-        return replace(v, bitmap=_bitmap(v), recent={})
+        return replace(v, bitmap=live_bitmap(v), recent={})
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, directory: Path, *, prefix: str = "dense") -> list[str]:
@@ -549,12 +516,12 @@ class DenseIndex:
             state = DistinctRows.of(graph, serials, read, int(graph.ntotal))
             index._hnsw, index._distinct = graph, state
             rows = StoredRows(graph, index._hnsw_lock, serials, np.float32, index.dim)
-            v = _Version(
+            v = DenseVersion(
                 index._id_buf, rows, dead, live, graph, serials=serials, stored=state.stored
             )
             index._version = index._finished(replace(v, distinct=state))
             return index
-        index._version = index._finished(_Version(index._id_buf, index._vec_buf, dead, live))
+        index._version = index._finished(DenseVersion(index._id_buf, index._vec_buf, dead, live))
         return index
 
     def _saved_graph(
@@ -613,21 +580,3 @@ def query_matrix(queries: npt.ArrayLike, dim: int, k: int) -> Floats:
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     return q
-
-
-def _bitmap(v: _Version) -> npt.NDArray[np.uint8]:
-    """The stored rows of ``v``'s live rows, as FAISS's selector reads them.
-
-    Bit ``i`` of byte ``i >> 3``.
-    """
-    alive = np.ones(v.n, bool) if v.dead is None else ~v.dead
-    if v.serials is not None:
-        held = np.zeros(v.stored, bool)
-        held[v.serials[alive]] = True
-        alive = held
-    return np.packbits(alive, bitorder="little")
-
-
-def _starts(buffer: npt.NDArray[Any], rows: npt.NDArray[Any]) -> bool:
-    """Whether ``rows`` are the first rows of ``buffer`` (so appending past them is safe)."""
-    return buffer.__array_interface__["data"][0] == rows.__array_interface__["data"][0]
