@@ -138,6 +138,28 @@ def run(
     return times, ranked, trips
 
 
+def served_row(
+    name: str, embedded: tuple[list, list], served: tuple[list, list], trips: float, embed_ms: float
+) -> dict:
+    """One retriever on both backends: p50 / p95 of each, their ratios (without and with the
+    query's embedding on both sides), round trips, and the share of queries whose top 10
+    chunks are the embedded ones. ``embedded`` and ``served`` are :func:`run`'s times and
+    rankings."""
+    (t_e, r_e), (t_n, r_n) = embedded, served
+    e50, n50 = float(np.percentile(t_e, 50)), float(np.percentile(t_n, 50))
+    return {
+        "retriever": name,
+        "embedded p50 ms": e50,
+        "embedded p95 ms": float(np.percentile(t_e, 95)),
+        "Neo4j p50 ms": n50,
+        "Neo4j p95 ms": float(np.percentile(t_n, 95)),
+        "p50 ratio": n50 / e50,
+        "p50 ratio with the query's embedding": (n50 + embed_ms) / (e50 + embed_ms),
+        "round trips / query": trips,
+        "same top-10": float(np.mean([set(a) == set(b) for a, b in zip(r_n, r_e, strict=True)])),
+    }
+
+
 def quality(name: str, ranked: list[list[tuple]], questions, here: list[list[tuple]]) -> dict:
     """full@10 / para@10 on 2Wiki; on the scale corpus, the top 10's overlap with ``here``."""
     if questions is not None:
@@ -280,21 +302,7 @@ def main() -> None:
         for name in here:
             t_e, r_e, _ = run(here[name], queries, index=index)
             t_n, r_n, trips = run(there[name], queries, store)
-            row = {
-                "retriever": name,
-                "embedded p50 ms": float(np.percentile(t_e, 50)),
-                "embedded p95 ms": float(np.percentile(t_e, 95)),
-                "Neo4j p50 ms": float(np.percentile(t_n, 50)),
-                "Neo4j p95 ms": float(np.percentile(t_n, 95)),
-                "p50 ratio": float(np.percentile(t_n, 50) / np.percentile(t_e, 50)),
-                "p50 ratio with the query's embedding": float(
-                    (np.percentile(t_n, 50) + embed_ms) / (np.percentile(t_e, 50) + embed_ms)
-                ),
-                "round trips / query": trips,
-            }
-            row["same top-10"] = float(
-                np.mean([set(a) == set(b) for a, b in zip(r_n, r_e, strict=True)])
-            )
+            row = served_row(name, (t_e, r_e), (t_n, r_n), trips, embed_ms)
             if questions is not None:
                 q_e = quality(name, r_e, questions, r_e)
                 q_n = quality(name, r_n, questions, r_e)

@@ -36,7 +36,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 from _common import emit, fresh, header, table  # noqa: E402
-from neo4j_backend import run, start_neo4j  # noqa: E402
+from neo4j_backend import run, served_row, start_neo4j  # noqa: E402
 from scale import QUERIES, cached_embedder, distinct_counts, documents  # noqa: E402
 
 from semrag import GraphRetriever, SemanticIndex  # noqa: E402
@@ -157,24 +157,11 @@ def main() -> None:
         for name in here:
             t_e, r_e, _ = run(here[name], queries, index=index)
             t_n, r_n, trips = run(there[name], queries, store)
-            served.append(
-                {
-                    "retriever": name,
-                    "embedded p50 ms": float(np.percentile(t_e, 50)),
-                    "Neo4j p50 ms": float(np.percentile(t_n, 50)),
-                    "p50 ratio": float(np.percentile(t_n, 50) / np.percentile(t_e, 50)),
-                    "p50 ratio with the query's embedding": float(
-                        (np.percentile(t_n, 50) + embed_ms) / (np.percentile(t_e, 50) + embed_ms)
-                    ),
-                    "round trips / query": trips,
-                    "same top-10": float(
-                        np.mean([set(a) == set(b) for a, b in zip(r_n, r_e, strict=True)])
-                    ),
-                    "top-10 overlap": float(
-                        np.mean([overlap(a, b) for a, b in zip(r_n, r_e, strict=True)])
-                    ),
-                }
+            row = served_row(name, (t_e, r_e), (t_n, r_n), trips, embed_ms)
+            row["top-10 overlap"] = float(
+                np.mean([overlap(a, b) for a, b in zip(r_n, r_e, strict=True)])
             )
+            served.append(row)
             print(served[-1], file=sys.stderr, flush=True)
         store.close()
     finally:
