@@ -18,7 +18,7 @@ from semrag.errors import ConfigError, DocumentConflictError
 from semrag.identity import OnConflict, check_on_conflict
 from semrag.index._ssg_view import mean_of, normalise
 from semrag.index.change import Floats, IndexedDocument
-from semrag.index.prepared import PreparedBatch, check_settings, ingest_settings
+from semrag.index.prepared import PreparedBatch, PreparedDocument, check_settings, ingest_settings
 from semrag.index.presplit import place_chunks, whole_document_chunk
 from semrag.index.ssg import keyword_themes, window_ranges
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -104,7 +104,7 @@ class Ingestion:
         chunk_lists: list[list[Chunk]],
         themes: list[list[str]],
         second: Floats,
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[PreparedDocument]:
         """Each document of a block with its sentence, chunk, node and theme vectors."""
         s_pos = 0
         t_pos = 0
@@ -131,7 +131,9 @@ class Ingestion:
                 # vectors: from the unrounded)
                 svec, nvec = svec.astype(self.sentence_dtype), nvec.astype(self.sentence_dtype)
             theme_vec = normalise(second[t_pos : t_pos + 1])[0]
-            computed.append((doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec))
+            computed.append(
+                PreparedDocument(doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec)
+            )
             t_pos += 1
         return computed
 
@@ -154,23 +156,19 @@ class Ingestion:
         self.notes.append(f"add: skipped {len(taken)} already indexed: {taken[:20]}")
         return [d for d in docs if d.id not in self._entries]
 
-    def _store(self, computed: list[tuple[Any, ...]], on_conflict: OnConflict) -> None:
+    def _store(self, computed: list[PreparedDocument], on_conflict: OnConflict) -> None:
         """Commit the documents of one ``add_documents`` call as one change."""
         with self._commit_lock:  # ids are taken in commit order
             # checked again here: another add may have committed an id since the call began
-            kept = {d.id for d in self._conflicts([c[0] for c in computed], on_conflict)}
-            computed = [c for c in computed if c[0].id in kept]
+            kept = {d.id for d in self._conflicts([c.doc for c in computed], on_conflict)}
+            computed = [c for c in computed if c.id in kept]
             if not computed:
                 return
             added = []
-            for doc, spans, svec, chunks, cvec, ranges_n, nvec, theme, theme_vec in computed:
-                ids = list(range(self._next_id, self._next_id + len(chunks)))
-                self._next_id += len(chunks)
-                added.append(
-                    IndexedDocument(
-                        doc, spans, svec, list(chunks), ids, cvec, ranges_n, nvec, theme, theme_vec
-                    )
-                )
+            for prepared in computed:
+                n = len(prepared.chunks)
+                added.append(prepared.indexed(range(self._next_id, self._next_id + n)))
+                self._next_id += n
             self._commit(added)  # one change per call (with "replace", re-added ids replace)
 
     def _keyword_themes(self, block: list[tuple[Document, list[Span]]]) -> list[list[str]]:
@@ -311,14 +309,14 @@ class Ingestion:
         docs: list[Document],
         given: _Given,
         kept: Mapping[str, IndexedDocument] | None = None,
-    ) -> Generator[Call, Any, list[tuple[Any, ...]]]:
+    ) -> Generator[Call, Any, list[PreparedDocument]]:
         """Every document's chunks and vectors, block by block (nothing committed).
 
         ``kept``: indexed documents embedded again (:meth:`reembed`): their sentence
         spans, chunks and themes are kept as they are; only the vectors are computed.
         """
         bar = self._progress(len(docs))
-        computed: list[tuple[Any, ...]] = []
+        computed: list[PreparedDocument] = []
         if kept is not None:
             given = {d.id: kept[d.id].chunks for d in docs}
         for block in self._blocks(docs, kept):
@@ -380,14 +378,17 @@ class Ingestion:
 
         Raises:
             ConfigError: if the batch was prepared with other settings (chunker, chunk
-                vectors, similarity graph, or another embedding model).
+                vectors, similarity graph, or another embedding model), by another
+                semrag version (another layout), or holds vectors that do not fit its
+                documents.
             DocumentConflictError: as :meth:`add_documents`, by ``on_conflict``.
         """
         if not isinstance(batch, PreparedBatch):
             raise ConfigError(f"add_prepared takes a PreparedBatch, got {type(batch).__name__}")
+        batch.check()
         check_settings(ingest_settings(self), batch.settings)
-        self._admit([row[0] for row in batch.rows], on_conflict)
-        self._store(list(batch.rows), on_conflict)
+        self._admit([d.doc for d in batch.documents], on_conflict)
+        self._store(list(batch.documents), on_conflict)
 
     def _add(self, docs: list[Document], given: _Given, on_conflict: OnConflict) -> None:
         drive(self._ingest(docs, given, on_conflict), functools.partial(call, None))

@@ -19,6 +19,7 @@ from semrag.errors import ConfigError
 from semrag.index.change import EmbedsNames, IndexedDocument
 from semrag.index.dense import DenseIndex
 from semrag.index.external import StoreBackedDense
+from semrag.index.prepared import PreparedDocument
 from semrag.index.sparse import BM25Index
 
 if TYPE_CHECKING:
@@ -39,14 +40,14 @@ def reembedding(
     shadow = empty_like(index, embedder, chunker)
     if show_progress is not None:
         shadow.show_progress = show_progress
-    done: dict[str, tuple[IndexedDocument, tuple[Any, ...]]] = {}
+    done: dict[str, tuple[IndexedDocument, PreparedDocument]] = {}
     while True:
         with index.read():
             current = {d: index.indexed(d) for d in index.doc_ids}
         todo = {i: e for i, e in current.items() if i not in done or done[i][0] is not e}
         if todo:
             rows = yield from shadow._compute([e.doc for e in todo.values()], None, todo)
-            done.update((row[0].id, (todo[row[0].id], row)) for row in rows)
+            done.update((row.id, (todo[row.id], row)) for row in rows)
         with index._commit_lock:
             if index._entries.keys() == current.keys() and all(
                 e is current[i] for i, e in index._entries.items()

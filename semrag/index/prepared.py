@@ -13,43 +13,150 @@ vectors, similarity graph, and the embedder, by its fingerprint: see
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from semrag.errors import ConfigError, EmbedderMismatchError
 from semrag.fingerprint import EmbedderFingerprint
+from semrag.index.change import Floats, IndexedDocument
+from semrag.types import Chunk, Document, Span
 
-__all__ = ["PreparedBatch", "check_settings", "ingest_settings"]
+__all__ = [
+    "PREPARED_FORMAT",
+    "PreparedBatch",
+    "PreparedDocument",
+    "check_settings",
+    "ingest_settings",
+]
+
+PREPARED_FORMAT = 2
+"""The layout of :class:`PreparedBatch` (1: positional rows, before 0.3; 2: records)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedDocument:
+    """One document chunked and embedded, not yet indexed: what ingestion computes.
+
+    The index gives it chunk ids when it commits (:meth:`indexed`); until then it is a
+    plain record a worker process can return (picklable).
+
+    Attributes:
+        doc: the document (id, text, metadata).
+        sentences: its sentence spans.
+        sentence_vectors: one unit vector per sentence (the index's ``sentence_dtype``).
+        chunks: the chunker's chunks.
+        chunk_vectors: one unit vector per chunk.
+        node_ranges: the sentence ranges of its SSG window nodes (empty without an SSG).
+        node_vectors: one unit vector per window node.
+        themes: its themes (keywords, or an LLM's).
+        theme_vector: the unit vector of its themes.
+    """
+
+    doc: Document
+    sentences: list[Span]
+    sentence_vectors: Floats
+    chunks: list[Chunk]
+    chunk_vectors: Floats
+    node_ranges: list[tuple[int, int]]
+    node_vectors: Floats
+    themes: list[str]
+    theme_vector: Floats
+
+    @property
+    def id(self) -> str:
+        """The document's id."""
+        return self.doc.id
+
+    def indexed(self, chunk_ids: Sequence[int]) -> IndexedDocument:
+        """The record the index keeps, with the ids it gave the chunks."""
+        return IndexedDocument(
+            self.doc,
+            self.sentences,
+            self.sentence_vectors,
+            list(self.chunks),
+            list(chunk_ids),
+            self.chunk_vectors,
+            self.node_ranges,
+            self.node_vectors,
+            self.themes,
+            self.theme_vector,
+        )
+
+    def check(self, dim: int) -> None:
+        """Raise unless the vectors fit the spans: one row of ``dim`` per sentence, chunk, node.
+
+        Raises:
+            ConfigError: naming the document and what does not fit.
+        """
+        for name, rows, n in (
+            ("sentence_vectors", self.sentence_vectors, len(self.sentences)),
+            ("chunk_vectors", self.chunk_vectors, len(self.chunks)),
+            ("node_vectors", self.node_vectors, len(self.node_ranges)),
+        ):
+            shape = np.shape(rows)
+            if shape != (n, dim) and not (n == 0 and len(shape) and shape[0] == 0):
+                raise ConfigError(
+                    f"prepared document {self.id!r}: {name} has shape {shape}, expected "
+                    f"({n}, {dim})"
+                )
+        if any(c.doc_id != self.id for c in self.chunks):
+            raise ConfigError(f"prepared document {self.id!r} holds chunks of another document")
+        if np.shape(self.theme_vector) != (dim,):
+            raise ConfigError(
+                f"prepared document {self.id!r}: theme_vector has shape "
+                f"{np.shape(self.theme_vector)}, expected ({dim},)"
+            )
 
 
 @dataclass(frozen=True)
 class PreparedBatch:
     """Documents ready to commit: what ``add_documents`` computes before its commit.
 
-    ``rows``: per document, its :class:`~semrag.types.Document`, sentence spans and
-    vectors, chunks and their vectors, window ranges and vectors, themes and the theme
-    vector (the index's internal order; made and read by the index only). ``settings``:
-    what made them (:func:`ingest_settings`).
+    ``documents``: one :class:`PreparedDocument` each. ``settings``: what made them
+    (:func:`ingest_settings`). ``format``: the layout (:data:`PREPARED_FORMAT`); a writer
+    refuses a batch of another layout (one pickled by another semrag version).
     """
 
     settings: dict[str, Any]
-    rows: tuple[tuple[Any, ...], ...]
+    documents: tuple[PreparedDocument, ...]
+    format: int = field(default=PREPARED_FORMAT)
 
     @property
     def doc_ids(self) -> list[str]:
         """The ids of the batch's documents, in order."""
-        return [row[0].id for row in self.rows]
+        return [d.id for d in self.documents]
 
     @property
     def n_chunks(self) -> int:
         """How many chunks the batch holds."""
-        return sum(len(row[3]) for row in self.rows)
+        return sum(len(d.chunks) for d in self.documents)
+
+    def check(self) -> None:
+        """Raise unless the batch has this version's layout and each document fits.
+
+        Raises:
+            ConfigError: a batch of another layout, or a document whose vectors do not fit.
+        """
+        found = vars(self).get("format")  # absent from a batch pickled before records
+        if found != PREPARED_FORMAT or not all(
+            isinstance(d, PreparedDocument) for d in vars(self).get("documents", ())
+        ):
+            raise ConfigError(
+                f"the batch has layout {found or 1}, this semrag reads {PREPARED_FORMAT}: "
+                "prepare it with the writer's semrag version"
+            )
+        dim = int(self.settings["dim"])
+        for doc in self.documents:
+            doc.check(dim)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.documents)
 
     def __repr__(self) -> str:
-        return f"PreparedBatch(documents={len(self.rows)}, chunks={self.n_chunks})"
+        return f"PreparedBatch(documents={len(self.documents)}, chunks={self.n_chunks})"
 
 
 def ingest_settings(index: Any) -> dict[str, Any]:

@@ -135,6 +135,40 @@ def test_a_prepared_batch_commits_without_embedding_and_checks_its_settings():
         writer.add_prepared(corpus(1))
 
 
+def test_a_prepared_batch_is_named_records_that_pickle_and_are_checked_on_commit():
+    import dataclasses
+    import pickle
+
+    from semrag.index.prepared import PREPARED_FORMAT, PreparedBatch, PreparedDocument
+
+    worker = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
+    batch = pickle.loads(pickle.dumps(worker.prepare_documents(corpus(4))))  # as Ray ships it
+    first = batch.documents[0]
+    assert isinstance(first, PreparedDocument) and batch.format == PREPARED_FORMAT
+    assert first.id == "d00" and first.chunk_vectors.shape == (
+        len(first.chunks),
+        worker.embedder.dim,
+    )
+    assert len(first.node_vectors) == len(first.node_ranges) > 0
+    assert batch.n_chunks == sum(len(d.chunks) for d in batch.documents)
+
+    writer = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
+    short = dataclasses.replace(first, chunk_vectors=first.chunk_vectors[:-1])
+    broken = dataclasses.replace(batch, documents=(short, *batch.documents[1:]))
+    with pytest.raises(ConfigError, match="'d00': chunk_vectors has shape"):
+        writer.add_prepared(broken)
+    stranger = dataclasses.replace(first, chunks=[dataclasses.replace(first.chunks[0], doc_id="x")])
+    with pytest.raises(ConfigError, match="chunks of another document"):
+        writer.add_prepared(dataclasses.replace(batch, documents=(stranger,)))
+    old = PreparedBatch(batch.settings, batch.documents, format=1)
+    with pytest.raises(ConfigError, match="layout 1"):
+        writer.add_prepared(old)
+    assert len(writer) == 0  # nothing of a refused batch is kept
+    writer.add_prepared(batch)
+    assert writer.indexed("d00").chunk_ids == list(range(len(first.chunks)))
+    np.testing.assert_array_equal(writer.indexed("d00").chunk_vectors, first.chunk_vectors)
+
+
 def test_framework_documents_go_through_ray_as_through_add_documents(ray_cluster):
     # A LangChain loader's documents and LlamaIndex documents keep their ids and metadata.
     from langchain_core.documents import Document as LCDocument
