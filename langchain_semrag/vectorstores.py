@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 from langchain_core.documents import Document as LCDocument
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
@@ -196,7 +197,8 @@ class SemanticVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[LCDocument]:
         """The ``k`` nearest entries to a query vector."""
-        return [self._to_lc(h) for h in self.index.search_vector(embedding, k, filter=filter)]
+        vector = np.asarray(embedding, np.float32)
+        return [self._to_lc(h) for h in self.index.search_vector(vector, k, filter=filter)]
 
     def max_marginal_relevance_search_by_vector(
         self,
@@ -209,7 +211,11 @@ class SemanticVectorStore(VectorStore):
     ) -> list[LCDocument]:
         """``k`` diverse entries of the ``fetch_k`` nearest (``SemanticIndex.search_mmr``)."""
         hits = self.index.search_mmr(
-            embedding, k, fetch_k=fetch_k, lambda_mult=lambda_mult, filter=filter
+            np.asarray(embedding, np.float32),
+            k,
+            fetch_k=fetch_k,
+            lambda_mult=lambda_mult,
+            filter=filter,
         )
         return [self._to_lc(h) for h in hits]
 
@@ -223,7 +229,7 @@ class SemanticVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[LCDocument]:
         """MMR for a query text."""
-        vector = self.index.embed_query(query)
+        vector = self.index.embed_query(query).tolist()
         return self.max_marginal_relevance_search_by_vector(vector, k, fetch_k, lambda_mult, filter)
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -244,6 +250,21 @@ class SemanticVectorStore(VectorStore):
         store = cls(embedding, **kwargs)
         store.add_texts(texts, metadatas, ids=ids)
         return store
+
+
+@runtime_checkable
+class _TakesVectors(Protocol):
+    """A LangChain store that stores given vectors (``FAISS``, ``InMemoryVectorStore``, ...).
+
+    ``VectorStore`` declares no such method; the integrations that take vectors name it so.
+    """
+
+    def add_embeddings(
+        self,
+        text_embeddings: Iterable[tuple[str, list[float]]],
+        metadatas: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> list[str]: ...
 
 
 class VectorStoreClient:
@@ -285,10 +306,9 @@ class VectorStoreClient:
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
         """Add (or replace) entries; semrag's vectors where the store takes them."""
-        add_embeddings = getattr(self.store, "add_embeddings", None)
-        if callable(add_embeddings):
+        if isinstance(self.store, _TakesVectors):
             pairs = list(zip(texts, [list(map(float, v)) for v in vectors], strict=True))
-            add_embeddings(pairs, metadatas=[dict(m) for m in metadatas], ids=list(ids))
+            self.store.add_embeddings(pairs, metadatas=[dict(m) for m in metadatas], ids=list(ids))
             return
         docs = [
             LCDocument(t, metadata=dict(m), id=i)

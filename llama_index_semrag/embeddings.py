@@ -13,6 +13,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
+from semrag.llm import LLM as CoreLLM
 
 __all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "SemragEmbedding", "SemragLLM", "to_embedder"]
 
@@ -82,7 +83,7 @@ class SemragEmbedding(BaseEmbedding):
 
     def __init__(self, embedder: Any = None, **kwargs: Any) -> None:
         core = as_embedder(embedder)
-        super().__init__(model_name=getattr(core, "name", type(core).__name__), **kwargs)
+        super().__init__(model_name=core.name, **kwargs)
         self._embedder = core
 
     @property
@@ -167,8 +168,10 @@ class SemragLLM(CustomLLM):
     _llm: Any = PrivateAttr()
 
     def __init__(self, llm: Any, **kwargs: Any) -> None:
-        if not callable(getattr(llm, "complete", None)):
-            raise ConfigError(f"expected a semrag LLM, got {type(llm).__name__}")
+        if not isinstance(llm, CoreLLM):
+            raise ConfigError(
+                f"expected a semrag LLM (complete and acomplete), got {type(llm).__name__}"
+            )
         super().__init__(**kwargs)
         self._llm = llm
 

@@ -123,7 +123,7 @@ class _CoreNodeParser(NodeParser):
                 else:
                     node.metadata = c.provenance_metadata()
                 # the heading path is embedded only when the chunker asks for it
-                contextual = getattr(self._chunker, "contextual_headings", False)
+                contextual = self._chunker.contextual_headings
                 hidden = _PROVENANCE_KEYS + ([] if contextual else [HEADINGS_KEY])
                 keys = node.excluded_embed_metadata_keys
                 keys.extend(k for k in hidden if k not in keys)

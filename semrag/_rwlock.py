@@ -90,12 +90,9 @@ class RWLock:
 
 
 def reading(index: Any, *, followers: bool = False) -> contextlib.AbstractContextManager[Any]:
-    """``index.read()`` when the index offers version-consistent reads, else nothing.
+    """``index.read()``: one version of a reader for the ``with`` block (every reader has it).
 
     ``followers=True`` also reads the index's followers (its knowledge graph) at the
     same version (see :meth:`semrag.SemanticIndex.read`).
     """
-    read = getattr(index, "read", None)
-    if not callable(read):
-        return contextlib.nullcontext()
-    return read(followers=True) if followers else read()
+    return index.read(followers=True) if followers else index.read()

@@ -33,11 +33,14 @@ import math
 import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import numpy as np
+from typing_extensions import TypeIs
 
 from semrag.errors import ConfigError
+
+_P = TypeVar("_P")
 
 __all__ = [
     "INT",
@@ -49,6 +52,9 @@ __all__ = [
     "check_k",
     "check_param",
     "check_query",
+    "missing_members",
+    "offers",
+    "protocol_members",
     "RenamedAttribute",
     "renamed",
     "validate_params",
@@ -90,7 +96,7 @@ class Interval:
         """The value as ``int`` / ``float`` if it lies in the interval, else ``_REJECT``."""
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
             return _REJECT
-        number = int(value) if self.kind is numbers.Integral else float(value)
+        number = int(cast(Any, value)) if self.kind is numbers.Integral else float(value)
         if isinstance(number, float) and not math.isfinite(number):
             return _REJECT
         low_ok = self.left is None or (
@@ -140,6 +146,32 @@ class HasMethods:
 
     def __str__(self) -> str:
         return "an object with " + ", ".join(f"{n}()" for n in self.names)
+
+
+def protocol_members(protocol: type) -> list[str]:
+    """The names a :class:`~typing.Protocol` declares: methods, properties, annotations."""
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls is object or cls is Protocol or not getattr(cls, "_is_protocol", False):
+            continue
+        names.update(getattr(cls, "__annotations__", {}))
+        names.update(n for n, v in vars(cls).items() if callable(v) or isinstance(v, property))
+    return sorted(n for n in names if not n.startswith("_") or n in ("__contains__", "__len__"))
+
+
+def missing_members(obj: object, protocol: type) -> list[str]:
+    """The members of ``protocol`` that ``obj`` lacks (its class's and its own attributes).
+
+    Unlike ``isinstance`` on a runtime protocol it reads no property, so on a database
+    reader, where a property may be a round trip, it costs nothing.
+    """
+    cls, own = type(obj), getattr(obj, "__dict__", {})
+    return [n for n in protocol_members(protocol) if not hasattr(cls, n) and n not in own]
+
+
+def offers(obj: object, protocol: type[_P]) -> TypeIs[_P]:
+    """Whether ``obj`` has every member of ``protocol`` (see :func:`missing_members`)."""
+    return not missing_members(obj, protocol)
 
 
 class _Reject:

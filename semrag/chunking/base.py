@@ -457,6 +457,9 @@ class BoundaryChunker:
         )
         return decision, segs, merged
 
+    contextual_headings: bool = False
+    """Whether an index embeds each chunk with its heading path (see :meth:`embedding_text`)."""
+
     def embedding_text(self, chunk: Chunk) -> str:
         """The text an index embeds for one of this chunker's chunks (its own text)."""
         return chunk.text

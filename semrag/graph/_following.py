@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from semrag._validation import offers
 from semrag.errors import ConfigError, StoreError
 from semrag.graph._doc_columns import DocColumns
 from semrag.graph.extract import (
@@ -17,7 +18,7 @@ from semrag.graph.extract import (
     merge_extractions,
 )
 from semrag.graph.ledger import GraphDiff, GraphLedger
-from semrag.graph.types import Community, Entity
+from semrag.graph.types import Community, Entity, EntityNameSearch
 from semrag.index.persist import atomic_directory, read_manifest
 
 if TYPE_CHECKING:
@@ -275,7 +276,7 @@ class Following:
         them, so a process that serves queries from it never embeds the graph's names.
         The vectors name resolution made are reused; only other names are embedded.
         """
-        if self.embedder is None or not callable(getattr(self.store, "search_entities", None)):
+        if self.embedder is None or not offers(self.store, EntityNameSearch):
             return None
         out = np.zeros((len(entities), self.embedder.dim), np.float32)
         todo = []

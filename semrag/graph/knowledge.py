@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from semrag._steps import Call, acall, adrive, call, drive
+from semrag._validation import offers
 from semrag.errors import ConfigError
 from semrag.graph._following import Following
 from semrag.graph._graph_rows import EntityRows, Prefetch, check_build, vectors_kwarg
@@ -29,7 +30,17 @@ from semrag.graph.extract import (
 )
 from semrag.graph.ledger import GraphLedger
 from semrag.graph.memory import InMemoryGraphStore
-from semrag.graph.types import ChunkRef, Community, Entity, Mention, Relation, entity_key
+from semrag.graph.types import (
+    ChangeStamped,
+    ChunkRef,
+    Community,
+    Entity,
+    EntityNameSearch,
+    Mention,
+    Relation,
+    ReportReads,
+    entity_key,
+)
 from semrag.llm import LLM
 from semrag.types import Chunk
 
@@ -297,7 +308,7 @@ class KnowledgeGraph(Following):
         t0 = time.perf_counter()
         comms, notes = community_reports(comms, ents, rels, llm=llm, on_llm_error=on_llm_error)
         self.notes.extend(notes)
-        if self.embedder is not None and callable(getattr(self.store, "read_reports", None)):
+        if self.embedder is not None and offers(self.store, ReportReads):
             # a store that keeps the reports' vectors: global search embeds none of them
             vectors = self.embedder.embed([report_text(c) for c in comms]) if comms else None
             self.store.write_communities(comms, report_vectors=vectors)
@@ -317,7 +328,7 @@ class KnowledgeGraph(Following):
     # -- lookups --------------------------------------------------------------------------------
     def _served(self) -> bool:
         """Whether changes may come from elsewhere: no ledger here, and a store with a stamp."""
-        return self._ledger is None and callable(getattr(self.store, "change_stamp", None))
+        return self._ledger is None and offers(self.store, ChangeStamped)
 
     def current_version(self) -> Any:
         """The graph's version, as a key for what is derived from it.
@@ -384,7 +395,7 @@ class KnowledgeGraph(Following):
         caller ranks the candidates exactly. ``keep``: of the ``n``, only the best ``keep``
         by the index's scores are returned (see the store's method).
         """
-        if self._served() and callable(getattr(self.store, "search_entities", None)):
+        if self._served() and offers(self.store, EntityNameSearch):
             found = self.store.search_entities(vector, n, keep=keep)
             if found is not None:
                 return self._with_bare(*found)
@@ -394,7 +405,7 @@ class KnowledgeGraph(Following):
         self, vector: np.ndarray, n: int, *, keep: int | None = None
     ) -> tuple[list[Entity], np.ndarray]:
         """Async twin of :meth:`search_entities` (the store's search awaited)."""
-        if self._served() and callable(getattr(self.store, "search_entities", None)):
+        if self._served() and offers(self.store, EntityNameSearch):
             call = Call("search_entities", (vector, n), kwargs={"keep": keep})
             found = await acall(self.store, call)
             if found is not None:

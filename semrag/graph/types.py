@@ -13,13 +13,16 @@ import sys
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "ChunkRef",
     "Community",
     "Entity",
+    "ChangeStamped",
+    "EntityNameSearch",
     "GraphStore",
+    "ReportReads",
     "Mention",
     "Relation",
     "Subgraph",
@@ -264,4 +267,32 @@ class GraphStore(Protocol):
 
     def clear(self) -> None:
         """Delete everything."""
+        ...
+
+
+# -- optional capabilities of a store (checked with semrag._validation.offers) ---------------
+@runtime_checkable
+class ReportReads(Protocol):
+    """A store that keeps the community reports' vectors beside them."""
+
+    def read_reports(self, level: int | None = None) -> tuple[list[Community], Any]:
+        """Stored communities (of one level) and their reports' vectors (``None``: none kept)."""
+        ...
+
+
+@runtime_checkable
+class EntityNameSearch(Protocol):
+    """A store with a vector index over the entity names (a database's)."""
+
+    def search_entities(self, vector: Any, n: int, *, keep: int | None = None) -> Any:
+        """The ``n`` entities whose names are nearest ``vector``, with their vectors."""
+        ...
+
+
+@runtime_checkable
+class ChangeStamped(Protocol):
+    """A store that others may write: a stamp changes with every write of the graph."""
+
+    def change_stamp(self) -> str | None:
+        """A token that changes with every write (``None`` for no graph)."""
         ...

@@ -29,6 +29,10 @@ class Reads:
         """A number that changes with every add or delete: retrievers key caches by it."""
         return self._version
 
+    def current_version(self) -> int:
+        """:attr:`version` as a method (as a database reader offers it)."""
+        return self._version
+
     def __len__(self) -> int:
         return len(self._entries)
 

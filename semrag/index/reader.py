@@ -1,36 +1,78 @@
-"""``CorpusReader``: what a retriever and SPC may read from an index.
+"""The reader contract: what a retriever and SPC may read from an index, as capabilities.
 
-Three classes implement it: the embedded :class:`~semrag.index.SemanticIndex` (with its
-own dense search, or a vector store's through
-:class:`~semrag.index.external.StoreBackedDense`), and
-:class:`~semrag.neo4j.Neo4jIndex`, which serves an index written to Neo4j. A
-retriever that reads only these members works on all three; one contract suite
-(``tests/graph/test_reader_contract.py``) runs every member on each and checks they agree.
+A reader is split into the capabilities retrievers really use, each a typed
+:class:`~typing.Protocol`:
 
-Members a reader may have beyond these are optional capabilities, and a retriever that
-uses one checks for it (``getattr(index, "extended", ...)``, ``index.ssg_config``) and
-says what is missing when it is absent.
+* :class:`CorpusReads`: documents, chunks, vectors and spans, one version at a time;
+* :class:`QueryEmbedding`: the query's vector by the index's model;
+* :class:`CorpusSearch`: dense and BM25 searches (and the query embedding);
+* :class:`SimilarityGraphReads`: the semantic similarity graph (``ssg_config``,
+  ``ssg_view()``);
+* :class:`CorpusReader`: all three, what every reader offers and most retrievers need;
+
+and optional capabilities, which a reader declares by having their members:
+
+* :class:`AsyncReads`: its ``read()`` may span awaits and its ``a...`` reads await a
+  database (:class:`~semrag.neo4j.Neo4jIndex`);
+* :class:`KeptParts`: derived structures kept with the index (``parts``), e.g. the PPR
+  passage phrases a database reader serves;
+* :class:`EnablesParts`: a reader that can also build and keep a part (``enable``);
+* :class:`HoldsRecords`: the ingestion records in process (``indexed``), from which a
+  retriever derives what the index does not keep;
+* :class:`PieceReads`: SKETCH's small pieces (``piece_index``) and the chunk dense index.
+
+Three classes implement them: the embedded :class:`~semrag.index.SemanticIndex` (all of
+them but :class:`AsyncReads`; with its own dense search, or a vector store's through
+:class:`~semrag.index.external.StoreBackedDense`), and :class:`~semrag.neo4j.Neo4jIndex`
+(all but :class:`EnablesParts` and :class:`HoldsRecords`). A retriever checks what it needs
+once, at construction (:func:`require`, a :class:`MissingCapabilityError` naming the
+capability), and uses a protocol check, never attribute probing, for what it can use.
+:func:`semrag.testing.check_reader` checks that a reader keeps the contract.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from semrag._validation import missing_members, offers
+from semrag.errors import ConfigError
 from semrag.types import Chunk, Document, ScoredChunk, Span
 
-__all__ = ["CorpusReader"]
+if TYPE_CHECKING:
+    from semrag.index.change import IndexedDocument
+
+_P = TypeVar("_P")
+
+__all__ = [
+    "AsyncReads",
+    "CorpusReader",
+    "CorpusReads",
+    "CorpusSearch",
+    "EnablesParts",
+    "HoldsRecords",
+    "KeptParts",
+    "MissingCapabilityError",
+    "PieceReads",
+    "QueryEmbedding",
+    "SimilarityGraphReads",
+    "StepwiseGraphView",
+    "capabilities",
+    "need",
+    "offers",
+    "require",
+]
 
 Floats = npt.NDArray[np.float32]
 
 
 @runtime_checkable
-class CorpusReader(Protocol):
-    """The read side of an index: documents, chunks, vectors, searches and the SSG view.
+class CorpusReads(Protocol):
+    """Documents, chunks, vectors and spans of one version of the corpus.
 
     Chunk ids are the index's integers; document ids follow :mod:`semrag.identity`. Every
     read sees one version of the corpus: hold :meth:`read` around several reads that must
@@ -53,6 +95,10 @@ class CorpusReader(Protocol):
     @property
     def tokenizer(self) -> Any:
         """The token counter the chunks were measured with."""
+        ...
+
+    def current_version(self) -> int:
+        """:attr:`version` as a method (a round trip on a database reader: a cache key)."""
         ...
 
     def __contains__(self, doc_id: object) -> bool: ...
@@ -108,7 +154,14 @@ class CorpusReader(Protocol):
         """Make these documents' reads cheap (a remote reader fetches them in one trip)."""
         ...
 
-    # -- search ---------------------------------------------------------------------------
+
+@runtime_checkable
+class QueryEmbedding(Protocol):
+    """The query's vector, by the model that embedded the index."""
+
+    embedder: Any
+    """The embedder the index was built with (queries must use it)."""
+
     def embed_query(self, query: str) -> Floats:
         """The query's vector, by the index's embedder."""
         ...
@@ -116,6 +169,11 @@ class CorpusReader(Protocol):
     async def aembed_query(self, query: str) -> Floats:
         """Async twin of :meth:`embed_query`."""
         ...
+
+
+@runtime_checkable
+class CorpusSearch(QueryEmbedding, Protocol):
+    """Dense and BM25 searches over one version of the corpus, and the query embedding."""
 
     def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """The ``k`` chunks nearest the query (dense), best first."""
@@ -149,6 +207,169 @@ class CorpusReader(Protocol):
         """:meth:`sparse_scores` of each query: shape ``(len(queries), len(chunk_ids))``."""
         ...
 
+
+@runtime_checkable
+class SimilarityGraphReads(Protocol):
+    """The semantic similarity graph the SSG traversals walk."""
+
+    ssg_config: Any
+    """The graph's :class:`~semrag.index.ssg.SSGConfig`, or ``None`` when none is kept."""
+
     def ssg_view(self) -> Any:
-        """The semantic similarity graph as the SSG traversals read it."""
+        """The semantic similarity graph as the SSG traversals read it.
+
+        Raises:
+            ConfigError: when the reader keeps no graph (``ssg_config is None``).
+        """
         ...
+
+
+@runtime_checkable
+class CorpusReader(CorpusReads, CorpusSearch, SimilarityGraphReads, Protocol):
+    """The read side of an index: reads, searches and the SSG view (every reader has it)."""
+
+
+# -- optional capabilities --------------------------------------------------------------------
+@runtime_checkable
+class AsyncReads(Protocol):
+    """Reads that await a database: ``read()`` is a context that may span awaits.
+
+    A retriever's async path then awaits each round trip (the reader's ``a...`` twin of
+    each read) and runs only the scoring in worker threads; over a reader without it (its
+    ``read()`` is a lock held by one thread) it runs the whole search in one worker thread.
+    """
+
+    async def acurrent_version(self) -> int:
+        """Async twin of :meth:`CorpusReads.current_version`."""
+        ...
+
+
+@runtime_checkable
+class KeptParts(Protocol):
+    """Derived structures kept with the index and following its changes, by name."""
+
+    @property
+    def parts(self) -> Mapping[str, Any]:
+        """The kept parts (``"passages"``, ``"pieces"``, ``"ssg"``, ...), by name."""
+        ...
+
+
+@runtime_checkable
+class EnablesParts(KeptParts, Protocol):
+    """A reader that can also build a part and keep it from then on."""
+
+    def can_commit(self) -> bool:
+        """Whether the calling thread may change the index now (it holds no read)."""
+        ...
+
+    def enable(self, part: str, *, split: tuple[int, int] = ..., config: Any = None) -> None:
+        """Build ``part`` from the indexed documents and keep it."""
+        ...
+
+
+@runtime_checkable
+class HoldsRecords(Protocol):
+    """The ingestion records in process: what a retriever derives its own structures from."""
+
+    chunker: Any
+    """The chunker the index was built with (its tokenizer splits SKETCH's pieces)."""
+
+    dense_kind: str
+    """The dense index kind (``"flat"``, ``"hnsw"``, ``"auto"``, ...) for derived ones."""
+
+    def indexed(self, doc_id: str) -> IndexedDocument:
+        """The record of ``doc_id``: the same object until the document changes."""
+        ...
+
+    def chunk_ids(self, doc_id: str) -> list[int]:
+        """The ids of ``doc_id``'s chunks, in text order."""
+        ...
+
+
+@runtime_checkable
+class PieceReads(Protocol):
+    """SKETCH's small pieces as kept (``piece_index``: ``None`` without), and chunk search."""
+
+    piece_index: Any
+    """The kept pieces (``split``, ``pieces``, ``parents``, ``dense``), or ``None``."""
+
+    dense: Any
+    """The chunks' dense index (``search(vectors, k)`` and ``vectors_of(ids)``)."""
+
+
+@runtime_checkable
+class StepwiseGraphView(Protocol):
+    """An SSG view that reads as it goes (a database's): searches and loads are steps.
+
+    Its ``ssg_view()`` holds no graph in process: the traversals ask it for the anchor
+    search and for each node's sentences and edges as round trips (:mod:`semrag._steps`).
+    """
+
+    def search_steps(
+        self, query: Floats, k: int, *, pca: bool = False, load: int = 0, rank: str = "query"
+    ) -> Any:
+        """The anchor search as steps, loading the best ``load`` candidates with it."""
+        ...
+
+    def load_steps(self, nodes: Sequence[int], *, rank: str = "query", visited: Any = ()) -> Any:
+        """Load the nodes' sentences and out-edges (and likely next hops) as steps."""
+        ...
+
+
+class MissingCapabilityError(ConfigError):
+    """A reader lacks a capability a retriever needs (the message names it).
+
+    Attributes:
+        capability: the missing protocol (e.g. :class:`HoldsRecords`).
+        members: its members the reader does not have.
+    """
+
+    def __init__(self, message: str, capability: type, members: Sequence[str]) -> None:
+        super().__init__(message)
+        self.capability = capability
+        self.members = tuple(members)
+
+
+CAPABILITIES: tuple[type, ...] = (
+    CorpusReads,
+    QueryEmbedding,
+    CorpusSearch,
+    SimilarityGraphReads,
+    AsyncReads,
+    KeptParts,
+    EnablesParts,
+    HoldsRecords,
+    PieceReads,
+)
+
+
+def capabilities(reader: object) -> list[type]:
+    """The capabilities (protocols above) ``reader`` offers, in the order listed."""
+    return [c for c in CAPABILITIES if offers(reader, c)]
+
+
+def need(reader: object, capability: type[_P], *, by: str, why: str = "") -> _P:
+    """``reader`` as a ``capability`` (typed so), or a :class:`MissingCapabilityError`."""
+    require(reader, capability, by=by, why=why)
+    return cast(_P, reader)
+
+
+def require(reader: object, *needed: type, by: str, why: str = "") -> None:
+    """Fail unless ``reader`` offers every capability in ``needed``.
+
+    The check looks at the reader's class and instance attributes (it reads no property,
+    so it costs no round trip on a database reader).
+
+    Raises:
+        MissingCapabilityError: naming the first missing capability and its members.
+    """
+    for capability in needed:
+        missing = missing_members(reader, capability)
+        if missing:
+            raise MissingCapabilityError(
+                f"{by} needs a reader with {capability.__name__} "
+                f"({', '.join(missing)} missing on {type(reader).__name__})"
+                + (f": {why}" if why else ""),
+                capability,
+                missing,
+            )

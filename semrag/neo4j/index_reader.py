@@ -78,7 +78,7 @@ class Neo4jIndex:
     and what they decode runs in a worker thread. Each read method is written once, as
     steps that ask for statements; the sync and the async method drive the same steps.
     ``read()`` is a context, not a lock, so a coroutine holds it across its awaits
-    (``async_reads``), which IAR's async path does.
+    (it offers :class:`~semrag.index.reader.AsyncReads`), which IAR's async path does.
 
     Args:
         store: the :class:`~semrag.neo4j.Neo4jGraphStore` (connection and database).
@@ -104,9 +104,6 @@ class Neo4jIndex:
         StoreError: if it holds a change written in steps and interrupted (a mix).
     """
 
-    async_reads = True
-    """Its ``a...`` read methods await the database, and ``read()`` may span awaits."""
-
     def __init__(
         self,
         store: Neo4jGraphStore,
@@ -125,9 +122,7 @@ class Neo4jIndex:
         self.store = store
         self.name = name
         self.embedder = as_embedder(embedder)
-        self.tokenizer = (
-            tokenizer or getattr(self.embedder, "tokenizer", None) or (WhitespaceTokenizer())
-        )
+        self.tokenizer = tokenizer or self.embedder.tokenizer or WhitespaceTokenizer()
         self.oversample, self.min_candidates = int(oversample), int(min_candidates)
         state = read_state(store, name)
         if state.get("version") is None:

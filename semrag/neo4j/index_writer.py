@@ -58,15 +58,19 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from semrag.errors import ConfigError, StoreError
 from semrag.fingerprint import EmbedderFingerprint
 from semrag.index.change import Change, IndexedDocument
+from semrag.index.passages import PassagePhrases
 from semrag.index.ssg import SemanticSimilarityGraph
+
+if TYPE_CHECKING:
+    from semrag.index.semantic_index import SemanticIndex
 from semrag.neo4j._cypher import as_floats
 from semrag.neo4j._index_cypher import (
     ALL_EDGES_DROP,
@@ -157,7 +161,7 @@ class Neo4jIndexStore:
         self.name = name
         self.max_transaction_rows = max_transaction_rows
         self.passages = bool(passages)
-        self._index: Any = None
+        self._index: SemanticIndex | None = None
         self._edges: Edges | None = None
         self._version: int | None = None
         self._behind = False
@@ -169,13 +173,15 @@ class Neo4jIndexStore:
 
     # -- attaching ------------------------------------------------------------------------------
     @classmethod
-    def for_index(cls, index: Any, store: Neo4jGraphStore, **kwargs: Any) -> Neo4jIndexStore:
+    def for_index(
+        cls, index: SemanticIndex, store: Neo4jGraphStore, **kwargs: Any
+    ) -> Neo4jIndexStore:
         """A store attached to ``index`` (see :meth:`attach`)."""
         out = cls(store, **kwargs)
         out.attach(index)
         return out
 
-    def attach(self, index: Any) -> None:
+    def attach(self, index: SemanticIndex) -> None:
         """Follow ``index``: bring the database level with it now, then write every change.
 
         With ``passages`` (the default), an index without its PPR passage phrases is given
@@ -199,9 +205,8 @@ class Neo4jIndexStore:
         for statement in VECTOR_INDEXES:
             self.store.write_rows(statement, dim=dim)
         self.store.read_rows("CALL db.awaitIndexes(300)")
-        enable = getattr(index, "enable", None)
-        if self.passages and callable(enable) and "passages" not in index.parts:
-            enable("passages")  # what the default retriever of a serving process reads
+        if self.passages and "passages" not in index.parts:
+            index.enable("passages")  # what the default retriever of a serving process reads
         self._index = index
         state = self._state()
         self._next_seq = int(state.get("next_seq") or 0)
@@ -233,7 +238,7 @@ class Neo4jIndexStore:
         stored = state.get("fingerprint")
         if not stored:
             return False
-        return EmbedderFingerprint.from_dict(json.loads(stored)).matches(self._index.fingerprint)
+        return EmbedderFingerprint.from_dict(json.loads(stored)).matches(self._followed.fingerprint)
 
     def _difference(
         self, documents: Sequence[IndexedDocument], version: int, *, everything: bool = False
@@ -273,14 +278,25 @@ class Neo4jIndexStore:
             raise ConfigError("attach the store to an index first (store.attach(index))")
         return self._level()
 
+    @property
+    def _followed(self) -> SemanticIndex:
+        """The index this store follows.
+
+        Raises:
+            ConfigError: if the store is not attached.
+        """
+        if self._index is None:
+            raise ConfigError("attach the store to an index first (store.attach(index))")
+        return self._index
+
     def _level(self, *, everything: bool = False) -> Change:
         """Write the difference with the index's published documents (or all of them)."""
-        with self._index.read():
-            docs = [self._index.indexed(d) for d in self._index.doc_ids]
-            version = self._index.version
+        with self._followed.read():
+            docs = [self._followed.indexed(d) for d in self._followed.doc_ids]
+            version = self._followed.version
         with self._lock:
             change = self._repair(docs, version, everything=everything)
-            rows = document_rows(change.added, windows=self._index.ssg_config is not None)
+            rows = document_rows(change.added, windows=self._followed.ssg_config is not None)
             self._write(change, rows)
             return change
 
@@ -306,7 +322,7 @@ class Neo4jIndexStore:
         Raises:
             ConfigError: for metadata that is not JSON.
         """
-        rows = document_rows(change.added, windows=self._index.ssg_config is not None)
+        rows = document_rows(change.added, windows=self._followed.ssg_config is not None)
         return lambda: self._apply(change, rows)
 
     def apply(self, change: Change) -> None:
@@ -323,9 +339,9 @@ class Neo4jIndexStore:
             if not change and self._version == change.version and not self._behind:
                 return  # the catch-up of a database that holds this index already
             if self._behind or (self._version is not None and self._version != change.version - 1):
-                docs = [self._index.indexed(d) for d in self._index.doc_ids]
+                docs = [self._followed.indexed(d) for d in self._followed.doc_ids]
                 change = self._repair(docs, change.version)
-                rows = document_rows(change.added, windows=self._index.ssg_config is not None)
+                rows = document_rows(change.added, windows=self._followed.ssg_config is not None)
             self._write(change, rows)
 
     def _repair(
@@ -378,7 +394,7 @@ class Neo4jIndexStore:
         again = (
             []
             if titles == self._passages_written
-            else [d for d in self._index.doc_ids if d not in gone]
+            else [d for d in self._followed.doc_ids if d not in gone]
         )
         mentions, names = self._phrase_rows([*change.added_ids, *again])
         # the added documents' mentions go with their documents (a step that lands holds
@@ -390,7 +406,7 @@ class Neo4jIndexStore:
             row["seq"], next_seq = next_seq, next_seq + 1
         if next_seq >= 1 << 31:
             raise StoreError("more than 2**31 documents were written to this database")
-        dim = int(self._index.embedder.dim)
+        dim = int(self._followed.embedder.dim)
         batch = self.store.batch_size
 
         def batches(query: str, key: str, rows: Sequence[Any]) -> list[list[Statement]]:
@@ -428,8 +444,8 @@ class Neo4jIndexStore:
             "name": self.name,
             "version": change.version,
             "dim": dim,
-            "embedder": self._index.fingerprint.name,
-            "fingerprint": json.dumps(self._index.fingerprint.to_dict()),
+            "embedder": self._followed.fingerprint.name,
+            "fingerprint": json.dumps(self._followed.fingerprint.to_dict()),
             "edges": new.digest(),
             "ssg": None if graph is None else json.dumps(graph.config.to_dict()),
             "windows": 0 if graph is None else graph.n_nodes,
@@ -443,7 +459,7 @@ class Neo4jIndexStore:
             "passages": titles,
         }
         steps.append([(WRITE_STATE, state)])
-        size = sum(len(p.get("rows", p.get("ids", p.get("keys", ())))) for g in steps for _, p in g)
+        size = sum(_rows_in(p) for g in steps for _, p in g)
         try:
             if size <= self.max_transaction_rows:  # all of it or none of it
                 self.store.transact(run_statements(steps), write=True)
@@ -460,12 +476,12 @@ class Neo4jIndexStore:
 
     def _pieces_split(self) -> list[int] | None:
         """The split of the index's SKETCH pieces (``SemanticIndex(pieces=...)``), if any."""
-        kept = getattr(self._index, "piece_index", None)
+        kept = self._followed.piece_index
         return None if kept is None else list(kept.split)
 
     def _piece_rows(self, doc_ids: Iterable[str]) -> list[dict[str, Any]]:
         """Rows of the published pieces of these documents (none without a piece index)."""
-        kept = getattr(self._index, "piece_index", None)
+        kept = self._followed.piece_index
         if kept is None:
             return []
         return [
@@ -488,15 +504,15 @@ class Neo4jIndexStore:
 
     def _passages_titles(self) -> bool | None:
         """The ``titles`` setting of the index's passage phrases (``None`` without them)."""
-        part = getattr(self._index, "parts", {}).get("passages")
-        return None if part is None else bool(part.titles)
+        part = self._followed.parts.get("passages")
+        return bool(part.titles) if isinstance(part, PassagePhrases) else None
 
     def _phrase_rows(
         self, doc_ids: Sequence[str]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The mention rows (per chunk) and name rows (with vectors) of these documents."""
-        part = getattr(self._index, "parts", {}).get("passages")
-        if part is None or not doc_ids:
+        part = self._followed.parts.get("passages")
+        if not isinstance(part, PassagePhrases) or not doc_ids:
             return [], []
         reg = part.registry
         mentions: list[dict[str, Any]] = []
@@ -523,7 +539,7 @@ class Neo4jIndexStore:
         return mentions, names
 
     def _graph(self) -> SemanticSimilarityGraph | None:
-        return self._index.ssg if self._index.ssg_config is not None else None
+        return self._followed.ssg if self._followed.ssg_config is not None else None
 
     def _graph_edges(self) -> Edges:
         return Edges(self._graph())
@@ -574,3 +590,11 @@ class Neo4jIndexStore:
 
     def __repr__(self) -> str:
         return f"Neo4jIndexStore({self.store!r}, version={self._version})"
+
+
+def _rows_in(params: Mapping[str, Any]) -> int:
+    """The rows a statement writes: its ``rows``, else its ``ids``, else its ``keys``."""
+    for key in ("rows", "ids", "keys"):
+        if key in params:
+            return len(params[key])
+    return 0

@@ -123,8 +123,6 @@ class RemoteView:
     batch = 8
     ahead = 16
     follow = 2
-    async_reads = True
-    """Its reads are steps a traversal yields, answered by :meth:`fetch` / :meth:`afetch`."""
 
     def __init__(self, owner: Neo4jIndex) -> None:
         self._owner = owner

@@ -172,7 +172,7 @@ class SPC(RepairSteps, Params):
             tokenizer = (
                 index.tokenizer
                 if index is not None
-                else getattr(self.embedder, "tokenizer", None) or WhitespaceTokenizer()
+                else self.embedder.tokenizer or WhitespaceTokenizer()
             )
         self.tokenizer = tokenizer
         self.refine = refine
@@ -416,9 +416,10 @@ class SPC(RepairSteps, Params):
             return None, "offsets_unknown"
         if text[chunk.start : chunk.end] != chunk.text:
             return None, "source_mismatch"
-        if indexed:
+        if indexed and self.index is not None:
+            index = self.index
             return Source(
-                text, self.index.sentences(chunk.doc_id), self.index.sentence_vectors(chunk.doc_id)
+                text, index.sentences(chunk.doc_id), index.sentence_vectors(chunk.doc_id)
             ), ""
         return Source(text, split_sentences(text), None), ""
 
@@ -427,7 +428,9 @@ class SPC(RepairSteps, Params):
         if hit.chunk.start >= 0:
             return hit
         text, _ = self._source_text(hit.chunk.doc_id)
-        at = -1 if text is None else text.find(hit.chunk.text)
+        if text is None:
+            return hit
+        at = text.find(hit.chunk.text)
         if at < 0 or text.find(hit.chunk.text, at + 1) >= 0:
             return hit
         chunk = replace(hit.chunk, start=at, end=at + len(hit.chunk.text))

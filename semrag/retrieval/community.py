@@ -36,11 +36,13 @@ from semrag._validation import (
     RenamedAttribute,
     check_k,
     check_query,
+    offers,
     renamed,
 )
 from semrag.errors import ConfigError
 from semrag.graph.communities import report_text
-from semrag.index.reader import CorpusReader
+from semrag.graph.types import ReportReads
+from semrag.index.reader import AsyncReads, CorpusReader, CorpusReads, CorpusSearch, require
 from semrag.postprocess.stitch import covering_sentences
 from semrag.types import Chunk, ScoredChunk
 
@@ -161,6 +163,7 @@ class CommunityRetriever(Params):
         k, tau_e, tau_d, max_entities = p["k"], p["tau_e"], p["tau_d"], p["max_entities"]
         window, top_communities, level = p["window"], p["top_communities"], p["level"]
         centrality_weight = p["centrality_weight"]
+        require(index, CorpusReads, CorpusSearch, by="CommunityRetriever")
         self.index = index
         self.graph = p["graph"]
         self.strategy = p["strategy"]
@@ -188,7 +191,7 @@ class CommunityRetriever(Params):
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`.
 
-        On an index with async reads (``async_reads``, e.g.
+        On an index with async reads (:class:`~semrag.index.reader.AsyncReads`, e.g.
         :class:`~semrag.neo4j.Neo4jIndex`) each round trip is awaited (on a Neo4j store's
         async driver) and only the scoring runs in worker threads, as does the first
         global query after a change, which reads the reports (embedding them where the store
@@ -197,7 +200,7 @@ class CommunityRetriever(Params):
         """
         k = check_k("CommunityRetriever", k, self.k)
         q = await self.index.aembed_query(check_query("CommunityRetriever", query))
-        if not getattr(self.index, "async_reads", False):  # a lock held by one thread
+        if not offers(self.index, AsyncReads):  # a lock held by one thread
             return await asyncio.to_thread(self._run, q, k)
         with reading(self.index, followers=True):
             return await adrive(self._steps(q, k), functools.partial(acall, None))
@@ -276,7 +279,7 @@ class CommunityRetriever(Params):
         state = self._reports
         if state is None or self._reports_version != version:
             store = self.graph.store
-            if callable(getattr(store, "read_reports", None)):  # with their stored vectors
+            if offers(store, ReportReads):  # with their stored vectors
                 comms, vecs = store.read_reports(self.level)
             else:
                 comms, vecs = store.read_communities(self.level), None
@@ -335,7 +338,7 @@ class CommunityRetriever(Params):
         graph_version = yield from _current_version(self.graph)
         comms, vecs, ranks, ids = self._report_state(graph_version)
         if not comms:
-            if getattr(self.graph, "communities_built", False):
+            if self.graph.communities_built:
                 return []  # built over a graph with no entities yet: nothing to find
             raise ConfigError(
                 "global search needs communities: build the graph with communities=True"
@@ -384,7 +387,7 @@ class CommunityRetriever(Params):
                 "relevance": rel[comm.id],
                 "rank": comm.rank,
             }
-            if getattr(self.graph, "communities_stale", False):
+            if self.graph.communities_stale:
                 prov["note"] = (
                     "the graph changed since these communities were built (LLM reports are "
                     "not rewritten per change): call graph.refresh_communities()"
@@ -396,9 +399,6 @@ class CommunityRetriever(Params):
 def _current_version(source: Any) -> _Reads[Any]:
     """The version of an index or a graph (a cache key).
 
-    A round trip for one served from a database (its ``current_version``), else its
-    ``version``.
+    Both offer ``current_version()``: a round trip for one served from a database.
     """
-    if callable(getattr(source, "current_version", None)):
-        return (yield Call("current_version", (), on=source))
-    return getattr(source, "version", 0)
+    return (yield Call("current_version", (), on=source))

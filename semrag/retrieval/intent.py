@@ -56,7 +56,7 @@ import logging
 import numbers
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -70,10 +70,19 @@ from semrag._validation import (
     Params,
     check_k,
     check_query,
+    offers,
 )
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.index.fusion import fuse_weighted, normalise_scores, normalise_weights
-from semrag.index.reader import CorpusReader
+from semrag.index.reader import (
+    AsyncReads,
+    CorpusReader,
+    CorpusReads,
+    CorpusSearch,
+    HoldsRecords,
+    KeptParts,
+    require,
+)
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.retrieval._query_plan import (
     CHANNELS,
@@ -100,6 +109,42 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class ExtendedChannel(Protocol):
+    """What IAR asks of its extended channel: a retriever with an async twin."""
+
+    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """The best chunks for ``query``."""
+        ...
+
+    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Async twin of :meth:`retrieve`."""
+        ...
+
+
+@runtime_checkable
+class Prepares(Protocol):
+    """A channel that gives the index a part it needs before a read is held (PPR, SKETCH)."""
+
+    def prepare(self) -> None:
+        """Enable the part if the index can keep it and has none (a change: no read held)."""
+        ...
+
+
+def default_extended(index: CorpusReader, graph: Any) -> str | None:
+    """IAR's extended channel for ``extended="auto"``.
+
+    SKETCH with a knowledge graph; else PPR when the reader can give it the passage
+    phrases (it holds its records, or keeps the ``passages`` part: a database reader whose
+    writer kept them); else none.
+    """
+    if graph is not None:
+        return "sketch"
+    if offers(index, HoldsRecords) or (offers(index, KeptParts) and "passages" in index.parts):
+        return "ppr"
+    return None
 
 
 @dataclass(slots=True)
@@ -205,6 +250,7 @@ class IntentAwareRetriever(Params):
         for intent in intent_weights or {}:
             if intent not in INTENTS:
                 raise ConfigError(f"unknown intent {intent!r}; intents are {INTENTS}")
+        require(index, CorpusReads, CorpusSearch, by="IntentAwareRetriever")
         self.index = index
         self.k = k
         self.m = m
@@ -224,7 +270,7 @@ class IntentAwareRetriever(Params):
 
     def _extended_channel(self, extended: Any, graph: Any) -> Any:
         if extended == "auto":  # an index that serves from a database may have no PPR
-            extended = "sketch" if graph is not None else getattr(self.index, "extended", "ppr")
+            extended = default_extended(self.index, graph)
         if extended == "ppr":
             from semrag.retrieval.ppr import PPRRetriever
 
@@ -236,7 +282,7 @@ class IntentAwareRetriever(Params):
 
             return SketchRetriever(self.index, graph, k=self.m)
         if extended == "ssg":
-            if getattr(self.index, "ssg_config", None) is None:
+            if self.index.ssg_config is None:
                 raise ConfigError(
                     "extended='ssg' walks the semantic similarity graph, which this index does "
                     "not keep: build it with SemanticIndex(ssg=True) or call index.enable('ssg')"
@@ -244,9 +290,7 @@ class IntentAwareRetriever(Params):
             from semrag.retrieval.ssg import SSGRetriever
 
             return SSGRetriever(self.index, strategy="query_traversal", k=self.m)
-        if extended is not None and not (
-            hasattr(extended, "retrieve") and hasattr(extended, "aretrieve")
-        ):
+        if extended is not None and not isinstance(extended, ExtendedChannel):
             raise ConfigError(
                 "extended must be 'auto', 'ppr', 'ssg', 'sketch', None or a retriever with "
                 "retrieve/aretrieve"
@@ -298,6 +342,7 @@ class IntentAwareRetriever(Params):
 
     def _from_llm(self, query: str, reply: Mapping[str, Any]) -> QueryPlan:
         source, note = "llm", ""
+        w: Mapping[str, float]
         try:
             w = normalise_weights({c: reply["weights"][c] for c in CHANNELS})
         except ConfigError as exc:  # all zero or NaN: the reply says nothing usable
@@ -308,7 +353,7 @@ class IntentAwareRetriever(Params):
             note = f"LLM weights unusable ({exc}); the rules' weights used"
         dense = [query] + [p for p in reply["paraphrases"] if p.strip()][: self.max_paraphrases]
         sparse = [s for s in reply["keywords"] if s.strip()][: self.max_keywords]
-        intent = reply.get("intent") if reply.get("intent") in INTENTS else "general"
+        intent = str(reply["intent"]) if reply.get("intent") in INTENTS else "general"
         return QueryPlan(
             query,
             tuple(dict.fromkeys(dense)),
@@ -341,7 +386,7 @@ class IntentAwareRetriever(Params):
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`.
 
-        On an index with async reads (``async_reads``, e.g.
+        On an index with async reads (:class:`~semrag.index.reader.AsyncReads`, e.g.
         :class:`~semrag.neo4j.Neo4jIndex`) the channels run concurrently: the round trips
         are awaited and only the scoring runs in worker threads. On the embedded index the
         query is embedded, then every channel reads one version in one worker thread, as
@@ -350,7 +395,7 @@ class IntentAwareRetriever(Params):
         k = check_k("IntentAwareRetriever", k, self.k)
         plan = await self.aplan(query)
         index = self.index
-        if not getattr(index, "async_reads", False):  # a lock held by one thread: all in one
+        if not offers(index, AsyncReads):  # a lock held by one thread: all in one
             vectors = await index.embedder.aembed(list(plan.dense_queries))
             return await asyncio.to_thread(self._read_and_fuse, plan, vectors, k)
         ext_task = (
@@ -367,9 +412,8 @@ class IntentAwareRetriever(Params):
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], k: int
     ) -> list[ScoredChunk]:
         extended = self._use_extended(plan)
-        prepare = getattr(self.extended, "prepare", None)
-        if extended and callable(prepare):
-            prepare()  # a part the walk needs is enabled before the read below
+        if extended and isinstance(self.extended, Prepares):
+            self.extended.prepare()  # a part the walk needs is enabled before the read below
         # every channel reads one version (and the extended channel's graph, if it has one);
         # the extended channel runs after the dense one, whose answers it may reuse
         with reading(self.index, followers=extended):

@@ -58,8 +58,8 @@ from semrag._validation import (
     Params,
     check_k,
     check_query,
+    offers,
 )
-from semrag.errors import ConfigError
 from semrag.index._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
 from semrag.index.passages import (
     DocPhrases,
@@ -68,7 +68,17 @@ from semrag.index.passages import (
     doc_phrases,
     phrase_key,
 )
-from semrag.index.reader import CorpusReader
+from semrag.index.reader import (
+    AsyncReads,
+    CorpusReader,
+    CorpusReads,
+    CorpusSearch,
+    EnablesParts,
+    HoldsRecords,
+    KeptParts,
+    need,
+    require,
+)
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
 from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank
@@ -197,6 +207,7 @@ class PPRRetriever(Params):
         per_passage: int = 1,
     ) -> None:
         p = self._check_params(locals())
+        require(index, CorpusReads, CorpusSearch, by="PPRRetriever")
         self.index = index
         self.graph = graph
         self.k = p["k"]
@@ -222,6 +233,27 @@ class PPRRetriever(Params):
         self._registry = NameRegistry(index.embedder.dim)
         self._registry_model = index.embedder  # whose vectors it holds (see reembed)
         self._docs: dict[str, DocPhrases] = {}
+        if not offers(index, HoldsRecords) and self._kept_phrases() is None:
+            self._records()  # the reader can give this retriever no phrases: say so now
+
+    def _records(self) -> HoldsRecords:
+        """The reader's records, from which this retriever finds the phrases itself.
+
+        Raises:
+            MissingCapabilityError: naming :class:`~semrag.index.reader.HoldsRecords`, the
+                capability a reader without the kept phrases lacks.
+        """
+        return need(
+            self.index,
+            HoldsRecords,
+            by="PPRRetriever",
+            why=(
+                "it holds no passage phrases for this retriever (a database reader serves "
+                "the ones its writer kept: write with Neo4jIndexStore(store, passages=True), "
+                "the default, or give the writing index SemanticIndex(passages=True) or "
+                "index.enable('passages'); and use titles=True and no graph= here)"
+            ),
+        )
 
     # -- the graph ------------------------------------------------------------------------
     def passage_graph(self) -> PassageGraph:
@@ -253,9 +285,8 @@ class PPRRetriever(Params):
         has already built is found by awaiting that read alone; building (or reading) one
         runs in a worker thread.
         """
-        acurrent = getattr(self.index, "acurrent_version", None)
-        if callable(acurrent) and self.graph is None:
-            version = await acurrent()
+        if offers(self.index, AsyncReads) and self.graph is None:
+            version = await self.index.acurrent_version()
             with self._lock:
                 if self._built is not None and self._built_key == (version, None):
                     return self._built
@@ -271,21 +302,18 @@ class PPRRetriever(Params):
         Called before any read of the index is held (enabling is a change); inside a read
         (``with index.read():``) the retriever finds and caches the phrases itself.
         """
-        enable = getattr(self.index, "enable", None)
-        can_commit = getattr(self.index, "can_commit", None)
         if (
             self.graph is None
             and self.titles
-            and callable(enable)
-            and callable(can_commit)
-            and can_commit()
+            and offers(self.index, EnablesParts)
+            and self.index.can_commit()
             and self._kept_phrases() is None
         ):
-            enable("passages")
+            self.index.enable("passages")
 
     def _doc_phrases(self, doc_id: str) -> DocPhrases:
         """The phrases of ``doc_id``'s chunks (rules), cached until the document changes."""
-        record = self.index.indexed(doc_id)
+        record = self._records().indexed(doc_id)
         found = self._docs.get(doc_id)
         if found is None or found.record is not record:
             found = self._docs[doc_id] = doc_phrases(record, self._registry, titles=self.titles)
@@ -293,9 +321,10 @@ class PPRRetriever(Params):
 
     def _kept_phrases(self) -> PassagePhrases | None:
         """The index's passage phrases when it keeps them with this retriever's settings."""
-        parts = getattr(self.index, "parts", None)
-        part = parts.get("passages") if isinstance(parts, Mapping) else None
-        if self.graph is None and part is not None and part.titles == self.titles:
+        if self.graph is not None or not offers(self.index, KeptParts):
+            return None
+        part = self.index.parts.get("passages")
+        if part is not None and part.titles == self.titles:
             return part
         return None
 
@@ -313,14 +342,15 @@ class PPRRetriever(Params):
                 for cid in self.index.overlapping_chunks(ref.doc_id, ref.start, ref.end):
                     by_chunk.setdefault(cid, []).append(ent_id)
         docs = []
+        records = self._records()
         for doc_id in self.index.doc_ids:
-            ids = self.index.chunk_ids(doc_id)
+            ids = records.chunk_ids(doc_id)
             per_chunk = [[reg.slot(e) for e in dict.fromkeys(by_chunk.get(c, []))] for c in ids]
             flat = [s for chunk in per_chunk for s in chunk]
             chunks = self.index.chunks(doc_id)
             docs.append(
                 DocPhrases(
-                    self.index.indexed(doc_id),
+                    records.indexed(doc_id),
                     np.asarray(ids, np.int64),
                     chunks,
                     np.asarray([c.start for c in chunks], np.int64),
@@ -350,14 +380,7 @@ class PPRRetriever(Params):
                     synonym_k=self.synonym_k,
                     synonym_threshold=self.synonym_threshold,
                 )
-            if not callable(getattr(self.index, "indexed", None)):
-                raise ConfigError(
-                    f"{type(self.index).__name__} holds no passage phrases for this "
-                    "PPRRetriever (a database reader serves the ones its writer kept: write with "
-                    "Neo4jIndexStore(store, passages=True), the default, or give the writing "
-                    "index SemanticIndex(passages=True) or index.enable('passages'); and use "
-                    "titles=True and no graph= here)"
-                )
+            self._records()  # the kept phrases may have gone since: a typed error then
             if self.graph is None:
                 docs = [self._doc_phrases(d) for d in self.index.doc_ids]
                 live = set(self.index.doc_ids)
@@ -399,8 +422,8 @@ class PPRRetriever(Params):
         return None
 
     def _entities(self, query: str) -> tuple[list[str], str]:
-        if (found := self._entities_without_llm(query)) is not None:
-            return found
+        if (found := self._entities_without_llm(query)) is not None or self.llm is None:
+            return found or ([], "off")
         try:
             reply: Any = complete_json(
                 self.llm, _NER_PROMPT.format(query=query), schema=_ENTITY_SCHEMA
@@ -412,8 +435,8 @@ class PPRRetriever(Params):
         return self._llm_entities(reply, query)
 
     async def _aentities(self, query: str) -> tuple[list[str], str]:
-        if (found := self._entities_without_llm(query)) is not None:
-            return found
+        if (found := self._entities_without_llm(query)) is not None or self.llm is None:
+            return found or ([], "off")
         try:
             reply: Any = await acomplete_json(
                 self.llm, _NER_PROMPT.format(query=query), schema=_ENTITY_SCHEMA

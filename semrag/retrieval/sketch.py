@@ -55,12 +55,22 @@ from semrag._validation import (
     RenamedAttribute,
     check_k,
     check_query,
+    offers,
     renamed,
 )
 from semrag.errors import ConfigError
 from semrag.graph.types import Entity
 from semrag.index.pieces import PieceIndex, check_split
-from semrag.index.reader import CorpusReader
+from semrag.index.reader import (
+    AsyncReads,
+    CorpusReader,
+    CorpusReads,
+    EnablesParts,
+    HoldsRecords,
+    PieceReads,
+    need,
+    require,
+)
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import content_words, entities, key_phrases
 from semrag.types import Chunk, ScoredChunk
@@ -112,14 +122,15 @@ class _Item:
 class _ByChunkId:
     """Keys: the index's chunk ids (the pieces of ``split=None`` are the chunks)."""
 
-    def __init__(self, index: CorpusReader) -> None:
+    def __init__(self, index: CorpusReads, pieces: PieceReads) -> None:
         self.index = index
+        self.dense = pieces.dense
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.index.dense.ids.tolist())
+        return iter(self.dense.ids.tolist())
 
     def __len__(self) -> int:
-        return len(self.index.dense)
+        return len(self.dense)
 
 
 class _Chunks(_ByChunkId, Mapping[int, Chunk]):
@@ -217,36 +228,42 @@ class SketchRetriever(Params):
             raise ConfigError("SketchRetriever needs graph=: the KnowledgeGraph of its index")
         if split is not None:
             split = check_split("SketchRetriever", split)
-        k, depth, n_vector, max_entities = p["k"], p["depth"], p["n_vector"], p["max_entities"]
-        max_graph_chunks, max_bridges = p["max_graph_chunks"], p["max_bridges"]
-        fuzzy_matches, hop_decay, graph_weight = (
-            p["fuzzy_matches"],
-            p["hop_decay"],
-            p["graph_weight"],
-        )
-        boost, token_budget, max_facts = p["boost"], p["token_budget"], p["max_facts"]
         self.index = index
         self.graph = p["graph"]
-        self.k = k
-        self.depth = depth
         self.llm = llm
         self.split = split
-        self.n_vector = n_vector
-        self.max_entities = max_entities
-        self.max_graph_chunks = max_graph_chunks
-        self.max_bridges = max_bridges
-        self.max_entity_chunks = p["max_entity_chunks"]
-        self.fuzzy_matches = fuzzy_matches
-        self.hop_decay = hop_decay
-        self.graph_weight = graph_weight
-        self.boost = boost
-        self.token_budget = token_budget
-        self.max_facts = max_facts
+        self.k, self.depth, self.n_vector = p["k"], p["depth"], p["n_vector"]
+        self.max_entities, self.max_graph_chunks = p["max_entities"], p["max_graph_chunks"]
+        self.max_bridges, self.max_entity_chunks = p["max_bridges"], p["max_entity_chunks"]
+        self.fuzzy_matches, self.hop_decay = p["fuzzy_matches"], p["hop_decay"]
+        self.graph_weight, self.boost = p["graph_weight"], p["boost"]
+        self.token_budget, self.max_facts = p["token_budget"], p["max_facts"]
         self.on_llm_error = on_llm_error
         self._own: PieceIndex | None = None  # pieces kept here when the index holds none
         self._own_version = -1
         self._lock = threading.Lock()
+        require(index, CorpusReader, by="SketchRetriever")
+        self._piece_reads = need(index, PieceReads, by="SketchRetriever")
         self.prepare()
+        kept = self._piece_reads.piece_index
+        if split is not None and (kept is None or kept.split != split):
+            self._records()  # no pieces of this split, nor records to make them: say so now
+
+    def _records(self) -> HoldsRecords:
+        """The reader's records, from which this retriever makes and keeps its pieces.
+
+        Raises:
+            MissingCapabilityError: naming :class:`~semrag.index.reader.HoldsRecords`.
+        """
+        return need(
+            self.index,
+            HoldsRecords,
+            by="SketchRetriever",
+            why=(
+                f"it keeps no pieces of split {self.split}: search its chunks with "
+                "SketchRetriever(..., split=None)"
+            ),
+        )
 
     def prepare(self) -> None:
         """Give the index its ``pieces`` part of this split if it can keep one and has none.
@@ -255,16 +272,13 @@ class SketchRetriever(Params):
         or embeds them. An index that keeps pieces of another split, or cannot keep a part
         (a vector store's, a server's), leaves them to this retriever.
         """
-        enable = getattr(self.index, "enable", None)
-        can_commit = getattr(self.index, "can_commit", None)
         if (
             self.split is not None
-            and callable(enable)
-            and callable(can_commit)
-            and can_commit()
-            and getattr(self.index, "piece_index", None) is None
+            and offers(self.index, EnablesParts)
+            and self.index.can_commit()
+            and self._piece_reads.piece_index is None
         ):
-            enable("pieces", split=self.split)
+            self.index.enable("pieces", split=self.split)
 
     # -- the small pieces ------------------------------------------------------------------------
     def pieces(self) -> tuple[Mapping[int, Chunk], Mapping[int, int], Any]:
@@ -277,26 +291,22 @@ class SketchRetriever(Params):
         and the new documents are split and embedded (:meth:`PieceIndex.sync`). Read them
         under ``index.read()`` to keep one version.
         """
-        index = self.index
+        index, pieces = self.index, self._piece_reads
         if self.split is None:
-            return _Chunks(index), _Same(index), index.dense
-        kept = index.piece_index
+            return _Chunks(index, pieces), _Same(index, pieces), pieces.dense
+        kept = pieces.piece_index
         if kept is not None and kept.split == self.split:
             return kept.pieces, kept.parents, kept.dense
-        if not callable(getattr(index, "indexed", None)):
-            raise ConfigError(
-                f"{type(index).__name__} keeps no pieces of split {self.split}: search its "
-                "chunks with SketchRetriever(..., split=None)"
-            )
+        records = self._records()  # the kept pieces may have gone since: a typed error then
         # Lock order: the index's read first, then this retriever's lock.
         with reading(index), self._lock:
             if self._own is None or self._own.embedder is not index.embedder:  # (reembed)
                 self._own_version = -1
                 self._own = PieceIndex(
-                    self.split, index.chunker.tokenizer, index.embedder, index.dense_kind
+                    self.split, records.chunker.tokenizer, index.embedder, records.dense_kind
                 )
             if self._own_version != index.version:
-                self._own.sync([index.indexed(d) for d in index.doc_ids])
+                self._own.sync([records.indexed(d) for d in index.doc_ids])
                 self._own_version = index.version
             return self._own.pieces, self._own.parents, self._own.dense
 
@@ -371,7 +381,7 @@ class SketchRetriever(Params):
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve` (NER and the query embedding run concurrently).
 
-        On an index with async reads (``async_reads``, e.g.
+        On an index with async reads (:class:`~semrag.index.reader.AsyncReads`, e.g.
         :class:`~semrag.neo4j.Neo4jIndex`) each lookup, search and expansion is awaited
         (on a Neo4j store's async driver) and only the scoring runs in worker threads; on
         the embedded index the merge runs in one.
@@ -379,7 +389,7 @@ class SketchRetriever(Params):
         k = check_k("SketchRetriever", k, self.k)
         check_query("SketchRetriever", query)
         names, q = await asyncio.gather(self._anames(query), self.index.aembed_query(query))
-        if not getattr(self.index, "async_reads", False):  # a lock held by one thread
+        if not offers(self.index, AsyncReads):  # a lock held by one thread
             return await asyncio.to_thread(self._merge, query, q, names, k)
         with reading(self.index, followers=True):
             steps = self._merge_steps(query, q, names, k)
@@ -425,9 +435,9 @@ class SketchRetriever(Params):
             left = f"entities in over {self.max_entity_chunks} chunks left out: {shown}"
             note = f"{note}; {left}" if note else left
         facts = sorted(sub.relations, key=lambda r: -r.weight)[: self.max_facts]
-        names = {e.id: e.name for e in sub.entities}
+        name_of = {e.id: e.name for e in sub.entities}
         bridges = self._bridges(sub, refs)
-        bridge_q = self._bridge_queries(query, seeds, [names[b] for b in bridges])
+        bridge_q = self._bridge_queries(query, seeds, [name_of[b] for b in bridges])
         bridge_vec = dict(zip(bridges, bridge_q, strict=True))
         mentions = [(eid, ref) for eid, chunk_refs in refs.items() for ref in chunk_refs]
         # Only chunks that mention a seed or a bridge can score: only those are looked up.
@@ -473,7 +483,7 @@ class SketchRetriever(Params):
                 items[(c.doc_id, c.start, c.end)] = _Item(
                     c, vecs[j], structured=True, graph=graph_score[cid], entities=per_chunk[cid]
                 )
-        return self._ranked(q, list(items.values()), names, facts, seeds, bridge_vec, note, k)
+        return self._ranked(q, list(items.values()), name_of, facts, seeds, bridge_vec, note, k)
 
     def _bridges(self, sub: Any, refs: Mapping[str, list[Any]]) -> list[str]:
         """Neighbours most tied to the query's entities, rare entities first among equals."""

@@ -64,7 +64,13 @@ from semrag._validation import (
     renamed,
 )
 from semrag.errors import ConfigError, LLMOutputError
-from semrag.index.reader import CorpusReader
+from semrag.index.reader import (
+    CorpusReader,
+    QueryEmbedding,
+    SimilarityGraphReads,
+    StepwiseGraphView,
+    require,
+)
 from semrag.llm import LLM, extract_json, llm_failure, validate_json
 from semrag.retrieval._traversal import (
     NEXT_HOP,
@@ -191,26 +197,18 @@ class SSGRetriever(Params):
             {"strategy": "query_traversal"},
         )
         p = self._check_params(given)
-        strategy = p["strategy"]
-        k, max_sentences, early_stop_after = p["k"], p["max_sentences"], p["early_stop_after"]
-        max_llm_calls, candidates_per_hop = p["max_llm_calls"], p["candidates_per_hop"]
-        if strategy == "llm_guided_traversal" and llm is None:
+        if p["strategy"] == "llm_guided_traversal" and llm is None:
             raise ConfigError("llm_guided_traversal needs an llm")
+        require(index, QueryEmbedding, SimilarityGraphReads, by="SSGRetriever")
         if index.ssg_config is None:
             raise ConfigError(
                 "SSG retrieval needs the semantic similarity graph, which this index does not "
                 "keep: build it with SemanticIndex(ssg=True) or add it with index.enable('ssg')"
             )
-        self.index = index
-        self.strategy = strategy
-        self.k = k
-        self.max_sentences = max_sentences
-        self.early_stop = p["early_stop"]
-        self.early_stop_after = early_stop_after
-        self.llm = llm
-        self.max_llm_calls = max_llm_calls
-        self.candidates_per_hop = candidates_per_hop
-        self.on_llm_error = on_llm_error
+        self.index, self.llm, self.on_llm_error = index, llm, on_llm_error
+        self.strategy, self.k, self.max_sentences = p["strategy"], p["k"], p["max_sentences"]
+        self.early_stop, self.early_stop_after = p["early_stop"], p["early_stop_after"]
+        self.max_llm_calls, self.candidates_per_hop = p["max_llm_calls"], p["candidates_per_hop"]
 
     # -- public -----------------------------------------------------------------------------
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
@@ -319,11 +317,11 @@ class SSGRetriever(Params):
         return (yield from self._greedy(ctx, max_s, after))
 
     def _search(self, ctx: Context, k: int, *, pca: bool = False) -> _Reading[tuple[Floats, Any]]:
-        """The node search, as a step on a view that reads as it goes (``async_reads``).
+        """The node search, as a step on a view that reads as it goes (``StepwiseGraphView``).
 
         Such a view loads the best candidates with the search: the nodes visited first.
         """
-        if not getattr(ctx.view, "async_reads", False):
+        if not isinstance(ctx.view, StepwiseGraphView):
             return ctx.view.node_index.search(ctx.q, k)
         rank = NEXT_HOP.get(self.strategy, "query")
         return (yield from ctx.view.search_steps(ctx.q, k, pca=pca, load=k, rank=rank))
@@ -334,7 +332,7 @@ class SSGRetriever(Params):
         The view also brings the out-neighbours the first node's next hop most likely goes
         to, ranked by this algorithm's rule.
         """
-        if getattr(ctx.view, "async_reads", False):
+        if isinstance(ctx.view, StepwiseGraphView):
             rank = NEXT_HOP.get(self.strategy, "query")
             yield from ctx.view.load_steps([int(n) for n in nodes], rank=rank, visited=ctx.visited)
 
@@ -416,6 +414,7 @@ class SSGRetriever(Params):
                 t.stop_reason = "no unvisited neighbour"
                 break
             qs = ctx.node_sims(ids)
+            scores: npt.NDArray[np.floating[Any]]
             if algo == "ssg_traversal":
                 scores = edges.astype(np.float32)
             elif algo == "triangulation_average":

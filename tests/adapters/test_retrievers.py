@@ -159,3 +159,23 @@ def test_both_frameworks_answer_alike_from_a_float16_graph():
         )
         assert answers[dtype][0] == answers[dtype][1]
     assert answers["float16"] == answers["float32"]
+
+
+def test_both_frameworks_name_the_capability_a_reader_lacks_when_built():
+    # a third party's reader with the contract only: no records, no kept passage phrases
+    import pydantic
+
+    import langchain_semrag as lcs
+    import llama_index_semrag as lis
+    from semrag.index.reader import MissingCapabilityError
+    from tests.unit.test_reader_capabilities import QUERIES, _index, _narrow
+
+    reader = _narrow(_index())
+    with pytest.raises(pydantic.ValidationError, match="HoldsRecords.*passages=True"):
+        lcs.GraphRetriever(index=reader)  # LangChain's own error type at construction
+    with pytest.raises(MissingCapabilityError, match="HoldsRecords.*passages=True"):
+        lis.GraphRetriever(index=reader)
+    # what the reader offers serves: IAR with no graph channel, in both frameworks
+    docs = lcs.IntentAwareRetriever(index=reader).invoke(QUERIES[0])
+    nodes = lis.IntentAwareRetriever(index=reader).retrieve(QUERIES[0])
+    assert [d.page_content for d in docs] == [n.node.get_content() for n in nodes] != []

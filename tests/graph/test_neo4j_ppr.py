@@ -15,7 +15,7 @@ import asyncio
 import pytest
 
 from semrag import Document, SemanticIndex
-from semrag.errors import ConfigError
+from semrag.index.reader import MissingCapabilityError
 from semrag.retrieval import GraphRetriever, IntentAwareRetriever
 from tests.counting import CountingEmbedder
 
@@ -169,8 +169,8 @@ def test_enabling_the_part_after_attaching_writes_it(graph_store):
     index.add_documents(corpus())
     reader = Neo4jIndex(graph_store, embedder=emb)
     assert reader.parts == {} and reader.extended is None
-    with pytest.raises(ConfigError, match="passages=True"):
-        GraphRetriever(reader).retrieve(QUESTIONS[0])
+    with pytest.raises(MissingCapabilityError, match="HoldsRecords.*passages=True"):
+        GraphRetriever(reader)  # said when built, not at the first query
     assert IntentAwareRetriever(reader).extended is None  # no channel, said plainly above
 
     GraphRetriever(index)  # the default retriever over the writer enables the part ...

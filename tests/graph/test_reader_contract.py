@@ -17,6 +17,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 import langchain_semrag as lcs
 from semrag import SemanticIndex
 from semrag.index.reader import CorpusReader
+from semrag.testing import check_reader
 from tests.adapters.test_dense_backends import QUERIES, embedder
 from tests.graph.test_neo4j_index import changes
 
@@ -58,6 +59,18 @@ def hits(found):
 def test_every_reader_is_a_corpus_reader(pair):
     _, reader = pair
     assert isinstance(reader, CorpusReader)
+
+
+def test_check_reader_holds_on_every_reader(pair):
+    # the contract suite shipped for third-party readers (semrag.testing.check_reader)
+    ref, reader = pair
+    report = check_reader(reader, queries=QUERIES, reference=ref)
+    assert report.documents == len(ref.doc_ids) and len(report.checks) >= 30
+    want = {"CorpusReads", "CorpusSearch", "SimilarityGraphReads", "KeptParts", "PieceReads"}
+    assert want <= set(report.capabilities)
+    served = type(reader).__name__ == "Neo4jIndex"
+    assert ("AsyncReads" in report.capabilities) is served
+    assert ("HoldsRecords" in report.capabilities) is not served
 
 
 def test_documents_and_chunks_agree(pair):

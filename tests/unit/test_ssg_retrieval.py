@@ -29,6 +29,7 @@ class HandIndex:
     def __init__(self, sims_to_q, edges, node_doc=None, dim=8, seed=0):
         n = len(sims_to_q)
         rng = np.random.default_rng(seed)
+        self.embedder = FakeEmbedder(dim=dim)  # the reader contract names the query's model
         self.q = np.zeros(dim, np.float32)
         self.q[0] = 1.0
         vecs = []
