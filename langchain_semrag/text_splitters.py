@@ -84,7 +84,7 @@ class _CoreTextSplitter(TextSplitter):
             chunk_size=chunker.max_tokens,
             chunk_overlap=chunker.overlap_tokens,
             length_function=length_function or len,
-            keep_separator=keep_separator,
+            keep_separator="end" if keep_separator == "end" else False,
             add_start_index=bool(add_start_index),
             strip_whitespace=True,
         )
@@ -153,7 +153,7 @@ class _CoreTextSplitter(TextSplitter):
         metas = metadatas or [{}] * len(texts)
         return [
             Document(
-                id=(ids[i] if ids and ids[i] else document_id(t, metas[i])),
+                id=(ids[i] if ids else None) or document_id(t, metas[i]),
                 text=t,
                 metadata=metas[i],
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import PrivateAttr
 
 from llama_index_semrag.embeddings import to_embedder, to_llm
@@ -29,7 +29,8 @@ def from_node(item: NodeWithScore) -> ScoredChunk:
     meta = dict(node.metadata)
     doc_id = chunk_document_id(meta, node.ref_doc_id) or ""
     text = node.get_content()
-    start = node.start_char_idx if isinstance(node.start_char_idx, int) else -1
+    offset = node.start_char_idx if isinstance(node, TextNode) else None
+    start = offset if isinstance(offset, int) else -1
     end = start + len(text) if start >= 0 else -1
     chunk = Chunk(doc_id, start, end, text, len(text.split()), metadata=meta)
     return ScoredChunk(chunk, float(item.score or 0.0))

@@ -11,8 +11,9 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import (
     BaseNode,
@@ -102,7 +103,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
         index: SemanticIndex | None = None,
         **index_kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(stores_text=True)
         if index is None:
             index = SemanticIndex(embedder=to_embedder(embed_model), **index_kwargs)
         elif index_kwargs or embed_model is not None:
@@ -263,13 +264,13 @@ class SemanticVectorStore(BasePydanticVectorStore):
         if query.query_str:
             vector = self._index.embed_query(query.query_str)
         elif query.query_embedding is not None:
-            vector = query.query_embedding
+            vector = np.asarray(query.query_embedding, np.float32)
         else:
             raise ConfigError("the query has neither query_str nor query_embedding")
         accept = _accept(query.filters, query.node_ids)
         # An empty node_ids restricts nothing: VectorStoreIndex passes its own node list,
         # which is empty for a store that keeps the text.
-        restrict = dict(filter=accept, doc_ids=query.doc_ids or None)
+        doc_ids = query.doc_ids or None
         if query.mode == VectorStoreQueryMode.MMR:
             weight = kwargs.get("mmr_threshold", query.mmr_threshold)
             hits = self._index.search_mmr(
@@ -277,10 +278,11 @@ class SemanticVectorStore(BasePydanticVectorStore):
                 k,
                 fetch_k=max(20, 4 * k),
                 lambda_mult=0.5 if weight is None else weight,
-                **restrict,
+                filter=accept,
+                doc_ids=doc_ids,
             )
         else:
-            hits = self._index.search_vector(vector, k, **restrict)
+            hits = self._index.search_vector(vector, k, filter=accept, doc_ids=doc_ids)
         return _result(hits)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
@@ -299,7 +301,7 @@ def _doc_of(node: BaseNode) -> str:
 def _chunk(node: BaseNode) -> Chunk:
     """A node as a semrag chunk of its document, its node id kept in the metadata."""
     text = node.get_content(MetadataMode.NONE)
-    start = getattr(node, "start_char_idx", None)
+    start = node.start_char_idx if isinstance(node, TextNode) else None
     start = start if isinstance(start, int) and start >= 0 else -1
     end = start + len(text) if start >= 0 else -1
     meta = {**node.metadata, NODE_KEY: node.node_id}
@@ -311,7 +313,11 @@ def _accept(
 ) -> Callable[[Mapping[str, Any]], bool]:
     """One predicate on stored metadata for LlamaIndex's filters and ``node_ids``."""
     # LlamaIndex's own evaluation of MetadataFilters, given the metadata as the lookup key.
-    by_filters = build_metadata_filter_fn(lambda meta: meta, filters)
+    # (its signature names a node-id lookup; any key works)
+    lookup: Any = lambda meta: meta  # noqa: E731
+    by_filters: Callable[[Mapping[str, Any]], bool] = cast(
+        Callable[[Mapping[str, Any]], bool], build_metadata_filter_fn(lookup, filters)
+    )
     if not node_ids:
         return by_filters
     wanted = set(node_ids)

@@ -65,7 +65,8 @@ class Together:
 
 def _shared(target: Any, request: Together) -> tuple[Any, list[Any]] | None:
     """The database every call of ``request`` reads, with the steps of each; else ``None``."""
-    database, steps = None, []
+    database: Any = None
+    steps: list[Any] = []
     for c in request.calls:
         read_steps = getattr(c.of(target), "read_steps", None)
         found = read_steps(c.name, *c.args, **c.kwargs) if read_steps is not None else None

@@ -274,7 +274,7 @@ def read_sectioned_text(
 def read_nicta(path: str | Path) -> list[SectionedDocument]:
     """NICTA-PIBOSO (PubMed-RCT format): runs of one label are a section."""
     docs: list[SectionedDocument] = []
-    doc_id, labels, sentences = "", [], []
+    doc_id, labels, sentences = "", list[str](), list[str]()
 
     def flush() -> None:
         if doc_id and sentences:

@@ -236,7 +236,7 @@ class GraphLedger:
                 self._mention_total[key] = self._mention_total.get(key, 0) + n
         gone = [k for k in touched if not self._name_docs.get(k)]
         for key in gone:
-            self._name_docs.pop(key, None)
+            self._name_docs.pop(key)
             self._mention_total.pop(key, None)
             self._names.remove(key)
             self._embedded.pop(key, None)
@@ -318,10 +318,10 @@ class GraphLedger:
                 edges[key] = found.get(key, [])
                 for other in edges[key]:
                     if other not in seen:
-                        canon = self._comp_of.get(other)
-                        if canon is not None and canon not in old:
-                            old.add(canon)
-                            for m in self._members[canon]:
+                        joined = self._comp_of.get(other)
+                        if joined is not None and joined not in old:
+                            old.add(joined)
+                            for m in self._members[joined]:
                                 if m not in seen and m in self._name_docs:
                                     seen.add(m)
                                     todo.append(m)
@@ -383,13 +383,13 @@ class GraphLedger:
         for key in relations:
             self._rels_of.add(key[0], key)
             self._rels_of.add(key[2], key)
-        for key in diff.drop_mentions:
-            self._ments_of.discard(key[0], key)
-        for key in mentions:
-            self._ments_of.add(key[0], key)
+        for pair in diff.drop_mentions:
+            self._ments_of.discard(pair[0], pair)
+        for pair in mentions:
+            self._ments_of.add(pair[0], pair)
         for c in affected - set(named):
-            self._rels_of.pop(c, None)
-            self._ments_of.pop(c, None)
+            self._rels_of.pop(c)
+            self._ments_of.pop(c)
         return diff
 
     def _entity(self, canon: str, members: Collection[str]) -> Entity:

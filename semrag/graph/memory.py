@@ -192,7 +192,7 @@ class InMemoryGraphStore:
         for eid in ids:
             for rkey in list(self._rels_of.get(eid, ())):
                 self._forget_relation(rkey)
-            self._rels_of.pop(eid, None)
+            self._rels_of.pop(eid)
             self._entities.pop(eid, None)
             for chunk in self._by_entity.pop(eid, ()):
                 self._mentions.pop((eid, chunk), None)

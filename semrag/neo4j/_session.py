@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import re
 import threading
 from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
@@ -38,7 +39,7 @@ def _together(asks: Sequence[Ask]) -> Ask:
     """
     parts, params = [], {}
     for i, a in enumerate(asks):
-        query = _PARAMETER.sub(lambda m, i=i: f"$p{i}_{m[1]}", a.query)
+        query = _PARAMETER.sub(functools.partial(_renamed, i), a.query)
         params.update({f"p{i}_{name}": value for name, value in a.params.items()})
         row = ", ".join(f"`{c}`" for c in a.columns)
         parts.append(f"CALL () {{ CALL () {{ {query} }} RETURN collect([{row}]) AS r{i} }}")
@@ -353,3 +354,8 @@ class AsyncDriverLoop:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
             self._loop.close()
+
+
+def _renamed(i: int, m: re.Match[str]) -> str:
+    """The ``i``-th statement's parameter ``$name`` as ``$p{i}_name`` (statements joined)."""
+    return f"$p{i}_{m[1]}"

@@ -382,7 +382,7 @@ class Neo4jGraphStore(GraphReads):
         """Store chunk embeddings for the vector index (needs ``vector_dimensions``)."""
         if not self.vector_dimensions:
             raise ConfigError("create the store with vector_dimensions=... to store vectors")
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "key": c.key,
                 "doc_id": c.doc_id,

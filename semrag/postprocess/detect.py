@@ -228,8 +228,8 @@ def assess(
         pass  # the cut already explains the missing antecedent
     elif first_word in _PRONOUNS:
         signals.append(Signal("dangling_reference", "start", first.group() if first else ""))
-    elif starts_sentence is not False and _MARKER.match(opening):
-        signals.append(Signal("discourse_marker", "start", _MARKER.match(opening).group()))
+    elif starts_sentence is not False and (marker := _MARKER.match(opening)):
+        signals.append(Signal("discourse_marker", "start", marker.group()))
     if ends_sentence is False or (ends_sentence is None and not _TERMINAL.search(body)):
         if not _ANNOUNCE.search(body):
             signals.append(Signal("cut_end", "end", body[-20:]))

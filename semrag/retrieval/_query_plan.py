@@ -186,8 +186,8 @@ def relation_hops(query: str) -> tuple[int, str]:
         (_POSSESSIVE_LINK, _ATTRIBUTES),
     ):
         for m in pattern.finditer(query):
-            head = m["head"] or m.groupdict().get("plural")
-            if head.lower() not in skip:
+            head = m["head"] or m.groupdict().get("plural") or ""
+            if head and head.lower() not in skip:
                 links.append((m.start(), head))
     composite = [(m.start(), m[0]) for m in _COMPOSITE_RELATION.finditer(query)]
     if not links and not composite:

@@ -41,7 +41,7 @@ class FakeEmbedder(BaseEmbedder):
 
     def _bucket(self, word: str) -> int:
         digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-        return int.from_bytes(digest, "little") % (self._dim - 1) + 1
+        return int.from_bytes(digest, "little") % (self.dim - 1) + 1
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         self.calls += 1

@@ -13,8 +13,8 @@ convention, ``len`` by default: characters) or token-list function (LlamaIndex's
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence, Sized
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer as _HFTokenizer
@@ -236,7 +236,7 @@ class LengthFunctionTokenizer:
     def _measure(self, text: str) -> int:
         value = self.length_function(text)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            value = len(value)
+            value = len(cast(Sized, value))
         if value < 0 or value != int(value):
             raise ConfigError(
                 f"length_function {self.name!r} returned {value!r}; expected an int >= 0"

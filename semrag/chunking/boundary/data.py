@@ -159,10 +159,10 @@ def sample_pairs(
     n_pos = min(len(positives), round(n_neg / negative_ratio))
     wanted = {k: round(n_neg * share) for k, share in mix.items()}
     boundary = [boundaries[i] for i in rng.permutation(len(boundaries))[: wanted["boundary"]]]
-    section = _section_negatives(sentences, section_pool, wanted["section"], rng)
+    in_section = _section_negatives(sentences, section_pool, wanted["section"], rng)
     document = _document_negatives(doc_spans, wanted["document"], rng)
     chosen = [positives[i] for i in rng.permutation(len(positives))[:n_pos]]
-    groups = [chosen, boundary, section, document]
+    groups = [chosen, boundary, in_section, document]
     left = [a for group in groups for a, _ in group]
     right = [b for group in groups for _, b in group]
     kind = [k for k, group in enumerate(groups) for _ in group]
