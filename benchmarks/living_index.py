@@ -100,7 +100,7 @@ def build(docs: list[Document], name: str, knn: str) -> SemanticIndex:
 
 def rebuild_seconds(index: SemanticIndex) -> float:
     """Every part built in one pass from the stored records (no embedding)."""
-    entries = [index._entries[d] for d in index.doc_ids]
+    entries = index.corpus.records()
     t = time.perf_counter()
     LiveSSG.fresh(index.ssg_config, index.embedder.dim, entries)
     dense = DenseIndex(index.embedder.dim)
@@ -131,7 +131,8 @@ def timed_commits(index: SemanticIndex) -> list[float]:
 def timed_swaps(index: SemanticIndex) -> list[float]:
     """Record how long each commit holds the write side of the index's lock (readers wait)."""
     holds: list[float] = []
-    write = index._lock.write
+    lock = index.corpus.lock
+    write = lock.write
 
     @contextlib.contextmanager
     def timed():
@@ -142,7 +143,7 @@ def timed_swaps(index: SemanticIndex) -> list[float]:
             finally:
                 holds.append(time.perf_counter() - t)
 
-    index._lock.write = timed  # type: ignore[method-assign]
+    lock.write = timed  # type: ignore[method-assign]
     return holds
 
 

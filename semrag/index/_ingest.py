@@ -143,7 +143,7 @@ class Ingestion:
         Raises:
             DocumentConflictError: with ``"error"``, if any id is already indexed.
         """
-        taken = [d.id for d in docs if d.id in self._entries]
+        taken = [d.id for d in docs if d.id in self._corpus]
         if not taken or on_conflict == "replace":
             return docs
         if on_conflict == "error":
@@ -154,22 +154,18 @@ class Ingestion:
                 ids=taken,
             )
         self.notes.append(f"add: skipped {len(taken)} already indexed: {taken[:20]}")
-        return [d for d in docs if d.id not in self._entries]
+        return [d for d in docs if d.id not in self._corpus]
 
     def _store(self, computed: list[PreparedDocument], on_conflict: OnConflict) -> None:
         """Commit the documents of one ``add_documents`` call as one change."""
-        with self._commit_lock:  # ids are taken in commit order
+        with self._corpus.commit_lock:  # ids are taken in commit order
             # checked again here: another add may have committed an id since the call began
             kept = {d.id for d in self._conflicts([c.doc for c in computed], on_conflict)}
             computed = [c for c in computed if c.id in kept]
             if not computed:
                 return
-            added = []
-            for prepared in computed:
-                n = len(prepared.chunks)
-                added.append(prepared.indexed(range(self._next_id, self._next_id + n)))
-                self._next_id += n
-            self._commit(added)  # one change per call (with "replace", re-added ids replace)
+            # one change per call (with "replace", re-added ids replace)
+            self._commit(self._corpus.assign_ids(computed))
 
     def _keyword_themes(self, block: list[tuple[Document, list[Span]]]) -> list[list[str]]:
         n = self.ssg_config.n_themes if self.ssg_config else 5
@@ -487,7 +483,7 @@ class Ingestion:
             (['a'], ['b'])
         """
         accept = as_filter(filter)
-        entries = self._entries
+        entries = self._corpus.by_id()
         wanted = entries if among is None else [i for i in among if i in entries]
         return [i for i in wanted if accept(entries[i].doc.metadata)]
 

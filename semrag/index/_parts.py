@@ -32,7 +32,7 @@ class Parts:
 
     def can_commit(self) -> bool:
         """Whether the calling thread may make a change now (it holds no read of the index)."""
-        return not (self._lock.reading() or self._follow_lock.reading())
+        return self._corpus.can_commit()
 
     def enable(
         self,
@@ -61,13 +61,15 @@ class Parts:
             raise ConfigError(
                 f"enable() builds the parts 'passages', 'pieces' and 'ssg', not {part!r}"
             )
-        with self._commit_lock:  # no change between the part's build and its followers' write
+        with (
+            self._corpus.commit_lock
+        ):  # no change between the part's build and its followers' write
             if part == "ssg":
                 built_now = self._enable_ssg(config or SSGConfig())
             else:
                 built_now = self._enable_part(part, split)
             if built_now:
-                for follower in self._followers:
+                for follower in self._corpus.followers:
                     told = getattr(follower, "part_enabled", None)
                     if callable(told):
                         told(part)
@@ -86,8 +88,8 @@ class Parts:
                 self.embedder,
                 self.dense_kind,
             )
-        publish = built.stage(Change(self._version, tuple(self._entries.values())))
-        with self._lock.write():
+        publish = built.stage(Change(self._corpus.version, tuple(self._corpus.records())))
+        with self._corpus.lock.write():
             publish()
             if isinstance(built, PassagePhrases):
                 self._passages = built
@@ -106,7 +108,7 @@ class Parts:
             )
         if self._ssg is not None:  # under the commit lock ``enable`` holds
             return False
-        entries = list(self._entries.values())
+        entries = self._corpus.records()
         nodes = []
         for e in entries:
             ranges = window_ranges(len(e.sentences), cfg.window, cfg.step)
@@ -120,8 +122,8 @@ class Parts:
             dataclasses.replace(e, node_ranges=r, sentence_vectors=sv, node_vectors=nv)
             for e, (r, sv, nv) in zip(entries, nodes, strict=True)
         )
-        publish = graph.stage(Change(self._version, staged))
-        with self._lock.write():  # readers see the index without the graph or with it
+        publish = graph.stage(Change(self._corpus.version, staged))
+        with self._corpus.lock.write():  # readers see the index without the graph or with it
             for e, (ranges, svec, nvec) in zip(entries, nodes, strict=True):
                 object.__setattr__(e, "node_ranges", ranges)
                 object.__setattr__(e, "sentence_vectors", svec)

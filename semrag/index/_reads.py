@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import bisect
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag.errors import NotIndexedError
 from semrag.index.change import Floats, IndexedDocument
+from semrag.index.corpus import Corpus
 from semrag.index.dense import DenseIndex
 from semrag.index.external import StoreBackedDense
 from semrag.types import Chunk, Document, Span
@@ -25,30 +23,32 @@ class Reads:
 
     # -- read access ----------------------------------------------------------------------
     @property
+    def corpus(self) -> Corpus:
+        """The versioned corpus: the records, chunk ids, version, followers and locks."""
+        return self._corpus
+
+    @property
     def version(self) -> int:
         """A number that changes with every add or delete: retrievers key caches by it."""
-        return self._version
+        return self._corpus.version
 
     def current_version(self) -> int:
         """:attr:`version` as a method (as a database reader offers it)."""
-        return self._version
+        return self._corpus.version
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._corpus)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._entries
+        return doc_id in self._corpus
 
     @property
     def doc_ids(self) -> list[str]:
         """Ids of the indexed documents, in insertion order."""
-        return list(self._entries)
+        return self._corpus.doc_ids
 
     def _entry(self, doc_id: str) -> IndexedDocument:
-        try:
-            return self._entries[doc_id]
-        except KeyError:
-            raise NotIndexedError(f"document {doc_id!r} is not indexed") from None
+        return self._corpus.entry(doc_id)
 
     def document(self, doc_id: str) -> Document:
         """The indexed document ``doc_id`` (:class:`~semrag.errors.NotIndexedError` if absent)."""
@@ -62,15 +62,12 @@ class Reads:
         """Chunks of one document, or of all documents in order."""
         if doc_id is not None:
             return list(self._entry(doc_id).chunks)
-        return [c for e in self._entries.values() for c in e.chunks]
+        return [c for e in self._corpus.records() for c in e.chunks]
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id of the dense/BM25 indexes."""
-        with self._lock.read():
-            try:
-                return self._chunk_by_id[chunk_id]
-            except KeyError:
-                raise NotIndexedError(f"chunk {chunk_id!r} is not indexed") from None
+        with self._corpus.lock.read():
+            return self._corpus.chunk(chunk_id)
 
     def indexed(self, doc_id: str) -> IndexedDocument:
         """The record ingestion made of ``doc_id``: its sentences, chunks and vectors.
@@ -86,7 +83,7 @@ class Reads:
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
         """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
-        with self._lock.read():
+        with self._corpus.lock.read():
             return self.dense.vectors_of(chunk_ids)
 
     def sentence_vectors(self, doc_id: str) -> Floats:
@@ -95,7 +92,7 @@ class Reads:
         Float32, or float16 when the index holds its SSG rows so
         (``SSGConfig(vector_dtype="float16")``).
         """
-        return self._entries[doc_id].sentence_vectors
+        return self._corpus.entry(doc_id).sentence_vectors
 
     def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
         """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``.
@@ -105,22 +102,7 @@ class Reads:
         costs a lookup ``log`` of them plus the chunks found, whatever their layout
         (chunks of a splitter may overlap).
         """
-        entry = self._entries.get(doc_id)
-        if entry is None:
-            return []
-        cached = self._chunk_spans.get(doc_id)
-        if cached is None or cached[0] is not entry:
-            order = sorted(range(len(entry.chunks)), key=lambda i: entry.chunks[i].start)
-            starts = [entry.chunks[i].start for i in order]
-            reach = list(itertools.accumulate((entry.chunks[i].end for i in order), max))
-            cached = self._chunk_spans[doc_id] = (entry, order, starts, reach)
-        _, order, starts, reach = cached
-        lo, hi = bisect.bisect_right(reach, start), bisect.bisect_left(starts, end)
-        chunks, ids = entry.chunks, entry.chunk_ids
-        found = [j for j in order[lo:hi] if chunks[j].end > start]
-        if len(found) > 1 and any(a > b for a, b in itertools.pairwise(found)):
-            found.sort()  # chunks not stored in start order
-        return [ids[j] for j in found]
+        return self._corpus.overlapping_chunks(doc_id, start, end)
 
     def overlapping_chunks_many(self, spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
         """:meth:`overlapping_chunks` of each ``(doc_id, start, end)`` (one read on a server)."""
@@ -135,7 +117,7 @@ class Reads:
 
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
-        with self._lock.read():
+        with self._corpus.lock.read():
             return self.sparse.scores_of(query, chunk_ids)
 
     def search_channels(
@@ -145,7 +127,7 @@ class Reads:
 
         One read of one version (a database index answers both in one round trip).
         """
-        with self._lock.read():
+        with self._corpus.lock.read():
             _, ids = self.dense.search(vectors, k)
             return ids, self.sparse.search_many(list(queries), k)
 
@@ -153,19 +135,18 @@ class Reads:
         self, queries: Sequence[str], chunk_ids: Sequence[int]
     ) -> npt.NDArray[np.float64]:
         """:meth:`sparse_scores` of each query: shape ``(len(queries), len(chunk_ids))``."""
-        with self._lock.read():
+        with self._corpus.lock.read():
             rows = [self.sparse_scores(q, chunk_ids) for q in queries]
         return np.array(rows, np.float64).reshape(len(queries), len(chunk_ids))
 
     def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
         """The vectors of each chunk's sentences (``sentence_start .. sentence_end``)."""
-        with self._lock.read():
+        with self._corpus.lock.read():
             out = []
             for i in chunk_ids:
-                c = self._chunk_by_id[int(i)]
-                out.append(
-                    self._entries[c.doc_id].sentence_vectors[c.sentence_start : c.sentence_end]
-                )
+                c = self._corpus.chunk(int(i))
+                vectors = self._corpus.entry(c.doc_id).sentence_vectors
+                out.append(vectors[c.sentence_start : c.sentence_end])
             return out
 
     @property
@@ -175,7 +156,7 @@ class Reads:
 
     def themes(self, doc_id: str) -> list[str]:
         """Themes of ``doc_id`` (keywords, or the theme LLM's)."""
-        return list(self._entries[doc_id].themes)
+        return list(self._corpus.entry(doc_id).themes)
 
     @property
     def dense(self) -> DenseIndex | StoreBackedDense:

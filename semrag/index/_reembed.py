@@ -48,11 +48,10 @@ def reembedding(
         if todo:
             rows = yield from shadow._compute([e.doc for e in todo.values()], None, todo)
             done.update((row.id, (todo[row.id], row)) for row in rows)
-        with index._commit_lock:
-            if index._entries.keys() == current.keys() and all(
-                e is current[i] for i, e in index._entries.items()
-            ):
-                shadow._next_id = index._next_id  # new ids: none is reused in one change
+        with index.corpus.commit_lock:
+            live = index.corpus.by_id()
+            if live.keys() == current.keys() and all(e is current[i] for i, e in live.items()):
+                shadow.corpus.skip_ids(index.corpus.next_id)  # new ids: none reused in one change
                 shadow._store([done[i][1] for i in current], "error")
                 index._adopt(shadow)
                 return

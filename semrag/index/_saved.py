@@ -53,7 +53,7 @@ class Saving:
             "dense": self.dense.config(),
             "chunk_vectors": self.chunk_vectors,
             "sentence_dtype": self.sentence_dtype,
-            "next_id": self._next_id,
+            "next_id": self._corpus.next_id,
             "pieces": (
                 None
                 if self._pieces is None
@@ -61,8 +61,8 @@ class Saving:
             ),
             "passages": None if self._passages is None else {"titles": self._passages.titles},
         }
-        with self._commit_lock, atomic_directory(directory, manifest) as tmp:
-            entries = list(self._entries.values())
+        with self._corpus.commit_lock, atomic_directory(directory, manifest) as tmp:
+            entries = self._corpus.records()
             with open(tmp / "documents.jsonl", "w", encoding="utf-8") as f:
                 for e in entries:
                     record = {
@@ -93,7 +93,7 @@ class Saving:
             ):
                 arr = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
                 np.save(tmp / name, arr.astype(dtype), allow_pickle=False)
-            with self._lock.read():
+            with self._corpus.lock.read():
                 for part in self.parts.values():
                     part.save(tmp)
         return Path(directory)
@@ -223,11 +223,12 @@ class Saving:
                 f"vector files hold {(len(svecs), len(nvecs), len(tvecs))}"
             )
         chunk_ids = {int(i) for _, r, _ in records for i in r["chunk_ids"]}
-        if set(index._dense.ids.tolist()) != chunk_ids or set(index.sparse._ids) != chunk_ids:
+        if set(index._dense.ids.tolist()) != chunk_ids or set(index.sparse.ids) != chunk_ids:
             raise StoreError("the dense / BM25 indexes and documents.jsonl hold different chunks")
-        index._next_id = int(m["next_id"])
-        if chunk_ids and max(chunk_ids) >= index._next_id:
-            raise StoreError(f"next_id {index._next_id} is not above every chunk id")
+        next_id = int(m["next_id"])
+        if chunk_ids and max(chunk_ids) >= next_id:
+            raise StoreError(f"next_id {next_id} is not above every chunk id")
+        entries = []
         s_pos = n_pos = 0
         for t_pos, (doc, r, chunks) in enumerate(records):
             ids = [int(i) for i in r["chunk_ids"]]
@@ -247,13 +248,12 @@ class Saving:
             )
             s_pos += len(spans)
             n_pos += len(ranges)
-            index._entries[doc.id] = entry
-            index._chunk_by_id.update(zip(ids, chunks, strict=True))
-        index._version = 1 if records else 0
+            entries.append(entry)
+        index._corpus.restore(entries, next_id)
         if m.get("pieces"):
             index._pieces = PieceIndex.load(
                 directory,
-                list(index._entries.values()),
+                index._corpus.records(),
                 tokenizer=index.chunker.tokenizer,
                 embedder=index.embedder,
                 config=m["pieces"]["dense"],
@@ -261,9 +261,9 @@ class Saving:
         if m.get("passages"):
             index._passages = PassagePhrases.load(
                 directory,
-                list(index._entries.values()),
+                index._corpus.records(),
                 embedder=index.embedder,
-                version=index._version,
+                version=index._corpus.version,
             )
         if ssg_cfg:
             index._ssg = index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs)
@@ -274,7 +274,7 @@ class Saving:
     def _ssg_from_saved(
         self, directory: Path, cfg: SSGConfig, node_vectors: Floats, sentence_vectors: Floats
     ) -> LiveSSG:
-        entries = list(self._entries.values())
+        entries = self._corpus.records()
         saved = directory / "ssg.npz"
         current = False
         if saved.exists():

@@ -34,7 +34,7 @@ class Search:
     def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
         """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
         k = check_k("SemanticIndex.search", k, 10)
-        with self._lock.read():
+        with self._corpus.lock.read():
             scores, ids = self.dense.search(vector, k)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep].astype(np.int64)
@@ -58,14 +58,14 @@ class Search:
 
         A filtered search is exact: it scores every accepted chunk.
         """
-        with self._lock.read():
+        with self._corpus.lock.read():
             if filter is None and doc_ids is None:
                 scores, ids = self.dense_search(vector, k)
             else:
                 scores, ids = self._filtered_search(vector, k, filter, doc_ids)
             return [
                 ScoredChunk(
-                    self._chunk_by_id[int(i)],
+                    self._corpus.chunk(int(i)),
                     float(s),
                     {"dense": float(s)},
                     ({"channel": "dense", "rank": r},),
@@ -84,10 +84,10 @@ class Search:
         if doc_ids is not None:
             if isinstance(doc_ids, str):
                 raise ConfigError("doc_ids must be a list of document ids")
-            entries = [self._entries[d] for d in set(doc_ids) if d in self._entries]
+            entries = [e for d in set(doc_ids) if (e := self._corpus.get(d)) is not None]
             pool = ((i, c) for e in entries for i, c in zip(e.chunk_ids, e.chunks, strict=True))
         else:
-            pool = iter(self._chunk_by_id.items())
+            pool = iter(self._corpus.chunk_items())
         accept = as_filter(filter) if filter is not None else None
         ids = np.fromiter(
             (i for i, c in pool if accept is None or accept(c.metadata)), dtype=np.int64
@@ -119,7 +119,7 @@ class Search:
         if not 0 <= lambda_mult <= 1:
             raise ConfigError(f"lambda_mult must be in [0, 1], got {lambda_mult}")
         k = check_k("SemanticIndex.search_mmr", k, 4)
-        with self._lock.read():
+        with self._corpus.lock.read():
             pool = self.search_vector(vector, max(k, fetch_k), filter=filter, doc_ids=doc_ids)
             if not pool:
                 return []
@@ -168,11 +168,11 @@ class Search:
         """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
         check_query("SemanticIndex.search_sparse", query)
         k = check_k("SemanticIndex.search_sparse", k, 10)
-        with self._lock.read():
+        with self._corpus.lock.read():
             found = self.sparse.search(query, k)
             return [
                 ScoredChunk(
-                    self._chunk_by_id[i], s, {"sparse": s}, ({"channel": "sparse", "rank": r},)
+                    self._corpus.chunk(i), s, {"sparse": s}, ({"channel": "sparse", "rank": r},)
                 )
                 for r, (i, s) in enumerate(found)
             ]

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 import weakref
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag._rwlock import RWLock
 from semrag._steps import acall, adrive, call, drive
 from semrag._validation import HasMethods, Options, validate_params
 from semrag.chunking.base import BoundaryChunker
@@ -44,8 +42,8 @@ from semrag.index._reembed import reembedding
 from semrag.index._saved import Saving
 from semrag.index._search import Search
 from semrag.index._ssg_view import SSGAccess, SSGView
-from semrag.index._versioned import Versioned, hold_both
-from semrag.index.change import IndexedDocument, IndexPart
+from semrag.index._versioned import Versioned
+from semrag.index.corpus import Corpus
 from semrag.index.dense import DenseIndex
 from semrag.index.external import StoreBackedDense, VectorClient
 from semrag.index.live_ssg import LiveSSG
@@ -54,7 +52,6 @@ from semrag.index.pieces import PieceIndex, check_split
 from semrag.index.sparse import IDF_VARIANTS, BM25Index
 from semrag.index.ssg import SSGConfig
 from semrag.llm import LLM
-from semrag.types import Chunk
 
 __all__ = ["SSGView", "SemanticIndex"]
 
@@ -196,9 +193,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         self.chunk_vectors = chunk_vectors
         self.theme_llm = theme_llm
         self.show_progress = show_progress
-        self._entries: dict[str, IndexedDocument] = {}
-        self._chunk_by_id: dict[int, Chunk] = {}
-        self._next_id = 0
+        self._corpus = Corpus()
         self._dense: DenseIndex | StoreBackedDense | None = (
             None if isinstance(dense, str) else StoreBackedDense(dense, self.embedder.dim)
         )
@@ -217,22 +212,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         self._passages = PassagePhrases(self.embedder) if passages else None
         self._view: SSGView | None = None
         self._shared: tuple[weakref.ref[Floats], ...] | None = None  # see _share_vectors
-        # doc id -> (its record, chunk order by start, starts, furthest end so far)
-        self._chunk_spans: dict[str, tuple[IndexedDocument, list[int], list[int], list[int]]] = {}
-        self._version = 0
-        self._followers: list[IndexPart] = []
-        # _commit_lock orders whole commits (followers included), so every part sees the
-        # changes in the same order. A commit stages the change in every part without the
-        # write side of _lock, then holds it only to swap the staged states in; readers of
-        # several parts hold its read side (see read()), so they never mix two versions.
-        # Graph readers take no lock: they read the published SSGView. Readers of the
-        # index and a follower (the knowledge graph) also hold the read side of
-        # _follow_lock, which a commit holds from its swap until every follower is written
-        # (lock order: _follow_lock, then _lock).
         self._fingerprint: EmbedderFingerprint | None = None  # see the fingerprint property
-        self._lock = RWLock()
-        self._follow_lock = RWLock()
-        self._commit_lock = threading.RLock()
         self._publish_view()
 
     @property
@@ -355,7 +335,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
                 :class:`RuntimeError`: it could deadlock with a commit).
 
         Raises:
-            RuntimeError: ``followers=True`` inside a plain read of the same thread.
+            ConfigError: ``followers=True`` inside a plain read of the same thread.
 
         Examples:
             >>> from semrag.testing import FakeEmbedder
@@ -366,17 +346,10 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
             >>> dense[0].chunk == sparse[0].chunk
             True
         """
-        if not followers:
-            return self._lock.read()
-        if self._lock.reading() and not self._follow_lock.reading():
-            raise ConfigError(
-                "index.read(followers=True) inside index.read(): take the followers read "
-                "first (the outermost read)"
-            )
-        return hold_both(self._follow_lock.read(), self._lock.read())
+        return self._corpus.read(followers=followers)
 
     def __repr__(self) -> str:
         return (
-            f"SemanticIndex(documents={len(self)}, chunks={len(self._chunk_by_id)}, "
+            f"SemanticIndex(documents={len(self)}, chunks={self._corpus.n_chunks}, "
             f"chunker={self.chunker!r}, ssg={self.ssg_config is not None})"
         )

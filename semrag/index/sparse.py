@@ -177,8 +177,7 @@ class BM25Index:
         self._slot: dict[int, int] = {}  # id -> slot, for the live texts
         self._slot_id = np.zeros(0, np.int64)  # by slot (the first _next are in use)
         self._slot_len = np.zeros(0, np.int64)  # each text's length in tokens, by slot
-        self._live = np.zeros(0, bool)
-        self._next = 0  # the next free slot
+        self._live, self._next = np.zeros(0, bool), 0  # in use by slot; the next free slot
         self._segments: list[_Segment] = []  # covering slots 0 .. _next - 1 in order
         self._total_len = 0
         self._generation = 0  # counts changes: the caches below hold for one generation
@@ -190,7 +189,8 @@ class BM25Index:
         return len(self._slot)
 
     @property
-    def _ids(self) -> list[int]:
+    def ids(self) -> list[int]:
+        """The chunk ids it holds."""
         return list(self._slot)
 
     def add(self, ids: Sequence[int], texts: Sequence[str]) -> None:

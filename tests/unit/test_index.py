@@ -405,7 +405,7 @@ def test_save_load_round_trip(tmp_path, monkeypatch):
     np.testing.assert_array_equal(loaded.ssg.pca_components, index.ssg.pca_components)
     assert loaded.themes("cats") == index.themes("cats")
     loaded.add_documents([Document("birds", "Birds sing at dawn.")], on_conflict="replace")
-    ids = [c for d in loaded.doc_ids for c in loaded._entries[d].chunk_ids]
+    ids = [c for d in loaded.doc_ids for c in loaded.chunk_ids(d)]
     assert len(ids) == len(set(ids))
 
 
