@@ -21,14 +21,7 @@ class Parts:
     @property
     def parts(self) -> dict[str, StagedPart]:
         """The index's own parts, by name: each stages and publishes every :class:`Change`."""
-        parts: dict[str, StagedPart] = {"dense": self.dense, "sparse": self.sparse}
-        if self._ssg is not None:
-            parts["ssg"] = self._ssg
-        if self._pieces is not None:
-            parts["pieces"] = self._pieces
-        if self._passages is not None:
-            parts["passages"] = self._passages
-        return parts
+        return self._part_set.named()
 
     def can_commit(self) -> bool:
         """Whether the calling thread may make a change now (it holds no read of the index)."""
@@ -76,7 +69,7 @@ class Parts:
 
     def _enable_part(self, part: str, split: tuple[int, int]) -> bool:
         """Build ``"passages"`` or ``"pieces"`` (under the commit lock ``enable`` holds)."""
-        if (self._passages if part == "passages" else self._pieces) is not None:
+        if part in self._part_set.named():
             return False
         built: PassagePhrases | PieceIndex
         if part == "passages":
@@ -91,10 +84,7 @@ class Parts:
         publish = built.stage(Change(self._corpus.version, tuple(self._corpus.records())))
         with self._corpus.lock.write():
             publish()
-            if isinstance(built, PassagePhrases):
-                self._passages = built
-            else:
-                self._pieces = built
+            self._part_set.keep(part, built)
         return True
 
     def _enable_ssg(self, cfg: SSGConfig) -> bool:
@@ -106,7 +96,7 @@ class Parts:
                 "uses the themes found at indexing; for node_pooling='concat' or another "
                 "n_themes, build the index with SemanticIndex(ssg=config)"
             )
-        if self._ssg is not None:  # under the commit lock ``enable`` holds
+        if self._part_set.ssg is not None:  # under the commit lock ``enable`` holds
             return False
         entries = self._corpus.records()
         nodes = []
@@ -129,8 +119,8 @@ class Parts:
                 object.__setattr__(e, "sentence_vectors", svec)
                 object.__setattr__(e, "node_vectors", nvec)
             publish()
-            self._ssg, self.ssg_config = graph, cfg
-            self._shared = None
+            self._part_set.keep("ssg", graph)
+            self.ssg_config = cfg
             self._share_vectors(())
             self._publish_view()
         return True
@@ -138,4 +128,4 @@ class Parts:
     @property
     def piece_index(self) -> PieceIndex | None:
         """The small pieces kept with the index (``pieces=``), or ``None``."""
-        return self._pieces
+        return self._part_set.pieces

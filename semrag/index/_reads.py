@@ -12,6 +12,8 @@ from semrag.index.change import Floats, IndexedDocument
 from semrag.index.corpus import Corpus
 from semrag.index.dense import DenseIndex
 from semrag.index.external import StoreBackedDense
+from semrag.index.part_set import PartSet
+from semrag.index.sparse import BM25Index
 from semrag.types import Chunk, Document, Span
 
 
@@ -26,6 +28,11 @@ class Reads:
     def corpus(self) -> Corpus:
         """The versioned corpus: the records, chunk ids, version, followers and locks."""
         return self._corpus
+
+    @property
+    def part_set(self) -> PartSet:
+        """The parts (dense, BM25, and the graph, pieces and phrases kept), as one object."""
+        return self._part_set
 
     @property
     def version(self) -> int:
@@ -161,6 +168,9 @@ class Reads:
     @property
     def dense(self) -> DenseIndex | StoreBackedDense:
         """The dense part: chunk vectors searched in process, or by the user's vector store."""
-        if self._dense is None:
-            self._dense = DenseIndex(self.embedder.dim, kind=self.dense_kind)
-        return self._dense
+        return self._part_set.dense
+
+    @property
+    def sparse(self) -> BM25Index:
+        """The BM25 part."""
+        return self._part_set.sparse

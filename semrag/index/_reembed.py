@@ -95,7 +95,9 @@ def empty_like(
         sentence_dtype=None if index.ssg_config else index.sentence_dtype,
         show_progress=index.show_progress,
     )
-    shadow._dense = DenseIndex(**{**dense.config(), "dim": new.dim})
     bm25 = index.sparse
-    shadow.sparse = BM25Index(k1=bm25.k1, b=bm25.b, epsilon=bm25.epsilon, idf=bm25.idf)
+    shadow.part_set.use(
+        dense=DenseIndex(**{**dense.config(), "dim": new.dim}),
+        sparse=BM25Index(k1=bm25.k1, b=bm25.b, epsilon=bm25.epsilon, idf=bm25.idf),
+    )
     return shadow

@@ -56,10 +56,12 @@ class Saving:
             "next_id": self._corpus.next_id,
             "pieces": (
                 None
-                if self._pieces is None
-                else {"split": list(self._pieces.split), "dense": self._pieces.dense.config()}
+                if (kept := self._part_set.pieces) is None
+                else {"split": list(kept.split), "dense": kept.dense.config()}
             ),
-            "passages": None if self._passages is None else {"titles": self._passages.titles},
+            "passages": None
+            if (phrases := self._part_set.passages) is None
+            else {"titles": phrases.titles},
         }
         with self._corpus.commit_lock, atomic_directory(directory, manifest) as tmp:
             entries = self._corpus.records()
@@ -195,12 +197,13 @@ class Saving:
         svecs = svecs.astype(index.sentence_dtype, copy=False)  # as the index holds them
         nvecs = np.load(directory / "node_vectors.npy", allow_pickle=False)
         tvecs = np.load(directory / "theme_vectors.npy", allow_pickle=False)
-        index._dense = (
+        dense = (
             StoreBackedDense.load(directory, client, int(m["dim"]))
             if client is not None
             else DenseIndex.load(directory, m["dense"])
         )
-        index.sparse = BM25Index.load(directory)  # with its saved idf variant
+        parts = index._part_set
+        parts.use(dense=dense, sparse=BM25Index.load(directory))  # with its saved idf variant
         records = []
         with open(directory / "documents.jsonl", encoding="utf-8") as f:
             for line in f:
@@ -223,7 +226,7 @@ class Saving:
                 f"vector files hold {(len(svecs), len(nvecs), len(tvecs))}"
             )
         chunk_ids = {int(i) for _, r, _ in records for i in r["chunk_ids"]}
-        if set(index._dense.ids.tolist()) != chunk_ids or set(index.sparse.ids) != chunk_ids:
+        if set(dense.ids.tolist()) != chunk_ids or set(parts.sparse.ids) != chunk_ids:
             raise StoreError("the dense / BM25 indexes and documents.jsonl hold different chunks")
         next_id = int(m["next_id"])
         if chunk_ids and max(chunk_ids) >= next_id:
@@ -240,7 +243,7 @@ class Saving:
                 svecs[s_pos : s_pos + len(spans)],
                 chunks,
                 ids,
-                index._dense.rows_view(ids),
+                dense.rows_view(ids),
                 ranges,
                 nvecs[n_pos : n_pos + len(ranges)],
                 list(r["themes"]),
@@ -250,23 +253,23 @@ class Saving:
             n_pos += len(ranges)
             entries.append(entry)
         index._corpus.restore(entries, next_id)
+        held = index._corpus.records()
         if m.get("pieces"):
-            index._pieces = PieceIndex.load(
+            pieces = PieceIndex.load(
                 directory,
-                index._corpus.records(),
+                held,
                 tokenizer=index.chunker.tokenizer,
                 embedder=index.embedder,
                 config=m["pieces"]["dense"],
             )
+            parts.keep("pieces", pieces, replace=True)
         if m.get("passages"):
-            index._passages = PassagePhrases.load(
-                directory,
-                index._corpus.records(),
-                embedder=index.embedder,
-                version=index._corpus.version,
+            phrases = PassagePhrases.load(
+                directory, held, embedder=index.embedder, version=index._corpus.version
             )
+            parts.keep("passages", phrases, replace=True)
         if ssg_cfg:
-            index._ssg = index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs)
+            parts.keep("ssg", index._ssg_from_saved(directory, ssg_cfg, nvecs, svecs), replace=True)
             index._publish_view()
         index._share_vectors(())
         return index

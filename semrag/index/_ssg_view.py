@@ -192,7 +192,7 @@ class SSGAccess:
         Raises:
             ConfigError: if the index was created with ``ssg=False``.
         """
-        view = self._view
+        view = self._part_set.view
         if view is None:
             raise ConfigError("this index was built with ssg=False")
         return view

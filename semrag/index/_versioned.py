@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from semrag.index._ssg_view import SSGView
 from semrag.index.change import Change, IndexedDocument, IndexPart
 
 
@@ -75,58 +73,17 @@ class Versioned:
         def swap(change: Change) -> None:
             self.embedder, self.chunker = shadow.embedder, shadow.chunker
             self._fingerprint = fingerprint
-            self._dense, self.sparse = shadow._dense, shadow.sparse
-            self._ssg, self._pieces, self._passages = (
-                shadow._ssg,
-                shadow._pieces,
-                shadow._passages,
-            )
-            self._shared = shadow._shared
+            self._part_set.take(shadow.part_set)
             self.notes.extend(shadow.notes)
             self._publish_view()
 
         return self._corpus.adopt(shadow.corpus, swap)
 
     def _share_vectors(self, added: Iterable[IndexedDocument]) -> None:
-        """Point documents' vectors at the rows the parts search: each vector held once.
-
-        The dense part keeps every chunk vector in one array, the SSG every sentence and
-        window-node vector in one array each (an HNSW graph holds its rows itself, read in
-        place: the dense part's with ``dense="hnsw"``, the node index's with
-        ``knn="hnsw"``); a document's arrays become views of its rows there, so the arrays
-        ingestion made are freed. Those holders move when the rows
-        outgrow them or are compacted (a delete); then every document is pointed again,
-        which costs what the move did. The values never change, so a reader sees the same
-        vectors either way.
-        """
-        dense, ssg = self._dense, self._ssg
-        buffers = (
-            *((dense.buffer,) if dense is not None else ()),
-            *(ssg.buffers() if ssg is not None else ()),
-        )
-        moved = (
-            self._shared is None
-            or len(self._shared) != len(buffers)
-            or any(ref() is not buf for ref, buf in zip(self._shared, buffers, strict=True))
-        )
-        for e in self._corpus.records() if moved else added:
-            if dense is not None:  # the same values, shared
-                object.__setattr__(e, "chunk_vectors", dense.rows_view(e.chunk_ids))
-            if ssg is not None:
-                sentences, nodes = ssg.document_rows(e.id)
-                object.__setattr__(e, "sentence_vectors", sentences)
-                object.__setattr__(e, "node_vectors", nodes)
-        self._shared = tuple(weakref.ref(b) for b in buffers)
+        """Point the records' vectors at the parts' rows (see :meth:`PartSet.share_vectors`)."""
+        self._part_set.share_vectors(self._corpus.records(), added)
 
     def _publish_view(self) -> None:
-        if self._ssg is None:
-            return
-        self._view = SSGView(
-            self._corpus.version,
-            self._ssg.graph,
-            self._corpus.by_id(),
-            self._ssg.sentence_matrix,
-            self._ssg.doc_sentences.tolist(),
-            self.chunker.tokenizer,
-            self.embedder.dim,
+        self._part_set.publish_view(
+            self._corpus.version, self._corpus.by_id(), self.chunker.tokenizer
         )

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import weakref
 from typing import Any
 
 import numpy as np
@@ -44,9 +43,9 @@ from semrag.index._search import Search
 from semrag.index._ssg_view import SSGAccess, SSGView
 from semrag.index._versioned import Versioned
 from semrag.index.corpus import Corpus
-from semrag.index.dense import DenseIndex
 from semrag.index.external import StoreBackedDense, VectorClient
 from semrag.index.live_ssg import LiveSSG
+from semrag.index.part_set import PartSet
 from semrag.index.passages import PassagePhrases
 from semrag.index.pieces import PieceIndex, check_split
 from semrag.index.sparse import IDF_VARIANTS, BM25Index
@@ -194,24 +193,23 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         self.theme_llm = theme_llm
         self.show_progress = show_progress
         self._corpus = Corpus()
-        self._dense: DenseIndex | StoreBackedDense | None = (
-            None if isinstance(dense, str) else StoreBackedDense(dense, self.embedder.dim)
-        )
-        self.sparse = BM25Index(idf=sparse)
-        self._ssg = LiveSSG(self.ssg_config, self.embedder.dim) if self.ssg_config else None
-        self._pieces = (
-            None
+        dim = self.embedder.dim
+        self._part_set = PartSet(
+            dim,
+            self.dense_kind,
+            BM25Index(idf=sparse),
+            dense=None if isinstance(dense, str) else StoreBackedDense(dense, dim),
+            ssg=LiveSSG(self.ssg_config, dim) if self.ssg_config else None,
+            pieces=None
             if pieces is None
             else PieceIndex(
                 check_split("SemanticIndex", pieces),
                 self.chunker.tokenizer,
                 self.embedder,
                 self.dense_kind,
-            )
+            ),
+            passages=PassagePhrases(self.embedder) if passages else None,
         )
-        self._passages = PassagePhrases(self.embedder) if passages else None
-        self._view: SSGView | None = None
-        self._shared: tuple[weakref.ref[Floats], ...] | None = None  # see _share_vectors
         self._fingerprint: EmbedderFingerprint | None = None  # see the fingerprint property
         self._publish_view()
 

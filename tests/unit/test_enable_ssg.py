@@ -49,9 +49,9 @@ def test_enabling_the_graph_equals_building_with_it_and_embeds_nothing():
     assert "ssg" in index.parts and index.ssg_config == SSG_CONFIG
     built = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=SSG_CONFIG)
     built.add_documents(docs("bees", "rockets"))
-    assert_same_ssg(index._ssg, built._ssg)
+    assert_same_ssg(index.part_set.ssg, built.part_set.ssg)
     assert results(index) == results(built)
-    sentences, nodes = index._ssg.buffers()  # each vector held once, by the graph
+    sentences, nodes = index.part_set.ssg.buffers()  # each vector held once, by the graph
     for doc_id in index.doc_ids:
         e = index.indexed(doc_id)
         assert np.shares_memory(e.sentence_vectors, sentences)
@@ -60,7 +60,7 @@ def test_enabling_the_graph_equals_building_with_it_and_embeds_nothing():
     for target in (index, built):
         target.add_documents(docs("bread"))
         target.delete("bees")
-    assert_same_ssg(index._ssg, built._ssg)
+    assert_same_ssg(index.part_set.ssg, built.part_set.ssg)
     assert results(index) == results(built)
     index.enable("ssg")  # kept already: left as it is
     assert index.ssg_config == SSG_CONFIG

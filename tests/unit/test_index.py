@@ -665,7 +665,7 @@ def test_dense_rows_view_is_the_stored_rows_without_a_copy():
 
 def test_every_vector_is_held_once_without_an_ssg_too(tmp_path):
     index = make_index(ssg=False)
-    assert index._ssg is None
+    assert index.part_set.ssg is None
     for doc_id in index.doc_ids:
         e = index.indexed(doc_id)
         assert np.shares_memory(e.chunk_vectors, index.dense.buffer)

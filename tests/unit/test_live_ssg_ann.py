@@ -285,7 +285,7 @@ def test_semantic_index_keeps_the_approximate_graph_through_changes_and_saves(tm
     # the documents' vectors are views of the graph's rows, held once, in its dtype
     assert back.sentence_vectors("t1").dtype == back.ssg_view().sentence_matrix.dtype == dtype
     np.testing.assert_array_equal(back.ssg.node_vectors, index.ssg.node_vectors)
-    holder = back._ssg.buffers()[1]  # the node index's graph holds the node rows
+    holder = back.part_set.ssg.buffers()[1]  # the node index's graph holds the node rows
     assert all(back.indexed(d).node_vectors.index is holder for d in back.doc_ids)
     back.add_documents([Document("t3", TEXTS[3])])
     back.delete("t0")

@@ -453,8 +453,8 @@ class LivingIndex(RuleBasedStateMachine):
             fresh.add_documents([Document(d, t) for d, t in self.docs.items()])
         assert self.index.doc_ids == fresh.doc_ids
         assert chunk_table(self.index) == chunk_table(fresh)
-        assert_same_ssg(self.index._ssg, fresh._ssg)
-        sentences, nodes = self.index._ssg.buffers()  # every vector held once: the graph's
+        assert_same_ssg(self.index.part_set.ssg, fresh.part_set.ssg)
+        sentences, nodes = self.index.part_set.ssg.buffers()  # every vector held once: the graph's
         chunk_rows = self.index.dense.buffer  # and the dense part's
         for doc_id in self.index.doc_ids:
             e = self.index.indexed(doc_id)
