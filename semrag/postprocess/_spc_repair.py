@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from semrag.errors import LLMOutputError
 from semrag.postprocess._spc_records import Repair, Source
+from semrag.postprocess._spc_sources import SourceLookup
 from semrag.postprocess.coverage import (
     unsupported_words,
 )
@@ -18,143 +20,150 @@ from semrag.text.phrases import content_words
 from semrag.types import Chunk, ScoredChunk
 
 
-class RepairSteps:
-    """The repair half of :class:`~semrag.postprocess.SPC` (it sets the options these read)."""
+def repair_plan(
+    hit: ScoredChunk,
+    found: Completeness,
+    q: np.ndarray,
+    lookup: SourceLookup,
+    *,
+    delta: float,
+    neighbours: int,
+    budget: int | None,
+    tokenizer: Any,
+    embedder: Any,
+    keep_stitched: bool,
+) -> RepairPlan:
+    """What SPC does to one retrieved chunk: nothing, or its repair from its source.
 
-    def _budget(self, chunk: Chunk) -> int:
-        return self.budget if self.budget is not None else max(2 * chunk.token_count, 64)
+    ``budget``: the repaired chunk's token cap (``None``: twice the chunk's, at least 64).
+    """
+    chunk = hit.chunk
+    here = (chunk.start, chunk.end)
+    if not found.damaged(delta):
+        return RepairPlan("source_mismatch" if lookup.mismatched(chunk) else "intact", here)
+    source, why = lookup.source(chunk)
+    if source is None:
+        return RepairPlan(why, here)
+    return plan_repair(
+        chunk,
+        found,
+        q,
+        source,
+        neighbours=neighbours,
+        budget=budget if budget is not None else max(2 * chunk.token_count, 64),
+        tokenizer=tokenizer,
+        embedder=embedder,
+        keep_stitched=keep_stitched,
+    )
 
-    def _repair_plan(self, hit: ScoredChunk, found: Completeness, q: np.ndarray) -> RepairPlan:
-        chunk = hit.chunk
-        here = (chunk.start, chunk.end)
-        if not found.damaged(self.delta):
-            return RepairPlan("source_mismatch" if self._mismatched(chunk) else "intact", here)
-        source, why = self._source(chunk)
-        if source is None:
-            return RepairPlan(why, here)
-        return plan_repair(
-            chunk,
-            found,
-            q,
-            source,
-            neighbours=self.neighbours,
-            budget=self._budget(chunk),
-            tokenizer=self.tokenizer,
-            embedder=self.embedder,
-            keep_stitched=self.llm is not None,
+
+def apply_llm_compression(plan: RepairPlan, reply: Any, notes: list[str], tokenizer: Any) -> None:
+    """Take an LLM's compression of the plan's window if it keeps to the budget and source."""
+    if isinstance(reply, LLMOutputError):
+        notes.append("compress: LLM reply invalid; extractive repair kept")
+        return
+    text = " ".join(reply["text"].split())
+    if plan.budget is None or tokenizer.count([text])[0] > plan.budget:
+        notes.append("compress: LLM text over the budget; extractive repair kept")
+        return
+    new_words = unsupported_words(content_words(text), plan.stitched or "")
+    if new_words:  # a compression leaves words out or inflects them; more is invented
+        shown = ", ".join(new_words[:3])
+        notes.append(
+            f"compress: LLM text has words not in the source ({shown}); extractive repair kept"
         )
+        return
+    plan.method, plan.llm_text = "llm", text
 
-    def _apply_llm_compression(self, plan: RepairPlan, reply: Any, notes: list[str]) -> None:
-        if isinstance(reply, LLMOutputError):
-            notes.append("compress: LLM reply invalid; extractive repair kept")
-            return
-        text = " ".join(reply["text"].split())
-        if plan.budget is None or self.tokenizer.count([text])[0] > plan.budget:
-            notes.append("compress: LLM text over the budget; extractive repair kept")
-            return
-        new_words = unsupported_words(content_words(text), plan.stitched or "")
-        if new_words:  # a compression leaves words out or inflects them; more is invented
-            shown = ", ".join(new_words[:3])
-            notes.append(
-                f"compress: LLM text has words not in the source ({shown}); extractive repair kept"
+
+def assemble(
+    kept: list[ScoredChunk],
+    found: list[Completeness],
+    plans: list[RepairPlan],
+    lookup: SourceLookup,
+    *,
+    tokenizer: Any,
+    rate: Callable[[Chunk], Completeness],
+) -> tuple[list[ScoredChunk], list[Repair]]:
+    """The chunks as repaired (``rate`` scores a repaired one again) and what was done."""
+    chunks: list[ScoredChunk] = []
+    actions: list[Repair] = []
+    for hit, comp, plan in zip(kept, found, plans, strict=True):
+        chunk = hit.chunk
+        after_score = None
+        rewritten = plan.llm_text is not None
+        if plan.action == "repaired":
+            start, end = plan.span
+            text = (plan.llm_text or "") if rewritten else (plan.source_text or "")[start:end]
+            if rewritten:  # rewritten text: the source span no longer matches it
+                start = end = -1
+            chunk = replace(
+                chunk,
+                start=start,
+                end=end,
+                text=text,
+                token_count=int(tokenizer.count([text])[0]),
             )
-            return
-        plan.method, plan.llm_text = "llm", text
-
-    def _assemble(
-        self, kept: list[ScoredChunk], found: list[Completeness], plans: list[RepairPlan]
-    ) -> tuple[list[ScoredChunk], list[Repair]]:
-        chunks: list[ScoredChunk] = []
-        actions: list[Repair] = []
-        for hit, comp, plan in zip(kept, found, plans, strict=True):
-            chunk = hit.chunk
-            after_score = None
-            rewritten = plan.llm_text is not None
-            if plan.action == "repaired":
-                start, end = plan.span
-                text = plan.llm_text if rewritten else (plan.source_text or "")[start:end]
-                if rewritten:  # rewritten text: the source span no longer matches it
-                    start = end = -1
-                chunk = replace(
-                    chunk,
-                    start=start,
-                    end=end,
-                    text=text,
-                    token_count=int(self.tokenizer.count([text])[0]),
-                )
-                after_score = None if rewritten else self.assess(chunk).score
-            repair = Repair(
-                hit.chunk.doc_id,
-                (hit.chunk.start, hit.chunk.end),
-                plan.span,
-                comp.to_metadata(),
-                plan.action,
-                plan.method if plan.action == "repaired" else "",
-                after_score,
-                plan.note,
+            after_score = None if rewritten else rate(chunk).score
+        repair = Repair(
+            hit.chunk.doc_id,
+            (hit.chunk.start, hit.chunk.end),
+            plan.span,
+            comp.to_metadata(),
+            plan.action,
+            plan.method if plan.action == "repaired" else "",
+            after_score,
+            plan.note,
+        )
+        prov = {
+            "step": "spc",
+            **repair.to_metadata(),
+            "exact": not rewritten,
+            **(
+                {"offsets": None, "note": "LLM-compressed text; offsets unknown"}
+                if rewritten
+                else {}
+            ),
+        }
+        chunks.append(
+            replace(
+                hit,
+                chunk=chunk,
+                channel_scores={**hit.channel_scores, "completeness": comp.score},
+                provenance=(*hit.provenance, prov),
             )
-            prov = {
-                "step": "spc",
-                **repair.to_metadata(),
-                "exact": not rewritten,
-                **(
-                    {"offsets": None, "note": "LLM-compressed text; offsets unknown"}
-                    if rewritten
-                    else {}
-                ),
-            }
-            chunks.append(
-                replace(
-                    hit,
-                    chunk=chunk,
-                    channel_scores={**hit.channel_scores, "completeness": comp.score},
-                    provenance=(*hit.provenance, prov),
-                )
-            )
-            actions.append(repair)
-        return self._drop_contained(chunks, actions)
+        )
+        actions.append(repair)
+    return drop_contained(chunks, actions, lookup)
 
-    def _mismatched(self, chunk: Chunk) -> bool:
-        """True when the chunk's source is known and its text is not at its offsets."""
-        if not chunk.has_offsets:
-            return False
-        text, _ = self._source_text(chunk.doc_id)
-        return text is not None and text[chunk.start : chunk.end] != chunk.text
 
-    def _verified(self, chunk: Chunk) -> bool:
-        """True when the chunk's text is exactly at its offsets in its known source."""
-        if not chunk.doc_id or not chunk.has_offsets:
-            return False
-        text, _ = self._source_text(chunk.doc_id)
-        return text is not None and text[chunk.start : chunk.end] == chunk.text
+def drop_contained(
+    chunks: list[ScoredChunk], actions: list[Repair], lookup: SourceLookup
+) -> tuple[list[ScoredChunk], list[Repair]]:
+    """Drop chunks provably inside a better-ranked chunk: both verified in one source.
 
-    def _drop_contained(
-        self, chunks: list[ScoredChunk], actions: list[Repair]
-    ) -> tuple[list[ScoredChunk], list[Repair]]:
-        """Drop chunks provably inside a better-ranked chunk: both verified in one source.
-
-        A chunk is dropped only when it and the better-ranked chunk have known offsets,
-        the same non-empty document id, and texts that match that document at those
-        offsets; a chunk without offsets, without a known source, or whose text differs
-        from its source is always kept.
-        """
-        keep_c: list[ScoredChunk] = []
-        keep_a: list[Repair] = []
-        verified: list[bool] = []
-        for c, a in zip(chunks, actions, strict=True):
-            ok = self._verified(c.chunk)
-            inside = ok and any(
-                v
-                and k.chunk.doc_id == c.chunk.doc_id
-                and k.chunk.start <= c.chunk.start
-                and c.chunk.end <= k.chunk.end
-                for k, v in zip(keep_c, verified, strict=True)
-            )
-            if not inside:
-                keep_c.append(c)
-                keep_a.append(a)
-                verified.append(ok)
-        return keep_c, keep_a
+    A chunk is dropped only when it and the better-ranked chunk have known offsets,
+    the same non-empty document id, and texts that match that document at those
+    offsets; a chunk without offsets, without a known source, or whose text differs
+    from its source is always kept.
+    """
+    keep_c: list[ScoredChunk] = []
+    keep_a: list[Repair] = []
+    verified: list[bool] = []
+    for c, a in zip(chunks, actions, strict=True):
+        ok = lookup.verified(c.chunk)
+        inside = ok and any(
+            v
+            and k.chunk.doc_id == c.chunk.doc_id
+            and k.chunk.start <= c.chunk.start
+            and c.chunk.end <= k.chunk.end
+            for k, v in zip(keep_c, verified, strict=True)
+        )
+        if not inside:
+            keep_c.append(c)
+            keep_a.append(a)
+            verified.append(ok)
+    return keep_c, keep_a
 
 
 @dataclass(slots=True)

@@ -68,8 +68,9 @@ from semrag.postprocess._spc_prompts import (
     REFINE_PROMPT,
     REFINE_SCHEMA,
 )
-from semrag.postprocess._spc_records import Ask, Repair, Source, SPCResult
-from semrag.postprocess._spc_repair import RepairSteps
+from semrag.postprocess._spc_records import Ask, Repair, SPCResult
+from semrag.postprocess._spc_repair import apply_llm_compression, assemble, repair_plan
+from semrag.postprocess._spc_sources import SourceLookup
 
 __all__ = ["SPC", "Repair", "SPCResult"]
 
@@ -78,7 +79,7 @@ logger = logging.getLogger(__name__)
 Sources = Mapping[str, str] | Callable[[str], "str | None"]
 
 
-class SPC(RepairSteps, Params):
+class SPC(Params):
     """Semantic-preserving chunk repair and coverage audit (InSemRAG §3.2.2).
 
     Args:
@@ -219,7 +220,7 @@ class SPC(RepairSteps, Params):
 
     def assess(self, chunk: Chunk) -> Completeness:
         """Rule-based completeness of ``chunk``, using its source's sentences when known."""
-        source, _ = self._source(chunk)
+        source, _ = self._lookup().source(chunk)
         if source is None:
             return assess(chunk.text)
         starts, ends = sentence_edges(source.sentences, chunk.start, chunk.end)
@@ -287,7 +288,8 @@ class SPC(RepairSteps, Params):
                     )
                     for i in order[: self.k]
                 ]
-        kept = [self._locate(h) for h in kept]
+        lookup = self._lookup()
+        kept = [lookup.locate(h) for h in kept]
         rule = [self.assess(h.chunk) for h in kept]
         found = rule
         if self.llm is not None:
@@ -302,7 +304,21 @@ class SPC(RepairSteps, Params):
                     found.append(c)
                 else:
                     found.append(Completeness(float(r["score"]), c.signals, "llm"))
-        plans = [self._repair_plan(h, c, q) for h, c in zip(kept, found, strict=True)]
+        plans = [
+            repair_plan(
+                h,
+                c,
+                q,
+                lookup,
+                delta=self.delta,
+                neighbours=self.neighbours,
+                budget=self.budget,
+                tokenizer=self.tokenizer,
+                embedder=self.embedder,
+                keep_stitched=self.llm is not None,
+            )
+            for h, c in zip(kept, found, strict=True)
+        ]
         to_compress = [i for i, p in enumerate(plans) if p.stitched is not None]
         if self.llm is not None and to_compress:
             asks = [
@@ -317,8 +333,10 @@ class SPC(RepairSteps, Params):
             replies = yield asks
             calls += len(asks)
             for i, r in zip(to_compress, replies, strict=True):
-                self._apply_llm_compression(plans[i], r, notes)
-        chunks, actions = self._assemble(kept, found, plans)
+                apply_llm_compression(plans[i], r, notes, self.tokenizer)
+        chunks, actions = assemble(
+            kept, found, plans, lookup, tokenizer=self.tokenizer, rate=self.assess
+        )
         result = SPCResult(chunks, actions, [], llm_calls=calls, notes=notes)
         if audit:
             yield from self._audit(query, result)
@@ -389,7 +407,7 @@ class SPC(RepairSteps, Params):
         ``None`` unless the chunk is an exact span of an indexed document on sentence
         boundaries.
         """
-        source, _ = self._source(chunk)
+        source, _ = self._lookup().source(chunk)
         if source is None or source.vectors is None or not source.sentences:
             return None
         a, b = covering_sentences(source.sentences, chunk.start, chunk.end)
@@ -398,45 +416,9 @@ class SPC(RepairSteps, Params):
         return source.sentences[a:b], source.vectors[a:b], source.text
 
     # -- sources ----------------------------------------------------------------------------------
-    def _source_text(self, doc_id: str) -> tuple[str | None, bool]:
-        if self.index is not None and doc_id in self.index:
-            return self.index.document(doc_id).text, True
-        if self.sources is None:
-            return None, False
-        if callable(self.sources):
-            return self.sources(doc_id), False
-        return self.sources.get(doc_id), False
-
-    def _source(self, chunk: Chunk) -> tuple[Source | None, str]:
-        """The chunk's source and ``""``, or ``None`` and why not."""
-        text, indexed = self._source_text(chunk.doc_id)
-        if text is None:
-            return None, "source_unavailable"
-        if chunk.start < 0:
-            return None, "offsets_unknown"
-        if text[chunk.start : chunk.end] != chunk.text:
-            return None, "source_mismatch"
-        if indexed and self.index is not None:
-            index = self.index
-            return Source(
-                text, index.sentences(chunk.doc_id), index.sentence_vectors(chunk.doc_id)
-            ), ""
-        return Source(text, split_sentences(text), None), ""
-
-    def _locate(self, hit: ScoredChunk) -> ScoredChunk:
-        """Offsets for a chunk without them (``start < 0``), if its text is unique in the source."""
-        if hit.chunk.start >= 0:
-            return hit
-        text, _ = self._source_text(hit.chunk.doc_id)
-        if text is None:
-            return hit
-        at = text.find(hit.chunk.text)
-        if at < 0 or text.find(hit.chunk.text, at + 1) >= 0:
-            return hit
-        chunk = replace(hit.chunk, start=at, end=at + len(hit.chunk.text))
-        return replace(
-            hit, chunk=chunk, provenance=(*hit.provenance, {"step": "spc_locate", "start": at})
-        )
+    def _lookup(self) -> SourceLookup:
+        """Where this call reads the chunks' documents (the index, else ``sources``)."""
+        return SourceLookup(self.index, self.sources)
 
     # -- repair -----------------------------------------------------------------------------------
     # -- coverage audit ---------------------------------------------------------------------------
