@@ -155,7 +155,8 @@ class StoredRows:
         faiss = _faiss()
         seen = self._seen
         width = self.dim * self.dtype.itemsize
-        if seen[0] is None:
+        storage = seen[0]
+        if storage is None:
             storage = faiss.downcast_index(self.index.storage)
             if storage.code_size != width:
                 raise ConfigError(
@@ -163,7 +164,6 @@ class StoredRows:
                     f"{self.dim} values of {self.dtype}"
                 )
             seen[0] = storage
-        storage = seen[0]
         start = storage.codes.data()
         where = (storage.ntotal, int(start))
         held = seen[1]  # one tuple, replaced whole: concurrent readers see one or the other

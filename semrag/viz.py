@@ -148,7 +148,7 @@ def plot_traversal(
         nx.draw_networkx_nodes(
             g, pos, nodelist=sorted(neighbours), ax=ax, node_size=60, node_color="#bbbbbb"
         )
-        visited = sorted(order, key=order.get)
+        visited = sorted(order, key=lambda n: order[n])
         colours = ["#cc0000" if order[n] == 0 else "#3465a4" for n in visited]
         nx.draw_networkx_nodes(g, pos, nodelist=visited, ax=ax, node_size=420, node_color=colours)
         nx.draw_networkx_edges(

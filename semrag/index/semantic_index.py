@@ -174,7 +174,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         else:
             self.embedder = as_embedder(embedder)
         self.chunker = chunker if chunker is not None else SemanticChunker(self.embedder)
-        self.ssg_config = SSGConfig() if ssg is True else (ssg or None)
+        self.ssg_config: SSGConfig | None = SSGConfig() if ssg is True else (ssg or None)
         if self.ssg_config is not None and not isinstance(self.ssg_config, SSGConfig):
             raise ConfigError("ssg must be an SSGConfig, True or False")
         if (
