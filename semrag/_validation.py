@@ -28,6 +28,7 @@ from the same declaration.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -148,7 +149,8 @@ class HasMethods:
         return "an object with " + ", ".join(f"{n}()" for n in self.names)
 
 
-def protocol_members(protocol: type) -> list[str]:
+@functools.cache
+def protocol_members(protocol: type) -> tuple[str, ...]:
     """The names a :class:`~typing.Protocol` declares: methods, properties, annotations."""
     names: set[str] = set()
     for cls in protocol.__mro__:
@@ -156,7 +158,9 @@ def protocol_members(protocol: type) -> list[str]:
             continue
         names.update(getattr(cls, "__annotations__", {}))
         names.update(n for n, v in vars(cls).items() if callable(v) or isinstance(v, property))
-    return sorted(n for n in names if not n.startswith("_") or n in ("__contains__", "__len__"))
+    return tuple(
+        sorted(n for n in names if not n.startswith("_") or n in ("__contains__", "__len__"))
+    )
 
 
 def missing_members(obj: object, protocol: type) -> list[str]:

@@ -311,9 +311,9 @@ class PPRRetriever(Params):
         ):
             self.index.enable("passages")
 
-    def _doc_phrases(self, doc_id: str) -> DocPhrases:
+    def _doc_phrases(self, records: HoldsRecords, doc_id: str) -> DocPhrases:
         """The phrases of ``doc_id``'s chunks (rules), cached until the document changes."""
-        record = self._records().indexed(doc_id)
+        record = records.indexed(doc_id)
         found = self._docs.get(doc_id)
         if found is None or found.record is not record:
             found = self._docs[doc_id] = doc_phrases(record, self._registry, titles=self.titles)
@@ -380,9 +380,9 @@ class PPRRetriever(Params):
                     synonym_k=self.synonym_k,
                     synonym_threshold=self.synonym_threshold,
                 )
-            self._records()  # the kept phrases may have gone since: a typed error then
+            records = self._records()  # the kept phrases may have gone: a typed error then
             if self.graph is None:
-                docs = [self._doc_phrases(d) for d in self.index.doc_ids]
+                docs = [self._doc_phrases(records, d) for d in self.index.doc_ids]
                 live = set(self.index.doc_ids)
                 for gone in [d for d in self._docs if d not in live]:
                     del self._docs[gone]
