@@ -1,60 +1,26 @@
 """Moving an index to another embedding model: :meth:`SemanticIndex.reembed`.
 
 The new model's index is built beside the current one (a *shadow*: an empty index made
-as this one is, filled with the same documents, sentence spans, chunks and themes,
-embedded by the new model), then swapped in as one change (``SemanticIndex._adopt``).
-Readers answer from the old version until the swap; writes that land meanwhile are
-embedded too before it.
+as this one is by :func:`empty_like`, filled with the same documents, sentence spans,
+chunks and themes, embedded by the new model), then swapped in as one change. Readers
+answer from the old version until the swap; writes that land meanwhile are embedded too
+before it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from semrag._steps import Call
 from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError
-from semrag.index.change import EmbedsNames, IndexedDocument
+from semrag.index.change import EmbedsNames
 from semrag.index.dense import DenseIndex
 from semrag.index.external import StoreBackedDense
-from semrag.index.prepared import PreparedDocument
 from semrag.index.sparse import BM25Index
 
 if TYPE_CHECKING:
     from semrag.index.semantic_index import SemanticIndex
-
-
-def reembedding(
-    index: SemanticIndex,
-    embedder: Any,
-    chunker: BoundaryChunker | None,
-    show_progress: bool | None = None,
-) -> Generator[Call, Any, None]:
-    """``index.reembed(embedder)``, written once: it yields the new embedder's work.
-
-    The documents are embedded outside every lock; the swap happens only if no write
-    landed since, else the documents that changed are embedded too and it tries again.
-    """
-    shadow = empty_like(index, embedder, chunker)
-    if show_progress is not None:
-        shadow.show_progress = show_progress
-    done: dict[str, tuple[IndexedDocument, PreparedDocument]] = {}
-    while True:
-        with index.read():
-            current = {d: index.indexed(d) for d in index.doc_ids}
-        todo = {i: e for i, e in current.items() if i not in done or done[i][0] is not e}
-        if todo:
-            rows = yield from shadow._compute([e.doc for e in todo.values()], None, todo)
-            done.update((row.id, (todo[row.id], row)) for row in rows)
-        with index.corpus.commit_lock:
-            live = index.corpus.by_id()
-            if live.keys() == current.keys() and all(e is current[i] for i, e in live.items()):
-                shadow.corpus.skip_ids(index.corpus.next_id)  # new ids: none reused in one change
-                shadow._store([done[i][1] for i in current], "error")
-                index._adopt(shadow)
-                return
 
 
 def empty_like(

@@ -1,45 +1,43 @@
-"""The searches of a :class:`~semrag.SemanticIndex`: dense, filtered, MMR, BM25."""
+"""The searches of a :class:`~semrag.SemanticIndex` over its corpus and parts.
+
+:class:`IndexSearch` reads one version: dense (plain, filtered, MMR), BM25, both channels
+at once, and the vectors and scores retrievers ask for by chunk id. It embeds nothing
+(the index turns a query into a vector) and owns no state: it holds the corpus and the
+parts it reads.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag._validation import check_k, check_query
+from semrag._validation import check_k
 from semrag.errors import ConfigError
 from semrag.index._top_k import top_k
 from semrag.index.change import Floats
-from semrag.types import MetadataFilter, ScoredChunk, as_filter
+from semrag.index.corpus import Corpus
+from semrag.index.part_set import PartSet
+from semrag.types import Chunk, MetadataFilter, ScoredChunk, as_filter
 
 
-class Search:
-    """Searches of a :class:`~semrag.SemanticIndex`."""
+class IndexSearch:
+    """Searches and scored reads of one corpus and its parts, each under one read."""
 
-    # -- search -------------------------------------------------------------------------------
-    def embed_query(self, query: str) -> Floats:
-        """The query's vector."""
-        if not isinstance(query, str):
-            raise ConfigError(f"query must be str, got {type(query).__name__}")
-        return self.embedder.embed([query])[0]
+    def __init__(self, corpus: Corpus, parts: PartSet) -> None:
+        self._corpus = corpus
+        self._parts = parts
 
-    async def aembed_query(self, query: str) -> Floats:
-        """Async twin of :meth:`embed_query`."""
-        if not isinstance(query, str):
-            raise ConfigError(f"query must be str, got {type(query).__name__}")
-        return (await self.embedder.aembed([query]))[0]
-
-    def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+    def dense(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
         """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
         k = check_k("SemanticIndex.search", k, 10)
         with self._corpus.lock.read():
-            scores, ids = self.dense.search(vector, k)
+            scores, ids = self._parts.dense.search(vector, k)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep].astype(np.int64)
 
-    def search_vector(
+    def vector(
         self,
         vector: Floats,
         k: int,
@@ -47,22 +45,12 @@ class Search:
         filter: MetadataFilter | None = None,
         doc_ids: Iterable[str] | None = None,
     ) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for a query vector.
-
-        Args:
-            vector: the query vector.
-            k: how many chunks.
-            filter: only chunks whose metadata it accepts (a callable on the metadata,
-                or a mapping every item of which the metadata must hold).
-            doc_ids: only chunks of these documents.
-
-        A filtered search is exact: it scores every accepted chunk.
-        """
+        """Dense top-``k`` chunks for a query vector; a filtered search is exact."""
         with self._corpus.lock.read():
             if filter is None and doc_ids is None:
-                scores, ids = self.dense_search(vector, k)
+                scores, ids = self.dense(vector, k)
             else:
-                scores, ids = self._filtered_search(vector, k, filter, doc_ids)
+                scores, ids = self._filtered(vector, k, filter, doc_ids)
             return [
                 ScoredChunk(
                     self._corpus.chunk(int(i)),
@@ -73,7 +61,7 @@ class Search:
                 for r, (s, i) in enumerate(zip(scores, ids, strict=True))
             ]
 
-    def _filtered_search(
+    def _filtered(
         self,
         vector: Floats,
         k: int,
@@ -81,6 +69,7 @@ class Search:
         doc_ids: Iterable[str] | None,
     ) -> tuple[Floats, npt.NDArray[np.int64]]:
         k = check_k("SemanticIndex.search", k, 10)
+        pool: Iterator[tuple[int, Chunk]]
         if doc_ids is not None:
             if isinstance(doc_ids, str):
                 raise ConfigError("doc_ids must be a list of document ids")
@@ -96,35 +85,29 @@ class Search:
             return np.zeros(0, np.float32), ids
         ids.sort()
         q = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        cols, scores = top_k(q @ self.dense.vectors_of(ids).T, min(k, ids.size))
+        cols, scores = top_k(q @ self._parts.dense.vectors_of(ids).T, min(k, ids.size))
         return scores[0], ids[cols[0]]
 
-    def search_mmr(
+    def mmr(
         self,
         vector: Floats,
-        k: int = 4,
+        k: int,
         *,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
+        fetch_k: int,
+        lambda_mult: float,
         filter: MetadataFilter | None = None,
         doc_ids: Iterable[str] | None = None,
     ) -> list[ScoredChunk]:
-        """Maximal marginal relevance: ``k`` of the ``fetch_k`` nearest chunks, diverse.
-
-        Each step takes the candidate with the best ``lambda_mult * sim(query) -
-        (1 - lambda_mult) * max sim(chosen)`` (Carbonell & Goldstein, 1998); ``1`` is
-        plain similarity search, ``0`` maximal diversity. Scores are the query
-        similarities; the order is the order of choice.
-        """
+        """Maximal marginal relevance (see :meth:`SemanticIndex.search_mmr`)."""
         if not 0 <= lambda_mult <= 1:
             raise ConfigError(f"lambda_mult must be in [0, 1], got {lambda_mult}")
         k = check_k("SemanticIndex.search_mmr", k, 4)
         with self._corpus.lock.read():
-            pool = self.search_vector(vector, max(k, fetch_k), filter=filter, doc_ids=doc_ids)
+            pool = self.vector(vector, max(k, fetch_k), filter=filter, doc_ids=doc_ids)
             if not pool:
                 return []
-            ids = [self.chunk_ids(h.chunk.doc_id)[h.chunk.index] for h in pool]
-            vecs = self.dense.vectors_of(ids)
+            ids = [self._corpus.entry(h.chunk.doc_id).chunk_ids[h.chunk.index] for h in pool]
+            vecs = self._parts.dense.vectors_of(ids)
         relevance = np.array([h.score for h in pool])
         between = vecs @ vecs.T
         chosen = [0]
@@ -137,42 +120,50 @@ class Search:
             np.maximum(closest, between[best], out=closest)
         return [pool[i] for i in chosen]
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        *,
-        filter: MetadataFilter | None = None,
-        doc_ids: Iterable[str] | None = None,
-    ) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for ``query`` (cosine similarity); see :meth:`search_vector`."""
-        check_query("SemanticIndex.search", query)
-        return self.search_vector(self.embed_query(query), k, filter=filter, doc_ids=doc_ids)
-
-    async def asearch(
-        self,
-        query: str,
-        k: int = 10,
-        *,
-        filter: MetadataFilter | None = None,
-        doc_ids: Iterable[str] | None = None,
-    ) -> list[ScoredChunk]:
-        """Async twin of :meth:`search`."""
-        check_query("SemanticIndex.search", query)
-        vector = await self.aembed_query(query)
-        return await asyncio.to_thread(
-            self.search_vector, vector, k, filter=filter, doc_ids=doc_ids
-        )
-
-    def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
+    def sparse(self, query: str, k: int) -> list[ScoredChunk]:
         """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
-        check_query("SemanticIndex.search_sparse", query)
         k = check_k("SemanticIndex.search_sparse", k, 10)
         with self._corpus.lock.read():
-            found = self.sparse.search(query, k)
+            found = self._parts.sparse.search(query, k)
             return [
                 ScoredChunk(
                     self._corpus.chunk(i), s, {"sparse": s}, ({"channel": "sparse", "rank": r},)
                 )
                 for r, (i, s) in enumerate(found)
             ]
+
+    def channels(
+        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
+    ) -> tuple[npt.NDArray[np.int64], list[list[tuple[int, float]]]]:
+        """Dense top-``k`` ids of each vector (``-1`` pads) and BM25 top ``k`` of each query."""
+        with self._corpus.lock.read():
+            _, ids = self._parts.dense.search(vectors, k)
+            return ids, self._parts.sparse.search_many(list(queries), k)
+
+    def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
+        """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
+        with self._corpus.lock.read():
+            return self._parts.sparse.scores_of(query, chunk_ids)
+
+    def sparse_scores_many(
+        self, queries: Sequence[str], chunk_ids: Sequence[int]
+    ) -> npt.NDArray[np.float64]:
+        """:meth:`sparse_scores` of each query: shape ``(len(queries), len(chunk_ids))``."""
+        with self._corpus.lock.read():
+            rows = [self._parts.sparse.scores_of(q, chunk_ids) for q in queries]
+        return np.array(rows, np.float64).reshape(len(queries), len(chunk_ids))
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
+        """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
+        with self._corpus.lock.read():
+            return self._parts.dense.vectors_of(chunk_ids)
+
+    def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
+        """The vectors of each chunk's sentences (``sentence_start .. sentence_end``)."""
+        with self._corpus.lock.read():
+            out = []
+            for i in chunk_ids:
+                c = self._corpus.chunk(int(i))
+                vectors = self._corpus.entry(c.doc_id).sentence_vectors
+                out.append(vectors[c.sentence_start : c.sentence_end])
+            return out

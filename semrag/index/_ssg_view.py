@@ -1,4 +1,4 @@
-"""The similarity graph as one version sees it: :class:`SSGView` and the index's access to it."""
+"""The similarity graph as one version sees it: :class:`SSGView` and its node searches."""
 
 from __future__ import annotations
 
@@ -168,49 +168,3 @@ class SSGView:
             sentence_end=b,
             metadata=entry.doc.metadata,
         )
-
-
-class SSGAccess:
-    """The semantic similarity graph of a :class:`~semrag.SemanticIndex` (its current view)."""
-
-    # -- the semantic similarity graph ------------------------------------------------------
-    @property
-    def ssg(self) -> SemanticSimilarityGraph:
-        """The semantic similarity graph of the current version.
-
-        Raises:
-            ConfigError: if the index was created with ``ssg=False``.
-        """
-        return self.ssg_view().graph
-
-    def ssg_view(self) -> SSGView:
-        """The current consistent version of the graph and its documents.
-
-        Every change publishes a new view (see :class:`SSGView`); taking one costs nothing
-        and never waits for a writer.
-
-        Raises:
-            ConfigError: if the index was created with ``ssg=False``.
-        """
-        view = self._part_set.view
-        if view is None:
-            raise ConfigError("this index was built with ssg=False")
-        return view
-
-    @property
-    def node_index(self) -> NodeSearch | NodeANNSearch:
-        """Search over the SSG's window nodes (ids = node numbers; see SSGView.node_index)."""
-        return self.ssg_view().node_index
-
-    @property
-    def sentence_matrix(self) -> Floats:
-        """All sentence vectors, documents in insertion order."""
-        return self.ssg_view().sentence_matrix
-
-    def sentence_location(self, global_index: int) -> tuple[str, Span]:
-        """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
-        return self.ssg_view().sentence_location(global_index)
-
-    def node_chunk(self, node: int) -> Chunk:
-        """A window node of the SSG as a :class:`Chunk` with exact offsets."""
-        return self.ssg_view().node_chunk(node)

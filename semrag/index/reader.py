@@ -79,8 +79,10 @@ class CorpusReads(Protocol):
     agree (``with index.read(): ...``).
     """
 
-    embedder: Any
-    """The embedder the index was built with (queries must use it)."""
+    @property
+    def embedder(self) -> Any:
+        """The embedder the index was built with (queries must use it)."""
+        ...
 
     @property
     def version(self) -> int:
@@ -159,8 +161,10 @@ class CorpusReads(Protocol):
 class QueryEmbedding(Protocol):
     """The query's vector, by the model that embedded the index."""
 
-    embedder: Any
-    """The embedder the index was built with (queries must use it)."""
+    @property
+    def embedder(self) -> Any:
+        """The embedder the index was built with (queries must use it)."""
+        ...
 
     def embed_query(self, query: str) -> Floats:
         """The query's vector, by the index's embedder."""
@@ -212,8 +216,10 @@ class CorpusSearch(QueryEmbedding, Protocol):
 class SimilarityGraphReads(Protocol):
     """The semantic similarity graph the SSG traversals walk."""
 
-    ssg_config: Any
-    """The graph's :class:`~semrag.index.ssg.SSGConfig`, or ``None`` when none is kept."""
+    @property
+    def ssg_config(self) -> Any:
+        """The graph's :class:`~semrag.index.ssg.SSGConfig`, or ``None`` when none is kept."""
+        ...
 
     def ssg_view(self) -> Any:
         """The semantic similarity graph as the SSG traversals read it.

@@ -1,63 +1,73 @@
 """SemanticIndex: documents, sentences, chunks, vectors, dense + BM25 indexes and the SSG.
 
-One object owns everything retrievers need, computed once and batched:
+One object users build, holding a few objects that each own their state and have one job:
 
-* the documents and their sentence spans (from the chunker's splitter);
-* one vector per sentence (the chunker reuses them through the embedder's cache);
-* the chunks of the chunker, a vector per chunk, a FAISS index and a BM25 index over the
-  same integer ids;
-* the semantic similarity graph (window nodes, kNN edges, themes, bridges).
+* :class:`~semrag.index._ingest.Ingestion` turns documents into frozen
+  :class:`~semrag.index.prepared.PreparedDocument` records (chunk, embed, theme), with the
+  embedder, chunker and vector settings it owns;
+* :class:`~semrag.index.corpus.Corpus` holds the records, chunk ids, version, followers
+  and locks, and makes every change in one place (``commit``);
+* :class:`~semrag.index.part_set.PartSet` holds the parts the change goes to: the dense and
+  BM25 indexes, the similarity graph (:class:`~semrag.index.live_ssg.LiveSSG`), SKETCH's
+  pieces, PPR's phrases, and the graph view readers take;
+* :class:`~semrag.index._search.IndexSearch` searches one version of them.
 
-These are the index's *parts*. A write (``add_documents``, ``delete``) computes what it
-adds once, makes one :class:`~semrag.index.change.Change` and hands it to every part in
-``_commit``: the dense and BM25 indexes, the graph (:class:`~semrag.index.live_ssg.LiveSSG`)
-and every follower (a :class:`~semrag.graph.KnowledgeGraph` built over the index). No
-part rebuilds from scratch; each applies the change. Readers of the graph take one
-:class:`SSGView` (a version) and never see a half-applied change.
+Saving and loading are functions over the corpus and the parts (:mod:`semrag.index._saved`).
+This class wires them and delegates: a write computes its records, the corpus commits one
+:class:`~semrag.index.change.Change` that every part and follower (a
+:class:`~semrag.graph.KnowledgeGraph` built over the index) applies; no part rebuilds
+from scratch. Readers of the graph take one :class:`SSGView` (a version) and never see a
+half-applied change.
 
 ``save(dir)`` writes a versioned directory atomically; ``SemanticIndex.load(dir)`` checks
-format, checksums and the embedder's dimension.
+format, checksums and the embedder.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import functools
+from collections.abc import Callable, Generator, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag._steps import acall, adrive, call, drive
-from semrag._validation import HasMethods, Options, validate_params
+from semrag._steps import Call, acall, adrive, call, drive
+from semrag._validation import HasMethods, Options, check_query, validate_params
 from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder, as_embedder
-from semrag.errors import ConfigError
+from semrag.errors import ConfigError, DocumentConflictError, StoreError
 from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
-from semrag.index._ingest import Ingestion
-from semrag.index._parts import Parts
-from semrag.index._reads import Reads
-from semrag.index._reembed import reembedding
-from semrag.index._saved import Saving
-from semrag.index._search import Search
-from semrag.index._ssg_view import SSGAccess, SSGView
-from semrag.index._versioned import Versioned
+from semrag.identity import OnConflict, check_on_conflict
+from semrag.index._ingest import WHOLE, Given, Ingestion, id_list
+from semrag.index._parts import check_enabled, check_ssg_config, new_part, window_nodes
+from semrag.index._reembed import empty_like
+from semrag.index._saved import FORMAT_VERSION, KIND, restore, save_index, saved_options
+from semrag.index._search import IndexSearch
+from semrag.index._ssg_view import NodeANNSearch, NodeSearch, SSGView
+from semrag.index.change import Change, Floats, IndexedDocument, IndexPart, StagedPart
 from semrag.index.corpus import Corpus
+from semrag.index.dense import DenseIndex
 from semrag.index.external import StoreBackedDense, VectorClient
 from semrag.index.live_ssg import LiveSSG
 from semrag.index.part_set import PartSet
 from semrag.index.passages import PassagePhrases
+from semrag.index.persist import read_manifest
 from semrag.index.pieces import PieceIndex, check_split
+from semrag.index.prepared import PreparedBatch, PreparedDocument, check_settings, ingest_settings
 from semrag.index.sparse import IDF_VARIANTS, BM25Index
-from semrag.index.ssg import SSGConfig
+from semrag.index.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.llm import LLM
+from semrag.types import Chunk, Document, MetadataFilter, ScoredChunk, Span, as_filter
 
 __all__ = ["SSGView", "SemanticIndex"]
 
-Floats = npt.NDArray[np.float32]
 
-
-class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Saving):
+class SemanticIndex:
     """Everything the retrievers search, built once and kept in step.
 
     Args:
@@ -165,41 +175,43 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
                 "show_progress": show_progress,
             },
         )
-        show_progress = p["show_progress"]
-        self.on_llm_error = on_llm_error
         self.notes: list[str] = []
-
-        if embedder is None and chunker is not None:
-            self.embedder: BaseEmbedder = chunker.embedder
-        else:
-            self.embedder = as_embedder(embedder)
-        self.chunker = chunker if chunker is not None else SemanticChunker(self.embedder)
-        self.ssg_config: SSGConfig | None = SSGConfig() if ssg is True else (ssg or None)
-        if self.ssg_config is not None and not isinstance(self.ssg_config, SSGConfig):
+        model: BaseEmbedder = (
+            chunker.embedder if embedder is None and chunker is not None else as_embedder(embedder)
+        )
+        ssg_config = SSGConfig() if ssg is True else (ssg or None)
+        if ssg_config is not None and not isinstance(ssg_config, SSGConfig):
             raise ConfigError("ssg must be an SSGConfig, True or False")
         if (
             sentence_dtype is not None
-            and self.ssg_config is not None
-            and sentence_dtype != self.ssg_config.vector_dtype
+            and ssg_config is not None
+            and sentence_dtype != ssg_config.vector_dtype
         ):
             raise ConfigError(
                 f"sentence_dtype={sentence_dtype!r} but the similarity graph holds the "
-                f"sentence vectors as {self.ssg_config.vector_dtype}: with an SSG, set "
+                f"sentence vectors as {ssg_config.vector_dtype}: with an SSG, set "
                 "SSGConfig(vector_dtype=...) and leave sentence_dtype out"
             )
-        self._sentence_dtype = sentence_dtype or "float16"
+        self._ingestion = Ingestion(
+            model,
+            chunker if chunker is not None else SemanticChunker(model),
+            ssg_config=ssg_config,
+            chunk_vectors=chunk_vectors,
+            theme_llm=theme_llm,
+            on_llm_error=on_llm_error,
+            sentence_dtype=sentence_dtype or "float16",
+            show_progress=p["show_progress"],
+            notes=self.notes,
+        )
         self.dense_kind = dense if isinstance(dense, str) else StoreBackedDense.kind
-        self.chunk_vectors = chunk_vectors
-        self.theme_llm = theme_llm
-        self.show_progress = show_progress
         self._corpus = Corpus()
-        dim = self.embedder.dim
+        dim = model.dim
         self._part_set = PartSet(
             dim,
             self.dense_kind,
             BM25Index(idf=sparse),
             dense=None if isinstance(dense, str) else StoreBackedDense(dense, dim),
-            ssg=LiveSSG(self.ssg_config, dim) if self.ssg_config else None,
+            ssg=LiveSSG(ssg_config, dim) if ssg_config else None,
             pieces=None
             if pieces is None
             else PieceIndex(
@@ -210,8 +222,49 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
             ),
             passages=PassagePhrases(self.embedder) if passages else None,
         )
+        self._search = IndexSearch(self._corpus, self._part_set)
         self._fingerprint: EmbedderFingerprint | None = None  # see the fingerprint property
         self._publish_view()
+
+    # -- the settings (ingestion's) ------------------------------------------------------
+    @property
+    def embedder(self) -> BaseEmbedder:
+        """The embedder of sentences, chunks and queries (:meth:`reembed` changes it)."""
+        return self._ingestion.embedder
+
+    @property
+    def chunker(self) -> BoundaryChunker:
+        """The chunker of documents added with :meth:`add_documents`."""
+        return self._ingestion.chunker
+
+    @property
+    def ssg_config(self) -> SSGConfig | None:
+        """The similarity graph's settings, or ``None`` without a graph."""
+        return self._ingestion.ssg_config
+
+    @property
+    def chunk_vectors(self) -> str:
+        """``"embed"`` or ``"mean"``: how a chunk's vector is made."""
+        return self._ingestion.chunk_vectors
+
+    @property
+    def theme_llm(self) -> LLM | None:
+        """The LLM that names document themes, or ``None`` (keyword themes)."""
+        return self._ingestion.theme_llm
+
+    @property
+    def on_llm_error(self) -> str:
+        """What a failing theme LLM leads to: ``"fallback"`` or ``"raise"``."""
+        return self._ingestion.on_llm_error
+
+    @property
+    def show_progress(self) -> bool:
+        """Whether long builds show a progress bar."""
+        return self._ingestion.show_progress
+
+    @show_progress.setter
+    def show_progress(self, value: bool) -> None:
+        self._ingestion.show_progress = bool(value)
 
     @property
     def sentence_dtype(self) -> str:
@@ -220,7 +273,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         The SSG's ``vector_dtype`` with an SSG (its rows are the sentence vectors), else the
         ``sentence_dtype`` the index was made with (``"float16"`` by default).
         """
-        return self.ssg_config.vector_dtype if self.ssg_config else self._sentence_dtype
+        return self._ingestion.sentence_dtype
 
     @property
     def fingerprint(self) -> EmbedderFingerprint:
@@ -255,6 +308,719 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         if note is not None:
             self.notes.append(note)
 
+    # -- reads (the corpus's, one version at a time) ------------------------------------
+    @property
+    def corpus(self) -> Corpus:
+        """The versioned corpus: the records, chunk ids, version, followers and locks."""
+        return self._corpus
+
+    @property
+    def part_set(self) -> PartSet:
+        """The parts (dense, BM25, and the graph, pieces and phrases kept), as one object."""
+        return self._part_set
+
+    @property
+    def version(self) -> int:
+        """A number that changes with every add or delete: retrievers key caches by it."""
+        return self._corpus.version
+
+    def current_version(self) -> int:
+        """:attr:`version` as a method (as a database reader offers it)."""
+        return self._corpus.version
+
+    def __len__(self) -> int:
+        return len(self._corpus)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._corpus
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Ids of the indexed documents, in insertion order."""
+        return self._corpus.doc_ids
+
+    def document(self, doc_id: str) -> Document:
+        """The indexed document ``doc_id`` (:class:`~semrag.errors.NotIndexedError` if absent)."""
+        return self._corpus.entry(doc_id).doc
+
+    def sentences(self, doc_id: str) -> list[Span]:
+        """Sentence spans of ``doc_id``."""
+        return self._corpus.entry(doc_id).sentences
+
+    def chunks(self, doc_id: str | None = None) -> list[Chunk]:
+        """Chunks of one document, or of all documents in order."""
+        if doc_id is not None:
+            return list(self._corpus.entry(doc_id).chunks)
+        return [c for e in self._corpus.records() for c in e.chunks]
+
+    def chunk(self, chunk_id: int) -> Chunk:
+        """The chunk stored under an integer id of the dense/BM25 indexes."""
+        with self._corpus.lock.read():
+            return self._corpus.chunk(chunk_id)
+
+    def indexed(self, doc_id: str) -> IndexedDocument:
+        """The record ingestion made of ``doc_id``: its sentences, chunks and vectors.
+
+        The same object until the document is replaced or deleted, so a cache keyed by it
+        (``record is index.indexed(doc_id)``) knows whether the document changed.
+        """
+        return self._corpus.entry(doc_id)
+
+    def chunk_ids(self, doc_id: str) -> list[int]:
+        """Integer ids of ``doc_id``'s chunks, in document order."""
+        return list(self._corpus.entry(doc_id).chunk_ids)
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
+        """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
+        return self._search.vectors_of(chunk_ids)
+
+    def sentence_vectors(self, doc_id: str) -> Floats:
+        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`.
+
+        Float32, or float16 when the index holds its SSG rows so
+        (``SSGConfig(vector_dtype="float16")``).
+        """
+        return self._corpus.entry(doc_id).sentence_vectors
+
+    def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
+        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``.
+
+        In the document's chunk order. Two binary searches bound the candidates (chunks
+        by start, and the furthest end reached so far), so a document of many chunks
+        costs a lookup ``log`` of them plus the chunks found, whatever their layout
+        (chunks of a splitter may overlap).
+        """
+        return self._corpus.overlapping_chunks(doc_id, start, end)
+
+    def overlapping_chunks_many(self, spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
+        """:meth:`overlapping_chunks` of each ``(doc_id, start, end)`` (one read on a server)."""
+        return [self.overlapping_chunks(d, a, b) for d, a, b in spans]
+
+    def fetch_documents(self, doc_ids: Sequence[str]) -> None:
+        """Nothing to fetch: the documents are in memory.
+
+        A retriever about to read several documents' sentences says so here; an index
+        on a server (:class:`~semrag.neo4j.Neo4jIndex`) fetches them in one round trip.
+        """
+
+    def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
+        """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
+        return self._search.sparse_scores(query, chunk_ids)
+
+    def search_channels(
+        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
+    ) -> tuple[npt.NDArray[np.int64], list[list[tuple[int, float]]]]:
+        """Dense top-``k`` ids of each vector (``-1`` pads) and BM25 top ``k`` of each query.
+
+        One read of one version (a database index answers both in one round trip).
+        """
+        return self._search.channels(vectors, queries, k)
+
+    def sparse_scores_many(
+        self, queries: Sequence[str], chunk_ids: Sequence[int]
+    ) -> npt.NDArray[np.float64]:
+        """:meth:`sparse_scores` of each query: shape ``(len(queries), len(chunk_ids))``."""
+        return self._search.sparse_scores_many(queries, chunk_ids)
+
+    def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
+        """The vectors of each chunk's sentences (``sentence_start .. sentence_end``)."""
+        return self._search.sentence_vectors_of(chunk_ids)
+
+    @property
+    def tokenizer(self) -> Any:
+        """What counts a chunk's tokens: the chunker's tokenizer."""
+        return self.chunker.tokenizer
+
+    def themes(self, doc_id: str) -> list[str]:
+        """Themes of ``doc_id`` (keywords, or the theme LLM's)."""
+        return list(self._corpus.entry(doc_id).themes)
+
+    @property
+    def dense(self) -> DenseIndex | StoreBackedDense:
+        """The dense part: chunk vectors searched in process, or by the user's vector store."""
+        return self._part_set.dense
+
+    @property
+    def sparse(self) -> BM25Index:
+        """The BM25 part."""
+        return self._part_set.sparse
+
+    # -- searches (IndexSearch's; the query embedded here) ----------------------------
+    def embed_query(self, query: str) -> Floats:
+        """The query's vector."""
+        if not isinstance(query, str):
+            raise ConfigError(f"query must be str, got {type(query).__name__}")
+        return self.embedder.embed([query])[0]
+
+    async def aembed_query(self, query: str) -> Floats:
+        """Async twin of :meth:`embed_query`."""
+        if not isinstance(query, str):
+            raise ConfigError(f"query must be str, got {type(query).__name__}")
+        return (await self.embedder.aembed([query]))[0]
+
+    def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+        """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
+        return self._search.dense(vector, k)
+
+    def search_vector(
+        self,
+        vector: Floats,
+        k: int,
+        *,
+        filter: MetadataFilter | None = None,
+        doc_ids: Iterable[str] | None = None,
+    ) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for a query vector.
+
+        Args:
+            vector: the query vector.
+            k: how many chunks.
+            filter: only chunks whose metadata it accepts (a callable on the metadata,
+                or a mapping every item of which the metadata must hold).
+            doc_ids: only chunks of these documents.
+
+        A filtered search is exact: it scores every accepted chunk.
+        """
+        return self._search.vector(vector, k, filter=filter, doc_ids=doc_ids)
+
+    def search_mmr(
+        self,
+        vector: Floats,
+        k: int = 4,
+        *,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: MetadataFilter | None = None,
+        doc_ids: Iterable[str] | None = None,
+    ) -> list[ScoredChunk]:
+        """Maximal marginal relevance: ``k`` of the ``fetch_k`` nearest chunks, diverse.
+
+        Each step takes the candidate with the best ``lambda_mult * sim(query) -
+        (1 - lambda_mult) * max sim(chosen)`` (Carbonell & Goldstein, 1998); ``1`` is
+        plain similarity search, ``0`` maximal diversity. Scores are the query
+        similarities; the order is the order of choice.
+        """
+        return self._search.mmr(
+            vector, k, fetch_k=fetch_k, lambda_mult=lambda_mult, filter=filter, doc_ids=doc_ids
+        )
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        doc_ids: Iterable[str] | None = None,
+    ) -> list[ScoredChunk]:
+        """Dense top-``k`` chunks for ``query`` (cosine similarity); see :meth:`search_vector`."""
+        check_query("SemanticIndex.search", query)
+        return self.search_vector(self.embed_query(query), k, filter=filter, doc_ids=doc_ids)
+
+    async def asearch(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        filter: MetadataFilter | None = None,
+        doc_ids: Iterable[str] | None = None,
+    ) -> list[ScoredChunk]:
+        """Async twin of :meth:`search`."""
+        check_query("SemanticIndex.search", query)
+        vector = await self.aembed_query(query)
+        return await asyncio.to_thread(
+            self.search_vector, vector, k, filter=filter, doc_ids=doc_ids
+        )
+
+    def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
+        """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
+        check_query("SemanticIndex.search_sparse", query)
+        return self._search.sparse(query, k)
+
+    # -- writes (ingestion computes the records, the corpus commits them) ----------------
+
+    def add_documents(
+        self, documents: Iterable[Any], *, split: bool = True, on_conflict: OnConflict = "error"
+    ) -> None:
+        """Index documents.
+
+        ``documents`` may be semrag :class:`Document` objects, strings, LangChain
+        ``Document`` objects or LlamaIndex documents and nodes; text and metadata are
+        kept. Each is named by the rule of :mod:`semrag.identity` (explicit id, else
+        ``metadata["source"]`` with its page or row, else a hash of the text; never the
+        position in the call).
+
+        Sentences of a block of documents are embedded in one call; the chunker then finds
+        them in the embedder's cache; chunk, window and theme texts go in a second call.
+        A block is stored only once everything for it is computed, so an error (a failing
+        embedder or LLM) leaves the documents already indexed, old versions included, as
+        they were.
+
+        Args:
+            documents: the documents.
+            split: ``False`` indexes each document as one chunk, as it is (what a vector
+                store does with what it is given; the graph still has its sentences).
+            on_conflict: for an id that is already indexed: ``"error"`` (nothing is
+                added), ``"replace"`` (the indexed document is replaced, in the same
+                change) or ``"skip"`` (the new one is left out; :attr:`notes` says so).
+
+        Raises:
+            TypeError: if an item is none of those.
+            DocumentConflictError: on an id given twice in the call, or already indexed
+                with ``on_conflict="error"``; it names the ids.
+            ConfigError: on metadata that is not JSON, or a bad ``on_conflict``.
+            EmbeddingError: if the embedder misbehaves (nothing is added then).
+        """
+        docs = self._admit(self._ingestion.validate(documents), on_conflict)
+        self._add(docs, None if split else WHOLE, on_conflict)
+
+    async def aadd_documents(
+        self, documents: Iterable[Any], *, split: bool = True, on_conflict: OnConflict = "error"
+    ) -> None:
+        """Async twin of :meth:`add_documents`.
+
+        Theme LLM calls run concurrently; the CPU work runs in worker threads, so the event
+        loop is never blocked.
+        """
+        docs = await asyncio.to_thread(self._ingestion.validate, documents)
+        docs = self._admit(docs, on_conflict)
+        await self._aadd(docs, None if split else WHOLE, on_conflict)
+
+    def add_chunks(
+        self,
+        chunks: Iterable[Any],
+        documents: Iterable[Any] | None = None,
+        *,
+        on_conflict: OnConflict = "error",
+    ) -> None:
+        """Index chunks made elsewhere, as they are (no re-chunking).
+
+        For a splitter's output: LangChain ``Document`` chunks, LlamaIndex nodes or semrag
+        :class:`Chunk` objects. Each chunk names its document
+        (:func:`semrag.identity.chunk_document_id`: the ``semrag_doc_id`` a semrag
+        splitter wrote, a node's ``ref_doc_id``, ``doc_id``, or ``source`` with its page)
+        and, when it can, its offset (``start_index``, ``start_char_idx``); the table in
+        :mod:`semrag.index.presplit` lists what is read. Chunks of one document are
+        indexed together; a document that is already indexed is handled by
+        ``on_conflict`` as in :meth:`add_documents`.
+
+        With ``documents`` (the texts that were split, any kind :meth:`add_documents`
+        takes), each chunk is found in its document's text and its offsets index that
+        text. Without them, a document's text is rebuilt from its chunks: placed at their
+        offsets (characters between chunks become spaces), or, for chunks without
+        offsets, joined by blank lines.
+
+        Chunk metadata is kept per chunk; the document's metadata is the metadata all its
+        chunks share (or the given document's). Chunks may overlap (a splitter's
+        ``chunk_overlap``); a chunk of whitespace only is skipped.
+
+        Examples:
+            >>> from semrag import Chunk, Document, SemanticIndex
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder())
+            >>> text = "Bees find flowers. They dance. Rockets reach orbit."
+            >>> pieces = [Chunk("a", 0, 30, text[:30], 6), Chunk("a", 31, 51, text[31:], 3)]
+            >>> index.add_chunks(pieces)
+            >>> [c.text for c in index.chunks("a")]
+            ['Bees find flowers. They dance.', 'Rockets reach orbit.']
+
+        Raises:
+            ConfigError: if a chunk names no document, or one that is not in
+                ``documents``; if a chunk is not where its offset says; if ``documents``
+                holds a document without chunks.
+            DocumentConflictError: as in :meth:`add_documents`.
+            TypeError: on an item of an unsupported kind.
+        """
+        docs, chunk_lists = self._ingestion.place(chunks, documents)
+        self._add(self._admit(docs, on_conflict), chunk_lists, on_conflict)
+
+    async def aadd_chunks(
+        self,
+        chunks: Iterable[Any],
+        documents: Iterable[Any] | None = None,
+        *,
+        on_conflict: OnConflict = "error",
+    ) -> None:
+        """Async twin of :meth:`add_chunks`."""
+        docs, chunk_lists = await asyncio.to_thread(self._ingestion.place, chunks, documents)
+        await self._aadd(self._admit(docs, on_conflict), chunk_lists, on_conflict)
+
+    def prepare_documents(self, documents: Iterable[Any], *, split: bool = True) -> PreparedBatch:
+        """Chunk and embed documents as :meth:`add_documents` does, without indexing them.
+
+        For a worker process (see :mod:`semrag.ingest`): the returned
+        :class:`~semrag.index.prepared.PreparedBatch` (picklable) goes to the writing
+        index's :meth:`add_prepared`, which embeds nothing. This index is left unchanged.
+
+        Raises:
+            DocumentConflictError: on an id given twice in the call.
+            ConfigError: on metadata that is not JSON.
+        """
+        computed = self._ingestion.prepare(documents, split=split)
+        return PreparedBatch(ingest_settings(self), tuple(computed))
+
+    def add_prepared(self, batch: PreparedBatch, *, on_conflict: OnConflict = "error") -> None:
+        """Index a batch another process prepared (:meth:`prepare_documents`): one change.
+
+        Nothing is chunked or embedded here; the batch's vectors are the index's.
+
+        Raises:
+            ConfigError: if the batch was prepared with other settings (chunker, chunk
+                vectors, similarity graph, or another embedding model), by another
+                semrag version (another layout), or holds vectors that do not fit its
+                documents.
+            DocumentConflictError: as :meth:`add_documents`, by ``on_conflict``.
+        """
+        if not isinstance(batch, PreparedBatch):
+            raise ConfigError(f"add_prepared takes a PreparedBatch, got {type(batch).__name__}")
+        batch.check()
+        check_settings(ingest_settings(self), batch.settings)
+        self._admit([d.doc for d in batch.documents], on_conflict)
+        self._store(list(batch.documents), on_conflict)
+
+    def delete(self, ids: str | Iterable[str]) -> bool:
+        """Remove one document or several (in one change), with their chunks and graph nodes.
+
+        Returns ``True`` when every id was indexed; an id that was not is reported by
+        ``False`` and in :attr:`notes` (the others are removed all the same).
+
+        Examples:
+            >>> from semrag import Chunk, Document, SemanticIndex
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
+            >>> index.add_documents([Document("a", "Bees."), Document("b", "Ants.")])
+            >>> index.delete(["a", "zz"]), index.doc_ids, index.notes
+            (False, ['b'], ["delete: not indexed: ['zz']"])
+
+        Raises:
+            ConfigError: if ``ids`` is not a string or an iterable of strings.
+        """
+        wanted = id_list(ids)
+        removed = self._commit((), wanted).removed
+        gone = {d.id for d in removed}
+        unknown = [i for i in dict.fromkeys(wanted) if i not in gone]
+        if unknown:
+            self.notes.append(f"delete: not indexed: {unknown[:20]}")
+        return not unknown
+
+    async def adelete(self, ids: str | Iterable[str]) -> bool:
+        """Async twin of :meth:`delete` (the commit runs in a worker thread)."""
+        return await asyncio.to_thread(self.delete, ids)
+
+    def delete_many(self, doc_ids: Iterable[str]) -> int:
+        """Remove several documents in one change; returns how many were indexed.
+
+        Absent ids are ignored (the vector stores' ``delete`` semantics; :meth:`delete`
+        reports them).
+        """
+        if isinstance(doc_ids, str):
+            raise ConfigError("pass a list of document ids, or use delete() for one")
+        return len(self._commit((), id_list(doc_ids)).removed)
+
+    def doc_ids_where(
+        self, filter: MetadataFilter, among: Iterable[str] | None = None
+    ) -> list[str]:
+        """Ids of the documents (of ``among``, default all) whose metadata ``filter`` accepts.
+
+        Examples:
+            >>> from semrag import Chunk, Document, SemanticIndex
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
+            >>> index.add_documents([Document("a", "Bees.", {"n": 1}), Document("b", "Ants.")])
+            >>> index.doc_ids_where({"n": 1}), index.doc_ids_where(lambda m: True, ["b", "x"])
+            (['a'], ['b'])
+        """
+        accept = as_filter(filter)
+        entries = self._corpus.by_id()
+        wanted = entries if among is None else [i for i in among if i in entries]
+        return [i for i in wanted if accept(entries[i].doc.metadata)]
+
+    def _admit(self, docs: list[Document], on_conflict: Any) -> list[Document]:
+        """Fail fast, before any embedding, on a conflict the commit would refuse."""
+        return self._conflicts(docs, check_on_conflict(on_conflict))
+
+    def _conflicts(self, docs: list[Document], on_conflict: OnConflict) -> list[Document]:
+        """The documents to add under ``on_conflict`` (see :mod:`semrag.identity`).
+
+        Raises:
+            DocumentConflictError: with ``"error"``, if any id is already indexed.
+        """
+        taken = [d.id for d in docs if d.id in self._corpus]
+        if not taken or on_conflict == "replace":
+            return docs
+        if on_conflict == "error":
+            raise DocumentConflictError(
+                f"{len(taken)} document id(s) already indexed: {taken[:5]}; nothing was "
+                "added. Pass on_conflict='replace' to replace them (an upsert) or "
+                "'skip' to keep the indexed ones",
+                ids=taken,
+            )
+        self.notes.append(f"add: skipped {len(taken)} already indexed: {taken[:20]}")
+        return [d for d in docs if d.id not in self._corpus]
+
+    def _store(self, computed: list[PreparedDocument], on_conflict: OnConflict) -> None:
+        """Commit the documents of one ``add_documents`` call as one change."""
+        with self._corpus.commit_lock:  # ids are taken in commit order
+            # checked again here: another add may have committed an id since the call began
+            kept = {d.id for d in self._conflicts([c.doc for c in computed], on_conflict)}
+            computed = [c for c in computed if c.id in kept]
+            if not computed:
+                return
+            # one change per call (with "replace", re-added ids replace)
+            self._commit(self._corpus.assign_ids(computed))
+
+    def _ingest(
+        self, docs: list[Document], given: Given, on_conflict: OnConflict
+    ) -> Generator[Call, Any, None]:
+        """Ingestion, written once: it yields the embedder's, chunker's and LLM's work.
+
+        :meth:`_add` answers with blocking calls, :meth:`_aadd` with their async twins
+        (and runs the steps between them in a worker thread). Blocks bound the embedder's
+        batches; the call is one change (one commit), so a bulk load costs every part one
+        application, and a failure adds nothing.
+        """
+        computed = yield from self._ingestion.compute(docs, given)
+        self._store(computed, on_conflict)
+
+    def _add(self, docs: list[Document], given: Given, on_conflict: OnConflict) -> None:
+        drive(self._ingest(docs, given, on_conflict), functools.partial(call, None))
+
+    async def _aadd(self, docs: list[Document], given: Given, on_conflict: OnConflict) -> None:
+        await adrive(self._ingest(docs, given, on_conflict), functools.partial(acall, None))
+
+    # -- parts ----------------------------------------------------------------------------
+    @property
+    def parts(self) -> dict[str, StagedPart]:
+        """The index's own parts, by name: each stages and publishes every :class:`Change`."""
+        return self._part_set.named()
+
+    @property
+    def piece_index(self) -> PieceIndex | None:
+        """The small pieces kept with the index (``pieces=``), or ``None``."""
+        return self._part_set.pieces
+
+    def can_commit(self) -> bool:
+        """Whether the calling thread may make a change now (it holds no read of the index)."""
+        return self._corpus.can_commit()
+
+    def enable(
+        self,
+        part: str,
+        *,
+        split: tuple[int, int] = (100, 16),
+        config: SSGConfig | None = None,
+    ) -> None:
+        """Add a part to a populated index: built from the indexed documents, then kept.
+
+        ``"passages"``: the PPR passage phrases (as ``SemanticIndex(passages=True)``);
+        ``"pieces"``: SKETCH's small pieces of ``split`` (as ``SemanticIndex(pieces=split)``);
+        ``"ssg"``: the semantic similarity graph with ``config`` (default ``SSGConfig()``),
+        from the sentence vectors the index holds (window nodes mean-pooled: nothing is
+        embedded again). From then on the part follows every change and is saved with the
+        index. An index that holds the part already is left as it is. Followers that store
+        the index elsewhere (:class:`~semrag.neo4j.Neo4jIndexStore`) are told, through
+        their ``part_enabled(part)``, and write the new part before this returns.
+
+        Raises:
+            ConfigError: for a part that cannot be enabled this way, a bad ``split``, or an
+                SSG config that needs what the index did not keep (concatenated windows,
+                another number of themes): build with ``SemanticIndex(ssg=config)``.
+        """
+        check_enabled(part)
+        with self._corpus.commit_lock:  # no change between the build and its followers' write
+            if part == "ssg":
+                built_now = self._enable_ssg(check_ssg_config(config or SSGConfig()))
+            else:
+                built_now = self._enable_part(part, split)
+            if built_now:
+                for follower in self._corpus.followers:
+                    told = getattr(follower, "part_enabled", None)
+                    if callable(told):
+                        told(part)
+
+    def _enable_part(self, part: str, split: tuple[int, int]) -> bool:
+        """Build ``"passages"`` or ``"pieces"`` (under the commit lock ``enable`` holds)."""
+        if part in self._part_set.named():
+            return False
+        built = new_part(
+            part,
+            split,
+            embedder=self.embedder,
+            tokenizer=self.chunker.tokenizer,
+            dense_kind=self.dense_kind,
+        )
+        publish = built.stage(Change(self._corpus.version, tuple(self._corpus.records())))
+        with self._corpus.lock.write():
+            publish()
+            self._part_set.keep(part, built)
+        return True
+
+    def _enable_ssg(self, cfg: SSGConfig) -> bool:
+        """Build the graph from the kept sentence vectors (under ``enable``'s commit lock)."""
+        if self._part_set.ssg is not None:
+            return False
+        entries = self._corpus.records()
+        nodes = window_nodes(cfg, entries, self.embedder.dim)
+        graph = LiveSSG(cfg, self.embedder.dim)
+        staged = tuple(  # the graph is built while readers go on reading
+            dataclasses.replace(e, node_ranges=r, sentence_vectors=sv, node_vectors=nv)
+            for e, (r, sv, nv) in zip(entries, nodes, strict=True)
+        )
+        publish = graph.stage(Change(self._corpus.version, staged))
+        with self._corpus.lock.write():  # readers see the index without the graph or with it
+            for e, (ranges, svec, nvec) in zip(entries, nodes, strict=True):
+                object.__setattr__(e, "node_ranges", ranges)
+                object.__setattr__(e, "sentence_vectors", svec)
+                object.__setattr__(e, "node_vectors", nvec)
+            publish()
+            self._part_set.keep("ssg", graph)
+            self._ingestion.use_ssg(cfg)
+            self._share_vectors(())
+            self._publish_view()
+        return True
+
+    # -- versions: followers, reads, the one place the index changes ---------------------
+    def follow(
+        self,
+        part: IndexPart,
+        *,
+        replay: bool | Callable[[list[IndexedDocument], int], Change] = False,
+    ) -> None:
+        """Give every later change of this index to ``part`` too (e.g. a knowledge graph).
+
+        ``part.apply(change)`` runs after the index's own parts have applied the change,
+        in commit order. With ``replay=True``, ``part`` first gets one change that adds
+        every document indexed now; with a function, it gets the change that function
+        makes of the indexed documents (in order) and the version (a part that saved its
+        state catches up this way). No change can slip in between.
+        """
+        self._corpus.follow(part, replay=replay)
+
+    @property
+    def followers(self) -> tuple[IndexPart, ...]:
+        """The parts that get this index's changes after its own (:meth:`follow`)."""
+        return self._corpus.followers
+
+    def follows(self, part: object) -> bool:
+        """Whether ``part`` gets this index's changes."""
+        return self._corpus.follows(part)
+
+    def unfollow(self, part: IndexPart) -> bool:
+        """Stop giving changes to ``part``; ``False`` if it was not following."""
+        return self._corpus.unfollow(part)
+
+    def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
+        """Read one version of the index for the length of a ``with`` block.
+
+        Retrievers that read several parts for one query (IAR, PPR) hold it, so every
+        hit comes from one version. Many readers share it; a commit waits for the
+        readers inside and keeps new ones out only while it swaps its staged parts in.
+
+        Args:
+            followers: also read the parts that follow the index (the knowledge graph of
+                :meth:`KnowledgeGraph.build`) at the same version. SKETCH and community
+                search hold it. Such readers also wait while a commit writes its change
+                to the followers (the graph's ledger update and store write, not its
+                extraction, which runs before); other readers do not. Take it as the
+                outermost read of a thread (a ``followers`` read inside a plain one is a
+                :class:`RuntimeError`: it could deadlock with a commit).
+
+        Raises:
+            ConfigError: ``followers=True`` inside a plain read of the same thread.
+
+        Examples:
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder())
+            >>> index.add_documents(["Bees make honey."])
+            >>> with index.read():
+            ...     dense, sparse = index.search("bees", k=1), index.search_sparse("bees", k=1)
+            >>> dense[0].chunk == sparse[0].chunk
+            True
+        """
+        return self._corpus.read(followers=followers)
+
+    def _commit(self, added: Sequence[IndexedDocument], removed_ids: Iterable[str] = ()) -> Change:
+        """Make one change: every part applies it, then the new version is published.
+
+        ``added`` documents replace indexed ones of the same id.
+        """
+        return self._corpus.commit(added, removed_ids, self.parts.values(), self._swapped)
+
+    def _swapped(self, change: Change) -> None:
+        """Under the write lock, after the corpus swapped in ``change``: views follow it."""
+        self._share_vectors(change.added)
+        self._publish_view()
+
+    def _adopt(self, shadow: SemanticIndex) -> Change:
+        """Make a re-embedded twin of this index (:meth:`reembed`) current, as one change.
+
+        ``shadow`` holds the same documents with another model's vectors. Followers get a
+        change that removes every document and adds its new version. The caller holds
+        the corpus's ``commit_lock`` and made sure no write landed since ``shadow`` was
+        filled.
+        """
+        fingerprint = shadow.fingerprint  # computed before readers are stopped
+
+        def swap(change: Change) -> None:
+            self._ingestion = self._ingestion.with_model(shadow.embedder, shadow.chunker)
+            self._fingerprint = fingerprint
+            self._part_set.take(shadow.part_set)
+            self.notes.extend(shadow.notes)
+            self._publish_view()
+
+        return self._corpus.adopt(shadow.corpus, swap)
+
+    def _share_vectors(self, added: Iterable[IndexedDocument]) -> None:
+        """Point the records' vectors at the parts' rows (see :meth:`PartSet.share_vectors`)."""
+        self._part_set.share_vectors(self._corpus.records(), added)
+
+    def _publish_view(self) -> None:
+        self._part_set.publish_view(
+            self._corpus.version, self._corpus.by_id(), self.chunker.tokenizer
+        )
+
+    # -- the semantic similarity graph (its current view) --------------------------------
+    @property
+    def ssg(self) -> SemanticSimilarityGraph:
+        """The semantic similarity graph of the current version.
+
+        Raises:
+            ConfigError: if the index was created with ``ssg=False``.
+        """
+        return self.ssg_view().graph
+
+    def ssg_view(self) -> SSGView:
+        """The current consistent version of the graph and its documents.
+
+        Every change publishes a new view (see :class:`SSGView`); taking one costs nothing
+        and never waits for a writer.
+
+        Raises:
+            ConfigError: if the index was created with ``ssg=False``.
+        """
+        view = self._part_set.view
+        if view is None:
+            raise ConfigError("this index was built with ssg=False")
+        return view
+
+    @property
+    def node_index(self) -> NodeSearch | NodeANNSearch:
+        """Search over the SSG's window nodes (ids = node numbers; see SSGView.node_index)."""
+        return self.ssg_view().node_index
+
+    @property
+    def sentence_matrix(self) -> Floats:
+        """All sentence vectors, documents in insertion order."""
+        return self.ssg_view().sentence_matrix
+
+    def sentence_location(self, global_index: int) -> tuple[str, Span]:
+        """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
+        return self.ssg_view().sentence_location(global_index)
+
+    def node_chunk(self, node: int) -> Chunk:
+        """A window node of the SSG as a :class:`Chunk` with exact offsets."""
+        return self.ssg_view().node_chunk(node)
+
+    # -- the model ------------------------------------------------------------------------
     def reembed(
         self,
         embedder: Any,
@@ -303,7 +1069,7 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
             >>> index.embedder.dim, index.fingerprint.dim
             (64, 64)
         """
-        drive(reembedding(self, embedder, chunker, show_progress), functools.partial(call, None))
+        drive(self._reembedding(embedder, chunker, show_progress), functools.partial(call, None))
 
     async def areembed(
         self,
@@ -313,38 +1079,119 @@ class SemanticIndex(Reads, Parts, Ingestion, Search, SSGAccess, Versioned, Savin
         show_progress: bool | None = None,
     ) -> None:
         """Async twin of :meth:`reembed` (the embedder's async path; CPU work off the loop)."""
-        steps = reembedding(self, embedder, chunker, show_progress)
+        steps = self._reembedding(embedder, chunker, show_progress)
         await adrive(steps, functools.partial(acall, None))
 
-    def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
-        """Read one version of the index for the length of a ``with`` block.
+    def _reembedding(
+        self, embedder: Any, chunker: BoundaryChunker | None, show_progress: bool | None
+    ) -> Generator[Call, Any, None]:
+        """``reembed``, written once: it yields the new embedder's work.
 
-        Retrievers that read several parts for one query (IAR, PPR) hold it, so every
-        hit comes from one version. Many readers share it; a commit waits for the
-        readers inside and keeps new ones out only while it swaps its staged parts in.
+        The documents are embedded outside every lock into a shadow index
+        (:func:`~semrag.index._reembed.empty_like`); the swap happens only if no write
+        landed since, else the documents that changed are embedded too and it tries again.
+        """
+        shadow = empty_like(self, embedder, chunker)
+        if show_progress is not None:
+            shadow.show_progress = show_progress
+        done: dict[str, tuple[IndexedDocument, PreparedDocument]] = {}
+        while True:
+            with self.read():
+                current = {d: self._corpus.entry(d) for d in self._corpus.doc_ids}
+            todo = {i: e for i, e in current.items() if i not in done or done[i][0] is not e}
+            if todo:
+                docs = [e.doc for e in todo.values()]
+                rows = yield from shadow._ingestion.compute(docs, None, todo)
+                done.update((row.id, (todo[row.id], row)) for row in rows)
+            with self._corpus.commit_lock:
+                live = self._corpus.by_id()
+                if live.keys() == current.keys() and all(e is current[i] for i, e in live.items()):
+                    shadow.corpus.skip_ids(self._corpus.next_id)  # new ids: none reused
+                    shadow._store([done[i][1] for i in current], "error")
+                    self._adopt(shadow)
+                    return
+
+    # -- saving ---------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """Write the index to ``directory`` atomically (a versioned format, no pickle).
+
+        A crash during the write leaves the previous save intact (or nothing), never a
+        directory that loads with missing or corrupt parts.
+        """
+        return save_index(self, directory)
+
+    @classmethod
+    def load(
+        cls,
+        directory: str | Path,
+        *,
+        embedder: Any = None,
+        chunker: BoundaryChunker | None = None,
+        theme_llm: LLM | None = None,
+        dense: VectorClient | None = None,
+        allow_embedder_mismatch: bool = False,
+    ) -> SemanticIndex:
+        """Load an index written by :meth:`save`.
+
+        The save records the fingerprint of the model that made its vectors
+        (:mod:`semrag.fingerprint`); the embedder must be that model (another model of the
+        same dimension would answer every query wrongly), or the load raises.
 
         Args:
-            followers: also read the parts that follow the index (the knowledge graph of
-                :meth:`KnowledgeGraph.build`) at the same version. SKETCH and community
-                search hold it. Such readers also wait while a commit writes its change
-                to the followers (the graph's ledger update and store write, not its
-                extraction, which runs before); other readers do not. Take it as the
-                outermost read of a thread (a ``followers`` read inside a plain one is a
-                :class:`RuntimeError`: it could deadlock with a commit).
+            directory: the saved index.
+            embedder: the embedder for new documents and queries; default the packaged
+                MiniLM. It must be the model the index was built with (checked by its
+                vectors of a few probe texts); to move to another model, load with the
+                old one and call :meth:`reembed`.
+            chunker: the chunker for documents added later; default ``SemanticChunker``.
+            theme_llm: optional theme LLM for documents added later.
+            dense: the vector store of an index saved with one (required then; it must
+                hold the entries it held at the save: the store persists them itself).
+            allow_embedder_mismatch: load with another model anyway (for a model you know
+                shares the saved one's vector space); :attr:`notes` records it, and the
+                index keeps the saved fingerprint.
 
         Raises:
-            ConfigError: ``followers=True`` inside a plain read of the same thread.
-
-        Examples:
-            >>> from semrag.testing import FakeEmbedder
-            >>> index = SemanticIndex(embedder=FakeEmbedder())
-            >>> index.add_documents(["Bees make honey."])
-            >>> with index.read():
-            ...     dense, sparse = index.search("bees", k=1), index.search_sparse("bees", k=1)
-            >>> dense[0].chunk == sparse[0].chunk
-            True
+            EmbedderMismatchError: if the embedder is not the model the index was built
+                with (a :class:`ConfigError`; it names both models).
+            ConfigError: on a missing directory, a newer format or a dimension mismatch.
+            StoreError: if the save is incomplete or a file is corrupt.
         """
-        return self._corpus.read(followers=followers)
+        from semrag._version import __version__
+
+        directory = Path(directory)
+        m = read_manifest(
+            directory, kind=KIND, format_version=FORMAT_VERSION, library_version=__version__
+        )
+        try:
+            index = cls(chunker, embedder, theme_llm=theme_llm, **saved_options(m, dense))
+            index._adopt_fingerprint(
+                m.get("fingerprint"),
+                dim=int(m["dim"]),
+                name=str(m["embedder"]),
+                what=f"the index saved in {directory}",
+                allow_mismatch=allow_embedder_mismatch,
+            )
+            restore(
+                directory,
+                m,
+                index._corpus,
+                index._part_set,
+                embedder=index.embedder,
+                tokenizer=index.chunker.tokenizer,
+                sentence_dtype=index.sentence_dtype,
+                client=dense,
+            )
+            index._publish_view()
+            index._share_vectors(())
+        except (KeyError, IndexError, TypeError, ValueError, OSError, StoreError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise StoreError(
+                f"{directory} does not hold a consistent index ({type(exc).__name__}: {exc}); "
+                "it was edited or written by something else"
+            ) from exc
+        return index
 
     def __repr__(self) -> str:
         return (

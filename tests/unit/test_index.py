@@ -518,14 +518,18 @@ async def test_a_theme_llm_that_raises_takes_the_same_fallback(mode):
 
 
 def test_failed_replacement_keeps_the_old_version():
-    index = make_index()
-    old = index.chunks("cats")
+    class Breaks(FakeEmbedder):
+        broken = False
 
-    class Broken(FakeEmbedder):
         def _embed_batch(self, texts):
-            return np.full((len(texts), 256), np.nan)
+            if self.broken:
+                return np.full((len(texts), self.dim), np.nan)
+            return super()._embed_batch(texts)
 
-    index.embedder = Broken()
+    embedder = Breaks()
+    index = make_index(embedder=embedder)
+    old = index.chunks("cats")
+    embedder.broken = True
     with pytest.raises(EmbeddingError):
         index.add_documents(
             [Document("cats", "A brand new text about cats.")], on_conflict="replace"

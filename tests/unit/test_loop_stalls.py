@@ -297,26 +297,30 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: KnowledgeGraph.abuild(e.index),
         lambda e: lambda: KnowledgeGraph.abuild(e.index, extractor=LLMGraphExtractor(SlowLLM())),
     ],
-    "semrag.index._ingest:Ingestion.aadd_documents": [
+    "semrag.index.semantic_index:SemanticIndex.aadd_documents": [
         lambda e: (
             lambda: SemanticIndex(embedder=SlowEmbedder(dim=64), ssg=True).aadd_documents(CORPUS)
         )
     ],
-    "semrag.index._ingest:Ingestion.aadd_chunks": [
+    "semrag.index.semantic_index:SemanticIndex.aadd_chunks": [
         lambda e: (
             lambda: SemanticIndex(embedder=SlowEmbedder(dim=64), ssg=True).aadd_chunks(
                 e.index.chunks()
             )
         )
     ],
-    "semrag.index._ingest:Ingestion.adelete": [
+    "semrag.index.semantic_index:SemanticIndex.adelete": [
         on(filled_index, lambda ix, e: ix.adelete(ix.doc_ids)),
     ],
     "semrag.index.semantic_index:SemanticIndex.areembed": [
         on(filled_index, lambda ix, e: ix.areembed(SlowEmbedder(dim=32))),
     ],
-    "semrag.index._search:Search.aembed_query": [lambda e: lambda: e.index.aembed_query(e.query())],
-    "semrag.index._search:Search.asearch": [lambda e: lambda: e.index.asearch(e.query(), 2)],
+    "semrag.index.semantic_index:SemanticIndex.aembed_query": [
+        lambda e: lambda: e.index.aembed_query(e.query())
+    ],
+    "semrag.index.semantic_index:SemanticIndex.asearch": [
+        lambda e: lambda: e.index.asearch(e.query(), 2)
+    ],
     "semrag.llm:acomplete_json": [
         lambda e: lambda: acomplete_json(SlowLLM(lambda p: '{"a": 1}'), "prompt", {})
     ],
