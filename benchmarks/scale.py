@@ -305,17 +305,7 @@ def ssg_degrees(index: SemanticIndex) -> str:
 
 def graph_vectors(kg: KnowledgeGraph) -> list[tuple[str, float]]:
     """MB of the knowledge graph's vectors, by holder (their buffers' full capacity)."""
-    rows = kg._rows  # the entities' name vectors, kept for local search
-    names = kg._ledger._names if kg._ledger is not None else None  # resolution's
-    ann = names._ann if names is not None else None
-    return [
-        ("entity name vectors", rows.vectors.buf.nbytes / 2**20 if rows is not None else 0.0),
-        (
-            "name vectors for resolution",
-            names._vectors.buf.nbytes / 2**20 if names and names._vectors else 0.0,
-        ),
-        ("their HNSW index", ann.nbytes / 2**20 if ann is not None else 0.0),
-    ]
+    return [(holder, n / 2**20) for holder, n in kg.held_bytes().items()]
 
 
 def graph_note_held(parts: list[tuple[str, float]], rss: dict[str, float]) -> str:

@@ -1,151 +1,155 @@
-"""A knowledge graph that follows an index: stage and commit each change, keep its ledger."""
+"""What a knowledge graph keeps to follow an index: its ledger, extractor and store writes.
+
+:class:`GraphFollower` owns the per-document ledger (:mod:`semrag.graph.ledger`), the
+extractor that reads a change's added chunks, and whether the store missed a write. It
+turns a change into a :class:`~semrag.graph.ledger.GraphDiff` and writes it;
+:class:`~semrag.graph.KnowledgeGraph` (the part the index follows) keeps its entity
+vectors, version and communities in step with what it returns.
+"""
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from semrag._validation import offers
-from semrag.errors import ConfigError, StoreError
+from semrag.errors import StoreError
 from semrag.graph._doc_columns import DocColumns
-from semrag.graph.extract import (
-    HeuristicGraphExtractor,
-    merge_extractions,
-)
-from semrag.graph.ledger import GraphDiff, GraphLedger
-from semrag.graph.types import Community, Entity, EntityNameSearch
-from semrag.index.persist import atomic_directory, read_manifest
-
-if TYPE_CHECKING:
-    from semrag.graph.knowledge import KnowledgeGraph
-    from semrag.index.change import Change, IndexedDocument
 from semrag.graph._graph_rows import (
     LEDGER_KIND,
-    EntityRows,
     Recorded,
     doc_print,
     progress_over,
     vectors_kwarg,
 )
+from semrag.graph.extract import merge_extractions
+from semrag.graph.ledger import GraphDiff, GraphLedger
+from semrag.graph.types import Entity, EntityNameSearch
+from semrag.index.persist import atomic_directory, read_manifest
+
+if TYPE_CHECKING:
+    from semrag.index.change import Change, IndexedDocument
+
+Extracted = tuple[list[tuple[str, DocColumns]], list[str]]
+"""A change's added documents as ledger columns, and the extractor's notes."""
 
 
-class Following:
-    """The half of :class:`~semrag.graph.KnowledgeGraph` that follows an index's changes."""
+def stored_vectors(
+    store: Any,
+    embedder: Any,
+    entities: Sequence[Entity],
+    known: GraphLedger | None = None,
+) -> np.ndarray | None:
+    """The entities' name vectors for a store that keeps them (``None`` for others).
 
-    # -- following an index -------------------------------------------------------------------
-    def _follow(
+    A store with ``search_entities`` (:class:`~semrag.neo4j.Neo4jGraphStore`) keeps them,
+    so a process that serves queries from it never embeds the graph's names. The vectors
+    name resolution made (``known``'s) are reused; only other names are embedded.
+    """
+    if embedder is None or not offers(store, EntityNameSearch):
+        return None
+    out = np.zeros((len(entities), embedder.dim), np.float32)
+    todo = []
+    for i, e in enumerate(entities):
+        vec = None if known is None else known.name_vector(e.id, e.name)
+        if vec is None:
+            todo.append(i)
+        else:
+            out[i] = vec
+    if todo:
+        out[todo] = embedder.embed([entities[i].name for i in todo])
+    return out
+
+
+class GraphFollower:
+    """The ledger, extractor and store writes of a graph that follows an index.
+
+    Args:
+        store: the graph's store (written by :meth:`write`).
+        embedder: embeds entity names (for a store that keeps their vectors).
+        ledger: what each document contributed.
+        extractor: reads the chunks of added documents.
+        show_progress: a progress bar over the chunks of the next change.
+    """
+
+    def __init__(
         self,
-        index: Any,
+        store: Any,
+        embedder: Any,
+        ledger: GraphLedger,
         extractor: Any,
-        resolve: bool,
-        threshold: float,
-        name_search: str,
-        show_progress: bool,
+        *,
+        show_progress: bool = False,
     ) -> None:
-        self._ledger = GraphLedger(
-            self.embedder, resolve=resolve, threshold=threshold, name_search=name_search
-        )
-        self._extractor = extractor or HeuristicGraphExtractor()
-        self._show_progress = show_progress
-        if not self.store.counts().get("entities"):  # entity vectors kept from the start
-            self._rows = EntityRows(self.embedder.dim)
-        index.follow(self, replay=True)
-        self._show_progress = False
+        self.store = store
+        self.embedder = embedder
+        self.ledger = ledger
+        self.extractor = extractor
+        self.show_progress = show_progress
+        self._unsynced = False  # a write failed: the next one rewrites the store whole
 
-    def save_ledger(self, directory: str | Path) -> Path:
-        """Save what each document contributed, so a reopened graph can follow again.
+    def extract(self, change: Change) -> Extracted:
+        """Read the change's added chunks (the expensive part; it reads nothing kept)."""
+        chunks = [c for d in change.added for c in d.chunks]
+        found = iter(progress_over(chunks, self.show_progress, "extracting"))
+        added, notes = [], []
+        for d in change.added:  # a document's records as columns once it is extracted
+            merged = merge_extractions([self.extractor.extract(next(found)) for _ in d.chunks])
+            added.append((d.id, DocColumns(0, merged)))
+            notes.extend(merged.notes)
+        next(found, None)  # the end of the chunks (closes the progress bar)
+        return added, notes
 
-        Written atomically (like every semrag save). The store saves itself
-        (``InMemoryGraphStore.save``; Neo4j keeps its data); see :meth:`resume`.
+    def diff(self, change: Change, added: list[tuple[str, DocColumns]]) -> GraphDiff:
+        """Record ``change`` in the ledger; what the store must change for it."""
+        diff = self.ledger.apply(added, change.removed_ids)
+        for d in change.added:
+            self.ledger.fingerprints[d.id] = doc_print(d)
+        return diff
 
-        Raises:
-            ConfigError: if the graph does not follow an index.
-        """
-        from semrag._version import __version__
+    def vectors(self, entities: Sequence[Entity]) -> np.ndarray | None:
+        """The entities' name vectors for the store (see :func:`stored_vectors`)."""
+        return stored_vectors(self.store, self.embedder, entities, self.ledger)
 
-        if self._ledger is None:
-            raise ConfigError(
-                "only a graph built over an index (KnowledgeGraph.build) has a ledger"
-            )
-        manifest = {"kind": LEDGER_KIND, "format_version": 1, "library_version": __version__}
-        spelled, vectors = self._ledger.name_vectors()
-        with atomic_directory(directory, manifest) as tmp:
-            (tmp / "ledger.json").write_text(
-                json.dumps(self._ledger.to_json(), ensure_ascii=False), encoding="utf-8"
-            )
-            # the names' vectors, so a resumed graph embeds no name again
-            (tmp / "names.json").write_text(json.dumps(spelled, ensure_ascii=False), "utf-8")
-            np.save(tmp / "names.npy", vectors, allow_pickle=False)
-            if self.communities_built:  # so a resumed graph keeps its communities following
-                settings = {k: v for k, v in self._community_args.items() if k != "llm"}
-                settings["llm"] = self._community_args.get("llm") is not None
-                (tmp / "communities.json").write_text(json.dumps(settings), encoding="utf-8")
-        return Path(directory)
+    def write(self, diff: GraphDiff, vectors: np.ndarray | None) -> bool:
+        """Write ``diff`` to the store; ``True`` when it rewrote the store whole instead.
 
-    @classmethod
-    def resume(
-        cls, index: Any, store: Any, ledger: str | Path, *, extractor: Any = None
-    ) -> KnowledgeGraph:
-        """Reopen a saved graph over ``index`` and follow it again.
-
-        The store holds the graph as it was when ``ledger`` was saved (give the same
-        extractor as then). Documents the index changed meanwhile (added, deleted,
-        replaced, or moved by a re-add) are caught up in one change before the graph
-        follows, so it ends equal to a fresh build over the index's documents.
-        Communities built with extractive reports follow again (detected with the saved
-        settings, as a fresh build would); those whose reports came from an LLM are marked
-        stale until :meth:`refresh_communities`.
+        After a failed write the store is rewritten whole from the ledger.
 
         Raises:
-            ConfigError: if ``ledger`` is not a saved ledger.
-            StoreError: if it is damaged.
+            StoreError: (or the store's error) if the write fails; the next write repairs.
         """
-        from semrag._version import __version__
-
-        directory = Path(ledger)
-        read_manifest(directory, kind=LEDGER_KIND, format_version=1, library_version=__version__)
-        kg = cls(store, index=index)
+        if self._unsynced:
+            self.rewrite()
+            return True
         try:
-            data = json.loads((directory / "ledger.json").read_text(encoding="utf-8"))
-            names = None
-            if (directory / "names.json").exists():  # older saves: names are embedded again
-                spelled = json.loads((directory / "names.json").read_text(encoding="utf-8"))
-                names = (spelled, np.load(directory / "names.npy", allow_pickle=False))
-            kg._ledger = GraphLedger.from_json(data, kg.embedder, names)
-            settings = None
-            if (directory / "communities.json").exists():
-                settings = json.loads((directory / "communities.json").read_text("utf-8"))
-        except (KeyError, TypeError, ValueError, OSError) as exc:
-            raise StoreError(f"{directory} does not hold a consistent ledger ({exc})") from exc
-        kg._extractor = extractor or HeuristicGraphExtractor()
-        caught_up: list[Change] = []
+            self.store.update(**diff.as_kwargs(), **vectors_kwarg(vectors))
+        except Exception:
+            self._unsynced = True
+            raise
+        return False
 
-        def replay(docs: list[IndexedDocument], version: int) -> Change:
-            caught_up.append(kg._catch_up(docs, version))
-            return caught_up[-1]
+    def rewrite(self) -> None:
+        """Rewrite the whole store from the ledger."""
+        everything = self.ledger.everything()
+        vectors = self.vectors(everything.entities)
+        self.store.clear()
+        self.store.update(**everything.as_kwargs(), **vectors_kwarg(vectors))
+        self._unsynced = False
 
-        index.follow(kg, replay=replay)
-        changed = any(c.added or c.removed for c in caught_up)
-        if settings is None or settings.pop("llm"):
-            kg.communities_stale = True
-        elif changed:  # the catch-up changed the graph: detect them again
-            kg.build_communities(**settings)
-        else:  # the stored communities (and their reports' vectors) are current
-            kg._community_args = {**settings, "llm": None}
-            kg.communities_stale = False
-        return kg
+    def name_vector(self, entity: Entity) -> np.ndarray | None:
+        """The vector name resolution made for ``entity``'s name, if any."""
+        return self.ledger.name_vector(entity.id, entity.name)
 
-    def _catch_up(self, docs: list[IndexedDocument], version: int) -> Change:
+    def catch_up(self, docs: list[IndexedDocument], version: int) -> Change:
         """The change from what the ledger recorded to the index's documents now."""
         from semrag.index.change import Change
 
-        assert self._ledger is not None
-        ledger = self._ledger
+        ledger = self.ledger
         recorded = {d: i for i, d in enumerate(ledger.doc_ids)}
         last = -1
         keep: set[str] = set()
@@ -159,137 +163,47 @@ class Following:
         removed = tuple(Recorded(d) for d in ledger.doc_ids if d in gone)
         return Change(version, added=added, removed=removed)  # type: ignore[arg-type]
 
-    @property
-    def following(self) -> bool:
-        """Whether the graph follows its index (every change of the index reaches it)."""
-        return self._ledger is not None and self.index is not None and self.index.follows(self)
+    def save(self, directory: str | Path, communities: dict[str, Any] | None) -> Path:
+        """Write the ledger, its names' vectors and the community settings, atomically."""
+        from semrag._version import __version__
 
-    def detach(self) -> None:
-        """Stop following the index: later changes of the index no longer reach the graph."""
-        if self.index is not None:
-            self.index.unfollow(self)
+        manifest = {"kind": LEDGER_KIND, "format_version": 1, "library_version": __version__}
+        spelled, vectors = self.ledger.name_vectors()
+        with atomic_directory(directory, manifest) as tmp:
+            (tmp / "ledger.json").write_text(
+                json.dumps(self.ledger.to_json(), ensure_ascii=False), encoding="utf-8"
+            )
+            # the names' vectors, so a resumed graph embeds no name again
+            (tmp / "names.json").write_text(json.dumps(spelled, ensure_ascii=False), "utf-8")
+            np.save(tmp / "names.npy", vectors, allow_pickle=False)
+            if communities is not None:  # so a resumed graph keeps its communities following
+                (tmp / "communities.json").write_text(json.dumps(communities), encoding="utf-8")
+        return Path(directory)
 
-    def apply(self, change: Change) -> None:
-        """Follow one change of the index (called by the index; see :meth:`build`).
-
-        :meth:`stage` then the function it returns.
-        """
-        self.stage(change)()
-
-    def stage(self, change: Change) -> Callable[[], None]:
-        """Extract the change's added chunks; the returned function writes the change.
-
-        The extraction (the expensive part, an LLM's with an LLM extractor) reads nothing
-        the graph holds, so the index runs it before it locks anything. The returned
-        function re-derives what the change touches from the per-document ledger
-        (:mod:`semrag.graph.ledger`) and writes it to the store in one ``update``;
-        communities are marked stale. The index calls it while graph readers wait (see
-        :meth:`SemanticIndex.read`), so they never see the index and the graph at two
-        different versions.
+    @classmethod
+    def load(
+        cls, directory: str | Path, store: Any, embedder: Any, extractor: Any
+    ) -> tuple[GraphFollower, dict[str, Any] | None]:
+        """A follower from a :meth:`save`, and the saved community settings (or ``None``).
 
         Raises:
-            ConfigError: if the graph was not built over an index with :meth:`build`.
-            StoreError: (from the returned function) if the store fails; the graph is
-                rewritten whole on the next change or :meth:`repair`.
+            ConfigError: if ``directory`` is not a saved ledger.
+            StoreError: if it is damaged.
         """
-        if self._ledger is None:
-            raise ConfigError(
-                "this KnowledgeGraph does not follow an index: build it with "
-                "KnowledgeGraph.build(index)"
-            )
-        t0 = time.perf_counter()
-        chunks = [c for d in change.added for c in d.chunks]
-        found = iter(progress_over(chunks, self._show_progress, "extracting"))
-        added, notes = [], []
-        for d in change.added:  # a document's records as columns once it is extracted
-            merged = merge_extractions([self._extractor.extract(next(found)) for _ in d.chunks])
-            added.append((d.id, DocColumns(0, merged)))
-            notes.extend(merged.notes)
-        next(found, None)  # the end of the chunks (closes the progress bar)
-        self.timings["extract_s"] = time.perf_counter() - t0
-        return lambda: self._commit(change, added, notes)
+        from semrag._version import __version__
 
-    def _commit(
-        self, change: Change, added: list[tuple[str, DocColumns]], notes: list[str]
-    ) -> None:
-        t0 = time.perf_counter()
-        diff = self._ledger.apply(added, change.removed_ids)
-        stored = self._stored_vectors(diff.entities)
-        vector_of = self._ledger_vector
-        if stored is not None:
-            row_of = {e.id: i for i, e in enumerate(diff.entities)}
-            vector_of = lambda e: stored[row_of[e.id]]  # noqa: E731
-        with self._lock:  # the entities' vectors follow the ledger (a failed write is
-            if self._rows is not None:  # repaired from it)
-                self._rows.update(diff.drop_entities, diff.entities, vector_of)
-        for d in change.added:
-            self._ledger.fingerprints[d.id] = doc_print(d)
-        self.notes.extend(notes)
-        self.timings["resolve_s"] = time.perf_counter() - t0  # resolution and derivation
-        t0 = time.perf_counter()
-        self._write(diff, stored)
-        self.timings["write_s"] = time.perf_counter() - t0
-        with self._lock:
-            self._vectors = None
-            self.version += 1
-            self.communities_stale = True
-        self._follow_communities()
-
-    def _follow_communities(self) -> None:
-        """Recompute built communities after a change, as a fresh build would make them.
-
-        Extractive reports are recomputed with the change (detection runs over the whole
-        graph in a canonical order with the same seed, so the partition and the reports
-        equal a fresh build's). Reports by an LLM are not rewritten on every change: the
-        communities stay marked stale (:attr:`communities_stale`; community search says so
-        in its provenance) until :meth:`refresh_communities`.
-        """
-        if self._community_args and self._community_args.get("llm") is None:
-            self.build_communities(**self._community_args)
-
-    def _write(self, diff: GraphDiff, vectors: np.ndarray | None) -> None:
-        if self._unsynced:
-            self.repair()
-            return
+        directory = Path(directory)
+        read_manifest(directory, kind=LEDGER_KIND, format_version=1, library_version=__version__)
         try:
-            self.store.update(**diff.as_kwargs(), **vectors_kwarg(vectors))
-        except Exception:
-            self._unsynced = True
-            raise
-
-    def repair(self) -> None:
-        """Rewrite the whole graph from the ledger (after a store failure)."""
-        if self._ledger is None:
-            raise ConfigError("repair() needs a graph that follows an index (it has no ledger)")
-        everything = self._ledger.everything()
-        vectors = self._stored_vectors(everything.entities)
-        self.store.clear()
-        self.store.update(**everything.as_kwargs(), **vectors_kwarg(vectors))
-        self._unsynced = False
-        self.communities_stale = True
-        self._follow_communities()
-
-    def _stored_vectors(self, entities: Sequence[Entity]) -> np.ndarray | None:
-        """The entities' name vectors for a store that keeps them (``None`` for others).
-
-        A store with ``search_entities`` (:class:`~semrag.neo4j.Neo4jGraphStore`) keeps
-        them, so a process that serves queries from it never embeds the graph's names.
-        The vectors name resolution made are reused; only other names are embedded.
-        """
-        if self.embedder is None or not offers(self.store, EntityNameSearch):
-            return None
-        out = np.zeros((len(entities), self.embedder.dim), np.float32)
-        todo = []
-        for i, e in enumerate(entities):
-            vec = self._ledger_vector(e)
-            if vec is None:
-                todo.append(i)
-            else:
-                out[i] = vec
-        if todo:
-            out[todo] = self.embedder.embed([entities[i].name for i in todo])
-        return out
-
-    def refresh_communities(self) -> list[Community]:
-        """Rebuild the communities with the settings last used (after changes)."""
-        return self.build_communities(**self._community_args)
+            data = json.loads((directory / "ledger.json").read_text(encoding="utf-8"))
+            names = None
+            if (directory / "names.json").exists():  # older saves: names are embedded again
+                spelled = json.loads((directory / "names.json").read_text(encoding="utf-8"))
+                names = (spelled, np.load(directory / "names.npy", allow_pickle=False))
+            ledger = GraphLedger.from_json(data, embedder, names)
+            settings = None
+            if (directory / "communities.json").exists():
+                settings = json.loads((directory / "communities.json").read_text("utf-8"))
+        except (KeyError, TypeError, ValueError, OSError) as exc:
+            raise StoreError(f"{directory} does not hold a consistent ledger ({exc})") from exc
+        return cls(store, embedder, ledger, extractor), settings

@@ -85,6 +85,11 @@ class NameIndex:
             return [], np.zeros((0, 0))
         return [self._keys[i] for i in alive], self._read(alive)  # type: ignore[misc]
 
+    def held_bytes(self) -> tuple[int, int]:
+        """Bytes of the name vectors held as rows, and of the HNSW index (full capacity)."""
+        rows = self._vectors.buf.nbytes if self._vectors is not None else 0
+        return rows, self._ann.nbytes if self._ann is not None else 0
+
     @property
     def approximate(self) -> bool:
         """Whether searches use the HNSW index (``"hnsw"``, or ``"auto"`` once it is built)."""

@@ -20,7 +20,7 @@ import asyncio
 import hashlib
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -512,3 +512,42 @@ def resolve_entities(
     ]
     ments = [Mention(rename[m.entity_id], m.chunk, m.count) for m in extraction.mentions]
     return merge_extractions([Extraction(keep, rels, ments, list(extraction.notes))])
+
+
+def graph_documents_extraction(graph_documents: Iterable[Any]) -> tuple[Extraction, int]:
+    """LangChain ``GraphDocument``s as one :class:`Extraction`, and how many there were.
+
+    Nodes become entities (``id`` as the name, ``type``, a ``description`` property if
+    any); relationships become relations (``type``, an ``evidence`` property if any);
+    each document's source (``metadata["doc_id"]`` or ``"source"``, and
+    ``start_index``) gives the chunk every node is mentioned in. Duck-typed: the core
+    does not import LangChain.
+    """
+    parts = []
+    n = 0
+    for gd in graph_documents:
+        n += 1
+        src = getattr(gd, "source", None)
+        meta = dict(getattr(src, "metadata", {}) or {})
+        text = getattr(src, "page_content", "") or ""
+        doc_id = str(meta.get("doc_id", meta.get("source", "")))
+        start = meta.get("start_index")
+        start = int(start) if isinstance(start, int) else 0
+        ref = ChunkRef(doc_id, start, start + len(text))
+        ents = []
+        for node in gd.nodes:
+            props = dict(getattr(node, "properties", {}) or {})
+            ents.append(
+                Entity.of(str(node.id), str(node.type or ""), str(props.get("description", "")))
+            )
+        rels = []
+        for rel in gd.relationships:
+            props = dict(getattr(rel, "properties", {}) or {})
+            a, b = entity_key(str(rel.source.id)), entity_key(str(rel.target.id))
+            if a and b and a != b:
+                rels.append(
+                    Relation(a, b, str(rel.type or "RELATED_TO"), str(props.get("evidence", "")))
+                )
+        ments = [Mention(e.id, ref) for e in ents] if doc_id else []
+        parts.append(Extraction(ents, rels, ments))
+    return merge_extractions(parts), n

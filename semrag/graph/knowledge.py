@@ -6,15 +6,16 @@ import asyncio
 import functools
 import threading
 import time
-from collections.abc import Generator, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import offers
 from semrag.errors import ConfigError
-from semrag.graph._following import Following
+from semrag.graph._following import Extracted, GraphFollower, stored_vectors
 from semrag.graph._graph_rows import EntityRows, Prefetch, check_build, vectors_kwarg
 from semrag.graph.communities import (
     community_reports,
@@ -25,6 +26,7 @@ from semrag.graph.communities import (
 from semrag.graph.extract import (
     Extraction,
     HeuristicGraphExtractor,
+    graph_documents_extraction,
     merge_extractions,
     resolve_entities,
 )
@@ -32,17 +34,17 @@ from semrag.graph.ledger import GraphLedger
 from semrag.graph.memory import InMemoryGraphStore
 from semrag.graph.types import (
     ChangeStamped,
-    ChunkRef,
     Community,
     Entity,
     EntityNameSearch,
-    Mention,
-    Relation,
+    GraphStore,
     ReportReads,
-    entity_key,
 )
 from semrag.llm import LLM
 from semrag.types import Chunk
+
+if TYPE_CHECKING:
+    from semrag.index.change import Change, IndexedDocument
 
 __all__ = ["RESOLUTION_THRESHOLD", "KnowledgeGraph"]
 
@@ -50,7 +52,7 @@ RESOLUTION_THRESHOLD = 0.92
 """Cosine similarity of two entity names' vectors above which they are one entity."""
 
 
-class KnowledgeGraph(Following):
+class KnowledgeGraph:
     """Entities, relations and communities of an index's chunks, in a :class:`GraphStore`.
 
     Build one with :meth:`build`: the graph then *follows* the index. Every later
@@ -78,7 +80,7 @@ class KnowledgeGraph(Following):
     """
 
     def __init__(self, store: Any = None, *, index: Any = None, embedder: Any = None) -> None:
-        self.store = store if store is not None else InMemoryGraphStore()
+        self.store: GraphStore = store if store is not None else InMemoryGraphStore()
         self.index = index
         if embedder is None and index is not None:
             embedder = index.embedder
@@ -95,11 +97,8 @@ class KnowledgeGraph(Following):
         self.communities_stale = False
         """Whether the graph changed since communities were last built (see
         :meth:`refresh_communities`)."""
-        self._ledger: GraphLedger | None = None
-        self._extractor: Any = None
+        self._follower: GraphFollower | None = None  # while it follows an index (build)
         self._community_args: dict[str, Any] = {}
-        self._unsynced = False
-        self._show_progress = False
 
     # -- building ----------------------------------------------------------------------------------
     @classmethod
@@ -195,7 +194,17 @@ class KnowledgeGraph(Following):
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
         yield Call("prefetch", (index.chunks(),), on=Prefetch(extractor))
-        kg._follow(index, extractor, resolve, resolution_threshold, name_search, show_progress)
+        kg._follow(
+            index,
+            GraphLedger(
+                kg.embedder,
+                resolve=resolve,
+                threshold=resolution_threshold,
+                name_search=name_search,
+            ),
+            extractor,
+            show_progress,
+        )
         if communities:
             kg.build_communities(
                 levels=community_levels, algorithm=community_algorithm, llm=community_llm
@@ -222,7 +231,8 @@ class KnowledgeGraph(Following):
             extraction = resolve_entities(extraction, vectors, threshold=threshold)
             self.timings["resolve_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        vectors = self._stored_vectors(extraction.entities)
+        ledger = None if self._follower is None else self._follower.ledger
+        vectors = stored_vectors(self.store, self.embedder, extraction.entities, ledger)
         self.store.upsert(
             extraction.entities,
             extraction.relations,
@@ -244,37 +254,176 @@ class KnowledgeGraph(Following):
         ``start_index``) gives the chunk every node is mentioned in. Duck-typed: the core
         does not import LangChain. Returns the number of documents ingested.
         """
-        parts = []
-        n = 0
-        for gd in graph_documents:
-            n += 1
-            src = getattr(gd, "source", None)
-            meta = dict(getattr(src, "metadata", {}) or {})
-            text = getattr(src, "page_content", "") or ""
-            doc_id = str(meta.get("doc_id", meta.get("source", "")))
-            start = meta.get("start_index")
-            start = int(start) if isinstance(start, int) else 0
-            ref = ChunkRef(doc_id, start, start + len(text))
-            ents = []
-            for node in gd.nodes:
-                props = dict(getattr(node, "properties", {}) or {})
-                ents.append(
-                    Entity.of(str(node.id), str(node.type or ""), str(props.get("description", "")))
-                )
-            rels = []
-            for rel in gd.relationships:
-                props = dict(getattr(rel, "properties", {}) or {})
-                a, b = entity_key(str(rel.source.id)), entity_key(str(rel.target.id))
-                if a and b and a != b:
-                    rels.append(
-                        Relation(
-                            a, b, str(rel.type or "RELATED_TO"), str(props.get("evidence", ""))
-                        )
-                    )
-            ments = [Mention(e.id, ref) for e in ents] if doc_id else []
-            parts.append(Extraction(ents, rels, ments))
-        self._ingest(merge_extractions(parts), resolve, RESOLUTION_THRESHOLD)
+        extraction, n = graph_documents_extraction(graph_documents)
+        self._ingest(extraction, resolve, RESOLUTION_THRESHOLD)
         return n
+
+    # -- following an index -----------------------------------------------------------------
+    def _follow(self, index: Any, ledger: GraphLedger, extractor: Any, show_progress: bool) -> None:
+        self._follower = GraphFollower(
+            self.store,
+            self.embedder,
+            ledger,
+            extractor or HeuristicGraphExtractor(),
+            show_progress=show_progress,
+        )
+        if not self.store.counts().get("entities"):  # entity vectors kept from the start
+            self._rows = EntityRows(self.embedder.dim)
+        index.follow(self, replay=True)
+        self._follower.show_progress = False
+
+    def _following_only(self, what: str) -> GraphFollower:
+        if self._follower is None:
+            raise ConfigError(what)
+        return self._follower
+
+    def save_ledger(self, directory: str | Path) -> Path:
+        """Save what each document contributed, so a reopened graph can follow again.
+
+        Written atomically (like every semrag save). The store saves itself
+        (``InMemoryGraphStore.save``; Neo4j keeps its data); see :meth:`resume`.
+
+        Raises:
+            ConfigError: if the graph does not follow an index.
+        """
+        follower = self._following_only(
+            "only a graph built over an index (KnowledgeGraph.build) has a ledger"
+        )
+        settings = None
+        if self.communities_built:  # so a resumed graph keeps its communities following
+            settings = {k: v for k, v in self._community_args.items() if k != "llm"}
+            settings["llm"] = self._community_args.get("llm") is not None
+        return follower.save(directory, settings)
+
+    @classmethod
+    def resume(
+        cls, index: Any, store: Any, ledger: str | Path, *, extractor: Any = None
+    ) -> KnowledgeGraph:
+        """Reopen a saved graph over ``index`` and follow it again.
+
+        The store holds the graph as it was when ``ledger`` was saved (give the same
+        extractor as then). Documents the index changed meanwhile (added, deleted,
+        replaced, or moved by a re-add) are caught up in one change before the graph
+        follows, so it ends equal to a fresh build over the index's documents.
+        Communities built with extractive reports follow again (detected with the saved
+        settings, as a fresh build would); those whose reports came from an LLM are marked
+        stale until :meth:`refresh_communities`.
+
+        Raises:
+            ConfigError: if ``ledger`` is not a saved ledger.
+            StoreError: if it is damaged.
+        """
+        kg = cls(store, index=index)
+        follower, settings = GraphFollower.load(
+            ledger, kg.store, kg.embedder, extractor or HeuristicGraphExtractor()
+        )
+        kg._follower = follower
+        caught_up: list[Change] = []
+
+        def replay(docs: list[IndexedDocument], version: int) -> Change:
+            caught_up.append(follower.catch_up(docs, version))
+            return caught_up[-1]
+
+        index.follow(kg, replay=replay)
+        changed = any(c.added or c.removed for c in caught_up)
+        if settings is None or settings.pop("llm"):
+            kg.communities_stale = True
+        elif changed:  # the catch-up changed the graph: detect them again
+            kg.build_communities(**settings)
+        else:  # the stored communities (and their reports' vectors) are current
+            kg._community_args = {**settings, "llm": None}
+            kg.communities_stale = False
+        return kg
+
+    @property
+    def following(self) -> bool:
+        """Whether the graph follows its index (every change of the index reaches it)."""
+        return self._follower is not None and self.index is not None and self.index.follows(self)
+
+    def detach(self) -> None:
+        """Stop following the index: later changes of the index no longer reach the graph."""
+        if self.index is not None:
+            self.index.unfollow(self)
+
+    def apply(self, change: Change) -> None:
+        """Follow one change of the index (called by the index; see :meth:`build`).
+
+        :meth:`stage` then the function it returns.
+        """
+        self.stage(change)()
+
+    def stage(self, change: Change) -> Callable[[], None]:
+        """Extract the change's added chunks; the returned function writes the change.
+
+        The extraction (the expensive part, an LLM's with an LLM extractor) reads nothing
+        the graph holds, so the index runs it before it locks anything. The returned
+        function re-derives what the change touches from the per-document ledger
+        (:mod:`semrag.graph.ledger`) and writes it to the store in one ``update``;
+        communities are marked stale. The index calls it while graph readers wait (see
+        :meth:`SemanticIndex.read`), so they never see the index and the graph at two
+        different versions.
+
+        Raises:
+            ConfigError: if the graph was not built over an index with :meth:`build`.
+            StoreError: (from the returned function) if the store fails; the graph is
+                rewritten whole on the next change or :meth:`repair`.
+        """
+        follower = self._following_only(
+            "this KnowledgeGraph does not follow an index: build it with "
+            "KnowledgeGraph.build(index)"
+        )
+        t0 = time.perf_counter()
+        extracted = follower.extract(change)
+        self.timings["extract_s"] = time.perf_counter() - t0
+        return lambda: self._commit(follower, change, extracted)
+
+    def _commit(self, follower: GraphFollower, change: Change, extracted: Extracted) -> None:
+        added, notes = extracted
+        t0 = time.perf_counter()
+        diff = follower.diff(change, added)
+        stored = follower.vectors(diff.entities)
+        vector_of: Callable[[Entity], np.ndarray | None] = follower.name_vector
+        if stored is not None:
+            row_of = {e.id: i for i, e in enumerate(diff.entities)}
+            vector_of = lambda e: stored[row_of[e.id]]  # noqa: E731
+        with self._lock:  # the entities' vectors follow the ledger (a failed write is
+            if self._rows is not None:  # repaired from it)
+                self._rows.update(diff.drop_entities, diff.entities, vector_of)
+        self.notes.extend(notes)
+        self.timings["resolve_s"] = time.perf_counter() - t0  # resolution and derivation
+        t0 = time.perf_counter()
+        follower.write(diff, stored)
+        self.timings["write_s"] = time.perf_counter() - t0
+        with self._lock:
+            self._vectors = None
+            self.version += 1
+            self.communities_stale = True
+        self._follow_communities()
+
+    def _follow_communities(self) -> None:
+        """Recompute built communities after a change, as a fresh build would make them.
+
+        Extractive reports are recomputed with the change (detection runs over the whole
+        graph in a canonical order with the same seed, so the partition and the reports
+        equal a fresh build's). Reports by an LLM are not rewritten on every change: the
+        communities stay marked stale (:attr:`communities_stale`; community search says so
+        in its provenance) until :meth:`refresh_communities`.
+        """
+        if self._community_args and self._community_args.get("llm") is None:
+            self.build_communities(**self._community_args)
+
+    def repair(self) -> None:
+        """Rewrite the whole graph from the ledger (after a store failure)."""
+        follower = self._following_only(
+            "repair() needs a graph that follows an index (it has no ledger)"
+        )
+        follower.rewrite()
+        self.communities_stale = True
+        self._follow_communities()
+
+    def refresh_communities(self) -> list[Community]:
+        """Rebuild the communities with the settings last used (after changes)."""
+        return self.build_communities(**self._community_args)
 
     # -- communities --------------------------------------------------------------------------
     def build_communities(
@@ -308,10 +457,11 @@ class KnowledgeGraph(Following):
         t0 = time.perf_counter()
         comms, notes = community_reports(comms, ents, rels, llm=llm, on_llm_error=on_llm_error)
         self.notes.extend(notes)
-        if self.embedder is not None and offers(self.store, ReportReads):
+        store = self.store
+        if self.embedder is not None and offers(store, ReportReads):
             # a store that keeps the reports' vectors: global search embeds none of them
             vectors = self.embedder.embed([report_text(c) for c in comms]) if comms else None
-            self.store.write_communities(comms, report_vectors=vectors)
+            store.write_communities(comms, report_vectors=vectors)
         else:
             self.store.write_communities(comms)
         self.timings["reports_s"] = time.perf_counter() - t0
@@ -328,7 +478,7 @@ class KnowledgeGraph(Following):
     # -- lookups --------------------------------------------------------------------------------
     def _served(self) -> bool:
         """Whether changes may come from elsewhere: no ledger here, and a store with a stamp."""
-        return self._ledger is None and offers(self.store, ChangeStamped)
+        return self._follower is None and offers(self.store, ChangeStamped)
 
     def current_version(self) -> Any:
         """The graph's version, as a key for what is derived from it.
@@ -338,9 +488,10 @@ class KnowledgeGraph(Following):
         graph a serving process reads while another process writes it), adds the store's
         change stamp (one read), so its caches see those changes too.
         """
-        if not self._served():
+        store = self.store
+        if not self._served() or not offers(store, ChangeStamped):
             return self.version
-        return (self.version, self.store.change_stamp())
+        return (self.version, store.change_stamp())
 
     async def acurrent_version(self) -> Any:
         """Async twin of :meth:`current_version` (the stamp awaited on the async driver)."""
@@ -366,10 +517,10 @@ class KnowledgeGraph(Following):
         with self._lock:
             if self._vectors_at != version:
                 self._vectors = None
-            if self._vectors is None and self._ledger is not None:
+            if self._vectors is None and self._follower is not None:
                 if self._rows is None:  # a resumed graph, or one changed by hand
                     self._rows = EntityRows(self.embedder.dim)
-                    self._rows.update((), self.store.entities(), self._ledger_vector)
+                    self._rows.update((), self.store.entities(), self._follower.name_vector)
                 self._vectors = self._rows.read(self.embedder)
             if self._vectors is None:
                 ents = self.store.entities()
@@ -424,8 +575,18 @@ class KnowledgeGraph(Following):
         fresh = np.asarray(self.embedder.embed([e.name for e in bare]), np.float32)
         return [*ents, *bare], np.concatenate([vecs, fresh])
 
-    def _ledger_vector(self, entity: Entity) -> np.ndarray | None:
-        return None if self._ledger is None else self._ledger.name_vector(entity.id, entity.name)
+    def held_bytes(self) -> dict[str, int]:
+        """Bytes of the vectors this object holds, by holder (their buffers' capacity).
+
+        The store's own memory is not counted (an in-memory store's records, a server's).
+        """
+        rows = self._rows.vectors.buf.nbytes if self._rows is not None else 0
+        names, ann = (0, 0) if self._follower is None else self._follower.ledger.held_bytes()
+        return {
+            "entity name vectors": rows,
+            "name vectors for resolution": names,
+            "their HNSW index": ann,
+        }
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph(store={self.store!r})"

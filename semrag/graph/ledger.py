@@ -273,6 +273,10 @@ class GraphLedger:
             return None
         return self._names.vector(key)
 
+    def held_bytes(self) -> tuple[int, int]:
+        """Bytes of resolution's name vectors, and of their HNSW index (see NameIndex)."""
+        return self._names.held_bytes()
+
     def name_vectors(self) -> tuple[list[list[str]], np.ndarray]:
         """``[key, spelling]`` of every name with a vector, and the vectors (for a save)."""
         keys, vectors = self._names.rows()

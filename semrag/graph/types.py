@@ -279,6 +279,12 @@ class ReportReads(Protocol):
         """Stored communities (of one level) and their reports' vectors (``None``: none kept)."""
         ...
 
+    def write_communities(
+        self, communities: Sequence[Community], *, report_vectors: Any = None
+    ) -> None:
+        """Replace the stored communities, with their reports' vectors (one row each)."""
+        ...
+
 
 @runtime_checkable
 class EntityNameSearch(Protocol):

@@ -122,7 +122,7 @@ def test_the_name_search_is_saved_with_the_ledger_and_checked(tmp_path):
     assert data["name_search"] == "hnsw"
     kg.detach()
     back = KnowledgeGraph.resume(index, kg.store, tmp_path / "ledger")
-    assert back._ledger.name_search == "hnsw"
+    assert back.held_bytes()["their HNSW index"] > 0
     back.detach()
     data["name_search"] = "fuzzy"
     (tmp_path / "ledger" / "ledger.json").write_text(json.dumps(data), encoding="utf-8")
@@ -167,3 +167,15 @@ def test_a_dropped_stage_in_the_shared_hnsw_graph_is_rebuilt_around():
     want, got = exact.within(keys, 0.9), approx.within(keys, 0.9)
     assert got["c0"] == want["c0"]
     assert all(set(got[k]) <= set(want[k]) for k in keys)
+
+
+def test_held_bytes_name_each_holder_of_the_graphs_vectors():
+    index = SemanticIndex(embedder=FakeEmbedder(dim=DIM), ssg=False)
+    index.add_documents([Document(f"s{i}", s) for i, s in enumerate(STORIES)])
+    exact = KnowledgeGraph.build(index, communities=False, name_search="exact").held_bytes()
+    hnsw = KnowledgeGraph.build(index, communities=False, name_search="hnsw").held_bytes()
+    n = len(KnowledgeGraph.build(index, communities=False).store.entities())
+    assert exact["entity name vectors"] >= n * DIM * 4  # one float32 row per entity at least
+    assert exact["name vectors for resolution"] > 0 and exact["their HNSW index"] == 0
+    assert hnsw["their HNSW index"] > 0 and hnsw["name vectors for resolution"] == 0
+    assert KnowledgeGraph(index=index).held_bytes() == dict.fromkeys(exact, 0)  # follows nothing
