@@ -1,11 +1,14 @@
-"""The parts of an index in Neo4j as a reader sees them: dense, pieces and sparse search."""
+"""The parts of an index in Neo4j as a reader sees them: dense, pieces and sparse search.
+
+Each holds the reader's :class:`~semrag.neo4j._read_context.ReadContext` (the session,
+the candidate policy, the rows one read keeps), not the reader.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -16,27 +19,25 @@ from semrag.errors import (
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import COUNT_CHUNKS, PIECES_COLUMNS, PIECES_SEARCH
 from semrag.neo4j._index_state import Floats, Ints
+from semrag.neo4j._read_context import ReadContext, chunk_from_row, ranked_rows
 from semrag.neo4j._session import Ask, Steps
 from semrag.types import Chunk
-
-if TYPE_CHECKING:
-    from semrag.neo4j.index_reader import Neo4jIndex
 
 
 # -- serving --------------------------------------------------------------------------------------
 class _RemoteDense:
-    """Exact-rescored vector search on a :class:`Neo4jIndex` (``_search_steps`` says which)."""
+    """Exact-rescored vector search on a stored index (``_search_steps`` says which)."""
 
-    def __init__(self, owner: Neo4jIndex) -> None:
-        self._owner = owner
+    def __init__(self, context: ReadContext) -> None:
+        self._context = context
 
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
-        return self._owner.store.run_steps(self._search_steps(queries, k))
+        return self._context.run(self._search_steps(queries, k))
 
     async def asearch(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, Ints]:
         """Async twin of :meth:`search`, on the async driver."""
-        return await self._owner.store.arun_steps(self._search_steps(queries, k))
+        return await self._context.arun(self._search_steps(queries, k))
 
     def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
         """The store and the steps of :meth:`search` (``None`` for other methods).
@@ -45,39 +46,38 @@ class _RemoteDense:
         """
         if name != "search":
             return None
-        return self._owner.store, self._search_steps(*args, **kwargs)
+        return self._context.store, self._search_steps(*args, **kwargs)
 
     def _search_steps(self, queries: npt.ArrayLike, k: int) -> Steps[tuple[Floats, Ints]]:
         raise NotImplementedError
 
 
 class ChunkDense(_RemoteDense):
-    """``index.dense`` of a :class:`Neo4jIndex`: length and batched exact-rescored search."""
+    """``index.dense`` of a :class:`~semrag.neo4j.Neo4jIndex`: length and batched search."""
 
     def __len__(self) -> int:
-        return int(self._owner.store.read_rows(COUNT_CHUNKS)[0]["n"])
+        return int(self._context.read_rows(COUNT_CHUNKS)[0]["n"])
 
     def _search_steps(self, queries: npt.ArrayLike, k: int) -> Steps[tuple[Floats, Ints]]:
-        return self._owner._dense_steps(np.atleast_2d(np.asarray(queries, np.float32)), k)
+        return self._context.dense_steps(np.atleast_2d(np.asarray(queries, np.float32)), k)
 
     def vectors_of(self, ids: Sequence[int]) -> Floats:
         """Stored vectors of these chunks (fetched with them)."""
-        return self._owner.vectors_of(ids)
+        return self._context.vectors_of(ids)
 
 
 class RemotePieces:
-    """``index.piece_index`` of a :class:`Neo4jIndex`: SKETCH's pieces, fetched as searched.
+    """``index.piece_index`` of a :class:`~semrag.neo4j.Neo4jIndex`: SKETCH's pieces.
 
     A piece's id is ``seq << 32 | j`` (its document's place, its place in the document);
     ``pieces`` and ``parents`` hold the pieces the searches of the current ``read()`` found.
     """
 
-    def __init__(self, owner: Neo4jIndex, split: tuple[int, int]) -> None:
-        self._owner = owner
+    def __init__(self, context: ReadContext, split: tuple[int, int]) -> None:
         self.split = split
-        self.dense = _PieceDense(owner)
-        self.pieces: Mapping[int, Chunk] = _Found(owner, 0)
-        self.parents: Mapping[int, int] = _Found(owner, 1)
+        self.dense = _PieceDense(context)
+        self.pieces: Mapping[int, Chunk] = _Found(context, 0)
+        self.parents: Mapping[int, int] = _Found(context, 1)
 
     def __repr__(self) -> str:
         return f"stored pieces (split={self.split})"
@@ -86,42 +86,42 @@ class RemotePieces:
 class _Found(Mapping[int, Any]):
     """Field ``at`` of the pieces found in this read (``KeyError`` for others)."""
 
-    def __init__(self, owner: Neo4jIndex, at: int) -> None:
-        self._owner, self._at = owner, at
+    def __init__(self, context: ReadContext, at: int) -> None:
+        self._context, self._at = context, at
 
     def __getitem__(self, piece_id: int) -> Any:
-        found = self._owner._cache("pieces").get(int(piece_id))
+        found = self._context.cache("pieces").get(int(piece_id))
         if found is None:
             raise NotIndexedError(f"piece {piece_id} was not found by a search in this read()")
         return found[self._at]
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._owner._cache("pieces"))
+        return iter(self._context.cache("pieces"))
 
     def __len__(self) -> int:
-        return len(self._owner._cache("pieces"))
+        return len(self._context.cache("pieces"))
 
 
 class _PieceDense(_RemoteDense):
     """Exact-rescored vector search over the stored pieces (as ``ChunkDense`` over chunks)."""
 
     def _search_steps(self, queries: npt.ArrayLike, k: int) -> Steps[tuple[Floats, Ints]]:
-        owner = self._owner
+        context = self._context
         q = np.atleast_2d(np.asarray(queries, np.float32))
-        owner._check_dim(q)
+        context.check_dim(q)
         rows = yield Ask(
             PIECES_SEARCH,
             {
-                "n": owner._candidates(int(k)),
-                "keep": owner._kept(int(k)),
+                "n": context.candidates(int(k)),
+                "keep": context.kept(int(k)),
                 "vectors": [as_floats(v) for v in q],
             },
             PIECES_COLUMNS,
         )
-        pieces = owner._cache("pieces")
+        pieces = context.cache("pieces")
         found = []
         for r in rows:
-            owner._remember(r)  # the parent chunk (and its vector), for the rest of the read
+            context.remember(r)  # the parent chunk (and its vector), for the rest of the read
             piece_id = int(r["seq"]) << 32 | int(r["j"])
             if piece_id not in pieces:
                 piece = replace(
@@ -138,45 +138,25 @@ class _PieceDense(_RemoteDense):
 
     def vectors_of(self, ids: Sequence[int]) -> Floats:
         """Vectors of pieces found in this read."""
-        pieces = self._owner._cache("pieces")
+        pieces = self._context.cache("pieces")
         if not ids:
-            return np.zeros((0, self._owner.embedder.dim), np.float32)
+            return np.zeros((0, self._context.dim), np.float32)
         return np.stack([pieces[int(i)][2] for i in ids])
 
 
 class RemoteSparse:
-    """``index.sparse`` of a :class:`Neo4jIndex`: the full-text index."""
+    """``index.sparse`` of a :class:`~semrag.neo4j.Neo4jIndex`: the full-text index."""
 
-    def __init__(self, owner: Neo4jIndex) -> None:
-        self._owner = owner
+    def __init__(self, context: ReadContext) -> None:
+        self._context = context
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """``(chunk id, Lucene BM25 score)`` of the top ``k`` chunks, best first."""
-        return self._owner._sparse_search([query], k)[0]
+        return self._context.sparse_search([query], k)[0]
 
     def search_many(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
         """:meth:`search` for each query, in one round trip."""
-        return self._owner._sparse_search(list(queries), k) if queries else []
-
-
-def ranked_rows(
-    found: Sequence[tuple[int, int, Floats]], queries: Floats, k: int
-) -> tuple[Floats, Ints]:
-    """``(scores, ids)`` of each query row's top ``k`` of its ``(row, id, vector)`` candidates.
-
-    Scored exactly (the dot product, as the embedded dense index), ties to the lower id.
-    """
-    scores = np.full((len(queries), k), -np.inf, np.float32)
-    ids = np.full((len(queries), k), -1, np.int64)
-    by_row: dict[int, list[tuple[float, int]]] = {}
-    for row, i, v in found:
-        by_row.setdefault(row, []).append((-float(v @ queries[row]), i))
-    for row, got in by_row.items():
-        got.sort()
-        top = got[:k]
-        ids[row, : len(top)] = [i for _, i in top]
-        scores[row, : len(top)] = [-s for s, _ in top]
-    return scores, ids
+        return self._context.sparse_search(list(queries), k) if queries else []
 
 
 def first_hits(found: tuple[Floats, Ints]) -> tuple[Floats, Ints]:
@@ -184,17 +164,3 @@ def first_hits(found: tuple[Floats, Ints]) -> tuple[Floats, Ints]:
     scores, ids = found
     keep = ids[0] >= 0
     return scores[0][keep], ids[0][keep]
-
-
-def chunk_from_row(r: Mapping[str, Any]) -> Chunk:
-    return Chunk(
-        doc_id=r["doc_id"],
-        start=int(r["start"]),
-        end=int(r["end"]),
-        text=r["text"],
-        token_count=int(r["token_count"]),
-        index=int(r["index"]),
-        sentence_start=int(r["sentence_start"]),
-        sentence_end=int(r["sentence_end"]),
-        metadata=json.loads(r["metadata"]),
-    )

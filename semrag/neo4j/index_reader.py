@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,29 +19,24 @@ from semrag.neo4j._index_cypher import (
     CHANNELS,
     CHUNK_KEYS,
     CHUNK_SENTENCES,
-    CHUNKS,
     COUNT_DOCS,
-    DENSE,
-    DENSE_COLUMNS,
     DOC_CHUNKS,
     DOC_IDS,
     DOCUMENTS,
     HAS_DOC,
     OVERLAPPING_MANY,
     READ_STATE,
-    SPARSE,
     SPARSE_AMONG,
     STATE,
     lucene_query,
 )
 from semrag.neo4j._index_state import Floats, Ints, read_state, served_model
+from semrag.neo4j._read_context import ReadContext, chunk_from_row
 from semrag.neo4j._remote import (
     ChunkDense,
     RemotePieces,
     RemoteSparse,
-    chunk_from_row,
     first_hits,
-    ranked_rows,
 )
 from semrag.neo4j._session import Ask, Steps
 from semrag.neo4j.graph_store import Neo4jGraphStore
@@ -50,12 +44,6 @@ from semrag.neo4j.remote_passages import RemotePassages
 from semrag.neo4j.remote_ssg import RemoteView
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, Document, ScoredChunk, Span
-
-_Result = TypeVar("_Result")
-# what each Neo4jIndex's read() keeps, by id(index): see Neo4jIndex.read
-_READS: contextvars.ContextVar[dict[int, dict[str, dict[Any, Any]]] | None] = (
-    contextvars.ContextVar("semrag_neo4j_index_reads", default=None)
-)
 
 
 class Neo4jIndex:
@@ -137,13 +125,21 @@ class Neo4jIndex:
         self.ssg_config = SSGConfig(**json.loads(state["ssg"])) if state.get("ssg") else None
         """The stored similarity graph's config (``None`` without one)."""
         pieces = state.get("pieces")
-        self.piece_index = RemotePieces(self, (int(pieces[0]), int(pieces[1]))) if pieces else None
+        self._context = ReadContext(
+            store,
+            name,
+            self.embedder.dim,
+            self.tokenizer,
+            oversample=oversample,
+            min_candidates=min_candidates,
+        )
+        split = (int(pieces[0]), int(pieces[1])) if pieces else None
+        self.piece_index = RemotePieces(self._context, split) if split else None
         """SKETCH's small pieces as stored (``SemanticIndex(pieces=...)`` in the writer), or
         ``None``: then SKETCH searches the chunks here (``split=None``)."""
         self._passages = self._passages_of(state)
-        self.dense = ChunkDense(self)
-        self.sparse = RemoteSparse(self)
-        self._pca_read: tuple[str, tuple[Floats, Floats]] | None = None  # (digest, PCA)
+        self.dense = ChunkDense(self._context)
+        self.sparse = RemoteSparse(self._context)
 
     @property
     def parts(self) -> dict[str, Any]:
@@ -162,57 +158,13 @@ class Neo4jIndex:
         return "ppr" if "passages" in self.parts else None
 
     # -- plumbing -------------------------------------------------------------------------------
-    def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        return self.store.read_rows(query, **params)
-
-    def _run(self, steps: Steps[_Result]) -> _Result:
-        """Drive read steps with blocking reads."""
-        return self.store.run_steps(steps)
-
-    async def _arun(self, steps: Steps[_Result]) -> _Result:
-        """Drive read steps with the async driver (the steps run in worker threads)."""
-        return await self.store.arun_steps(steps)
-
-    @contextlib.contextmanager
-    def read(self, *, followers: bool = False) -> Iterator[None]:
+    def read(self, *, followers: bool = False) -> contextlib.AbstractContextManager[None]:
         """Keep what one query fetches for the length of the block (see the class doc).
 
         The kept rows live in a context variable: a thread's own, a task's own, and
         seen by the worker threads a task starts (``asyncio.to_thread`` copies it).
         """
-        held = _READS.get()
-        if held is not None and id(self) in held:
-            yield
-            return
-        token = _READS.set({**(held or {}), id(self): {"chunks": {}, "docs": {}, "pieces": {}}})
-        try:
-            yield
-        finally:
-            _READS.reset(token)
-
-    def _cache(self, kind: str) -> dict[Any, Any]:
-        held = _READS.get()
-        cache = held.get(id(self)) if held is not None else None
-        return cache[kind] if cache is not None else {}  # outside a read: kept for one call
-
-    def _candidates(self, k: int) -> int:
-        """Candidates asked of a vector index for ``k`` results.
-
-        ``oversample`` times the first 20 of them (a long ranking, such as
-        basic_retrieval's, needs no more candidates per result past its head), and at least
-        ``min_candidates``.
-        """
-        return max(self.min_candidates, k + (self.oversample - 1) * min(k, 20))
-
-    @staticmethod
-    def _kept(k: int) -> int:
-        """Candidates fetched for ``k`` results: the vector index's best ``2 k``.
-
-        Its scores are exact cosines in float32, the embedded index's are float32 dot
-        products of unit vectors: they differ in the last bits, far less than ``k`` places
-        of rank apart (only more than ``k`` exactly tied vectors could be cut differently).
-        """
-        return 2 * k
+        return self._context.read()
 
     @property
     def version(self) -> int:
@@ -221,11 +173,11 @@ class Neo4jIndex:
 
     def current_version(self) -> int:
         """:attr:`version` as a method, for callers that also await :meth:`acurrent_version`."""
-        return self._run(self._version_steps())
+        return self._context.run(self._version_steps())
 
     async def acurrent_version(self) -> int:
         """Async twin of :meth:`current_version`, on the async driver."""
-        return await self._arun(self._version_steps())
+        return await self._context.arun(self._version_steps())
 
     def _version_steps(self) -> Steps[int]:
         rows = yield Ask(READ_STATE, {"name": self.name})
@@ -240,48 +192,6 @@ class Neo4jIndex:
         """Async twin of :meth:`embed_query`."""
         return (await self.embedder.aembed([query]))[0]
 
-    def _dense_steps(self, queries: Floats, k: int) -> Steps[tuple[Floats, Ints]]:
-        self._check_dim(queries)
-        rows = yield Ask(
-            DENSE,
-            {
-                "n": self._candidates(int(k)),
-                "keep": self._kept(int(k)),
-                "vectors": [as_floats(q) for q in queries],
-            },
-            DENSE_COLUMNS,
-        )
-        return self._dense_rows(rows, queries, k)
-
-    def _check_dim(self, queries: Floats) -> None:
-        if queries.shape[1] != self.embedder.dim:
-            raise ConfigError(
-                f"query of dimension {queries.shape[1]}; the index has {self.embedder.dim}"
-            )
-
-    def _dense_rows(
-        self, rows: Sequence[Mapping[str, Any]], queries: Floats, k: int
-    ) -> tuple[Floats, Ints]:
-        return ranked_rows([(r["row"], int(r["id"]), self._remember(r)) for r in rows], queries, k)
-
-    def _sparse_search(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
-        return self._run(self._sparse_steps(queries, k))
-
-    def _sparse_steps(self, queries: Sequence[str], k: int) -> Steps[list[list[tuple[int, float]]]]:
-        rows = yield Ask(SPARSE, {"n": int(k), "queries": [lucene_query(q) for q in queries]})
-        return self._sparse_rows(rows, len(queries))
-
-    def _sparse_rows(
-        self, rows: Sequence[Mapping[str, Any]], n_queries: int
-    ) -> list[list[tuple[int, float]]]:
-        out: list[list[tuple[int, float]]] = [[] for _ in range(n_queries)]
-        for r in rows:
-            self._remember(r)
-            out[r["row"]].append((int(r["id"]), float(r["score"])))
-        for hits in out:
-            hits.sort(key=lambda h: (-h[1], h[0]))
-        return out
-
     def search_channels(
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
     ) -> tuple[Ints, list[list[tuple[int, float]]]]:
@@ -290,26 +200,26 @@ class Neo4jIndex:
         One round trip (the chunks come with them), as
         :meth:`semrag.SemanticIndex.search_channels` is one read.
         """
-        return self._run(self._channels_steps(vectors, queries, k))
+        return self._context.run(self._channels_steps(vectors, queries, k))
 
     async def asearch_channels(
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
     ) -> tuple[Ints, list[list[tuple[int, float]]]]:
         """Async twin of :meth:`search_channels`."""
-        return await self._arun(self._channels_steps(vectors, queries, k))
+        return await self._context.arun(self._channels_steps(vectors, queries, k))
 
     def _channels_steps(
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
     ) -> Steps[tuple[Ints, list[list[tuple[int, float]]]]]:
         v = np.atleast_2d(np.asarray(vectors, np.float32))
         if not queries:
-            return (yield from self._dense_steps(v, k))[1], []
-        self._check_dim(v)
+            return (yield from self._context.dense_steps(v, k))[1], []
+        self._context.check_dim(v)
         rows = yield Ask(
             CHANNELS,
             {
-                "dense_n": self._candidates(int(k)),
-                "dense_keep": self._kept(int(k)),
+                "dense_n": self._context.candidates(int(k)),
+                "dense_keep": self._context.kept(int(k)),
                 "sparse_n": int(k),
                 "vectors": [as_floats(q) for q in v],
                 "queries": [lucene_query(q) for q in queries],
@@ -317,7 +227,9 @@ class Neo4jIndex:
         )
         dense = [r for r in rows if r["channel"] == "dense"]
         sparse = [r for r in rows if r["channel"] == "sparse"]
-        return self._dense_rows(dense, v, k)[1], self._sparse_rows(sparse, len(queries))
+        return self._context.dense_rows(dense, v, k)[1], self._context.sparse_rows(
+            sparse, len(queries)
+        )
 
     def dense_search(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
         """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
@@ -330,18 +242,20 @@ class Neo4jIndex:
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector (exact scores, as the embedded index)."""
         with self.read():
-            return self._run(self._search_vector_steps(vector, k))
+            return self._context.run(self._search_vector_steps(vector, k))
 
     async def asearch_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Async twin of :meth:`search_vector`."""
         with self.read():
-            return await self._arun(self._search_vector_steps(vector, k))
+            return await self._context.arun(self._search_vector_steps(vector, k))
 
     def _search_vector_steps(self, vector: Floats, k: int) -> Steps[list[ScoredChunk]]:
         k = check_k("Neo4jIndex.search", k, 10)
-        scores, ids = yield from self._dense_steps(np.asarray(vector, np.float32)[None, :], k)
+        scores, ids = yield from self._context.dense_steps(
+            np.asarray(vector, np.float32)[None, :], k
+        )
         keep = ids[0] >= 0
-        rows = yield from self._rows_steps([int(i) for i in ids[0][keep]])
+        rows = yield from self._context.rows_steps([int(i) for i in ids[0][keep]])
         return [
             ScoredChunk(c, float(s), {"dense": float(s)}, ({"channel": "dense", "rank": r},))
             for r, ((c, _), s) in enumerate(zip(rows, scores[0][keep], strict=True))
@@ -360,18 +274,18 @@ class Neo4jIndex:
     def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Full-text (Lucene BM25) top-``k`` chunks for ``query``."""
         with self.read():
-            return self._run(self._search_sparse_steps(query, k))
+            return self._context.run(self._search_sparse_steps(query, k))
 
     async def asearch_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Async twin of :meth:`search_sparse` (on the async driver)."""
         with self.read():
-            return await self._arun(self._search_sparse_steps(query, k))
+            return await self._context.arun(self._search_sparse_steps(query, k))
 
     def _search_sparse_steps(self, query: str, k: int) -> Steps[list[ScoredChunk]]:
         check_query("Neo4jIndex.search_sparse", query)
         k = check_k("Neo4jIndex.search_sparse", k, 10)
-        hits = (yield from self._sparse_steps([query], k))[0]
-        rows = yield from self._rows_steps([i for i, _ in hits])
+        hits = (yield from self._context.sparse_steps([query], k))[0]
+        rows = yield from self._context.rows_steps([i for i, _ in hits])
         return [
             ScoredChunk(c, s, {"sparse": s}, ({"channel": "sparse", "rank": r},))
             for r, ((c, _), (_, s)) in enumerate(zip(rows, hits, strict=True))
@@ -385,13 +299,13 @@ class Neo4jIndex:
         self, queries: Sequence[str], chunk_ids: Sequence[int]
     ) -> npt.NDArray[np.float64]:
         """:meth:`sparse_scores` of each query, in one round trip."""
-        return self._run(self._sparse_scores_steps(queries, chunk_ids))
+        return self._context.run(self._sparse_scores_steps(queries, chunk_ids))
 
     async def asparse_scores_many(
         self, queries: Sequence[str], chunk_ids: Sequence[int]
     ) -> npt.NDArray[np.float64]:
         """Async twin of :meth:`sparse_scores_many`."""
-        return await self._arun(self._sparse_scores_steps(queries, chunk_ids))
+        return await self._context.arun(self._sparse_scores_steps(queries, chunk_ids))
 
     def _sparse_scores_steps(
         self, queries: Sequence[str], chunk_ids: Sequence[int]
@@ -408,14 +322,14 @@ class Neo4jIndex:
 
     def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
         """The vectors of each chunk's sentences, in one round trip."""
-        return self._run(self._sentence_vectors_steps(chunk_ids))
+        return self._context.run(self._sentence_vectors_steps(chunk_ids))
 
     async def asentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
         """Async twin of :meth:`sentence_vectors_of`."""
-        return await self._arun(self._sentence_vectors_steps(chunk_ids))
+        return await self._context.arun(self._sentence_vectors_steps(chunk_ids))
 
     def _sentence_vectors_steps(self, chunk_ids: Sequence[int]) -> Steps[list[Floats]]:
-        chunks = [c for c, _ in (yield from self._rows_steps(chunk_ids))]
+        chunks = [c for c, _ in (yield from self._context.rows_steps(chunk_ids))]
         rows = [
             {"doc_id": c.doc_id, "first": c.sentence_start, "end": c.sentence_end} for c in chunks
         ]
@@ -426,26 +340,9 @@ class Neo4jIndex:
         return out
 
     # -- the corpus, by id ----------------------------------------------------------------------
-    def _remember(self, row: Mapping[str, Any]) -> Floats:
-        """Keep a fetched chunk row for the rest of this read; returns its vector."""
-        vector = from_bytes(row["vec"])
-        self._cache("chunks").setdefault(int(row["id"]), (chunk_from_row(row), vector))
-        return vector
-
     def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
         """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
-        return self._run(self._rows_steps(ids))
-
-    def _rows_steps(self, ids: Sequence[int]) -> Steps[list[tuple[Chunk, Floats]]]:
-        known = self._cache("chunks")
-        missing = sorted({int(i) for i in ids} - known.keys())
-        if missing:
-            for r in (yield Ask(CHUNKS, {"ids": missing})):
-                known[int(r["id"])] = (chunk_from_row(r), from_bytes(r["vec"]))
-        unknown = [int(i) for i in ids if int(i) not in known]
-        if unknown:
-            raise NotIndexedError(f"chunk ids not in the index: {unknown[:5]}")
-        return [known[int(i)] for i in ids]
+        return self._context.run(self._context.rows_steps(ids))
 
     def chunks_of(self, chunk_ids: Sequence[int]) -> list[Chunk]:
         """The chunks of these ids, in order (one round trip; ``NotIndexedError`` if absent)."""
@@ -453,7 +350,7 @@ class Neo4jIndex:
 
     async def achunks_of(self, chunk_ids: Sequence[int]) -> list[Chunk]:
         """Async twin of :meth:`chunks_of`, on the async driver."""
-        return [c for c, _ in await self._arun(self._rows_steps(chunk_ids))]
+        return [c for c, _ in await self._context.arun(self._context.rows_steps(chunk_ids))]
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id (``KeyError`` if absent)."""
@@ -468,7 +365,7 @@ class Neo4jIndex:
 
     def chunks(self, doc_id: str) -> list[Chunk]:
         """Chunks of one document, in its order."""
-        return [chunk_from_row(r) for r in self._read(DOC_CHUNKS, doc_id=doc_id)]
+        return [chunk_from_row(r) for r in self._context.read_rows(DOC_CHUNKS, doc_id=doc_id)]
 
     def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
         """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
@@ -479,27 +376,27 @@ class Neo4jIndex:
 
         The chunks come with them (kept for the rest of a ``read()``).
         """
-        return self._run(self._overlapping_steps(spans))
+        return self._context.run(self._overlapping_steps(spans))
 
     async def aoverlapping_chunks_many(
         self, spans: Sequence[tuple[str, int, int]]
     ) -> list[list[int]]:
         """Async twin of :meth:`overlapping_chunks_many`, on the async driver."""
-        return await self._arun(self._overlapping_steps(spans))
+        return await self._context.arun(self._overlapping_steps(spans))
 
     def _overlapping_steps(self, spans: Sequence[tuple[str, int, int]]) -> Steps[list[list[int]]]:
         asked = [(d, int(a), int(b)) for d, a, b in spans]
         unique = list(dict.fromkeys(asked))
         if not unique:
             return []
-        known = self._cache("chunks")
+        known = self._context.cache("chunks")
         rows = yield Ask(
             OVERLAPPING_MANY, {"spans": [list(s) for s in unique], "known": list(known)}
         )
         found: list[list[int]] = [[] for _ in unique]
         for r in rows:
             for c in r["chunks"]:
-                self._remember(dict(zip(CHUNK_KEYS, c, strict=True)))
+                self._context.remember(dict(zip(CHUNK_KEYS, c, strict=True)))
             for row, cid in r["hits"]:
                 found[row].append(int(cid))
         at = {s: i for i, s in enumerate(unique)}
@@ -511,14 +408,14 @@ class Neo4jIndex:
         Kept for the rest of a ``read()`` (outside one there is nowhere to keep them); ids
         not stored are left out (reading one of them later raises ``KeyError``).
         """
-        self._run(self._fetch_documents_steps(doc_ids))
+        self._context.run(self._fetch_documents_steps(doc_ids))
 
     async def afetch_documents(self, doc_ids: Sequence[str]) -> None:
         """Async twin of :meth:`fetch_documents`, on the async driver."""
-        await self._arun(self._fetch_documents_steps(doc_ids))
+        await self._context.arun(self._fetch_documents_steps(doc_ids))
 
     def _fetch_documents_steps(self, doc_ids: Sequence[str]) -> Steps[None]:
-        cache = self._cache("docs")
+        cache = self._context.cache("docs")
         missing = sorted({d for d in doc_ids if d not in cache})
         if missing:
             for r in (yield Ask(DOCUMENTS, {"ids": missing})):
@@ -527,9 +424,9 @@ class Neo4jIndex:
                 cache.setdefault(d, None)  # not stored: KeyError when read, no round trip
 
     def _document(self, doc_id: str) -> tuple[Document, list[Span], Floats, list[str]]:
-        cache = self._cache("docs")
+        cache = self._context.cache("docs")
         if doc_id not in cache:
-            rows = self._read(DOCUMENTS, ids=[doc_id])
+            rows = self._context.read_rows(DOCUMENTS, ids=[doc_id])
             cache[doc_id] = self._document_entry(rows[0]) if rows else None
         entry = cache[doc_id]
         if entry is None:
@@ -578,18 +475,18 @@ class Neo4jIndex:
         """
         if self.ssg_config is None:
             raise ConfigError("the stored index was built with ssg=False")
-        return RemoteView(self)
+        return RemoteView(self._context)
 
     @property
     def doc_ids(self) -> list[str]:
         """Ids of the stored documents (sorted; the database keeps no insertion order)."""
-        return [r["id"] for r in self._read(DOC_IDS)]
+        return [r["id"] for r in self._context.read_rows(DOC_IDS)]
 
     def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and self._read(HAS_DOC, id=doc_id)[0]["n"] > 0
+        return isinstance(doc_id, str) and self._context.read_rows(HAS_DOC, id=doc_id)[0]["n"] > 0
 
     def __len__(self) -> int:
-        return int(self._read(COUNT_DOCS)[0]["n"])
+        return int(self._context.read_rows(COUNT_DOCS)[0]["n"])
 
     def __repr__(self) -> str:
         return f"Neo4jIndex({self.store!r}, embedder={self.embedder!r})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,11 +17,9 @@ from semrag.errors import (
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import ANCHORS, LOAD, LOAD_AHEAD, PCA, VIEW_STATE
 from semrag.neo4j._index_state import Floats, Ints
+from semrag.neo4j._read_context import ReadContext
 from semrag.neo4j._session import Ask, Steps
 from semrag.types import Chunk, Span
-
-if TYPE_CHECKING:
-    from semrag.neo4j.index_reader import Neo4jIndex
 
 
 class _Rows:
@@ -42,45 +40,43 @@ class _RemoteGraph:
 
     def __init__(self, view: RemoteView) -> None:
         self._view = view
-        self._pca: tuple[Floats, Floats] | None = None
-        self.node_vectors = _Rows(lambda n: view._vectors[n], view.dim)
-        self.node_sentences = _Rows(lambda n: view._ranges[n], 2)
+        self.pca: tuple[Floats, Floats] | None = None
+        """The stored graph's PCA ``(mean, components)``, once read in this query."""
+        self.node_vectors = _Rows(view.node_vector, view.dim)
+        self.node_sentences = _Rows(view.node_range, 2)
 
     @property
     def n_nodes(self) -> int:
         """Window nodes in the stored graph (read with the anchor search, or now)."""
-        return int(self._view._read_state()["windows"] or 0)
+        return int(self._view.state()["windows"] or 0)
 
     def neighbours(self, node: int) -> tuple[Ints, Floats, npt.NDArray[np.int8]]:
         """``(nodes, scores, kinds)`` of the edges leaving ``node`` (fetched in a batch)."""
-        view = self._view
-        if node not in view._adjacent:
-            view._owner.store.run_steps(view.load_steps([node]))
-        return view._adjacent[node]
+        return self._view.edges(node)
 
     def project_3d(self, vectors: Floats) -> Floats:
         """Project vectors with the stored graph's PCA.
 
         Read with the anchor search when it asked for it, else once per query.
         """
-        pca = self._pca
+        pca = self.pca
         if pca is None:
-            view = self._view
-            r = view._owner.store.read_rows(PCA, name=view._owner.name)[0]
-            pca = self._keep_pca(r["mean"], r["components"])
+            r = self._view.read_pca()
+            pca = self.keep_pca(r["mean"], r["components"])
         mean, components = pca
         v = np.asarray(vectors, dtype=np.float32)
         return ((v - mean) @ components.T).astype(np.float32)
 
-    def _keep_pca(
+    def keep_pca(
         self, mean: Sequence[float] | None, components: Sequence[float] | None
     ) -> tuple[Floats, Floats]:
+        """Hold the PCA as a statement returned it (no PCA: an empty projection)."""
         dim = self._view.dim
-        self._pca = (
+        self.pca = (
             np.asarray(mean or np.zeros(dim), np.float32),
             np.asarray(components or [], np.float32).reshape(-1, dim),
         )
-        return self._pca
+        return self.pca
 
 
 class _RemoteNodeIndex:
@@ -91,8 +87,7 @@ class _RemoteNodeIndex:
 
     def search(self, query: Floats, k: int) -> tuple[Floats, Ints]:
         """``(scores, ids)`` of shape ``(1, k)``, best first (ties to the lower node)."""
-        view = self._view
-        return view._owner.store.run_steps(view.search_steps(query, k))
+        return self._view.run(self._view.search_steps(query, k))
 
 
 class RemoteView:
@@ -124,9 +119,9 @@ class RemoteView:
     ahead = 16
     follow = 2
 
-    def __init__(self, owner: Neo4jIndex) -> None:
-        self._owner = owner
-        self.dim = dim = owner.embedder.dim
+    def __init__(self, context: ReadContext) -> None:
+        self._context = context
+        self.dim = dim = context.dim
         self._state: Mapping[str, Any] | None = None
         self._q: Floats | None = None
         self._keys: dict[int, str] = {}
@@ -141,18 +136,42 @@ class RemoteView:
         self.node_index = _RemoteNodeIndex(self)
         self.sentence_matrix = _Rows(self._sentence_vector, dim)
 
-    def _read_state(self) -> Mapping[str, Any]:
+    def state(self) -> Mapping[str, Any]:
+        """The stored graph's state as this query read it (with its anchor search, or now)."""
         if self._state is None:
-            rows = self._owner.store.read_rows(VIEW_STATE, name=self._owner.name)
+            name = self._context.name
+            rows = self._context.read_rows(VIEW_STATE, name=name)
             if not rows:
-                raise ConfigError(f"the database holds no semrag index named {self._owner.name!r}")
+                raise ConfigError(f"the database holds no semrag index named {name!r}")
             self._state = rows[0]
         return self._state
 
     @property
     def version(self) -> int:
         """The index version this query read (with its anchor search)."""
-        return int(self._read_state()["version"])
+        return int(self.state()["version"])
+
+    def node_vector(self, node: int) -> Floats:
+        """The vector of a node met in this query."""
+        return self._vectors[node]
+
+    def node_range(self, node: int) -> tuple[int, int]:
+        """The global sentence range of a node met in this query."""
+        return self._ranges[node]
+
+    def edges(self, node: int) -> tuple[Ints, Floats, npt.NDArray[np.int8]]:
+        """``(nodes, scores, kinds)`` of the edges leaving ``node`` (loaded in a batch)."""
+        if node not in self._adjacent:
+            self.run(self.load_steps([node]))
+        return self._adjacent[node]
+
+    def read_pca(self) -> Mapping[str, Any]:
+        """The stored graph's PCA (``mean``, ``components``): one round trip."""
+        return self._context.read_rows(PCA, name=self._context.name)[0]
+
+    def run(self, steps: Steps[Any]) -> Any:
+        """Drive read steps with blocking reads."""
+        return self._context.run(steps)
 
     def _add(self, row: Mapping[str, Any]) -> int:
         """The number of the node in ``row`` (kept when first met)."""
@@ -172,11 +191,11 @@ class RemoteView:
 
     def fetch(self, ask: Ask) -> list[dict[str, Any]]:
         """Answer one read a step asked for (blocking)."""
-        return self._owner.store.read_rows(ask.query, **ask.params)
+        return self._context.read_rows(ask.query, **ask.params)
 
     async def afetch(self, ask: Ask) -> list[dict[str, Any]]:
         """Async twin of :meth:`fetch`, on the store's async driver."""
-        return await self._owner.store.aread_rows(ask.query, **ask.params)
+        return await self._context.aread_rows(ask.query, **ask.params)
 
     def search_steps(
         self, query: Floats, k: int, *, pca: bool = False, load: int = 0, rank: str = "query"
@@ -192,17 +211,17 @@ class RemoteView:
         (:func:`digest_of_pca`): that one, if any, ranks this search's look-ahead (by the
         geometric rule) before the search says whether it is current.
         """
-        owner = self._owner
+        context = self._context
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         self._q = q
-        seen = owner._pca_read if pca else None
+        seen = context.pca_read if pca else None
         if seen is not None:  # until the search says it is current, it only ranks the look-ahead
-            self.graph._pca = seen[1]
+            self.graph.pca = seen[1]
         found = yield Ask(
             ANCHORS,
             {
-                "name": owner.name,
-                "n": owner._candidates(int(k)),
+                "name": context.name,
+                "n": context.candidates(int(k)),
                 "vector": as_floats(q),
                 "pca": bool(pca),
                 "pca_digest": None if seen is None else seen[0],
@@ -215,13 +234,13 @@ class RemoteView:
             },
         )
         if not found:
-            raise ConfigError(f"the database holds no semrag index named {owner.name!r}")
+            raise ConfigError(f"the database holds no semrag index named {context.name!r}")
         self._state = found[0]
         if pca:
             digest = found[0]["pca_digest"]
             if seen is None or digest != seen[0]:  # changed, or no digest stored
-                kept = self.graph._keep_pca(*found[0]["pca"])
-                owner._pca_read = None if digest is None else (digest, kept)
+                kept = self.graph.keep_pca(*found[0]["pca"])
+                context.pca_read = None if digest is None else (digest, kept)
         nodes = sorted({self._add(r) for r in found[0]["nodes"]})
         loaded = found[0]["loaded"]
         first = [r["key"] for r in found[0]["nodes"][: min(int(load), self.batch)]]
@@ -257,7 +276,7 @@ class RemoteView:
         }
         if rank not in weights:
             raise ConfigError(f"unknown look-ahead rule {rank!r}: one of {sorted(weights)}")
-        pca = self.graph._pca
+        pca = self.graph.pca
         if rank == "geometric" and (pca is None or self._q is None):
             rank = "query"
         query, edge, source = weights[rank]
@@ -359,7 +378,7 @@ class RemoteView:
             owner = next((n for n, (a, b) in self._ranges.items() if a <= global_index < b), None)
             if owner is None or owner in self._adjacent:
                 raise NotIndexedError(f"sentence {global_index} was not met in this query")
-            self._owner.store.run_steps(self.load_steps([owner]))
+            self.run(self.load_steps([owner]))
             found = self._sentences[global_index]
         return found
 
@@ -403,7 +422,7 @@ class RemoteView:
             start=start,
             end=stop,
             text=text,
-            token_count=int(self._owner.tokenizer.count([text])[0]),
+            token_count=int(self._context.tokenizer.count([text])[0]),
             index=index,
             sentence_start=first - (seq << 32),
             sentence_end=end - (seq << 32),

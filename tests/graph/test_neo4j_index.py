@@ -297,7 +297,7 @@ def test_the_look_ahead_fetches_the_hops_each_traversal_ranks_first(graph_store)
     for query in QUERIES:
         view = reader.ssg_view()
         q = np.asarray(reader.embed_query(query), np.float32).reshape(-1)
-        _, ids = reader._run(view.search_steps(q, 1, pca=True, load=1))
+        _, ids = view.run(view.search_steps(q, 1, pca=True, load=1))
         a = int(ids[0, 0])
         nodes, formula = next_hop_scores(view, q, a)  # a was loaded with the search
         for rule, score in formula.items():
@@ -339,7 +339,7 @@ def test_the_look_ahead_follows_the_chain_a_greedy_traversal_walks(graph_store):
             for rule in ("average", "fulldim", "geometric"):
                 view = reader.ssg_view()
                 view.follow = follow
-                _, ids = reader._run(view.search_steps(q, 1, pca=True, load=1, rank=rule))
+                _, ids = view.run(view.search_steps(q, 1, pca=True, load=1, rank=rule))
                 chain, outcome = [int(ids[0, 0])], "walked"
                 while len(chain) <= LEVELS:
                     if chain[-1] not in view._adjacent:
