@@ -175,11 +175,11 @@ def quality(name: str, ranked: list[list[tuple]], questions, here: list[list[tup
 def bare_round_trip(store, n: int = 200) -> float:
     """p50 ms of a statement that reads nothing (``RETURN 1``): the floor of any read."""
     for _ in range(20):
-        store.read_rows("RETURN 1 AS one")
+        store.session.read_rows("RETURN 1 AS one")
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        store.read_rows("RETURN 1 AS one")
+        store.session.read_rows("RETURN 1 AS one")
         times.append(1000 * (time.perf_counter() - t0))
     return float(np.percentile(times, 50))
 

@@ -6,7 +6,7 @@ the async method drive; :class:`~semrag.neo4j.Neo4jGraphStore` adds the schema a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,11 +43,38 @@ from semrag.neo4j._cypher import (
 from semrag.neo4j._session import Ask, Neo4jSession, Steps
 
 
-class GraphReads(Neo4jSession):
-    """The reads of :class:`~semrag.neo4j.Neo4jGraphStore`.
+class GraphReads:
+    """The reads of :class:`~semrag.neo4j.Neo4jGraphStore`, over the store's session.
 
-    The store sets ``fuzzy_cutoff`` and ``fuzzy_candidates``, which lookups read.
+    Args:
+        session: the connection the reads run on.
+        fuzzy_cutoff: the least score of a fuzzy name match.
+        fuzzy_candidates: the most entities sharing a token that one fuzzy lookup scores.
     """
+
+    def __init__(
+        self, session: Neo4jSession, *, fuzzy_cutoff: float, fuzzy_candidates: int
+    ) -> None:
+        self._session = session
+        self.fuzzy_cutoff = fuzzy_cutoff
+        self.fuzzy_candidates = fuzzy_candidates
+        self._steps: dict[str, Callable[..., Steps[Any]]] = {
+            "get_entities": self._get_entities_steps,
+            "lookup": self._lookup_steps,
+            "expand": self._expand_steps,
+            "neighbourhood": self._neighbourhood_steps,
+            "chunks_for": self._chunks_for_steps,
+            "search_entities": self._search_entities_steps,
+        }
+
+    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
+        """The session and the steps of the read ``name`` (``lookup``, ``expand``, ...).
+
+        For :class:`semrag._steps.Together`: reads on one session run at once
+        (:meth:`Neo4jSession.run_together`). ``None`` for a method that is not a read.
+        """
+        steps = self._steps.get(name)
+        return None if steps is None else (self._session, steps(*args, **kwargs))
 
     # -- reads ------------------------------------------------------------------------------------
     @staticmethod
@@ -62,7 +89,7 @@ class GraphReads(Neo4jSession):
 
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         """The entities with these ids (absent ids skipped), in the order given."""
-        return self.run_steps(self._get_entities_steps(ids))
+        return self._session.run_steps(self._get_entities_steps(ids))
 
     def _get_entities_steps(self, ids: Sequence[str]) -> Steps[list[Entity]]:
         found = {r["id"]: self._entity(r) for r in (yield Ask(GET, {"ids": list(ids)}))}
@@ -70,23 +97,16 @@ class GraphReads(Neo4jSession):
 
     def entities(self) -> list[Entity]:
         """Every entity (by id)."""
-        return [self._entity(r) for r in self.read_rows(ALL_ENTITIES)]
+        return [self._entity(r) for r in self._session.read_rows(ALL_ENTITIES)]
 
     def relations(self) -> list[Relation]:
         """Every relation."""
-        return [self._relation(r) for r in self.read_rows(ALL_RELATIONS)]
+        return [self._relation(r) for r in self._session.read_rows(ALL_RELATIONS)]
 
     def find_entities(
         self, names: Sequence[str], *, fuzzy: bool = True, limit: int = 10
     ) -> list[Entity]:
-        """Exact key matches, then (``fuzzy``) entities sharing a name token, best first.
-
-        The same meaning as the in-memory store (:mod:`semrag.graph.names`): the
-        candidates come from the full-text index over each entity's name tokens
-        (``semrag_entity_tokens``, whitespace analyser), at most
-        :attr:`fuzzy_candidates` of them per name (the one bound the in-memory store does
-        not have), and are scored in Python as there.
-        """
+        """Exact key matches, then (``fuzzy``) entities sharing a name token, best first."""
         ids = rank_matches(
             names,
             exists=lambda keys: {e.id for e in self.get_entities(keys)},
@@ -101,7 +121,7 @@ class GraphReads(Neo4jSession):
         q = self._token_query(tokens)
         if not q:
             return []
-        rows = self.read_rows(TOKEN_CANDIDATES, q=q, limit=int(self.fuzzy_candidates))
+        rows = self._session.read_rows(TOKEN_CANDIDATES, q=q, limit=int(self.fuzzy_candidates))
         return [r["id"] for r in rows]
 
     @staticmethod
@@ -113,20 +133,14 @@ class GraphReads(Neo4jSession):
     def lookup(
         self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
     ) -> list[list[str]]:
-        """Each name's entity ids: its exact match alone, else its best fuzzy matches.
-
-        One statement for all the names (their exact keys and their token candidates,
-        at most :attr:`fuzzy_candidates` each), scored in Python as
-        :func:`semrag.graph.names.best_matches` says, the meaning on every store.
-        ``fuzzy_limit``: one limit for every name or one per name (0: exact only).
-        """
-        return self.run_steps(self._lookup_steps(names, fuzzy_limit))
+        """Each name's entity ids: its exact match alone, else its best fuzzy matches."""
+        return self._session.run_steps(self._lookup_steps(names, fuzzy_limit))
 
     async def alookup(
         self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
     ) -> list[list[str]]:
         """Async twin of :meth:`lookup`, on the async driver."""
-        return await self.arun_steps(self._lookup_steps(names, fuzzy_limit))
+        return await self._session.arun_steps(self._lookup_steps(names, fuzzy_limit))
 
     def _lookup_steps(
         self, names: Sequence[str], fuzzy_limit: int | Sequence[int]
@@ -161,14 +175,8 @@ class GraphReads(Neo4jSession):
         limit: int = 200,
         max_chunks: int | None = None,
     ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
-        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
-
-        One statement up to depth 2 (the hops, the relations among the entities and
-        their chunks); deeper searches go hop by hop. Entities mentioned in more than
-        ``max_chunks`` chunks are left out of the second dict (up to depth 2 their
-        chunks are counted, not read).
-        """
-        return self.run_steps(self._expand_steps(entity_ids, depth, limit, max_chunks))
+        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once."""
+        return self._session.run_steps(self._expand_steps(entity_ids, depth, limit, max_chunks))
 
     async def aexpand(
         self,
@@ -179,7 +187,9 @@ class GraphReads(Neo4jSession):
         max_chunks: int | None = None,
     ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
         """Async twin of :meth:`expand`, on the async driver."""
-        return await self.arun_steps(self._expand_steps(entity_ids, depth, limit, max_chunks))
+        return await self._session.arun_steps(
+            self._expand_steps(entity_ids, depth, limit, max_chunks)
+        )
 
     def _expand_steps(
         self, entity_ids: Sequence[str], depth: int, limit: int, max_chunks: int | None
@@ -214,11 +224,8 @@ class GraphReads(Neo4jSession):
     def neighbourhood(
         self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
     ) -> Subgraph:
-        """Entities up to ``depth`` hops away (both directions) and the relations among them.
-
-        Breadth-first; at most ``limit`` entities.
-        """
-        return self.run_steps(self._neighbourhood_steps(entity_ids, depth, limit))
+        """Entities up to ``depth`` hops away (both directions) and the relations among them."""
+        return self._session.run_steps(self._neighbourhood_steps(entity_ids, depth, limit))
 
     def _neighbourhood_steps(
         self, entity_ids: Sequence[str], depth: int, limit: int
@@ -243,11 +250,11 @@ class GraphReads(Neo4jSession):
 
     def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
         """Chunks mentioning each entity, in document order (one statement)."""
-        return self.run_steps(self._chunks_for_steps(entity_ids))
+        return self._session.run_steps(self._chunks_for_steps(entity_ids))
 
     async def achunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
         """Async twin of :meth:`chunks_for`, on the async driver."""
-        return await self.arun_steps(self._chunks_for_steps(entity_ids))
+        return await self._session.arun_steps(self._chunks_for_steps(entity_ids))
 
     def _chunks_for_steps(self, entity_ids: Sequence[str]) -> Steps[dict[str, list[ChunkRef]]]:
         found: dict[str, list[ChunkRef]] = {}
@@ -260,28 +267,14 @@ class GraphReads(Neo4jSession):
     def search_entities(
         self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
     ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
-        """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors.
-
-        One read of the vector index ``semrag_entity_vectors`` (cosine, approximate: the
-        caller ranks the candidates exactly). ``keep``: only the best ``keep`` of the ``n``
-        (by the index's own exact scores) travel, with their vectors. The vectors are those
-        written with the entities (``entity_vectors=`` of :meth:`update` / :meth:`upsert`;
-        :class:`~semrag.graph.KnowledgeGraph` writes them when it has an embedder), so a
-        process that serves queries embeds no entity name.
-
-        Returns:
-            ``(entities, vectors, bare)``: the candidates, their vectors, and every entity
-            with no stored vector (written without one, or whose vector is still being
-            written), for the caller to embed; ``None`` when more than ``most`` entities
-            have none.
-        """
-        return self.run_steps(self._search_entities_steps(vector, n, keep, most))
+        """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors."""
+        return self._session.run_steps(self._search_entities_steps(vector, n, keep, most))
 
     async def asearch_entities(
         self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
     ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
         """Async twin of :meth:`search_entities`, on the async driver."""
-        return await self.arun_steps(self._search_entities_steps(vector, n, keep, most))
+        return await self._session.arun_steps(self._search_entities_steps(vector, n, keep, most))
 
     def _search_entities_steps(
         self, vector: Any, n: int, keep: int | None, most: int
@@ -313,12 +306,8 @@ class GraphReads(Neo4jSession):
         return self.read_reports(level)[0]
 
     def read_reports(self, level: int | None = None) -> tuple[list[Community], np.ndarray | None]:
-        """Stored communities (of one level) and their reports' vectors, in one read.
-
-        The vectors are those written with them (``report_vectors=`` of
-        :meth:`write_communities`); ``None`` when some community has none.
-        """
-        rows = self.read_rows(READ_COMMUNITIES, level=level)
+        """Stored communities (of one level) and their reports' vectors, in one read."""
+        rows = self._session.read_rows(READ_COMMUNITIES, level=level)
         comms = [
             Community(
                 r["id"],
@@ -337,4 +326,4 @@ class GraphReads(Neo4jSession):
 
     def counts(self) -> dict[str, int]:
         """Numbers of entities, relations, chunks, mentions and communities."""
-        return {k: int(v) for k, v in self.read_rows(COUNTS)[0].items()}
+        return {k: int(v) for k, v in self._session.read_rows(COUNTS)[0].items()}

@@ -36,7 +36,7 @@ def digest_of_pca(mean: Any, components: Any) -> str:
 
 def read_state(store: Neo4jGraphStore, name: str) -> dict[str, Any]:
     """The state node's properties (empty if the database holds no index of this name)."""
-    return dict(store.read_rows(READ_STATE, name=name)[0]["state"] or {})
+    return dict(store.session.read_rows(READ_STATE, name=name)[0]["state"] or {})
 
 
 def served_model(

@@ -68,19 +68,19 @@ class ReadContext:
     # -- running reads ------------------------------------------------------------------------
     def read_rows(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """One read statement (one round trip)."""
-        return self.store.read_rows(query, **params)
+        return self.store.session.read_rows(query, **params)
 
     async def aread_rows(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """Async twin of :meth:`read_rows`, on the async driver."""
-        return await self.store.aread_rows(query, **params)
+        return await self.store.session.aread_rows(query, **params)
 
     def run(self, steps: Steps[_Result]) -> _Result:
         """Drive read steps with blocking reads."""
-        return self.store.run_steps(steps)
+        return self.store.session.run_steps(steps)
 
     async def arun(self, steps: Steps[_Result]) -> _Result:
         """Drive read steps with the async driver (the steps run in worker threads)."""
-        return await self.store.arun_steps(steps)
+        return await self.store.session.arun_steps(steps)
 
     # -- what one read keeps ------------------------------------------------------------------
     @contextlib.contextmanager

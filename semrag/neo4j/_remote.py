@@ -46,7 +46,7 @@ class _RemoteDense:
         """
         if name != "search":
             return None
-        return self._context.store, self._search_steps(*args, **kwargs)
+        return self._context.store.session, self._search_steps(*args, **kwargs)
 
     def _search_steps(self, queries: npt.ArrayLike, k: int) -> Steps[tuple[Floats, Ints]]:
         raise NotImplementedError

@@ -94,7 +94,8 @@ class Neo4jSession:
     It owns the driver (and, at the first async read, an async driver on an I/O loop of
     its own: see :mod:`semrag.neo4j.graph_store`), runs read statements and read steps,
     writes in managed transactions, and maps every driver error to a semrag error in one
-    place (:meth:`translated`). :class:`~semrag.neo4j.Neo4jGraphStore` is one.
+    place (:meth:`translated`). Each :class:`~semrag.neo4j.Neo4jGraphStore` holds one
+    (``store.session``).
 
     Raises:
         StoreUnavailableError: if the server cannot be reached or refuses the credentials.

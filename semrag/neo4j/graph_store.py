@@ -21,7 +21,7 @@ batches of ``batch_size`` rows, each batch one managed transaction (all of it or
 retried by the driver on transient errors for up to ``retry_seconds``. A server that is
 down, or refuses the credentials, raises :class:`~semrag.errors.StoreUnavailableError`.
 
-Async reads (``Neo4jGraphStore.aread_rows``, and the ``a...`` twins built on it) go through the
+Async reads (``store.session.aread_rows``, and the ``a...`` twins built on it) go through the
 driver's asyncio API (``neo4j.AsyncGraphDatabase``): one async driver per store, running
 on the store's own I/O event loop (a daemon thread started at the first async read). A
 caller's loop awaits the answer and never blocks, any number of reads are in flight at
@@ -38,6 +38,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from semrag.errors import ConfigError
 from semrag.graph.types import (
     ChunkRef,
@@ -45,6 +47,7 @@ from semrag.graph.types import (
     Entity,
     Mention,
     Relation,
+    Subgraph,
 )
 from semrag.neo4j._cypher import (
     BULK_VECTORS,
@@ -86,10 +89,10 @@ from semrag.neo4j._cypher import (
     tokens_text,
 )
 from semrag.neo4j._graph_reads import GraphReads
-from semrag.neo4j._session import Ask, Steps
+from semrag.neo4j._session import Ask, Neo4jSession, Steps
 
 
-class Neo4jGraphStore(GraphReads):
+class Neo4jGraphStore:
     """Knowledge graph on a Neo4j 5 server.
 
     Args:
@@ -133,7 +136,7 @@ class Neo4jGraphStore(GraphReads):
         fuzzy_candidates: int = 10_000,
         async_driver: bool = True,
     ) -> None:
-        super().__init__(
+        self.session = Neo4jSession(
             uri,
             user,
             password,
@@ -144,13 +147,16 @@ class Neo4jGraphStore(GraphReads):
             driver=driver,
             async_driver=async_driver,
         )
-        self.fuzzy_cutoff = fuzzy_cutoff
-        self.fuzzy_candidates = fuzzy_candidates
+        """The connection every semrag class on this store talks through (its one error
+        map: see :class:`~semrag.neo4j._session.Neo4jSession`)."""
+        self._reads = GraphReads(
+            self.session, fuzzy_cutoff=fuzzy_cutoff, fuzzy_candidates=fuzzy_candidates
+        )
         self.vector_dimensions = vector_dimensions
         try:
             self.ensure_schema()
         except BaseException:
-            self.abandon()
+            self.session.abandon()
             raise
 
     # -- schema ---------------------------------------------------------------------------------
@@ -160,15 +166,157 @@ class Neo4jGraphStore(GraphReads):
         Entities written before the name-token index existed get their tokens here, and
         those written before name vectors were stored get the ``SemragUnembedded`` label.
         """
+        session = self.session
         for statement in SCHEMA:
-            self.write_rows(statement)
-        self.read_rows("CALL db.awaitIndexes(300)")  # a new index is searched once it is online
-        while ids := [r["id"] for r in self.read_rows(UNTOKENIZED, limit=self.batch_size)]:
-            self.write_rows(SET_TOKENS, rows=[{"id": i, "tokens": tokens_text(i)} for i in ids])
-        while self.write_rows(UNLABELLED, limit=self.batch_size)[0]["n"]:
+            session.write_rows(statement)
+        session.read_rows("CALL db.awaitIndexes(300)")  # searched once the index is online
+        while ids := [r["id"] for r in session.read_rows(UNTOKENIZED, limit=session.batch_size)]:
+            session.write_rows(SET_TOKENS, rows=[{"id": i, "tokens": tokens_text(i)} for i in ids])
+        while session.write_rows(UNLABELLED, limit=session.batch_size)[0]["n"]:
             pass
         if self.vector_dimensions:
-            self.write_rows(VECTOR_INDEX, dim=int(self.vector_dimensions))
+            session.write_rows(VECTOR_INDEX, dim=int(self.vector_dimensions))
+
+    # -- reads (GraphReads', on the session) ----------------------------------------------
+    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
+        """The session and the steps of the read ``name`` (``lookup``, ``expand``, ...).
+
+        For :class:`semrag._steps.Together`: reads on one session run at once
+        (:meth:`Neo4jSession.run_together`). ``None`` for a method that is not a read.
+        """
+        return self._reads.read_steps(name, *args, **kwargs)
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        """The entities with these ids (absent ids skipped), in the order given."""
+        return self._reads.get_entities(ids)
+
+    def entities(self) -> list[Entity]:
+        """Every entity (by id)."""
+        return self._reads.entities()
+
+    def relations(self) -> list[Relation]:
+        """Every relation."""
+        return self._reads.relations()
+
+    def find_entities(
+        self, names: Sequence[str], *, fuzzy: bool = True, limit: int = 10
+    ) -> list[Entity]:
+        """Exact key matches, then (``fuzzy``) entities sharing a name token, best first.
+
+        The same meaning as the in-memory store (:mod:`semrag.graph.names`): the
+        candidates come from the full-text index over each entity's name tokens
+        (``semrag_entity_tokens``, whitespace analyser), at most
+        :attr:`fuzzy_candidates` of them per name (the one bound the in-memory store does
+        not have), and are scored in Python as there.
+        """
+        return self._reads.find_entities(names, fuzzy=fuzzy, limit=limit)
+
+    def lookup(
+        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
+    ) -> list[list[str]]:
+        """Each name's entity ids: its exact match alone, else its best fuzzy matches.
+
+        One statement for all the names (their exact keys and their token candidates,
+        at most :attr:`fuzzy_candidates` each), scored in Python as
+        :func:`semrag.graph.names.best_matches` says, the meaning on every store.
+        ``fuzzy_limit``: one limit for every name or one per name (0: exact only).
+        """
+        return self._reads.lookup(names, fuzzy_limit=fuzzy_limit)
+
+    async def alookup(
+        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
+    ) -> list[list[str]]:
+        """Async twin of :meth:`lookup`, on the async driver."""
+        return await self._reads.alookup(names, fuzzy_limit=fuzzy_limit)
+
+    def expand(
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: int = 1,
+        limit: int = 200,
+        max_chunks: int | None = None,
+    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
+        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
+
+        One statement up to depth 2 (the hops, the relations among the entities and
+        their chunks); deeper searches go hop by hop. Entities mentioned in more than
+        ``max_chunks`` chunks are left out of the second dict (up to depth 2 their
+        chunks are counted, not read).
+        """
+        return self._reads.expand(entity_ids, depth=depth, limit=limit, max_chunks=max_chunks)
+
+    async def aexpand(
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: int = 1,
+        limit: int = 200,
+        max_chunks: int | None = None,
+    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
+        """Async twin of :meth:`expand`, on the async driver."""
+        return await self._reads.aexpand(
+            entity_ids, depth=depth, limit=limit, max_chunks=max_chunks
+        )
+
+    def neighbourhood(
+        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
+    ) -> Subgraph:
+        """Entities up to ``depth`` hops away (both directions) and the relations among them.
+
+        Breadth-first; at most ``limit`` entities.
+        """
+        return self._reads.neighbourhood(entity_ids, depth=depth, limit=limit)
+
+    def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
+        """Chunks mentioning each entity, in document order (one statement)."""
+        return self._reads.chunks_for(entity_ids)
+
+    async def achunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
+        """Async twin of :meth:`chunks_for`, on the async driver."""
+        return await self._reads.achunks_for(entity_ids)
+
+    def search_entities(
+        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
+    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
+        """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors.
+
+        One read of the vector index ``semrag_entity_vectors`` (cosine, approximate: the
+        caller ranks the candidates exactly). ``keep``: only the best ``keep`` of the ``n``
+        (by the index's own exact scores) travel, with their vectors. The vectors are those
+        written with the entities (``entity_vectors=`` of :meth:`update` / :meth:`upsert`;
+        :class:`~semrag.graph.KnowledgeGraph` writes them when it has an embedder), so a
+        process that serves queries embeds no entity name.
+
+        Returns:
+            ``(entities, vectors, bare)``: the candidates, their vectors, and every entity
+            with no stored vector (written without one, or whose vector is still being
+            written), for the caller to embed; ``None`` when more than ``most`` entities
+            have none.
+        """
+        return self._reads.search_entities(vector, n, keep=keep, most=most)
+
+    async def asearch_entities(
+        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
+    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
+        """Async twin of :meth:`search_entities`, on the async driver."""
+        return await self._reads.asearch_entities(vector, n, keep=keep, most=most)
+
+    def read_communities(self, level: int | None = None) -> list[Community]:
+        """Stored communities (of one level)."""
+        return self._reads.read_communities(level)
+
+    def read_reports(self, level: int | None = None) -> tuple[list[Community], np.ndarray | None]:
+        """Stored communities (of one level) and their reports' vectors, in one read.
+
+        The vectors are those written with them (``report_vectors=`` of
+        :meth:`write_communities`); ``None`` when some community has none.
+        """
+        return self._reads.read_reports(level)
+
+    def counts(self) -> dict[str, int]:
+        """Numbers of entities, relations, chunks, mentions and communities."""
+        return self._reads.counts()
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(
@@ -200,14 +348,14 @@ class Neo4jGraphStore(GraphReads):
             - given
         )
         if needed:
-            found = self.read_rows(COUNT_KNOWN, ids=needed)[0]["n"]
+            found = self.session.read_rows(COUNT_KNOWN, ids=needed)[0]["n"]
             if found != len(needed):
                 raise ConfigError(f"relations or mentions name unknown entities among {needed[:5]}")
         vector_rows = self._entity_vector_rows(entities, entity_vectors)
-        self.write_batches(UPSERT_ENTITIES, entity_params(entities))
-        self.write_batches(UPSERT_RELATIONS, relation_params(relations))
-        self.write_batches(UPSERT_MENTIONS, mention_params(mentions))
-        self.write_rows(STAMP)
+        self.session.write_batches(UPSERT_ENTITIES, entity_params(entities))
+        self.session.write_batches(UPSERT_RELATIONS, relation_params(relations))
+        self.session.write_batches(UPSERT_MENTIONS, mention_params(mentions))
+        self.session.write_rows(STAMP)
         self._write_entity_vectors(*vector_rows)
 
     def update(
@@ -256,7 +404,7 @@ class Neo4jGraphStore(GraphReads):
             tx.run(UPSERT_MENTIONS, rows=mention_params(mentions)).consume()
             tx.run(STAMP).consume()
 
-        self.transact(work, write=True)
+        self.session.transact(work, write=True)
         self._write_entity_vectors(*vector_rows)
 
     def _entity_vector_rows(
@@ -266,7 +414,7 @@ class Neo4jGraphStore(GraphReads):
         if vectors is None:
             return [], 0
         vecs = checked_vectors(vectors, len(entities), "entity_vectors", "entity")
-        have = [r["dim"] for r in self.read_rows(ENTITY_INDEX_DIM)] if entities else []
+        have = [r["dim"] for r in self.session.read_rows(ENTITY_INDEX_DIM)] if entities else []
         if have and int(have[0]) != vecs.shape[1]:
             raise ConfigError(
                 f"entity name vectors of dimension {vecs.shape[1]}; the database's "
@@ -292,16 +440,16 @@ class Neo4jGraphStore(GraphReads):
             return
         bulk = len(rows) >= BULK_VECTORS
         if bulk:
-            self.write_rows(ENTITY_DIM_STATE, dim=None)
-            self.write_rows(DROP_ENTITY_INDEX)
+            self.session.write_rows(ENTITY_DIM_STATE, dim=None)
+            self.session.write_rows(DROP_ENTITY_INDEX)
         else:
-            self.write_rows(ENTITY_INDEX, dim=dim)  # IF NOT EXISTS
-            self.read_rows("CALL db.awaitIndexes(300)")
-        self.write_batches(SET_ENTITY_VECTORS, rows)
+            self.session.write_rows(ENTITY_INDEX, dim=dim)  # IF NOT EXISTS
+            self.session.read_rows("CALL db.awaitIndexes(300)")
+        self.session.write_batches(SET_ENTITY_VECTORS, rows)
         if bulk:
-            self.write_rows(ENTITY_INDEX, dim=dim)
-            self.read_rows("CALL db.awaitIndexes(300)")
-        self.write_rows(ENTITY_DIM_STATE, dim=dim)
+            self.session.write_rows(ENTITY_INDEX, dim=dim)
+            self.session.read_rows("CALL db.awaitIndexes(300)")
+        self.session.write_rows(ENTITY_DIM_STATE, dim=dim)
 
     def delete_document(self, doc_id: str) -> int:
         """Remove the document's chunks and mentions, then entities left unmentioned."""
@@ -314,7 +462,7 @@ class Neo4jGraphStore(GraphReads):
             tx.run(STAMP).consume()
             return int(n)
 
-        return self.transact(work, write=True)
+        return self.session.transact(work, write=True)
 
     def write_communities(
         self, communities: Sequence[Community], *, report_vectors: Any = None
@@ -330,8 +478,8 @@ class Neo4jGraphStore(GraphReads):
         if report_vectors is not None:
             arr = checked_vectors(report_vectors, len(communities), "report_vectors", "community")
             vecs = [to_bytes(v) for v in arr]
-        self.write_rows(DROP_COMMUNITIES)
-        self.write_batches(
+        self.session.write_rows(DROP_COMMUNITIES)
+        self.session.write_batches(
             WRITE_COMMUNITIES,
             [
                 {
@@ -347,7 +495,7 @@ class Neo4jGraphStore(GraphReads):
                 for c, vec in zip(communities, vecs, strict=True)
             ],
         )
-        self.write_rows(STAMP)
+        self.session.write_rows(STAMP)
 
     def change_stamp(self) -> str | None:
         """A token that changes with every write of the graph (``None`` for no graph).
@@ -356,11 +504,11 @@ class Neo4jGraphStore(GraphReads):
         report vectors of :class:`~semrag.graph.KnowledgeGraph`) by it, so it sees the
         changes another process writes.
         """
-        return self.run_steps(self._stamp_steps())
+        return self.session.run_steps(self._stamp_steps())
 
     async def achange_stamp(self) -> str | None:
         """Async twin of :meth:`change_stamp`, on the async driver."""
-        return await self.arun_steps(self._stamp_steps())
+        return await self.session.arun_steps(self._stamp_steps())
 
     def _stamp_steps(self) -> Steps[str | None]:
         rows = yield Ask(READ_STAMP, {})
@@ -375,8 +523,8 @@ class Neo4jGraphStore(GraphReads):
         finishes the work. The entity name vector index goes too (the next vectors written
         may have another dimension).
         """
-        self.run_batched(CLEAR)
-        self.write_rows(DROP_ENTITY_INDEX)  # its vectors went with the entities
+        self.session.run_batched(CLEAR)
+        self.session.write_rows(DROP_ENTITY_INDEX)  # its vectors went with the entities
 
     def upsert_chunk_vectors(self, chunks: Sequence[ChunkRef], vectors: Any) -> None:
         """Store chunk embeddings for the vector index (needs ``vector_dimensions``)."""
@@ -398,7 +546,7 @@ class Neo4jGraphStore(GraphReads):
                     f"vector of dimension {len(row['vector'])}; "
                     f"the index has {self.vector_dimensions}"
                 )
-        self.write_batches(SET_VECTORS, rows)
+        self.session.write_batches(SET_VECTORS, rows)
 
     def search_chunk_vectors(
         self, vector: Sequence[float], k: int = 10
@@ -406,8 +554,25 @@ class Neo4jGraphStore(GraphReads):
         """Nearest chunks by the vector index (cosine)."""
         if not self.vector_dimensions:
             raise ConfigError("create the store with vector_dimensions=... to search vectors")
-        rows = self.read_rows(SEARCH_VECTORS, k=int(k), vector=[float(x) for x in vector])
+        rows = self.session.read_rows(SEARCH_VECTORS, k=int(k), vector=[float(x) for x in vector])
         return [(ChunkRef(r["doc_id"], r["start"], r["end"]), float(r["score"])) for r in rows]
 
+    # -- the connection ---------------------------------------------------------------------------
+    @property
+    def reads(self) -> int:
+        """Read statements run so far on this store's session (each one round trip)."""
+        return self.session.reads
+
+    def close(self) -> None:
+        """Close the driver (and the async driver and its I/O loop, if started)."""
+        self.session.close()
+
+    def __enter__(self) -> Neo4jGraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
-        return f"Neo4jGraphStore(uri={self.uri!r}, database={self.database!r})"
+        s = self.session
+        return f"Neo4jGraphStore(uri={s.uri!r}, database={s.database!r})"

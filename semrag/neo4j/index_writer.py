@@ -169,7 +169,7 @@ class Neo4jIndexStore:
         self._passages_written: bool | None = None  # the phrases' setting last written
         self._lock = threading.Lock()
         for statement in SCHEMA:
-            store.write_rows(statement)
+            store.session.write_rows(statement)
 
     # -- attaching ------------------------------------------------------------------------------
     @classmethod
@@ -195,7 +195,7 @@ class Neo4jIndexStore:
             raise ConfigError("this Neo4jIndexStore already follows another index")
         dim = int(index.embedder.dim)
         have = [self._state().get("dim")]
-        have += [r["dim"] for r in self.store.read_rows(VECTOR_DIMS)]
+        have += [r["dim"] for r in self.store.session.read_rows(VECTOR_DIMS)]
         for d in have:
             if d is not None and int(d) != dim:
                 raise ConfigError(
@@ -203,8 +203,8 @@ class Neo4jIndexStore:
                     "use a database of its own for this index (database=...), or clear() it"
                 )
         for statement in VECTOR_INDEXES:
-            self.store.write_rows(statement, dim=dim)
-        self.store.read_rows("CALL db.awaitIndexes(300)")
+            self.store.session.write_rows(statement, dim=dim)
+        self.store.session.read_rows("CALL db.awaitIndexes(300)")
         if self.passages and "passages" not in index.parts:
             index.enable("passages")  # what the default retriever of a serving process reads
         self._index = index
@@ -250,7 +250,10 @@ class Neo4jIndexStore:
         written again (added documents go to the end), so the database's order is the
         index's. ``everything``: write every document again (the pieces kept changed).
         """
-        have = {r["id"]: (r["fingerprint"], r["seq"]) for r in self.store.read_rows(FINGERPRINTS)}
+        have = {
+            r["id"]: (r["fingerprint"], r["seq"])
+            for r in self.store.session.read_rows(FINGERPRINTS)
+        }
         added: list[IndexedDocument] = []
         last = -1
         for d in documents:
@@ -362,7 +365,7 @@ class Neo4jIndexStore:
         gone = set(change.removed_ids) | set(change.added_ids)
         added_ids = set(change.added_ids)
         if self._edges is None:  # nothing known of the database's edges: rewrite them all
-            self.store.run_batched(ALL_EDGES_DROP)
+            self.store.session.run_batched(ALL_EDGES_DROP)
             sources = {(a, b) for a, b in np.unique(new.rows[:, :2], axis=0).tolist()}
             bridge_docs = set(new.doc_ids)
             drop_sources: list[str] = []
@@ -407,7 +410,7 @@ class Neo4jIndexStore:
         if next_seq >= 1 << 31:
             raise StoreError("more than 2**31 documents were written to this database")
         dim = int(self._followed.embedder.dim)
-        batch = self.store.batch_size
+        batch = self.store.session.batch_size
 
         def batches(query: str, key: str, rows: Sequence[Any]) -> list[list[Statement]]:
             return [[(query, {key: rows[i : i + batch]})] for i in range(0, len(rows), batch)]
@@ -462,12 +465,12 @@ class Neo4jIndexStore:
         size = sum(_rows_in(p) for g in steps for _, p in g)
         try:
             if size <= self.max_transaction_rows:  # all of it or none of it
-                self.store.transact(run_statements(steps), write=True)
+                self.store.session.transact(run_statements(steps), write=True)
             else:  # in steps: a failure halfway is repaired as any failed write is
                 self._behind, self._edges = True, None
                 mark = (MARK_WRITING, {"name": self.name, "version": change.version})
                 for step in [[mark], *steps]:  # readers refuse a half-written change
-                    self.store.transact(run_statements([step]), write=True)
+                    self.store.session.transact(run_statements([step]), write=True)
         except StoreError:
             self._behind = True  # the next change (or sync) writes the difference
             raise
@@ -557,18 +560,18 @@ class Neo4jIndexStore:
 
         Resumable: a failure halfway leaves part of the corpus; clearing again finishes.
         """
-        self.store.run_batched(CLEAR)
+        self.store.session.run_batched(CLEAR)
         for statement in DROP_VECTOR_INDEXES:
-            self.store.write_rows(statement)
+            self.store.session.write_rows(statement)
         self._edges, self._version = None, None
 
     def counts(self) -> dict[str, int]:
         """Documents, chunks, sentences, windows, similarity edges and bridges stored."""
-        return dict(self.store.read_rows(COUNTS)[0])
+        return dict(self.store.session.read_rows(COUNTS)[0])
 
     def dump(self) -> dict[str, Any]:
         """Everything stored, by document id and offsets (ids aside): for comparing builds."""
-        read = self.store.read_rows
+        read = self.store.session.read_rows
         return {
             "chunks": sorted(
                 (r["doc_id"], r["start"], r["end"], r["text"], tuple(r["embedding"]))

@@ -117,7 +117,7 @@ class RemotePassages:
         docs: dict[str, DocPhrases] = {}
         after = -1
         while True:
-            rows = self.reader.store.read_rows(PASSAGE_ROWS, after=after, n=self.page)
+            rows = self.reader.store.session.read_rows(PASSAGE_ROWS, after=after, n=self.page)
             if not rows:
                 break
             by_doc: dict[str, list[tuple[int, int, list[Any]]]] = {}
@@ -143,7 +143,7 @@ class RemotePassages:
         vectors: dict[str, np.ndarray] = {}
         for lo in range(0, len(reg.names), 10_000):
             batch = reg.names[lo : lo + 10_000]
-            for r in self.reader.store.read_rows(NAME_VECTORS, names=batch):
+            for r in self.reader.store.session.read_rows(NAME_VECTORS, names=batch):
                 vectors[r["name"]] = from_bytes(r["vec"])
         missing = [n for n in reg.names if n not in vectors]
         if missing:

@@ -58,15 +58,15 @@ class Neo4jVectorClient:
         self.dim = int(dim)
         self.oversample = int(oversample)
         self.min_candidates = int(min_candidates)
-        store.write_rows(DENSE_SCHEMA)
-        have = [r["dim"] for r in store.read_rows(DENSE_DIM)]
+        store.session.write_rows(DENSE_SCHEMA)
+        have = [r["dim"] for r in store.session.read_rows(DENSE_DIM)]
         if have and int(have[0]) != self.dim:
             raise ConfigError(
                 f"the database's semrag_dense_vectors index has dimension {have[0]}, "
                 f"not {self.dim}: use a database of its own for this index (database=...)"
             )
-        store.write_rows(DENSE_INDEX, dim=self.dim)
-        store.read_rows("CALL db.awaitIndexes(300)")
+        store.session.write_rows(DENSE_INDEX, dim=self.dim)
+        store.session.read_rows("CALL db.awaitIndexes(300)")
 
     def upsert(
         self,
@@ -75,7 +75,7 @@ class Neo4jVectorClient:
         vectors: Any,
         metadatas: Sequence[Mapping[str, Any]],
     ) -> None:
-        """Store (or replace) these entries, ``store.batch_size`` per transaction."""
+        """Store (or replace) these entries, ``store.session.batch_size`` per transaction."""
         rows = []
         for i, text, vector, meta in zip(ids, texts, vectors, metadatas, strict=True):
             values = [float(x) for x in vector]
@@ -84,11 +84,11 @@ class Neo4jVectorClient:
             rows.append(
                 {"id": str(i), "text": text, "doc_id": meta.get("semrag_doc_id"), "vector": values}
             )
-        self.store.write_batches(DENSE_UPSERT, rows)
+        self.store.session.write_batches(DENSE_UPSERT, rows)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove these entries (absent ids are ignored)."""
-        self.store.write_batches(DENSE_DELETE, [str(i) for i in ids])
+        self.store.session.write_batches(DENSE_DELETE, [str(i) for i in ids])
 
     def search(self, vector: Any, k: int) -> list[str]:
         """Candidate ids near ``vector``, best first: ``oversample * k`` (one read).
@@ -99,11 +99,11 @@ class Neo4jVectorClient:
         if len(values) != self.dim:
             raise ConfigError(f"query of dimension {len(values)}; the index has {self.dim}")
         n = max(int(k), self.oversample * int(k), self.min_candidates)
-        return [r["id"] for r in self.store.read_rows(DENSE_SEARCH, k=n, vector=values)]
+        return [r["id"] for r in self.store.session.read_rows(DENSE_SEARCH, k=n, vector=values)]
 
     def clear(self) -> None:
         """Delete every entry, 10,000 per transaction."""
-        self.store.run_batched(DENSE_CLEAR)
+        self.store.session.run_batched(DENSE_CLEAR)
 
     def __repr__(self) -> str:
         return f"Neo4jVectorClient({self.store!r}, dim={self.dim}, oversample={self.oversample})"

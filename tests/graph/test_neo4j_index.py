@@ -87,17 +87,17 @@ def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, 
     index = SemanticIndex(embedder=embedder(), ssg=SSG, passages=True)
     writer = Neo4jIndexStore.for_index(index, graph_store)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
-    real = graph_store.transact
+    real = graph_store.session.transact
 
     def down(work, *, write):
         if write:
             raise StoreUnavailableError("Neo4j is unavailable (test)")
         return real(work, write=write)
 
-    monkeypatch.setattr(graph_store, "transact", down)
+    monkeypatch.setattr(graph_store.session, "transact", down)
     with pytest.raises(StoreUnavailableError):
         index.delete("d1")  # the index publishes; the database keeps the version before
-    monkeypatch.setattr(graph_store, "transact", real)
+    monkeypatch.setattr(graph_store.session, "transact", real)
     assert writer.counts()["documents"] == len(LONG)  # nothing half-written
     index.add_documents([Document("m0", MORE[0])])  # this change writes the difference
     assert writer.dump() == fresh_dump(index, graph_store)
@@ -106,10 +106,10 @@ def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, 
         index2 := SemanticIndex(embedder=embedder(), ssg=True), graph_store
     )
     index2.add_documents([Document("a", TEXTS[0])])
-    monkeypatch.setattr(graph_store, "transact", down)
+    monkeypatch.setattr(graph_store.session, "transact", down)
     with pytest.raises(StoreUnavailableError):
         index2.add_documents([Document("b", TEXTS[1])])
-    monkeypatch.setattr(graph_store, "transact", real)
+    monkeypatch.setattr(graph_store.session, "transact", real)
     change = writer.sync()
     assert change.added_ids == ["b"] and writer.sync().added_ids == []
     assert writer.dump() == fresh_dump(index2, graph_store)
@@ -412,7 +412,7 @@ def async_reads_only(graph_store, monkeypatch):
         raise AssertionError("an async path used the sync driver")
 
     monkeypatch.setattr(session_module.AsyncDriverLoop, "read", seen)
-    monkeypatch.setattr(graph_store, "read_rows", no_sync_read)
+    monkeypatch.setattr(graph_store.session, "read_rows", no_sync_read)
     return statements
 
 
@@ -478,7 +478,7 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         raise AssertionError("an async twin used the sync driver")
 
     monkeypatch.setattr(session_module.AsyncDriverLoop, "read", slow_read)
-    monkeypatch.setattr(graph_store, "read_rows", no_sync_read)
+    monkeypatch.setattr(graph_store.session, "read_rows", no_sync_read)
     q = np.asarray(FakeEmbedder().embed(["bees"]))
     cases = {
         "aembed_query": lambda: reader.aembed_query("bees"),
@@ -498,11 +498,11 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         "achunks_for": lambda: graph_store.achunks_for(["bees"]),
         "achange_stamp": lambda: graph_store.achange_stamp(),
         "asearch_entities": lambda: graph_store.asearch_entities(q[0], 5),
-        "aread_rows": lambda: graph_store.aread_rows("RETURN 1 AS n"),
-        "arun_steps": lambda: graph_store.arun_steps(
+        "aread_rows": lambda: graph_store.session.aread_rows("RETURN 1 AS n"),
+        "arun_steps": lambda: graph_store.session.arun_steps(
             graph_store.read_steps("chunks_for", ["bees"])[1]
         ),
-        "arun_together": lambda: graph_store.arun_together(
+        "arun_together": lambda: graph_store.session.arun_together(
             [
                 graph_store.read_steps("lookup", ["bees"], fuzzy_limit=2)[1],
                 reader.dense.read_steps("search", q, 2)[1],
@@ -547,13 +547,13 @@ async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(gr
     }
     sync_reads = graph_store.reads
     calls = []
-    real = graph_store.read_rows
+    real = graph_store.session.read_rows
 
     def counted(query, **params):
         calls.append(query)
         return real(query, **params)
 
-    graph_store.read_rows = counted  # the async twins must not come here
+    graph_store.session.read_rows = counted  # the async twins must not come here
     got = {
         "search": [await reader.asearch(q, k=3) for q in QUERIES],
         "sparse": [await reader.asearch_sparse(q, k=3) for q in QUERIES],
@@ -562,7 +562,7 @@ async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(gr
         "sentences": await reader.asentence_vectors_of(ids),
         "iar": [await iar.aretrieve(q) for q in QUERIES],
     }
-    del graph_store.read_rows
+    del graph_store.session.read_rows
     assert calls == []
     assert graph_store.reads > sync_reads  # counted on the async side too
     for key in ("search", "sparse", "iar"):
@@ -651,17 +651,17 @@ def reads_to_run_together():
 async def test_reads_asked_together_run_as_one_statement_per_step(graph_store):
     # Each read gets the rows it gets alone; the three that name their columns share one
     # statement per step (the two-step one's second alone), the fourth runs apart.
-    alone = [graph_store.run_steps(steps) for steps in reads_to_run_together()]
+    alone = [graph_store.session.run_steps(steps) for steps in reads_to_run_together()]
     assert alone[0][1] == {"n": 4, "pair": [4, "a"]} and alone[1] == []
     assert alone[2] == [{"n": 3, "end": 2}, {"n": 5, "end": 4}]
     before = graph_store.reads
-    assert graph_store.run_together(reads_to_run_together()) == alone
+    assert graph_store.session.run_together(reads_to_run_together()) == alone
     assert graph_store.reads - before == 3  # three joined, the fourth, the second step
     before = graph_store.reads
-    assert await graph_store.arun_together(reads_to_run_together()) == alone
+    assert await graph_store.session.arun_together(reads_to_run_together()) == alone
     assert graph_store.reads - before == 3
     before = graph_store.reads
-    assert graph_store.run_together(reads_to_run_together()[:2]) == alone[:2]
+    assert graph_store.session.run_together(reads_to_run_together()[:2]) == alone[:2]
     assert graph_store.reads - before == 1
 
 
@@ -670,24 +670,24 @@ async def test_async_reads_raise_the_stores_errors_and_stop_with_the_store(neo4j
     from semrag.neo4j import Neo4jGraphStore
 
     store = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
-    assert (await store.aread_rows("RETURN 1 AS n")) == [{"n": 1}]
+    assert (await store.session.aread_rows("RETURN 1 AS n")) == [{"n": 1}]
     with pytest.raises(StoreError, match="rejected a statement"):
-        await store.aread_rows("RETURN nonsense(")
-    thread = store._aio._thread
+        await store.session.aread_rows("RETURN nonsense(")
+    thread = store.session._aio._thread
     store.close()
     assert not thread.is_alive()
     with pytest.raises(StoreUnavailableError, match="closed"):
-        await store.aread_rows("RETURN 1 AS n")
+        await store.session.aread_rows("RETURN 1 AS n")
     # async_driver=False: the sync driver in worker threads, and no I/O loop
     threads = Neo4jGraphStore(
         neo4j_server.uri, neo4j_server.user, neo4j_server.password, async_driver=False
     )
     try:
         before = threads.reads
-        assert (await threads.aread_rows("RETURN 1 AS n")) == [{"n": 1}]
+        assert (await threads.session.aread_rows("RETURN 1 AS n")) == [{"n": 1}]
         with pytest.raises(StoreError, match="rejected a statement"):
-            await threads.aread_rows("RETURN nonsense(")
-        assert threads._aio is None and threads.reads == before + 2
+            await threads.session.aread_rows("RETURN nonsense(")
+        assert threads.session._aio is None and threads.reads == before + 2
     finally:
         threads.close()
 
@@ -924,7 +924,7 @@ def test_the_store_keeps_name_vectors_and_checks_them(graph_store):
     graph_store.clear()  # the index goes with the entities: another dimension is welcome
     graph_store.upsert(ents[:1], entity_vectors=np.ones((1, 8)) / np.sqrt(8))
     assert graph_store.search_entities(np.ones(8), 1)[0] == ents[:1]
-    graph_store.write_rows("CREATE (:Entity {id: 'old', name: 'Old'})")  # an older writer's
+    graph_store.session.write_rows("CREATE (:Entity {id: 'old', name: 'Old'})")  # an older writer's
     graph_store.ensure_schema()
     assert graph_store.search_entities(np.ones(8), 1)[2] == [Entity("old", "Old")]
     graph_store.clear()
@@ -952,7 +952,7 @@ def test_a_bulk_write_of_name_vectors_rebuilds_their_index_and_readers_wait_it_o
     graph_store.upsert(ents, entity_vectors=vecs)  # bulk: rebuilt over all six
     for i in range(6):
         assert graph_store.search_entities(vecs[i], 1)[0] == [ents[i]]
-    real = graph_store.write_batches
+    real = graph_store.session.write_batches
 
     def fails_on_vectors(query, rows):
         if query == _cypher.SET_ENTITY_VECTORS:
@@ -960,11 +960,11 @@ def test_a_bulk_write_of_name_vectors_rebuilds_their_index_and_readers_wait_it_o
             raise StoreUnavailableError("connection lost")
         real(query, rows)
 
-    monkeypatch.setattr(graph_store, "write_batches", fails_on_vectors)
+    monkeypatch.setattr(graph_store.session, "write_batches", fails_on_vectors)
     with pytest.raises(StoreUnavailableError):
         graph_store.update(entities=ents, entity_vectors=vecs)
     assert graph_store.search_entities(vecs[0], 1) is None  # no index: rank in process
-    monkeypatch.setattr(graph_store, "write_batches", real)
+    monkeypatch.setattr(graph_store.session, "write_batches", real)
     graph_store.update(entities=ents[:1], entity_vectors=vecs[:1])  # builds the index again
     found, _, bare = graph_store.search_entities(vecs[2], 1)
     assert found == [] or found[0] != ents[2]  # its vector was not written:
@@ -1099,7 +1099,7 @@ def test_a_large_change_goes_in_steps_and_a_failure_halfway_is_repaired(graph_st
 
     index = SemanticIndex(embedder=embedder(), ssg=SSG)
     writer = Neo4jIndexStore.for_index(index, graph_store, max_transaction_rows=10)
-    real, calls = graph_store.transact, []
+    real, calls = graph_store.session.transact, []
 
     def counted(work, *, write):
         calls.append(write)
@@ -1107,11 +1107,11 @@ def test_a_large_change_goes_in_steps_and_a_failure_halfway_is_repaired(graph_st
             raise StoreUnavailableError("Neo4j is unavailable (test)")
         return real(work, write=write)
 
-    monkeypatch.setattr(graph_store, "transact", counted)
+    monkeypatch.setattr(graph_store.session, "transact", counted)
     with pytest.raises(StoreUnavailableError):
         index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
     assert 0 < writer.counts()["documents"] < len(LONG)  # the steps before the failure landed
-    monkeypatch.setattr(graph_store, "transact", real)
+    monkeypatch.setattr(graph_store.session, "transact", real)
     writer.sync()
     assert writer.dump() == fresh_dump(index, graph_store)
     index.delete("d3")  # the store follows on, in steps again

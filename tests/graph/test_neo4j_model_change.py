@@ -115,7 +115,7 @@ def kill_after(store, server, statements: int, monkeypatch) -> list[int]:
     Counts statements across the write transactions from now on; the one that reaches the
     count kills the server before its next statement (so before its commit).
     """
-    real = store.transact
+    real = store.session.transact
     ran = [0]
 
     class Tx:
@@ -131,7 +131,7 @@ def kill_after(store, server, statements: int, monkeypatch) -> list[int]:
     def transact(work, *, write):
         return real((lambda tx: work(Tx(tx))) if write else work, write=write)
 
-    monkeypatch.setattr(store, "transact", transact)
+    monkeypatch.setattr(store.session, "transact", transact)
     return ran
 
 

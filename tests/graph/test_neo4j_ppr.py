@@ -154,7 +154,7 @@ async def test_the_async_walk_awaits_the_driver_and_answers_as_the_sync_one(
     def no_sync_read(query, **params):
         raise AssertionError("an async path used the sync driver")
 
-    monkeypatch.setattr(graph_store, "read_rows", no_sync_read)
+    monkeypatch.setattr(graph_store.session, "read_rows", no_sync_read)
     monkeypatch.setattr(session_module.Neo4jSession, "run_steps", no_sync_read)
     got = await asyncio.gather(*(retriever.aretrieve(q) for q in QUESTIONS))
     assert [ranking(g) for g in got] == want
