@@ -40,9 +40,9 @@ from _common import DATA, emit, fresh, header, need, table  # noqa: E402
 
 from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.index import SSGConfig  # noqa: E402
-from semrag.index.dense import DenseIndex  # noqa: E402
-from semrag.index.live_ssg import LiveSSG  # noqa: E402
-from semrag.index.sparse import BM25Index  # noqa: E402
+from semrag.index.parts.dense import DenseIndex  # noqa: E402
+from semrag.index.parts.live_ssg import LiveSSG  # noqa: E402
+from semrag.index.parts.sparse import BM25Index  # noqa: E402
 from semrag.retrieval import IntentAwareRetriever  # noqa: E402
 
 HOLD_OUT = 40

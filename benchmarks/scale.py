@@ -80,7 +80,7 @@ from semrag import Document, GraphRetriever, SemanticIndex, SSGRetriever  # noqa
 from semrag.embeddings import BaseEmbedder  # noqa: E402
 from semrag.graph import KnowledgeGraph  # noqa: E402
 from semrag.index import SSGConfig  # noqa: E402
-from semrag.index._distinct import row_hashes  # noqa: E402
+from semrag.index.parts._distinct import row_hashes  # noqa: E402
 from semrag.retrieval import (  # noqa: E402
     ALGORITHMS,
     CommunityRetriever,

@@ -2,7 +2,7 @@
 
 Build: random unit vectors (384 dimensions) as window nodes, 50 nodes per document,
 ``top_k=15`` intra- and ``top_x=5`` inter-document edges, built by semrag's FAISS path
-(`semrag.index.ssg.build_edges`; exact below 50,000 nodes, HNSW above) and, where memory
+(`semrag.index.parts.ssg.build_edges`; exact below 50,000 nodes, HNSW above) and, where memory
 allows, by a dense N x N similarity matrix (what a matrix-based build needs).
 
 Latency: a real SemanticIndex over synthetic documents whose sentence vectors are random
@@ -25,7 +25,7 @@ from semrag import Document, SemanticIndex, SSGRetriever
 from semrag.chunking import SemanticChunker
 from semrag.embeddings import BaseEmbedder
 from semrag.index import SSGConfig
-from semrag.index.ssg import build_edges
+from semrag.index.parts.ssg import build_edges
 from semrag.retrieval import ALGORITHMS
 from semrag.text import WhitespaceTokenizer
 

@@ -41,7 +41,7 @@ from llama_index_semrag.embeddings import to_embedder
 from semrag import SemanticIndex
 from semrag.errors import ConfigError
 from semrag.identity import chunk_document_id
-from semrag.index.presplit import NODE_KEY, remove_pieces, upsert_pieces
+from semrag.index.ingest.presplit import NODE_KEY, remove_pieces, upsert_pieces
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SemanticVectorStore", "VectorStoreClient"]

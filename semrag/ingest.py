@@ -9,7 +9,7 @@ costly part over a Ray cluster and keeps the index's one-writer rule:
 2. ``map_batches`` runs a pool of ``workers`` actors; each holds **one** worker index (made
    once by ``make_index``, so one embedding model per actor, on its GPU when
    ``gpus_per_worker`` gives it one) and turns each batch of documents into a
-   :class:`~semrag.index.prepared.PreparedBatch` with
+   :class:`~semrag.index.ingest.prepared.PreparedBatch` with
    :meth:`~semrag.SemanticIndex.prepare_documents`;
 3. the calling process commits each prepared batch, in the documents' order, with
    :meth:`~semrag.SemanticIndex.add_prepared` (nothing is embedded again), so every part
@@ -48,7 +48,7 @@ import numpy as np
 from semrag.chunking.base import as_documents
 from semrag.errors import ConfigError, DocumentConflictError, missing_dependency
 from semrag.identity import OnConflict, check_on_conflict
-from semrag.index.prepared import PreparedBatch
+from semrag.index.ingest.prepared import PreparedBatch
 from semrag.types import Document
 
 __all__ = ["IngestReport", "PrepareWorker", "ingest_with_ray", "packaged_worker_index"]

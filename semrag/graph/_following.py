@@ -29,7 +29,7 @@ from semrag.graph._graph_rows import (
 from semrag.graph.extract import merge_extractions
 from semrag.graph.ledger import GraphDiff, GraphLedger
 from semrag.graph.types import Entity, EntityNameSearch
-from semrag.index.persist import atomic_directory, read_manifest
+from semrag.index.storage.persist import atomic_directory, read_manifest
 
 if TYPE_CHECKING:
     from semrag.index.change import Change, IndexedDocument

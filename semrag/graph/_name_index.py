@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from semrag._buffers import GrowingRows
-from semrag.index.knn import NodeANN
+from semrag.index.parts.knn import NodeANN
 
 __all__ = ["NameIndex"]
 

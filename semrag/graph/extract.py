@@ -473,7 +473,7 @@ def resolve_entities(
     vecs = np.asarray(vectors, dtype=np.float32)
     if vecs.shape[0] != len(ents):
         raise ConfigError(f"{vecs.shape[0]} vectors for {len(ents)} entities")
-    from semrag.index.dense import DenseIndex
+    from semrag.index.parts.dense import DenseIndex
 
     index = DenseIndex(vecs.shape[1])
     index.add(np.arange(len(ents)), vecs)

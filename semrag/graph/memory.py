@@ -23,7 +23,7 @@ from semrag.graph.types import (
     Subgraph,
     entity_key,
 )
-from semrag.index.persist import atomic_directory, read_manifest
+from semrag.index.storage.persist import atomic_directory, read_manifest
 
 __all__ = ["InMemoryGraphStore"]
 

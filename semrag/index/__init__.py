@@ -1,12 +1,26 @@
-"""Indexes: dense, BM25, the semantic similarity graph, atomic saves, and SemanticIndex."""
+"""Indexes: SemanticIndex, its corpus, its parts, ingestion and storage.
+
+* :mod:`~semrag.index.semantic_index`: the one class users build (a facade);
+* :mod:`~semrag.index.corpus` and :mod:`~semrag.index.change`: the versioned corpus and the
+  change every part applies;
+* :mod:`semrag.index.parts`: dense, BM25, the semantic similarity graph, SKETCH's pieces,
+  PPR's phrases;
+* :mod:`semrag.index.ingest`: documents into records (and Ray workers' batches);
+* :mod:`semrag.index.storage`: the on-disk format, save and load;
+* :mod:`~semrag.index.search` and :mod:`~semrag.index.fusion`: searches of one version;
+* :mod:`~semrag.index.reader`: the reader contract retrievers declare what they need from.
+"""
 
 from __future__ import annotations
 
-from semrag.index.dense import DenseIndex
-from semrag.index.pieces import PieceIndex
+from semrag.index._moved import install as _install_moved
+from semrag.index.parts.dense import DenseIndex
+from semrag.index.parts.pieces import PieceIndex
+from semrag.index.parts.sparse import BM25Index, bm25_tokenize
+from semrag.index.parts.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.index.semantic_index import SemanticIndex
-from semrag.index.sparse import BM25Index, bm25_tokenize
-from semrag.index.ssg import SemanticSimilarityGraph, SSGConfig
+
+_install_moved()  # the module paths before the folders (semrag.index.dense, ...)
 
 __all__ = [
     "BM25Index",

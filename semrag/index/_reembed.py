@@ -15,9 +15,9 @@ from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError
 from semrag.index.change import EmbedsNames
-from semrag.index.dense import DenseIndex
-from semrag.index.external import StoreBackedDense
-from semrag.index.sparse import BM25Index
+from semrag.index.parts.dense import DenseIndex
+from semrag.index.parts.external import StoreBackedDense
+from semrag.index.parts.sparse import BM25Index
 
 if TYPE_CHECKING:
     from semrag.index.semantic_index import SemanticIndex

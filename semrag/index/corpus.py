@@ -15,7 +15,7 @@ from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
 from semrag.types import Chunk
 
 if TYPE_CHECKING:
-    from semrag.index.prepared import PreparedDocument
+    from semrag.index.ingest.prepared import PreparedDocument
 
 __all__ = ["Corpus"]
 

@@ -23,7 +23,7 @@ and optional capabilities, which a reader declares by having their members:
 
 Three classes implement them: the embedded :class:`~semrag.index.SemanticIndex` (all of
 them but :class:`AsyncReads`; with its own dense search, or a vector store's through
-:class:`~semrag.index.external.StoreBackedDense`), and :class:`~semrag.neo4j.Neo4jIndex`
+:class:`~semrag.index.parts.external.StoreBackedDense`), and :class:`~semrag.neo4j.Neo4jIndex`
 (all but :class:`EnablesParts` and :class:`HoldsRecords`). A retriever checks what it needs
 once, at construction (:func:`require`, a :class:`MissingCapabilityError` naming the
 capability), and uses a protocol check, never attribute probing, for what it can use.
@@ -218,7 +218,7 @@ class SimilarityGraphReads(Protocol):
 
     @property
     def ssg_config(self) -> Any:
-        """The graph's :class:`~semrag.index.ssg.SSGConfig`, or ``None`` when none is kept."""
+        """The graph's :class:`~semrag.index.parts.ssg.SSGConfig`, or ``None`` when none is kept."""
         ...
 
     def ssg_view(self) -> Any:

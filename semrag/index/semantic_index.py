@@ -2,17 +2,17 @@
 
 One object users build, holding a few objects that each own their state and have one job:
 
-* :class:`~semrag.index._ingest.Ingestion` turns documents into frozen
-  :class:`~semrag.index.prepared.PreparedDocument` records (chunk, embed, theme), with the
+* :class:`~semrag.index.ingest.ingestion.Ingestion` turns documents into frozen
+  :class:`~semrag.index.ingest.prepared.PreparedDocument` records (chunk, embed, theme), with the
   embedder, chunker and vector settings it owns;
 * :class:`~semrag.index.corpus.Corpus` holds the records, chunk ids, version, followers
   and locks, and makes every change in one place (``commit``);
-* :class:`~semrag.index.part_set.PartSet` holds the parts the change goes to: the dense and
-  BM25 indexes, the similarity graph (:class:`~semrag.index.live_ssg.LiveSSG`), SKETCH's
+* :class:`~semrag.index.parts.part_set.PartSet` holds the parts the change goes to: the dense and
+  BM25 indexes, the similarity graph (:class:`~semrag.index.parts.live_ssg.LiveSSG`), SKETCH's
   pieces, PPR's phrases, and the graph view readers take;
-* :class:`~semrag.index._search.IndexSearch` searches one version of them.
+* :class:`~semrag.index.search.IndexSearch` searches one version of them.
 
-Saving and loading are functions over the corpus and the parts (:mod:`semrag.index._saved`).
+Saving and loading are functions over the corpus and the parts (:mod:`semrag.index.storage.saved`).
 This class wires them and delegates: a write computes its records, the corpus commits one
 :class:`~semrag.index.change.Change` that every part and follower (a
 :class:`~semrag.graph.KnowledgeGraph` built over the index) applies; no part rebuilds
@@ -43,24 +43,29 @@ from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError, DocumentConflictError, StoreError
 from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
 from semrag.identity import OnConflict, check_on_conflict
-from semrag.index._ingest import WHOLE, Given, Ingestion, id_list
-from semrag.index._parts import check_enabled, check_ssg_config, new_part, window_nodes
 from semrag.index._reembed import empty_like
-from semrag.index._saved import FORMAT_VERSION, KIND, restore, save_index, saved_options
-from semrag.index._search import IndexSearch
-from semrag.index._ssg_view import NodeANNSearch, NodeSearch, SSGView
 from semrag.index.change import Change, Floats, IndexedDocument, IndexPart, StagedPart
 from semrag.index.corpus import Corpus
-from semrag.index.dense import DenseIndex
-from semrag.index.external import StoreBackedDense, VectorClient
-from semrag.index.live_ssg import LiveSSG
-from semrag.index.part_set import PartSet
-from semrag.index.passages import PassagePhrases
-from semrag.index.persist import read_manifest
-from semrag.index.pieces import PieceIndex, check_split
-from semrag.index.prepared import PreparedBatch, PreparedDocument, check_settings, ingest_settings
-from semrag.index.sparse import IDF_VARIANTS, BM25Index
-from semrag.index.ssg import SemanticSimilarityGraph, SSGConfig
+from semrag.index.ingest.ingestion import WHOLE, Given, Ingestion, id_list
+from semrag.index.ingest.prepared import (
+    PreparedBatch,
+    PreparedDocument,
+    check_settings,
+    ingest_settings,
+)
+from semrag.index.parts._enable import check_enabled, check_ssg_config, new_part, window_nodes
+from semrag.index.parts._ssg_view import NodeANNSearch, NodeSearch, SSGView
+from semrag.index.parts.dense import DenseIndex
+from semrag.index.parts.external import StoreBackedDense, VectorClient
+from semrag.index.parts.live_ssg import LiveSSG
+from semrag.index.parts.part_set import PartSet
+from semrag.index.parts.passages import PassagePhrases
+from semrag.index.parts.pieces import PieceIndex, check_split
+from semrag.index.parts.sparse import IDF_VARIANTS, BM25Index
+from semrag.index.parts.ssg import SemanticSimilarityGraph, SSGConfig
+from semrag.index.search import IndexSearch
+from semrag.index.storage.persist import read_manifest
+from semrag.index.storage.saved import FORMAT_VERSION, KIND, restore, save_index, saved_options
 from semrag.llm import LLM
 from semrag.types import Chunk, Document, MetadataFilter, ScoredChunk, Span, as_filter
 
@@ -75,19 +80,19 @@ class SemanticIndex:
         embedder: the embedder for sentences, chunks and queries; default the chunker's,
             or the packaged all-MiniLM-L6-v2.
         ssg: the semantic similarity graph (what :class:`~semrag.SSGRetriever` walks): an
-            :class:`~semrag.index.ssg.SSGConfig`, ``True`` for the defaults, or ``False``
+            :class:`~semrag.index.parts.ssg.SSGConfig`, ``True`` for the defaults, or ``False``
             (the default: the default retrievers do not read it; add it later with
             ``index.enable("ssg")``, from the kept sentence vectors).
         dense: ``"auto"`` (the default: exact inner product until the index holds
-            :data:`~semrag.index.dense.AUTO_HNSW_ROWS` chunks, 50,000, then an HNSW graph,
+            :data:`~semrag.index.parts.dense.AUTO_HNSW_ROWS` chunks, 50,000, then an HNSW graph,
             built once by the change that gets there), ``"flat"`` (always exact),
             ``"hnsw"`` (always approximate), or a
-            :class:`~semrag.index.external.VectorClient`: the dense channel on a vector
+            :class:`~semrag.index.parts.external.VectorClient`: the dense channel on a vector
             store you already run (the adapters wrap LangChain and LlamaIndex stores).
         sparse: the BM25 idf: ``"okapi"`` (as rank-bm25 scores; a term in more than half
             the chunks scores 0 or near it, which on a corpus of a few chunks is most
             terms) or ``"lucene"`` (always positive, as Lucene and Elasticsearch score;
-            use it for small corpora). See :class:`~semrag.index.sparse.BM25Index`.
+            use it for small corpora). See :class:`~semrag.index.parts.sparse.BM25Index`.
         chunk_vectors: ``"embed"`` embeds each chunk's text (the model truncates long
             chunks); ``"mean"`` averages the chunk's sentence vectors (no extra cost, no
             truncation).
@@ -97,14 +102,14 @@ class SemanticIndex:
             keyword themes are used and :attr:`notes` says so) or ``"raise"``.
         pieces: ``(max_tokens, overlap_tokens)``: also keep every chunk cut again into
             small overlapping pieces with their vectors, as SKETCH searches them (the
-            paper: ``(100, 16)``; see :class:`~semrag.index.pieces.PieceIndex`). Each
+            paper: ``(100, 16)``; see :class:`~semrag.index.parts.pieces.PieceIndex`). Each
             change splits and embeds its own documents' pieces, and they are saved with
             the index, so no SKETCH query with that split embeds a piece. ``None``
             (default): a :class:`~semrag.retrieval.SketchRetriever` makes them itself on
             its first query after each change.
         passages: also keep every chunk's entity phrases and the phrase names' vectors,
             what :class:`~semrag.retrieval.PPRRetriever` (``GraphRetriever()``'s default)
-            builds its passage graph from (see :class:`~semrag.index.passages.PassagePhrases`).
+            builds its passage graph from (:class:`~semrag.index.parts.passages.PassagePhrases`).
             Each change finds its own documents' phrases and embeds their new names, and
             they are saved with the index, so a retriever (in this process or one that
             loads the index) finds no phrase and embeds no name. ``False`` (default): the
@@ -599,7 +604,7 @@ class SemanticIndex:
         (:func:`semrag.identity.chunk_document_id`: the ``semrag_doc_id`` a semrag
         splitter wrote, a node's ``ref_doc_id``, ``doc_id``, or ``source`` with its page)
         and, when it can, its offset (``start_index``, ``start_char_idx``); the table in
-        :mod:`semrag.index.presplit` lists what is read. Chunks of one document are
+        :mod:`semrag.index.ingest.presplit` lists what is read. Chunks of one document are
         indexed together; a document that is already indexed is handled by
         ``on_conflict`` as in :meth:`add_documents`.
 
@@ -648,7 +653,7 @@ class SemanticIndex:
         """Chunk and embed documents as :meth:`add_documents` does, without indexing them.
 
         For a worker process (see :mod:`semrag.ingest`): the returned
-        :class:`~semrag.index.prepared.PreparedBatch` (picklable) goes to the writing
+        :class:`~semrag.index.ingest.prepared.PreparedBatch` (picklable) goes to the writing
         index's :meth:`add_prepared`, which embeds nothing. This index is left unchanged.
 
         Raises:

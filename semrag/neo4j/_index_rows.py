@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag.index.change import IndexedDocument
-from semrag.index.ssg import SemanticSimilarityGraph
+from semrag.index.parts.ssg import SemanticSimilarityGraph
 from semrag.neo4j._cypher import as_floats, to_bytes
 from semrag.neo4j._index_cypher import part_key
 from semrag.neo4j._index_state import Ints, entry_fingerprint, to_json

@@ -13,7 +13,7 @@ import numpy.typing as npt
 from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError, NotIndexedError
-from semrag.index.ssg import SSGConfig
+from semrag.index.parts.ssg import SSGConfig
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import (
     CHANNELS,

@@ -13,9 +13,8 @@ Two halves, one schema:
   node by node, chunks, documents, sentences and their vectors by id. It holds nothing of
   the corpus, so any number of serving processes (or machines) read one database. It has
   the read methods retrievers use, so IAR, every SSG algorithm, SKETCH (over the stored
-  pieces, or ``split=None``),
-  community search (with ``KnowledgeGraph(store, embedder=...)``) and SPC run on it
-  unchanged.
+  pieces, or ``split=None``), community search (with ``KnowledgeGraph(store,
+  embedder=...)``) and SPC run on it unchanged.
 
 Schema (created idempotently, ``IF NOT EXISTS``; labels apart from the knowledge graph's):
 
@@ -49,8 +48,8 @@ difference, so the database ends equal to a fresh build of the index's documents
 
 **Sparse channel.** Neo4j's full-text index is Lucene's BM25 (``k1 = 1.2``, ``b = 0.75``,
 its standard analyzer: lower case, English stop words dropped) over the chunk text;
-semrag's :class:`~semrag.index.sparse.BM25Index` is Okapi BM25 over its own tokens (no stop
-words, another idf floor). The two rank alike but not identically: the contract test
+semrag's :class:`~semrag.index.parts.sparse.BM25Index` is Okapi BM25 over its own tokens
+(no stop words, another idf floor). The two rank alike but not identically: the contract test
 checks an overlap of the top results of at least 0.8.
 """
 
@@ -66,8 +65,8 @@ import numpy as np
 from semrag.errors import ConfigError, StoreError
 from semrag.fingerprint import EmbedderFingerprint
 from semrag.index.change import Change, IndexedDocument
-from semrag.index.passages import PassagePhrases
-from semrag.index.ssg import SemanticSimilarityGraph
+from semrag.index.parts.passages import PassagePhrases
+from semrag.index.parts.ssg import SemanticSimilarityGraph
 
 if TYPE_CHECKING:
     from semrag.index.semantic_index import SemanticIndex
@@ -158,6 +157,7 @@ class Neo4jIndexStore:
         if max_transaction_rows < 1:
             raise ConfigError(f"max_transaction_rows must be >= 1, got {max_transaction_rows}")
         self.store = store
+        self._session = store.session  # what every statement runs on
         self.name = name
         self.max_transaction_rows = max_transaction_rows
         self.passages = bool(passages)
@@ -169,7 +169,7 @@ class Neo4jIndexStore:
         self._passages_written: bool | None = None  # the phrases' setting last written
         self._lock = threading.Lock()
         for statement in SCHEMA:
-            store.session.write_rows(statement)
+            self._session.write_rows(statement)
 
     # -- attaching ------------------------------------------------------------------------------
     @classmethod
@@ -194,8 +194,7 @@ class Neo4jIndexStore:
         if self._index is not None and self._index is not index:
             raise ConfigError("this Neo4jIndexStore already follows another index")
         dim = int(index.embedder.dim)
-        have = [self._state().get("dim")]
-        have += [r["dim"] for r in self.store.session.read_rows(VECTOR_DIMS)]
+        have = [self._state().get("dim"), *(r["dim"] for r in self._session.read_rows(VECTOR_DIMS))]
         for d in have:
             if d is not None and int(d) != dim:
                 raise ConfigError(
@@ -203,8 +202,8 @@ class Neo4jIndexStore:
                     "use a database of its own for this index (database=...), or clear() it"
                 )
         for statement in VECTOR_INDEXES:
-            self.store.session.write_rows(statement, dim=dim)
-        self.store.session.read_rows("CALL db.awaitIndexes(300)")
+            self._session.write_rows(statement, dim=dim)
+        self._session.read_rows("CALL db.awaitIndexes(300)")
         if self.passages and "passages" not in index.parts:
             index.enable("passages")  # what the default retriever of a serving process reads
         self._index = index
@@ -250,10 +249,8 @@ class Neo4jIndexStore:
         written again (added documents go to the end), so the database's order is the
         index's. ``everything``: write every document again (the pieces kept changed).
         """
-        have = {
-            r["id"]: (r["fingerprint"], r["seq"])
-            for r in self.store.session.read_rows(FINGERPRINTS)
-        }
+        rows = self._session.read_rows(FINGERPRINTS)
+        have = {r["id"]: (r["fingerprint"], r["seq"]) for r in rows}
         added: list[IndexedDocument] = []
         last = -1
         for d in documents:
@@ -365,7 +362,7 @@ class Neo4jIndexStore:
         gone = set(change.removed_ids) | set(change.added_ids)
         added_ids = set(change.added_ids)
         if self._edges is None:  # nothing known of the database's edges: rewrite them all
-            self.store.session.run_batched(ALL_EDGES_DROP)
+            self._session.run_batched(ALL_EDGES_DROP)
             sources = {(a, b) for a, b in np.unique(new.rows[:, :2], axis=0).tolist()}
             bridge_docs = set(new.doc_ids)
             drop_sources: list[str] = []
@@ -410,7 +407,7 @@ class Neo4jIndexStore:
         if next_seq >= 1 << 31:
             raise StoreError("more than 2**31 documents were written to this database")
         dim = int(self._followed.embedder.dim)
-        batch = self.store.session.batch_size
+        batch = self._session.batch_size
 
         def batches(query: str, key: str, rows: Sequence[Any]) -> list[list[Statement]]:
             return [[(query, {key: rows[i : i + batch]})] for i in range(0, len(rows), batch)]
@@ -465,12 +462,12 @@ class Neo4jIndexStore:
         size = sum(_rows_in(p) for g in steps for _, p in g)
         try:
             if size <= self.max_transaction_rows:  # all of it or none of it
-                self.store.session.transact(run_statements(steps), write=True)
+                self._session.transact(run_statements(steps), write=True)
             else:  # in steps: a failure halfway is repaired as any failed write is
                 self._behind, self._edges = True, None
                 mark = (MARK_WRITING, {"name": self.name, "version": change.version})
                 for step in [[mark], *steps]:  # readers refuse a half-written change
-                    self.store.session.transact(run_statements([step]), write=True)
+                    self._session.transact(run_statements([step]), write=True)
         except StoreError:
             self._behind = True  # the next change (or sync) writes the difference
             raise
@@ -560,18 +557,18 @@ class Neo4jIndexStore:
 
         Resumable: a failure halfway leaves part of the corpus; clearing again finishes.
         """
-        self.store.session.run_batched(CLEAR)
+        self._session.run_batched(CLEAR)
         for statement in DROP_VECTOR_INDEXES:
-            self.store.session.write_rows(statement)
+            self._session.write_rows(statement)
         self._edges, self._version = None, None
 
     def counts(self) -> dict[str, int]:
         """Documents, chunks, sentences, windows, similarity edges and bridges stored."""
-        return dict(self.store.session.read_rows(COUNTS)[0])
+        return dict(self._session.read_rows(COUNTS)[0])
 
     def dump(self) -> dict[str, Any]:
         """Everything stored, by document id and offsets (ids aside): for comparing builds."""
-        read = self.store.session.read_rows
+        read = self._session.read_rows
         return {
             "chunks": sorted(
                 (r["doc_id"], r["start"], r["end"], r["text"], tuple(r["embedding"]))

@@ -9,7 +9,7 @@ each change: only the changed documents' mentions and their new names.
 :class:`RemotePassages` is the part as a :class:`~semrag.neo4j.Neo4jIndex` offers it
 (``reader.parts["passages"]``): the first PPR query of a version reads the mentions, page by
 page in the index's order, and the vectors of the names they use, and assembles the same
-arrays the embedded part does (:func:`~semrag.index._passage_graph.assemble`: no phrase is
+arrays the embedded part does (:func:`~semrag.index.parts._passage_graph.assemble`: no phrase is
 found and no name embedded). The walk then runs in process over them, so its ranking is the
 embedded one's; the chunks of a query's hits are fetched in one round trip. What a serving
 process holds is therefore the graph's arrays (passage and phrase numbers, the transition
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from semrag.errors import StoreError
-from semrag.index._passage_graph import PassageGraph, graph_for
-from semrag.index.passages import DocPhrases, NameRegistry
+from semrag.index.parts._passage_graph import PassageGraph, graph_for
+from semrag.index.parts.passages import DocPhrases, NameRegistry
 from semrag.neo4j._cypher import from_bytes
 from semrag.neo4j._index_cypher import NAME_VECTORS, PASSAGE_ROWS
 from semrag.types import Chunk
@@ -73,7 +73,7 @@ class RemotePassages:
     """The passage phrases stored by :class:`~semrag.neo4j.Neo4jIndexStore` (see the module).
 
     Read once per stored version (:attr:`reads` counts the reads), then assembled into a
-    :class:`~semrag.index._passage_graph.PassageGraph` shared by the process's retrievers.
+    :class:`~semrag.index.parts._passage_graph.PassageGraph` shared by the process's retrievers.
 
     Args:
         reader: the :class:`~semrag.neo4j.Neo4jIndex`.

@@ -36,7 +36,7 @@ class _Rows:
 
 
 class _RemoteGraph:
-    """:class:`~semrag.index.ssg.SemanticSimilarityGraph`'s read side, fetched as needed."""
+    """:class:`~semrag.index.parts.ssg.SemanticSimilarityGraph`'s read side, fetched as needed."""
 
     def __init__(self, view: RemoteView) -> None:
         self._view = view

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from semrag.index._passage_graph import PassageGraph
+from semrag.index.parts._passage_graph import PassageGraph
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["Walk", "as_hits", "dense_passages", "rank"]

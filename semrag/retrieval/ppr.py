@@ -5,7 +5,7 @@ by default:
 
 * **Graph** (built once per index version): one node per *passage*, a document or, in a
   long one, a section of consecutive chunks (about 2,000 characters, see
-  :data:`~semrag.index._passage_graph.SECTION_CHARS`), so how finely the chunker cuts does
+  :data:`~semrag.index.parts._passage_graph.SECTION_CHARS`), so how finely the chunker cuts does
   not change the graph; and one node per entity phrase. A passage links to every phrase
   its chunks mention (capitalised runs and quoted titles from
   :func:`semrag.text.phrases.entities`, plus the document's title: its ``title`` metadata
@@ -60,8 +60,8 @@ from semrag._validation import (
     check_query,
     offers,
 )
-from semrag.index._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
-from semrag.index.passages import (
+from semrag.index.parts._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
+from semrag.index.parts.passages import (
     DocPhrases,
     NameRegistry,
     PassagePhrases,

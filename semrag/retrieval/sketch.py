@@ -60,7 +60,7 @@ from semrag._validation import (
 )
 from semrag.errors import ConfigError
 from semrag.graph.types import Entity
-from semrag.index.pieces import PieceIndex, check_split
+from semrag.index.parts.pieces import PieceIndex, check_split
 from semrag.index.reader import (
     AsyncReads,
     CorpusReader,

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from semrag.errors import ConfigError, NotIndexedError
 from semrag.index.change import Change
 from semrag.index.corpus import Corpus
-from semrag.index.part_set import PartSet
-from semrag.index.prepared import PreparedDocument
-from semrag.index.sparse import BM25Index
+from semrag.index.ingest.prepared import PreparedDocument
+from semrag.index.parts.part_set import PartSet
+from semrag.index.parts.sparse import BM25Index
 from semrag.types import Chunk, Document, Span
 
 DIM = 4

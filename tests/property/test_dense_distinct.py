@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semrag.errors import StoreError
-from semrag.index._distinct import DistinctRows, row_hashes
-from semrag.index.dense import DenseIndex
+from semrag.index.parts._distinct import DistinctRows, row_hashes
+from semrag.index.parts.dense import DenseIndex
 
 DIM = 8
 POOL = np.random.default_rng(7).normal(size=(24, DIM)).astype(np.float32)

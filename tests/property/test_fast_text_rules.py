@@ -15,7 +15,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semrag.index import ssg
+from semrag.index.parts import ssg
 from semrag.text import phrases
 from semrag.text.phrases import (
     _COMMON_OPENERS,

@@ -225,7 +225,7 @@ def test_any_pieces_of_a_text_are_kept_exactly(words, cuts, with_documents):
 
 
 def test_pieces_upsert_and_removal_by_key_keep_the_rest_of_each_document():
-    from semrag.index.presplit import remove_pieces, upsert_pieces
+    from semrag.index.ingest.presplit import remove_pieces, upsert_pieces
 
     stored = {"a": [Chunk("a", 0, 5, "Bees.", 1, metadata={"k": 1})]}
     new = [

@@ -2,7 +2,7 @@
 
 The default ``SemanticIndex()`` answers as an exact index on a small corpus (every number
 measured on the development sets is of exact search) and turns approximate once, at
-:data:`~semrag.index.dense.AUTO_HNSW_ROWS` rows, where an exact search would cost more than
+:data:`~semrag.index.parts.dense.AUTO_HNSW_ROWS` rows, where an exact search would cost more than
 a query's latency goal. It is saved and loaded as what it is at that moment.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import semrag.index.dense as dense_module
+import semrag.index.parts.dense as dense_module
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError
 from semrag.index import DenseIndex

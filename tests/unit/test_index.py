@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from semrag import Document, SemanticChunker, SemanticIndex
 from semrag.errors import ConfigError, DocumentConflictError, EmbeddingError, StoreError
-from semrag.index import BM25Index, DenseIndex, SSGConfig, persist
+from semrag.index import BM25Index, DenseIndex, SSGConfig
+from semrag.index.storage import persist
 from semrag.testing import FakeEmbedder, FakeLLM
 
 CATS = "The cat sat on the mat. The cat chased a mouse. The cat slept in the sun."
@@ -238,7 +239,7 @@ def test_bm25_segments_stay_few_and_answer_as_one_build():
 def test_bm25_no_merge_makes_a_segment_past_the_cap(monkeypatch):
     """Past ``_MERGE_CAP`` postings segments are not merged (a posting is copied a bounded
     number of times); the answers are those of one build all the same."""
-    from semrag.index import sparse
+    from semrag.index.parts import sparse
 
     monkeypatch.setattr(sparse, "_MERGE_CAP", 40)
     texts, bm = _added_one_at_a_time(np.random.default_rng(3), 30, 400, (1, 6))
@@ -250,7 +251,7 @@ def test_bm25_no_merge_makes_a_segment_past_the_cap(monkeypatch):
 
 def test_bm25_merged_segments_equal_segments_sorted_from_scratch():
     """A merge places each posting by counting; the arrays equal a sort of the postings."""
-    from semrag.index.sparse import _Segment
+    from semrag.index.parts.sparse import _Segment
 
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(40)]
@@ -269,7 +270,7 @@ def test_bm25_merged_segments_equal_segments_sorted_from_scratch():
 
 
 def test_bm25_compaction_renumbers_slots_and_terms(monkeypatch, tmp_path):
-    from semrag.index import sparse
+    from semrag.index.parts import sparse
 
     monkeypatch.setattr(sparse, "_SPARE", 0)
     bm = BM25Index()
@@ -385,7 +386,7 @@ def test_empty_and_whitespace_documents():
 
 
 def test_save_load_round_trip(tmp_path, monkeypatch):
-    from semrag.index.live_ssg import LiveSSG
+    from semrag.index.parts.live_ssg import LiveSSG
 
     index = make_index()
     before = [(h.chunk, round(h.score, 5)) for h in index.search("dog ball", k=3)]
@@ -546,7 +547,7 @@ def test_chunk_vectors_mean_option():
 
 
 def test_build_edges_matches_brute_force():
-    from semrag.index.ssg import build_edges
+    from semrag.index.parts.ssg import build_edges
 
     rng = np.random.default_rng(3)
     v = rng.normal(size=(60, 12)).astype(np.float32)
@@ -571,7 +572,7 @@ def test_build_edges_matches_brute_force():
 
 
 def test_build_edges_thresholds():
-    from semrag.index.ssg import build_edges
+    from semrag.index.parts.ssg import build_edges
 
     v = np.eye(4, dtype=np.float32)  # all pairs orthogonal: similarity 0
     indptr, indices, _, _ = build_edges(v, [0, 2, 4], SSGConfig(min_intra=0.4, min_inter=0.3))
@@ -579,7 +580,7 @@ def test_build_edges_thresholds():
 
 
 def test_build_edges_fallback_for_documents_larger_than_the_search_depth():
-    from semrag.index.ssg import build_edges
+    from semrag.index.parts.ssg import build_edges
 
     rng = np.random.default_rng(4)
     base = rng.normal(size=12)

@@ -139,7 +139,7 @@ def test_a_prepared_batch_is_named_records_that_pickle_and_are_checked_on_commit
     import dataclasses
     import pickle
 
-    from semrag.index.prepared import PREPARED_FORMAT, PreparedBatch, PreparedDocument
+    from semrag.index.ingest.prepared import PREPARED_FORMAT, PreparedBatch, PreparedDocument
 
     worker = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     batch = pickle.loads(pickle.dumps(worker.prepare_documents(corpus(4))))  # as Ray ships it

@@ -28,7 +28,7 @@ from semrag._buffers import StoredRows
 from semrag.errors import StoreError
 from semrag.index import SSGConfig
 from semrag.index.change import Change, IndexedDocument
-from semrag.index.live_ssg import LiveSSG
+from semrag.index.parts.live_ssg import LiveSSG
 from semrag.testing import FakeEmbedder
 from tests.unit.test_living_index import indexed_document
 
@@ -180,7 +180,7 @@ def test_float16_rows_and_their_node_index_take_half_the_bytes():
         graph.reconstruct_n(0, graph.ntotal)[live], half.node_vectors.astype(np.float32)
     )
     # the 3-d projection is the PCA of the rounded rows
-    from semrag.index.ssg import fit_pca3
+    from semrag.index.parts.ssg import fit_pca3
 
     mean, comps = fit_pca3(half.node_vectors)
     np.testing.assert_allclose(half.graph.pca_mean, mean, atol=1e-6)
@@ -301,8 +301,8 @@ def test_the_anchor_search_uses_the_node_index_of_its_version():
     """knn="hnsw": a view's node search is the HNSW's, masked to that version's nodes."""
     import threading
 
-    from semrag.index._ssg_view import NodeANNSearch as _NodeANNSearch
-    from semrag.index._ssg_view import NodeSearch as _NodeSearch
+    from semrag.index.parts._ssg_view import NodeANNSearch as _NodeANNSearch
+    from semrag.index.parts._ssg_view import NodeSearch as _NodeSearch
 
     cfg = SSGConfig(window=2, top_x=3, knn="hnsw")
     live, _ = grown(cfg, 240)
@@ -439,9 +439,9 @@ def test_an_add_holds_its_rows_in_the_graphs_dtype_until_its_commit(monkeypatch)
 def test_only_hits_that_may_rank_get_exact_values_and_none_that_rank_is_missed(
     seed, width, floor, ties, noisy
 ):
-    from semrag.index._live_ssg_rows import exact_where as _exact_where
-    from semrag.index._live_ssg_rows import may_rank as _may_rank
-    from semrag.index.knn import FLOAT32_TOLERANCE, exact_similarities
+    from semrag.index.parts._live_ssg_rows import exact_where as _exact_where
+    from semrag.index.parts._live_ssg_rows import may_rank as _may_rank
+    from semrag.index.parts.knn import FLOAT32_TOLERANCE, exact_similarities
 
     rng = np.random.default_rng(seed)
     rows = rng.normal(size=(40, DIM))

@@ -28,9 +28,9 @@ from semrag.fingerprint import PROBE_TEXTS
 from semrag.graph import KnowledgeGraph
 from semrag.index import SSGConfig
 from semrag.index.change import Change, IndexedDocument, IndexPart
-from semrag.index.knn import merge_top, top_neighbours
-from semrag.index.live_ssg import LiveSSG
-from semrag.index.ssg import window_ranges
+from semrag.index.parts.knn import merge_top, top_neighbours
+from semrag.index.parts.live_ssg import LiveSSG
+from semrag.index.parts.ssg import window_ranges
 from semrag.retrieval import (
     ALGORITHMS,
     CommunityRetriever,
@@ -526,7 +526,8 @@ bm25_texts = st.lists(st.sampled_from(WORDS + ["İstanbul", "ﬁne", "9"]), max_
     spare=st.sampled_from([1024, 0]),  # slots and terms renumbered rarely, or at every chance
 )
 def test_bm25_changed_in_place_scores_like_rank_bm25_on_the_survivors(ops, query, stride, spare):
-    from semrag.index import BM25Index, sparse
+    from semrag.index import BM25Index
+    from semrag.index.parts import sparse
 
     bm = BM25Index()
     alive: dict[int, str] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from semrag.graph import communities, extract
-from semrag.index import _ingest
+from semrag.index.ingest import ingestion as _ingest
 from semrag.local_llm import _ASKS_FOR_OBJECT, _json_closed
 from semrag.postprocess import _spc_prompts as spc
 from semrag.retrieval import _query_plan, ppr, sketch, ssg

@@ -568,9 +568,10 @@ ELSEWHERE = (
         )
     }
     | {
-        f"semrag.neo4j._graph_reads:GraphReads.{name}": "tests/graph/test_neo4j_index.py"
+        f"semrag.neo4j.{where}.{name}": "tests/graph/test_neo4j_index.py"
         "::test_the_readers_async_twins_leave_the_loop_free"
         for name in ("alookup", "aexpand", "achunks_for", "asearch_entities")
+        for where in ("_graph_reads:GraphReads", "graph_store:Neo4jGraphStore")
     }
     | {
         "semrag.neo4j.graph_store:Neo4jGraphStore.achange_stamp": "tests/graph/test_neo4j_index.py"

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import semrag.index._passage_graph as passage_graph_module
-import semrag.index.passages as passages_module
+import semrag.index.parts._passage_graph as passage_graph_module
+import semrag.index.parts.passages as passages_module
 import semrag.retrieval.ppr as ppr_module
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreError
 from semrag.fingerprint import PROBE_TEXTS
-from semrag.index.persist import _sha256
+from semrag.index.storage.persist import _sha256
 from semrag.retrieval import PPRRetriever
 from semrag.testing import FakeEmbedder
 from tests.unit.test_ppr import DOCS, QUESTION

@@ -110,7 +110,7 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from semrag import Document, SemanticChunker, SemanticIndex
-    from semrag.index import persist
+    from semrag.index.storage import persist
     from semrag.testing import FakeEmbedder
 
     path, step = sys.argv[1], sys.argv[2]

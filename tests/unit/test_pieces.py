@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreError
 from semrag.graph import KnowledgeGraph
-from semrag.index.pieces import PieceIndex
+from semrag.index.parts.pieces import PieceIndex
 from semrag.retrieval import SketchRetriever
 from semrag.testing import FakeEmbedder
 from tests.unit.test_living_index import RecordingEmbedder
@@ -138,7 +138,7 @@ def test_split_none_searches_the_index_chunks_themselves():
 
 def test_pieces_made_a_batch_at_a_time_equal_those_made_at_once(monkeypatch):
     """A change is split and embedded a batch of pieces at a time (bounded memory)."""
-    from semrag.index import pieces as pieces_module
+    from semrag.index.parts import pieces as pieces_module
 
     index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
     index.add_documents([Document(f"d{i}", long_text(TOPICS[i], 10 + 7 * i)) for i in range(5)])

@@ -427,7 +427,7 @@ def test_without_the_similarity_weight_hits_rank_by_the_walks_mass_alone():
 
 
 def test_a_long_document_is_cut_into_sections_of_chunks():
-    from semrag.index._passage_graph import SECTION_CHARS, section_starts
+    from semrag.index.parts._passage_graph import SECTION_CHARS, section_starts
 
     starts = np.array([0, 900, 1800, 2100, 3000, 4500, 4600], np.int64)
     opens = section_starts(starts).tolist()

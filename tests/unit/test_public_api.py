@@ -291,3 +291,18 @@ def test_an_id_the_index_does_not_hold_is_a_typed_key_error():
             read("nope")
     with pytest.raises(KeyError):  # still a KeyError for callers that catch one
         index.chunk(10**6)
+
+
+@pytest.mark.parametrize("old", sorted(__import__("semrag.index._moved").index._moved.MOVED))
+def test_a_moved_module_imports_by_its_old_path_with_a_warning(old):
+    import importlib
+    import sys
+
+    from semrag.index._moved import MOVED
+
+    sys.modules.pop(old, None)
+    new = importlib.import_module(MOVED[old])
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {MOVED[old]}"):
+        module = importlib.import_module(old)
+    public = [n for n in vars(new) if not n.startswith("_")]
+    assert public and all(getattr(module, n) is getattr(new, n) for n in public)

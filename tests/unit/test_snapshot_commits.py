@@ -21,7 +21,7 @@ from semrag import Document, SemanticIndex
 from semrag._buffers import StoredRows
 from semrag.errors import StoreError
 from semrag.index import DenseIndex
-from semrag.index.live_ssg import LiveSSG
+from semrag.index.parts.live_ssg import LiveSSG
 from semrag.testing import FakeEmbedder
 
 DIM = 8

@@ -6,7 +6,7 @@ import pytest
 from semrag import Document, SemanticChunker, SemanticIndex, SSGRetriever
 from semrag.errors import ConfigError
 from semrag.index import DenseIndex, SSGConfig
-from semrag.index.ssg import SemanticSimilarityGraph, fit_pca3
+from semrag.index.parts.ssg import SemanticSimilarityGraph, fit_pca3
 from semrag.retrieval import ALGORITHMS
 from semrag.testing import FakeEmbedder, FakeLLM
 from semrag.types import Chunk, Span

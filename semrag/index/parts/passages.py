@@ -31,14 +31,14 @@ import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
-from semrag.index._passage_graph import (
+from semrag.index.change import Change, IndexedDocument
+from semrag.index.parts._passage_graph import (
     GRAPH_FILE,
     PassageGraph,
     graph_for,
     load_graph,
     save_graph,
 )
-from semrag.index.change import Change, IndexedDocument
 from semrag.text.phrases import entities as find_entities
 from semrag.types import Chunk
 

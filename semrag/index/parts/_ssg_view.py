@@ -13,7 +13,7 @@ from semrag.chunking._split import mean_windows
 from semrag.errors import ConfigError
 from semrag.index._top_k import top_k
 from semrag.index.change import Floats, IndexedDocument
-from semrag.index.ssg import SemanticSimilarityGraph
+from semrag.index.parts.ssg import SemanticSimilarityGraph
 from semrag.types import Chunk, Span
 
 

@@ -27,7 +27,7 @@ from semrag.index._top_k import top_k
 from semrag.types import Chunk
 
 if TYPE_CHECKING:
-    from semrag.index.passages import DocPhrases, NameRegistry
+    from semrag.index.parts.passages import DocPhrases, NameRegistry
 
 Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]

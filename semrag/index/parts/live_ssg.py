@@ -19,7 +19,7 @@
 After any sequence of changes the graph equals a fresh build over the surviving
 documents (same nodes, edges, scores, bridges and projection), because the fresh build is
 the same code applied to one change that adds every document (see
-:mod:`semrag.index.knn` for why the pieces agree exactly). Arrays of a published graph are
+:mod:`semrag.index.parts.knn` for why the pieces agree exactly). Arrays of a published graph are
 never written to again: each change builds new arrays, so a reader holding a version
 keeps a consistent one.
 """
@@ -36,7 +36,8 @@ import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
-from semrag.index._live_ssg_rows import (
+from semrag.index.change import Change, IndexedDocument
+from semrag.index.parts._live_ssg_rows import (
     ARRAYS,
     exact_where,
     may_rank,
@@ -44,15 +45,14 @@ from semrag.index._live_ssg_rows import (
     remap,
     rows_a_new_row_may_enter,
 )
-from semrag.index.change import Change, IndexedDocument
-from semrag.index.knn import (
+from semrag.index.parts.knn import (
     FLOAT32_TOLERANCE,
     NodeANN,
     empty_lists,
     merge_top,
     top_neighbours,
 )
-from semrag.index.ssg import (
+from semrag.index.parts.ssg import (
     SemanticSimilarityGraph,
     SSGConfig,
     inter_lists,
@@ -380,7 +380,7 @@ class LiveSSG:
     def _ann_hits(self, rows: Ints, width: int) -> tuple[Ints, Floats]:
         """Up to ``width`` HNSW hits of each row in other documents, ``>= min_inter``.
 
-        Values are :func:`~semrag.index.knn.exact_similarities`, best first (ties: lower
+        Values are :func:`~semrag.index.parts.knn.exact_similarities`, best first (ties: lower
         row). A row whose search was used up by its own document's nodes searches again
         past them.
         """

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from semrag.errors import ConfigError, StoreError
 from semrag.index.change import Change
-from semrag.index.dense import DenseIndex, query_matrix
+from semrag.index.parts.dense import DenseIndex, query_matrix
 
 __all__ = ["StoreBackedDense", "VectorClient"]
 
@@ -67,7 +67,7 @@ _PENDING = "dense_pending_deletes.npy"
 class StoreBackedDense:
     """A dense part whose searches are answered by a :class:`VectorClient`.
 
-    It keeps the same versions as :class:`~semrag.index.dense.DenseIndex` (which holds the
+    It keeps the same versions as :class:`~semrag.index.parts.dense.DenseIndex` (which holds the
     vectors): a change is written to the store while it is staged (the new entries stay
     invisible: results are filtered to the published version) and the removed entries are
     deleted from the store when the change is published. A store that fails while a

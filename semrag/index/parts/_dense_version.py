@@ -1,4 +1,4 @@
-"""One published state of a :class:`~semrag.index.dense.DenseIndex`, and its helpers.
+"""One published state of a :class:`~semrag.index.parts.dense.DenseIndex`, and its helpers.
 
 A version is the first ``n`` rows of the index's buffers (or, with HNSW, of its graph's
 stored rows) minus the rows removed since the last compaction. Versions are frozen: a
@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._buffers import StoredRows
-from semrag.index._distinct import DistinctRows
+from semrag.index.parts._distinct import DistinctRows
 
 __all__ = ["DenseVersion", "live_bitmap", "same_start"]
 

@@ -13,7 +13,7 @@ away once they are a quarter of the rows.
   place, :class:`~semrag._buffers.StoredRows`: each vector is held once), and identical
   vectors once: rows that repeat a vector (boilerplate, a text under two ids, an edited
   document's unchanged chunks) share its stored row, and a hit on it stands for each of
-  them (:mod:`semrag.index._distinct`). A search skips removed and not yet published rows
+  them (:mod:`semrag.index.parts._distinct`). A search skips removed and not yet published rows
   with a bitmap selector, so a delete rebuilds nothing. FAISS cannot search while it
   inserts: searches and reads share a lock
   that an insert holds alone, for the few milliseconds it takes to insert a change's
@@ -42,10 +42,10 @@ from semrag._buffers import StoredRows, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, EmbeddingError, NotIndexedError, StoreError
-from semrag.index._dense_version import DenseVersion, live_bitmap, same_start
-from semrag.index._distinct import DistinctRows
 from semrag.index._top_k import top_k
 from semrag.index.change import Change
+from semrag.index.parts._dense_version import DenseVersion, live_bitmap, same_start
+from semrag.index.parts._distinct import DistinctRows
 
 __all__ = ["AUTO_HNSW_ROWS", "DenseIndex", "top_k"]
 
@@ -394,7 +394,7 @@ class DenseIndex:
         ``base``'s graph takes the new vectors when nothing was stored past ``base`` (a
         dropped stage may have stored some); otherwise, and without ``base``, a new graph
         holds them all, and versions that read the old one keep it. A vector the graph
-        holds already is not stored again (:class:`~semrag.index._distinct.DistinctRows`).
+        holds already is not stored again (:class:`~semrag.index.parts._distinct.DistinctRows`).
         """
         graph = base.graph if base is not None else None
         if base is not None and graph is not None and graph.ntotal == base.stored:

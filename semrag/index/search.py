@@ -18,7 +18,7 @@ from semrag.errors import ConfigError
 from semrag.index._top_k import top_k
 from semrag.index.change import Floats
 from semrag.index.corpus import Corpus
-from semrag.index.part_set import PartSet
+from semrag.index.parts.part_set import PartSet
 from semrag.types import Chunk, MetadataFilter, ScoredChunk, as_filter
 
 

@@ -1,4 +1,4 @@
-"""Ingestion: documents in, :class:`~semrag.index.prepared.PreparedDocument` records out.
+"""Ingestion: documents in, :class:`~semrag.index.ingest.prepared.PreparedDocument` records out.
 
 :class:`Ingestion` owns what decides an index's chunks and vectors (the embedder, the
 chunker, the chunk-vector and sentence-dtype settings, the graph's windows, the theme
@@ -20,11 +20,11 @@ from semrag._steps import Call, call, drive
 from semrag.chunking.base import BoundaryChunker, as_documents
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError, DocumentConflictError
-from semrag.index._ssg_view import mean_of, normalise
 from semrag.index.change import Floats, IndexedDocument
-from semrag.index.prepared import PreparedDocument
-from semrag.index.presplit import place_chunks, whole_document_chunk
-from semrag.index.ssg import SSGConfig, keyword_themes, window_ranges
+from semrag.index.ingest.prepared import PreparedDocument
+from semrag.index.ingest.presplit import place_chunks, whole_document_chunk
+from semrag.index.parts._ssg_view import mean_of, normalise
+from semrag.index.parts.ssg import SSGConfig, keyword_themes, window_ranges
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.types import Chunk, Document, Span
 
@@ -310,7 +310,7 @@ class Ingestion:
     def place(
         self, chunks: Iterable[Any], documents: Iterable[Any] | None
     ) -> tuple[list[Document], dict[str, list[Chunk]]]:
-        """A splitter's chunks placed in their documents (see :mod:`semrag.index.presplit`)."""
+        """A splitter's chunks placed in their documents (:mod:`~semrag.index.ingest.presplit`)."""
         if isinstance(chunks, (str, Chunk)):
             raise ConfigError("pass a list of chunks")
         given = self.validate(documents) if documents is not None else None

@@ -2,7 +2,7 @@
 
 :func:`save_index` writes a versioned directory atomically (no pickle); :func:`restore`
 fills an empty index's :class:`~semrag.index.corpus.Corpus` and
-:class:`~semrag.index.part_set.PartSet` from one, checking that its files agree.
+:class:`~semrag.index.parts.part_set.PartSet` from one, checking that its files agree.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError, StoreError
 from semrag.index.change import Floats, IndexedDocument
 from semrag.index.corpus import Corpus
-from semrag.index.dense import DenseIndex
-from semrag.index.external import StoreBackedDense, VectorClient
-from semrag.index.live_ssg import LiveSSG
-from semrag.index.part_set import PartSet
-from semrag.index.passages import PassagePhrases
-from semrag.index.persist import atomic_directory
-from semrag.index.pieces import PieceIndex
-from semrag.index.sparse import BM25Index
-from semrag.index.ssg import SSGConfig
+from semrag.index.parts.dense import DenseIndex
+from semrag.index.parts.external import StoreBackedDense, VectorClient
+from semrag.index.parts.live_ssg import LiveSSG
+from semrag.index.parts.part_set import PartSet
+from semrag.index.parts.passages import PassagePhrases
+from semrag.index.parts.pieces import PieceIndex
+from semrag.index.parts.sparse import BM25Index
+from semrag.index.parts.ssg import SSGConfig
+from semrag.index.storage.persist import atomic_directory
 from semrag.types import Chunk, Document, Span
 
 if TYPE_CHECKING:

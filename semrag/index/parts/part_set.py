@@ -7,14 +7,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from semrag.errors import ConfigError
-from semrag.index._ssg_view import SSGView
 from semrag.index.change import Floats, IndexedDocument, StagedPart
-from semrag.index.dense import DenseIndex
-from semrag.index.external import StoreBackedDense
-from semrag.index.live_ssg import LiveSSG
-from semrag.index.passages import PassagePhrases
-from semrag.index.pieces import PieceIndex
-from semrag.index.sparse import BM25Index
+from semrag.index.parts._ssg_view import SSGView
+from semrag.index.parts.dense import DenseIndex
+from semrag.index.parts.external import StoreBackedDense
+from semrag.index.parts.live_ssg import LiveSSG
+from semrag.index.parts.passages import PassagePhrases
+from semrag.index.parts.pieces import PieceIndex
+from semrag.index.parts.sparse import BM25Index
 
 __all__ = ["PartSet"]
 

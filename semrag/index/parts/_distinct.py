@@ -2,7 +2,7 @@
 
 Corpora repeat themselves: boilerplate (licences, footers, navigation), one text filed under
 two ids, a document added again after an edit with most of its chunks unchanged. The dense
-index's HNSW graph (:class:`~semrag.index.dense.DenseIndex` with ``kind="hnsw"``) stores
+index's HNSW graph (:class:`~semrag.index.parts.dense.DenseIndex` with ``kind="hnsw"``) stores
 and links a vector once, however many index rows hold it: a row reads its vector from the
 graph's stored row ``serials[row]`` (:class:`~semrag._buffers.StoredRows`), a search finds
 stored rows, and each found stored row stands for every live index row that holds it.

@@ -5,11 +5,11 @@ each node keeps its sentences as children. Edges connect each node to its ``top_
 similar nodes of the same document (cosine >= ``min_intra``) and its ``top_x`` most similar
 nodes of other documents (cosine >= ``min_inter``). Edges are found by blocked exact
 products (never a dense N x N matrix; HNSW for batches above 50,000 nodes), through the
-shared top-k of :mod:`semrag.index.knn`. Documents carry themes (keywords, or an LLM's
+shared top-k of :mod:`semrag.index.parts.knn`. Documents carry themes (keywords, or an LLM's
 themes), and each document is bridged to its ``top_t`` most similar documents by theme
 vector. Edges are stored as fixed-width lists, a node's intra edges and its inter edges
 (best first, ``-1`` pads); the CSR form is made on demand.
-:class:`~semrag.index.live_ssg.LiveSSG` keeps the graph of a changing index up to date.
+:class:`~semrag.index.parts.live_ssg.LiveSSG` keeps the graph of a changing index up to date.
 
 References:
     E. Lester (2025), "Novel Semantic Similarity Graph Traversal Algorithms for Semantic
@@ -33,7 +33,7 @@ import scipy.linalg
 
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError
-from semrag.index.knn import hnsw_top, top_neighbours
+from semrag.index.parts.knn import hnsw_top, top_neighbours
 
 __all__ = ["SSGConfig", "SemanticSimilarityGraph", "build_edges", "keyword_themes", "window_ranges"]
 
@@ -315,7 +315,7 @@ class SemanticSimilarityGraph:
     pca_mean: Floats
     pca_components: Floats
     node_ann: Any = None
-    """With ``SSGConfig(knn="hnsw")``: this version's :class:`~semrag.index.knn.NodeANN`
+    """With ``SSGConfig(knn="hnsw")``: this version's :class:`~semrag.index.parts.knn.NodeANN`
     over the nodes (anchor searches are approximate and cost ``log`` of the nodes)."""
     node_serial: Ints | None = None
     """Each node's row in :attr:`node_ann` (increasing)."""

@@ -35,7 +35,7 @@ from semrag._validation import INT, Interval, check_param
 from semrag.chunking._split import split_with_overlap
 from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index.change import Change, IndexedDocument
-from semrag.index.dense import DenseIndex
+from semrag.index.parts.dense import DenseIndex
 from semrag.types import Chunk, Span
 
 __all__ = ["PieceIndex", "check_split"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from semrag.index.knn import (
+from semrag.index.parts.knn import (
     FLOAT32_TOLERANCE,
     exact_similarities,
 )
@@ -73,7 +73,7 @@ def exact_where(queries: Floats, rows: Floats, hit: Ints, keep: npt.NDArray[np.b
     """Exact similarities of each query and its ``hit`` rows where ``keep``, ``-inf`` elsewhere.
 
     Only the kept pairs are computed (moved to the front of their row), with
-    :func:`~semrag.index.knn.exact_similarities`, so each has the value it has anywhere.
+    :func:`~semrag.index.parts.knn.exact_similarities`, so each has the value it has anywhere.
     """
     exact = np.full(hit.shape, -np.inf, np.float32)
     width = int(keep.sum(axis=1).max()) if keep.size else 0
