@@ -568,20 +568,15 @@ ELSEWHERE = (
         )
     }
     | {
-        f"semrag.neo4j.{where}.{name}": "tests/graph/test_neo4j_index.py"
+        # they await the store's session (store.session.aread_rows, arun_steps,
+        # arun_together): every async read of every class on Neo4j goes through it
+        f"semrag.neo4j.graph_store:Neo4jGraphStore.{name}": "tests/graph/test_neo4j_index.py"
         "::test_the_readers_async_twins_leave_the_loop_free"
         for name in ("alookup", "aexpand", "achunks_for", "asearch_entities")
-        for where in ("_graph_reads:GraphReads", "graph_store:Neo4jGraphStore")
     }
     | {
         "semrag.neo4j.graph_store:Neo4jGraphStore.achange_stamp": "tests/graph/test_neo4j_index.py"
         "::test_the_readers_async_twins_leave_the_loop_free"
-    }
-    | {
-        # every async read of every class on Neo4j goes through these
-        f"semrag.neo4j._session:Neo4jSession.{name}": "tests/graph/test_neo4j_index.py"
-        "::test_the_readers_async_twins_leave_the_loop_free"
-        for name in ("arun_together", "aread_rows", "arun_steps")
     }
 )
 
