@@ -37,7 +37,9 @@ from pathlib import Path
 
 from semrag._cli_eval import add_eval_parser
 from semrag._cli_train import cmd_train_boundary, parse_negative_mix, split_fractions, window_sizes
+from semrag._validation import offers
 from semrag.errors import SemragError
+from semrag.llm import LLM
 from semrag.types import Document
 
 __all__ = ["main"]
@@ -143,7 +145,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_llm(spec: str | None) -> object:
+def _load_llm(spec: str | None) -> LLM:
     """``module:name`` -> the object (called if it is a class or factory)."""
     if not spec:
         raise SemragError("--extractor llm needs --llm MODULE:NAME (an LLM object or factory)")
@@ -163,6 +165,8 @@ def _load_llm(spec: str | None) -> object:
             obj = LangChainLLM(obj)
         except (ImportError, TypeError) as exc:
             raise SemragError(f"--llm {spec}: not an LLM (needs complete/acomplete)") from exc
+    if not offers(obj, LLM):
+        raise SemragError(f"--llm {spec}: not an LLM (needs complete and acomplete)")
     return obj
 
 
@@ -186,7 +190,9 @@ def _build_graph(args: argparse.Namespace, index: object, out: Path) -> None:
     from semrag.graph.extract import LLMGraphExtractor
 
     if args.extractor == "llm":
-        extractor: object = LLMGraphExtractor(_load_llm(args.llm))
+        extractor: LLMGraphExtractor | HeuristicGraphExtractor = LLMGraphExtractor(
+            _load_llm(args.llm)
+        )
     else:
         extractor = HeuristicGraphExtractor()
     store = InMemoryGraphStore() if args.graph == "memory" else _neo4j_store(args)

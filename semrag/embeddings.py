@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import threading
 import weakref
@@ -476,7 +477,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
                 for file in files:
                     h.update(file.relative_to(path).as_posix().encode() + b"\0")
                     with open(file, "rb") as f:
-                        for block in iter(lambda f=f: f.read(1 << 22), b""):
+                        for block in iter(functools.partial(f.read, 1 << 22), b""):
                             h.update(block)
                 _FINGERPRINTS[path] = h.hexdigest()[:16]
             return _FINGERPRINTS[path]
@@ -484,7 +485,10 @@ class SentenceTransformerEmbedder(BaseEmbedder):
     @property
     def max_seq_length(self) -> int:
         """Word pieces the model reads; longer texts are truncated by the model."""
-        return int(self.model.max_seq_length)
+        length = self.model.max_seq_length
+        if length is None:
+            raise ConfigError(f"{self.name} does not say how many word pieces it reads")
+        return int(length)
 
     def _embed_batch(self, texts: list[str]) -> Any:
         return self.model.encode(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -223,7 +224,7 @@ def resolve_threshold(distances: Floats, threshold: Threshold) -> tuple[float, n
 
 def sized_breaks(
     sentence_tokens: Sequence[int],
-    rewards: Floats,
+    rewards: npt.NDArray[np.floating[Any]],
     *,
     target: float,
     max_tokens: int,

@@ -327,20 +327,20 @@ class SemanticChunker(BoundaryChunker):
             forced=forced,
             blocked=blocked,
         )
-        reasons = []
+        said: list[str] = []
         for g in np.flatnonzero(breaks).tolist():
             if g in why:
-                reasons.append(why[g])
+                said.append(why[g])
                 continue
             place = ""
             if lay is not None and lay.heading[g + 1]:
                 place = " before a heading"
             elif lay is not None and lay.paragraph[g]:
                 place = " at a blank line"
-            reasons.append(
+            said.append(
                 f"distance {distances[g]:.4f}{place}, best with chunks near {target:g} tokens"
             )
-        return GapDecision(distances, breaks, value, tuple(reasons), distances)
+        return GapDecision(distances, breaks, value, tuple(said), distances)
 
     def _layout(self, doc: Prepared) -> Layout | None:
         if not self.structure:

@@ -111,8 +111,9 @@ class NameIndex:
                 self._ann = self._ann.rebuild(np.asarray(self._ann.rows(live), np.float32))
             elif self._vectors is not None:
                 self._vectors.keep(keep)
-            self._keys = [k for k in self._keys if k is not None]
-            self._row = {k: i for i, k in enumerate(self._keys)}
+            kept = [k for k in self._keys if k is not None]
+            self._keys = list(kept)
+            self._row = {k: i for i, k in enumerate(kept)}
             self._dead = []
 
     def _build_ann(self) -> None:
@@ -143,7 +144,7 @@ class NameIndex:
             sims = base[[self._row[k] for k in part]] @ base.T
             for key, row in zip(part, sims >= threshold, strict=True):
                 hits = np.flatnonzero(row & alive)
-                out[key] = [self._keys[j] for j in hits if self._keys[j] != key]
+                out[key] = [k for j in hits if (k := self._keys[j]) is not None and k != key]
         return out
 
     _READ = 1 << 15  # most hit rows read from the HNSW index at once (100 MB as float64)
@@ -170,7 +171,7 @@ class NameIndex:
                     sims = rows_of_hit[found] @ query
                     near = sorted(int(j) for j in hit[found][sims >= threshold])
                     key = asked[i]
-                    out[key] = [self._keys[j] for j in near if self._keys[j] != key]
+                    out[key] = [k for j in near if (k := self._keys[j]) is not None and k != key]
                     if found.sum() == depth and score[-1] >= threshold - 1e-4 and depth < live:
                         deeper.append(i)  # every hit is near: there may be more
             todo, depth = np.asarray(deeper, np.int64), 2 * depth

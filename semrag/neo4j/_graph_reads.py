@@ -196,10 +196,10 @@ class GraphReads:
     ) -> Steps[tuple[Subgraph, dict[str, list[ChunkRef]]]]:
         if depth > EXPAND_HOPS:
             sub = yield from self._neighbourhood_steps(entity_ids, depth, limit)
-            refs = yield from self._chunks_for_steps(list(sub.hops))
+            found = yield from self._chunks_for_steps(list(sub.hops))
             if max_chunks is not None:
-                refs = {e: r for e, r in refs.items() if len(r) <= max_chunks}
-            return sub, refs
+                found = {e: r for e, r in found.items() if len(r) <= max_chunks}
+            return sub, found
         ids = list(dict.fromkeys(entity_ids))
         cap = None if max_chunks is None else int(max_chunks)
         params = {"ids": ids, "limit": int(limit), "max_chunks": cap}

@@ -161,13 +161,13 @@ class PassageGraph:
     read many at once with :func:`chunks_at`."""
     passage_ptr: npt.NDArray[np.int64]
     """Passage ``i`` holds the chunks at positions ``passage_ptr[i]:passage_ptr[i + 1]``."""
-    chunk_phrases: Sequence[npt.NDArray[np.int64]]
+    chunk_phrases: Ragged
     """Phrase numbers each chunk mentions (by position)."""
     names: Sequence[str]
     """Display name of each phrase node (node ``n_passages + i``)."""
     keys: Mapping[str, int]
     """Lower-cased name (or entity id) -> phrase number."""
-    passage_phrases: Sequence[npt.NDArray[np.int64]]
+    passage_phrases: Ragged
     """Phrase numbers each passage mentions (those of its chunks, each once, ascending)."""
     df: npt.NDArray[np.float64]
     """Passages mentioning each phrase (at least 1)."""

@@ -229,13 +229,15 @@ class PieceIndex:
         rows: list[int] = []
         at = 0
         for d, (pos, start, end, tokens, order, whole, piece_texts) in group:
-            cols = [np.asarray(c, np.int64) for c in (pos, start, end, tokens, order)]
+            c_pos, c_start, c_end, c_tokens, c_order = (
+                np.asarray(c, np.int64) for c in (pos, start, end, tokens, order)
+            )
             keep = np.asarray(whole, bool)
             if keep.any():  # a whole chunk keeps the chunk's vector
-                vectors[at + np.flatnonzero(keep)] = np.asarray(d.chunk_vectors)[cols[0][keep]]
+                vectors[at + np.flatnonzero(keep)] = np.asarray(d.chunk_vectors)[c_pos[keep]]
             rows += [at + j for j in np.flatnonzero(~keep).tolist()]
             texts += [t for t in piece_texts if t is not None]
-            found.append(_DocPieces(d, first + at, *cols, keep))
+            found.append(_DocPieces(d, first + at, c_pos, c_start, c_end, c_tokens, c_order, keep))
             at += len(pos)
         if texts:
             vectors[rows] = self.embedder.embed(texts)
@@ -254,8 +256,8 @@ class PieceIndex:
         out: tuple[list, list, list, list, list, list, list] = ([], [], [], [], [], [], [])
         for pos, c in enumerate(d.chunks):
             if c.token_count <= size:
-                row = (pos, c.start, c.end, c.token_count, c.index, True, None)
-                for column, value in zip(out, row, strict=True):
+                whole: tuple[Any, ...] = (pos, c.start, c.end, c.token_count, c.index, True, None)
+                for column, value in zip(out, whole, strict=True):
                     column.append(value)
                 continue
             spans = split_with_overlap(
@@ -323,7 +325,8 @@ class PieceIndex:
             first = int(rows[0, 0]) if rows.size else out._next
             if (rows[:, 0] != first + np.arange(rows.shape[0])).any():
                 raise StoreError(f"{directory}: the pieces of {d.id!r} are not numbered in a row")
-            out._docs[d.id] = _DocPieces(d, first, *rows[:, 1:6].T.copy(), rows[:, 6].astype(bool))
+            at, start, end, tokens, order = rows[:, 1:6].T.copy()
+            out._docs[d.id] = _DocPieces(d, first, at, start, end, tokens, order, rows[:, 6] > 0)
         held = sorted((p for p in out._docs.values() if p.n), key=lambda p: p.first)
         out._where = ([p.first for p in held], held)
         if [i for p in held for i in p.ids] != out.dense.ids.tolist():
