@@ -190,7 +190,7 @@ def check_on_conflict(value: Any) -> OnConflict:
     """
     if value not in ON_CONFLICT:
         raise ConfigError(f"on_conflict must be one of {list(ON_CONFLICT)}, got {value!r}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _framework_document(d: Any) -> Document | None:

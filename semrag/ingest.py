@@ -45,9 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from semrag.chunking.base import as_documents
 from semrag.errors import ConfigError, DocumentConflictError, missing_dependency
-from semrag.identity import OnConflict, check_on_conflict
+from semrag.identity import OnConflict, as_documents, check_on_conflict
 from semrag.index.ingest.prepared import PreparedBatch
 from semrag.types import Document
 

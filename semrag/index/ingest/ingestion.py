@@ -17,9 +17,10 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
 from semrag._steps import Call, call, drive
-from semrag.chunking.base import BoundaryChunker, as_documents
+from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError, DocumentConflictError
+from semrag.identity import as_documents
 from semrag.index.change import Floats, IndexedDocument
 from semrag.index.ingest.prepared import PreparedDocument
 from semrag.index.ingest.presplit import place_chunks, whole_document_chunk

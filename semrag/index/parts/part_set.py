@@ -73,17 +73,17 @@ class PartSet:
     @property
     def ssg(self) -> LiveSSG | None:
         """The semantic similarity graph, or ``None``."""
-        return self._optional["ssg"]  # type: ignore[no-any-return]
+        return self._optional["ssg"]
 
     @property
     def pieces(self) -> PieceIndex | None:
         """SKETCH's small pieces, or ``None``."""
-        return self._optional["pieces"]  # type: ignore[no-any-return]
+        return self._optional["pieces"]
 
     @property
     def passages(self) -> PassagePhrases | None:
         """PPR's passage phrases, or ``None``."""
-        return self._optional["passages"]  # type: ignore[no-any-return]
+        return self._optional["passages"]
 
     def named(self) -> dict[str, StagedPart]:
         """Every part by name: each stages and publishes every change."""

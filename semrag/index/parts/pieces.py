@@ -63,6 +63,12 @@ def check_split(owner: str, split: Any) -> tuple[int, int]:
     return int(size), int(overlap)
 
 
+_Columns = tuple[
+    list[int], list[int], list[int], list[int], list[int], list[bool], list[str | None]
+]
+"""Each piece's chunk position, start, end, tokens, number, wholeness and text."""
+
+
 @dataclass(frozen=True, slots=True)
 class _DocPieces:
     """One document's pieces, ids ``first .. first + n - 1``, as columns."""
@@ -207,7 +213,7 @@ class PieceIndex:
 
         Each document's columns go to ``found`` as its batch is made.
         """
-        group: list[tuple[IndexedDocument, tuple]] = []
+        group: list[tuple[IndexedDocument, _Columns]] = []
         size = 0
         for d in added:
             group.append((d, self._split(d)))
@@ -219,7 +225,7 @@ class PieceIndex:
             yield self._embedded(group, found)
 
     def _embedded(
-        self, group: list[tuple[IndexedDocument, tuple]], found: list[_DocPieces]
+        self, group: list[tuple[IndexedDocument, _Columns]], found: list[_DocPieces]
     ) -> tuple[Ints, np.ndarray]:
         n = sum(len(cols[0]) for _, cols in group)
         with self._stage_lock:  # ids are never reused, even by a change that is dropped
@@ -243,7 +249,7 @@ class PieceIndex:
             vectors[rows] = self.embedder.embed(texts)
         return np.arange(first, first + n, dtype=np.int64), vectors
 
-    def _split(self, d: IndexedDocument) -> tuple[list, list, list, list, list, list, list]:
+    def _split(self, d: IndexedDocument) -> _Columns:
         """Columns of the document's pieces.
 
         Each piece's chunk position, start, end, token count, number within its chunk (a
@@ -253,11 +259,12 @@ class PieceIndex:
         tok = self.tokenizer
         starts = [s.start for s in d.sentences]
         text = d.doc.text
-        out: tuple[list, list, list, list, list, list, list] = ([], [], [], [], [], [], [])
+        out: _Columns = ([], [], [], [], [], [], [])
+        columns: list[list[Any]] = list(out)
         for pos, c in enumerate(d.chunks):
             if c.token_count <= size:
                 whole: tuple[Any, ...] = (pos, c.start, c.end, c.token_count, c.index, True, None)
-                for column, value in zip(out, whole, strict=True):
+                for column, value in zip(columns, whole, strict=True):
                     column.append(value)
                 continue
             spans = split_with_overlap(
@@ -272,7 +279,7 @@ class PieceIndex:
             for j, sp in enumerate(spans):
                 piece_text = sp.of(text)
                 row = (pos, sp.start, sp.end, tok.count([piece_text])[0], j, False, piece_text)
-                for column, value in zip(out, row, strict=True):
+                for column, value in zip(columns, row, strict=True):
                     column.append(value)
         return out
 
@@ -305,7 +312,7 @@ class PieceIndex:
             StoreError: if the pieces do not match the documents or their vectors.
         """
         data = json.loads((directory / "pieces.json").read_text(encoding="utf-8"))
-        out = cls(tuple(data["split"]), tokenizer, embedder, config["kind"])  # type: ignore[arg-type]
+        out = cls(tuple(data["split"]), tokenizer, embedder, config["kind"])
         out.dense = DenseIndex.load(directory, config, prefix="pieces")
         where = {cid: (d, j) for d in documents for j, cid in enumerate(d.chunk_ids)}
         mine: dict[str, list[list[int]]] = {}
