@@ -147,9 +147,10 @@ class TransformersLLM:
         if not isinstance(torch_dtype, torch.dtype):
             raise ConfigError(f"dtype must name a torch dtype, got {dtype!r}")
         kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
-        self.model = model.to(device=device, dtype=torch_dtype)
+        # transformers' objects: typed loosely by its own annotations
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(folder), **kwargs)
+        model: Any = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+        self.model: Any = model.to(device=device, dtype=torch_dtype)
         self.model.eval()
         self.name = gguf_file or folder.name
         self.max_new_tokens = max_new_tokens

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import numpy as np
 import numpy.typing as npt
 
@@ -9,11 +11,12 @@ __all__ = ["top_k"]
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
+_Real = TypeVar("_Real", bound=np.floating[Any])
 
 _SAMPLED = 32  # top_k of one long row first looks at every 32nd value
 
 
-def top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
+def top_k(sims: npt.NDArray[_Real], k: int) -> tuple[Ints, npt.NDArray[_Real]]:
     """Per row, the columns of the ``k`` largest values, best first, ties to the lower column.
 
     Ties at the ``k``-th value are settled by column too (``argpartition`` alone picks
@@ -32,7 +35,7 @@ def top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
     return _top_k(sims, k)
 
 
-def _top_k(sims: Floats, k: int) -> tuple[Ints, Floats]:
+def _top_k(sims: npt.NDArray[_Real], k: int) -> tuple[Ints, npt.NDArray[_Real]]:
     n = sims.shape[1]
     if k < n:
         cand = np.argpartition(-sims, k - 1, axis=1)[:, :k]

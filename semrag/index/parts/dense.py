@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -219,7 +219,7 @@ class DenseIndex:
         step = max(1, _CELLS // max(v.n, 1))
         for a in range(0, q.shape[0], step):
             b = min(q.shape[0], a + step)
-            sims = q[a:b] @ v.vectors.T
+            sims = q[a:b] @ cast(Floats, v.vectors).T  # an exact version holds an array
             if v.dead is not None:
                 sims[:, v.dead] = -np.inf
             rows[a:b], top[a:b] = top_k(sims, k)
@@ -338,7 +338,8 @@ class DenseIndex:
         hnsw = v.graph is not None or self._graph_for(need)
         grow = need > self._id_buf.size or not same_start(self._id_buf, v.ids)
         if not hnsw:  # (a dropped change that built a graph may have let the buffer go)
-            grow = grow or need > len(self._vec_buf) or not same_start(self._vec_buf, v.vectors)
+            held = cast(Floats, v.vectors)  # an exact version holds an array
+            grow = grow or need > len(self._vec_buf) or not same_start(self._vec_buf, held)
         if grow:
             capacity = max(need, 2 * n, 64)
             id_buf = np.empty(capacity, np.int64)
@@ -397,7 +398,13 @@ class DenseIndex:
         holds already is not stored again (:class:`~semrag.index.parts._distinct.DistinctRows`).
         """
         graph = base.graph if base is not None else None
-        if base is not None and graph is not None and graph.ntotal == base.stored:
+        held: list[Ints]
+        if (
+            base is not None
+            and graph is not None
+            and base.serials is not None
+            and graph.ntotal == base.stored
+        ):
             state = self._distinct
             if state is None or state.graph is not graph or state.rows != base.n:
                 # loaded, or a dropped stage placed rows it stored nothing for: state again
@@ -406,10 +413,13 @@ class DenseIndex:
         else:
             graph = self._new_hnsw()
             state = DistinctRows(graph)
-            held = [
-                self._placed(state, base.vectors[a : a + _BLOCK], locked=False)
-                for a in range(0, base.n if base is not None else 0, _BLOCK)
-            ]
+            held = []
+            if base is not None:
+                rows_before = base.vectors
+                held = [
+                    self._placed(state, rows_before[a : a + _BLOCK], locked=False)
+                    for a in range(0, base.n, _BLOCK)
+                ]
             held.append(self._placed(state, new, locked=False))
         self._hnsw, self._distinct = graph, state
         serials = np.concatenate(held)
@@ -467,7 +477,7 @@ class DenseIndex:
             faiss = _faiss()
             with self._hnsw_lock.read():
                 graph, serials = v.graph, v.serials
-                if graph.ntotal != v.stored:  # holds a staged change's vectors: this version's
+                if serials is None or graph.ntotal != v.stored:  # a staged change's vectors too
                     graph = self._new_hnsw()
                     serials = self._placed(DistinctRows(graph), v.vectors, locked=False)
                 faiss.write_index(graph, str(directory / f"{prefix}.faiss"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -206,7 +206,7 @@ def hnsw_top(
         cols[r, : got.size], vals[r, : got.size] = c[r, got], v[r, got]
     own = np.array([run_of.get(int(g), (0, 0)) for g in query_groups]).reshape(-1, 2)
     short = np.flatnonzero(other.sum(axis=1) < np.minimum(k, n - (own[:, 1] - own[:, 0])))
-    for r in short:
+    for r in short.tolist():
         a, b = int(own[r, 0]), int(own[r, 1])
         params = faiss.SearchParametersHNSW(sel=faiss.IDSelectorNot(faiss.IDSelectorRange(a, b)))
         params.efSearch = max(64, 4 * k)
@@ -215,6 +215,26 @@ def hnsw_top(
         cols[r], vals[r] = -1, -np.inf
         cols[r, : keep.sum()], vals[r, : keep.sum()] = c2[0][keep], v2[0][keep]
     return cols, vals
+
+
+class HNSWGraph(Protocol):
+    """What semrag uses of a FAISS HNSW index (FAISS ships no type stubs)."""
+
+    d: int
+    ntotal: int
+    hnsw: Any
+    storage: Any
+
+    def add(self, x: Floats) -> None:
+        """Insert rows."""
+
+    def search(self, x: Floats, k: int, *, params: Any = None) -> tuple[Floats, Ints]:
+        """``(scores, ids)`` of the ``k`` nearest rows of each query."""
+        ...
+
+    def reconstruct_n(self, i0: int, ni: int) -> Floats:
+        """Rows ``i0 .. i0 + ni - 1`` as stored."""
+        ...
 
 
 class NodeANN:
@@ -254,7 +274,7 @@ class NodeANN:
     ) -> None:
         self.dim, self.m, self.dtype = dim, m, dtype
         self.ef_construction, self.ef_search = ef_construction, ef_search
-        self._graph: object | None = None
+        self._graph: HNSWGraph | None = None
         self.dead = np.zeros(0, bool)
         # Every object over one graph shares the lock: searches share it and an insert
         # holds it alone, so an older version is searched safely while a change is staged.
@@ -266,7 +286,7 @@ class NodeANN:
         """FAISS rows this object knows of (removed ones included)."""
         return int(self.dead.size)
 
-    def _new_graph(self) -> object:
+    def _new_graph(self) -> HNSWGraph:
         faiss = _faiss()
         if self.dtype == "float16":
             graph = faiss.IndexHNSWSQ(
@@ -277,7 +297,7 @@ class NodeANN:
         graph.hnsw.efConstruction = self.ef_construction
         return graph
 
-    def _with(self, graph: object | None, dead: npt.NDArray[np.bool_]) -> NodeANN:
+    def _with(self, graph: HNSWGraph | None, dead: npt.NDArray[np.bool_]) -> NodeANN:
         out = copy.copy(self)
         out._graph, out.dead, out._bits = graph, dead, None
         return out
@@ -301,7 +321,7 @@ class NodeANN:
         return self._with(graph, dead), np.arange(first, first + vectors.shape[0])
 
     @property
-    def holder(self) -> object | None:
+    def holder(self) -> HNSWGraph | None:
         """The FAISS graph that holds the rows (``None`` before the first insert)."""
         return self._graph
 
@@ -368,7 +388,7 @@ class NodeANN:
     def rebuild_known(self) -> NodeANN:
         """A copy whose graph holds exactly the rows this object knows of."""
         graph = self._new_graph()
-        if self.n:
+        if self.n and self._graph is not None:
             with self._lock.read():
                 known = self._graph.reconstruct_n(0, self.n)
             graph.add(known)

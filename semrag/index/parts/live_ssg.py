@@ -30,6 +30,7 @@ import copy
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -119,9 +120,10 @@ class LiveSSG:
         :class:`~semrag._buffers.StoredRows` over them (an array of the rows asked for,
         read in place), so each node vector is held once.
         """
-        if self._ann is not None:
-            return self._ann.rows(self.node_serial)
-        return self._nodes.view
+        if self._nodes is not None:
+            return self._nodes.view
+        assert self._ann is not None  # one of the two holds the rows
+        return cast(Floats, self._ann.rows(self.node_serial))  # StoredRows reads as an array
 
     @property
     def sentence_matrix(self) -> Floats:
@@ -135,7 +137,7 @@ class LiveSSG:
         node index's FAISS graph once it holds any). They move when the rows outgrow them
         or are compacted.
         """
-        nodes = self._nodes.buf if self._ann is None else self._ann.holder
+        nodes = self._nodes.buf if self._nodes is not None else self._ann and self._ann.holder
         return (self._sentences.buf,) + ((nodes,) if nodes is not None else ())
 
     def document_rows(self, doc_id: str) -> tuple[Floats, Floats]:
@@ -285,11 +287,11 @@ class LiveSSG:
         self.vector_scatter = self.vector_scatter + scatter
         self.node_doc = np.concatenate([self.node_doc, *node_doc])
         self.node_sentences = np.concatenate([self.node_sentences, *node_sent])
-        if self._ann is not None:  # the node index holds the rows
+        if self._nodes is not None:
+            self._nodes.append(new_vectors)
+        elif self._ann is not None:  # the node index holds the rows
             self._ann, serials = self._ann.added(new_vectors)
             self.node_serial = np.concatenate([self.node_serial, serials])
-        else:
-            self._nodes.append(new_vectors)
         self.intra_cols = np.concatenate([self.intra_cols, *intra_c])
         self.intra_vals = np.concatenate([self.intra_vals, *intra_v])
         self._sentences.append(
@@ -319,7 +321,7 @@ class LiveSSG:
         groups: Ints,
         refill: Ints,
         n_old: int,
-        search,  # noqa: ANN001 - (queries, groups) -> lists against every row
+        search: Callable[[Floats, Ints], tuple[Ints, Floats]],  # lists against every row
         k: int,
         floor: float,
     ) -> tuple[Ints, Floats]:
@@ -400,11 +402,13 @@ class LiveSSG:
         """Fill ``cols[which], vals[which]``; returns the ones whose search ran short."""
         floor = self.config.min_inter
         nodes = self.node_vectors
+        ann = self._ann
+        assert ann is not None  # called with knn="hnsw" only
         short = []
         for a in range(0, which.size, 512):  # 512 x depth x d float64 values at a time
             part = which[a : a + 512]
             q = nodes[rows[part]]
-            serials, fast = self._ann.search(q, depth)
+            serials, fast = ann.search(q, depth)
             hit = np.searchsorted(self.node_serial, np.maximum(serials, 0))
             hit = np.where(serials >= 0, np.minimum(hit, self.node_doc.size - 1), -1)
             same = self.node_doc[np.maximum(hit, 0)] == self.node_doc[rows[part], None]

@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,7 @@ __all__ = ["IDF_VARIANTS", "BM25Index", "bm25_tokenize"]
 IDF_VARIANTS = ("okapi", "lucene")
 _RECENT = 32  # query answers BM25Index.matches keeps until the next change
 Ints = npt.NDArray[np.int64]
+Codes = npt.NDArray[np.integer[Any]]  # term numbers, slots, counts: int32 or int64
 Floats64 = npt.NDArray[np.float64]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -71,15 +73,17 @@ class _Segment:
         "terms",
         "tf",
     )
+    slots: Codes
+    tf: Codes
 
     def __init__(
         self,
         start: int,
-        counts: Ints,
-        doc_terms: Ints,
-        doc_tf: Ints,
+        counts: Codes,
+        doc_terms: Codes,
+        doc_tf: Codes,
         size: int,
-        by_term: tuple[Ints, Ints, Ints] | None = None,
+        by_term: tuple[Codes, Codes, Codes] | None = None,
     ) -> None:
         """Build from the postings by text.
 
@@ -90,11 +94,12 @@ class _Segment:
         self.size, self.dead = size, 0  # live texts when built, texts removed since
         self.doc_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.doc_terms, self.doc_tf = doc_terms, doc_tf
-        wide = np.int32 if self.stop < 2**31 else np.int64
+        wide: type[np.integer[Any]] = np.int32 if self.stop < 2**31 else np.int64
         if by_term is None:
             order = np.argsort(doc_terms, kind="stable")  # by term, then by slot
             term_of = doc_terms[order]
-            self.slots = np.repeat(np.arange(start, self.stop, dtype=wide), counts)[order]
+            numbers: Codes = np.arange(start, self.stop, dtype=wide)
+            self.slots = np.repeat(numbers, counts)[order]
             self.tf = doc_tf[order]
         else:
             term_of, slots, self.tf = by_term
@@ -404,17 +409,18 @@ class BM25Index:
         self._average = (self._generation, average)
         return average
 
-    def _postings(self, terms: list[int]) -> dict[int, tuple[Ints, Ints]]:
+    def _postings(self, terms: list[int]) -> dict[int, tuple[Codes, Codes]]:
         """``(slots, tf)`` of each of ``terms``'s live postings, slots increasing."""
         wanted = np.asarray(terms)
-        parts: dict[int, list[tuple[Ints, Ints]]] = {t: [] for t in terms}
+        parts: dict[int, list[tuple[Codes, Codes]]] = {t: [] for t in terms}
         for segment in self._segments:
             at = np.searchsorted(segment.terms, wanted).tolist()
             for term, j in zip(terms, at, strict=True):
                 if j == segment.terms.size or segment.terms[j] != term:
                     continue
                 span = slice(int(segment.ptr[j]), int(segment.ptr[j + 1]))
-                slots, tf = segment.slots[span], segment.tf[span]
+                slots: Codes = segment.slots[span]
+                tf: Codes = segment.tf[span]
                 if segment.dead:
                     alive = self._live[slots]
                     slots, tf = slots[alive], tf[alive]
@@ -567,7 +573,7 @@ class BM25Index:
         return f"BM25Index(k1={self.k1}, b={self.b}, idf={self.idf!r}, size={len(self)})"
 
 
-def _room(array: npt.NDArray, size: int) -> npt.NDArray:
+def _room(array: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
     """``array``, or a copy with room for at least ``size`` items (doubling)."""
     if array.size >= size:
         return array
@@ -576,7 +582,7 @@ def _room(array: npt.NDArray, size: int) -> npt.NDArray:
     return grown
 
 
-def _sum_by_slot(slots: Ints, weights: Floats64, count: int) -> tuple[Ints, Floats64]:
+def _sum_by_slot(slots: Codes, weights: Floats64, count: int) -> tuple[Codes, Floats64]:
     """The distinct ``slots`` (increasing) and the sum of the ``weights`` of each.
 
     Every slot lies in ``0 .. count - 1``. Where that range is small next to the number of
@@ -585,11 +591,14 @@ def _sum_by_slot(slots: Ints, weights: Floats64, count: int) -> tuple[Ints, Floa
     """
     if count > 8 * slots.size:
         uniq, inverse = np.unique(slots, return_inverse=True)
-        return uniq, np.bincount(inverse, weights=weights, minlength=uniq.size)
+        return uniq, np.bincount(inverse, weights=weights, minlength=uniq.size).astype(
+            np.float64, copy=False
+        )
     seen = np.zeros(count, bool)
     seen[slots] = True
     places = np.flatnonzero(seen)
-    return places, np.bincount(slots, weights=weights, minlength=count)[places]
+    sums = np.bincount(slots, weights=weights, minlength=count).astype(np.float64, copy=False)
+    return places, sums[places]
 
 
 def _values_at(hit: Ints, values: Floats64, want: Ints) -> Floats64:
