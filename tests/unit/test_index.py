@@ -251,7 +251,7 @@ def test_bm25_no_merge_makes_a_segment_past_the_cap(monkeypatch):
 
 def test_bm25_merged_segments_equal_segments_sorted_from_scratch():
     """A merge places each posting by counting; the arrays equal a sort of the postings."""
-    from semrag.index.parts.sparse import _Segment
+    from semrag.index.parts._postings import Segment
 
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(40)]
@@ -263,7 +263,7 @@ def test_bm25_merged_segments_equal_segments_sorted_from_scratch():
     merged = [s for s in bm._segments if s.stop - s.start > 1]
     assert merged  # merges happened
     for seg in merged:
-        sorted_ = _Segment(seg.start, np.diff(seg.doc_ptr), seg.doc_terms, seg.doc_tf, seg.size)
+        sorted_ = Segment(seg.start, np.diff(seg.doc_ptr), seg.doc_terms, seg.doc_tf, seg.size)
         for name in ("terms", "ptr", "slots", "tf"):
             np.testing.assert_array_equal(getattr(seg, name), getattr(sorted_, name), name)
         assert seg.slots.dtype == sorted_.slots.dtype and seg.terms.dtype == sorted_.terms.dtype

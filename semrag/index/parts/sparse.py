@@ -14,7 +14,6 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,13 +21,20 @@ import numpy.typing as npt
 from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index._top_k import top_k
 from semrag.index.change import Change
+from semrag.index.parts._postings import (
+    MERGE_BITS,
+    Codes,
+    Segment,
+    room,
+    sum_by_slot,
+    values_at,
+)
 
 __all__ = ["IDF_VARIANTS", "BM25Index", "bm25_tokenize"]
 
 IDF_VARIANTS = ("okapi", "lucene")
 _RECENT = 32  # query answers BM25Index.matches keeps until the next change
 Ints = npt.NDArray[np.int64]
-Codes = npt.NDArray[np.integer[Any]]  # term numbers, slots, counts: int32 or int64
 Floats64 = npt.NDArray[np.float64]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -44,79 +50,8 @@ def bm25_tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
 
 
-_MERGE_BITS = 3  # segments within a factor of 2**3 in postings are merged, eight at a time
 _MERGE_CAP = 1 << 24  # postings no merge goes past (~240k texts): a build is linear
 _SPARE = 1024  # dead slots (or terms) kept beyond the live ones before a compaction
-
-
-class _Segment:
-    """The postings of the texts in slots ``start .. stop - 1``, by text and by term.
-
-    By text (for removals and :meth:`BM25Index.save`): the text in slot ``start + r`` holds
-    the terms ``doc_terms[doc_ptr[r]:doc_ptr[r + 1]]``, ``doc_tf`` times each. By term (for
-    queries): term ``terms[j]`` (increasing) is in the slots ``slots[ptr[j]:ptr[j + 1]]``
-    (increasing), ``tf`` times in each. The arrays never change after the build; ``dead``
-    counts the texts removed since, whose postings a query skips until the segment is
-    rebuilt without them.
-    """
-
-    __slots__ = (
-        "dead",
-        "doc_ptr",
-        "doc_terms",
-        "doc_tf",
-        "ptr",
-        "size",
-        "slots",
-        "start",
-        "stop",
-        "terms",
-        "tf",
-    )
-    slots: Codes
-    tf: Codes
-
-    def __init__(
-        self,
-        start: int,
-        counts: Codes,
-        doc_terms: Codes,
-        doc_tf: Codes,
-        size: int,
-        by_term: tuple[Codes, Codes, Codes] | None = None,
-    ) -> None:
-        """Build from the postings by text.
-
-        ``by_term``: the same postings as ``(terms, slots, tf)`` sorted by term, then slot,
-        when the caller has them (a merge); else they are sorted here.
-        """
-        self.start, self.stop = start, start + counts.size
-        self.size, self.dead = size, 0  # live texts when built, texts removed since
-        self.doc_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.doc_terms, self.doc_tf = doc_terms, doc_tf
-        wide: type[np.integer[Any]] = np.int32 if self.stop < 2**31 else np.int64
-        if by_term is None:
-            order = np.argsort(doc_terms, kind="stable")  # by term, then by slot
-            term_of = doc_terms[order]
-            numbers: Codes = np.arange(start, self.stop, dtype=wide)
-            self.slots = np.repeat(numbers, counts)[order]
-            self.tf = doc_tf[order]
-        else:
-            term_of, slots, self.tf = by_term
-            self.slots = slots.astype(wide, copy=False)
-        cuts = np.flatnonzero(term_of[1:] != term_of[:-1]) + 1
-        self.terms = term_of[np.concatenate([[0], cuts])] if term_of.size else term_of
-        self.ptr = np.concatenate([[0], cuts, [term_of.size]]).astype(np.int64)
-
-    @property
-    def level(self) -> int:
-        """The size class: postings within a factor of ``2**_MERGE_BITS`` share it."""
-        return int(self.doc_terms.size).bit_length() // _MERGE_BITS
-
-    def row(self, slot: int) -> slice:
-        """Where the text in ``slot`` has its terms in ``doc_terms`` and ``doc_tf``."""
-        r = slot - self.start
-        return slice(int(self.doc_ptr[r]), int(self.doc_ptr[r + 1]))
 
 
 class BM25Index:
@@ -183,7 +118,7 @@ class BM25Index:
         self._slot_id = np.zeros(0, np.int64)  # by slot (the first _next are in use)
         self._slot_len = np.zeros(0, np.int64)  # each text's length in tokens, by slot
         self._live, self._next = np.zeros(0, bool), 0  # in use by slot; the next free slot
-        self._segments: list[_Segment] = []  # covering slots 0 .. _next - 1 in order
+        self._segments: list[Segment] = []  # covering slots 0 .. _next - 1 in order
         self._total_len = 0
         self._generation = 0  # counts changes: the caches below hold for one generation
         self._average: tuple[int, float] | None = None  # (generation, Okapi's average idf)
@@ -231,20 +166,20 @@ class BM25Index:
             )
             doc_terms = (pairs % width).astype(np.int32)
             counts = np.bincount(pairs // width, minlength=len(new))
-            self._df = _room(self._df, width)
+            self._df = room(self._df, width)
             self._shift_df(*np.unique(doc_terms, return_counts=True))
             start = self._next
             self._next += len(new)
-            self._slot_id = _room(self._slot_id, self._next)
-            self._slot_len = _room(self._slot_len, self._next)
-            self._live = _room(self._live, self._next)
+            self._slot_id = room(self._slot_id, self._next)
+            self._slot_len = room(self._slot_len, self._next)
+            self._live = room(self._live, self._next)
             self._slot_id[start : self._next] = new
             self._slot_len[start : self._next] = lengths
             self._live[start : self._next] = True
             self._slot.update(zip(new, range(start, self._next), strict=True))
             self._total_len += int(lengths.sum())
             small = np.min_scalar_type(int(tf.max()) if tf.size else 0)
-            self._segments.append(_Segment(start, counts, doc_terms, tf.astype(small), len(new)))
+            self._segments.append(Segment(start, counts, doc_terms, tf.astype(small), len(new)))
             self._settle()
 
     def _shift_df(self, terms: Ints, by: Ints) -> None:
@@ -260,7 +195,7 @@ class BM25Index:
                 if not hist[df]:
                     del hist[df]
 
-    def _gathered(self, group: list[_Segment]) -> tuple[Ints, Ints, Ints, int]:
+    def _gathered(self, group: list[Segment]) -> tuple[Ints, Ints, Ints, int]:
         """The live texts' postings of adjacent segments, by text: counts, terms, tf, texts."""
         start, stop = group[0].start, group[-1].stop
         live = self._live[start:stop]
@@ -270,7 +205,7 @@ class BM25Index:
         doc_tf = np.concatenate([s.doc_tf for s in group])[keep]
         return np.where(live, counts, 0), doc_terms, doc_tf, int(live.sum())
 
-    def _merged(self, group: list[_Segment]) -> _Segment:
+    def _merged(self, group: list[Segment]) -> Segment:
         """One segment of adjacent segments' live postings.
 
         Each segment's postings by term are sorted by term, then slot, and the segments
@@ -302,7 +237,7 @@ class BM25Index:
             out_terms[at], out_slots[at], out_tf[at] = term_of, slots, tf
             base += counts  # the next segment's postings of a term go after these
         by_term = (out_terms, out_slots, out_tf)
-        return _Segment(group[0].start, *self._gathered(group), by_term=by_term)
+        return Segment(group[0].start, *self._gathered(group), by_term=by_term)
 
     def _settle(self) -> None:
         """Merge the newest segments while eight share its size class, up to ``_MERGE_CAP``."""
@@ -312,7 +247,7 @@ class BM25Index:
             run = 1
             while run < len(segments) and segments[-run - 1].level <= top:
                 run += 1
-            if run < 2**_MERGE_BITS or sum(s.doc_terms.size for s in segments[-run:]) > _MERGE_CAP:
+            if run < 2**MERGE_BITS or sum(s.doc_terms.size for s in segments[-run:]) > _MERGE_CAP:
                 return
             segments[-run:] = [self._merged(segments[-run:])]
 
@@ -361,7 +296,7 @@ class BM25Index:
         self._live = np.ones(n, bool)
         self._next = n
         self._slot = dict(zip(self._slot_id.tolist(), range(n), strict=True))
-        self._segments = [_Segment(0, counts[live], number[doc_terms], doc_tf, n)]
+        self._segments = [Segment(0, counts[live], number[doc_terms], doc_tf, n)]
 
     def stage(self, change: Change) -> Callable[[], None]:
         """Tokenize ``change``'s texts now; the returned function puts them in the postings.
@@ -468,7 +403,7 @@ class BM25Index:
                 np.divide(tf, part, out=part)
                 part *= self._idf(int(self._df[term]), n, average) * (self.k1 + 1)
             slot_id, count = self._slot_id, self._next  # a compaction makes new arrays
-        slots, scores = _sum_by_slot(all_slots, weights, count)
+        slots, scores = sum_by_slot(all_slots, weights, count)
         ids = slot_id[slots]
         if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # ids added out of order
             order = np.argsort(ids)
@@ -486,7 +421,7 @@ class BM25Index:
         with self._lock:
             ids = np.fromiter(self._slot.keys(), dtype=np.int64, count=len(self._slot))
         ids.sort()
-        return ids, _values_at(*self.matches(query), ids)
+        return ids, values_at(*self.matches(query), ids)
 
     def scores_of(self, query: str, ids: Sequence[int]) -> Floats64:
         """BM25 score of ``query`` for each of ``ids`` (0 where no term matches).
@@ -501,7 +436,7 @@ class BM25Index:
             missing = [i for i in want.tolist() if i not in self._slot]
         if missing:
             raise NotIndexedError(f"ids not in the BM25 index: {missing[:5]}")
-        return _values_at(*self.matches(query), want)
+        return values_at(*self.matches(query), want)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` ``(id, score)`` pairs among texts sharing a query term, best first.
@@ -571,39 +506,3 @@ class BM25Index:
 
     def __repr__(self) -> str:
         return f"BM25Index(k1={self.k1}, b={self.b}, idf={self.idf!r}, size={len(self)})"
-
-
-def _room(array: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
-    """``array``, or a copy with room for at least ``size`` items (doubling)."""
-    if array.size >= size:
-        return array
-    grown = np.zeros(max(size, 2 * array.size), array.dtype)
-    grown[: array.size] = array
-    return grown
-
-
-def _sum_by_slot(slots: Codes, weights: Floats64, count: int) -> tuple[Codes, Floats64]:
-    """The distinct ``slots`` (increasing) and the sum of the ``weights`` of each.
-
-    Every slot lies in ``0 .. count - 1``. Where that range is small next to the number of
-    slots given (a query of common terms), one tally over it costs less than sorting them;
-    both sum each slot's weights in the order given, so the results are the same to the bit.
-    """
-    if count > 8 * slots.size:
-        uniq, inverse = np.unique(slots, return_inverse=True)
-        return uniq, np.bincount(inverse, weights=weights, minlength=uniq.size).astype(
-            np.float64, copy=False
-        )
-    seen = np.zeros(count, bool)
-    seen[slots] = True
-    places = np.flatnonzero(seen)
-    sums = np.bincount(slots, weights=weights, minlength=count).astype(np.float64, copy=False)
-    return places, sums[places]
-
-
-def _values_at(hit: Ints, values: Floats64, want: Ints) -> Floats64:
-    """``values`` of each of ``want`` by its place in ``hit`` (increasing ids), 0 if absent."""
-    if not hit.size or not want.size:
-        return np.zeros(want.size)
-    pos = np.minimum(np.searchsorted(hit, want), hit.size - 1)
-    return np.where(hit[pos] == want, values[pos], 0.0)
