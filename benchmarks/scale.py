@@ -16,7 +16,7 @@ with ``SEMRAG_BENCH_CACHE`` set, its vector is cached on disk; chunk vectors are
 of their sentences (``chunk_vectors="mean"``), so recombined documents cost few model calls.
 
 The index is the default one with the default retriever's part: dense, BM25 and the passage
-graph (``SemanticIndex(passages=True)``, which ``GraphRetriever()`` enables on first use);
+graph (``SemanticIndex(passages=True)``, the part ``GraphRetriever()`` reads);
 ``--ssg`` adds the semantic similarity graph.
 Stages (wall time, and the process's peak RSS after each): chunk (splitting and chunking),
 embed (model calls), dense, BM25, passage graph and SSG (each part applying the one change

@@ -105,16 +105,17 @@ class SemanticIndex:
             paper: ``(100, 16)``; see :class:`~semrag.index.parts.pieces.PieceIndex`). Each
             change splits and embeds its own documents' pieces, and they are saved with
             the index, so no SKETCH query with that split embeds a piece. ``None``
-            (default): a :class:`~semrag.retrieval.SketchRetriever` makes them itself on
-            its first query after each change.
+            (default): a :class:`~semrag.retrieval.SketchRetriever` derives them in
+            process on its first query after each change (:mod:`semrag.index.derived`).
         passages: also keep every chunk's entity phrases and the phrase names' vectors,
             what :class:`~semrag.retrieval.PPRRetriever` (``GraphRetriever()``'s default)
             builds its passage graph from (:class:`~semrag.index.parts.passages.PassagePhrases`).
             Each change finds its own documents' phrases and embeds their new names, and
             they are saved with the index, so a retriever (in this process or one that
-            loads the index) finds no phrase and embeds no name. ``False`` (default): the
-            first ``PPRRetriever`` query enables the part (:meth:`enable`), and from then
-            on it is kept the same way.
+            loads the index) finds no phrase and embeds no name (about 12% on top of the
+            build on 2Wiki). ``False`` (default): a ``PPRRetriever`` derives the phrases
+            in process on its first query (:mod:`semrag.index.derived`), not saved;
+            :meth:`enable` adds the part later.
         sentence_dtype: how the sentence vectors are held (what IAR's sentence scores,
             SPC, local search and a later ``enable("ssg")`` read): ``"float16"`` (the
             default without an SSG: half the memory; on the development sets a sentence

@@ -124,15 +124,6 @@ class ExtendedChannel(Protocol):
         ...
 
 
-@runtime_checkable
-class Prepares(Protocol):
-    """A channel that gives the index a part it needs before a read is held (PPR, SKETCH)."""
-
-    def prepare(self) -> None:
-        """Enable the part if the index can keep it and has none (a change: no read held)."""
-        ...
-
-
 def default_extended(index: CorpusReader, graph: Any) -> str | None:
     """IAR's extended channel for ``extended="auto"``.
 
@@ -412,8 +403,6 @@ class IntentAwareRetriever(Params):
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], k: int
     ) -> list[ScoredChunk]:
         extended = self._use_extended(plan)
-        if extended and isinstance(self.extended, Prepares):
-            self.extended.prepare()  # a part the walk needs is enabled before the read below
         # every channel reads one version (and the extended channel's graph, if it has one);
         # the extended channel runs after the dense one, whose answers it may reuse
         with reading(self.index, followers=extended):

@@ -60,12 +60,12 @@ from semrag._validation import (
     check_query,
     offers,
 )
+from semrag.index.derived import derived
 from semrag.index.parts._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
 from semrag.index.parts.passages import (
     DocPhrases,
     NameRegistry,
     PassagePhrases,
-    doc_phrases,
     phrase_key,
 )
 from semrag.index.reader import (
@@ -73,7 +73,6 @@ from semrag.index.reader import (
     CorpusReader,
     CorpusReads,
     CorpusSearch,
-    EnablesParts,
     HoldsRecords,
     KeptParts,
     need,
@@ -94,6 +93,13 @@ Ints = npt.NDArray[np.int64]
 
 _NO_HITS: tuple[Floats, Ints] = (np.zeros(0, np.float32), np.zeros(0, np.int64))
 
+
+_NO_PHRASES = (
+    "it holds no passage phrases for this retriever (a database reader serves the ones its "
+    "writer kept: write with Neo4jIndexStore(store, passages=True), the default, or give the "
+    "writing index SemanticIndex(passages=True) or index.enable('passages'); and use "
+    "titles=True and no graph= here)"
+)
 
 _ENTITY_SCHEMA = {
     "type": "object",
@@ -228,45 +234,33 @@ class PPRRetriever(Params):
         self._built: PassageGraph | None = None
         self._built_key: tuple[int, Any] | None = None
         self._lock = threading.Lock()
-        # Kept across versions, so a change costs the changed documents and new names only:
-        # a chunk id is never reused, and a name's vector never changes.
+        # The knowledge graph's names (graph=), kept across versions, so a change costs the
+        # new names only: a name's vector never changes.
         self._registry = NameRegistry(index.embedder.dim)
         self._registry_model = index.embedder  # whose vectors it holds (see reembed)
-        self._docs: dict[str, DocPhrases] = {}
         if not offers(index, HoldsRecords) and self._kept_phrases() is None:
             self._records()  # the reader can give this retriever no phrases: say so now
 
     def _records(self) -> HoldsRecords:
-        """The reader's records, from which this retriever finds the phrases itself.
+        """The reader's records, from which the phrases are derived.
 
         Raises:
             MissingCapabilityError: naming :class:`~semrag.index.reader.HoldsRecords`, the
                 capability a reader without the kept phrases lacks.
         """
-        return need(
-            self.index,
-            HoldsRecords,
-            by="PPRRetriever",
-            why=(
-                "it holds no passage phrases for this retriever (a database reader serves "
-                "the ones its writer kept: write with Neo4jIndexStore(store, passages=True), "
-                "the default, or give the writing index SemanticIndex(passages=True) or "
-                "index.enable('passages'); and use titles=True and no graph= here)"
-            ),
-        )
+        return need(self.index, HoldsRecords, by="PPRRetriever", why=_NO_PHRASES)
 
     # -- the graph ------------------------------------------------------------------------
     def passage_graph(self) -> PassageGraph:
         """The graph of the index's current version (assembled on first use after a change).
 
-        The passages' phrases come from the index's ``passages`` part; an index without it
-        is given it here (``index.enable("passages")``: built once from the indexed
-        documents, then kept with every change and saved with the index), so this costs
-        a full extraction once per index, not once per process or per change. A retriever
-        with ``titles=False``, or over a reader that cannot keep parts, finds and caches
-        the phrases itself.
+        The passages' phrases come from the index's ``passages`` part
+        (``SemanticIndex(passages=True)`` or ``index.enable("passages")``: found as each
+        change is indexed and saved with the index). Over an index without it (or with
+        ``titles=False``, which the part does not share), they are derived from the index's
+        records for every retriever over it (:mod:`semrag.index.derived`): a full
+        extraction once per index and process, then the changed documents only.
         """
-        self.prepare()
         # Lock order: the index's read first, then this retriever's lock (never the reverse).
         # With a knowledge graph, its read too: the graph at the index's version, never one
         # that has not applied the index's last change yet.
@@ -296,29 +290,6 @@ class PPRRetriever(Params):
         """The knowledge graph's version (``None`` without one): a change of it alone counts."""
         return None if self.graph is None else self.graph.current_version()
 
-    def prepare(self) -> None:
-        """Give the index its ``passages`` part if it can keep one and has none yet.
-
-        Called before any read of the index is held (enabling is a change); inside a read
-        (``with index.read():``) the retriever finds and caches the phrases itself.
-        """
-        if (
-            self.graph is None
-            and self.titles
-            and offers(self.index, EnablesParts)
-            and self.index.can_commit()
-            and self._kept_phrases() is None
-        ):
-            self.index.enable("passages")
-
-    def _doc_phrases(self, records: HoldsRecords, doc_id: str) -> DocPhrases:
-        """The phrases of ``doc_id``'s chunks (rules), cached until the document changes."""
-        record = records.indexed(doc_id)
-        found = self._docs.get(doc_id)
-        if found is None or found.record is not record:
-            found = self._docs[doc_id] = doc_phrases(record, self._registry, titles=self.titles)
-        return found
-
     def _kept_phrases(self) -> PassagePhrases | None:
         """The index's passage phrases when it keeps them with this retriever's settings."""
         if self.graph is not None or not offers(self.index, KeptParts):
@@ -327,6 +298,20 @@ class PPRRetriever(Params):
         if part is not None and part.titles == self.titles:
             return part
         return None
+
+    def _phrases(self) -> PassagePhrases:
+        """The passage phrases: the index's kept part, else derived for its retrievers."""
+        kept = self._kept_phrases()
+        if kept is not None:
+            return kept
+        embedder, titles = self.index.embedder, self.titles
+        return derived(
+            self.index,
+            ("passages", titles),
+            lambda _records: PassagePhrases(embedder, titles=titles),
+            by="PPRRetriever",
+            why=_NO_PHRASES,
+        )
 
     def _phrases_from_graph(
         self,
@@ -364,30 +349,20 @@ class PPRRetriever(Params):
         return docs, (entity_slots, entity_names), relations
 
     def _build(self) -> PassageGraph:
-        relations: list[tuple[str, str, float]] = []
-        phrases: tuple[Ints, Ints] | None = None
-        if self._registry_model is not self.index.embedder:  # the index moved to a new model
-            self._registry, self._docs = NameRegistry(self.index.embedder.dim), {}
-            self._registry_model = self.index.embedder
-        reg = self._registry
         # one version of the index (and of its knowledge graph) for the whole graph
         with reading(self.index, followers=self.graph is not None):
-            version = self.index.version
-            kept = self._kept_phrases()
-            if kept is not None:  # found and embedded as the index changed: nothing to do
-                return kept.graph(
+            if self.graph is None:  # found and embedded per document, kept or derived
+                return self._phrases().graph(
                     self.index.doc_ids,
                     synonym_k=self.synonym_k,
                     synonym_threshold=self.synonym_threshold,
                 )
-            records = self._records()  # the kept phrases may have gone: a typed error then
-            if self.graph is None:
-                docs = [self._doc_phrases(records, d) for d in self.index.doc_ids]
-                live = set(self.index.doc_ids)
-                for gone in [d for d in self._docs if d not in live]:
-                    del self._docs[gone]
-            else:
-                docs, phrases, relations = self._phrases_from_graph()
+            if self._registry_model is not self.index.embedder:  # the index has a new model
+                self._registry = NameRegistry(self.index.embedder.dim)
+                self._registry_model = self.index.embedder
+            version = self.index.version
+            docs, phrases, relations = self._phrases_from_graph()
+        reg = self._registry
         reg.embed_new(self.index.embedder)
         g = assemble(
             version,
@@ -398,8 +373,8 @@ class PPRRetriever(Params):
             synonym_k=self.synonym_k,
             synonym_threshold=self.synonym_threshold,
         )
-        if len(reg.names) > 2 * len(g.names) + 1024:  # mostly names no longer in the corpus
-            self._registry, self._docs = NameRegistry(self.index.embedder.dim), {}
+        if len(reg.names) > 2 * len(g.names) + 1024:  # mostly names no longer in the graph
+            self._registry = NameRegistry(self.index.embedder.dim)
         return g
 
     # -- query ----------------------------------------------------------------------------

@@ -36,7 +36,6 @@ import asyncio
 import functools
 import math
 import re
-import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -60,12 +59,12 @@ from semrag._validation import (
 )
 from semrag.errors import ConfigError
 from semrag.graph.types import Entity
+from semrag.index.derived import derived
 from semrag.index.parts.pieces import PieceIndex, check_split
 from semrag.index.reader import (
     AsyncReads,
     CorpusReader,
     CorpusReads,
-    EnablesParts,
     HoldsRecords,
     PieceReads,
     need,
@@ -239,76 +238,51 @@ class SketchRetriever(Params):
         self.graph_weight, self.boost = p["graph_weight"], p["boost"]
         self.token_budget, self.max_facts = p["token_budget"], p["max_facts"]
         self.on_llm_error = on_llm_error
-        self._own: PieceIndex | None = None  # pieces kept here when the index holds none
-        self._own_version = -1
-        self._lock = threading.Lock()
         require(index, CorpusReader, by="SketchRetriever")
         self._piece_reads = need(index, PieceReads, by="SketchRetriever")
-        self.prepare()
-        kept = self._piece_reads.piece_index
-        if split is not None and (kept is None or kept.split != split):
-            self._records()  # no pieces of this split, nor records to make them: say so now
+        if split is not None and self._kept_pieces() is None:
+            need(index, HoldsRecords, by="SketchRetriever", why=self._no_pieces())  # say so now
 
-    def _records(self) -> HoldsRecords:
-        """The reader's records, from which this retriever makes and keeps its pieces.
-
-        Raises:
-            MissingCapabilityError: naming :class:`~semrag.index.reader.HoldsRecords`.
-        """
-        return need(
-            self.index,
-            HoldsRecords,
-            by="SketchRetriever",
-            why=(
-                f"it keeps no pieces of split {self.split}: search its chunks with "
-                "SketchRetriever(..., split=None)"
-            ),
+    def _no_pieces(self) -> str:
+        return (
+            f"it keeps no pieces of split {self.split}: search its chunks with "
+            "SketchRetriever(..., split=None)"
         )
 
-    def prepare(self) -> None:
-        """Give the index its ``pieces`` part of this split if it can keep one and has none.
-
-        Then the pieces follow every change and are saved with the index, so no query splits
-        or embeds them. An index that keeps pieces of another split, or cannot keep a part
-        (a vector store's, a server's), leaves them to this retriever.
-        """
-        if (
-            self.split is not None
-            and offers(self.index, EnablesParts)
-            and self.index.can_commit()
-            and self._piece_reads.piece_index is None
-        ):
-            self.index.enable("pieces", split=self.split)
+    def _kept_pieces(self) -> Any:
+        """The reader's pieces when it keeps them with this retriever's split, or ``None``."""
+        kept = self._piece_reads.piece_index
+        return kept if kept is not None and kept.split == self.split else None
 
     # -- the small pieces ------------------------------------------------------------------------
     def pieces(self) -> tuple[Mapping[int, Chunk], Mapping[int, int], Any]:
         """The small pieces searched by vector, the index chunk each came from, their index.
 
         Pieces and parents are keyed by the ids the dense index returns. They are the
-        index's own (``SemanticIndex(pieces=split)`` with this split: made when each
-        change was indexed), or the index's chunks (``split=None``), or else kept here:
-        on first use after a change, the pieces of removed or replaced documents leave
-        and the new documents are split and embedded (:meth:`PieceIndex.sync`). Read them
-        under ``index.read()`` to keep one version.
+        index's own (``SemanticIndex(pieces=split)`` or ``index.enable("pieces",
+        split=split)`` with this split: made when each change was indexed), or the
+        index's chunks (``split=None``), or else derived from the index's records for
+        every retriever over it (:mod:`semrag.index.derived`): on first use after a
+        change, the pieces of removed or replaced documents leave and the new documents
+        are split and embedded (:meth:`PieceIndex.sync`). Read them under
+        ``index.read()`` to keep one version.
         """
         index, pieces = self.index, self._piece_reads
         if self.split is None:
             return _Chunks(index, pieces), _Same(index, pieces), pieces.dense
-        kept = pieces.piece_index
-        if kept is not None and kept.split == self.split:
-            return kept.pieces, kept.parents, kept.dense
-        records = self._records()  # the kept pieces may have gone since: a typed error then
-        # Lock order: the index's read first, then this retriever's lock.
-        with reading(index), self._lock:
-            if self._own is None or self._own.embedder is not index.embedder:  # (reembed)
-                self._own_version = -1
-                self._own = PieceIndex(
-                    self.split, records.chunker.tokenizer, index.embedder, records.dense_kind
-                )
-            if self._own_version != index.version:
-                self._own.sync([records.indexed(d) for d in index.doc_ids])
-                self._own_version = index.version
-            return self._own.pieces, self._own.parents, self._own.dense
+        kept = self._kept_pieces()
+        if kept is None:  # derived from the records for every retriever over the index
+            split, embedder = self.split, index.embedder
+            kept = derived(
+                index,
+                ("pieces", split),
+                lambda records: PieceIndex(
+                    split, records.chunker.tokenizer, embedder, records.dense_kind
+                ),
+                by="SketchRetriever",
+                why=self._no_pieces(),
+            )
+        return kept.pieces, kept.parents, kept.dense
 
     # -- query entities --------------------------------------------------------------------------
     def query_entities(self, query: str) -> tuple[list[Entity], str]:

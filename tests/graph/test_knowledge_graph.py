@@ -522,13 +522,13 @@ def test_sketch_pieces_follow_the_index_and_embed_only_changed_documents():
         )
 
     embedder = Counting()
-    index = SemanticIndex(embedder=embedder, ssg=True)
+    index = SemanticIndex(embedder=embedder, ssg=True, pieces=(12, 3))
     index.add_documents([long_doc("a", "Bees"), long_doc("b", "Rockets")])
     kg = KnowledgeGraph.build(index, communities=False)
     kept = SketchRetriever(index, kg, split=(12, 3))
     before = table(kept)
     assert len(before[0]) > len(index.chunks())  # the long chunks were split
-    assert index.piece_index.split == (12, 3)  # the retriever gave the index the part
+    assert table(kept)[2] == index.piece_index.dense.vectors.tolist()  # the index's part
     embedder.embedded.clear()
     index.add_documents([long_doc("c", "Honey")])
     index.add_documents([long_doc("a", "Stocks")], on_conflict="replace")  # a new version of "a"

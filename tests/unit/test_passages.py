@@ -53,17 +53,63 @@ def changed(index: SemanticIndex) -> SemanticIndex:
 
 
 @pytest.mark.parametrize("synonym_k", [0, 2])
-def test_ppr_over_kept_phrases_equals_ppr_that_finds_its_own_and_enables_the_part(synonym_k):
+def test_ppr_over_kept_phrases_equals_ppr_over_derived_ones_and_enables_nothing(synonym_k):
     kept = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
     plain = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
     assert "passages" in kept.parts and "passages" not in plain.parts
-    # titles=False: the retriever finds and caches the phrases itself (the part has titles)
-    own = ranked(plain, synonym_k=synonym_k, titles=False)
-    assert "passages" not in plain.parts
-    assert ranked(kept, synonym_k=synonym_k, titles=False) == own
-    with_titles = ranked(plain, synonym_k=synonym_k)  # the first query enables the part
-    assert "passages" in plain.parts
-    assert ranked(kept, synonym_k=synonym_k) == with_titles
+    version = plain.version
+    # titles=False: derived for both (the kept part has titles)
+    assert ranked(kept, synonym_k=synonym_k, titles=False) == ranked(
+        plain, synonym_k=synonym_k, titles=False
+    )
+    assert ranked(kept, synonym_k=synonym_k) == ranked(plain, synonym_k=synonym_k)
+    # a retriever reads the index: it never gives it a part (enabling is a change)
+    assert "passages" not in plain.parts and plain.version == version
+
+
+def test_derived_phrases_are_found_once_for_every_retriever_and_follow_each_change(monkeypatch):
+    index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
+    found: list[str] = []
+    real = passages_module.find_entities
+
+    def counting(text):
+        found.append(text)
+        return real(text)
+
+    monkeypatch.setattr(passages_module, "find_entities", counting)
+    first = ranked(index)
+    n_chunks = len(index.chunks())
+    assert len(found) == n_chunks  # every chunk once
+    assert ranked(index) == first and PPRRetriever(index, k=2).retrieve(QUESTION)
+    assert len(found) == n_chunks  # a second retriever and a second query: nothing again
+    index.delete("porto")
+    index.add_documents([Document("lisbon", "Lisbon\n\nLisbon is the capital of Portugal.")])
+    found.clear()
+    after = ranked(index)
+    assert len(found) == len(index.chunks("lisbon"))  # the change's document only
+    fresh = SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True)
+    fresh.add_documents([index.document(d) for d in index.doc_ids])
+    assert after == ranked(fresh)
+
+
+def test_derived_phrases_start_afresh_for_a_new_model_and_after_much_churn():
+    index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
+    assert len(ranked(index)) == len(QUERIES)  # derived with the first model
+    index.reembed(FakeEmbedder(dim=128))
+    derived_anew = ranked(index)  # names of 256 dimensions would not link a 128-d query
+    index.enable("passages")
+    assert derived_anew == ranked(index)
+    # a registry of names no document holds any more is dropped, not kept growing
+    part = passages_module.PassagePhrases(FakeEmbedder())
+    docs = [Document(f"d{i}", f"Name{i} Alpha met Name{i} Beta in Town{i}.") for i in range(400)]
+    churn = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
+    for doc in docs:
+        churn.add_documents([doc])
+        part.sync([churn.indexed(d) for d in churn.doc_ids], churn.version)
+        churn.delete(doc.id)
+    churn.add_documents([Document("last", "Zed Quill lives in Faro.")])
+    part.sync([churn.indexed(d) for d in churn.doc_ids], churn.version)
+    assert len(part) == 1 and len(part.registry.names) < 1024 + 3 * 400
 
 
 def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase_or_assembling(
@@ -157,3 +203,18 @@ def test_kept_phrases_after_any_changes_equal_a_fresh_build(steps):
         ]
         assert mine.counts.tolist() == theirs.counts.tolist()
     assert ranked(index) == ranked(fresh)
+
+
+def test_derived_phrases_live_as_long_as_their_index():
+    import gc
+    import weakref
+
+    import semrag.index.derived as derived_module
+
+    index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
+    ranked(index)
+    assert index in derived_module._held
+    gone = weakref.ref(index)
+    del index
+    gc.collect()
+    assert gone() is None  # nothing the derived part holds keeps the index alive

@@ -34,7 +34,7 @@ def table(pieces) -> list[tuple]:
 
 def fresh_pieces(index: SemanticIndex) -> PieceIndex:
     fresh = PieceIndex(SPLIT, index.chunker.tokenizer, index.embedder, "flat")
-    fresh.sync([index.indexed(d) for d in index.doc_ids])
+    fresh.sync([index.indexed(d) for d in index.doc_ids], index.version)
     return fresh
 
 

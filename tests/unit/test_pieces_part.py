@@ -1,5 +1,5 @@
-"""SKETCH's pieces as a part of the index: enabled on a populated index, saved, loaded,
-and searched with no piece split or embedded at query time."""
+"""SKETCH's pieces as a part of the index: enabled on a populated index (by an explicit
+call only), saved, loaded, and searched with no piece split or embedded at query time."""
 
 from __future__ import annotations
 
@@ -58,8 +58,11 @@ def test_a_loaded_index_serves_sketch_without_splitting_or_embedding_a_piece(tmp
     index = SemanticIndex(embedder=FakeEmbedder(dim=32))
     index.add_documents(DOCS)
     kg = KnowledgeGraph.build(index, communities=False)
+    version = index.version
     want = SketchRetriever(index, kg, split=(12, 3)).retrieve("Which fact about honey?")
-    assert index.piece_index.split == (12, 3)  # the retriever gave the index the part
+    assert index.piece_index is None and index.version == version  # derived, never enabled
+    index.enable("pieces", split=(12, 3))  # kept (and saved) only when asked
+    assert SketchRetriever(index, kg, split=(12, 3)).retrieve("Which fact about honey?") == want
     index.save(tmp_path / "index")
 
     loaded = SemanticIndex.load(tmp_path / "index", embedder=(counting := CountingEmbedder(dim=32)))
@@ -70,3 +73,22 @@ def test_a_loaded_index_serves_sketch_without_splitting_or_embedding_a_piece(tmp
     assert [(h.chunk.doc_id, h.chunk.start) for h in got] == [
         (h.chunk.doc_id, h.chunk.start) for h in want
     ]
+
+
+def test_derived_pieces_are_made_once_for_every_retriever_and_follow_each_change():
+    index = SemanticIndex(embedder=(counting := CountingEmbedder(dim=32)))
+    index.add_documents(DOCS[:2])
+    kg = KnowledgeGraph.build(index, communities=False)
+    counting.embedded.clear()
+    first = SketchRetriever(index, kg, split=(12, 3)).retrieve("Which fact about rockets?")
+    made = [t for t in counting.embedded if "is here" in t]
+    assert made  # the pieces, split and embedded on the first query
+    counting.embedded.clear()
+    again = SketchRetriever(index, kg, split=(12, 3)).retrieve("Which fact about rockets?")
+    assert again == first and not [t for t in counting.embedded if "is here" in t]
+    index.add_documents(DOCS[2:])
+    counting.embedded.clear()
+    SketchRetriever(index, kg, split=(12, 3)).retrieve("Which fact about honey?")
+    made = [t for t in counting.embedded if "is here" in t]
+    assert made and not [t for t in made if "Bees" in t or "Rockets" in t]  # the new one only
+    assert index.piece_index is None  # derived beside the index, never enabled on it

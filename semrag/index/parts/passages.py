@@ -12,8 +12,10 @@ assembled at most once per version, for every retriever) and saves it, so a retr
 such an index, or a process that loads it, finds no phrase, embeds no name and assembles
 nothing.
 
-Without the part, the retriever keeps the same records itself (:func:`doc_phrases`), per
-document, until the document changes.
+An index without the part (or a reader that cannot keep one) has it derived for its
+retrievers by :mod:`semrag.index.derived`: the same part, brought to the reader's version
+by :meth:`PassagePhrases.sync` on the first query after each change, held in process and
+not saved.
 """
 
 from __future__ import annotations
@@ -179,6 +181,8 @@ class PassagePhrases:
         self.titles = bool(titles)
         self.registry = NameRegistry(embedder.dim)
         self._docs: dict[str, DocPhrases] = {}
+        self._held = 0  # phrases of the documents held, and of those that left (see sync)
+        self._left = 0
         self.version = 0
         """The index version the phrases are of."""
         self._graph: PassageGraph | None = None
@@ -220,20 +224,47 @@ class PassagePhrases:
         The registry only grows, so what a reader of the current version looks up stays
         where it was.
         """
-        found = [doc_phrases(d, self.registry, titles=self.titles) for d in change.added]
-        self.registry.embed_new(self.embedder)
-
-        def publish() -> None:
-            for doc_id in change.removed_ids:
-                self._docs.pop(doc_id, None)
-            self._docs.update((p.record.id, p) for p in found)
-            self.version = change.version
-
-        return publish
+        return self._staged(change.added, change.removed_ids, change.version)
 
     def apply(self, change: Change) -> None:
         """Bring the phrases up to ``change.version``."""
         self.stage(change)()
+
+    def sync(self, live: Sequence[IndexedDocument], version: int) -> None:
+        """Bring the phrases to the index's documents ``live`` at ``version``.
+
+        How a reader that keeps no part gets one (:mod:`semrag.index.derived`): the
+        phrases of a document no longer there, or of an older version of it, leave; a
+        document not seen yet has its phrases found and its new names embedded. When the
+        names of documents that left outnumber the names of the documents held, the
+        registry starts afresh (every phrase is found again once) instead of growing
+        with names no passage mentions.
+        """
+        if self._left > self._held + 1024:
+            self.registry, self._docs = NameRegistry(self.registry.vectors.view.shape[1]), {}
+            self._held = self._left = 0
+        now = {d.id: d for d in live}
+        stale = [d for d, kept in self._docs.items() if now.get(d) is not kept.record]
+        gone = set(stale)
+        fresh = [d for d in live if d.id not in self._docs or d.id in gone]
+        self._staged(fresh, stale, version)()
+
+    def _staged(
+        self, added: Sequence[IndexedDocument], removed: Sequence[str], version: int
+    ) -> Callable[[], None]:
+        found = [doc_phrases(d, self.registry, titles=self.titles) for d in added]
+        self.registry.embed_new(self.embedder)
+
+        def publish() -> None:
+            for doc_id in removed:
+                if (left := self._docs.pop(doc_id, None)) is not None:
+                    self._held -= left.names.size
+                    self._left += left.names.size
+            self._docs.update((p.record.id, p) for p in found)
+            self._held += sum(p.names.size for p in found)
+            self.version = version
+
+        return publish
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory: Path) -> list[str]:
@@ -323,6 +354,7 @@ class PassagePhrases:
                 np.asarray(names[at_phrase : at_phrase + m], np.int64),
             )
             at_chunk, at_phrase = at_chunk + n, at_phrase + m
+        out._held = at_phrase
         if at_chunk != counts.size or at_phrase != slots.size:
             raise StoreError(f"{directory}: the passage phrases do not match the index")
         out.version = version

@@ -7,8 +7,9 @@ tokens with a 16-token overlap, each pointing back to the index chunk it came fr
 * as a part of the index (``SemanticIndex(pieces=(100, 16))``): every change splits and
   embeds its added documents while it is staged, before the commit locks anything, and
   the pieces are saved and loaded with the index. No query embeds a piece;
-* or kept by a :class:`~semrag.retrieval.SketchRetriever` whose split the index does not
-  hold, brought up to date on the first query after each change (:meth:`PieceIndex.sync`).
+* or derived for the retrievers of a reader that holds no pieces of their split
+  (:mod:`semrag.index.derived`), brought up to date on the first query after each change
+  (:meth:`PieceIndex.sync`).
 
 A chunk already within ``max_tokens`` is its own piece and keeps the chunk's vector.
 Piece ids are never reused and grow in index order; a document's pieces have consecutive
@@ -147,6 +148,8 @@ class PieceIndex:
         self._where: tuple[list[int], list[_DocPieces]] = ([], [])
         self._next = 0
         self._stage_lock = threading.Lock()
+        self.version = 0
+        """The index version the pieces are of."""
 
     @property
     def pieces(self) -> Mapping[int, Chunk]:
@@ -172,25 +175,26 @@ class PieceIndex:
 
         Searches read the current pieces until then.
         """
-        return self._staged(change.added, change.removed_ids)
+        return self._staged(change.added, change.removed_ids, change.version)
 
     def apply(self, change: Change) -> None:
         """Remove the change's removed documents' pieces, then add the added ones'."""
         self.stage(change)()
 
-    def sync(self, live: Sequence[IndexedDocument]) -> None:
-        """Bring the pieces to the index's documents ``live`` (in index order).
+    def sync(self, live: Sequence[IndexedDocument], version: int) -> None:
+        """Bring the pieces to the index's documents ``live`` (in index order) at ``version``.
 
-        The pieces of a document no longer there, or of an older version of it, leave; a
+        How a reader that keeps no pieces gets them (:mod:`semrag.index.derived`): the
+        pieces of a document no longer there, or of an older version of it, leave; a
         document not split yet is split and embedded.
         """
         now = {d.id: d for d in live}
         stale = [d for d, kept in self._docs.items() if now.get(d) is not kept.record]
         fresh = [d for d in live if d.id not in self._docs or d.id in stale]
-        self._staged(fresh, stale)()
+        self._staged(fresh, stale, version)()
 
     def _staged(
-        self, added: Sequence[IndexedDocument], removed: Sequence[str]
+        self, added: Sequence[IndexedDocument], removed: Sequence[str], version: int
     ) -> Callable[[], None]:
         found: list[_DocPieces] = []
         gone = [i for d in removed if d in self._docs for i in self._docs[d].ids]
@@ -203,6 +207,7 @@ class PieceIndex:
             self._docs.update((p.record.id, p) for p in found)
             held = sorted((p for p in self._docs.values() if p.n), key=lambda p: p.first)
             self._where = ([p.first for p in held], held)
+            self.version = version
 
         return publish
 
@@ -305,8 +310,11 @@ class PieceIndex:
         tokenizer: Any,
         embedder: Any,
         config: dict[str, Any],
+        version: int = 0,
     ) -> PieceIndex:
         """Read what :meth:`save` wrote; ``documents`` are the loaded index's, in order.
+
+        ``version``: the loaded index's version (a loaded index numbers its versions afresh).
 
         Raises:
             StoreError: if the pieces do not match the documents or their vectors.
@@ -339,6 +347,7 @@ class PieceIndex:
         if [i for p in held for i in p.ids] != out.dense.ids.tolist():
             raise StoreError(f"{directory}: the pieces and their vectors do not match")
         out._next = int(data["next"])
+        out.version = version
         return out
 
     def __repr__(self) -> str:

@@ -204,7 +204,12 @@ def restore(
     held = corpus.records()
     if m.get("pieces"):
         pieces = PieceIndex.load(
-            directory, held, tokenizer=tokenizer, embedder=embedder, config=m["pieces"]["dense"]
+            directory,
+            held,
+            tokenizer=tokenizer,
+            embedder=embedder,
+            config=m["pieces"]["dense"],
+            version=corpus.version,
         )
         parts.keep("pieces", pieces, replace=True)
     if m.get("passages"):
