@@ -16,9 +16,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from semrag._deps import quiet_openmp
 from semrag._version import __version__
 from semrag.errors import ConfigError, DocumentConflictError, SemragError
 from semrag.types import Chunk, Document, ScoredChunk
+
+quiet_openmp()  # before anything loads torch's OpenMP runtime (see semrag._deps)
 
 if TYPE_CHECKING:
     from semrag.chunking import SemanticChunker

@@ -81,6 +81,22 @@ def test_import_semrag_is_light():
     assert out.stdout.strip() == "[]"
 
 
+def test_import_semrag_lets_openmp_threads_sleep_unless_the_environment_says():
+    import os
+
+    code = (
+        "import os, semrag, torch; a = torch.ones(64, 64); (a @ a).sum().item(); "
+        "print(os.environ['OMP_WAIT_POLICY'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    for given, want in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
+        run_env = env if given is None else {**env, "OMP_WAIT_POLICY": given}
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=run_env
+        )
+        assert out.stdout.strip() == want and "libgomp" not in out.stderr
+
+
 def test_plot_traversal_writes_a_png(tmp_path):
     from semrag import Document, SemanticIndex, SSGRetriever
     from semrag.viz import plot_traversal
