@@ -56,7 +56,7 @@ def build(workdir: Path) -> None:
     docs = [d for name in FILES for d in load(f"data/{name}")]
 
     chunks = SemanticTextSplitter().split_documents(docs)
-    index = SemanticIndex()
+    index = SemanticIndex(passages=True)  # GraphRetriever's phrases, found once and saved
     index.add_chunks(chunks, documents=docs)  # the chunks as split, found in their documents
     print("indexed:", sorted(index.doc_ids))
 

@@ -72,7 +72,7 @@ def build(workdir: Path) -> None:
     embed_model = SemragEmbedding()  # the packaged MiniLM
     parser = SemanticNodeParser()
     nodes = IngestionPipeline(transformations=[parser]).run(documents=docs)
-    store = SemanticVectorStore(embed_model=embed_model)
+    store = SemanticVectorStore(embed_model=embed_model, passages=True)  # IAR's PPR phrases, saved
     storage = StorageContext.from_defaults(vector_store=store)
     index = VectorStoreIndex(
         nodes, storage_context=storage, embed_model=embed_model, transformations=[parser]

@@ -17,8 +17,8 @@ def quiet_openmp() -> None:
     torch runs a model on spin after each call, waiting for more work; on a machine with
     few cores the next exact search's BLAS threads, and the next model call after a search,
     then wait for the cores. Measured on 2 cores (``benchmarks/omp_wait.py``): a query
-    (the model, then an exact search of 20,279 vectors) 0.64x the time, batch embedding
-    0.96x the throughput. The runtime reads the variable once, when it loads (with torch),
+    (the model, then an exact search of 20,279 vectors) 0.68x the time, batch embedding
+    0.95x the throughput. The runtime reads the variable once, when it loads (with torch),
     so this runs when semrag is imported: a process that imported torch first keeps the
     policy it started with, and an explicit ``OMP_WAIT_POLICY`` is left as it is.
     """
