@@ -93,9 +93,9 @@ def test_a_serving_process_reads_the_graph_once_and_builds_nothing(graph_store, 
     reader = Neo4jIndex(graph_store, embedder=emb)
 
     def no_phrases(*args, **kwargs):
-        raise AssertionError("the serving process looked for phrases")
+        raise AssertionError("the serving process derived phrases")
 
-    monkeypatch.setattr(ppr, "doc_phrases", no_phrases)
+    monkeypatch.setattr(ppr, "derived", no_phrases)
     retriever = GraphRetriever(reader, k=5)
     for q in QUESTIONS[:3]:
         before = len(emb.embedded)
@@ -173,9 +173,9 @@ def test_enabling_the_part_after_attaching_writes_it(graph_store):
         GraphRetriever(reader)  # said when built, not at the first query
     assert IntentAwareRetriever(reader).extended is None  # no channel, said plainly above
 
-    GraphRetriever(index)  # the default retriever over the writer enables the part ...
-    GraphRetriever(index).retrieve(QUESTIONS[0])
-    assert "passages" in index.parts
+    GraphRetriever(index).retrieve(QUESTIONS[0])  # the writer's retriever derives its own
+    assert "passages" not in index.parts and reader.parts == {}  # nothing enabled
+    index.enable("passages")  # an explicit call ...
     assert "passages" in reader.parts  # ... and the store wrote it at once
     assert ranking(GraphRetriever(reader).retrieve(QUESTIONS[0])) == ranking(
         GraphRetriever(index).retrieve(QUESTIONS[0])
