@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from semrag.types import Chunk, Document, Span
 
-__all__ = ["Change", "EmbedsNames", "IndexPart", "IndexedDocument", "StagedPart"]
+__all__ = ["Change", "EmbedsNames", "IndexPart", "IndexedDocument", "StagedPart", "StoresParts"]
 
 Floats = npt.NDArray[np.float32]
 
@@ -148,6 +148,19 @@ class StagedPart(IndexPart, Protocol):
 
     def stage(self, change: Change) -> Callable[[], None]:
         """Compute the state after ``change``; returns the function that publishes it."""
+
+
+@runtime_checkable
+class StoresParts(Protocol):
+    """A follower that stores the index's parts elsewhere (a database writer).
+
+    :meth:`SemanticIndex.enable <semrag.SemanticIndex.enable>` tells it of a part enabled
+    on a populated index, so it writes the new part before ``enable`` returns.
+    """
+
+    def part_enabled(self, part: str) -> None:
+        """Write the part ``part`` the index has just built."""
+        ...
 
 
 @runtime_checkable

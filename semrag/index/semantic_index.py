@@ -44,7 +44,14 @@ from semrag.errors import ConfigError, DocumentConflictError, StoreError
 from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
 from semrag.identity import OnConflict, check_on_conflict
 from semrag.index._reembed import empty_like
-from semrag.index.change import Change, Floats, IndexedDocument, IndexPart, StagedPart
+from semrag.index.change import (
+    Change,
+    Floats,
+    IndexedDocument,
+    IndexPart,
+    StagedPart,
+    StoresParts,
+)
 from semrag.index.corpus import Corpus
 from semrag.index.ingest.ingestion import WHOLE, Given, Ingestion, id_list
 from semrag.index.ingest.prepared import (
@@ -824,7 +831,8 @@ class SemanticIndex:
         embedded again). From then on the part follows every change and is saved with the
         index. An index that holds the part already is left as it is. Followers that store
         the index elsewhere (:class:`~semrag.neo4j.Neo4jIndexStore`) are told, through
-        their ``part_enabled(part)``, and write the new part before this returns.
+        their ``part_enabled(part)`` (:class:`~semrag.index.change.StoresParts`), and write
+        the new part before this returns.
 
         Raises:
             ConfigError: for a part that cannot be enabled this way, a bad ``split``, or an
@@ -839,9 +847,8 @@ class SemanticIndex:
                 built_now = self._enable_part(part, split)
             if built_now:
                 for follower in self._corpus.followers:
-                    told = getattr(follower, "part_enabled", None)
-                    if callable(told):
-                        told(part)
+                    if isinstance(follower, StoresParts):
+                        follower.part_enabled(part)
 
     def _enable_part(self, part: str, split: tuple[int, int]) -> bool:
         """Build ``"passages"`` or ``"pieces"`` (under the commit lock ``enable`` holds)."""
