@@ -18,7 +18,7 @@ scratch; adding a part later is writing one class with ``apply`` / ``save`` / ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -28,7 +28,15 @@ import numpy.typing as npt
 
 from semrag.types import Chunk, Document, Span
 
-__all__ = ["Change", "EmbedsNames", "IndexPart", "IndexedDocument", "StagedPart", "StoresParts"]
+__all__ = [
+    "Change",
+    "EmbedsNames",
+    "IndexPart",
+    "IndexedDocument",
+    "StagedPart",
+    "StoresParts",
+    "differences",
+]
 
 Floats = npt.NDArray[np.float32]
 
@@ -116,6 +124,21 @@ class Change:
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed)
+
+
+def differences(
+    held: Mapping[str, IndexedDocument], live: Sequence[IndexedDocument]
+) -> tuple[list[IndexedDocument], list[str]]:
+    """What a part that holds ``held`` (records by document id) must change to hold ``live``.
+
+    Returns ``(added, removed_ids)``: the ids of the documents no longer live, or live in
+    another version (another record), leave; the live documents not held, or held in an
+    older version, are added (in ``live``'s order).
+    """
+    now = {d.id: d for d in live}
+    removed = [d for d, record in held.items() if now.get(d) is not record]
+    gone = set(removed)
+    return [d for d in live if d.id not in held or d.id in gone], removed
 
 
 @runtime_checkable

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
-from semrag.index.change import Change, IndexedDocument
+from semrag.index.change import Change, IndexedDocument, differences
 from semrag.index.parts._passage_graph import (
     GRAPH_FILE,
     PassageGraph,
@@ -243,11 +243,8 @@ class PassagePhrases:
         if self._left > self._held + 1024:
             self.registry, self._docs = NameRegistry(self.registry.vectors.view.shape[1]), {}
             self._held = self._left = 0
-        now = {d.id: d for d in live}
-        stale = [d for d, kept in self._docs.items() if now.get(d) is not kept.record]
-        gone = set(stale)
-        fresh = [d for d in live if d.id not in self._docs or d.id in gone]
-        self._staged(fresh, stale, version)()
+        added, removed = differences({d: p.record for d, p in self._docs.items()}, live)
+        self._staged(added, removed, version)()
 
     def _staged(
         self, added: Sequence[IndexedDocument], removed: Sequence[str], version: int

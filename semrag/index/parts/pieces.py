@@ -35,7 +35,7 @@ import numpy.typing as npt
 from semrag._validation import INT, Interval, check_param
 from semrag.chunking._split import split_with_overlap
 from semrag.errors import ConfigError, NotIndexedError, StoreError
-from semrag.index.change import Change, IndexedDocument
+from semrag.index.change import Change, IndexedDocument, differences
 from semrag.index.parts.dense import DenseIndex
 from semrag.types import Chunk, Span
 
@@ -188,10 +188,8 @@ class PieceIndex:
         pieces of a document no longer there, or of an older version of it, leave; a
         document not split yet is split and embedded.
         """
-        now = {d.id: d for d in live}
-        stale = [d for d, kept in self._docs.items() if now.get(d) is not kept.record]
-        fresh = [d for d in live if d.id not in self._docs or d.id in stale]
-        self._staged(fresh, stale, version)()
+        added, removed = differences({d: p.record for d, p in self._docs.items()}, live)
+        self._staged(added, removed, version)()
 
     def _staged(
         self, added: Sequence[IndexedDocument], removed: Sequence[str], version: int
