@@ -82,11 +82,11 @@ ROOT = Path(__file__).resolve().parents[1]
 K = 20
 
 
-def start_neo4j(heap: str, page_cache_mb: int):
+def start_neo4j(heap: str, page_cache_mb: int, settings: dict[str, str] | None = None):
     sys.path.insert(0, str(ROOT))
     from tests.neo4j_server.server import Neo4jTestServer
 
-    server = Neo4jTestServer(heap=heap, page_cache_mb=page_cache_mb)
+    server = Neo4jTestServer(heap=heap, page_cache_mb=page_cache_mb, settings=settings)
     server.start()
     return server
 

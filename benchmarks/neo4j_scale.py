@@ -19,8 +19,14 @@ of dense search, BM25, IAR and ``GraphRetriever()`` on the served reader
 (:class:`~semrag.neo4j.Neo4jIndex`, which holds no corpus in process) against the
 embedded index, with the share of queries whose top 10 is the embedded one.
 
+``--setting NAME=VALUE`` (repeatable) gives the server a setting as its neo4j.conf would,
+for instance ``internal.dbms.index.vector.standard_merge_factor=2``: Neo4j's vector index
+is a Lucene index whose segments are each searched in turn (each with the query's whole
+candidate count), and by default it merges them only once 50 are at one level, so a corpus
+written in batches is served from one segment per flush; a merge factor of 2 keeps a few.
+
     python benchmarks/neo4j_scale.py [--chunks 100000] [--batches 10] [--heap 2g]
-        [--page-cache-mb 2048] [--embedder minilm|fake] [--out FILE]
+        [--page-cache-mb 2048] [--setting NAME=VALUE ...] [--embedder minilm|fake] [--out FILE]
 """
 
 from __future__ import annotations
@@ -65,6 +71,27 @@ class TimedStore(Neo4jIndexStore):
                 self.write_s.append(time.perf_counter() - t0)
 
         return timed
+
+
+def vector_segments(home: Path) -> int:
+    """Segments of the chunks' vector index (the Lucene index with the most of them)."""
+    root = home / "data" / "databases" / "neo4j" / "schema" / "index" / "vector-2.0"
+    return max((len(list(d.glob("*.si"))) for d in root.glob("*/1")), default=0)
+
+
+def settle(home: Path, quiet_s: float = 20.0, limit_s: float = 600.0) -> None:
+    """Wait until the server's index files stop changing (its merges after the last write
+    run in the background; timed queries must not share the CPU with them)."""
+
+    def state() -> tuple:
+        return tuple(sorted((str(p), p.stat().st_size) for p in home.rglob("*.si")))
+
+    t0, last, since = time.monotonic(), state(), time.monotonic()
+    while time.monotonic() - since < quiet_s and time.monotonic() - t0 < limit_s:
+        time.sleep(2)
+        now = state()
+        if now != last:
+            last, since = now, time.monotonic()
 
 
 def store_mb(home: Path) -> float:
@@ -112,12 +139,14 @@ def main() -> None:
     ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
     ap.add_argument("--heap", default="2g")
     ap.add_argument("--page-cache-mb", type=int, default=2048)
+    ap.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--out")
     args = ap.parse_args()
+    settings = dict(kv.split("=", 1) for kv in args.setting)
     emb = cached_embedder(args.embedder)
     docs = documents(args.chunks, emb)
     queries = fresh(QUERIES, 3)
-    server = start_neo4j(args.heap, args.page_cache_mb)
+    server = start_neo4j(args.heap, args.page_cache_mb, settings)
     rows = []
     try:
         store = Neo4jGraphStore(server.uri, server.user, server.password)
@@ -147,6 +176,8 @@ def main() -> None:
             held = now
             print(rows[-1], file=sys.stderr, flush=True)
         emb.save()
+        settle(server.home)
+        segments = vector_segments(server.home)
         n_texts, _ = distinct_counts(index)
         n_chunks = len(index.chunks())
         size = store_mb(server.home)
@@ -173,21 +204,24 @@ def main() -> None:
         "\n".join(
             [
                 header(
-                    f"Neo4j at scale: {n_chunks:,} chunks written in {args.batches} batches",
+                    f"Neo4j at scale: {n_chunks:,} chunks written in {args.batches} batches"
+                    + (", tuned server" if settings else ""),
                     f"benchmarks/scale.py's distinct corpus ({len(docs):,} documents, "
                     f"{n_chunks:,} chunks, {n_texts / n_chunks:.1%} distinct chunk texts); "
                     f"embedder: {args.embedder} (each distinct sentence once; chunk vectors: "
                     f"mean of their sentences); SemanticIndex(passages=True) followed by "
                     f"Neo4jIndexStore; Neo4j 5.26, heap {args.heap}, page cache "
-                    f"{args.page_cache_mb} MB; {len(QUERIES)} queries (scale.QUERIES) in "
-                    "three wordings",
+                    f"{args.page_cache_mb} MB, "
+                    + (", ".join(f"{k}={v}" for k, v in settings.items()) or "default settings")
+                    + f"; {len(QUERIES)} queries (scale.QUERIES) in three wordings",
                 ),
                 "",
                 table(rows, list(rows[0])),
                 "",
                 f"Write growth: cumulative write seconds ~ n^{b:.2f} from "
                 f"{sizes[0]:,} to {sizes[-1]:,} chunks (goal <= 1.1). The server's files on disk: "
-                f"{size:,.0f} MB (store files and transaction logs).",
+                f"{size:,.0f} MB (store files and transaction logs). The chunks' vector index "
+                f"held {segments} segments when the queries ran (its merges done).",
                 "",
                 table(served, list(served[0])),
                 "",

@@ -59,10 +59,16 @@ class Neo4jTestServer:
     """One server process; :meth:`stop`, :meth:`kill` and :meth:`start` again on the same data."""
 
     def __init__(
-        self, *, startup_timeout: float = 180.0, heap: str = "1g", page_cache_mb: int = 64
+        self,
+        *,
+        startup_timeout: float = 180.0,
+        heap: str = "1g",
+        page_cache_mb: int = 64,
+        settings: dict[str, str] | None = None,
     ) -> None:
         self.classpath = build()
         self.heap, self.page_cache_mb = heap, int(page_cache_mb)
+        self.settings = dict(settings or {})  # further settings, as neo4j.conf would give them
         self.home = Path(tempfile.mkdtemp(prefix="semrag-neo4j-"))
         self.port = free_port()
         self.user = "neo4j"
@@ -76,6 +82,9 @@ class Neo4jTestServer:
         return f"bolt://127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        if self.settings:  # the launcher reads them as a server reads its neo4j.conf
+            conf = "".join(f"{name}={value}\n" for name, value in self.settings.items())
+            (self.home / "neo4j.conf").write_text(conf, encoding="utf-8")
         java = shutil.which("java")
         if java is None:
             raise Neo4jServerError("java is not on PATH (JDK 17 runs the Neo4j test server)")

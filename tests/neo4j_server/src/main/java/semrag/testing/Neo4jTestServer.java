@@ -18,7 +18,8 @@ import org.neo4j.graphdb.QueryExecutionException;
  * cleanly when its standard input closes or reads "stop".
  *
  * <p>Usage: java -cp ... semrag.testing.Neo4jTestServer DIR PORT PASSWORD [PAGECACHE_MB]
- * (the page cache: 64 MB unless given)
+ * (the page cache: 64 MB unless given). Further settings are read from DIR/neo4j.conf when it
+ * exists, as a server reads its configuration file.
  */
 public final class Neo4jTestServer {
   private Neo4jTestServer() {}
@@ -28,8 +29,13 @@ public final class Neo4jTestServer {
     int port = Integer.parseInt(args[1]);
     String password = args[2];
     long pageCacheMb = args.length > 3 ? Long.parseLong(args[3]) : 64L;
+    DatabaseManagementServiceBuilder builder = new DatabaseManagementServiceBuilder(home);
+    Path conf = home.resolve("neo4j.conf");
+    if (java.nio.file.Files.exists(conf)) {
+      builder.loadPropertiesFromFile(conf);
+    }
     DatabaseManagementService service =
-        new DatabaseManagementServiceBuilder(home)
+        builder
             .setConfig(BoltConnector.enabled, true)
             .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
             .setConfig(HttpConnector.enabled, false)
