@@ -198,6 +198,15 @@ def _sparse_query(n: str) -> str:
 
 DENSE = _dense_query("$n", "$keep")
 DENSE_COLUMNS = ("channel", "row", *CHUNK_KEYS, "score")
+# A long ranking by the vector index's own scores ((1 + cos) / 2): ids and scores only, as
+# two lists per query row (a row per candidate costs the driver more than the search).
+DENSE_IDS = (
+    "UNWIND range(0, size($vectors) - 1) AS row "
+    "CALL (row) { CALL db.index.vector.queryNodes('semrag_chunk_embedding', $n, $vectors[row]) "
+    "YIELD node, score RETURN collect(node.id) AS ids, collect(score) AS scores } "
+    "RETURN row, ids, scores"
+)
+DENSE_IDS_COLUMNS = ("row", "ids", "scores")
 SPARSE = _sparse_query("$n")
 CHANNELS = _dense_query("$dense_n", "$dense_keep") + " UNION ALL " + _sparse_query("$sparse_n")
 SPARSE_AMONG = (

@@ -19,7 +19,15 @@ import numpy as np
 
 from semrag.errors import ConfigError, NotIndexedError
 from semrag.neo4j._cypher import as_floats, from_bytes
-from semrag.neo4j._index_cypher import CHUNKS, DENSE, DENSE_COLUMNS, SPARSE, lucene_query
+from semrag.neo4j._index_cypher import (
+    CHUNKS,
+    DENSE,
+    DENSE_COLUMNS,
+    DENSE_IDS,
+    DENSE_IDS_COLUMNS,
+    SPARSE,
+    lucene_query,
+)
 from semrag.neo4j._index_state import Floats, Ints
 from semrag.neo4j._session import Ask, Steps
 from semrag.types import Chunk
@@ -173,6 +181,31 @@ class ReadContext:
             DENSE_COLUMNS,
         )
         return self.dense_rows(rows, queries, k)
+
+    def ranking_steps(self, queries: Floats, k: int) -> Steps[tuple[Floats, Ints]]:
+        """Each query vector's top ``k`` chunk ids, by the vector index's own scores.
+
+        For long rankings (PPR's dense seeds: a thousand chunks and more where documents
+        are long): only ids and scores travel, as lists, where :meth:`dense_steps` brings
+        every candidate's chunk and vector to score it again. The scores are the index's
+        float32 cosines, which differ from the embedded index's dot products in the last
+        bits (about 1e-7); ties go to the lower id, as there.
+        """
+        self.check_dim(queries)
+        rows = yield Ask(
+            DENSE_IDS,
+            {"n": self.candidates(int(k)), "vectors": [as_floats(q) for q in queries]},
+            DENSE_IDS_COLUMNS,
+        )
+        scores = np.full((len(queries), k), -np.inf, np.float32)
+        ids = np.full((len(queries), k), -1, np.int64)
+        for r in rows:
+            got = np.asarray(r["ids"], np.int64)
+            cos = 2.0 * np.asarray(r["scores"], np.float64) - 1.0
+            top = np.lexsort((got, -cos))[:k]
+            ids[r["row"], : top.size] = got[top]
+            scores[r["row"], : top.size] = cos[top]
+        return scores, ids
 
     def dense_rows(
         self, rows: Sequence[Mapping[str, Any]], queries: Floats, k: int

@@ -232,12 +232,21 @@ class Neo4jIndex:
         )
 
     def dense_search(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
-        """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
-        return first_hits(self.dense.search(np.asarray(vector, np.float32)[None], k))
+        """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first.
+
+        The vector index's own ranking: ids and scores only (a long ranking such as PPR's
+        seeds would otherwise bring every chunk's text and vector to be scored again), so
+        a score may differ from the embedded index's in its last bits (about 1e-7).
+        """
+        return first_hits(self._context.run(self._ranking_steps(vector, k)))
 
     async def adense_search(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
         """Async twin of :meth:`dense_search`, on the async driver."""
-        return first_hits(await self.dense.asearch(np.asarray(vector, np.float32)[None], k))
+        return first_hits(await self._context.arun(self._ranking_steps(vector, k)))
+
+    def _ranking_steps(self, vector: Floats, k: int) -> Steps[tuple[Floats, Ints]]:
+        k = check_k("Neo4jIndex.dense_search", k, 10)
+        return self._context.ranking_steps(np.asarray(vector, np.float32)[None, :], k)
 
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector (exact scores, as the embedded index)."""

@@ -84,6 +84,35 @@ def test_ppr_from_the_database_ranks_as_the_embedded_walk(graph_store):
     assert {"p0", "cMemphis"} <= {h.chunk.doc_id for h in hits}  # both hops
 
 
+def test_the_walks_dense_seeds_bring_ids_and_scores_only(graph_store, monkeypatch):
+    # PPR's dense seeds are a long ranking (dense_seeds passages' worth of chunks, a thousand
+    # and more on long documents): the reader answers dense_search with the vector index's
+    # ids and scores as lists, one row per query, no chunk text and no vector. The ranking
+    # is the embedded one; the scores agree to float32 rounding.
+    import numpy as np
+
+    index, reader, emb = written(graph_store)
+    replies = []
+    real = graph_store.session.read_rows
+
+    def spy(query, **params):
+        rows = real(query, **params)
+        replies.append(rows)
+        return rows
+
+    monkeypatch.setattr(graph_store.session, "read_rows", spy)
+    n = len(index.chunks())
+    for q in QUESTIONS:
+        v = emb.embed([q])[0]
+        want_scores, want_ids = index.dense_search(v, n)
+        scores, ids = reader.dense_search(v, n)
+        assert ids.tolist() == want_ids.tolist(), q
+        assert np.allclose(scores, want_scores, atol=1e-6), q
+        assert [set(r) for r in replies[-1]] == [{"row", "ids", "scores"}]
+    scores, ids = reader.dense_search(emb.embed([QUESTIONS[0]])[0], 3)
+    assert ids.size == 3 and scores[0] >= scores[1] >= scores[2]
+
+
 def test_a_serving_process_reads_the_graph_once_and_builds_nothing(graph_store, monkeypatch):
     from semrag.neo4j import Neo4jIndex
     from semrag.retrieval import ppr
