@@ -167,6 +167,7 @@ def test_the_neo4j_scale_run_writes_in_batches_and_serves_the_default_retrievers
     out = tmp_path / "neo4j_scale.md"
     args = ["--chunks", "600", "--batches", "2", "--embedder", "fake", "--heap", "512m"]
     args += ["--page-cache-mb", "64"]
+    args += ["--setting", "internal.dbms.index.vector.standard_merge_factor=2"]
     done = subprocess.run(
         [sys.executable, "benchmarks/neo4j_scale.py", *args, "--out", str(out)],  # own server
         cwd=ROOT,
@@ -181,6 +182,9 @@ def test_the_neo4j_scale_run_writes_in_batches_and_serves_the_default_retrievers
     assert [b[0] for b in batches] == ["1", "2"]
     assert int(batches[1][2]) > int(batches[0][2]) > 0  # the database grew
     assert re.search(r"cumulative write seconds ~ n\^[-\d.]+ from", report)
+    assert "tuned server" in report  # the setting is named in the title and the data line
+    assert "internal.dbms.index.vector.standard_merge_factor=2;" in report
+    assert re.search(r"vector index held \d+ segments on disk when the queries ran", report)
     served = {
         cells[0]: cells
         for line in report.splitlines()
