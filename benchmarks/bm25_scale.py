@@ -48,9 +48,10 @@ def chunk_tokens(n: int) -> list[list[str]]:
     """Token lists of the first ``n`` chunks (terms interned: one string per term)."""
     out: list[list[str]] = []
     terms: dict[str, str] = {}
-    for _, lines in recombined():
-        for start in range(0, len(lines), LINES):
-            tokens = bm25_tokenize(" ".join(lines[start : start + LINES]))
+    for source in recombined():
+        step = 1 if source.given else LINES  # a given source's lines are its chunks
+        for start in range(0, len(source.lines), step):
+            tokens = bm25_tokenize(" ".join(source.lines[start : start + step]))
             out.append([terms.setdefault(t, t) for t in tokens])
             if len(out) == n:
                 return out

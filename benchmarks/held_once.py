@@ -56,7 +56,7 @@ def main() -> None:
         ssg=SSGConfig(knn="hnsw", vector_dtype="float16"),
         dense="hnsw",
     )
-    index.add_documents(docs)
+    docs.add(index)
     embedder.save()
     held = rss_mb(trim=True) - before
     graph = index.part_set.ssg.graph

@@ -165,7 +165,7 @@ def main() -> None:
         held = 0
         for i, part in enumerate(np.array_split(np.arange(len(docs)), args.batches)):
             t0 = time.perf_counter()
-            index.add_documents([docs[j] for j in part.tolist()])
+            docs.add(index, part.tolist())
             total = time.perf_counter() - t0
             write = sum(writer.write_s[base:])
             base = len(writer.write_s)

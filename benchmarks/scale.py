@@ -1,14 +1,16 @@
 """Scale: build time and memory per stage, and query latency per retriever, at N chunks.
 
 Corpus: the sections of ../shared/data/sectioned_text (Wikipedia articles, novels, lecture
-transcripts; one document per section): about 94,000 chunks, 99.8% of them distinct. Larger
-corpora recombine the sections at the sentence level: round ``r`` riffles the lines of two
-sections (a seeded permutation pairs them, a seeded coin picks each next line), so every
-line is real text and its vector a real sentence vector. The run counts the distinct chunk
-texts and says whether the distinct corpus meets its goal (99%); recombined text cannot
-meet it past the first round, since a sentence the chunker keeps as a chunk by itself (about a
-third of the chunks here) comes back in every round (298,313 distinct texts of about a
-million). A million distinct chunks of real text need about ten times this corpus.
+transcripts; one document per section), chunked by the index's own chunker: about 94,000
+chunks, 99.8% of them distinct. Larger corpora recombine the sections at the sentence
+level: in round ``r`` (seeded permutations) each chunk is one or two next sentences of a
+section followed by the next sentence of another stream of sections, and those chunks are
+given to the index as chunks (``add_chunks``: placed, split into sentences and counted,
+not chunked). Every sentence is real text and its vector a real sentence vector; the run
+counts the distinct chunk texts and says whether the distinct corpus meets its goal
+(99%). Recombined text handed to the chunker cannot meet it: the chunker keeps a long
+sentence as a chunk by itself (about a third of the chunks here), and such a chunk comes
+back in every round (a run that did stopped with 30% of a million chunks distinct).
 ``--corpus duplicated`` is the named run with realistic repetition: one document in ten a
 copy of an earlier one, each with one of a few boilerplate footers.
 Each distinct sentence is embedded once (the packaged MiniLM, or ``--embedder fake``) and,
@@ -18,7 +20,8 @@ of their sentences (``chunk_vectors="mean"``), so recombined documents cost few 
 The index is the default one with the default retriever's part: dense, BM25 and the passage
 graph (``SemanticIndex(passages=True)``, the part ``GraphRetriever()`` reads);
 ``--ssg`` adds the semantic similarity graph.
-Stages (wall time, and the process's peak RSS after each): chunk (splitting and chunking),
+Stages (wall time, and the process's peak RSS after each): chunk (splitting and chunking,
+or placing the given chunks),
 embed (model calls), dense, BM25, passage graph and SSG (each part applying the one change
 that adds every document, or each of ``--batch``'s calls), then the heuristic knowledge
 graph: extract, resolve (name resolution and the derived graph), write (the store),
@@ -57,8 +60,10 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -76,7 +81,7 @@ from _common import (  # noqa: E402
     table,
 )
 
-from semrag import Document, GraphRetriever, SemanticIndex, SSGRetriever  # noqa: E402
+from semrag import Chunk, Document, GraphRetriever, SemanticIndex, SSGRetriever  # noqa: E402
 from semrag.embeddings import BaseEmbedder  # noqa: E402
 from semrag.graph import KnowledgeGraph  # noqa: E402
 from semrag.index import SSGConfig  # noqa: E402
@@ -88,6 +93,7 @@ from semrag.retrieval import (  # noqa: E402
     SketchRetriever,
 )
 from semrag.testing import FakeEmbedder  # noqa: E402
+from semrag.text.sentences import split_sentences  # noqa: E402
 
 QUERIES = [
     *CORPUS_QUERIES,
@@ -114,14 +120,27 @@ def sections() -> list[tuple[str, list[str]]]:
     return out
 
 
-def recombined(corpus: str = "distinct") -> Iterator[tuple[str, list[str]]]:
-    """``(id, lines)`` without end: the sections (in a seeded order), then recombinations.
+class Source(NamedTuple):
+    """One document of the corpus: its id, its lines, and whether they are its chunks."""
 
-    Round ``r`` pairs each section with another (a seeded permutation) and riffles their
-    lines: each next line comes from one of the two, chosen by a seeded coin, each keeping
-    its order. Every line is a real sentence, runs of one section's lines stay in order,
-    and a chunk of a recombined document is a mix no other round repeats (the benchmark
-    counts the distinct chunk texts and prints the share).
+    id: str
+    lines: list[str]
+    given: bool = False
+    """Each line is a chunk as given (added with ``add_chunks``), not text to chunk."""
+
+
+def recombined(corpus: str = "distinct") -> Iterator[Source]:
+    """The corpus's documents without end: the sections (in a seeded order), then recombinations.
+
+    Round 0 is the sections themselves, chunked by the index's own chunker. Round ``r``
+    recombines them at the sentence level: a seeded permutation orders the sections, and
+    each chunk of a section's document is one or two of its next sentences (a seeded
+    draw) followed by the next sentence of another stream of sections (a second seeded
+    permutation). Every sentence is real text, its vector a real sentence vector, and a
+    chunk is a pair no other round repeats. These chunks are given as chunks
+    (:attr:`Source.given`): the chunker keeps a long sentence as a chunk by itself (about
+    a third of the chunks here), so recombined text handed to it repeats those chunks in
+    every round (a run that did stopped with 30% of a million chunks distinct).
 
     ``corpus="duplicated"`` adds what real collections repeat: one document in ten is a
     copy of an earlier one (a file filed twice), and every document ends with one of a few
@@ -129,38 +148,43 @@ def recombined(corpus: str = "distinct") -> Iterator[tuple[str, list[str]]]:
     """
     base = sections()
     rng = np.random.default_rng(0)
-    emitted: list[tuple[str, list[str]]] = []
+    emitted: list[Source] = []
 
-    def out(i: str, lines: list[str]) -> tuple[str, list[str]]:
+    def out(source: Source) -> Source:
         if corpus != "duplicated":
-            return i, lines
+            return source
         if emitted and rng.random() < 0.1:
-            j, copied = emitted[int(rng.integers(len(emitted)))]
-            return f"{i}=copy-of-{j}", copied
-        lines = lines + [FOOTERS[int(rng.integers(len(FOOTERS)))]]
+            copied = emitted[int(rng.integers(len(emitted)))]
+            return copied._replace(id=f"{source.id}=copy-of-{copied.id}")
+        source = source._replace(lines=[*source.lines, FOOTERS[int(rng.integers(len(FOOTERS)))]])
         if len(emitted) < 20_000:  # what a copy is drawn from: the corpus's first files
-            emitted.append((i, lines))
-        return i, lines
+            emitted.append(source)
+        return source
 
     for i in np.random.default_rng(0).permutation(len(base)).tolist():  # every genre early
-        yield out(base[i][0], base[i][1])
+        yield out(Source(*base[i]))
+    split: dict[int, list[str]] = {}
+
+    def sentences_of(i: int) -> list[str]:
+        if i not in split:
+            text = " ".join(base[i][1])
+            split[i] = [text[s.start : s.end] for s in split_sentences(text)]
+        return split[i]
+
     r = 0
     while True:
         r += 1
         seeded = np.random.default_rng(r)
-        perm = seeded.permutation(len(base))
-        for a, b in enumerate(perm.tolist()):
-            first, second = base[a][1], base[b][1]
-            coin = seeded.random(len(first) + len(second)) < len(first) / (len(first) + len(second))
-            lines, x, y = [], 0, 0
-            for heads in coin.tolist():
-                if (heads and x < len(first)) or y == len(second):
-                    lines.append(first[x])
-                    x += 1
-                else:
-                    lines.append(second[y])
-                    y += 1
-            yield out(f"r{r}/{a}+{b}", lines)
+        order, partner = (seeded.permutation(len(base)).tolist() for _ in range(2))
+        others = (s for b in itertools.cycle(partner) for s in sentences_of(b))
+        for a in order:
+            own, chunks, x = sentences_of(a), [], 0
+            for run in seeded.integers(1, 3, size=len(own)).tolist():
+                if x >= len(own):
+                    break
+                chunks.append(" ".join([*own[x : x + run], next(others)]))
+                x += run
+            yield out(Source(f"r{r}/{a}", chunks, given=True))
 
 
 DISTINCT_GOAL = 0.99  # the share of distinct chunk texts the distinct corpus must have
@@ -240,30 +264,65 @@ def cached_embedder(name: str) -> SentenceCache:
     return SentenceCache(embedder_for(name), cache)
 
 
-def documents(target: int, embedder: BaseEmbedder, corpus: str = "distinct") -> list[Document]:
+@dataclass(frozen=True)
+class Corpus:
+    """A run's documents, and the chunks of those given as chunks (by document id)."""
+
+    documents: list[Document]
+    given: dict[str, list[Chunk]]
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def add(self, index: SemanticIndex, which: Sequence[int] | None = None) -> None:
+        """Add the documents (``which`` of them): chunked by the index, or as given."""
+        docs = self.documents if which is None else [self.documents[i] for i in which]
+        if chunked := [d for d in docs if d.id not in self.given]:
+            index.add_documents(chunked)
+        if placed := [d for d in docs if d.id in self.given]:
+            index.add_chunks([c for d in placed for c in self.given[d.id]], documents=placed)
+
+
+def as_document(source: Source) -> tuple[Document, list[Chunk] | None]:
+    """The document of ``source``, and its chunks with their offsets where they are given."""
+    text = " ".join(source.lines)
+    if not source.given:
+        return Document(source.id, text), None
+    chunks, at = [], 0
+    for line in source.lines:
+        chunks.append(Chunk(source.id, at, at + len(line), line, 0))
+        at += len(line) + 1
+    return Document(source.id, text), chunks
+
+
+def documents(target: int, embedder: BaseEmbedder, corpus: str = "distinct") -> Corpus:
     """The first documents of :func:`recombined` (``corpus``) that make about ``target`` chunks.
 
     Streamed: only the documents returned are held (at 1M chunks the corpus's over-long
-    prefix would be gigabytes of text).
+    prefix would be gigabytes of text). A given document counts its chunks; a document
+    to chunk counts the chunks per character of a sample of the sections.
     """
-    # Chunks per character, from a sample spread over the first target / 5 documents:
-    # documents enough for the target (documents vary in length far more than their
-    # chunks per character do).
-    spread = max(200, target // 5)
-    step = max(1, spread // 300)
-    first = itertools.islice(recombined(corpus), 0, spread, step)
-    sample = [Document(i, " ".join(lines)) for i, lines in first]
+    # Chunks per character, from a sample spread over the sections (documents vary in
+    # length far more than their chunks per character do).
+    base = sections()
+    step = max(1, len(base) // 300)
+    sample = [Document(i, " ".join(lines)) for i, lines in base[::step]]
     probe = SemanticIndex(embedder=embedder, chunk_vectors="mean", ssg=False)
     probe.add_documents(sample)
     per_char = len(probe.chunks()) / sum(len(d.text) for d in sample)
-    del probe, sample
-    docs, expected = [], 0.0
-    for i, lines in recombined(corpus):
+    del probe, sample, base
+    docs, given, expected = [], {}, 0.0
+    for source in recombined(corpus):
         if expected >= target:
             break
-        docs.append(Document(i, " ".join(lines)))
-        expected += per_char * len(docs[-1].text)
-    return docs
+        doc, chunks = as_document(source)
+        docs.append(doc)
+        if chunks is None:
+            expected += per_char * len(doc.text)
+        else:
+            given[doc.id] = chunks
+            expected += len(chunks)
+    return Corpus(docs, given)
 
 
 def distinct_counts(index: SemanticIndex) -> tuple[int, int]:
@@ -569,7 +628,7 @@ def main() -> None:
     calls = max(1, -(-target // args.batch)) if args.batch else 1
     t0 = time.perf_counter()
     for part in np.array_split(np.arange(len(docs)), calls):
-        index.add_documents([docs[i] for i in part.tolist()])
+        docs.add(index, part.tolist())
     total = time.perf_counter() - t0
     rss["index"] = peak_mb()
     embedder.save()
@@ -598,7 +657,7 @@ def main() -> None:
     t = kg.timings if kg is not None else {}
     names_s = embedder.model_s - model_before_graph  # the entity names the graph embeds
     stages = [
-        {"stage": "chunk (split, chunk, mean vectors)", "s": total - embed_s - parts_s},
+        {"stage": "chunk (split, chunk or place, mean vectors)", "s": total - embed_s - parts_s},
         {"stage": "embed (model calls, distinct sentences)", "s": embed_s},
         {"stage": "dense", "s": spent.get("dense", 0.0)},
         {"stage": "BM25", "s": spent.get("sparse", 0.0)},
@@ -707,7 +766,9 @@ def main() -> None:
             + (", duplicated corpus" if args.corpus == "duplicated" else "")
             + (", HNSW dense search" if approximate else ", exact dense search")
             + (" (dense='auto')" if args.dense == "auto" else ""),
-            f"../shared/data/sectioned_text sections, recombined ({len(docs):,} documents, "
+            f"../shared/data/sectioned_text sections, recombined ({len(docs):,} documents: "
+            f"{len(docs) - len(docs.given):,} sections chunked by the index's chunker, "
+            f"{len(docs.given):,} recombined at the sentence level and given as chunks; "
             f"{n_chunks:,} chunks, {nodes}); {corpus_note}; embedder: "
             f"{args.embedder} (each distinct sentence once; chunk vectors: mean of their "
             f"sentences); {ssg_note}dense={args.dense!r}{stored_note}; "
