@@ -765,7 +765,8 @@ def main() -> None:
             + (" with the knowledge graph" if kg is not None else "")
             + (", duplicated corpus" if args.corpus == "duplicated" else "")
             + (", HNSW dense search" if approximate else ", exact dense search")
-            + (" (dense='auto')" if args.dense == "auto" else ""),
+            + (" (dense='auto')" if args.dense == "auto" else "")
+            + (f", added in {calls} calls" if calls > 1 else ""),
             f"../shared/data/sectioned_text sections, recombined ({len(docs):,} documents: "
             f"{len(docs) - len(docs.given):,} sections chunked by the index's chunker, "
             f"{len(docs.given):,} recombined at the sentence level and given as chunks; "

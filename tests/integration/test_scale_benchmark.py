@@ -59,6 +59,7 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
         tmp_path, "scale.py", "--embedder", "fake", "--batch", "400", "--ssg"
     )
     assert "added in 3 calls of about 400 chunks" in report  # three commits
+    assert re.search(r"^### Scale: .*, added in 3 calls$", report, flags=re.M)  # its own title
     chunks = int(re.search(r"Scale: ([\d,]+) chunks", report).group(1).replace(",", ""))
     assert 500 <= chunks <= 2000  # about the quick size, from 16 recombined sections
     rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d.,]+) \|", report, flags=re.M))
@@ -118,6 +119,9 @@ def test_the_default_quick_run_builds_the_default_index_and_queries_the_graph(tm
     said = r"distinct corpus: [\d,]+ distinct chunk texts \(([\d.]+)%; the goal, 99%, (\w+ ?\w*)\)"
     share, met = re.search(said, report).groups()
     assert met == ("met" if float(share) >= 99.0 else "not met")  # checked, and said
+    # past the sections, chunks recombined at the sentence level: none comes back
+    given = re.search(r"([\d,]+) recombined at the sentence level and given as chunks", report)
+    assert int(given.group(1).replace(",", "")) > 0 and met == "met"
 
 
 def test_the_duplicated_corpus_repeats_chunks_and_the_graph_stores_them_once(tmp_path):
