@@ -1,7 +1,7 @@
 """Scale: build time and memory per stage, and query latency per retriever, at N chunks.
 
 Corpus: the sections of ../shared/data/sectioned_text (Wikipedia articles, novels, lecture
-transcripts; one document per section), chunked by the index's own chunker: about 94,000
+transcripts; one document per section), chunked by the index's own chunker: about 98,000
 chunks, 99.8% of them distinct. Larger corpora recombine the sections at the sentence
 level: in round ``r`` (seeded permutations) each chunk is one or two next sentences of a
 section followed by the next sentence of another stream of sections, and those chunks are
