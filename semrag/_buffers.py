@@ -38,14 +38,19 @@ class GrowingRows:
         return view
 
     def append(self, rows: Floats) -> None:
+        self.reserve(rows.shape[0])
         need = self.n + rows.shape[0]
+        self.buf[self.n : need] = rows
+        self.n = need
+
+    def reserve(self, extra: int) -> None:
+        """Room for ``extra`` more rows (appended in parts, they are copied once)."""
+        need = self.n + extra
         if need > self.buf.shape[0]:
             shape = (max(need, 2 * self.buf.shape[0], 64), self.buf.shape[1])
             grown = np.empty(shape, self.buf.dtype)
             grown[: self.n] = self.buf[: self.n]
             self.buf = grown
-        self.buf[self.n : need] = rows
-        self.n = need
 
     def keep(self, mask: npt.NDArray[np.bool_]) -> None:
         self.buf = self.buf[: self.n][mask]

@@ -18,7 +18,8 @@ scratch; adding a part later is writing one class with ``apply`` / ``save`` / ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 Floats = npt.NDArray[np.float32]
+Ints = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -115,15 +117,47 @@ class Change:
         """Integer ids of every removed chunk."""
         return [i for d in self.removed for i in d.chunk_ids]
 
-    def added_chunks(self) -> tuple[list[int], list[Chunk], Floats | None]:
-        """``(ids, chunks, vectors)`` of every added chunk (``vectors`` is ``None`` if none)."""
+    def added_chunks(self) -> tuple[list[int], list[Chunk]]:
+        """``(ids, chunks)`` of every added chunk, in order."""
         ids = [i for d in self.added for i in d.chunk_ids]
         chunks = [c for d in self.added for c in d.chunks]
+        return ids, chunks
+
+    def added_vectors(self) -> Floats | None:
+        """The vectors of every added chunk as one matrix (``None`` if none)."""
         vectors = [d.chunk_vectors for d in self.added if len(d.chunk_ids)]
-        return ids, chunks, (np.concatenate(vectors) if vectors else None)
+        return np.concatenate(vectors) if vectors else None
+
+    def added_batches(self, rows: int) -> Iterator[tuple[Ints, Floats]]:
+        """``(ids, vectors)`` of the added chunks, made a few documents at a time.
+
+        Each batch holds whole documents and about ``rows`` rows (more when one document
+        has more), so a change of millions of chunks is never held as one matrix: a part
+        that takes its vectors in batches holds one batch's copy at a time. The batches'
+        ids increase from one to the next; where the documents' ids do not (records
+        restored out of order), all come as one batch.
+        """
+        docs = [d for d in self.added if d.chunk_ids]
+        if any(min(b.chunk_ids) <= max(a.chunk_ids) for a, b in itertools.pairwise(docs)):
+            rows = max(rows, sum(len(d.chunk_ids) for d in docs))
+        group: list[IndexedDocument] = []
+        size = 0
+        for d in docs:
+            group.append(d)
+            size += len(d.chunk_ids)
+            if size >= rows:
+                yield _batch(group)
+                group, size = [], 0
+        if group:
+            yield _batch(group)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed)
+
+
+def _batch(docs: Sequence[IndexedDocument]) -> tuple[Ints, Floats]:
+    ids = np.fromiter((i for d in docs for i in d.chunk_ids), np.int64)
+    return ids, np.concatenate([d.chunk_vectors for d in docs])
 
 
 def differences(

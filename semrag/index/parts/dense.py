@@ -244,8 +244,9 @@ class DenseIndex:
         Until it is published, searches read the current version; publishing is one
         assignment.
         """
-        ids, _, vectors = change.added_chunks()
-        return self.staged(change.removed_chunk_ids(), ids, vectors)
+        batches = change.added_batches(_BLOCK)  # made as they are placed: no copy of them all
+        rows = sum(len(d.chunk_ids) for d in change.added)
+        return self.staged_batches(change.removed_chunk_ids(), batches, rows=rows)
 
     def staged(
         self, removed: Sequence[int] | Ints, ids: Sequence[int] | Ints, vectors: Any
@@ -257,17 +258,24 @@ class DenseIndex:
         return self.staged_batches(removed, [] if vectors is None else [(ids, vectors)])
 
     def staged_batches(
-        self, removed: Sequence[int] | Ints, batches: Iterable[tuple[Any, Any]]
+        self,
+        removed: Sequence[int] | Ints,
+        batches: Iterable[tuple[Any, Any]],
+        *,
+        rows: int | None = None,
     ) -> Callable[[], None]:
         """Stage the version without ``removed`` and with each ``(ids, vectors)`` batch.
 
         The batches may be made as they are asked for (a generator): a change of millions
-        of rows never holds their vectors at once. Returns the version's publisher.
+        of rows never holds their vectors at once. ``rows``: how many rows the batches
+        hold in all, when known (an exact index then grows its buffer once, to fit).
+        Returns the version's publisher.
         """
         with self._write_lock:
             nxt = self._removed(self._version, np.asarray(removed, np.int64))
+            until = None if rows is None else nxt.n + rows
             for ids, vectors in batches:
-                nxt = self._added(nxt, *self._checked(ids, vectors))
+                nxt = self._added(nxt, *self._checked(ids, vectors), until)
         return lambda: self._publish(nxt)
 
     def apply(self, change: Change) -> None:
@@ -322,8 +330,8 @@ class DenseIndex:
             return self._rebuilt(v.ids[keep], v.vectors[keep])
         return self._finished(replace(v, dead=dead, live=live, recent={}))
 
-    def _added(self, v: DenseVersion, ids: Ints, vecs: Floats) -> DenseVersion:
-        if not ids.size:
+    def _added(self, v: DenseVersion, ids: Ints, vecs: Floats, until: Any = None) -> DenseVersion:
+        if not ids.size:  # until: the rows the change being staged ends with (or None)
             return v
         if v.rows_of(ids)[1].any():
             raise ConfigError("duplicate ids in DenseIndex.add")
@@ -341,7 +349,7 @@ class DenseIndex:
             held = cast(Floats, v.vectors)  # an exact version holds an array
             grow = grow or need > len(self._vec_buf) or not same_start(self._vec_buf, held)
         if grow:
-            capacity = max(need, 2 * n, 64)
+            capacity = max(need, 2 * n, 64) if until is None else max(need, until, 64)
             id_buf = np.empty(capacity, np.int64)
             id_buf[:n] = v.ids
             self._id_buf = id_buf

@@ -169,7 +169,8 @@ class StoreBackedDense:
             StoreError: if the store fails (the index is unchanged).
         """
         publish_vectors = self._vectors.stage(change)
-        ids, chunks, vectors = change.added_chunks()
+        ids, chunks = change.added_chunks()
+        vectors = change.added_vectors()
         removed = list(change.removed_chunk_ids())
         with self._lock:
             stale, self._stale = self._stale, []

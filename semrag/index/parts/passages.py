@@ -47,6 +47,7 @@ from semrag.types import Chunk
 __all__ = ["DocPhrases", "NameRegistry", "PassagePhrases", "doc_phrases", "phrase_key"]
 
 Ints = npt.NDArray[np.int64]
+_EMBED_BLOCK = 1 << 13  # names embedded at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +100,15 @@ class NameRegistry:
         return found
 
     def embed_new(self, embedder: Any) -> int:
-        """Embed the names registered since the last call (one batch); returns how many."""
+        """Embed the names registered since the last call; returns how many.
+
+        A block of names at a time, into rows reserved for them all: a change that
+        brings a million names holds one block's vectors besides the registry's.
+        """
         new = self.names[self.vectors.n :]
-        if new:
-            self.vectors.append(np.asarray(embedder.embed(new), dtype=np.float32))
+        self.vectors.reserve(len(new))
+        for a in range(0, len(new), _EMBED_BLOCK):
+            self.vectors.append(np.asarray(embedder.embed(new[a : a + _EMBED_BLOCK]), np.float32))
         return len(new)
 
 

@@ -8,11 +8,13 @@ References:
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import math
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +52,38 @@ def bm25_tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
 
 
+@dataclass(frozen=True, slots=True)
+class Numbered:
+    """The token lists of a block of texts, numbered in a vocabulary of the block's own.
+
+    What a change holds between its tokenizing and its publishing: four bytes a token,
+    where lists of token strings would take about sixty.
+    """
+
+    lengths: Ints
+    """Tokens per text."""
+    numbers: npt.NDArray[np.int32]
+    """Each token's number in :attr:`vocab`, text after text."""
+    vocab: list[str]
+    """The block's distinct tokens, in order of appearance."""
+
+
+_BLOCK_TEXTS = 1 << 16  # texts numbered (and made a segment) at a time
+
+
+def numbered_blocks(token_lists: Iterable[list[str]]) -> list[Numbered]:
+    """``token_lists`` numbered a block of :data:`_BLOCK_TEXTS` texts at a time."""
+    out = []
+    lists = iter(token_lists)
+    while block := list(itertools.islice(lists, _BLOCK_TEXTS)):
+        vocab: dict[str, int] = {}
+        lengths = np.fromiter(map(len, block), np.int64, len(block))
+        numbered = (vocab.setdefault(t, len(vocab)) for tokens in block for t in tokens)
+        numbers = np.fromiter(numbered, np.int32, int(lengths.sum()))
+        out.append(Numbered(lengths, numbers, list(vocab)))
+    return out
+
+
 _MERGE_CAP = 1 << 24  # postings no merge goes past (~240k texts): a build is linear
 _SPARE = 1024  # dead slots (or terms) kept beyond the live ones before a compaction
 
@@ -69,14 +103,16 @@ class BM25Index:
       corpus, so a text that contains a query word always scores above 0; ranks differ
       from Okapi's only where Okapi floors common terms.
 
-    The postings live in segments of numpy arrays, as in Lucene: each :meth:`add` writes one
-    segment, and segments of one size class are merged eight at a time up to 2**24 postings
-    (as Lucene caps a merged segment): a build costs what its postings do, a query visits a
-    segment per ~240k texts (1M chunks added 50k at a time: 20 segments; p50 +12%). Each
-    text has a slot, a dense number given in order of addition; a removal marks the slot dead
-    (queries skip it) and the segment drops it when rebuilt (once half its texts are dead).
-    Slots and terms are renumbered once the dead outnumber the live. A posting costs about
-    ten bytes: a slot and a term number (four bytes each) and two small term frequencies.
+    The postings live in segments of numpy arrays, as in Lucene: each :meth:`add` writes a
+    segment per 65,536 texts (a change holds its texts' tokens as numbers until then:
+    :class:`Numbered`), and segments of one size class are merged eight at a time up to
+    2**24 postings (as Lucene caps a merged segment): a build costs what its postings do, a
+    query visits a segment per ~240k texts (1M chunks added 50k at a time: 20 segments;
+    p50 +12%). Each text has a slot, a dense number given in order of addition; a removal
+    marks the slot dead (queries skip it) and the segment drops it when rebuilt (once half
+    its texts are dead). Slots and terms are renumbered once the dead outnumber the live. A
+    posting costs about ten bytes: a slot and a term number (four bytes each) and two small
+    term frequencies.
 
     A query reads only the postings of its terms; a change touches only the postings of
     the changed texts' terms. Okapi's average idf comes from a histogram of document
@@ -141,46 +177,51 @@ class BM25Index:
         """
         if len(ids) != len(texts):
             raise ConfigError("ids and texts differ in length")
-        self._add_tokens(ids, [bm25_tokenize(t) for t in texts])
+        self._add_numbered(ids, numbered_blocks(map(bm25_tokenize, texts)))
 
-    def _add_tokens(self, ids: Sequence[int], token_lists: Sequence[list[str]]) -> None:
+    def _add_numbered(self, ids: Sequence[int], blocks: Sequence[Numbered]) -> None:
         new = [int(i) for i in ids]
         if len(set(new)) != len(new) or any(i in self._slot for i in new):
             raise ConfigError("duplicate ids in BM25Index.add")
-        flat = [t for tokens in token_lists for t in tokens]
-        lengths = np.fromiter(map(len, token_lists), np.int64, len(new))
         with self._lock:
             self._generation += 1
-            if not new:
-                return
-            terms, names = self._terms, self._names
-            for term in dict.fromkeys(flat):  # number the new terms in order of appearance
-                if term not in terms:
-                    terms[term] = len(names)
-                    names.append(term)
-            numbers = np.fromiter(map(terms.__getitem__, flat), np.int64, len(flat))
-            # one (text, term) pair per posting, counted: sorted by text, then by term
-            width = len(names)
-            pairs, tf = np.unique(
-                np.repeat(np.arange(len(new)), lengths) * width + numbers, return_counts=True
-            )
-            doc_terms = (pairs % width).astype(np.int32)
-            counts = np.bincount(pairs // width, minlength=len(new))
-            self._df = room(self._df, width)
-            self._shift_df(*np.unique(doc_terms, return_counts=True))
-            start = self._next
-            self._next += len(new)
-            self._slot_id = room(self._slot_id, self._next)
-            self._slot_len = room(self._slot_len, self._next)
-            self._live = room(self._live, self._next)
-            self._slot_id[start : self._next] = new
-            self._slot_len[start : self._next] = lengths
-            self._live[start : self._next] = True
-            self._slot.update(zip(new, range(start, self._next), strict=True))
-            self._total_len += int(lengths.sum())
-            small = np.min_scalar_type(int(tf.max()) if tf.size else 0)
-            self._segments.append(Segment(start, counts, doc_terms, tf.astype(small), len(new)))
-            self._settle()
+            at = 0
+            for block in blocks:
+                self._add_block(new[at : at + block.lengths.size], block)
+                at += block.lengths.size
+
+    def _add_block(self, new: list[int], block: Numbered) -> None:
+        """One segment of ``block``'s texts under ids ``new`` (under the lock)."""
+        terms, names = self._terms, self._names
+        for term in block.vocab:  # number the new terms in order of appearance
+            if term not in terms:
+                terms[term] = len(names)
+                names.append(term)
+        numbers = np.fromiter(map(terms.__getitem__, block.vocab), np.int64, len(block.vocab))
+        lengths = block.lengths
+        # one (text, term) pair per posting, counted: sorted by text, then by term
+        width = len(names)
+        pairs, tf = np.unique(
+            np.repeat(np.arange(len(new)), lengths) * width + numbers[block.numbers],
+            return_counts=True,
+        )
+        doc_terms = (pairs % width).astype(np.int32)
+        counts = np.bincount(pairs // width, minlength=len(new))
+        self._df = room(self._df, width)
+        self._shift_df(*np.unique(doc_terms, return_counts=True))
+        start = self._next
+        self._next += len(new)
+        self._slot_id = room(self._slot_id, self._next)
+        self._slot_len = room(self._slot_len, self._next)
+        self._live = room(self._live, self._next)
+        self._slot_id[start : self._next] = new
+        self._slot_len[start : self._next] = lengths
+        self._live[start : self._next] = True
+        self._slot.update(zip(new, range(start, self._next), strict=True))
+        self._total_len += int(lengths.sum())
+        small = np.min_scalar_type(int(tf.max()) if tf.size else 0)
+        self._segments.append(Segment(start, counts, doc_terms, tf.astype(small), len(new)))
+        self._settle()
 
     def _shift_df(self, terms: Ints, by: Ints) -> None:
         """Add ``by`` to the document frequencies of ``terms`` (distinct), and to the histogram."""
@@ -307,8 +348,8 @@ class BM25Index:
             ConfigError: if an added id is already indexed and not removed by the change.
         """
         removed = change.removed_chunk_ids()
-        ids, chunks, _ = change.added_chunks()
-        tokens = [bm25_tokenize(c.text) for c in chunks]
+        ids, chunks = change.added_chunks()
+        blocks = numbered_blocks(bm25_tokenize(c.text) for c in chunks)
         gone = set(removed)
         if len(set(ids)) != len(ids) or any(i in self._slot and i not in gone for i in ids):
             raise ConfigError("duplicate ids in BM25Index.add")
@@ -317,7 +358,7 @@ class BM25Index:
             if removed:
                 self.remove(removed)
             if ids:
-                self._add_tokens(ids, tokens)
+                self._add_numbered(ids, blocks)
 
         return publish
 
@@ -501,7 +542,7 @@ class BM25Index:
         ids, tokens = payload["ids"], payload["tokens"]
         if len(ids) != len(tokens):
             raise StoreError("bm25.json: ids and token lists differ in length")
-        index._add_tokens(ids, [[str(t) for t in ts] for ts in tokens])
+        index._add_numbered(ids, numbered_blocks([str(t) for t in ts] for ts in tokens))
         return index
 
     def __repr__(self) -> str:
