@@ -98,7 +98,7 @@ def run_size(n: int, args: argparse.Namespace) -> list[dict]:
     def ours(idf: str) -> BM25Index:
         index = BM25Index(idf=idf)
         for lo in range(0, n, 100_000):
-            index._add_tokens(ids[lo : lo + 100_000], tokens[lo : lo + 100_000])
+            index.add_tokens(ids[lo : lo + 100_000], tokens[lo : lo + 100_000])
         return index
 
     lucene, lucene_s, lucene_mb = built(lambda: ours("lucene"))

@@ -21,7 +21,8 @@ import semrag.index.parts.dense as dense_module
 import semrag.index.parts.passages as passages_module
 import semrag.index.parts.sparse as sparse_module
 from semrag import Document, SemanticIndex
-from semrag.index import BM25Index, DenseIndex
+from semrag.errors import ConfigError
+from semrag.index import BM25Index, DenseIndex, bm25_tokenize
 from semrag.index.change import Change, IndexedDocument
 from semrag.index.parts.passages import NameRegistry
 from semrag.index.parts.sparse import numbered_blocks
@@ -170,3 +171,13 @@ def test_new_phrase_names_are_embedded_a_block_at_a_time_into_rows_reserved_once
     assert registry.vectors.buf.shape[0] == 64  # one buffer: no copy while it filled
     assert registry.vectors.buf is not buffer_before
     assert np.allclose(registry.vectors.view, FakeEmbedder(dim=8).embed(registry.names))
+
+
+def test_bm25_takes_token_lists_as_its_own_tokenizer_makes_them():
+    texts = ["Bees find flowers", "rockets reach the orbit", ""]
+    by_text, by_tokens = BM25Index(), BM25Index()
+    by_text.add([0, 1, 2], texts)
+    by_tokens.add_tokens([0, 1, 2], [bm25_tokenize(t) for t in texts])
+    assert by_tokens.search("bees orbit", k=3) == by_text.search("bees orbit", k=3)
+    with pytest.raises(ConfigError):
+        by_tokens.add_tokens([3, 4], [["one"]])

@@ -177,7 +177,18 @@ class BM25Index:
         """
         if len(ids) != len(texts):
             raise ConfigError("ids and texts differ in length")
-        self._add_numbered(ids, numbered_blocks(map(bm25_tokenize, texts)))
+        self.add_tokens(ids, map(bm25_tokenize, texts))
+
+    def add_tokens(self, ids: Sequence[int], token_lists: Iterable[list[str]]) -> None:
+        """Index texts already tokenized (one token list per id, in order).
+
+        Raises:
+            ConfigError: if an id is already indexed, or the counts differ.
+        """
+        blocks = numbered_blocks(token_lists)
+        if sum(b.lengths.size for b in blocks) != len(ids):
+            raise ConfigError("ids and token lists differ in length")
+        self._add_numbered(ids, blocks)
 
     def _add_numbered(self, ids: Sequence[int], blocks: Sequence[Numbered]) -> None:
         new = [int(i) for i in ids]
@@ -542,7 +553,7 @@ class BM25Index:
         ids, tokens = payload["ids"], payload["tokens"]
         if len(ids) != len(tokens):
             raise StoreError("bm25.json: ids and token lists differ in length")
-        index._add_numbered(ids, numbered_blocks([str(t) for t in ts] for ts in tokens))
+        index.add_tokens(ids, ([str(t) for t in ts] for ts in tokens))
         return index
 
     def __repr__(self) -> str:
