@@ -290,7 +290,7 @@ class DenseIndex:
             ConfigError: if an id is already present.
         """
         with self._write_lock:
-            nxt = self._added(self._version, *self._checked(ids, vectors))
+            nxt = self._added(self._version, *self._checked(ids, vectors), None)
             self._publish(nxt)
 
     def remove(self, ids: Sequence[int] | Ints) -> int:
@@ -330,8 +330,8 @@ class DenseIndex:
             return self._rebuilt(v.ids[keep], v.vectors[keep])
         return self._finished(replace(v, dead=dead, live=live, recent={}))
 
-    def _added(self, v: DenseVersion, ids: Ints, vecs: Floats, until: Any = None) -> DenseVersion:
-        if not ids.size:  # until: the rows the change being staged ends with (or None)
+    def _added(self, v: DenseVersion, ids: Ints, vecs: Floats, until: int | None) -> DenseVersion:
+        if not ids.size:  # until: the rows the change being staged ends with, when known
             return v
         if v.rows_of(ids)[1].any():
             raise ConfigError("duplicate ids in DenseIndex.add")

@@ -360,10 +360,10 @@ class BM25Index:
         """
         removed = change.removed_chunk_ids()
         ids, chunks = change.added_chunks()
-        blocks = numbered_blocks(bm25_tokenize(c.text) for c in chunks)
         gone = set(removed)
         if len(set(ids)) != len(ids) or any(i in self._slot and i not in gone for i in ids):
             raise ConfigError("duplicate ids in BM25Index.add")
+        blocks = numbered_blocks(bm25_tokenize(c.text) for c in chunks)
 
         def publish() -> None:
             if removed:
