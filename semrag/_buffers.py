@@ -10,7 +10,7 @@ import numpy.typing as npt
 from semrag._deps import faiss as _faiss
 from semrag.errors import ConfigError
 
-__all__ = ["GrowingRows", "StoredRows", "insert_rows"]
+__all__ = ["HNSW_DTYPES", "GrowingRows", "StoredRows", "hnsw_graph", "insert_rows", "stored_dtype"]
 
 Floats = npt.NDArray[np.floating]
 
@@ -55,6 +55,48 @@ class GrowingRows:
     def keep(self, mask: npt.NDArray[np.bool_]) -> None:
         self.buf = self.buf[: self.n][mask]
         self.n = self.buf.shape[0]
+
+
+HNSW_DTYPES = ("float16", "float32")  # what an HNSW graph stores its rows as
+
+
+def hnsw_graph(dim: int, m: int, ef_construction: int, dtype: str) -> Any:
+    """An empty FAISS HNSW graph over inner products that stores its rows as ``dtype``.
+
+    ``"float32"``: ``IndexHNSWFlat``. ``"float16"``: ``IndexHNSWSQ`` with FAISS's fp16
+    scalar quantizer: half the memory, the same neighbours (a search compares rows
+    rounded to 11 significant bits; benchmarks/RESULTS.md, "HNSW storage"), and lossless
+    for rows that are float16 values already.
+
+    Raises:
+        ConfigError: if ``dtype`` is neither.
+    """
+    if dtype not in HNSW_DTYPES:
+        raise ConfigError(f"an HNSW graph stores 'float16' or 'float32' rows, not {dtype!r}")
+    faiss = _faiss()
+    if dtype == "float16":
+        qt = faiss.ScalarQuantizer.QT_fp16
+        graph = faiss.IndexHNSWSQ(dim, qt, m, faiss.METRIC_INNER_PRODUCT)
+    else:
+        graph = faiss.IndexHNSWFlat(dim, m, faiss.METRIC_INNER_PRODUCT)
+    graph.hnsw.efConstruction = ef_construction
+    return graph
+
+
+def stored_dtype(graph: Any, dim: int) -> np.dtype[Any]:
+    """The type ``graph`` (an HNSW graph of ``dim`` values a row) stores each value as.
+
+    Read from the graph itself, so a graph saved before float16 storage loads as the
+    float32 graph it is.
+
+    Raises:
+        ConfigError: if its rows are neither ``dim`` float16 nor ``dim`` float32 values.
+    """
+    width = int(_faiss().downcast_index(graph.storage).code_size)
+    for dtype in (np.float16, np.float32):
+        if width == dim * np.dtype(dtype).itemsize:
+            return np.dtype(dtype)
+    raise ConfigError(f"an HNSW graph stores {width} bytes a row, not {dim} float values")
 
 
 def insert_rows(index: Any, vectors: Any, block: int = 1 << 16) -> None:

@@ -1,4 +1,7 @@
-"""The ``k`` largest values of each row, best first, ties to the lower column."""
+"""Top-k selection: the largest values of each row, best first, ties to the lower column.
+
+And the query matrix a vector search takes, checked (:func:`query_matrix`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,9 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["top_k"]
+from semrag.errors import ConfigError, EmbeddingError
+
+__all__ = ["query_matrix", "top_k"]
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
@@ -48,3 +53,20 @@ def _top_k(sims: npt.NDArray[_Real], k: int) -> tuple[Ints, npt.NDArray[_Real]]:
     vals = np.take_along_axis(sims, cand, axis=1)
     order = np.lexsort((cand, -vals), axis=1)
     return np.take_along_axis(cand, order, axis=1), np.take_along_axis(vals, order, axis=1)
+
+
+def query_matrix(queries: npt.ArrayLike, dim: int, k: int) -> Floats:
+    """Queries as a float32 matrix, one per row, checked against the index's dimension and k.
+
+    Raises:
+        EmbeddingError: if the queries have the wrong dimension.
+        ConfigError: if ``k < 1``.
+    """
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    if q.ndim == 1:
+        q = q[None, :]
+    if q.ndim != 2 or q.shape[1] != dim:
+        raise EmbeddingError(f"query dimension {q.shape[-1]}; index dimension {dim}")
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    return q

@@ -9,8 +9,9 @@ away once they are a quarter of the rows.
 
 * ``flat`` is exact: a matrix product over the version's rows, ties to the lower id, so a
   grown index and a fresh one return the same hits.
-* ``hnsw`` (FAISS ``IndexHNSWFlat``) holds the vectors itself (a version reads them in
-  place, :class:`~semrag._buffers.StoredRows`: each vector is held once), and identical
+* ``hnsw`` (FAISS ``IndexHNSWSQ``, float16 rows by default: ``hnsw_dtype``) holds the
+  vectors itself (a version reads them in place, :class:`~semrag._buffers.StoredRows`: each
+  vector is held once, in half the bytes, with the same neighbours), and identical
   vectors once: rows that repeat a vector (boilerplate, a text under two ids, an edited
   document's unchanged chunks) share its stored row, and a hit on it stands for each of
   them (:mod:`semrag.index.parts._distinct`). A search skips removed and not yet published rows
@@ -38,16 +39,16 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from semrag._buffers import StoredRows, insert_rows
+from semrag._buffers import HNSW_DTYPES, StoredRows, hnsw_graph, insert_rows, stored_dtype
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, EmbeddingError, NotIndexedError, StoreError
-from semrag.index._top_k import top_k
+from semrag.index._top_k import query_matrix, top_k
 from semrag.index.change import Change
 from semrag.index.parts._dense_version import DenseVersion, live_bitmap, same_start
 from semrag.index.parts._distinct import DistinctRows
 
-__all__ = ["AUTO_HNSW_ROWS", "DenseIndex", "top_k"]
+__all__ = ["AUTO_HNSW_ROWS", "DenseIndex", "query_matrix", "top_k"]
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
@@ -73,6 +74,9 @@ class DenseIndex:
         ef_construction: HNSW build breadth.
         hnsw_from: rows at which ``kind="auto"`` builds its HNSW graph (default
             :data:`AUTO_HNSW_ROWS`).
+        hnsw_dtype: what a new HNSW graph stores each value as: ``"float16"`` (the
+            default: half the memory, the same neighbours) or ``"float32"``. Vectors read
+            back from a graph (:meth:`vectors_of`) are its stored values, as float32.
     """
 
     def __init__(
@@ -84,6 +88,7 @@ class DenseIndex:
         ef_search: int = 128,
         ef_construction: int = 80,
         hnsw_from: int | None = None,
+        hnsw_dtype: str = "float16",
     ) -> None:
         hnsw_from = AUTO_HNSW_ROWS if hnsw_from is None else hnsw_from
         if dim < 1:
@@ -92,12 +97,14 @@ class DenseIndex:
             raise ConfigError(f"kind must be 'flat', 'hnsw' or 'auto', got {kind!r}")
         if hnsw_from < 1:
             raise ConfigError(f"hnsw_from must be >= 1, got {hnsw_from}")
+        if hnsw_dtype not in HNSW_DTYPES:
+            raise ConfigError(f"hnsw_dtype must be 'float16' or 'float32', got {hnsw_dtype!r}")
         self.dim = dim
         self.kind = kind
         self.hnsw_m = hnsw_m
         self.ef_search = ef_search
         self.ef_construction = ef_construction
-        self.hnsw_from = hnsw_from
+        self.hnsw_from, self.hnsw_dtype = hnsw_from, hnsw_dtype
         self._id_buf = np.zeros(0, dtype=np.int64)
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
         self._version = DenseVersion(self._id_buf, self._vec_buf, None, 0)
@@ -122,7 +129,7 @@ class DenseIndex:
     def vectors(self) -> Floats:
         """Vectors aligned with :attr:`ids` (read-only; a copy with ``kind="hnsw"``)."""
         v = self._version
-        out = np.asarray(v.vectors) if v.dead is None else v.vectors[~v.dead]
+        out = np.asarray(v.vectors if v.dead is None else v.vectors[~v.dead], np.float32)
         out.flags.writeable = False
         return out
 
@@ -133,7 +140,7 @@ class DenseIndex:
             KeyError: if an id is not in the index.
         """
         v, rows = self._rows(ids)
-        return v.vectors[rows]
+        return np.asarray(v.vectors[rows], np.float32)
 
     def _rows(self, ids: Sequence[int] | Ints) -> tuple[DenseVersion, Ints]:
         """The current version and the row of each id in it (``KeyError`` if one is missing)."""
@@ -389,9 +396,7 @@ class DenseIndex:
         return self._version.graph is not None
 
     def _new_hnsw(self) -> Any:
-        faiss = _faiss()
-        index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = self.ef_construction
+        index = hnsw_graph(self.dim, self.hnsw_m, self.ef_construction, self.hnsw_dtype)
         index.hnsw.efSearch = self.ef_search
         return index
 
@@ -431,7 +436,7 @@ class DenseIndex:
             held.append(self._placed(state, new, locked=False))
         self._hnsw, self._distinct = graph, state
         serials = np.concatenate(held)
-        rows = StoredRows(graph, self._hnsw_lock, serials, np.float32, self.dim)
+        rows = StoredRows(graph, self._hnsw_lock, serials, stored_dtype(graph, self.dim), self.dim)
         v = DenseVersion(ids, rows, dead, live, graph, serials=serials, stored=state.stored)
         return self._finished(replace(v, distinct=state))
 
@@ -440,9 +445,11 @@ class DenseIndex:
 
         ``locked``: insert under the lock searches share (the graph is being read).
         """
-        out = [np.zeros(0, np.int64)]
+        out, dtype = [np.zeros(0, np.int64)], stored_dtype(state.graph, self.dim)
         for a in range(0, vectors.shape[0], _BLOCK):
             block = np.ascontiguousarray(vectors[a : a + _BLOCK], dtype=np.float32)
+            if dtype != block.dtype:  # as the graph stores them, so equal rows hash equal
+                block = block.astype(dtype).astype(np.float32)
             serials, novel = state.place(block, self._reader(state.graph))
             if novel.size and locked:
                 with self._hnsw_lock.write():  # FAISS cannot search a graph while it inserts
@@ -453,9 +460,10 @@ class DenseIndex:
         return np.concatenate(out)
 
     def _reader(self, graph: Any) -> Callable[[Ints], Floats]:
-        """Reads a graph's stored rows (a copy of the rows asked for)."""
+        """Reads a graph's stored rows as float32 (a copy of the rows asked for)."""
+        dtype = stored_dtype(graph, self.dim)
         return lambda serials: np.asarray(
-            StoredRows(graph, self._hnsw_lock, serials, np.float32, self.dim)
+            StoredRows(graph, self._hnsw_lock, serials, dtype, self.dim), np.float32
         )
 
     def _finished(self, v: DenseVersion) -> DenseVersion:
@@ -533,7 +541,8 @@ class DenseIndex:
                     raise StoreError(f"{faiss_file} and {prefix}_vectors.npy hold other vectors")
             state = DistinctRows.of(graph, serials, read, int(graph.ntotal))
             index._hnsw, index._distinct = graph, state
-            rows = StoredRows(graph, index._hnsw_lock, serials, np.float32, index.dim)
+            dtype = stored_dtype(graph, index.dim)
+            rows = StoredRows(graph, index._hnsw_lock, serials, dtype, index.dim)
             v = DenseVersion(
                 index._id_buf, rows, dead, live, graph, serials=serials, stored=state.stored
             )
@@ -576,25 +585,9 @@ class DenseIndex:
             "ef_search": self.ef_search,
             "ef_construction": self.ef_construction,
             "hnsw_from": self.hnsw_from,
+            "hnsw_dtype": self.hnsw_dtype,
         }
 
     def __repr__(self) -> str:
         now = "" if self.kind != "auto" else f", approximate={self.approximate}"
         return f"DenseIndex(dim={self.dim}, kind={self.kind!r}{now}, size={len(self)})"
-
-
-def query_matrix(queries: npt.ArrayLike, dim: int, k: int) -> Floats:
-    """Queries as a float32 matrix, one per row, checked against the index's dimension and k.
-
-    Raises:
-        EmbeddingError: if the queries have the wrong dimension.
-        ConfigError: if ``k < 1``.
-    """
-    q = np.ascontiguousarray(queries, dtype=np.float32)
-    if q.ndim == 1:
-        q = q[None, :]
-    if q.ndim != 2 or q.shape[1] != dim:
-        raise EmbeddingError(f"query dimension {q.shape[-1]}; index dimension {dim}")
-    if k < 1:
-        raise ConfigError(f"k must be >= 1, got {k}")
-    return q

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from semrag._buffers import StoredRows, insert_rows
+from semrag._buffers import StoredRows, hnsw_graph, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import StoreError
@@ -287,15 +287,7 @@ class NodeANN:
         return int(self.dead.size)
 
     def _new_graph(self) -> HNSWGraph:
-        faiss = _faiss()
-        if self.dtype == "float16":
-            graph = faiss.IndexHNSWSQ(
-                self.dim, faiss.ScalarQuantizer.QT_fp16, self.m, faiss.METRIC_INNER_PRODUCT
-            )
-        else:
-            graph = faiss.IndexHNSWFlat(self.dim, self.m, faiss.METRIC_INNER_PRODUCT)
-        graph.hnsw.efConstruction = self.ef_construction
-        return graph
+        return hnsw_graph(self.dim, self.m, self.ef_construction, self.dtype)
 
     def _with(self, graph: HNSWGraph | None, dead: npt.NDArray[np.bool_]) -> NodeANN:
         out = copy.copy(self)
