@@ -8,6 +8,7 @@ bytes of the stored rows and of the links, the p50 of one query, and how many of
 top 10 (a matrix product over the float32 vectors) each finds.
 
     python benchmarks/hnsw_storage.py [--chunks 300000] [--queries 1000] [--out FILE]
+        [--quick] [--embedder minilm|fake]
 
 With ``SEMRAG_BENCH_CACHE`` set, the sentence vectors are those scale.py cached.
 """
@@ -87,11 +88,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks", type=int, default=300_000)
     ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 1,000 chunks, 50 queries")
+    ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
     ap.add_argument("--out")
     args = ap.parse_args()
-    embedder = scale.cached_embedder("minilm")
-    vectors = chunk_vectors(args.chunks, embedder)
-    queries = query_vectors(args.queries, embedder)
+    embedder = scale.cached_embedder(args.embedder)
+    vectors = chunk_vectors(1_000 if args.quick else args.chunks, embedder)
+    queries = query_vectors(50 if args.quick else args.queries, embedder)
     embedder.save()
     truth = exact_top(vectors, queries)
     rows = [one(dtype, vectors, queries, truth) for dtype in ("float32", "float16")]
@@ -101,7 +104,7 @@ def main() -> None:
             header(
                 f"HNSW storage: float16 rows against float32 at {len(vectors):,} chunks",
                 f"benchmarks/scale.py's distinct corpus, {len(vectors):,} chunk vectors "
-                f"(minilm sentence vectors, mean per chunk); {len(queries):,} queries: "
+                f"({args.embedder} sentence vectors, mean per chunk); {len(queries):,} queries: "
                 f"lines of its sections (seed 7); DenseIndex(kind='hnsw') with its "
                 f"defaults (M 32, efConstruction 80, efSearch 128) but hnsw_dtype",
             ),

@@ -3,7 +3,8 @@
 It runs on a generated ``sectioned_text`` (so the test needs no data set): every stage
 reports a time, every non-LLM retriever a latency, and the corpus reaches about the
 quick size by recombining the sections. ``benchmarks/bm25_scale.py --quick`` too: BM25
-alone, its scores against rank-bm25's and bm25s's.
+alone, its scores against rank-bm25's and bm25s's; and ``benchmarks/hnsw_storage.py
+--quick``: the dense graph's float16 rows against float32.
 """
 
 from __future__ import annotations
@@ -201,3 +202,18 @@ def test_the_neo4j_scale_run_writes_in_batches_and_serves_the_default_retrievers
     for name in ("dense", "IAR", "GraphRetriever() (PPR)"):
         assert 0.0 <= float(served[name][8]) <= 1.0  # same top-10
         assert float(served[name][9]) >= 0.5  # the served answers are mostly the embedded
+
+
+def test_the_quick_hnsw_storage_run_compares_float16_rows_with_float32(tmp_path):
+    report, _, _ = quick_run(tmp_path, "hnsw_storage.py", "--embedder", "fake")
+    rows = {}
+    for line in report.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] in ("float32", "float16"):
+            rows[cells[0]] = [float(c.replace(",", "")) for c in cells[1:]]
+    assert set(rows) == {"float32", "float16"}
+    mb32, mb16 = rows["float32"][1], rows["float16"][1]  # stored rows MB
+    assert mb32 > 0 and abs(mb16 - mb32 / 2) <= 0.01 * mb32
+    assert rows["float32"][2] == rows["float16"][2]  # the same links
+    for dtype in rows:
+        assert 0.5 <= rows[dtype][4] <= 1.0  # recall@10 of exact on a small graph
