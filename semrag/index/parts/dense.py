@@ -436,7 +436,7 @@ class DenseIndex:
             held.append(self._placed(state, new, locked=False))
         self._hnsw, self._distinct = graph, state
         serials = np.concatenate(held)
-        rows = StoredRows(graph, self._hnsw_lock, serials, stored_dtype(graph, self.dim), self.dim)
+        rows = self._stored(graph, serials)
         v = DenseVersion(ids, rows, dead, live, graph, serials=serials, stored=state.stored)
         return self._finished(replace(v, distinct=state))
 
@@ -459,12 +459,13 @@ class DenseIndex:
             out.append(serials)
         return np.concatenate(out)
 
+    def _stored(self, graph: Any, serials: Ints) -> StoredRows:
+        """The rows ``serials`` of ``graph``, read in place, as the graph stores them."""
+        return StoredRows(graph, self._hnsw_lock, serials, stored_dtype(graph, self.dim), self.dim)
+
     def _reader(self, graph: Any) -> Callable[[Ints], Floats]:
         """Reads a graph's stored rows as float32 (a copy of the rows asked for)."""
-        dtype = stored_dtype(graph, self.dim)
-        return lambda serials: np.asarray(
-            StoredRows(graph, self._hnsw_lock, serials, dtype, self.dim), np.float32
-        )
+        return lambda serials: np.asarray(self._stored(graph, serials), np.float32)
 
     def _finished(self, v: DenseVersion) -> DenseVersion:
         """``v`` with its selector of live stored rows (flat: ``v`` as it is)."""
@@ -541,8 +542,7 @@ class DenseIndex:
                     raise StoreError(f"{faiss_file} and {prefix}_vectors.npy hold other vectors")
             state = DistinctRows.of(graph, serials, read, int(graph.ntotal))
             index._hnsw, index._distinct = graph, state
-            dtype = stored_dtype(graph, index.dim)
-            rows = StoredRows(graph, index._hnsw_lock, serials, dtype, index.dim)
+            rows = index._stored(graph, serials)
             v = DenseVersion(
                 index._id_buf, rows, dead, live, graph, serials=serials, stored=state.stored
             )
