@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, NotIndexedError
-from semrag.index.change import Change, IndexedDocument, IndexPart, StagedPart
+from semrag.index.change import Change, IndexedDocument, IndexPart
 from semrag.types import Chunk
 
 if TYPE_CHECKING:
@@ -225,17 +225,18 @@ class Corpus:
         self,
         added: Sequence[IndexedDocument],
         removed_ids: Iterable[str],
-        parts: Iterable[StagedPart],
+        stage: Callable[[Change], Sequence[Callable[[], None]]],
         on_swap: Callable[[Change], None],
     ) -> Change:
         """Make one change: every part applies it, then the new version is published.
 
-        ``added`` documents replace indexed ones of the same id. Each part computes its
-        next state where no reader looks (a failure there leaves the corpus as it was);
-        readers wait only while the states are swapped in, with the records, and
-        ``on_swap(change)`` (the index points its records at the parts' rows and
-        publishes its graph view). Followers that stage (the knowledge graph's extraction)
-        stage here too; they are written after the swap, before readers of followers go on.
+        ``added`` documents replace indexed ones of the same id. ``stage(change)`` has
+        each part compute its next state where no reader looks (a failure there leaves
+        the corpus as it was) and returns their publishers; readers wait only while the
+        states are swapped in, with the records, and ``on_swap(change)`` (the index
+        points its records at the parts' rows and publishes its graph view). Followers
+        that stage (the knowledge graph's extraction) stage here too; they are written
+        after the swap, before readers of followers go on.
         """
         with self.commit_lock:
             gone = {*removed_ids, *(d.id for d in added)}
@@ -243,7 +244,7 @@ class Corpus:
             change = Change(self._version + 1, tuple(added), removed)
             if not change:
                 return change
-            publish = [part.stage(change) for part in parts]
+            publish = stage(change)
             follow = [_staged(f, change) for f in self._followers]
             with self.follow_lock.write():
                 with self.lock.write():

@@ -771,15 +771,20 @@ class SemanticIndex:
         return [d for d in docs if d.id not in self._corpus]
 
     def _store(self, computed: list[PreparedDocument], on_conflict: OnConflict) -> None:
-        """Commit the documents of one ``add_documents`` call as one change."""
+        """Commit the documents of one ``add_documents`` call as one change.
+
+        ``computed`` is emptied: its arrays belong to the records from then on.
+        """
         with self._corpus.commit_lock:  # ids are taken in commit order
             # checked again here: another add may have committed an id since the call began
             kept = {d.id for d in self._conflicts([c.doc for c in computed], on_conflict)}
-            computed = [c for c in computed if c.id in kept]
-            if not computed:
-                return
-            # one change per call (with "replace", re-added ids replace)
-            self._commit(self._corpus.assign_ids(computed))
+            records = self._corpus.assign_ids([c for c in computed if c.id in kept])
+            # the caller's list lets go of what ingestion made: once the dense part holds
+            # the chunk vectors, the records read them there and the arrays are freed
+            # while the other parts stage (PartSet.stage)
+            computed.clear()
+            if records:  # one change per call (with "replace", re-added ids replace)
+                self._commit(records)
 
     def _ingest(
         self, docs: list[Document], given: Given, on_conflict: OnConflict
@@ -956,7 +961,7 @@ class SemanticIndex:
 
         ``added`` documents replace indexed ones of the same id.
         """
-        return self._corpus.commit(added, removed_ids, self.parts.values(), self._swapped)
+        return self._corpus.commit(added, removed_ids, self._part_set.stage, self._swapped)
 
     def _swapped(self, change: Change) -> None:
         """Under the write lock, after the corpus swapped in ``change``: views follow it."""

@@ -23,6 +23,11 @@ from semrag.types import Chunk, Document, Span
 DIM = 4
 
 
+def no_parts(change: Change) -> list:
+    """A corpus's commit without parts: nothing to stage."""
+    return []
+
+
 def prepared(doc_id: str, cuts: list[int]) -> PreparedDocument:
     """A document of ``len(cuts)`` chunks, chunk ``i`` spanning ``cuts[i]`` characters."""
     text = "".join("x" * n + " " for n in cuts)
@@ -69,11 +74,11 @@ def test_every_change_keeps_ids_fresh_the_version_counting_and_followers_in_step
         with corpus.commit_lock:
             if kind == "add":
                 records = corpus.assign_ids([prepared(doc_id, cuts)])
-                change = corpus.commit(records, (), (), swaps.append)
+                change = corpus.commit(records, (), no_parts, swaps.append)
                 model.pop(doc_id, None)  # a replaced document goes to the end
                 model[doc_id] = cuts
             else:
-                change = corpus.commit((), (doc_id,), (), swaps.append)
+                change = corpus.commit((), (doc_id,), no_parts, swaps.append)
                 model.pop(doc_id, None)
         ids = [i for e in change.added for i in e.chunk_ids]
         assert not used.intersection(ids)  # a chunk id is never given twice
@@ -97,7 +102,7 @@ def test_every_change_keeps_ids_fresh_the_version_counting_and_followers_in_step
 def test_overlapping_chunks_equals_a_scan_of_every_chunk(cuts, a, length):
     corpus = Corpus()
     with corpus.commit_lock:
-        corpus.commit(corpus.assign_ids([prepared("d", cuts)]), (), (), lambda c: None)
+        corpus.commit(corpus.assign_ids([prepared("d", cuts)]), (), no_parts, lambda c: None)
     entry = corpus.entry("d")
     start, end = a, a + length
     want = [
@@ -112,14 +117,13 @@ def test_overlapping_chunks_equals_a_scan_of_every_chunk(cuts, a, length):
 def test_a_failed_stage_leaves_the_corpus_as_it_was():
     corpus = Corpus()
     with corpus.commit_lock:
-        corpus.commit(corpus.assign_ids([prepared("a", [3, 4])]), (), (), lambda c: None)
+        corpus.commit(corpus.assign_ids([prepared("a", [3, 4])]), (), no_parts, lambda c: None)
 
-    class Failing:
-        def stage(self, change):
-            raise RuntimeError("no room")
+    def failing(change):
+        raise RuntimeError("no room")
 
     with pytest.raises(RuntimeError), corpus.commit_lock:
-        corpus.commit(corpus.assign_ids([prepared("b", [2])]), (), [Failing()], lambda c: None)
+        corpus.commit(corpus.assign_ids([prepared("b", [2])]), (), failing, lambda c: None)
     assert corpus.doc_ids == ["a"] and corpus.version == 1
     with pytest.raises(NotIndexedError):
         corpus.entry("b")

@@ -7,6 +7,7 @@ change computes the next one beside it, and readers keep the one they started wi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,9 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._buffers import StoredRows
+from semrag.errors import NotIndexedError
 from semrag.index.parts._distinct import DistinctRows
 
-__all__ = ["DenseVersion", "live_bitmap", "same_start"]
+__all__ = ["DenseVersion", "StagedVersion", "live_bitmap", "same_start"]
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
@@ -56,6 +58,49 @@ class DenseVersion:
         if self.dead is None:
             return np.arange(self.n)
         return np.flatnonzero(~self.dead)
+
+    def rows(self, ids: Sequence[int] | Ints) -> Ints:
+        """The row of each id (``NotIndexedError`` if one is not live here)."""
+        want = np.asarray(ids, dtype=np.int64).ravel()
+        rows, found = self.rows_of(want)
+        if not found.all():
+            raise NotIndexedError(f"ids not in the index: {want[~found][:5].tolist()}")
+        return rows
+
+    def rows_view(self, ids: Sequence[int] | Ints) -> Floats:
+        """The stored vectors of ``ids``, a read-only view when their rows are consecutive.
+
+        See :meth:`DenseIndex.rows_view <semrag.index.parts.dense.DenseIndex.rows_view>`.
+        """
+        rows = self.rows(ids)
+        if not rows.size or (np.diff(rows) != 1).any():
+            return self.vectors[rows]
+        out = self.vectors[rows[0] : rows[-1] + 1]
+        if isinstance(out, np.ndarray):
+            out.flags.writeable = False
+        return out
+
+
+class StagedVersion:
+    """A staged dense version: calling it publishes it; until then no reader sees it.
+
+    Its rows are stored once it is staged, so the records a change adds can read their
+    chunk vectors from it (:meth:`rows_view`) before it is published, and let go of the
+    arrays ingestion made (:meth:`PartSet.stage <semrag.index.parts.part_set.PartSet.stage>`).
+    """
+
+    __slots__ = ("_publish", "_version")
+
+    def __init__(self, version: DenseVersion, publish: Callable[[DenseVersion], None]) -> None:
+        self._version, self._publish = version, publish
+
+    def __call__(self) -> None:
+        """Make the staged version the one searches read."""
+        self._publish(self._version)
+
+    def rows_view(self, ids: Sequence[int] | Ints) -> Floats:
+        """The staged vectors of ``ids`` (see :meth:`DenseVersion.rows_view`)."""
+        return self._version.rows_view(ids)
 
 
 def live_bitmap(v: DenseVersion) -> npt.NDArray[np.uint8]:

@@ -42,10 +42,15 @@ import numpy.typing as npt
 from semrag._buffers import HNSW_DTYPES, StoredRows, hnsw_graph, insert_rows, stored_dtype
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
-from semrag.errors import ConfigError, EmbeddingError, NotIndexedError, StoreError
+from semrag.errors import ConfigError, EmbeddingError, StoreError
 from semrag.index._top_k import query_matrix, top_k
 from semrag.index.change import Change
-from semrag.index.parts._dense_version import DenseVersion, live_bitmap, same_start
+from semrag.index.parts._dense_version import (
+    DenseVersion,
+    StagedVersion,
+    live_bitmap,
+    same_start,
+)
 from semrag.index.parts._distinct import DistinctRows
 
 __all__ = ["AUTO_HNSW_ROWS", "DenseIndex", "query_matrix", "top_k"]
@@ -139,17 +144,8 @@ class DenseIndex:
         Raises:
             KeyError: if an id is not in the index.
         """
-        v, rows = self._rows(ids)
-        return np.asarray(v.vectors[rows], np.float32)
-
-    def _rows(self, ids: Sequence[int] | Ints) -> tuple[DenseVersion, Ints]:
-        """The current version and the row of each id in it (``KeyError`` if one is missing)."""
         v = self._version
-        want = np.asarray(ids, dtype=np.int64).ravel()
-        rows, found = v.rows_of(want)
-        if not found.all():
-            raise NotIndexedError(f"ids not in the index: {want[~found][:5].tolist()}")
-        return v, rows
+        return np.asarray(v.vectors[v.rows(ids)], np.float32)
 
     def rows_view(self, ids: Sequence[int] | Ints) -> Floats:
         """The stored vectors of ``ids`` without a copy, when they are consecutive rows.
@@ -164,13 +160,7 @@ class DenseIndex:
         Raises:
             KeyError: if an id is not in the index.
         """
-        v, rows = self._rows(ids)
-        if not rows.size or (np.diff(rows) != 1).any():
-            return v.vectors[rows]
-        out = v.vectors[rows[0] : rows[-1] + 1]
-        if isinstance(out, np.ndarray):
-            out.flags.writeable = False
-        return out
+        return self._version.rows_view(ids)
 
     @property
     def buffer(self) -> Any:
@@ -245,11 +235,12 @@ class DenseIndex:
         return v.distinct.rows_of(found, top, k, v.n, v.dead)
 
     # -- changing -----------------------------------------------------------------------------
-    def stage(self, change: Change) -> Callable[[], None]:
-        """Compute the version after ``change``; the returned function publishes it.
+    def stage(self, change: Change) -> StagedVersion:
+        """Compute the version after ``change``; calling what it returns publishes it.
 
         Until it is published, searches read the current version; publishing is one
-        assignment.
+        assignment. The staged version reads the added chunks' vectors already
+        (:meth:`StagedVersion.rows_view`).
         """
         batches = change.added_batches(_BLOCK)  # made as they are placed: no copy of them all
         rows = sum(len(d.chunk_ids) for d in change.added)
@@ -257,7 +248,7 @@ class DenseIndex:
 
     def staged(
         self, removed: Sequence[int] | Ints, ids: Sequence[int] | Ints, vectors: Any
-    ) -> Callable[[], None]:
+    ) -> StagedVersion:
         """Stage the version without ``removed`` and with ``ids``; returns its publisher.
 
         ``vectors`` may be ``None`` when there are no ``ids``.
@@ -270,7 +261,7 @@ class DenseIndex:
         batches: Iterable[tuple[Any, Any]],
         *,
         rows: int | None = None,
-    ) -> Callable[[], None]:
+    ) -> StagedVersion:
         """Stage the version without ``removed`` and with each ``(ids, vectors)`` batch.
 
         The batches may be made as they are asked for (a generator): a change of millions
@@ -283,7 +274,7 @@ class DenseIndex:
             until = None if rows is None else nxt.n + rows
             for ids, vectors in batches:
                 nxt = self._added(nxt, *self._checked(ids, vectors), until)
-        return lambda: self._publish(nxt)
+        return StagedVersion(nxt, self._publish)
 
     def apply(self, change: Change) -> None:
         """Remove the change's removed chunks, then add its added chunks."""
