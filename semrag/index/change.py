@@ -35,7 +35,6 @@ __all__ = [
     "IndexPart",
     "IndexedDocument",
     "StagedPart",
-    "StagedRows",
     "StoresParts",
     "differences",
 ]
@@ -206,23 +205,6 @@ class StagedPart(IndexPart, Protocol):
 
     def stage(self, change: Change) -> Callable[[], None]:
         """Compute the state after ``change``; returns the function that publishes it."""
-
-
-@runtime_checkable
-class StagedRows(Protocol):
-    """What a dense part's ``stage`` returns: the publisher of a state that holds the rows.
-
-    The added chunks' vectors are stored in the staged state before it is published, so
-    the change's records may read them from there (:meth:`rows_view`) and let go of the
-    arrays ingestion made while the other parts stage.
-    """
-
-    def __call__(self) -> None:
-        """Publish the staged state."""
-
-    def rows_view(self, ids: Sequence[int] | Ints) -> Floats:
-        """The staged vectors of chunk ids ``ids`` (a view of the stored rows)."""
-        ...
 
 
 @runtime_checkable

@@ -15,11 +15,12 @@ import weakref
 import numpy as np
 import pytest
 
+import semrag.index.parts.dense as dense_module
 from semrag import Document, SemanticIndex
 from semrag.errors import NotIndexedError
 from semrag.index import BM25Index, DenseIndex
-from semrag.index.change import StagedRows
 from semrag.index.corpus import Corpus
+from semrag.index.parts._dense_version import StagedVersion
 from semrag.testing import FakeEmbedder
 
 TEXTS = [
@@ -67,6 +68,40 @@ def test_the_ingestion_arrays_are_freed_before_the_other_parts_stage(dense, monk
     assert hits[0].chunk.doc_id == "d1"
 
 
+@pytest.mark.parametrize("dense", ["flat", "hnsw"])
+def test_each_batch_the_dense_part_stores_lets_go_of_its_records_arrays(dense, monkeypatch):
+    monkeypatch.setattr(dense_module, "_BLOCK", 2)  # a batch per document or two
+    index = SemanticIndex(embedder=FakeEmbedder(), ssg=False, dense=dense)
+    made: list[weakref.ref] = []
+    assign = Corpus.assign_ids
+
+    def assign_and_watch(self, prepared):
+        records = assign(self, prepared)
+        made.extend(weakref.ref(r.chunk_vectors) for r in records)
+        return records
+
+    alive_before_each_batch: list[int] = []
+    added = DenseIndex._added
+
+    def add_and_count(self, *args):
+        gc.collect()
+        alive_before_each_batch.append(sum(r() is not None for r in made))
+        return added(self, *args)
+
+    monkeypatch.setattr(Corpus, "assign_ids", assign_and_watch)
+    monkeypatch.setattr(DenseIndex, "_added", add_and_count)
+    docs = [Document(f"d{i}", t) for i, t in enumerate(TEXTS * 2)]
+    index.add_documents(docs)
+    counts = alive_before_each_batch
+    assert len(counts) >= 3 and counts[0] == len(docs)
+    assert counts == sorted(counts, reverse=True) and counts[-1] < counts[0]
+    for d in docs:
+        record = index.indexed(d.id)
+        np.testing.assert_array_equal(
+            np.asarray(record.chunk_vectors, np.float32), index.dense.vectors_of(record.chunk_ids)
+        )
+
+
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_a_staged_version_reads_its_rows_before_any_reader_does(kind):
     index = DenseIndex(8, kind=kind)
@@ -74,7 +109,7 @@ def test_a_staged_version_reads_its_rows_before_any_reader_does(kind):
     index.add(np.arange(20), first)
     more = unit_rows(10, 8, 2)
     staged = index.staged([], np.arange(20, 30), more)
-    assert isinstance(staged, StagedRows)
+    assert isinstance(staged, StagedVersion)
     view = np.asarray(staged.rows_view(np.arange(22, 25)), np.float32)
     rounded = more if kind == "flat" else more.astype(np.float16).astype(np.float32)
     np.testing.assert_array_equal(view, rounded[2:5])

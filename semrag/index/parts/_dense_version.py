@@ -18,7 +18,7 @@ from semrag._buffers import StoredRows
 from semrag.errors import NotIndexedError
 from semrag.index.parts._distinct import DistinctRows
 
-__all__ = ["DenseVersion", "StagedVersion", "live_bitmap", "same_start"]
+__all__ = ["DenseVersion", "Placed", "StagedVersion", "live_bitmap", "same_start"]
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
@@ -119,3 +119,7 @@ def live_bitmap(v: DenseVersion) -> npt.NDArray[np.uint8]:
 def same_start(buffer: npt.NDArray[Any], rows: npt.NDArray[Any]) -> bool:
     """Whether ``rows`` are the first rows of ``buffer`` (so appending past them is safe)."""
     return buffer.__array_interface__["data"][0] == rows.__array_interface__["data"][0]
+
+
+# Called as a change's rows are stored: (the version staged so far, the added rows it holds)
+Placed = Callable[[StagedVersion, int], None]

@@ -47,6 +47,7 @@ from semrag.index._top_k import query_matrix, top_k
 from semrag.index.change import Change
 from semrag.index.parts._dense_version import (
     DenseVersion,
+    Placed,
     StagedVersion,
     live_bitmap,
     same_start,
@@ -235,16 +236,18 @@ class DenseIndex:
         return v.distinct.rows_of(found, top, k, v.n, v.dead)
 
     # -- changing -----------------------------------------------------------------------------
-    def stage(self, change: Change) -> StagedVersion:
+    def stage(self, change: Change, *, placed: Placed | None = None) -> StagedVersion:
         """Compute the version after ``change``; calling what it returns publishes it.
 
         Until it is published, searches read the current version; publishing is one
-        assignment. The staged version reads the added chunks' vectors already
+        assignment. ``placed(staged, rows)``, if given, is called after each batch of the
+        added chunks is stored, with the version staged so far and how many added rows
+        it holds: their vectors can be read there from then on
         (:meth:`StagedVersion.rows_view`).
         """
         batches = change.added_batches(_BLOCK)  # made as they are placed: no copy of them all
         rows = sum(len(d.chunk_ids) for d in change.added)
-        return self.staged_batches(change.removed_chunk_ids(), batches, rows=rows)
+        return self.staged_batches(change.removed_chunk_ids(), batches, rows=rows, placed=placed)
 
     def staged(
         self, removed: Sequence[int] | Ints, ids: Sequence[int] | Ints, vectors: Any
@@ -261,19 +264,24 @@ class DenseIndex:
         batches: Iterable[tuple[Any, Any]],
         *,
         rows: int | None = None,
+        placed: Placed | None = None,
     ) -> StagedVersion:
         """Stage the version without ``removed`` and with each ``(ids, vectors)`` batch.
 
         The batches may be made as they are asked for (a generator): a change of millions
         of rows never holds their vectors at once. ``rows``: how many rows the batches
         hold in all, when known (an exact index then grows its buffer once, to fit).
-        Returns the version's publisher.
+        ``placed``: as in :meth:`stage`. Returns the version's publisher.
         """
         with self._write_lock:
             nxt = self._removed(self._version, np.asarray(removed, np.int64))
             until = None if rows is None else nxt.n + rows
+            done = 0
             for ids, vectors in batches:
                 nxt = self._added(nxt, *self._checked(ids, vectors), until)
+                done += len(ids)
+                if placed is not None:
+                    placed(StagedVersion(nxt, self._publish), done)
         return StagedVersion(nxt, self._publish)
 
     def apply(self, change: Change) -> None:

@@ -6,8 +6,12 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from semrag._heap import give_back
 from semrag.errors import ConfigError
-from semrag.index.change import Change, Floats, IndexedDocument, StagedPart, StagedRows
+from semrag.index.change import Change, Floats, IndexedDocument, StagedPart
+from semrag.index.parts._dense_version import StagedVersion
 from semrag.index.parts._ssg_view import SSGView
 from semrag.index.parts.dense import DenseIndex
 from semrag.index.parts.external import StoreBackedDense
@@ -127,20 +131,18 @@ class PartSet:
     def stage(self, change: Change) -> list[Callable[[], None]]:
         """Stage every part (in :meth:`named`'s order); returns their publishers.
 
-        Once the dense part has stored the added chunks' vectors (its staged state is a
-        :class:`~semrag.index.change.StagedRows`), the change's records read theirs from
-        there, so the arrays ingestion made are freed while the other parts stage, not
-        after the commit (at a million chunks, 1.5 GB the commit would otherwise hold
-        beside the dense part's copy). The records are not published yet: no reader sees
-        them move.
+        As the in-process dense part stores each batch of the added chunks, the records of
+        that batch read their chunk vectors from its staged rows (:class:`_ReadPlaced`), so
+        the arrays ingestion made are freed while the change is staged, not after the
+        commit: at a million chunks, 1.5 GB a one-call add held beside the dense part's
+        copy, at its peak. The records are not published yet: no reader sees them move.
         """
         publish: list[Callable[[], None]] = []
         for name, part in self.named().items():
-            staged = part.stage(change)
-            if name == "dense" and isinstance(staged, StagedRows):
-                for e in change.added:
-                    object.__setattr__(e, "chunk_vectors", staged.rows_view(e.chunk_ids))
-            publish.append(staged)
+            if name == "dense" and isinstance(part, DenseIndex):
+                publish.append(part.stage(change, placed=_ReadPlaced(change.added)))
+            else:
+                publish.append(part.stage(change))
         return publish
 
     # -- each vector once, and the graph's view --------------------------------------------
@@ -198,3 +200,32 @@ class PartSet:
     def view(self) -> SSGView | None:
         """The graph view of the current version, or ``None`` without a graph."""
         return self._view
+
+
+class _ReadPlaced:
+    """Points added records at the dense part's staged rows as their batches are stored.
+
+    The dense part stores a change's chunks in the records' order, a few whole documents
+    at a time; after each batch it says how many added rows it holds. The arrays the
+    records let go of sit between arrays still in use, where ``free`` keeps their pages:
+    they go back to the system (:func:`semrag._heap.give_back`).
+    """
+
+    def __init__(self, added: Sequence[IndexedDocument]) -> None:
+        self._docs = [d for d in added if d.chunk_ids]
+        self._next = 0  # the first record still reading its own array
+        self._rows = 0  # the added rows of the records before it
+        self._freed = 0  # bytes let go of since the heap was last trimmed
+
+    def __call__(self, staged: StagedVersion, placed_rows: int) -> None:
+        while self._next < len(self._docs):
+            e = self._docs[self._next]
+            if self._rows + len(e.chunk_ids) > placed_rows:
+                break
+            if isinstance(e.chunk_vectors, np.ndarray):  # (a view counts its own rows)
+                self._freed += e.chunk_vectors.nbytes
+            object.__setattr__(e, "chunk_vectors", staged.rows_view(e.chunk_ids))
+            self._rows += len(e.chunk_ids)
+            self._next += 1
+        if give_back(self._freed):
+            self._freed = 0
