@@ -398,10 +398,10 @@ def timed_parts(
     for name, part in index.parts.items():
         stage = part.stage
 
-        def timed(change, _stage=stage, _name=name):  # noqa: ANN001, ANN202
+        def timed(change, _stage=stage, _name=name, **options):  # noqa: ANN001, ANN003, ANN202
             t0, model0 = time.perf_counter(), model_s()
             try:
-                return _stage(change)
+                return _stage(change, **options)  # (the dense part's placed=)
             finally:
                 took = time.perf_counter() - t0 - (model_s() - model0)
                 spent[_name] = spent.get(_name, 0.0) + took
