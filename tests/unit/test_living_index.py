@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+import semrag.index.parts.dense as dense_module
 from semrag import Document, SemanticIndex, SSGRetriever
 from semrag.errors import EmbedderMismatchError
 from semrag.fingerprint import PROBE_TEXTS
@@ -480,6 +481,33 @@ class LivingIndex(RuleBasedStateMachine):
 TestLivingIndex = LivingIndex.TestCase
 TestLivingIndex.settings = settings(
     max_examples=12,
+    stateful_step_count=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+class LivingIndexInSmallBatches(LivingIndex):
+    """The same, with the dense part storing a change two rows at a time.
+
+    Each stored batch's records read their chunk vectors from the staged rows at once
+    (``PartSet.stage``); every change, save, load and model swap must still equal a fresh
+    build.
+    """
+
+    def __init__(self) -> None:
+        self._block = dense_module._BLOCK
+        dense_module._BLOCK = 2
+        super().__init__()
+
+    def teardown(self):
+        dense_module._BLOCK = self._block
+        super().teardown()
+
+
+TestLivingIndexInSmallBatches = LivingIndexInSmallBatches.TestCase
+TestLivingIndexInSmallBatches.settings = settings(
+    max_examples=6,
     stateful_step_count=8,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
