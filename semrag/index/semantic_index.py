@@ -779,9 +779,9 @@ class SemanticIndex:
             # checked again here: another add may have committed an id since the call began
             kept = {d.id for d in self._conflicts([c.doc for c in computed], on_conflict)}
             records = self._corpus.assign_ids([c for c in computed if c.id in kept])
-            # the caller's list lets go of what ingestion made: once the dense part holds
-            # the chunk vectors, the records read them there and the arrays are freed
-            # while the other parts stage (PartSet.stage)
+            # the caller's list lets go of what ingestion made: as the dense part stores
+            # each batch of chunk vectors, its records read them there and the arrays
+            # are freed during the commit (PartSet.stage)
             computed.clear()
             if records:  # one change per call (with "replace", re-added ids replace)
                 self._commit(records)
