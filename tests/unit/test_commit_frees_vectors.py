@@ -1,10 +1,10 @@
-"""A commit lets go of the chunk vectors ingestion made once the dense part holds them.
+"""A commit lets go of the chunk vectors ingestion made as the dense part stores them.
 
 Until the dense part's next state is published, the records a change adds are seen by no
-reader; the dense part stores their vectors when it stages, so the records read them from
-its staged rows from then on (:meth:`PartSet.stage`) and the arrays ingestion made are
-freed before the other parts stage. At a million chunks those arrays were 1.5 GB the
-commit held beside the dense part's copy until it returned.
+reader; the dense part stores their vectors batch by batch when it stages, and each
+batch's records read them from its staged rows from then on (:meth:`PartSet.stage`), so
+the arrays ingestion made are freed during the commit. At a million chunks those arrays
+were 1.5 GB a one-call add held beside the dense part's copy until it returned.
 """
 
 from __future__ import annotations
@@ -30,6 +30,20 @@ TEXTS = [
 ]
 
 
+def watch_ingestion_arrays(monkeypatch) -> list[weakref.ref]:
+    """Weak references to the chunk-vector arrays of every record a commit is given."""
+    made: list[weakref.ref] = []
+    assign = Corpus.assign_ids
+
+    def assign_and_watch(self, prepared):
+        records = assign(self, prepared)
+        made.extend(weakref.ref(r.chunk_vectors) for r in records)
+        return records
+
+    monkeypatch.setattr(Corpus, "assign_ids", assign_and_watch)
+    return made
+
+
 def unit_rows(n: int, dim: int, seed: int) -> np.ndarray:
     rows = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
@@ -39,14 +53,7 @@ def unit_rows(n: int, dim: int, seed: int) -> np.ndarray:
 def test_the_ingestion_arrays_are_freed_before_the_other_parts_stage(dense, monkeypatch):
     index = SemanticIndex(embedder=FakeEmbedder(), ssg=False, dense=dense)
     index.add_documents([Document("old", "Stones roll downhill. Water finds the sea.")])
-    made: list[weakref.ref] = []
-    assign = Corpus.assign_ids
-
-    def assign_and_watch(self, prepared):
-        records = assign(self, prepared)
-        made.extend(weakref.ref(r.chunk_vectors) for r in records)
-        return records
-
+    made = watch_ingestion_arrays(monkeypatch)
     alive_when_bm25_stages: list[int] = []
     stage = BM25Index.stage
 
@@ -55,7 +62,6 @@ def test_the_ingestion_arrays_are_freed_before_the_other_parts_stage(dense, monk
         alive_when_bm25_stages.append(sum(r() is not None for r in made))
         return stage(self, change)
 
-    monkeypatch.setattr(Corpus, "assign_ids", assign_and_watch)
     monkeypatch.setattr(BM25Index, "stage", stage_and_count)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     assert len(made) == len(TEXTS)
@@ -72,14 +78,7 @@ def test_the_ingestion_arrays_are_freed_before_the_other_parts_stage(dense, monk
 def test_each_batch_the_dense_part_stores_lets_go_of_its_records_arrays(dense, monkeypatch):
     monkeypatch.setattr(dense_module, "_BLOCK", 2)  # a batch per document or two
     index = SemanticIndex(embedder=FakeEmbedder(), ssg=False, dense=dense)
-    made: list[weakref.ref] = []
-    assign = Corpus.assign_ids
-
-    def assign_and_watch(self, prepared):
-        records = assign(self, prepared)
-        made.extend(weakref.ref(r.chunk_vectors) for r in records)
-        return records
-
+    made = watch_ingestion_arrays(monkeypatch)
     alive_before_each_batch: list[int] = []
     added = DenseIndex._added
 
@@ -88,7 +87,6 @@ def test_each_batch_the_dense_part_stores_lets_go_of_its_records_arrays(dense, m
         alive_before_each_batch.append(sum(r() is not None for r in made))
         return added(self, *args)
 
-    monkeypatch.setattr(Corpus, "assign_ids", assign_and_watch)
     monkeypatch.setattr(DenseIndex, "_added", add_and_count)
     docs = [Document(f"d{i}", t) for i, t in enumerate(TEXTS * 2)]
     index.add_documents(docs)

@@ -506,12 +506,7 @@ class LivingIndexInSmallBatches(LivingIndex):
 
 
 TestLivingIndexInSmallBatches = LivingIndexInSmallBatches.TestCase
-TestLivingIndexInSmallBatches.settings = settings(
-    max_examples=6,
-    stateful_step_count=8,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestLivingIndexInSmallBatches.settings = settings(TestLivingIndex.settings, max_examples=6)
 
 
 @pytest.mark.parametrize("delete_first", [True, False])
