@@ -72,6 +72,7 @@ import numpy as np  # noqa: E402
 from _common import (  # noqa: E402
     CORPUS_QUERIES,
     DATA,
+    LEAD_INS,
     emit,
     forget_answers,
     fresh,
@@ -449,21 +450,95 @@ def latency(fn, index: SemanticIndex, embedder: SentenceCache) -> tuple[float, f
     return statistics.median(times), float(np.percentile(times, 95)), float(np.mean(model))
 
 
+EF_SWEEP = (128, 256, 512)  # ef_search values the dense recall table reads
+RECALL_K = 10
+TIE = 1e-5  # scores this close to the exact 10th best count as tying it (summation order)
+SAMPLED_SENTENCES = 200  # corpus sentences asked as queries in the recall table
+
+
+def exact_top(index: SemanticIndex, queries: np.ndarray, k: int) -> np.ndarray:
+    """Each query's ``k`` best scores by an exact product over the stored vectors.
+
+    Reads the vectors the dense index stores (an HNSW graph's float16 rows as it compares
+    them), a block of rows at a time, so no copy of every vector is held.
+    """
+    ids = index.dense.ids
+    best = np.full((len(queries), k), -np.inf, np.float32)
+    for a in range(0, ids.size, 1 << 16):
+        sims = queries @ index.dense.vectors_of(ids[a : a + (1 << 16)]).T
+        best = -np.sort(-np.concatenate([best, sims], 1), axis=1)[:, :k]
+    return best
+
+
+def dense_recall(index: SemanticIndex, sets: dict[str, list[str]]) -> list[dict]:
+    """Recall@10 of the dense search against exact search, and its p50, per ef_search.
+
+    The approximate (HNSW) search's top 10 against the exact top 10 over the same stored
+    vectors, for each query set, at each of :data:`EF_SWEEP` (the index's ``ef_search`` is
+    put back after): a hit counts when it scores at least the exact 10th best, so chunks
+    that tie (a repeated vector) count alike. Each search is timed alone, the index's
+    recent answers dropped first.
+    """
+    dense, rows = index.dense, []
+    default = dense.ef_search
+    try:
+        for name, texts in sets.items():
+            queries = np.stack([index.embed_query(t) for t in texts]).astype(np.float32)
+            truth = exact_top(index, queries, RECALL_K)
+            for ef in EF_SWEEP:
+                dense.ef_search = ef
+                times, hits = [], []
+                for q, want in zip(queries, truth, strict=True):
+                    forget_answers(index)
+                    t0 = time.perf_counter()
+                    scores, _ = dense.search(q[None], RECALL_K)
+                    times.append(1000 * (time.perf_counter() - t0))
+                    hits.append(float((scores[0] >= want[-1] - TIE).mean()))
+                rows.append(
+                    {
+                        "queries": f"{name} ({len(texts)})",
+                        "ef_search": f"{ef}" + (" (default)" if ef == default else ""),
+                        f"recall@{RECALL_K}": float(np.mean(hits)),
+                        "p50 ms": statistics.median(times),
+                    }
+                )
+    finally:
+        dense.ef_search = default
+    return rows
+
+
+def sampled_sentences(index: SemanticIndex, n: int) -> list[str]:
+    """``n`` sentences of the index's chunks (a seeded sample): queries worded as the text."""
+    chunks = index.chunks()
+    rng = np.random.default_rng(7)
+    picked = rng.choice(len(chunks), size=min(n, len(chunks)), replace=False)
+    out = []
+    for i in picked.tolist():
+        text = chunks[i].text
+        sentences = [text[s.start : s.end] for s in split_sentences(text)]
+        out.append(sentences[int(rng.integers(len(sentences)))] if sentences else text)
+    return out
+
+
 def _read_report(path: str) -> tuple[int, dict[str, float]]:
     """Chunks, and every table row's first number (stage seconds, p50 ms), of a report."""
     return _read_report_text(Path(path).read_text(encoding="utf-8"))
 
 
 def _read_report_text(text: str) -> tuple[int, dict[str, float]]:
+    """Chunks, and the rows of the stage and retriever tables (seconds, p50 ms), of a report."""
     n = int(text.split("### Scale: ", 1)[1].split(" chunks", 1)[0].replace(",", ""))
     rows, kind = {}, ""
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if line.startswith("| ") and len(cells) >= 2:
             try:
-                rows[f"{cells[0]} ({kind})"] = float(cells[1].replace(",", ""))
-            except ValueError:
-                kind = {"stage": "s", "retriever": "p50 ms"}.get(cells[0], cells[0])  # a header
+                value = float(cells[1].replace(",", ""))
+            except ValueError:  # a header: the tables after it are read when they are times
+                kind = {"stage": "s", "retriever": "p50 ms"}.get(cells[0], "")
+                continue
+            if kind:
+                rows[f"{cells[0]} ({kind})"] = value
     return n, rows
 
 
@@ -724,6 +799,24 @@ def main() -> None:
     for name, fn in run.items():
         p50, p95, model_ms = latency(fn, index, embedder)
         lat.append({"retriever": name, "p50 ms": p50, "p95 ms": p95, "model ms": model_ms})
+    recall_note = ""
+    if index.dense.approximate:
+        sets = {
+            "questions": fresh(QUERIES, len(LEAD_INS)),
+            "corpus sentences": sampled_sentences(index, SAMPLED_SENTENCES),
+        }
+        recall_note = (
+            "\n\nThe approximate dense search against the exact one over the same stored "
+            f"vectors: recall@{RECALL_K} (the share of the exact top {RECALL_K} it finds) "
+            "and the p50 of one search, per `ef_search` (`DenseIndex(ef_search=)`); "
+            f"questions: the timed ones, in all {len(LEAD_INS)} wordings; corpus sentences: "
+            f"{SAMPLED_SENTENCES} sentences of seeded chunks, asked as they are written.\n\n"
+            + table(
+                dense_recall(index, sets),
+                ["queries", "ef_search", f"recall@{RECALL_K}", "p50 ms"],
+            )
+            + "\n"
+        )
     rss["queries"] = peak_mb()
 
     nodes = (
@@ -818,7 +911,7 @@ def main() -> None:
         "CPU, to add to each row for what a caller waits), and what a retriever embeds "
         "besides (IAR a declarative rewrite of the query, SKETCH its bridges) is taken out "
         "of its times and given as `model ms` (the mean per query). No retriever reuses "
-        "another's dense or BM25 answers.\n"
+        "another's dense or BM25 answers.\n" + recall_note
     )
     emit(report, args.out)
 
