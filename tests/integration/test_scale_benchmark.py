@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +129,7 @@ def test_the_default_quick_run_builds_the_default_index_and_queries_the_graph(tm
 
 
 def test_the_duplicated_corpus_repeats_chunks_and_the_graph_stores_them_once(tmp_path):
-    report, _, _ = quick_run(
+    report, out, env = quick_run(
         tmp_path,
         "scale.py",
         "--embedder",
@@ -148,6 +149,31 @@ def test_the_duplicated_corpus_repeats_chunks_and_the_graph_stores_them_once(tmp
     assert share < 99.0  # copies and footers repeat chunks
     assert stored == vectors  # each distinct vector once
     assert ", duplicated corpus, HNSW dense search" in report
+    # the HNSW search against exact search over the same vectors, per ef_search: at a
+    # thousand chunks the graph finds (nearly) every exact hit, repeated vectors tying
+    recall = re.findall(
+        r"^\| (questions|corpus sentences) \(\d+\) \| (\d+)( \(default\))? \| ([\d.]+) \|",
+        report,
+        flags=re.M,
+    )
+    assert len(recall) == 6  # two query sets, three ef_search values
+    assert [ef for _, ef, default, _ in recall if default] == ["128", "128"]
+    assert all(float(r) >= 0.95 for *_, r in recall)
+    # the growth between reports reads stage and retriever rows only, not the recall table's
+    chunks = re.search(r"Scale: ([\d,]+) chunks", report).group(1)
+    big = report.replace(f"Scale: {chunks} chunks", "Scale: 9,999,999 chunks")
+    (tmp_path / "big.md").write_text(big, encoding="utf-8")
+    growth = subprocess.run(
+        [sys.executable, "benchmarks/scale.py", "--exponents", str(out), str(tmp_path / "big.md")],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert "| dense (s) |" in growth and "| dense (p50 ms) |" in growth
+    assert "questions" not in growth and "corpus sentences" not in growth
 
 
 def test_the_quick_bm25_run_agrees_with_both_references(tmp_path):
@@ -217,3 +243,23 @@ def test_the_quick_hnsw_storage_run_compares_float16_rows_with_float32(tmp_path)
     assert rows["float32"][2] == rows["float16"][2]  # the same links
     for dtype in rows:
         assert 0.5 <= rows[dtype][4] <= 1.0  # recall@10 of exact on a small graph
+
+
+def test_the_quick_hnsw_growth_run_compares_one_graph_with_segments(tmp_path):
+    report, _, _ = quick_run(tmp_path, "hnsw_growth.py", "--embedder", "fake")
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in report.splitlines()
+        if line.startswith("| one graph") or line.startswith("| segments")
+    ]
+    assert len(rows) == 4  # two layouts, two ef_search values each
+    n = int(re.search(r"to ([\d,]+) chunks", report).group(1).replace(",", ""))
+    # about 2,000 chunks in segments of 500: four graphs, against one
+    graphs = sorted(int(re.search(r"\((\d+) at", row[0]).group(1)) for row in rows)
+    assert graphs == [1, 1, -(-n // 500), -(-n // 500)]
+    for row in rows:
+        small, large = float(row[1].replace(",", "")), float(row[2].replace(",", ""))
+        assert 0 < small and 0 < large
+        grew = np.log(large / small) / np.log(n / (n // 10))
+        assert float(row[3]) == pytest.approx(grew, abs=0.1)
+        assert 0.5 <= float(row[6]) <= 1.0  # recall@10 of exact on small graphs
