@@ -35,7 +35,7 @@ from scale import cached_embedder  # noqa: E402
 
 from semrag.index.parts.dense import DenseIndex  # noqa: E402
 
-EF_SWEEP = (128, 256)
+EF_SWEEP = (64, 128, 256, 512)
 
 
 class Segments:

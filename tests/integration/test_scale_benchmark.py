@@ -252,11 +252,11 @@ def test_the_quick_hnsw_growth_run_compares_one_graph_with_segments(tmp_path):
         for line in report.splitlines()
         if line.startswith("| one graph") or line.startswith("| segments")
     ]
-    assert len(rows) == 4  # two layouts, two ef_search values each
+    assert len(rows) == 8  # two layouts, four ef_search values each
     n = int(re.search(r"to ([\d,]+) chunks", report).group(1).replace(",", ""))
     # about 2,000 chunks in segments of 500: four graphs, against one
     graphs = sorted(int(re.search(r"\((\d+) at", row[0]).group(1)) for row in rows)
-    assert graphs == [1, 1, -(-n // 500), -(-n // 500)]
+    assert graphs == [1] * 4 + [-(-n // 500)] * 4
     for row in rows:
         small, large = float(row[1].replace(",", "")), float(row[2].replace(",", ""))
         assert 0 < small and 0 < large
