@@ -49,7 +49,7 @@ TOPICS: list[tuple[str, tuple[str, ...]]] = [
     ("Semantic similarity graph (SSG)", ("ssg_retrieval", "ssg_scaling", "ssg_float16")),
     ("Knowledge graph, SKETCH and community search", ("graph_multihop",)),
     ("The living index", ("living_index",)),
-    ("Scale", ("scale", "hnsw_storage", "bm25_scale", "sentence_dtype")),
+    ("Scale", ("scale", "hnsw_storage", "hnsw_growth", "bm25_scale", "sentence_dtype")),
     ("Neo4j", ("neo4j_backend", "neo4j_scale")),
     ("Ingestion on Ray", ("ray_ingest",)),
     ("A real local LLM", ("local_llm",)),

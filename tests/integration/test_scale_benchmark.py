@@ -4,7 +4,8 @@ It runs on a generated ``sectioned_text`` (so the test needs no data set): every
 reports a time, every non-LLM retriever a latency, and the corpus reaches about the
 quick size by recombining the sections. ``benchmarks/bm25_scale.py --quick`` too: BM25
 alone, its scores against rank-bm25's and bm25s's; and ``benchmarks/hnsw_storage.py
---quick``: the dense graph's float16 rows against float32.
+--quick``: the dense graph's float16 rows against float32; ``benchmarks/hnsw_growth.py
+--quick``: one graph against segments.
 """
 
 from __future__ import annotations
