@@ -26,7 +26,8 @@ embed (model calls), dense, BM25, passage graph and SSG (each part applying the 
 that adds every document, or each of ``--batch``'s calls), then the heuristic knowledge
 graph: extract, resolve (name resolution and the derived graph), write (the store),
 communities, reports. Latency: p50 / p95 of single timed queries for every non-LLM
-retriever, with the graph's degree statistics.
+retriever, with the graph's degree statistics. With an HNSW dense part, the share of the
+exact top 10 its search finds, per ``ef_search`` (:func:`dense_recall`).
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
 [--corpus distinct|duplicated] [--ssg] [--knn auto|flat|hnsw] [--vector-dtype float32|float16]
@@ -521,7 +522,7 @@ def sampled_sentences(index: SemanticIndex, n: int) -> list[str]:
 
 
 def _read_report(path: str) -> tuple[int, dict[str, float]]:
-    """Chunks, and every table row's first number (stage seconds, p50 ms), of a report."""
+    """Chunks, and the stage and retriever rows (seconds, p50 ms), of a report's file."""
     return _read_report_text(Path(path).read_text(encoding="utf-8"))
 
 

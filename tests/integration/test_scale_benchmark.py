@@ -57,6 +57,21 @@ def quick_run(tmp_path: Path, script: str, *args: str) -> tuple[str, Path, dict]
     return out.read_text(encoding="utf-8"), out, env
 
 
+def growth_against(report: Path, big: str, env: dict) -> str:
+    """What ``scale.py --exponents`` prints for ``report`` against the report text ``big``."""
+    bigger = report.with_name("big.md")
+    bigger.write_text(big, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "benchmarks/scale.py", "--exponents", str(report), str(bigger)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+
+
 def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
     report, out, env = quick_run(
         tmp_path, "scale.py", "--embedder", "fake", "--batch", "400", "--ssg"
@@ -86,16 +101,7 @@ def test_the_quick_scale_run_reports_every_stage_and_retriever(tmp_path):
 
     big = re.sub(r"^\| ([^|]+?) \| ([\d.,]+) \|$", sixteen_times, report, flags=re.M)
     big = big.replace(f"Scale: {chunks:,} chunks", f"Scale: {4 * chunks:,} chunks")
-    (tmp_path / "big.md").write_text(big, encoding="utf-8")
-    growth = subprocess.run(
-        [sys.executable, "benchmarks/scale.py", "--exponents", str(out), str(tmp_path / "big.md")],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    growth = growth_against(out, big, env)
     found = re.findall(r"^\| ([^|]+?) \| [\d.,]+ \| [\d.,]+ \| ([-\d.]+) \|$", growth, flags=re.M)
     exps = {name: float(b) for name, b in found}
     assert exps["SSG (s)"] == pytest.approx(2.0, abs=0.01)  # 16x the time for 4x the chunks
@@ -163,16 +169,7 @@ def test_the_duplicated_corpus_repeats_chunks_and_the_graph_stores_them_once(tmp
     # the growth between reports reads stage and retriever rows only, not the recall table's
     chunks = re.search(r"Scale: ([\d,]+) chunks", report).group(1)
     big = report.replace(f"Scale: {chunks} chunks", "Scale: 9,999,999 chunks")
-    (tmp_path / "big.md").write_text(big, encoding="utf-8")
-    growth = subprocess.run(
-        [sys.executable, "benchmarks/scale.py", "--exponents", str(out), str(tmp_path / "big.md")],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    growth = growth_against(out, big, env)
     assert "| dense (s) |" in growth and "| dense (p50 ms) |" in growth
     assert "questions" not in growth and "corpus sentences" not in growth
 
