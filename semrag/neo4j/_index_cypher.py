@@ -208,7 +208,15 @@ DENSE_IDS = (
 )
 DENSE_IDS_COLUMNS = ("row", "ids", "scores")
 SPARSE = _sparse_query("$n")
-CHANNELS = _dense_query("$dense_n", "$dense_keep") + " UNION ALL " + _sparse_query("$sparse_n")
+# Rows whose candidates this read already ranked (a walk's dense seeds of the same query
+# vector) bring those candidates' chunks by id, with no second vector search.
+_RANKED = (
+    "UNWIND $ranked AS r UNWIND r.ids AS i MATCH (c:SemragChunk {id: i}) "
+    f"RETURN 'ranked' AS channel, r.row AS row, {_CHUNK_FIELDS}, c.vec AS vec, 0.0 AS score"
+)
+CHANNELS = " UNION ALL ".join(
+    (_dense_query("$dense_n", "$dense_keep"), _RANKED, _sparse_query("$sparse_n"))
+)
 SPARSE_AMONG = (
     "UNWIND range(0, size($texts) - 1) AS row "
     "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $texts[row]) "

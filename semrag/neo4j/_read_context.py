@@ -102,14 +102,16 @@ class ReadContext:
         if held is not None and id(self) in held:
             yield
             return
-        token = _READS.set({**(held or {}), id(self): {"chunks": {}, "docs": {}, "pieces": {}}})
+        token = _READS.set(
+            {**(held or {}), id(self): {"chunks": {}, "docs": {}, "pieces": {}, "rankings": {}}}
+        )
         try:
             yield
         finally:
             _READS.reset(token)
 
     def cache(self, kind: str) -> dict[Any, Any]:
-        """The rows of ``kind`` (``chunks``, ``docs``, ``pieces``) kept in this read."""
+        """What this read keeps of ``kind``: ``chunks``, ``docs``, ``pieces``, ``rankings``."""
         held = _READS.get()
         cache = held.get(id(self)) if held is not None else None
         return cache[kind] if cache is not None else {}  # outside a read: kept for one call
@@ -199,13 +201,33 @@ class ReadContext:
         )
         scores = np.full((len(queries), k), -np.inf, np.float32)
         ids = np.full((len(queries), k), -1, np.int64)
+        asked = self.candidates(int(k))
+        rankings = self.cache("rankings")
         for r in rows:
             got = np.asarray(r["ids"], np.int64)
             cos = 2.0 * np.asarray(r["scores"], np.float64) - 1.0
-            top = np.lexsort((got, -cos))[:k]
+            order = np.lexsort((got, -cos))
+            # a ranking shorter than asked holds every chunk: it serves any count
+            reach = asked if got.size >= asked else np.inf
+            rankings[queries[r["row"]].tobytes()] = (reach, got[order])
+            top = order[:k]
             ids[r["row"], : top.size] = got[top]
             scores[r["row"], : top.size] = cos[top]
         return scores, ids
+
+    def ranked_candidates(self, query: Floats, k: int) -> list[int] | None:
+        """The candidates of ``query``'s top ``k`` from this read's ranking of it, or ``None``.
+
+        The candidates are those :meth:`dense_steps` would rescore. A ranking of the same
+        vector (:meth:`ranking_steps`: PPR's dense seeds) that asked the vector index for at
+        least :meth:`candidates` ``(k)``, or found every chunk, holds them as its head (the
+        :meth:`kept` ``(k)`` chunks a dense search would bring): they are fetched by id, not
+        searched again.
+        """
+        found = self.cache("rankings").get(np.asarray(query, np.float32).tobytes())
+        if found is None or found[0] < self.candidates(int(k)):
+            return None
+        return [int(i) for i in found[1][: self.kept(int(k))]]
 
     def dense_rows(
         self, rows: Sequence[Mapping[str, Any]], queries: Floats, k: int

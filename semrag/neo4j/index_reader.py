@@ -198,7 +198,9 @@ class Neo4jIndex:
         """Dense top-``k`` ids of each vector and full-text top ``k`` of each query, at once.
 
         One round trip (the chunks come with them), as
-        :meth:`semrag.SemanticIndex.search_channels` is one read.
+        :meth:`semrag.SemanticIndex.search_channels` is one read. A vector this read has
+        already ranked (:meth:`dense_search`: PPR's dense seeds, which IAR's walk asks
+        first) is not searched again: the head of its ranking is fetched by id.
         """
         return self._context.run(self._channels_steps(vectors, queries, k))
 
@@ -212,20 +214,24 @@ class Neo4jIndex:
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
     ) -> Steps[tuple[Ints, list[list[tuple[int, float]]]]]:
         v = np.atleast_2d(np.asarray(vectors, np.float32))
-        if not queries:
-            return (yield from self._context.dense_steps(v, k))[1], []
         self._context.check_dim(v)
+        ranked = [self._context.ranked_candidates(q, int(k)) for q in v]
+        if not queries and all(r is None for r in ranked):
+            return (yield from self._context.dense_steps(v, k))[1], []
+        todo = [row for row, r in enumerate(ranked) if r is None]  # searched by vector
         rows = yield Ask(
             CHANNELS,
             {
                 "dense_n": self._context.candidates(int(k)),
                 "dense_keep": self._context.kept(int(k)),
+                "vectors": [as_floats(v[row]) for row in todo],
+                "ranked": [{"row": row, "ids": r} for row, r in enumerate(ranked) if r is not None],
                 "sparse_n": int(k),
-                "vectors": [as_floats(q) for q in v],
                 "queries": [lucene_query(q) for q in queries],
             },
         )
-        dense = [r for r in rows if r["channel"] == "dense"]
+        dense = [{**r, "row": todo[r["row"]]} for r in rows if r["channel"] == "dense"]
+        dense += [r for r in rows if r["channel"] == "ranked"]
         sparse = [r for r in rows if r["channel"] == "sparse"]
         return self._context.dense_rows(dense, v, k)[1], self._context.sparse_rows(
             sparse, len(queries)

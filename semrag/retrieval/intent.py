@@ -392,10 +392,10 @@ class IntentAwareRetriever(Params):
         ext_task = (
             self.extended.aretrieve(query, k=self.m) if self._use_extended(plan) else _nothing()
         )
-        vectors, ext = await asyncio.gather(
-            index.embedder.aembed(list(plan.dense_queries)), ext_task
-        )
-        with reading(index):
+        with reading(index):  # what the walk reads, the channels may reuse
+            vectors, ext = await asyncio.gather(
+                index.embedder.aembed(list(plan.dense_queries)), ext_task
+            )
             steps = self._fuse_steps(plan, vectors, ext, k)
             return await adrive(steps, functools.partial(acall, index))
 
@@ -404,9 +404,13 @@ class IntentAwareRetriever(Params):
     ) -> list[ScoredChunk]:
         extended = self._use_extended(plan)
         # every channel reads one version (and the extended channel's graph, if it has one);
-        # the extended channel runs after the dense one, whose answers it may reuse
+        # in process the extended channel runs after the dense one, whose answers it may
+        # reuse; over a database first, as in aretrieve (see _fuse_steps)
         with reading(self.index, followers=extended):
-            return self._fuse(plan, vectors, None if extended else [], k)
+            ext: Sequence[ScoredChunk] | None = None if extended else []
+            if extended and offers(self.index, AsyncReads):
+                ext = self.extended.retrieve(plan.query, k=self.m)
+            return self._fuse(plan, vectors, ext, k)
 
     def _use_extended(self, plan: QueryPlan) -> bool:
         return self.extended is not None and plan.weights.get("extended", 0.0) > 0
@@ -434,6 +438,9 @@ class IntentAwareRetriever(Params):
 
         ``ext``: the extended channel's hits, or ``None`` to ask for them (after the dense
         and sparse searches, so a walk seeded by the same dense query reuses that search).
+        Over a database (:class:`~semrag.index.reader.AsyncReads`) the walk runs first
+        instead: the reader keeps its dense ranking for the read, and the dense channel's
+        search of the same vector fetches that ranking's head by id.
         """
         index = self.index
         cands = yield from self._candidates(plan, vectors, ext)

@@ -171,6 +171,55 @@ def test_iar_on_the_database_fuses_the_walk_as_its_extended_channel(graph_store)
     assert sum(same) / len(same) >= 0.8
 
 
+async def test_iar_searches_each_vector_once_the_walk_ranking_serving_its_dense_channel(
+    graph_store, monkeypatch
+):
+    # The walk ranks the query's vector for its dense seeds; IAR's dense channel then takes
+    # that ranking's head by id instead of asking the vector index again (one search fewer
+    # a query, on Neo4j the slowest statement). Its answers are those of a second search.
+    from semrag.neo4j._read_context import ReadContext
+
+    index, reader, _ = written(graph_store)
+    retriever = IntentAwareRetriever(reader, k=5)
+    searched = []
+    session = graph_store.session
+    real, areal = session.read_rows, session.aread_rows
+
+    def count(query, params):
+        if "db.index.vector.queryNodes('semrag_chunk_embedding'" in query:
+            searched[-1] += len(params["vectors"])
+
+    def spy(query, **params):
+        count(query, params)
+        return real(query, **params)
+
+    async def aspy(query, **params):
+        count(query, params)
+        return await areal(query, **params)
+
+    monkeypatch.setattr(session, "read_rows", spy)
+    monkeypatch.setattr(session, "aread_rows", aspy)
+
+    def answers(hits):
+        return [(h.chunk, round(h.score, 6), h.channel_scores) for h in hits]
+
+    reused, reused_async, planned = [], [], []
+    for q in QUESTIONS:
+        searched.append(0)
+        reused.append(answers(retriever.retrieve(q)))
+        searched.append(0)
+        reused_async.append(answers(await retriever.aretrieve(q)))
+        planned += [len(retriever.plan(q).dense_queries)] * 2
+    assert searched == planned  # each vector once: the walk's search serves the channel
+    monkeypatch.setattr(ReadContext, "ranked_candidates", lambda self, q, k: None)
+    again = []
+    for q in QUESTIONS:
+        searched.append(0)
+        again.append(answers(retriever.retrieve(q)))
+    assert searched[len(planned) :] == [n + 1 for n in planned[::2]]  # the channel searches too
+    assert reused == again == reused_async
+
+
 async def test_the_async_walk_awaits_the_driver_and_answers_as_the_sync_one(
     graph_store, monkeypatch
 ):
