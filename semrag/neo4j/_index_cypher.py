@@ -217,6 +217,7 @@ _RANKED = (
 CHANNELS = " UNION ALL ".join(
     (_dense_query("$dense_n", "$dense_keep"), _RANKED, _sparse_query("$sparse_n"))
 )
+CHANNELS_COLUMNS = ("channel", "row", *CHUNK_KEYS, "score")
 SPARSE_AMONG = (
     "UNWIND range(0, size($texts) - 1) AS row "
     "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $texts[row]) "
@@ -264,6 +265,7 @@ OVERLAPPING_MANY = (
     "RETURN hits, [c IN found WHERE NOT c.id IN $known | "
     "[" + ", ".join(f"c.{k}" for k in CHUNK_KEYS) + "]] AS chunks"
 )
+OVERLAPPING_COLUMNS = ("hits", "chunks")
 DOCUMENTS = (
     "UNWIND $ids AS id MATCH (d:SemragDocument {id: id}) CALL (d) { "
     "OPTIONAL MATCH (s:SemragSentence {doc_id: d.id}) WITH s ORDER BY s.i "

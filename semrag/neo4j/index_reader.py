@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ from semrag.index.parts.ssg import SSGConfig
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import (
     CHANNELS,
+    CHANNELS_COLUMNS,
     CHUNK_KEYS,
     CHUNK_SENTENCES,
     COUNT_DOCS,
@@ -24,6 +25,7 @@ from semrag.neo4j._index_cypher import (
     DOC_IDS,
     DOCUMENTS,
     HAS_DOC,
+    OVERLAPPING_COLUMNS,
     OVERLAPPING_MANY,
     READ_STATE,
     SPARSE_AMONG,
@@ -166,6 +168,19 @@ class Neo4jIndex:
         """
         return self._context.read()
 
+    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
+        """The session and the steps of the read ``name``, or ``None`` for another method.
+
+        For :class:`semrag._steps.Together`: ``search_channels`` and
+        ``overlapping_chunks_many``, which do not depend on each other, run as one statement.
+        """
+        reads: dict[str, Callable[..., Steps[Any]]] = {
+            "search_channels": self._channels_steps,
+            "overlapping_chunks_many": self._overlapping_steps,
+        }
+        steps = reads.get(name)
+        return None if steps is None else (self.store.session, steps(*args, **kwargs))
+
     @property
     def version(self) -> int:
         """The index version the database holds."""
@@ -229,6 +244,7 @@ class Neo4jIndex:
                 "sparse_n": int(k),
                 "queries": [lucene_query(q) for q in queries],
             },
+            CHANNELS_COLUMNS,
         )
         dense = [{**r, "row": todo[r["row"]]} for r in rows if r["channel"] == "dense"]
         dense += [r for r in rows if r["channel"] == "ranked"]
@@ -406,7 +422,9 @@ class Neo4jIndex:
             return []
         known = self._context.cache("chunks")
         rows = yield Ask(
-            OVERLAPPING_MANY, {"spans": [list(s) for s in unique], "known": list(known)}
+            OVERLAPPING_MANY,
+            {"spans": [list(s) for s in unique], "known": list(known)},
+            OVERLAPPING_COLUMNS,
         )
         found: list[list[int]] = [[] for _ in unique]
         for r in rows:

@@ -62,7 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._rwlock import reading
-from semrag._steps import Call, acall, adrive, call, drive
+from semrag._steps import Call, Together, acall, adrive, call, drive
 from semrag._validation import (
     HasMethods,
     Interval,
@@ -433,7 +433,7 @@ class IntentAwareRetriever(Params):
         vectors: npt.NDArray[np.float32],
         ext: Sequence[ScoredChunk] | None,
         k: int,
-    ) -> Generator[Call, Any, list[ScoredChunk]]:
+    ) -> Generator[Call | Together, Any, list[ScoredChunk]]:
         """The fusion, asking for the index reads that may be round trips (:class:`Call`).
 
         ``ext``: the extended channel's hits, or ``None`` to ask for them (after the dense
@@ -490,19 +490,25 @@ class IntentAwareRetriever(Params):
         plan: QueryPlan,
         vectors: npt.NDArray[np.float32],
         ext: Sequence[ScoredChunk] | None,
-    ) -> Generator[Call, Any, _Candidates]:
-        n = self.n_candidates
+    ) -> Generator[Call | Together, Any, _Candidates]:
+        channels = Call("search_channels", (vectors, list(plan.sparse_queries), self.n_candidates))
+        if ext is None:  # in process: the walk after the channels, whose search it may reuse
+            found, sparse_hits = yield channels
+            ext = yield Call("retrieve", (plan.query,), on=self.extended, kwargs={"k": self.m})
+            spans = _spans(ext)
+            covered = (yield Call("overlapping_chunks_many", (spans,))) if spans else []
+        elif spans := _spans(ext):  # the walk's hits known: their chunks and the channels at once
+            (found, sparse_hits), covered = yield Together(
+                (channels, Call("overlapping_chunks_many", (spans,)))
+            )
+        else:
+            (found, sparse_hits), covered = (yield channels), []
         pool: dict[int, None] = {}
-        found, sparse_hits = yield Call("search_channels", (vectors, list(plan.sparse_queries), n))
         for row in found:
             pool.update((int(i), None) for i in row if i >= 0)
         for hits in sparse_hits:
             pool.update((i, None) for i, _ in hits)
-        if ext is None:
-            ext = yield Call("retrieve", (plan.query,), on=self.extended, kwargs={"k": self.m})
         cands = _Candidates()
-        spans = [(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in ext]
-        covered = (yield Call("overlapping_chunks_many", (spans,))) if spans else []
         for hit, ids in zip(ext, covered, strict=True):  # one read for every hit's chunks
             for i in ids:
                 cands.extended[i] = max(cands.extended.get(i, -np.inf), hit.score)
@@ -517,6 +523,11 @@ class IntentAwareRetriever(Params):
         for j, vecs in enumerate((yield Call("sentence_vectors_of", (ids,)))):
             out[j] = float((vecs @ q).max()) if len(vecs) else np.nan
         return out
+
+
+def _spans(hits: Sequence[ScoredChunk]) -> list[tuple[str, int, int]]:
+    """Where each hit's chunk lies: ``(doc_id, start, end)``."""
+    return [(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in hits]
 
 
 async def _nothing() -> list[ScoredChunk]:

@@ -176,7 +176,8 @@ async def test_iar_searches_each_vector_once_the_walk_ranking_serving_its_dense_
 ):
     # The walk ranks the query's vector for its dense seeds; IAR's dense channel then takes
     # that ranking's head by id instead of asking the vector index again (one search fewer
-    # a query, on Neo4j the slowest statement). Its answers are those of a second search.
+    # a query, on Neo4j the slowest statement), in the statement that also reads the chunks
+    # the walk's hits cover. Its answers are those of a second search.
     from semrag.neo4j._read_context import ReadContext
 
     index, reader, _ = written(graph_store)
@@ -185,9 +186,13 @@ async def test_iar_searches_each_vector_once_the_walk_ranking_serving_its_dense_
     session = graph_store.session
     real, areal = session.read_rows, session.aread_rows
 
+    apart = []  # statements reading the walk's hits' chunks without the channels
+
     def count(query, params):
         if "db.index.vector.queryNodes('semrag_chunk_embedding'" in query:
-            searched[-1] += len(params["vectors"])
+            searched[-1] += sum(len(v) for k, v in params.items() if k.endswith("vectors"))
+        if "c.start < s[2]" in query and "AS channel" not in query:
+            apart.append(query)
 
     def spy(query, **params):
         count(query, params)
@@ -211,6 +216,7 @@ async def test_iar_searches_each_vector_once_the_walk_ranking_serving_its_dense_
         reused_async.append(answers(await retriever.aretrieve(q)))
         planned += [len(retriever.plan(q).dense_queries)] * 2
     assert searched == planned  # each vector once: the walk's search serves the channel
+    assert apart == []  # the walk's hits' chunks come in the channels' statement
     monkeypatch.setattr(ReadContext, "ranked_candidates", lambda self, q, k: None)
     again = []
     for q in QUESTIONS:
