@@ -440,7 +440,8 @@ class IntentAwareRetriever(Params):
         and sparse searches, so a walk seeded by the same dense query reuses that search).
         Over a database (:class:`~semrag.index.reader.AsyncReads`) the walk runs first
         instead: the reader keeps its dense ranking for the read, and the dense channel's
-        search of the same vector fetches that ranking's head by id.
+        search of the same vector fetches that ranking's head by id; with the walk's hits
+        known, the chunks they cover are asked :class:`Together` with the channels.
         """
         index = self.index
         cands = yield from self._candidates(plan, vectors, ext)
