@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from semrag.neo4j._cypher import LUCENE_SPECIAL
 
 STATE = "index"
+# The chunks' full-text index: their words, and each chunk's id as a token of its own
+# (``id_token``), so that scoring a few chunks asks Lucene for those chunks alone.
+TEXT_INDEX = (
+    "CREATE FULLTEXT INDEX semrag_chunk_text IF NOT EXISTS "
+    "FOR (c:SemragChunk) ON EACH [c.text, c.id_token]"
+)
+ID_TOKEN = "'semrag' + toString({})"  # a chunk's id token, from its id (see id_token)
 SCHEMA = (
     "CREATE CONSTRAINT semrag_document_id IF NOT EXISTS "
     "FOR (d:SemragDocument) REQUIRE d.id IS UNIQUE",
@@ -26,7 +34,6 @@ SCHEMA = (
     "FOR (p:SemragPhrase) REQUIRE p.key IS UNIQUE",
     "CREATE CONSTRAINT semrag_name_text IF NOT EXISTS FOR (n:SemragName) REQUIRE n.name IS UNIQUE",
     "CREATE INDEX semrag_document_seq IF NOT EXISTS FOR (d:SemragDocument) ON (d.seq)",
-    "CREATE FULLTEXT INDEX semrag_chunk_text IF NOT EXISTS FOR (c:SemragChunk) ON EACH [c.text]",
 )
 VECTOR_INDEXES = tuple(
     f"CREATE VECTOR INDEX semrag_{name}_embedding IF NOT EXISTS FOR (n:{label}) ON (n.embedding) "
@@ -60,7 +67,7 @@ WRITE_STATE = (
     "s.fingerprint = $fingerprint, s.edges = $edges, s.writing = null, "
     "s.ssg = $ssg, s.windows = $windows, s.pca_mean = $pca_mean, s.pca_components = $pca, "
     "s.pca_digest = $pca_digest, s.next_seq = $next_seq, s.pieces = $pieces, "
-    "s.passages = $passages"
+    "s.passages = $passages, s.id_tokens = $version"
 )
 # -- a change, in one transaction ------------------------------------------------------------
 DELETE_DOCS = (
@@ -81,7 +88,7 @@ UPSERT_CHUNKS = (
     "SET c.doc_id = r.doc_id, c.start = r.start, c.end = r.end, c.text = r.text, "
     "c.token_count = r.token_count, c.index = r.index, c.sentence_start = r.sentence_start, "
     "c.sentence_end = r.sentence_end, c.metadata = r.metadata, c.embedding = r.vector, "
-    "c.vec = r.vec"
+    "c.vec = r.vec, c.id_token = " + ID_TOKEN.format("r.id")
 )
 UPSERT_SENTENCES = (
     "UNWIND $rows AS r MERGE (s:SemragSentence {key: r.key}) "
@@ -218,10 +225,22 @@ CHANNELS = " UNION ALL ".join(
     (_dense_query("$dense_n", "$dense_keep"), _RANKED, _sparse_query("$sparse_n"))
 )
 CHANNELS_COLUMNS = ("channel", "row", *CHUNK_KEYS, "score")
+# The full-text scores of some chunks: with the chunks' id tokens in the index (the state's
+# id_tokens is its version), Lucene is asked for those chunks only (its id clause is
+# boosted to 0: the scores are the words' alone); else it scores every chunk that shares a
+# word with the query and the statement keeps the asked ones.
 SPARSE_AMONG = (
-    "UNWIND range(0, size($texts) - 1) AS row "
+    "OPTIONAL MATCH (s:SemragIndexState {name: $name}) "
+    "WITH coalesce(s.id_tokens = s.version, false) AS keyed "
+    "CALL (keyed) { "
+    "WITH keyed WHERE keyed UNWIND $keyed AS q "
+    "CALL db.index.fulltext.queryNodes('semrag_chunk_text', q.text) YIELD node, score "
+    "RETURN q.row AS row, node.id AS id, score "
+    "UNION ALL "
+    "WITH keyed WHERE NOT keyed UNWIND range(0, size($texts) - 1) AS row "
     "CALL (row) { CALL db.index.fulltext.queryNodes('semrag_chunk_text', $texts[row]) "
     "YIELD node, score WHERE node.id IN $ids RETURN node.id AS id, score } "
+    "RETURN row, id, score } "
     "RETURN row, id, score"
 )
 CHUNK_SENTENCES = (
@@ -421,6 +440,23 @@ def part_key(doc_id: str, n: int) -> str:
 
 
 def lucene_query(text: str) -> str:
-    """``text`` as a Lucene query of its words (specials escaped, operators as words)."""
-    words = _LUCENE_OPERATORS.sub(lambda m: m.group(1).lower(), text)
-    return LUCENE_SPECIAL.sub(r"\\\1", words)
+    """``text`` as a Lucene query of the chunks' words (specials escaped, operators as words).
+
+    The query names the ``text`` field, so it never matches a chunk's id token.
+    """
+    words = LUCENE_SPECIAL.sub(r"\\\1", _LUCENE_OPERATORS.sub(lambda m: m.group(1).lower(), text))
+    return f"text:({words})"
+
+
+def id_token(chunk_id: int) -> str:
+    """A chunk's id as the full-text index holds it (:data:`ID_TOKEN`)."""
+    return f"semrag{int(chunk_id)}"
+
+
+def among(query: str, tokens: Sequence[str]) -> str:
+    """A Lucene query of ``query`` (:func:`lucene_query`) over the chunks of ``tokens`` only.
+
+    The id clause is boosted to 0, so a chunk's score is its words' score alone (Lucene
+    sums a conjunction's scores), equal to the score :func:`lucene_query` gives it.
+    """
+    return f"+{query} +id_token:({' '.join(tokens)})^0"

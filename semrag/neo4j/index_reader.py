@@ -30,6 +30,8 @@ from semrag.neo4j._index_cypher import (
     READ_STATE,
     SPARSE_AMONG,
     STATE,
+    among,
+    id_token,
     lucene_query,
 )
 from semrag.neo4j._index_state import Floats, Ints, read_state, served_model
@@ -46,6 +48,8 @@ from semrag.neo4j.remote_passages import RemotePassages
 from semrag.neo4j.remote_ssg import RemoteView
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, Document, ScoredChunk, Span
+
+_CLAUSES = 1000  # words and id tokens in one Lucene query (it allows 1,024 clauses)
 
 
 class Neo4jIndex:
@@ -346,8 +350,16 @@ class Neo4jIndex:
         if not ids or not queries:
             return out
         texts = [lucene_query(q) for q in queries]
+        tokens = [id_token(i) for i in ids]
+        keyed = [  # (or the ids in Cypher, for a database written before the id tokens)
+            {"row": row, "text": among(text, tokens[a : a + step])}
+            for row, (query, text) in enumerate(zip(queries, texts, strict=True))
+            for step in [max(64, _CLAUSES - len(query.split()))]
+            for a in range(0, len(tokens), step)
+        ]
+        params = {"name": self.name, "keyed": keyed, "texts": texts, "ids": ids}
         column = {i: j for j, i in enumerate(ids)}
-        for r in (yield Ask(SPARSE_AMONG, {"texts": texts, "ids": ids})):
+        for r in (yield Ask(SPARSE_AMONG, params)):
             out[r["row"], column[int(r["id"])]] = float(r["score"])
         return out
 

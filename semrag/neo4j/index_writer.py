@@ -21,9 +21,9 @@ Schema (created idempotently, ``IF NOT EXISTS``; labels apart from the knowledge
 * ``(:SemragDocument {id, text, metadata, themes, fingerprint, n_sentences, seq})``
   (``seq``: the document's place in the index's order);
 * ``(:SemragChunk {id, doc_id, start, end, text, token_count, index, sentence_start,
-  sentence_end, metadata, embedding, vec})``, with the vector index
-  ``semrag_chunk_embedding`` (cosine, not quantized) and the full-text index
-  ``semrag_chunk_text``;
+  sentence_end, metadata, embedding, vec, id_token})``, with the vector index
+  ``semrag_chunk_embedding`` (cosine) and the full-text index ``semrag_chunk_text`` (of
+  ``text`` and ``id_token``, the id as a word: :mod:`semrag.neo4j._text_index`);
 * ``(:SemragSentence {key, doc_id, i, start, end, text, vec})`` (``text`` runs to the next
   sentence, so sentences concatenate to their document's text);
 * ``(:SemragWindow {key, doc_id, n, first, end, embedding, vec})`` (a window node of the
@@ -40,17 +40,16 @@ Schema (created idempotently, ``IF NOT EXISTS``; labels apart from the knowledge
 ``embedding`` is the float list the vector indexes read; ``vec`` is the same vector as
 float32 bytes, which reads fetch (exact, and far cheaper to decode).
 
-**Crash safety.** A change is one transaction: a server that dies under it keeps the
-version before. The store then knows it is behind; the next change, or
-:meth:`Neo4jIndexStore.sync`, compares the documents' fingerprints and places and the edges
-it last wrote (checked against the stored digest) with the index and writes the
-difference, so the database ends equal to a fresh build of the index's documents.
+**Crash safety.** A change is one transaction: a server that dies under it keeps the version
+before. The store then knows it is behind; the next change, or :meth:`Neo4jIndexStore.sync`,
+compares the documents' fingerprints and places and the edges it last wrote (checked against
+the stored digest) with the index and writes the difference: the database ends equal to a
+fresh build of the index's documents.
 
-**Sparse channel.** Neo4j's full-text index is Lucene's BM25 (``k1 = 1.2``, ``b = 0.75``,
-its standard analyzer: lower case, English stop words dropped) over the chunk text;
-semrag's :class:`~semrag.index.parts.sparse.BM25Index` is Okapi BM25 over its own tokens
-(no stop words, another idf floor). The two rank alike but not identically: the contract test
-checks an overlap of the top results of at least 0.8.
+**Sparse channel.** Neo4j's full-text index is Lucene's BM25 (``k1 = 1.2``, ``b = 0.75``, its
+standard analyzer: lower case, English stop words dropped) over the chunk text; semrag's
+:class:`~semrag.index.parts.sparse.BM25Index` is Okapi BM25 over its own tokens (no stop words,
+another idf floor). They rank alike, not identically (the contract test: a top-k overlap >= 0.8).
 """
 
 from __future__ import annotations
@@ -115,6 +114,7 @@ from semrag.neo4j._index_rows import (
     run_statements,
 )
 from semrag.neo4j._index_state import digest_of_pca, entry_fingerprint, read_state
+from semrag.neo4j._text_index import ensure_text_index
 from semrag.neo4j.graph_store import Neo4jGraphStore
 
 
@@ -164,12 +164,12 @@ class Neo4jIndexStore:
         self._index: SemanticIndex | None = None
         self._edges: Edges | None = None
         self._version: int | None = None
-        self._behind = False
-        self._next_seq = 0
+        self._behind, self._next_seq = False, 0
         self._passages_written: bool | None = None  # the phrases' setting last written
         self._lock = threading.Lock()
         for statement in SCHEMA:
             self._session.write_rows(statement)
+        ensure_text_index(self._session)
 
     # -- attaching ------------------------------------------------------------------------------
     @classmethod
