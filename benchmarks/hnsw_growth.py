@@ -1,19 +1,22 @@
-"""How the dense index's HNSW build grows from N/10 to N chunks: one graph against segments.
+"""How the dense index's HNSW build grows from N/10 to N chunks: one graph, segments, an IVF.
 
 The dense part's HNSW build grows faster than the corpus (each insert searches a deeper
 graph whose rows outgrow the CPU's caches). A segmented index, as Lucene keeps one, bounds
 that: a new graph starts every ``--segment`` rows, so each row is inserted into a graph of
 at most that size and the build grows linearly; a search then asks every segment and
-merges their hits. This measures both layouts over the same chunk vectors (the scale
-benchmark's distinct corpus: the packaged MiniLM's sentence vectors averaged per chunk),
-each built with :class:`~semrag.index.parts.dense.DenseIndex` (``kind="hnsw"``, its
-defaults): the build seconds at N/10 and N chunks and their growth exponent, and at N the
-p50 of one query and how many of the exact top 10 each finds, per ``ef_search``. The
-segmented layout exists here only, to measure what it would cost; the index keeps one
-graph (docs/semantic-index.md says why).
+merges their hits. An inverted file (FAISS ``IndexIVFFlat``: ``--lists`` k-means centroids
+trained on 40 rows a list, each row in its nearest centroid's list) builds in linear time
+too; a search scans the ``nprobe`` lists nearest the query. This measures the three layouts
+over the same chunk vectors (the scale benchmark's distinct corpus: the packaged MiniLM's
+sentence vectors averaged per chunk), the graphs built with
+:class:`~semrag.index.parts.dense.DenseIndex` (``kind="hnsw"``, its defaults): the build
+seconds at N/10 and N chunks and their growth exponent, and at N the p50 of one query and
+how many of the exact top 10 each finds, per search breadth (``ef_search`` for a graph,
+``nprobe`` for the inverted file). The segmented and inverted layouts exist here only, to
+measure what they would cost; the index keeps one graph (docs/semantic-index.md says why).
 
-    python benchmarks/hnsw_growth.py [--chunks 1000000] [--segment 262144] [--queries 500]
-        [--out FILE] [--quick] [--embedder minilm|fake]
+    python benchmarks/hnsw_growth.py [--chunks 1000000] [--segment 262144] [--lists 1024]
+        [--queries 500] [--out FILE] [--quick] [--embedder minilm|fake]
 
 With ``SEMRAG_BENCH_CACHE`` set, the sentence vectors are those scale.py cached.
 """
@@ -36,10 +39,13 @@ from scale import cached_embedder  # noqa: E402
 from semrag.index.parts.dense import DenseIndex  # noqa: E402
 
 EF_SWEEP = (64, 128, 256, 512)
+NPROBE_SWEEP = (16, 32, 64, 128)
 
 
 class Segments:
     """HNSW graphs of at most ``size`` rows each; a search asks each and merges the hits."""
+
+    breadths = EF_SWEEP
 
     def __init__(self, vectors: np.ndarray, size: int) -> None:
         self.parts = []
@@ -48,7 +54,7 @@ class Segments:
             part.add(np.arange(a, min(a + size, len(vectors))), vectors[a : a + size])
             self.parts.append(part)
 
-    def set_ef(self, ef: int) -> None:
+    def set_breadth(self, ef: int) -> None:
         for part in self.parts:
             part.ef_search = ef
 
@@ -59,24 +65,49 @@ class Segments:
         return ids[0, np.argsort(-scores[0], kind="stable")[:k]]
 
 
-def timed_build(vectors: np.ndarray, size: int) -> tuple[Segments, float]:
+class Inverted:
+    """An inverted file of ``lists`` lists (fewer for few rows: 39 rows a list at least)."""
+
+    breadths = NPROBE_SWEEP
+
+    def __init__(self, vectors: np.ndarray, lists: int) -> None:
+        import faiss
+
+        lists = max(1, min(lists, len(vectors) // 39))
+        dim = vectors.shape[1]
+        self.index = faiss.IndexIVFFlat(
+            faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT
+        )
+        pick = np.random.default_rng(0).choice(len(vectors), min(len(vectors), 40 * lists), False)
+        self.index.train(np.ascontiguousarray(vectors[np.sort(pick)]))
+        self.index.add(vectors)
+        self.parts = [self.index]
+
+    def set_breadth(self, nprobe: int) -> None:
+        self.index.nprobe = nprobe
+
+    def search(self, query: np.ndarray, k: int) -> np.ndarray:
+        return self.index.search(query[None], k)[1][0]
+
+
+def timed_build(vectors: np.ndarray, make) -> tuple[object, float]:  # noqa: ANN001
     t0 = time.perf_counter()
-    built = Segments(vectors, size)
+    built = make(vectors)
     return built, time.perf_counter() - t0
 
 
-def quality(built: Segments, queries: np.ndarray, truth: np.ndarray) -> list[dict]:
-    """p50 ms of one query and recall@K of the exact top K, per ef_search."""
+def quality(built, queries: np.ndarray, truth: np.ndarray) -> list[dict]:  # noqa: ANN001
+    """p50 ms of one query and recall@K of the exact top K, per search breadth."""
     rows = []
-    for ef in EF_SWEEP:
-        built.set_ef(ef)
+    for ef in built.breadths:
+        built.set_breadth(ef)
         times, recall = [], []
         for q, want in zip(queries, truth, strict=True):
             t0 = time.perf_counter()
             ids = built.search(q, K)
             times.append(1000 * (time.perf_counter() - t0))
             recall.append(len(set(ids.tolist()) & set(want.tolist())) / K)
-        rows.append({"ef_search": ef, "p50 ms": float(np.median(times)), "recall": recall})
+        rows.append({"breadth": ef, "p50 ms": float(np.median(times)), "recall": recall})
     return rows
 
 
@@ -84,6 +115,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--segment", type=int, default=1 << 18, help="rows per segment graph")
+    ap.add_argument("--lists", type=int, default=1024, help="the inverted file's lists")
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--quick", action="store_true", help="a smoke run: 2,000 chunks")
     ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
@@ -96,17 +128,34 @@ def main() -> None:
     embedder.save()
     small = len(vectors) // 10
     truth = exact_top(vectors, queries)
-    # at N/10 both layouts are one graph when a segment holds N/10 rows: timed once
-    layouts = {"one graph": len(vectors), f"segments of {segment:,} rows": segment}
+    # layout -> how to build it at N and at N/10, and a key of the build at N/10: both graph
+    # layouts are one graph at N/10 when a segment holds N/10 rows, timed once
+    seg_small = min(segment, small)
+    layouts = {
+        "one graph": (
+            lambda v: Segments(v, len(vectors)),
+            lambda v: Segments(v, small),
+            ("graph", small),
+        ),
+        f"segments of {segment:,} rows": (
+            lambda v: Segments(v, segment),
+            lambda v: Segments(v, seg_small),
+            ("graph", seg_small),
+        ),
+        f"inverted file of {args.lists:,} lists": (
+            lambda v: Inverted(v, args.lists),
+            lambda v: Inverted(v, args.lists),
+            ("lists", args.lists),
+        ),
+    }
     rows, grew = [], math.log(len(vectors) / small)
-    timed_build(vectors[:64], 64)  # FAISS's first graph pays its start-up: untimed
-    small_builds: dict[int, float] = {}  # rows a segment holds at N/10 -> build seconds
-    for name, size in layouts.items():
-        smaller = min(size, small)
-        if smaller not in small_builds:
-            small_builds[smaller] = timed_build(vectors[:small], smaller)[1]
-        small_s = small_builds[smaller]
-        built, large_s = timed_build(vectors, size)
+    timed_build(vectors[:64], lambda v: Segments(v, 64))  # FAISS's first graph: untimed
+    small_builds: dict[tuple, float] = {}  # a build at N/10 -> its seconds
+    for name, (make, make_small, key) in layouts.items():
+        if key not in small_builds:
+            small_builds[key] = timed_build(vectors[:small], make_small)[1]
+        small_s = small_builds[key]
+        built, large_s = timed_build(vectors, make)
         for q in quality(built, queries, truth):
             rows.append(
                 {
@@ -114,7 +163,7 @@ def main() -> None:
                     f"build s at {small:,}": small_s,
                     f"build s at {len(vectors):,}": large_s,
                     "build growth": round(math.log(large_s / small_s) / grew, 2),
-                    "ef_search": q["ef_search"],
+                    "search breadth": q["breadth"],
                     "p50 ms": q["p50 ms"],
                     f"recall@{K} of exact": float(np.mean(q["recall"])),
                 }
@@ -123,20 +172,23 @@ def main() -> None:
     report = "\n".join(
         [
             header(
-                f"HNSW growth: one graph against segments of {segment:,} rows, "
-                f"{small:,} to {len(vectors):,} chunks",
+                f"HNSW growth: one graph against segments of {segment:,} rows and an "
+                f"inverted file, {small:,} to {len(vectors):,} chunks",
                 f"benchmarks/scale.py's distinct corpus, {len(vectors):,} chunk vectors "
                 f"({args.embedder} sentence vectors, mean per chunk; the first {small:,} for "
                 f"the smaller build); {len(queries):,} queries: lines of its sections (seed 7); "
                 f"DenseIndex(kind='hnsw') with its defaults (M 32, efConstruction 80, "
-                f"float16 rows), one per segment",
+                f"float16 rows), one per segment; FAISS IndexIVFFlat, {args.lists:,} lists "
+                "(fewer below 39 rows a list) trained on 40 rows a list (seed 0)",
             ),
             "",
             table(rows, list(rows[0])),
             "",
             f"`build growth`: the exponent b of build seconds ~ n^b from {small:,} to "
-            f"{len(vectors):,} chunks (goal <= 1.1). A segmented search asks each segment "
-            f"for its top {K}, one after another, and merges them; `recall@{K} of exact`: "
+            f"{len(vectors):,} chunks (goal <= 1.1). `search breadth`: ef_search for a "
+            "graph, nprobe (the lists scanned) for the inverted file. A segmented search asks "
+            f"each segment for its top {K}, one after another, and merges them; "
+            f"`recall@{K} of exact`: "
             f"the share of the exact top {K} (float32 vectors, every row) it finds. One "
             "query at a time, the query's embedding excluded.",
             "",

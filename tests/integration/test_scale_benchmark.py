@@ -5,7 +5,7 @@ reports a time, every non-LLM retriever a latency, and the corpus reaches about 
 quick size by recombining the sections. ``benchmarks/bm25_scale.py --quick`` too: BM25
 alone, its scores against rank-bm25's and bm25s's; and ``benchmarks/hnsw_storage.py
 --quick``: the dense graph's float16 rows against float32; ``benchmarks/hnsw_growth.py
---quick``: one graph against segments.
+--quick``: one graph against segments and an inverted file.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def test_the_neo4j_scale_run_writes_in_batches_and_serves_the_default_retrievers
     env.pop("SEMRAG_BENCH_CACHE", None)
     out = tmp_path / "neo4j_scale.md"
     args = ["--chunks", "600", "--batches", "2", "--embedder", "fake", "--heap", "512m"]
-    args += ["--page-cache-mb", "64"]
+    args += ["--page-cache-mb", "64", "--passes", "2"]
     args += ["--setting", "internal.dbms.index.vector.standard_merge_factor=2"]
     done = subprocess.run(
         [sys.executable, "benchmarks/neo4j_scale.py", *args, "--out", str(out)],  # own server
@@ -216,6 +216,7 @@ def test_the_neo4j_scale_run_writes_in_batches_and_serves_the_default_retrievers
     assert "tuned server" in report  # the setting is named in the title and the data line
     assert "internal.dbms.index.vector.standard_merge_factor=2;" in report
     assert re.search(r"vector index held \d+ segments on disk when the queries ran", report)
+    assert "on the database, in turn, over 2 passes of the 36 queries" in report
     served = {
         cells[0]: cells
         for line in report.splitlines()
@@ -243,21 +244,24 @@ def test_the_quick_hnsw_storage_run_compares_float16_rows_with_float32(tmp_path)
         assert 0.5 <= rows[dtype][4] <= 1.0  # recall@10 of exact on a small graph
 
 
-def test_the_quick_hnsw_growth_run_compares_one_graph_with_segments(tmp_path):
+def test_the_quick_hnsw_growth_run_compares_one_graph_with_segments_and_an_inverted_file(
+    tmp_path,
+):
     report, _, _ = quick_run(tmp_path, "hnsw_growth.py", "--embedder", "fake")
     rows = [
         [c.strip() for c in line.strip("|").split("|")]
         for line in report.splitlines()
-        if line.startswith("| one graph") or line.startswith("| segments")
+        if line.startswith(("| one graph", "| segments", "| inverted file"))
     ]
-    assert len(rows) == 8  # two layouts, four ef_search values each
+    assert len(rows) == 12  # three layouts, four search breadths each
     n = int(re.search(r"to ([\d,]+) chunks", report).group(1).replace(",", ""))
-    # about 2,000 chunks in segments of 500: four graphs, against one
-    graphs = sorted(int(re.search(r"\((\d+) at", row[0]).group(1)) for row in rows)
-    assert graphs == [1] * 4 + [-(-n // 500)] * 4
+    # about 2,000 chunks in segments of 500: four graphs, against one; one inverted file
+    parts = sorted(int(re.search(r"\((\d+) at", row[0]).group(1)) for row in rows)
+    assert parts == [1] * 8 + [-(-n // 500)] * 4
+    assert [int(row[4]) for row in rows if row[0].startswith("inverted")] == [16, 32, 64, 128]
     for row in rows:
         small, large = float(row[1].replace(",", "")), float(row[2].replace(",", ""))
         assert 0 < small and 0 < large
         grew = np.log(large / small) / np.log(n / (n // 10))
         assert float(row[3]) == pytest.approx(grew, abs=0.1)
-        assert 0.5 <= float(row[6]) <= 1.0  # recall@10 of exact on small graphs
+        assert 0.5 <= float(row[6]) <= 1.0  # recall@10 of exact on small indexes
