@@ -216,7 +216,7 @@ def test_the_neo4j_scale_run_writes_in_batches_and_serves_the_default_retrievers
     assert "tuned server" in report  # the setting is named in the title and the data line
     assert "internal.dbms.index.vector.standard_merge_factor=2;" in report
     assert re.search(r"vector index held \d+ segments on disk when the queries ran", report)
-    assert "on the database, in turn, over 2 passes of the 36 queries" in report
+    assert "then on the database, in turn, over 2 passes of the 36 queries" in report
     served = {
         cells[0]: cells
         for line in report.splitlines()
