@@ -140,7 +140,8 @@ def alternating(here, there, queries: list[str], store, index, passes: int, emb)
     Rankings are the first pass's; the mean round trips per query are the database's.
     """
     for q in dict.fromkeys(queries):
-        here(q), there(q)
+        here(q)
+        there(q)
     t_e, t_n, r_e, r_n, embeds, reads = [], [], [], [], [], 0
     for p in range(passes):
         for q in queries:
