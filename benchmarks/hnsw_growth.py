@@ -1,22 +1,26 @@
-"""How the dense index's HNSW build grows from N/10 to N chunks: one graph, segments, an IVF.
+"""How the dense index's HNSW build grows from N/10 to N chunks: one graph and other layouts.
 
 The dense part's HNSW build grows faster than the corpus (each insert searches a deeper
-graph whose rows outgrow the CPU's caches). A segmented index, as Lucene keeps one, bounds
-that: a new graph starts every ``--segment`` rows, so each row is inserted into a graph of
-at most that size and the build grows linearly; a search then asks every segment and
-merges their hits. An inverted file (FAISS ``IndexIVFFlat``: ``--lists`` k-means centroids
-trained on 40 rows a list, each row in its nearest centroid's list) builds in linear time
-too; a search scans the ``nprobe`` lists nearest the query. This measures the three layouts
-over the same chunk vectors (the scale benchmark's distinct corpus: the packaged MiniLM's
-sentence vectors averaged per chunk), the graphs built with
+graph whose rows outgrow the CPU's caches). Three other layouts are measured beside it.
+One graph that takes the rows by k-means cell (``--cells`` cells trained on 40 rows a
+cell, the cells in a greedy nearest-neighbour chain through their centroids, 16,384 rows
+a change): a run of inserts visits rows stored together, which stay in the caches; the
+order's k-means is part of its build time. A segmented index, as Lucene keeps one, bounds
+the graph: a new graph starts every ``--segment`` rows, so each row is inserted into a
+graph of at most that size and the build grows linearly; a search then asks every segment
+and merges their hits. An inverted file (FAISS ``IndexIVFFlat``: ``--lists`` k-means
+centroids trained on 40 rows a list, each row in its nearest centroid's list) builds in
+linear time too; a search scans the ``nprobe`` lists nearest the query. This measures the
+layouts over the same chunk vectors (the scale benchmark's distinct corpus: the packaged
+MiniLM's sentence vectors averaged per chunk), the graphs built with
 :class:`~semrag.index.parts.dense.DenseIndex` (``kind="hnsw"``, its defaults): the build
 seconds at N/10 and N chunks and their growth exponent, and at N the p50 of one query and
 how many of the exact top 10 each finds, per search breadth (``ef_search`` for a graph,
-``nprobe`` for the inverted file). The segmented and inverted layouts exist here only, to
-measure what they would cost; the index keeps one graph (docs/semantic-index.md says why).
+``nprobe`` for the inverted file). The other layouts exist here only, to measure what they
+would cost; the index keeps one graph, in the rows' order (docs/semantic-index.md says why).
 
     python benchmarks/hnsw_growth.py [--chunks 1000000] [--segment 262144] [--lists 1024]
-        [--queries 500] [--out FILE] [--quick] [--embedder minilm|fake]
+        [--cells 1024] [--queries 500] [--out FILE] [--quick] [--embedder minilm|fake]
 
 With ``SEMRAG_BENCH_CACHE`` set, the sentence vectors are those scale.py cached.
 """
@@ -63,6 +67,48 @@ class Segments:
         scores = np.concatenate([s for s, _ in found], 1)
         ids = np.concatenate([i for _, i in found], 1)
         return ids[0, np.argsort(-scores[0], kind="stable")[:k]]
+
+
+def cell_order(vectors: np.ndarray, cells: int) -> np.ndarray:
+    """The rows by k-means cell (at most ``cells``, 256 rows a cell at least), the cells in
+    a greedy nearest-neighbour chain through their centroids: near rows one after another."""
+    import faiss
+
+    cells = max(1, min(cells, len(vectors) // 256))
+    rng = np.random.default_rng(0)
+    sample = vectors[np.sort(rng.choice(len(vectors), min(len(vectors), 40 * cells), False))]
+    kmeans = faiss.Kmeans(vectors.shape[1], cells, niter=10, seed=1, spherical=True)
+    kmeans.train(np.ascontiguousarray(sample))
+    sims, left, at = kmeans.centroids @ kmeans.centroids.T, np.ones(cells, bool), 0
+    rank = np.empty(cells, np.int64)
+    for i in range(cells):
+        rank[at], left[at] = i, False
+        at = int(np.argmax(np.where(left, sims[at], -np.inf))) if left.any() else at
+    cell = kmeans.index.search(vectors, 1)[1][:, 0]
+    return np.argsort(rank[cell], kind="stable")
+
+
+class CellOrdered:
+    """One graph that takes the rows by k-means cell, ``step`` rows a change (an HNSW insert
+    reads the rows it visits: inserted together, near rows are stored together and stay in
+    the caches). The order is part of the build's time."""
+
+    breadths = EF_SWEEP
+
+    def __init__(self, vectors: np.ndarray, cells: int, step: int = 1 << 14) -> None:
+        self.order = cell_order(vectors, cells)
+        self.index = DenseIndex(vectors.shape[1], kind="hnsw")
+        for a in range(0, len(vectors), step):
+            rows = self.order[a : a + step]
+            self.index.add(np.arange(a, a + len(rows)), vectors[rows])
+        self.parts = [self.index]
+
+    def set_breadth(self, ef: int) -> None:
+        self.index.ef_search = ef
+
+    def search(self, query: np.ndarray, k: int) -> np.ndarray:
+        ids = self.index.search(query, k)[1][0]
+        return np.where(ids >= 0, self.order[np.maximum(ids, 0)], -1)
 
 
 class Inverted:
@@ -116,6 +162,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--segment", type=int, default=1 << 18, help="rows per segment graph")
     ap.add_argument("--lists", type=int, default=1024, help="the inverted file's lists")
+    ap.add_argument("--cells", type=int, default=1024, help="k-means cells of the cell order")
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--quick", action="store_true", help="a smoke run: 2,000 chunks")
     ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
@@ -136,6 +183,11 @@ def main() -> None:
             lambda v: Segments(v, len(vectors)),
             lambda v: Segments(v, small),
             ("graph", small),
+        ),
+        f"one graph, rows inserted by k-means cell ({args.cells:,} cells)": (
+            lambda v: CellOrdered(v, args.cells),
+            lambda v: CellOrdered(v, args.cells),
+            ("cells", args.cells),
         ),
         f"segments of {segment:,} rows": (
             lambda v: Segments(v, segment),
@@ -172,13 +224,15 @@ def main() -> None:
     report = "\n".join(
         [
             header(
-                f"HNSW growth: one graph against segments of {segment:,} rows and an "
-                f"inverted file, {small:,} to {len(vectors):,} chunks",
+                f"HNSW growth: one graph against one by k-means cell, segments of "
+                f"{segment:,} rows and an inverted file, {small:,} to {len(vectors):,} chunks",
                 f"benchmarks/scale.py's distinct corpus, {len(vectors):,} chunk vectors "
                 f"({args.embedder} sentence vectors, mean per chunk; the first {small:,} for "
                 f"the smaller build); {len(queries):,} queries: lines of its sections (seed 7); "
                 f"DenseIndex(kind='hnsw') with its defaults (M 32, efConstruction 80, "
-                f"float16 rows), one per segment; FAISS IndexIVFFlat, {args.lists:,} lists "
+                f"float16 rows), one per segment; the cell order: {args.cells:,} k-means "
+                "cells (fewer below 256 rows a cell), 16,384 rows a change; FAISS "
+                f"IndexIVFFlat, {args.lists:,} lists "
                 "(fewer below 39 rows a list) trained on 40 rows a list (seed 0)",
             ),
             "",

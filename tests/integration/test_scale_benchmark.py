@@ -244,20 +244,20 @@ def test_the_quick_hnsw_storage_run_compares_float16_rows_with_float32(tmp_path)
         assert 0.5 <= rows[dtype][4] <= 1.0  # recall@10 of exact on a small graph
 
 
-def test_the_quick_hnsw_growth_run_compares_one_graph_with_segments_and_an_inverted_file(
-    tmp_path,
-):
+def test_the_quick_hnsw_growth_run_compares_one_graph_with_other_layouts(tmp_path):
     report, _, _ = quick_run(tmp_path, "hnsw_growth.py", "--embedder", "fake")
     rows = [
         [c.strip() for c in line.strip("|").split("|")]
         for line in report.splitlines()
         if line.startswith(("| one graph", "| segments", "| inverted file"))
     ]
-    assert len(rows) == 12  # three layouts, four search breadths each
+    assert len(rows) == 16  # four layouts, four search breadths each
+    cells = [row for row in rows if "k-means cell" in row[0]]
+    assert len(cells) == 4  # one graph with its rows by cell (their recall checked below)
     n = int(re.search(r"to ([\d,]+) chunks", report).group(1).replace(",", ""))
     # about 2,000 chunks in segments of 500: four graphs, against one; one inverted file
     parts = sorted(int(re.search(r"\((\d+) at", row[0]).group(1)) for row in rows)
-    assert parts == [1] * 8 + [-(-n // 500)] * 4
+    assert parts == [1] * 12 + [-(-n // 500)] * 4
     assert [int(row[4]) for row in rows if row[0].startswith("inverted")] == [16, 32, 64, 128]
     for row in rows:
         small, large = float(row[1].replace(",", "")), float(row[2].replace(",", ""))
