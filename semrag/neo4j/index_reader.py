@@ -146,6 +146,10 @@ class Neo4jIndex:
         self._passages = self._passages_of(state)
         self.dense = ChunkDense(self._context)
         self.sparse = RemoteSparse(self._context)
+        self._reads: dict[str, Callable[..., Steps[Any]]] = {  # read_steps's, by name
+            "search_channels": self._channels_steps,
+            "overlapping_chunks_many": self._overlapping_steps,
+        }
 
     @property
     def parts(self) -> dict[str, Any]:
@@ -178,11 +182,7 @@ class Neo4jIndex:
         For :class:`semrag._steps.Together`: ``search_channels`` and
         ``overlapping_chunks_many``, which do not depend on each other, run as one statement.
         """
-        reads: dict[str, Callable[..., Steps[Any]]] = {
-            "search_channels": self._channels_steps,
-            "overlapping_chunks_many": self._overlapping_steps,
-        }
-        steps = reads.get(name)
+        steps = self._reads.get(name)
         return None if steps is None else (self.store.session, steps(*args, **kwargs))
 
     @property
