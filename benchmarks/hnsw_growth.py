@@ -69,16 +69,23 @@ class Segments:
         return ids[0, np.argsort(-scores[0], kind="stable")[:k]]
 
 
+CELL_STEP = 1 << 14  # rows a change of the cell-ordered graph adds
+
+
+def training_rows(vectors: np.ndarray, cells: int) -> np.ndarray:
+    """40 rows a cell (or every row), sampled with seed 0, for a k-means of ``cells``."""
+    pick = np.random.default_rng(0).choice(len(vectors), min(len(vectors), 40 * cells), False)
+    return np.ascontiguousarray(vectors[np.sort(pick)])
+
+
 def cell_order(vectors: np.ndarray, cells: int) -> np.ndarray:
     """The rows by k-means cell (at most ``cells``, 256 rows a cell at least), the cells in
     a greedy nearest-neighbour chain through their centroids: near rows one after another."""
     import faiss
 
     cells = max(1, min(cells, len(vectors) // 256))
-    rng = np.random.default_rng(0)
-    sample = vectors[np.sort(rng.choice(len(vectors), min(len(vectors), 40 * cells), False))]
     kmeans = faiss.Kmeans(vectors.shape[1], cells, niter=10, seed=1, spherical=True)
-    kmeans.train(np.ascontiguousarray(sample))
+    kmeans.train(training_rows(vectors, cells))
     sims, left, at = kmeans.centroids @ kmeans.centroids.T, np.ones(cells, bool), 0
     rank = np.empty(cells, np.int64)
     for i in range(cells):
@@ -95,7 +102,7 @@ class CellOrdered:
 
     breadths = EF_SWEEP
 
-    def __init__(self, vectors: np.ndarray, cells: int, step: int = 1 << 14) -> None:
+    def __init__(self, vectors: np.ndarray, cells: int, step: int = CELL_STEP) -> None:
         self.order = cell_order(vectors, cells)
         self.index = DenseIndex(vectors.shape[1], kind="hnsw")
         for a in range(0, len(vectors), step):
@@ -124,8 +131,7 @@ class Inverted:
         self.index = faiss.IndexIVFFlat(
             faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT
         )
-        pick = np.random.default_rng(0).choice(len(vectors), min(len(vectors), 40 * lists), False)
-        self.index.train(np.ascontiguousarray(vectors[np.sort(pick)]))
+        self.index.train(training_rows(vectors, lists))
         self.index.add(vectors)
         self.parts = [self.index]
 
@@ -231,7 +237,7 @@ def main() -> None:
                 f"the smaller build); {len(queries):,} queries: lines of its sections (seed 7); "
                 f"DenseIndex(kind='hnsw') with its defaults (M 32, efConstruction 80, "
                 f"float16 rows), one per segment; the cell order: {args.cells:,} k-means "
-                "cells (fewer below 256 rows a cell), 16,384 rows a change; FAISS "
+                f"cells (fewer below 256 rows a cell), {CELL_STEP:,} rows a change; FAISS "
                 f"IndexIVFFlat, {args.lists:,} lists "
                 "(fewer below 39 rows a list) trained on 40 rows a list (seed 0)",
             ),
