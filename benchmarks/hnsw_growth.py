@@ -1,23 +1,26 @@
-"""How the dense index's HNSW build grows from N/10 to N chunks: one graph and other layouts.
+"""How the dense index's approximate build grows from N/10 to N chunks, in four layouts.
 
-The dense part's HNSW build grows faster than the corpus (each insert searches a deeper
-graph whose rows outgrow the CPU's caches). Three other layouts are measured beside it.
+An HNSW build grows faster than the corpus (each insert searches a deeper graph whose rows
+outgrow the CPU's caches). The dense index's default past 50,000 rows is an inverted file
+instead (``DenseIndex(kind="ivf")``: ``--lists`` k-means centroids trained on 40 rows a
+list, each row kept as a 4-bit product-quantised code in its nearest centroid's list and as
+a float16 row; a search scans the ``nprobe`` lists nearest the query and re-ranks its best
+codes on the rows), whose build costs each row its distances to the centroids. Three graph
+layouts are measured beside it: one graph (``kind="hnsw"``), and two that bound what an
+insert reads.
 One graph that takes the rows by k-means cell (``--cells`` cells trained on 40 rows a
 cell, the cells in a greedy nearest-neighbour chain through their centroids, 16,384 rows
 a change): a run of inserts visits rows stored together, which stay in the caches; the
 order's k-means is part of its build time. A segmented index, as Lucene keeps one, bounds
 the graph: a new graph starts every ``--segment`` rows, so each row is inserted into a
 graph of at most that size and the build grows linearly; a search then asks every segment
-and merges their hits. An inverted file (FAISS ``IndexIVFFlat``: ``--lists`` k-means
-centroids trained on 40 rows a list, each row in its nearest centroid's list) builds in
-linear time too; a search scans the ``nprobe`` lists nearest the query. This measures the
-layouts over the same chunk vectors (the scale benchmark's distinct corpus: the packaged
-MiniLM's sentence vectors averaged per chunk), the graphs built with
-:class:`~semrag.index.parts.dense.DenseIndex` (``kind="hnsw"``, its defaults): the build
+and merges their hits. This measures the layouts over the same chunk vectors (the scale
+benchmark's distinct corpus: the packaged MiniLM's sentence vectors averaged per chunk),
+each built with :class:`~semrag.index.parts.dense.DenseIndex` (its defaults): the build
 seconds at N/10 and N chunks and their growth exponent, and at N the p50 of one query and
 how many of the exact top 10 each finds, per search breadth (``ef_search`` for a graph,
-``nprobe`` for the inverted file). The other layouts exist here only, to measure what they
-would cost; the index keeps one graph, in the rows' order (docs/semantic-index.md says why).
+``nprobe`` for the inverted file). The cell order and the segments exist here only, to
+measure what they would cost (docs/semantic-index.md says why neither is kept).
 
     python benchmarks/hnsw_growth.py [--chunks 1000000] [--segment 262144] [--lists 1024]
         [--cells 1024] [--queries 500] [--out FILE] [--quick] [--embedder minilm|fake]
@@ -43,7 +46,7 @@ from scale import cached_embedder  # noqa: E402
 from semrag.index.parts.dense import DenseIndex  # noqa: E402
 
 EF_SWEEP = (64, 128, 256, 512)
-NPROBE_SWEEP = (16, 32, 64, 128)
+NPROBE_SWEEP = (64, 128, 256, 512)
 
 
 class Segments:
@@ -118,28 +121,21 @@ class CellOrdered:
         return np.where(ids >= 0, self.order[np.maximum(ids, 0)], -1)
 
 
-class Inverted:
-    """An inverted file of ``lists`` lists (fewer for few rows: 39 rows a list at least)."""
+class Lists:
+    """The dense index's inverted file (``kind="ivf"``) of ``lists`` lists, its defaults."""
 
     breadths = NPROBE_SWEEP
 
     def __init__(self, vectors: np.ndarray, lists: int) -> None:
-        import faiss
-
-        lists = max(1, min(lists, len(vectors) // 39))
-        dim = vectors.shape[1]
-        self.index = faiss.IndexIVFFlat(
-            faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT
-        )
-        self.index.train(training_rows(vectors, lists))
-        self.index.add(vectors)
+        self.index = DenseIndex(vectors.shape[1], kind="ivf", ivf_lists=lists)
+        self.index.add(np.arange(len(vectors)), vectors)
         self.parts = [self.index]
 
     def set_breadth(self, nprobe: int) -> None:
         self.index.nprobe = nprobe
 
     def search(self, query: np.ndarray, k: int) -> np.ndarray:
-        return self.index.search(query[None], k)[1][0]
+        return self.index.search(query, k)[1][0]
 
 
 def timed_build(vectors: np.ndarray, make) -> tuple[object, float]:  # noqa: ANN001
@@ -185,6 +181,11 @@ def main() -> None:
     # layouts are one graph at N/10 when a segment holds N/10 rows, timed once
     seg_small = min(segment, small)
     layouts = {
+        f"inverted file of {args.lists:,} lists, re-ranked (the default)": (
+            lambda v: Lists(v, args.lists),
+            lambda v: Lists(v, args.lists),
+            ("lists", args.lists),
+        ),
         "one graph": (
             lambda v: Segments(v, len(vectors)),
             lambda v: Segments(v, small),
@@ -199,11 +200,6 @@ def main() -> None:
             lambda v: Segments(v, segment),
             lambda v: Segments(v, seg_small),
             ("graph", seg_small),
-        ),
-        f"inverted file of {args.lists:,} lists": (
-            lambda v: Inverted(v, args.lists),
-            lambda v: Inverted(v, args.lists),
-            ("lists", args.lists),
         ),
     }
     rows, grew = [], math.log(len(vectors) / small)
@@ -230,16 +226,18 @@ def main() -> None:
     report = "\n".join(
         [
             header(
-                f"HNSW growth: one graph against one by k-means cell, segments of "
-                f"{segment:,} rows and an inverted file, {small:,} to {len(vectors):,} chunks",
+                f"Dense build growth: the inverted file against one HNSW graph, one by "
+                f"k-means cell and segments of {segment:,} rows, {small:,} to "
+                f"{len(vectors):,} chunks",
                 f"benchmarks/scale.py's distinct corpus, {len(vectors):,} chunk vectors "
                 f"({args.embedder} sentence vectors, mean per chunk; the first {small:,} for "
                 f"the smaller build); {len(queries):,} queries: lines of its sections (seed 7); "
+                f"DenseIndex(kind='ivf') with its defaults ({args.lists:,} lists, fewer "
+                "below 39 rows a list, trained on 40 rows a list, seed 0; 4-bit codes of "
+                "4 values; 32 candidates a hit re-ranked on float16 rows); "
                 f"DenseIndex(kind='hnsw') with its defaults (M 32, efConstruction 80, "
                 f"float16 rows), one per segment; the cell order: {args.cells:,} k-means "
-                f"cells (fewer below 256 rows a cell), {CELL_STEP:,} rows a change; FAISS "
-                f"IndexIVFFlat, {args.lists:,} lists "
-                "(fewer below 39 rows a list) trained on 40 rows a list (seed 0)",
+                f"cells (fewer below 256 rows a cell), {CELL_STEP:,} rows a change",
             ),
             "",
             table(rows, list(rows[0])),

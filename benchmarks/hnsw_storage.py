@@ -1,7 +1,8 @@
 """HNSW rows in float16 (the dense index's default ``hnsw_dtype``) against float32.
 
-The dense part of an index past :data:`~semrag.index.parts.dense.AUTO_HNSW_ROWS` chunks keeps
-its vectors in an HNSW graph; this builds that graph twice over the same chunk vectors
+A dense index of ``kind="hnsw"`` (or ``"auto"`` with ``approximate="hnsw"``, past
+:data:`~semrag.index.parts.dense.AUTO_APPROXIMATE_ROWS` chunks) keeps its vectors in an HNSW
+graph; this builds that graph twice over the same chunk vectors
 (the scale benchmark's distinct corpus, the packaged MiniLM's sentence vectors averaged per
 chunk), once storing float32 rows and once float16, and reports the build seconds, the
 bytes of the stored rows and of the links, the p50 of one query, and how many of the exact

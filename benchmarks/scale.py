@@ -26,12 +26,13 @@ embed (model calls), dense, BM25, passage graph and SSG (each part applying the 
 that adds every document, or each of ``--batch``'s calls), then the heuristic knowledge
 graph: extract, resolve (name resolution and the derived graph), write (the store),
 communities, reports. Latency: p50 / p95 of single timed queries for every non-LLM
-retriever, with the graph's degree statistics. With an HNSW dense part, the share of the
-exact top 10 its search finds, per ``ef_search`` (:func:`dense_recall`).
+retriever, with the graph's degree statistics. With an approximate dense part, the share of
+the exact top 10 its search finds, per ``nprobe`` (an inverted file) or ``ef_search`` (an
+HNSW graph) (:func:`dense_recall`).
 
 Usage: python benchmarks/scale.py [--chunks 100000] [--quick] [--embedder minilm|fake]
 [--corpus distinct|duplicated] [--ssg] [--knn auto|flat|hnsw] [--vector-dtype float32|float16]
-[--dense auto|flat|hnsw]
+[--dense auto|flat|ivf|hnsw]
 [--index-only] [--batch CHUNKS] [--no-sketch] [--sketch-split 100,16|none] [--out F];
 python benchmarks/scale.py
 --exponents SMALL.md LARGE.md (how each stage and each p50 grows between two reports, and
@@ -42,13 +43,13 @@ pieces;
 ``--ssg`` builds the similarity graph too (its stage and its traversals; ``--knn`` and
 ``--vector-dtype`` are its options: ``--vector-dtype float16`` holds the SSG's rows as
 float16, with ``--knn hnsw``); ``--dense`` is the index's dense kind (``auto``, the
-default: exact until 50,000 chunks, then HNSW; ``flat``: always the exact product;
-``hnsw``: always the HNSW graph), which the dense channel of ``search``, IAR and the
-walk's seeds search; ``--batch 100000`` adds the documents in calls of about that many chunks (each
-a commit, as a living index grows), so a build's transient copies are a call's, not the
-corpus's. Besides the peak RSS, the report gives the RSS after the index is built (what it
-holds, the transient copies of the build freed) and the bytes of the SSG's rows and node
-index.
+default: exact until 50,000 chunks, then the inverted file; ``flat``: always the exact
+product; ``ivf``: the inverted file; ``hnsw``: always the HNSW graph), which the dense
+channel of ``search``, IAR and the walk's seeds search; ``--batch 100000`` adds the
+documents in calls of about that many chunks (each a commit, as a living index grows), so
+a build's transient copies are a call's, not the corpus's. Besides the peak RSS, the
+report gives the RSS after the index is built (what it holds, the transient copies of the
+build freed) and the bytes of the SSG's rows and node index.
 """
 
 from __future__ import annotations
@@ -451,7 +452,7 @@ def latency(fn, index: SemanticIndex, embedder: SentenceCache) -> tuple[float, f
     return statistics.median(times), float(np.percentile(times, 95)), float(np.mean(model))
 
 
-EF_SWEEP = (128, 256, 512)  # ef_search values the dense recall table reads
+SWEEPS = {"ef_search": (128, 256, 512), "nprobe": (128, 256, 512)}  # the recall table's breadths
 RECALL_K = 10
 TIE = 1e-5  # scores this close to the exact 10th best count as tying it (summation order)
 SAMPLED_SENTENCES = 200  # corpus sentences asked as queries in the recall table
@@ -472,22 +473,30 @@ def exact_top(index: SemanticIndex, queries: np.ndarray, k: int) -> np.ndarray:
 
 
 def dense_recall(index: SemanticIndex, sets: dict[str, list[str]]) -> list[dict]:
-    """Recall@10 of the dense search against exact search, and its p50, per ef_search.
+    """Recall@10 of the dense search against exact search, and its p50, per search breadth.
 
-    The approximate (HNSW) search's top 10 against the exact top 10 over the same stored
-    vectors, for each query set, at each of :data:`EF_SWEEP` (the index's ``ef_search`` is
-    put back after): a hit counts when it scores at least the exact 10th best, so chunks
-    that tie (a repeated vector) count alike. Each search is timed alone, the index's
-    recent answers dropped first.
+    The approximate search's top 10 against the exact top 10 over the same stored vectors,
+    for each query set, at each of :data:`SWEEPS`'s breadths (``nprobe`` for an inverted
+    file, ``ef_search`` for an HNSW graph; the index's own is put back after): a hit
+    counts when it scores at least the exact 10th best, so chunks that tie (a repeated
+    vector) count alike. Each search is timed alone, the index's recent answers dropped
+    first.
     """
     dense, rows = index.dense, []
-    default = dense.ef_search
+    breadth, default = dense.breadth
+
+    def widen(value: int) -> None:
+        if breadth == "nprobe":
+            dense.nprobe = value
+        else:
+            dense.ef_search = value
+
     try:
         for name, texts in sets.items():
             queries = np.stack([index.embed_query(t) for t in texts]).astype(np.float32)
             truth = exact_top(index, queries, RECALL_K)
-            for ef in EF_SWEEP:
-                dense.ef_search = ef
+            for ef in SWEEPS[breadth]:
+                widen(ef)
                 times, hits = [], []
                 for q, want in zip(queries, truth, strict=True):
                     forget_answers(index)
@@ -498,13 +507,13 @@ def dense_recall(index: SemanticIndex, sets: dict[str, list[str]]) -> list[dict]
                 rows.append(
                     {
                         "queries": f"{name} ({len(texts)})",
-                        "ef_search": f"{ef}" + (" (default)" if ef == default else ""),
+                        "breadth": f"{breadth} {ef}" + (" (default)" if ef == default else ""),
                         f"recall@{RECALL_K}": float(np.mean(hits)),
                         "p50 ms": statistics.median(times),
                     }
                 )
     finally:
-        dense.ef_search = default
+        widen(default)
     return rows
 
 
@@ -666,7 +675,7 @@ def main() -> None:
         "ten a copy, every document with a boilerplate footer",
     )
     ap.add_argument("--knn", choices=["auto", "flat", "hnsw"], default="auto")
-    ap.add_argument("--dense", choices=["auto", "flat", "hnsw"], default="auto")
+    ap.add_argument("--dense", choices=["auto", "flat", "ivf", "hnsw"], default="auto")
     ap.add_argument("--vector-dtype", choices=["float32", "float16"], default="float32")
     ap.add_argument("--index-only", action="store_true", help="no knowledge graph")
     ap.add_argument("--ssg", action="store_true", help="build the semantic similarity graph too")
@@ -809,12 +818,13 @@ def main() -> None:
         recall_note = (
             "\n\nThe approximate dense search against the exact one over the same stored "
             f"vectors: recall@{RECALL_K} (the share of the exact top {RECALL_K} it finds) "
-            "and the p50 of one search, per `ef_search` (`DenseIndex(ef_search=)`); "
+            "and the p50 of one search, per search breadth (`DenseIndex(nprobe=)` for an "
+            "inverted file, `ef_search=` for an HNSW graph); "
             f"questions: the timed ones, in all {len(LEAD_INS)} wordings; corpus sentences: "
             f"{SAMPLED_SENTENCES} sentences of seeded chunks, asked as they are written.\n\n"
             + table(
                 dense_recall(index, sets),
-                ["queries", "ef_search", f"recall@{RECALL_K}", "p50 ms"],
+                ["queries", "breadth", f"recall@{RECALL_K}", "p50 ms"],
             )
             + "\n"
         )
@@ -837,10 +847,11 @@ def main() -> None:
         + (" (which holds the node rows)" if args.knn == "hnsw" else "")
     )
     approximate = index.dense.approximate
+    structure = "HNSW graph" if index.dense.breadth[0] == "ef_search" else "inverted file"
     stored_note = (
         ""
         if not approximate
-        else f" (its HNSW graph stores {index.dense.buffer.ntotal:,} vectors: a repeated "
+        else f" (its {structure} stores {index.dense.buffer.ntotal:,} vectors: a repeated "
         "vector is stored once)"
     )
     n_chunks = len(index.chunks())
@@ -869,7 +880,7 @@ def main() -> None:
             f"Scale: {n_chunks:,} chunks"
             + (" with the knowledge graph" if kg is not None else "")
             + (", duplicated corpus" if args.corpus == "duplicated" else "")
-            + (", HNSW dense search" if approximate else ", exact dense search")
+            + (f", {structure} dense search" if approximate else ", exact dense search")
             + (" (dense='auto')" if args.dense == "auto" else "")
             + (f", added in {calls} calls" if calls > 1 else ""),
             f"../shared/data/sectioned_text sections, recombined ({len(docs):,} documents: "

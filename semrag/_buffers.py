@@ -83,16 +83,18 @@ def hnsw_graph(dim: int, m: int, ef_construction: int, dtype: str) -> Any:
     return graph
 
 
-def stored_dtype(graph: Any, dim: int) -> np.dtype[Any]:
+def stored_dtype(graph: Any, dim: int, *, storage: Any = None) -> np.dtype[Any]:
     """The type ``graph`` (an HNSW graph of ``dim`` values a row) stores each value as.
 
     Read from the graph itself, so a graph saved before float16 storage loads as the
-    float32 graph it is.
+    float32 graph it is. ``storage``: the FAISS index holding the rows' codes, when it is
+    not the graph's ``storage`` (an inverted file's re-ranking rows).
 
     Raises:
         ConfigError: if its rows are neither ``dim`` float16 nor ``dim`` float32 values.
     """
-    width = int(_faiss().downcast_index(graph.storage).code_size)
+    held = _faiss().downcast_index(graph.storage) if storage is None else storage
+    width = int(held.code_size)
     for dtype in (np.float16, np.float32):
         if width == dim * np.dtype(dtype).itemsize:
             return np.dtype(dtype)
@@ -128,6 +130,8 @@ class StoredRows:
         serials: the stored row of each row.
         dtype: the values' type.
         dim: values per row.
+        storage: the FAISS index within ``index`` that holds the rows' codes, when it is
+            not ``index.storage`` (an inverted file's re-ranking rows).
     """
 
     __slots__ = ("_seen", "dim", "dtype", "index", "lock", "serials")
@@ -140,13 +144,15 @@ class StoredRows:
         dtype: Any,
         dim: int,
         _seen: list[Any] | None = None,
+        *,
+        storage: Any = None,
     ) -> None:
         self.index, self.lock, self.dim = index, lock, dim
         self.dtype = np.dtype(dtype)
         self.serials = serials.view()
         self.serials.flags.writeable = False
         # [the storage, (its rows and address, a byte view of them)], shared with slices
-        self._seen = _seen if _seen is not None else [None, None]
+        self._seen = _seen if _seen is not None else [storage, None]
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -91,9 +91,10 @@ class SemanticIndex:
             (the default: the default retrievers do not read it; add it later with
             ``index.enable("ssg")``, from the kept sentence vectors).
         dense: ``"auto"`` (the default: exact inner product until the index holds
-            :data:`~semrag.index.parts.dense.AUTO_HNSW_ROWS` chunks, 50,000, then an HNSW graph,
-            built once by the change that gets there), ``"flat"`` (always exact),
-            ``"hnsw"`` (always approximate), or a
+            :data:`~semrag.index.parts.dense.AUTO_APPROXIMATE_ROWS` chunks, 50,000, then an
+            inverted file re-ranked on the stored rows, built once by the change that gets
+            there), ``"flat"`` (always exact), ``"ivf"`` (that inverted file from 624
+            chunks), ``"hnsw"`` (always an HNSW graph), or a
             :class:`~semrag.index.parts.external.VectorClient`: the dense channel on a vector
             store you already run (the adapters wrap LangChain and LlamaIndex stores).
         sparse: the BM25 idf: ``"okapi"`` (as rank-bm25 scores; a term in more than half
@@ -166,7 +167,7 @@ class SemanticIndex:
             "SemanticIndex",
             {
                 "dense": [
-                    Options("auto", "flat", "hnsw"),
+                    Options("auto", "flat", "ivf", "hnsw"),
                     HasMethods("upsert", "delete", "search"),
                 ],
                 "sparse": [Options(*IDF_VARIANTS)],

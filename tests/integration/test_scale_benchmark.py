@@ -5,7 +5,7 @@ reports a time, every non-LLM retriever a latency, and the corpus reaches about 
 quick size by recombining the sections. ``benchmarks/bm25_scale.py --quick`` too: BM25
 alone, its scores against rank-bm25's and bm25s's; and ``benchmarks/hnsw_storage.py
 --quick``: the dense graph's float16 rows against float32; ``benchmarks/hnsw_growth.py
---quick``: one graph against segments and an inverted file.
+--quick``: the inverted file against one graph, the cell order and segments.
 """
 
 from __future__ import annotations
@@ -155,11 +155,12 @@ def test_the_duplicated_corpus_repeats_chunks_and_the_graph_stores_them_once(tmp
     texts, share, vectors, stored = (float(g.replace(",", "")) for g in found.groups())
     assert share < 99.0  # copies and footers repeat chunks
     assert stored == vectors  # each distinct vector once
-    assert ", duplicated corpus, HNSW dense search" in report
+    assert ", duplicated corpus, HNSW graph dense search" in report
     # the HNSW search against exact search over the same vectors, per ef_search: at a
     # thousand chunks the graph finds (nearly) every exact hit, repeated vectors tying
     recall = re.findall(
-        r"^\| (questions|corpus sentences) \(\d+\) \| (\d+)( \(default\))? \| ([\d.]+) \|",
+        r"^\| (questions|corpus sentences) \(\d+\) \| ef_search (\d+)( \(default\))? \| "
+        r"([\d.]+) \|",
         report,
         flags=re.M,
     )
@@ -258,7 +259,7 @@ def test_the_quick_hnsw_growth_run_compares_one_graph_with_other_layouts(tmp_pat
     # about 2,000 chunks in segments of 500: four graphs, against one; one inverted file
     parts = sorted(int(re.search(r"\((\d+) at", row[0]).group(1)) for row in rows)
     assert parts == [1] * 12 + [-(-n // 500)] * 4
-    assert [int(row[4]) for row in rows if row[0].startswith("inverted")] == [16, 32, 64, 128]
+    assert [int(row[4]) for row in rows if row[0].startswith("inverted")] == [64, 128, 256, 512]
     for row in rows:
         small, large = float(row[1].replace(",", "")), float(row[2].replace(",", ""))
         assert 0 < small and 0 < large

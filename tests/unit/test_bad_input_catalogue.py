@@ -157,7 +157,7 @@ def test_numpy_scalars_are_accepted():
         (lambda: SSGRetriever(index(), strategy="bfs"), "strategy='bfs'"),
         (lambda: IntentAwareRetriever(index(), refine_weight=1.5), "refine_weight=1.5"),
         (lambda: SPC(index(), neighbours=-1), "neighbours=-1"),
-        (lambda: SemanticIndex(embedder=FakeEmbedder(), dense="ivf", ssg=True), "dense='ivf'"),
+        (lambda: SemanticIndex(embedder=FakeEmbedder(), dense="annoy", ssg=True), "dense='annoy'"),
     ],
 )
 def test_bad_constructor_values_are_refused_up_front(make, name):

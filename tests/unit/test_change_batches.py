@@ -78,11 +78,11 @@ def test_documents_out_of_id_order_come_as_one_batch():
 @pytest.mark.parametrize("kind", ["flat", "hnsw", "auto"])
 def test_a_change_staged_in_batches_is_the_index_one_batch_makes(kind, monkeypatch):
     change = change_of([5, 0, 7, 3, 9, 1, 6], seed=4)
-    whole = DenseIndex(DIM, kind=kind, hnsw_from=12)
+    whole = DenseIndex(DIM, kind=kind, approximate="hnsw", approximate_from=12)
     ((ids, vectors),) = change.added_batches(10**9)
     whole.staged([], ids, vectors)()
     monkeypatch.setattr(dense_module, "_BLOCK", 4)
-    batched = DenseIndex(DIM, kind=kind, hnsw_from=12)
+    batched = DenseIndex(DIM, kind=kind, approximate="hnsw", approximate_from=12)
     batched.stage(change)()
     assert whole.approximate == batched.approximate == (kind != "flat")
     assert np.array_equal(batched.ids, whole.ids)

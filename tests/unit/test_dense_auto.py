@@ -1,9 +1,11 @@
-"""``dense="auto"``: exact search until the index is large, then one HNSW graph over every row.
+"""``kind="auto"``: exact search until the index is large, then one structure over every row.
 
 The default ``SemanticIndex()`` answers as an exact index on a small corpus (every number
 measured on the development sets is of exact search) and turns approximate once, at
-:data:`~semrag.index.parts.dense.AUTO_HNSW_ROWS` rows, where an exact search would cost more than
-a query's latency goal. It is saved and loaded as what it is at that moment.
+:data:`~semrag.index.parts.dense.AUTO_APPROXIMATE_ROWS` rows, where an exact search would cost
+more than a query's latency goal. It is saved and loaded as what it is at that moment. These
+tests turn it into an HNSW graph (``approximate="hnsw"``), which works on a few rows; the
+inverted file it turns into by default trains on hundreds (tests/unit/test_dense_ivf.py).
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import semrag.index.parts.dense as dense_module
-from semrag import Document, SemanticIndex
+from semrag import SemanticIndex
 from semrag.errors import ConfigError
 from semrag.index import DenseIndex
 from semrag.testing import FakeEmbedder
@@ -28,7 +29,7 @@ def unit_rows(n: int, seed: int) -> np.ndarray:
 
 
 def test_auto_is_exact_below_the_threshold_and_approximate_from_it():
-    index = DenseIndex(DIM, kind="auto", hnsw_from=100)
+    index = DenseIndex(DIM, kind="auto", approximate="hnsw", approximate_from=100)
     index.add(np.arange(60), unit_rows(60, 1))
     assert not index.approximate
     index.add(np.arange(60, 120), unit_rows(60, 2))
@@ -55,7 +56,9 @@ def test_auto_answers_as_exact_search_on_small_sets(sizes, threshold, seed):
     (Its graph storing float32 rows: float16 ones score as the rounded rows do,
     tests/unit/test_hnsw_storage.py.)
     """
-    auto = DenseIndex(DIM, kind="auto", hnsw_from=threshold, hnsw_dtype="float32")
+    auto = DenseIndex(
+        DIM, kind="auto", approximate="hnsw", approximate_from=threshold, hnsw_dtype="float32"
+    )
     flat = DenseIndex(DIM)
     start = 0
     for i, n in enumerate(sizes):
@@ -72,7 +75,7 @@ def test_auto_answers_as_exact_search_on_small_sets(sizes, threshold, seed):
 
 
 def test_a_dropped_change_that_built_the_graph_leaves_the_exact_index_whole():
-    index = DenseIndex(DIM, kind="auto", hnsw_from=100)
+    index = DenseIndex(DIM, kind="auto", approximate="hnsw", approximate_from=100)
     index.add(np.arange(60), unit_rows(60, 1))
     index.staged([], np.arange(60, 120), unit_rows(60, 2))  # staged, never published
     assert not index.approximate and len(index) == 60
@@ -83,7 +86,7 @@ def test_a_dropped_change_that_built_the_graph_leaves_the_exact_index_whole():
 
 
 def test_compaction_below_the_threshold_is_exact_again():
-    index = DenseIndex(DIM, kind="auto", hnsw_from=100)
+    index = DenseIndex(DIM, kind="auto", approximate="hnsw", approximate_from=100)
     index.add(np.arange(120), unit_rows(120, 4))
     assert index.approximate
     index.remove(np.arange(60))  # half the rows: the index compacts to 60
@@ -94,7 +97,7 @@ def test_compaction_below_the_threshold_is_exact_again():
 
 @pytest.mark.parametrize("rows", [60, 120])
 def test_auto_is_saved_and_loaded_as_what_it_is(tmp_path, rows):
-    index = DenseIndex(DIM, kind="auto", hnsw_from=100)
+    index = DenseIndex(DIM, kind="auto", approximate="hnsw", approximate_from=100)
     index.add(np.arange(rows), unit_rows(rows, 5))
     files = index.save(tmp_path)
     assert ("dense.faiss" in files) == (rows >= 100)
@@ -104,37 +107,26 @@ def test_auto_is_saved_and_loaded_as_what_it_is(tmp_path, rows):
     assert again.search(q, 5)[1].tolist() == index.search(q, 5)[1].tolist()
 
 
-def test_the_default_index_is_auto_and_turns_approximate_at_the_threshold(tmp_path, monkeypatch):
-    monkeypatch.setattr(dense_module, "AUTO_HNSW_ROWS", 8)
-    words = "bees rivers engines castles bread forests comets tides glass salt wool maps"
-    docs = [
-        Document(f"d{i}", f"The {w} of region {i} were studied. Records of {w} fill a book.")
-        for i, w in enumerate(words.split())
-    ]
-    index = SemanticIndex(embedder=FakeEmbedder())
-    assert index.dense_kind == "auto"
-    exact = SemanticIndex(embedder=FakeEmbedder(), dense="flat")
-    for ix in (index, exact):
-        ix.add_documents(docs[:3])
-    assert not index.dense.approximate
-    for ix in (index, exact):
-        ix.add_documents(docs[3:])
-    assert index.dense.approximate and len(index.chunks()) >= 8
-    hits = index.search("bees records", k=5)
-    expected = exact.search("bees records", k=5)  # (texts that tie may swap: the scores)
-    assert hits[0].chunk == expected[0].chunk and "bees" in hits[0].chunk.text
-    # the graph stores float16 rows (hnsw_dtype): a score moves by their rounding
-    assert np.allclose([h.score for h in hits], [h.score for h in expected], atol=1e-3)
-    index.save(tmp_path / "ix")
-    loaded = SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
-    assert loaded.dense.approximate
-    assert [h.chunk for h in loaded.search("bees records", k=5)] == [h.chunk for h in hits]
-
-
 def test_a_bad_threshold_or_kind_is_refused():
-    with pytest.raises(ConfigError, match="hnsw_from"):
-        DenseIndex(DIM, kind="auto", hnsw_from=0)
-    with pytest.raises(ConfigError, match="'flat', 'hnsw' or 'auto'"):
-        DenseIndex(DIM, kind="ivf")
+    with pytest.raises(ConfigError, match="approximate_from"):
+        DenseIndex(DIM, kind="auto", approximate="hnsw", approximate_from=0)
+    with pytest.raises(ConfigError, match="'flat', 'ivf', 'hnsw' or 'auto'"):
+        DenseIndex(DIM, kind="annoy")
+    with pytest.raises(ConfigError, match="'ivf' or 'hnsw'"):
+        DenseIndex(DIM, kind="auto", approximate="annoy")
     with pytest.raises(ConfigError):
-        SemanticIndex(embedder=FakeEmbedder(), dense="ivf")
+        SemanticIndex(embedder=FakeEmbedder(), dense="annoy")
+
+
+def test_a_config_saved_with_the_old_threshold_name_turns_into_hnsw(tmp_path):
+    """Saves made before the inverted file name ``hnsw_from``: they grow as they did."""
+    old = DenseIndex(DIM, kind="auto", approximate="hnsw", approximate_from=100)
+    old.add(np.arange(60), unit_rows(60, 7))
+    old.save(tmp_path)
+    config = {**old.config(), "hnsw_from": 100}
+    for key in ("approximate_from", "approximate", "ivf_lists", "nprobe", "refine_factor"):
+        config.pop(key)
+    again = DenseIndex.load(tmp_path, config)
+    assert again.approximate_from == 100 and not again.approximate
+    again.add(np.arange(60, 120), unit_rows(60, 8))
+    assert again.breadth == ("ef_search", 128)

@@ -37,6 +37,7 @@ class DenseVersion:
     serials: Ints | None = None  # HNSW: row -> the graph's stored row holding its vector
     stored: int = 0  # HNSW: the graph's stored rows this version reads
     distinct: DistinctRows | None = None  # HNSW: which rows share a stored row
+    layout: Any = None  # approximate: the graph's Layout (HNSW graph or inverted file)
     # this version's latest answers: (k, query bytes) -> (rows, scores); see DenseIndex.search
     recent: dict[tuple[int, bytes], tuple[Ints, Floats]] = field(
         default_factory=dict, compare=False, repr=False

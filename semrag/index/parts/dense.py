@@ -1,4 +1,4 @@
-"""Inner-product search over chunk vectors with integer ids: exact by default, HNSW for big corpora.
+"""Inner-product search over chunk vectors with integer ids: exact, or approximate for big corpora.
 
 Readers never wait for a writer. The vectors live in buffers with room to grow, rows in id
 order; a version (:class:`DenseVersion`) is the first ``n`` rows plus a mask of the rows removed
@@ -9,8 +9,10 @@ away once they are a quarter of the rows.
 
 * ``flat`` is exact: a matrix product over the version's rows, ties to the lower id, so a
   grown index and a fresh one return the same hits.
-* ``hnsw`` (FAISS ``IndexHNSWSQ``, float16 rows by default: ``hnsw_dtype``) holds the
-  vectors itself (a version reads them in place, :class:`~semrag._buffers.StoredRows`: each
+* ``hnsw`` (FAISS ``IndexHNSWSQ``, float16 rows by default: ``hnsw_dtype``) and ``ivf``
+  (an inverted file of product-quantised codes re-ranked on float16 rows,
+  :class:`~semrag.index.parts._approximate.ListsLayout`) hold the
+  vectors themselves (a version reads them in place, :class:`~semrag._buffers.StoredRows`: each
   vector is held once, in half the bytes, with the same neighbours), and identical
   vectors once: rows that repeat a vector (boilerplate, a text under two ids, an edited
   document's unchanged chunks) share its stored row, and a hit on it stands for each of
@@ -20,12 +22,17 @@ away once they are a quarter of the rows.
   that an insert holds alone, for the few milliseconds it takes to insert a change's
   vectors.
 * ``auto`` (the default of :class:`~semrag.index.SemanticIndex`) is ``flat`` until a change
-  takes the index to :data:`AUTO_HNSW_ROWS` rows, then ``hnsw``: that change builds the
-  graph over every row, once (versions before it keep reading their exact rows). An exact
-  search reads every vector, so its cost grows with the corpus (a dense search of 384-d
-  chunk vectors on 2 cores: 3.3 ms p50 at 47,803 chunks, 9.0 ms at 94,232;
-  benchmarks/RESULTS.md, "Scale"); an HNSW search grows as log n (1.1 ms at 94,232). A
-  version shrunk below the threshold by compaction is exact again.
+  takes the index to :data:`AUTO_APPROXIMATE_ROWS` rows, then ``approximate`` (``"ivf"`` by
+  default): that change builds the structure over every row, once (versions before it
+  keep reading their exact rows). An exact search reads every vector, so its cost grows
+  with the corpus (a dense search of 384-d chunk vectors on 2 cores: 3.3 ms p50 at 47,803
+  chunks, 9.0 ms at 94,232; benchmarks/RESULTS.md, "Scale"). The inverted file is the
+  default because it builds in a fraction of an HNSW graph's time, and its build grows as
+  the rows do, not faster (benchmarks/RESULTS.md, "HNSW growth";
+  :mod:`semrag.index.parts._approximate`). A version shrunk below the threshold by
+  compaction is exact again.
+* ``ivf`` needs rows to train on: an index of fewer than :data:`MIN_IVF_ROWS` rows is
+  exact.
 """
 
 from __future__ import annotations
@@ -39,12 +46,19 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from semrag._buffers import HNSW_DTYPES, StoredRows, hnsw_graph, insert_rows, stored_dtype
+from semrag._buffers import HNSW_DTYPES, StoredRows, insert_rows, stored_dtype
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, EmbeddingError, StoreError
 from semrag.index._top_k import query_matrix, top_k
 from semrag.index.change import Change
+from semrag.index.parts._approximate import (
+    TRAIN_ROWS,
+    GraphLayout,
+    Layout,
+    ListsLayout,
+    layout_of_saved,
+)
 from semrag.index.parts._dense_version import (
     DenseVersion,
     Placed,
@@ -54,7 +68,7 @@ from semrag.index.parts._dense_version import (
 )
 from semrag.index.parts._distinct import DistinctRows
 
-__all__ = ["AUTO_HNSW_ROWS", "DenseIndex", "query_matrix", "top_k"]
+__all__ = ["AUTO_APPROXIMATE_ROWS", "MIN_IVF_ROWS", "DenseIndex", "query_matrix", "top_k"]
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
@@ -62,10 +76,13 @@ Floats = npt.NDArray[np.float32]
 _CELLS = 1 << 24  # float32 scores per block of an exact search (64 MB)
 _BLOCK = 1 << 16  # rows placed in an HNSW graph at a time
 _RECENT = 32  # answers a version keeps (DenseIndex.search)
-AUTO_HNSW_ROWS = 50_000
+AUTO_APPROXIMATE_ROWS = 50_000
 """Rows at which ``kind="auto"`` turns approximate: an exact search over this many 384-d
 vectors takes about 3.5 ms p50 on 2 cores, and retrievers search more than once (IAR three
 times), so past it the cost of reading every vector is most of a query's."""
+MIN_IVF_ROWS = TRAIN_ROWS
+"""Rows an inverted file needs to train its codebooks: ``kind="ivf"`` is exact below them."""
+APPROXIMATE = ("ivf", "hnsw")
 
 
 class DenseIndex:
@@ -73,16 +90,26 @@ class DenseIndex:
 
     Args:
         dim: vector dimension.
-        kind: ``"flat"`` (exact, the default), ``"hnsw"`` (approximate, for large corpora)
-            or ``"auto"`` (exact until ``hnsw_from`` rows, then approximate).
+        kind: ``"flat"`` (exact, the default), ``"ivf"`` or ``"hnsw"`` (approximate, for
+            large corpora) or ``"auto"`` (exact until ``approximate_from`` rows, then
+            ``approximate``).
         hnsw_m: HNSW graph degree.
         ef_search: HNSW search breadth (higher = more exact, slower).
         ef_construction: HNSW build breadth.
-        hnsw_from: rows at which ``kind="auto"`` builds its HNSW graph (default
-            :data:`AUTO_HNSW_ROWS`).
-        hnsw_dtype: what a new HNSW graph stores each value as: ``"float16"`` (the
-            default: half the memory, the same neighbours) or ``"float32"``. Vectors read
-            back from a graph (:meth:`vectors_of`) are its stored values, as float32.
+        approximate_from: rows at which ``kind="auto"`` turns approximate (default
+            :data:`AUTO_APPROXIMATE_ROWS`; at least :data:`MIN_IVF_ROWS` for ``"ivf"``).
+        hnsw_dtype: what the approximate structure stores each value as: ``"float16"``
+            (the default: half the memory, the same neighbours) or ``"float32"``. Vectors
+            read back from it (:meth:`vectors_of`) are its stored values, as float32.
+        approximate: what ``kind="auto"`` turns into: ``"ivf"`` (the default) or
+            ``"hnsw"`` (the default of a config that names ``hnsw_from``: what such an
+            index turned into when it was saved).
+        ivf_lists: the inverted file's lists (fewer when it trains on fewer than 39 rows
+            a list).
+        nprobe: the lists an inverted-file search scans (higher = more exact, slower).
+        refine_factor: an inverted-file search re-ranks ``refine_factor * k`` candidates
+            on the stored rows.
+        hnsw_from: the old name of ``approximate_from`` (read from saves made before it).
     """
 
     def __init__(
@@ -93,34 +120,83 @@ class DenseIndex:
         hnsw_m: int = 32,
         ef_search: int = 128,
         ef_construction: int = 80,
-        hnsw_from: int | None = None,
+        approximate_from: int | None = None,
         hnsw_dtype: str = "float16",
+        approximate: str | None = None,
+        ivf_lists: int = 1024,
+        nprobe: int = 256,
+        refine_factor: int = 32,
+        hnsw_from: int | None = None,
     ) -> None:
-        hnsw_from = AUTO_HNSW_ROWS if hnsw_from is None else hnsw_from
+        if approximate is None:
+            approximate = "ivf" if hnsw_from is None else "hnsw"
+        if approximate_from is None:
+            approximate_from = AUTO_APPROXIMATE_ROWS if hnsw_from is None else hnsw_from
         if dim < 1:
             raise ConfigError(f"dim must be >= 1, got {dim}")
-        if kind not in ("flat", "hnsw", "auto"):
-            raise ConfigError(f"kind must be 'flat', 'hnsw' or 'auto', got {kind!r}")
-        if hnsw_from < 1:
-            raise ConfigError(f"hnsw_from must be >= 1, got {hnsw_from}")
+        if kind not in ("flat", "ivf", "hnsw", "auto"):
+            raise ConfigError(f"kind must be 'flat', 'ivf', 'hnsw' or 'auto', got {kind!r}")
+        if approximate not in APPROXIMATE:
+            raise ConfigError(f"approximate must be 'ivf' or 'hnsw', got {approximate!r}")
+        if approximate_from < 1:
+            raise ConfigError(f"approximate_from must be >= 1, got {approximate_from}")
+        if kind == "auto" and approximate == "ivf" and approximate_from < MIN_IVF_ROWS:
+            raise ConfigError(
+                f"approximate_from must be >= {MIN_IVF_ROWS} for an inverted file (the rows "
+                f"it trains on), got {approximate_from}; or approximate='hnsw'"
+            )
         if hnsw_dtype not in HNSW_DTYPES:
             raise ConfigError(f"hnsw_dtype must be 'float16' or 'float32', got {hnsw_dtype!r}")
         self.dim = dim
         self.kind = kind
         self.hnsw_m = hnsw_m
-        self.ef_search = ef_search
         self.ef_construction = ef_construction
-        self.hnsw_from, self.hnsw_dtype = hnsw_from, hnsw_dtype
+        self.approximate_from, self.hnsw_dtype = approximate_from, hnsw_dtype
+        self.approximate_kind = approximate if kind == "auto" else kind
+        self._graph_layout = GraphLayout(hnsw_m, ef_construction, ef_search, hnsw_dtype)
+        self._lists_layout = ListsLayout(ivf_lists, nprobe, refine_factor, hnsw_dtype)
         self._id_buf = np.zeros(0, dtype=np.int64)
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
         self._version = DenseVersion(self._id_buf, self._vec_buf, None, 0)
-        self._hnsw: Any = None  # the graph holding the newest rows' vectors (HNSW only)
-        self._distinct: DistinctRows | None = None  # which stored row holds each row (HNSW)
+        self._hnsw: Any = None  # the structure holding the newest rows' vectors (approximate)
+        self._distinct: DistinctRows | None = None  # which stored row holds each row
         self._hnsw_lock = RWLock()  # searches share it; an insert holds it alone
         self._write_lock = threading.Lock()  # one change at a time
 
     def __len__(self) -> int:
         return self._version.live
+
+    @property
+    def ef_search(self) -> int:
+        """HNSW search breadth (settable: the next searches use it)."""
+        return self._graph_layout.ef_search
+
+    @ef_search.setter
+    def ef_search(self, value: int) -> None:
+        self._graph_layout.ef_search = value
+
+    @property
+    def nprobe(self) -> int:
+        """The lists an inverted-file search scans (settable: the next searches use it)."""
+        return self._lists_layout.nprobe
+
+    @nprobe.setter
+    def nprobe(self, value: int) -> None:
+        self._lists_layout.nprobe = value
+
+    @property
+    def breadth(self) -> tuple[str, int]:
+        """What the current version's approximate search scans, and how much of it.
+
+        ``("ef_search", n)`` for an HNSW graph, ``("nprobe", n)`` for an inverted file,
+        ``("exact", rows)`` for an exact version.
+        """
+        layout = self._version.layout
+        if layout is None:
+            return "exact", self._version.live
+        if layout is self._graph_layout:
+            return "ef_search", self.ef_search
+        return "nprobe", self.nprobe
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -224,10 +300,7 @@ class DenseIndex:
         return rows, top
 
     def _hnsw_search(self, v: DenseVersion, q: Floats, k: int) -> tuple[Ints, Floats]:
-        faiss = _faiss()
-        params = faiss.SearchParametersHNSW(
-            sel=faiss.IDSelectorBitmap(v.bitmap), efSearch=max(self.ef_search, k)
-        )
+        params = cast(Layout, v.layout).params(v.bitmap, k)
         with self._hnsw_lock.read():
             top, found = v.graph.search(q, k, params=params)
         found, top = found.astype(np.int64), top.astype(np.float32)
@@ -386,24 +459,41 @@ class DenseIndex:
         )
 
     def _graph_for(self, rows: int) -> bool:
-        """Whether a version of ``rows`` rows keeps its vectors in an HNSW graph."""
-        return self.kind == "hnsw" or (self.kind == "auto" and rows >= self.hnsw_from)
+        """Whether a version of ``rows`` rows keeps its vectors in an approximate structure."""
+        if self.kind == "auto":
+            return rows >= self.approximate_from
+        return self.kind == "hnsw" or (self.kind == "ivf" and rows >= MIN_IVF_ROWS)
 
     @property
     def approximate(self) -> bool:
-        """Whether searches of the current version are approximate (an HNSW graph)."""
+        """Whether searches of the current version are approximate (HNSW or IVF)."""
         return self._version.graph is not None
 
-    def _new_hnsw(self) -> Any:
-        index = hnsw_graph(self.dim, self.hnsw_m, self.ef_construction, self.hnsw_dtype)
-        index.hnsw.efSearch = self.ef_search
-        return index
+    def _layout(self) -> Layout:
+        """The structure a new approximate version keeps its rows in."""
+        return self._graph_layout if self.approximate_kind == "hnsw" else self._lists_layout
+
+    def _new_hnsw(self, rows: Any, more: Any = None) -> tuple[Any, Layout]:
+        """A new approximate structure for ``rows`` (then ``more``), and its layout.
+
+        An inverted file trains on a seeded sample of them (:data:`TRAIN_ROWS` at least).
+        """
+        layout = self._layout()
+        total = rows.shape[0] + (0 if more is None else more.shape[0])
+        take = min(total, layout.train_rows)
+        pick = np.sort(np.random.default_rng(0).choice(total, take, replace=False))
+        first = pick[pick < rows.shape[0]]
+        sample = np.asarray(rows[first], np.float32)
+        if more is not None:
+            sample = np.concatenate([sample, more[pick[first.size :] - rows.shape[0]]])
+        return layout.empty(self.dim, sample), layout
 
     def _in_graph(
         self, base: DenseVersion | None, ids: Ints, new: Floats, dead: Any, live: int
     ) -> DenseVersion:
-        """HNSW: the version whose rows are ``base``'s then ``new``, their vectors in a graph.
+        """The version whose rows are ``base``'s then ``new``, their vectors in a graph.
 
+        (A graph here: the approximate structure, an HNSW graph or an inverted file.)
         ``base``'s graph takes the new vectors when nothing was stored past ``base`` (a
         dropped stage may have stored some); otherwise, and without ``base``, a new graph
         holds them all, and versions that read the old one keep it. A vector the graph
@@ -414,42 +504,46 @@ class DenseIndex:
         if (
             base is not None
             and graph is not None
+            and base.layout is not None
             and base.serials is not None
             and graph.ntotal == base.stored
         ):
+            layout = base.layout
             state = self._distinct
             if state is None or state.graph is not graph or state.rows != base.n:
                 # loaded, or a dropped stage placed rows it stored nothing for: state again
-                state = DistinctRows.of(graph, base.serials, self._reader(graph), base.stored)
-            held = [base.serials, self._placed(state, new, locked=True)]
+                read = self._reader(graph, layout)
+                state = DistinctRows.of(graph, base.serials, read, base.stored)
+            held = [base.serials, self._placed(state, layout, new, locked=True)]
         else:
-            graph = self._new_hnsw()
+            graph, layout = self._new_hnsw(new if base is None else base.vectors, base and new)
             state = DistinctRows(graph)
             held = []
             if base is not None:
                 rows_before = base.vectors
                 held = [
-                    self._placed(state, rows_before[a : a + _BLOCK], locked=False)
+                    self._placed(state, layout, rows_before[a : a + _BLOCK], locked=False)
                     for a in range(0, base.n, _BLOCK)
                 ]
-            held.append(self._placed(state, new, locked=False))
+            held.append(self._placed(state, layout, new, locked=False))
         self._hnsw, self._distinct = graph, state
         serials = np.concatenate(held)
-        rows = self._stored(graph, serials)
+        rows = self._stored(graph, layout, serials)
         v = DenseVersion(ids, rows, dead, live, graph, serials=serials, stored=state.stored)
-        return self._finished(replace(v, distinct=state))
+        return self._finished(replace(v, distinct=state, layout=layout))
 
-    def _placed(self, state: DistinctRows, vectors: Any, *, locked: bool) -> Ints:
+    def _placed(self, state: DistinctRows, layout: Layout, vectors: Any, *, locked: bool) -> Ints:
         """The stored rows of ``vectors`` (the next rows); inserts the ones the graph lacks.
 
         ``locked``: insert under the lock searches share (the graph is being read).
         """
-        out, dtype = [np.zeros(0, np.int64)], stored_dtype(state.graph, self.dim)
+        storage = layout.storage(state.graph)
+        out, dtype = [np.zeros(0, np.int64)], stored_dtype(state.graph, self.dim, storage=storage)
         for a in range(0, vectors.shape[0], _BLOCK):
             block = np.ascontiguousarray(vectors[a : a + _BLOCK], dtype=np.float32)
             if dtype != block.dtype:  # as the graph stores them, so equal rows hash equal
                 block = block.astype(dtype).astype(np.float32)
-            serials, novel = state.place(block, self._reader(state.graph))
+            serials, novel = state.place(block, self._reader(state.graph, layout))
             if novel.size and locked:
                 with self._hnsw_lock.write():  # FAISS cannot search a graph while it inserts
                     insert_rows(state.graph, block[novel])
@@ -458,13 +552,15 @@ class DenseIndex:
             out.append(serials)
         return np.concatenate(out)
 
-    def _stored(self, graph: Any, serials: Ints) -> StoredRows:
+    def _stored(self, graph: Any, layout: Layout, serials: Ints) -> StoredRows:
         """The rows ``serials`` of ``graph``, read in place, as the graph stores them."""
-        return StoredRows(graph, self._hnsw_lock, serials, stored_dtype(graph, self.dim), self.dim)
+        storage = layout.storage(graph)
+        dtype = stored_dtype(graph, self.dim, storage=storage)
+        return StoredRows(graph, self._hnsw_lock, serials, dtype, self.dim, storage=storage)
 
-    def _reader(self, graph: Any) -> Callable[[Ints], Floats]:
+    def _reader(self, graph: Any, layout: Layout) -> Callable[[Ints], Floats]:
         """Reads a graph's stored rows as float32 (a copy of the rows asked for)."""
-        return lambda serials: np.asarray(self._stored(graph, serials), np.float32)
+        return lambda serials: np.asarray(self._stored(graph, layout, serials), np.float32)
 
     def _finished(self, v: DenseVersion) -> DenseVersion:
         """``v`` with its selector of live stored rows (flat: ``v`` as it is)."""
@@ -474,12 +570,13 @@ class DenseIndex:
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, directory: Path, *, prefix: str = "dense") -> list[str]:
-        """Write ``dense_ids.npy``, ``dense_vectors.npy`` (and HNSW's files).
+        """Write ``dense_ids.npy``, ``dense_vectors.npy`` (and the approximate structure's files).
 
-        HNSW: ``dense.faiss``, the graph, and ``dense_serials.npy``, its stored row of each row.
+        Approximate: ``dense.faiss``, the HNSW graph or inverted file, and
+        ``dense_serials.npy``, its stored row of each row.
 
         The rows are the current version's, removed rows included (``dense_dead.npy``
-        marks them), so a saved HNSW graph stays aligned with them. ``prefix`` replaces
+        marks them), so a saved graph stays aligned with them. ``prefix`` replaces
         ``dense`` in the names (another dense index in the same directory).
         """
         v = self._version
@@ -494,8 +591,8 @@ class DenseIndex:
             with self._hnsw_lock.read():
                 graph, serials = v.graph, v.serials
                 if serials is None or graph.ntotal != v.stored:  # a staged change's vectors too
-                    graph = self._new_hnsw()
-                    serials = self._placed(DistinctRows(graph), v.vectors, locked=False)
+                    graph, layout = self._new_hnsw(v.vectors)
+                    serials = self._placed(DistinctRows(graph), layout, v.vectors, locked=False)
                 faiss.write_index(graph, str(directory / f"{prefix}.faiss"))
             np.save(directory / f"{prefix}_serials.npy", serials, allow_pickle=False)
             files += [f"{prefix}.faiss", f"{prefix}_serials.npy"]
@@ -527,33 +624,33 @@ class DenseIndex:
         index._vec_buf = np.ascontiguousarray(vectors, dtype=np.float32)
         live = int(ids.size - (dead.sum() if dead is not None else 0))
         faiss_file = directory / f"{prefix}.faiss"
-        hnsw = index.kind == "hnsw" or (index.kind == "auto" and faiss_file.exists())
-        if hnsw and ids.size:
+        approximate = faiss_file.exists() if index.kind == "auto" else index._graph_for(ids.size)
+        if approximate and ids.size:
             index._vec_buf = np.zeros((0, index.dim), np.float32)
             graph = index._saved_graph(faiss_file, directory / f"{prefix}_serials.npy", ids.size)
             if graph is None:  # a format-2 save wrapped the graph in an id map: rebuild once
                 index._version = index._in_graph(None, index._id_buf, vectors, dead, live)
                 return index
-            graph, serials = graph
-            read = index._reader(graph)
+            graph, serials, layout = graph
+            read = index._reader(graph, layout)
             for a in range(0, ids.size, _BLOCK):  # the graph holds the rows: the same ones
                 if not np.array_equal(read(serials[a : a + _BLOCK]), vectors[a : a + _BLOCK]):
                     raise StoreError(f"{faiss_file} and {prefix}_vectors.npy hold other vectors")
             state = DistinctRows.of(graph, serials, read, int(graph.ntotal))
             index._hnsw, index._distinct = graph, state
-            rows = index._stored(graph, serials)
+            rows = index._stored(graph, layout, serials)
             v = DenseVersion(
                 index._id_buf, rows, dead, live, graph, serials=serials, stored=state.stored
             )
-            index._version = index._finished(replace(v, distinct=state))
+            index._version = index._finished(replace(v, distinct=state, layout=layout))
             return index
         index._version = index._finished(DenseVersion(index._id_buf, index._vec_buf, dead, live))
         return index
 
     def _saved_graph(
         self, faiss_file: Path, serials_file: Path, rows: int
-    ) -> tuple[Any, Ints] | None:
-        """The saved HNSW graph and the stored row of each row (``None``: rebuild it).
+    ) -> tuple[Any, Ints, Layout] | None:
+        """The saved graph, the stored row of each row and its layout (``None``: rebuild it).
 
         A save without ``dense_serials.npy`` (before identical vectors were stored once)
         stored one row per row.
@@ -561,7 +658,8 @@ class DenseIndex:
         if not faiss_file.exists():
             return None
         graph = _faiss().read_index(str(faiss_file))  # comes back as its own class
-        if not hasattr(graph, "hnsw"):
+        layout = layout_of_saved(graph, self._graph_layout, self._lists_layout)
+        if layout is None:
             return None
         serials = np.arange(rows, dtype=np.int64)
         if serials_file.exists():
@@ -572,8 +670,7 @@ class DenseIndex:
             raise StoreError(f"{serials_file} does not match the ids")
         if rows and (serials.min() < 0 or serials.max() >= graph.ntotal):
             raise StoreError(f"{faiss_file} holds {graph.ntotal} vectors, fewer than its rows name")
-        graph.hnsw.efSearch = self.ef_search
-        return graph, serials
+        return graph, serials, layout
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments, for persistence."""
@@ -583,8 +680,12 @@ class DenseIndex:
             "hnsw_m": self.hnsw_m,
             "ef_search": self.ef_search,
             "ef_construction": self.ef_construction,
-            "hnsw_from": self.hnsw_from,
+            "approximate_from": self.approximate_from,
             "hnsw_dtype": self.hnsw_dtype,
+            "approximate": self.approximate_kind if self.kind == "auto" else "ivf",
+            "ivf_lists": self._lists_layout.lists,
+            "nprobe": self.nprobe,
+            "refine_factor": self._lists_layout.refine,
         }
 
     def __repr__(self) -> str:

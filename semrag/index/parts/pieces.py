@@ -135,14 +135,17 @@ class PieceIndex:
         tokenizer: the index chunker's tokenizer (counts and offsets of tokens).
         embedder: embeds the pieces.
         kind: the index's dense kind: the pieces' dense index is of the same kind
-            (``"hnsw"``, ``"auto"``), or exact for any other (``"flat"``, a vector store's).
+            (``"ivf"``, ``"hnsw"``, ``"auto"``), or exact for any other (``"flat"``, a
+            vector store's).
     """
 
     def __init__(self, split: tuple[int, int], tokenizer: Any, embedder: Any, kind: str) -> None:
         self.split = check_split("PieceIndex", split)
         self.tokenizer = tokenizer
         self.embedder = embedder
-        self.dense = DenseIndex(embedder.dim, kind=kind if kind in ("hnsw", "auto") else "flat")
+        self.dense = DenseIndex(
+            embedder.dim, kind=kind if kind in ("ivf", "hnsw", "auto") else "flat"
+        )
         self._docs: dict[str, _DocPieces] = {}
         # the documents with pieces by first id, for lookups (replaced whole by a change)
         self._where: tuple[list[int], list[_DocPieces]] = ([], [])
