@@ -38,7 +38,7 @@ away once they are a quarter of the rows.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -46,19 +46,16 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from semrag._buffers import HNSW_DTYPES, StoredRows, insert_rows, stored_dtype
-from semrag._deps import faiss as _faiss
-from semrag._rwlock import RWLock
+from semrag._buffers import HNSW_DTYPES, StoredRows
 from semrag.errors import ConfigError, EmbeddingError, StoreError
 from semrag.index._top_k import query_matrix, top_k
 from semrag.index.change import Change
 from semrag.index.parts._approximate import (
     TRAIN_ROWS,
     GraphLayout,
-    Layout,
     ListsLayout,
-    layout_of_saved,
 )
+from semrag.index.parts._approximate_rows import ApproximateRows
 from semrag.index.parts._dense_version import (
     DenseVersion,
     Placed,
@@ -66,7 +63,6 @@ from semrag.index.parts._dense_version import (
     live_bitmap,
     same_start,
 )
-from semrag.index.parts._distinct import DistinctRows
 
 __all__ = ["AUTO_APPROXIMATE_ROWS", "MIN_IVF_ROWS", "DenseIndex", "query_matrix", "top_k"]
 
@@ -153,14 +149,12 @@ class DenseIndex:
         self.ef_construction = ef_construction
         self.approximate_from, self.hnsw_dtype = approximate_from, hnsw_dtype
         self.approximate_kind = approximate if kind == "auto" else kind
-        self._graph_layout = GraphLayout(hnsw_m, ef_construction, ef_search, hnsw_dtype)
-        self._lists_layout = ListsLayout(ivf_lists, nprobe, refine_factor, hnsw_dtype)
         self._id_buf = np.zeros(0, dtype=np.int64)
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
         self._version = DenseVersion(self._id_buf, self._vec_buf, None, 0)
-        self._hnsw: Any = None  # the structure holding the newest rows' vectors (approximate)
-        self._distinct: DistinctRows | None = None  # which stored row holds each row
-        self._hnsw_lock = RWLock()  # searches share it; an insert holds it alone
+        graph = GraphLayout(hnsw_m, ef_construction, ef_search, hnsw_dtype)
+        lists = ListsLayout(ivf_lists, nprobe, refine_factor, hnsw_dtype)
+        self._rows = ApproximateRows(dim, graph, lists, self.approximate_kind)
         self._write_lock = threading.Lock()  # one change at a time
 
     def __len__(self) -> int:
@@ -169,20 +163,20 @@ class DenseIndex:
     @property
     def ef_search(self) -> int:
         """HNSW search breadth (settable: the next searches use it)."""
-        return self._graph_layout.ef_search
+        return self._rows.graph_layout.ef_search
 
     @ef_search.setter
     def ef_search(self, value: int) -> None:
-        self._graph_layout.ef_search = value
+        self._rows.graph_layout.ef_search = value
 
     @property
     def nprobe(self) -> int:
         """The lists an inverted-file search scans (settable: the next searches use it)."""
-        return self._lists_layout.nprobe
+        return self._rows.lists_layout.nprobe
 
     @nprobe.setter
     def nprobe(self, value: int) -> None:
-        self._lists_layout.nprobe = value
+        self._rows.lists_layout.nprobe = value
 
     @property
     def breadth(self) -> tuple[str, int]:
@@ -194,9 +188,7 @@ class DenseIndex:
         layout = self._version.layout
         if layout is None:
             return "exact", self._version.live
-        if layout is self._graph_layout:
-            return "ef_search", self.ef_search
-        return "nprobe", self.nprobe
+        return self._rows.breadth(layout)
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -273,7 +265,7 @@ class DenseIndex:
         answers = {key: hit for key in keys if (hit := recent.get(key)) is not None}
         todo = [i for i, key in enumerate(keys) if key not in answers]
         if todo:
-            search = self._exact_search if v.graph is None else self._hnsw_search
+            search = self._exact_search if v.graph is None else self._rows.search
             found_rows, found_top = search(v, q[todo], kk)
             if len(recent) + len(todo) > _RECENT:
                 recent.clear()
@@ -298,15 +290,6 @@ class DenseIndex:
                 sims[:, v.dead] = -np.inf
             rows[a:b], top[a:b] = top_k(sims, k)
         return rows, top
-
-    def _hnsw_search(self, v: DenseVersion, q: Floats, k: int) -> tuple[Ints, Floats]:
-        params = cast(Layout, v.layout).params(v.bitmap, k)
-        with self._hnsw_lock.read():
-            top, found = v.graph.search(q, k, params=params)
-        found, top = found.astype(np.int64), top.astype(np.float32)
-        if v.distinct is None:  # no rows
-            return found, top
-        return v.distinct.rows_of(found, top, k, v.n, v.dead)
 
     # -- changing -----------------------------------------------------------------------------
     def stage(self, change: Change, *, placed: Placed | None = None) -> StagedVersion:
@@ -438,7 +421,9 @@ class DenseIndex:
         self._id_buf[n:need] = ids  # past the rows any version reads
         dead = None if v.dead is None else np.concatenate([v.dead, np.zeros(ids.size, bool)])
         if hnsw:
-            out = self._in_graph(v, self._id_buf[:need], vecs, dead, v.live + ids.size)
+            out = self._finished(
+                self._rows.version(v, self._id_buf[:need], vecs, dead, v.live + ids.size)
+            )
             if v.graph is None:  # "auto" turned approximate: the graph holds every row now
                 self._vec_buf = np.zeros((0, self.dim), np.float32)
             return out
@@ -451,7 +436,8 @@ class DenseIndex:
         self._id_buf = np.empty(capacity, np.int64)
         self._id_buf[: ids.size] = ids
         if self._graph_for(ids.size):
-            return self._in_graph(None, self._id_buf[: ids.size], vectors, None, int(ids.size))
+            held = self._rows.version(None, self._id_buf[: ids.size], vectors, None, ids.size)
+            return self._finished(held)
         self._vec_buf = np.empty((capacity, self.dim), np.float32)
         self._vec_buf[: ids.size] = vectors
         return DenseVersion(
@@ -468,99 +454,6 @@ class DenseIndex:
     def approximate(self) -> bool:
         """Whether searches of the current version are approximate (HNSW or IVF)."""
         return self._version.graph is not None
-
-    def _layout(self) -> Layout:
-        """The structure a new approximate version keeps its rows in."""
-        return self._graph_layout if self.approximate_kind == "hnsw" else self._lists_layout
-
-    def _new_hnsw(self, rows: Any, more: Any = None) -> tuple[Any, Layout]:
-        """A new approximate structure for ``rows`` (then ``more``), and its layout.
-
-        An inverted file trains on a seeded sample of them (:data:`TRAIN_ROWS` at least).
-        """
-        layout = self._layout()
-        total = rows.shape[0] + (0 if more is None else more.shape[0])
-        take = min(total, layout.train_rows)
-        pick = np.sort(np.random.default_rng(0).choice(total, take, replace=False))
-        first = pick[pick < rows.shape[0]]
-        sample = np.asarray(rows[first], np.float32)
-        if more is not None:
-            sample = np.concatenate([sample, more[pick[first.size :] - rows.shape[0]]])
-        return layout.empty(self.dim, sample), layout
-
-    def _in_graph(
-        self, base: DenseVersion | None, ids: Ints, new: Floats, dead: Any, live: int
-    ) -> DenseVersion:
-        """The version whose rows are ``base``'s then ``new``, their vectors in a graph.
-
-        (A graph here: the approximate structure, an HNSW graph or an inverted file.)
-        ``base``'s graph takes the new vectors when nothing was stored past ``base`` (a
-        dropped stage may have stored some); otherwise, and without ``base``, a new graph
-        holds them all, and versions that read the old one keep it. A vector the graph
-        holds already is not stored again (:class:`~semrag.index.parts._distinct.DistinctRows`).
-        """
-        graph = base.graph if base is not None else None
-        held: list[Ints]
-        if (
-            base is not None
-            and graph is not None
-            and base.layout is not None
-            and base.serials is not None
-            and graph.ntotal == base.stored
-        ):
-            layout = base.layout
-            state = self._distinct
-            if state is None or state.graph is not graph or state.rows != base.n:
-                # loaded, or a dropped stage placed rows it stored nothing for: state again
-                read = self._reader(graph, layout)
-                state = DistinctRows.of(graph, base.serials, read, base.stored)
-            held = [base.serials, self._placed(state, layout, new, locked=True)]
-        else:
-            graph, layout = self._new_hnsw(new if base is None else base.vectors, base and new)
-            state = DistinctRows(graph)
-            held = []
-            if base is not None:
-                rows_before = base.vectors
-                held = [
-                    self._placed(state, layout, rows_before[a : a + _BLOCK], locked=False)
-                    for a in range(0, base.n, _BLOCK)
-                ]
-            held.append(self._placed(state, layout, new, locked=False))
-        self._hnsw, self._distinct = graph, state
-        serials = np.concatenate(held)
-        rows = self._stored(graph, layout, serials)
-        v = DenseVersion(ids, rows, dead, live, graph, serials=serials, stored=state.stored)
-        return self._finished(replace(v, distinct=state, layout=layout))
-
-    def _placed(self, state: DistinctRows, layout: Layout, vectors: Any, *, locked: bool) -> Ints:
-        """The stored rows of ``vectors`` (the next rows); inserts the ones the graph lacks.
-
-        ``locked``: insert under the lock searches share (the graph is being read).
-        """
-        storage = layout.storage(state.graph)
-        out, dtype = [np.zeros(0, np.int64)], stored_dtype(state.graph, self.dim, storage=storage)
-        for a in range(0, vectors.shape[0], _BLOCK):
-            block = np.ascontiguousarray(vectors[a : a + _BLOCK], dtype=np.float32)
-            if dtype != block.dtype:  # as the graph stores them, so equal rows hash equal
-                block = block.astype(dtype).astype(np.float32)
-            serials, novel = state.place(block, self._reader(state.graph, layout))
-            if novel.size and locked:
-                with self._hnsw_lock.write():  # FAISS cannot search a graph while it inserts
-                    insert_rows(state.graph, block[novel])
-            elif novel.size:
-                insert_rows(state.graph, block[novel])
-            out.append(serials)
-        return np.concatenate(out)
-
-    def _stored(self, graph: Any, layout: Layout, serials: Ints) -> StoredRows:
-        """The rows ``serials`` of ``graph``, read in place, as the graph stores them."""
-        storage = layout.storage(graph)
-        dtype = stored_dtype(graph, self.dim, storage=storage)
-        return StoredRows(graph, self._hnsw_lock, serials, dtype, self.dim, storage=storage)
-
-    def _reader(self, graph: Any, layout: Layout) -> Callable[[Ints], Floats]:
-        """Reads a graph's stored rows as float32 (a copy of the rows asked for)."""
-        return lambda serials: np.asarray(self._stored(graph, layout, serials), np.float32)
 
     def _finished(self, v: DenseVersion) -> DenseVersion:
         """``v`` with its selector of live stored rows (flat: ``v`` as it is)."""
@@ -587,13 +480,7 @@ class DenseIndex:
             np.save(directory / f"{prefix}_dead.npy", v.dead, allow_pickle=False)
             files.append(f"{prefix}_dead.npy")
         if v.graph is not None and v.n:
-            faiss = _faiss()
-            with self._hnsw_lock.read():
-                graph, serials = v.graph, v.serials
-                if serials is None or graph.ntotal != v.stored:  # a staged change's vectors too
-                    graph, layout = self._new_hnsw(v.vectors)
-                    serials = self._placed(DistinctRows(graph), layout, v.vectors, locked=False)
-                faiss.write_index(graph, str(directory / f"{prefix}.faiss"))
+            serials = self._rows.write(v, directory / f"{prefix}.faiss")
             np.save(directory / f"{prefix}_serials.npy", serials, allow_pickle=False)
             files += [f"{prefix}.faiss", f"{prefix}_serials.npy"]
         return files
@@ -627,50 +514,12 @@ class DenseIndex:
         approximate = faiss_file.exists() if index.kind == "auto" else index._graph_for(ids.size)
         if approximate and ids.size:
             index._vec_buf = np.zeros((0, index.dim), np.float32)
-            graph = index._saved_graph(faiss_file, directory / f"{prefix}_serials.npy", ids.size)
-            if graph is None:  # a format-2 save wrapped the graph in an id map: rebuild once
-                index._version = index._in_graph(None, index._id_buf, vectors, dead, live)
-                return index
-            graph, serials, layout = graph
-            read = index._reader(graph, layout)
-            for a in range(0, ids.size, _BLOCK):  # the graph holds the rows: the same ones
-                if not np.array_equal(read(serials[a : a + _BLOCK]), vectors[a : a + _BLOCK]):
-                    raise StoreError(f"{faiss_file} and {prefix}_vectors.npy hold other vectors")
-            state = DistinctRows.of(graph, serials, read, int(graph.ntotal))
-            index._hnsw, index._distinct = graph, state
-            rows = index._stored(graph, layout, serials)
-            v = DenseVersion(
-                index._id_buf, rows, dead, live, graph, serials=serials, stored=state.stored
-            )
-            index._version = index._finished(replace(v, distinct=state, layout=layout))
+            serials_file = directory / f"{prefix}_serials.npy"
+            v = index._rows.loaded(faiss_file, serials_file, index._id_buf, vectors, dead, live)
+            index._version = index._finished(v)
             return index
         index._version = index._finished(DenseVersion(index._id_buf, index._vec_buf, dead, live))
         return index
-
-    def _saved_graph(
-        self, faiss_file: Path, serials_file: Path, rows: int
-    ) -> tuple[Any, Ints, Layout] | None:
-        """The saved graph, the stored row of each row and its layout (``None``: rebuild it).
-
-        A save without ``dense_serials.npy`` (before identical vectors were stored once)
-        stored one row per row.
-        """
-        if not faiss_file.exists():
-            return None
-        graph = _faiss().read_index(str(faiss_file))  # comes back as its own class
-        layout = layout_of_saved(graph, self._graph_layout, self._lists_layout)
-        if layout is None:
-            return None
-        serials = np.arange(rows, dtype=np.int64)
-        if serials_file.exists():
-            serials = np.load(serials_file, allow_pickle=False)
-        elif graph.ntotal != rows:
-            raise StoreError(f"{faiss_file} holds {graph.ntotal} vectors, expected {rows}")
-        if serials.shape != (rows,) or serials.dtype != np.int64:
-            raise StoreError(f"{serials_file} does not match the ids")
-        if rows and (serials.min() < 0 or serials.max() >= graph.ntotal):
-            raise StoreError(f"{faiss_file} holds {graph.ntotal} vectors, fewer than its rows name")
-        return graph, serials, layout
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments, for persistence."""
@@ -683,9 +532,9 @@ class DenseIndex:
             "approximate_from": self.approximate_from,
             "hnsw_dtype": self.hnsw_dtype,
             "approximate": self.approximate_kind if self.kind == "auto" else "ivf",
-            "ivf_lists": self._lists_layout.lists,
+            "ivf_lists": self._rows.lists_layout.lists,
             "nprobe": self.nprobe,
-            "refine_factor": self._lists_layout.refine,
+            "refine_factor": self._rows.lists_layout.refine,
         }
 
     def __repr__(self) -> str:
