@@ -157,3 +157,19 @@ def test_the_default_index_turns_into_an_inverted_file_at_the_threshold(tmp_path
     loaded = SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
     assert loaded.dense.approximate and loaded.dense.breadth == index.dense.breadth
     assert [h.chunk for h in loaded.search("bees records 12", k=5)] == [h.chunk for h in hits]
+
+
+def test_a_search_for_many_hits_reranks_a_bounded_pool_and_keeps_its_order(monkeypatch):
+    """Past MOST_RERANKED candidates the pool stops growing with k; hits stay best first."""
+    import semrag.index.parts._approximate as approximate
+
+    rows = unit_rows(3000, 9)
+    index = DenseIndex(DIM, kind="ivf", ivf_lists=32, nprobe=32)
+    index.add(np.arange(3000), rows)
+    monkeypatch.setattr(approximate, "MOST_RERANKED", 400)
+    scores, ids = index.search(rows[:3], 200)  # 200 hits: a pool of 400, not 32 * 200
+    assert (ids >= 0).all() and (np.diff(scores, axis=1) <= 1e-6).all()
+    assert ids[:, 0].tolist() == [0, 1, 2]
+    bitmap = np.packbits(np.ones(8, bool))
+    assert approximate.ListsLayout(32, 32, 32, "float16").params(bitmap, 200).k_factor == 2.0
+    assert approximate.ListsLayout(32, 32, 32, "float16").params(bitmap, 10).k_factor == 32.0

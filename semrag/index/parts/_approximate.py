@@ -7,14 +7,16 @@ in how a search finds candidates:
 
 * :class:`GraphLayout`: an HNSW graph (``IndexHNSWSQ``/``IndexHNSWFlat``). Inserting a row
   searches the graph, so a build's cost per row grows with the graph: on the scale corpus's
-  chunk vectors (2 cores) 12.4 s for 99,917 rows and 216 s for 999,172, n^1.24.
+  chunk vectors (2 cores) 12.0 s for 99,917 rows and 234 s for 999,172, n^1.29; at
+  999,172 rows a search finds 88.5% of the exact top 10 in 0.69 ms (``ef_search`` 128).
 * :class:`ListsLayout`: an inverted file (``IndexIVFPQFastScan``: rows assigned to the
   nearest of ``lists`` k-means centroids, each kept as a 4-bit product-quantised code)
   whose candidates are re-ranked on the float16 rows (``IndexRefine``). The centroids and
   codebooks are trained once, on a seeded sample of the rows there are when it is made;
-  adding a row costs its distances to the centroids, whatever the size: 3.7 s for 99,917
-  rows and 14.4 s for 999,172 (n^0.59), and 92.3% of the exact top 10 at 999,172 rows in
-  1.7 ms (benchmarks/RESULTS.md, "HNSW growth").
+  adding a row costs its distances to the centroids, whatever the size: 5.0 s for 99,917
+  rows and 20.8 s for 999,172 (n^0.62; the training is most of the smaller build), and at
+  999,172 rows a search finds 92.4% of the exact top 10 in 1.5 ms (``nprobe`` 256; 96.7%
+  in 2.7 ms with 512) (benchmarks/RESULTS.md, "Dense build growth").
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from semrag.errors import ConfigError
 
 __all__ = [
     "MIN_LIST_ROWS",
+    "MOST_RERANKED",
     "TRAIN_ROWS",
     "GraphLayout",
     "Layout",
@@ -41,6 +44,11 @@ MIN_LIST_ROWS = 39
 TRAIN_ROWS = 16 * MIN_LIST_ROWS
 """The fewest rows an inverted file trains on: 4-bit codes, 16 centroids a sub-vector."""
 _TRAIN_PER_LIST = 40  # rows sampled per list to train the centroids (as FAISS suggests)
+MOST_RERANKED = 2048
+"""Candidates an inverted-file search re-ranks at most. A search for hundreds of hits (the
+walk's dense seeds) would otherwise re-rank ``refine * k`` of them: at 98,431 rows a search
+for 540 hits took 4.9 ms re-ranking 32 a hit and 1.1 ms re-ranking 4 (94.3% of the exact
+540 against 96.7%); a search for 10 re-ranks its 320 as before."""
 
 
 class Layout(Protocol):
@@ -95,7 +103,8 @@ class ListsLayout:
     """An inverted file of ``lists`` lists of 4-bit codes, re-ranked on the stored rows.
 
     A search scans the ``nprobe`` lists nearest the query and re-ranks its best
-    ``refine * k`` codes on the rows (``dtype``). Fewer lists are made when the sample is
+    ``refine * k`` codes on the rows (``dtype``), :data:`MOST_RERANKED` at most (``k`` at
+    least). Fewer lists are made when the sample is
     small (:data:`MIN_LIST_ROWS` training rows a list); it needs a few hundred rows to
     train its codebooks at all.
 
@@ -134,7 +143,8 @@ class ListsLayout:
     def params(self, bitmap: Any, k: int) -> Any:
         faiss = _faiss()
         lists = faiss.SearchParametersIVF(nprobe=self.nprobe, sel=faiss.IDSelectorBitmap(bitmap))
-        return faiss.IndexRefineSearchParameters(k_factor=self.refine, base_index_params=lists)
+        factor = max(1.0, min(float(self.refine), MOST_RERANKED / max(k, 1)))
+        return faiss.IndexRefineSearchParameters(k_factor=factor, base_index_params=lists)
 
     def storage(self, index: Any) -> Any:
         return _faiss().downcast_index(index.refine_index)
