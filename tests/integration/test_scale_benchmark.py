@@ -262,7 +262,10 @@ def test_the_quick_hnsw_growth_run_compares_one_graph_with_other_layouts(tmp_pat
     assert [int(row[4]) for row in rows if row[0].startswith("inverted")] == [64, 128, 256, 512]
     for row in rows:
         small, large = float(row[1].replace(",", "")), float(row[2].replace(",", ""))
-        assert 0 < small and 0 < large
-        grew = np.log(large / small) / np.log(n / (n // 10))
-        assert float(row[3]) == pytest.approx(grew, abs=0.1)
+        # the inverted file is exact below its 624 training rows: the smaller build (about
+        # 200 rows) only copies them, and may round to 0 s
+        assert 0 < large and (0 < small or row[0].startswith("inverted"))
+        if small > 0:
+            grew = np.log(large / small) / np.log(n / (n // 10))
+            assert float(row[3]) == pytest.approx(grew, abs=0.1)
         assert 0.5 <= float(row[6]) <= 1.0  # recall@10 of exact on small indexes

@@ -59,9 +59,10 @@ def test_a_version_answers_a_repeated_query_once(monkeypatch, kind):
     rng = np.random.default_rng(0)
     idx.add(list(range(30)), rng.normal(size=(30, 4)).astype(np.float32))
     searched = []
-    method = "_hnsw_search" if kind == "hnsw" else "_exact_search"
-    inner = getattr(idx, method)
-    monkeypatch.setattr(idx, method, lambda v, q, k: searched.append(len(q)) or inner(v, q, k))
+    # the approximate structure's search (ApproximateRows), or the exact one's
+    owner, method = (idx._rows, "search") if kind == "hnsw" else (idx, "_exact_search")
+    inner = getattr(owner, method)
+    monkeypatch.setattr(owner, method, lambda v, q, k: searched.append(len(q)) or inner(v, q, k))
     q, other = rng.normal(size=(2, 4)).astype(np.float32)
     first = idx.search(q, 5)
     both = idx.search(np.stack([other, q]), 5)  # only the new row is searched
