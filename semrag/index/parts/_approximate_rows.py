@@ -97,7 +97,10 @@ class ApproximateRows:
                 )
             held = [base.serials, self.placed(state, layout, new, locked=True)]
         else:
-            graph, layout = self.new_graph(new if base is None else base.vectors, base and new)
+            if base is None:
+                graph, layout = self.new_graph(new)
+            else:  # trained on the rows before and the new ones
+                graph, layout = self.new_graph(base.vectors, new)
             state = DistinctRows(graph)
             held = []
             if base is not None:

@@ -71,7 +71,7 @@ Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
 
 _CELLS = 1 << 24  # float32 scores per block of an exact search (64 MB)
-_BLOCK = 1 << 16  # rows placed in an HNSW graph at a time
+_BLOCK = 1 << 16  # rows of a change staged at a time (a batch of whole documents)
 _RECENT = 32  # answers a version keeps (DenseIndex.search)
 AUTO_APPROXIMATE_ROWS = 50_000
 """Rows at which ``kind="auto"`` turns approximate: an exact search over this many 384-d
@@ -149,6 +149,7 @@ class DenseIndex:
         self.hnsw_m = hnsw_m
         self.ef_construction = ef_construction
         self.approximate_from, self.hnsw_dtype = approximate_from, hnsw_dtype
+        self.auto_approximate = approximate  # what kind="auto" turns into
         self.approximate_kind = approximate if kind == "auto" else kind
         self._id_buf = np.zeros(0, dtype=np.int64)
         self._vec_buf = np.zeros((0, dim), dtype=np.float32)
@@ -532,7 +533,7 @@ class DenseIndex:
             "ef_construction": self.ef_construction,
             "approximate_from": self.approximate_from,
             "hnsw_dtype": self.hnsw_dtype,
-            "approximate": self.approximate_kind if self.kind == "auto" else "ivf",
+            "approximate": self.auto_approximate,
             "ivf_lists": self._rows.lists_layout.lists,
             "nprobe": self.nprobe,
             "refine_factor": self._rows.lists_layout.refine,
