@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from semrag._validation import Interval, validate_params
 from semrag.chunking._split import merge_small_segments, segments_from_breaks, split_with_overlap
-from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.embeddings import BaseEmbedder, CountingEmbedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.identity import as_documents, content_id
 from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
@@ -210,8 +210,13 @@ class BoundaryChunker:
     def embedder(self) -> BaseEmbedder:
         """The validated, cached embedder (created on first use)."""
         if self._embedder is None:
-            self._embedder = as_embedder(self._embedder_arg)
+            arg = self._embedder_arg
+            self._embedder = self._default_embedder() if arg is None else as_embedder(arg)
         return self._embedder
+
+    def _default_embedder(self) -> BaseEmbedder:
+        """The encoder used when none is given: the packaged MiniLM."""
+        return as_embedder(None)
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -305,10 +310,11 @@ class BoundaryChunker:
         Returns:
             One :class:`ChunkingResult` per document, in input order.
         """
-        prepared = self._prepare(as_documents(documents), sentences)
+        prepared, counted = self._prepare(as_documents(documents), sentences)
+        if counted is not None:
+            return self._finish(prepared, *counted)
         texts, owners = self._collect(prepared)
-        vectors = self._embed_blocks(texts)
-        return self._finish(prepared, vectors, owners)
+        return self._finish(prepared, self._embed_blocks(texts), owners)
 
     async def achunk_with_stats(
         self,
@@ -318,7 +324,9 @@ class BoundaryChunker:
     ) -> list[ChunkingResult]:
         """Async twin of :meth:`chunk_with_stats`; CPU work runs in a worker thread."""
         docs = as_documents(documents)
-        prepared = await asyncio.to_thread(self._prepare, docs, sentences)
+        prepared, counted = await asyncio.to_thread(self._prepare, docs, sentences)
+        if counted is not None:
+            return await asyncio.to_thread(self._finish, prepared, *counted)
         texts, owners = await asyncio.to_thread(self._collect, prepared)
         vectors = await self._aembed_blocks(texts)
         return await asyncio.to_thread(self._finish, prepared, vectors, owners)
@@ -332,19 +340,38 @@ class BoundaryChunker:
     # -- pipeline -----------------------------------------------------------------------
     def _prepare(
         self, docs: list[Document], sentences: Sequence[list[Span]] | None = None
-    ) -> list[Prepared]:
+    ) -> tuple[list[Prepared], tuple[Floats, list[tuple[int, int]]] | None]:
+        """Every document's sentences and their token counts.
+
+        When the chunker embeds sentences with a :class:`~semrag.embeddings.CountingEmbedder`
+        that is also its token counter (the packaged static encoder), one pass gives both:
+        the second item is then the sentence vectors and each document's rows of them
+        (``None`` otherwise: the vectors are for :meth:`_collect` and the embedder).
+        """
         if sentences is None:
             sentences = [self.sentences(doc.text) for doc in docs]
         elif len(sentences) != len(docs):
             raise ConfigError(f"{len(sentences)} sentence lists for {len(docs)} documents")
         prepared = [Prepared(doc, list(s), []) for doc, s in zip(docs, sentences, strict=True)]
         all_texts = [s.of(p.doc.text) for p in prepared for s in p.sentences]
-        counts = self.tokenizer.count(all_texts)
+        embedder = self.embedder if self._embeds_sentences() else None
+        counted: tuple[Floats, list[tuple[int, int]]] | None = None
+        if isinstance(embedder, CountingEmbedder) and self.tokenizer is embedder.tokenizer:
+            vectors, counts = embedder.embed_counted(all_texts)
+            counted = (vectors, [])
+        else:
+            counts = self.tokenizer.count(all_texts)
         pos = 0
         for p in prepared:
             p.sentence_tokens = counts[pos : pos + len(p.sentences)]
+            if counted is not None:
+                counted[1].append((pos, pos + len(p.sentences)))
             pos += len(p.sentences)
-        return prepared
+        return prepared, counted
+
+    def _embeds_sentences(self) -> bool:
+        """Whether :meth:`_texts_to_embed` is each sentence's text, in order."""
+        return False
 
     def _collect(self, prepared: list[Prepared]) -> tuple[list[str], list[tuple[int, int]]]:
         texts: list[str] = []

@@ -24,7 +24,9 @@ from semrag.chunking._split import (
     window_bounds,
 )
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, Prepared
+from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
+from semrag.static_embedder import StaticEmbedder
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.structure import Layout, layout
 from semrag.text.tokens import Tokenizer
@@ -34,6 +36,8 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "SHORT_TEXT_DISTANCE",
     "SHORT_TEXT_GAPS",
+    "SIZE_WEIGHT",
+    "STATIC_SIZE_WEIGHT",
     "TARGET_RATIO",
     "SemanticChunker",
 ]
@@ -55,7 +59,11 @@ development data:
 ``benchmarks/chunk_retrieval.py --half dev``)."""
 
 SIZE_WEIGHT = 1.0
-"""Default ``size_weight``: the cost of a chunk twice the target against one unit of distance."""
+"""Default ``size_weight`` with a given encoder: the cost of a chunk twice the target against
+one unit of distance (chosen with MiniLM boundaries)."""
+STATIC_SIZE_WEIGHT = 1.5
+"""Default ``size_weight`` with the packaged static encoder, whose distances run larger
+(chosen on development data: ``benchmarks/chunk_retrieval.py --half dev``)."""
 
 PARAGRAPH_BONUS = 0.5
 """Added to a gap's break reward when a blank line separates its sentences."""
@@ -84,8 +92,12 @@ class SemanticChunker(BoundaryChunker):
     when the document has headings (Markdown ``#``, ``== wiki ==`` or title lines).
 
     Args:
-        embedder: any :class:`~semrag.embeddings.Embedder`; ``None`` loads the packaged
-            all-MiniLM-L6-v2 on first use (offline).
+        embedder: any :class:`~semrag.embeddings.Embedder` for the boundaries. ``None``:
+            the packaged static encoder (:class:`~semrag.static_embedder.StaticEmbedder`,
+            no torch) for sized chunks, the default; the packaged all-MiniLM-L6-v2 with
+            ``target_tokens=None`` (the paper's rule), whose boundaries it places better
+            (``semrag[index]``). Pass ``SentenceTransformerEmbedder()`` for MiniLM
+            boundaries with sized chunks. Both load on first use, offline.
         buffer_size: sentences of context on each side of a gap (SemRAG's ``b``; the
             paper found 5 best on news and 12 on Wikipedia).
         window: ``"split"`` (default) compares ``s[i-b..i]`` with ``s[i+1..i+1+b]``, which
@@ -121,7 +133,9 @@ class SemanticChunker(BoundaryChunker):
             documents (``benchmarks/chunk_retrieval.py``); ``None`` turns sizing off
             (breaks by ``threshold`` only, as in the paper).
         size_weight: how much a chunk's distance from the target costs against a gap's
-            cosine distance (larger: sizes closer to the target).
+            cosine distance (larger: sizes closer to the target). Default:
+            ``STATIC_SIZE_WEIGHT`` (1.5) on the packaged static encoder (``embedder=None``),
+            ``SIZE_WEIGHT`` (1.0) with an encoder given; each was chosen with its encoder.
         structure: use the document's own layout (blank lines, headings, line breaks,
             table rows) as break priors and record the heading path; ``False`` reads the
             text as a run of sentences.
@@ -157,7 +171,7 @@ class SemanticChunker(BoundaryChunker):
         "short_text_distance": [Interval(numbers.Real, 0.0, 2.0), None],
         "edge_correction": [bool, None],
         "target_tokens": [Interval(numbers.Integral, 1, None), Options("auto"), None],
-        "size_weight": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "size_weight": [Interval(numbers.Real, 0.0, None, closed="neither"), None],
         "structure": [bool],
         "contextual_headings": [bool],
     }
@@ -174,7 +188,7 @@ class SemanticChunker(BoundaryChunker):
         short_text_distance: float | None = SHORT_TEXT_DISTANCE,
         edge_correction: bool | None = None,
         target_tokens: int | str | None = "auto",
-        size_weight: float = SIZE_WEIGHT,
+        size_weight: float | None = None,
         structure: bool = True,
         contextual_headings: bool = False,
         max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -231,7 +245,9 @@ class SemanticChunker(BoundaryChunker):
         if threshold is None and threshold_amount is not None:
             raise ConfigError("threshold_amount needs a threshold")
         self.target_tokens = target_tokens
-        self.size_weight = float(p["size_weight"])
+        if size_weight is None:  # the weight tuned for the encoder that cuts
+            size_weight = STATIC_SIZE_WEIGHT if embedder is None else SIZE_WEIGHT
+        self.size_weight = float(size_weight)
         self.structure = p["structure"]
         self.contextual_headings = p["contextual_headings"]
         if self.contextual_headings and not self.structure:
@@ -252,6 +268,17 @@ class SemanticChunker(BoundaryChunker):
             return max(1.0, TARGET_RATIO * self.max_tokens)
         return float(self.target_tokens)
 
+    def _default_embedder(self) -> BaseEmbedder:
+        """The encoder that served this rule best on the development data.
+
+        Sized chunks (the default): the packaged static encoder
+        (:class:`~semrag.static_embedder.StaticEmbedder`), which retrieved as well as MiniLM
+        at both context budgets, forty times faster and without torch. The paper's rule
+        alone (``target_tokens=None``): the packaged MiniLM, whose boundaries match human
+        ones better (Pk, ``benchmarks/boundary_quality.py``); it needs ``semrag[index]``.
+        """
+        return StaticEmbedder() if self.target_tokens is not None else as_embedder(None)
+
     def _windows(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         return window_bounds(n, self.buffer_size, self.window)
 
@@ -266,6 +293,9 @@ class SemanticChunker(BoundaryChunker):
         li = np.array([index[(a, b)] for a, b in left.tolist()], dtype=np.int64)
         ri = np.array([index[(a, b)] for a, b in right.tolist()], dtype=np.int64)
         return texts, li, ri
+
+    def _embeds_sentences(self) -> bool:
+        return self.pooling == "mean"
 
     def _texts_to_embed(self, doc: Prepared) -> list[str]:
         if self.pooling == "mean":

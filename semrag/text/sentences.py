@@ -95,24 +95,24 @@ _WRAP_MIN_WIDTH = 30
 _WRAP_LINE_SHARE = 0.8
 
 
+_WORD_END = re.compile(r"\S*\Z")
+_NEXT_WORD = re.compile(rf"[\s{re.escape(_OPENERS)}]*(\S*)")
+_LOOK_BACK = 64  # characters searched for the word before a stop; longer words are walked
+
+
 def _previous_word(text: str, pos: int) -> tuple[str, int]:
     """Return the run of non-space characters ending at ``pos`` and where it starts."""
-    start = pos
-    while start > 0 and not text[start - 1].isspace():
-        start -= 1
+    low = max(0, pos - _LOOK_BACK)
+    start = _WORD_END.search(text[low:pos]).start() + low  # type: ignore[union-attr]
+    if start == low and low > 0:  # a word longer than the window: walk back
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
     return text[start:pos], start
 
 
 def _next_word(text: str, pos: int) -> str:
     """Return the next word after ``pos``, skipping whitespace and opening quotes."""
-    n = len(text)
-    i = pos
-    while i < n and (text[i].isspace() or text[i] in _OPENERS):
-        i += 1
-    j = i
-    while j < n and not text[j].isspace():
-        j += 1
-    return text[i:j]
+    return _NEXT_WORD.match(text, pos).group(1)  # type: ignore[union-attr]
 
 
 def _starts_lower(word: str, caseless_text: bool) -> bool:

@@ -97,10 +97,8 @@ def _line_bounds(text: str, span: Span) -> tuple[bool, bool]:
 
 
 def _heading(text: str, spans: Sequence[Span], i: int) -> tuple[int, str]:
+    """The heading level and title of sentence ``i``, which is alone on its line(s)."""
     span = spans[i]
-    starts_line, ends_line = _line_bounds(text, span)
-    if not (starts_line and ends_line):
-        return 0, ""
     line = span.of(text).strip()
     if m := _ATX.fullmatch(line):
         return len(m.group(1)), m.group(2)
@@ -146,9 +144,14 @@ def layout(text: str, sentences: Sequence[Span]) -> Layout:
     gaps = [text[sentences[i].end : sentences[i + 1].start] for i in range(n - 1)]
     paragraph = np.array([bool(_BLANK.search(g)) for g in gaps], dtype=bool)
     line = np.array(["\n" in g for g in gaps], dtype=bool)
+    # The gaps between sentences are whitespace, so a sentence starts a line when a newline
+    # precedes it in its gap (or it is the first), and ends one when its gap after holds one.
+    alone = [(i == 0 or line[i - 1]) and (i == n - 1 or line[i]) for i in range(n)]
     row = [s.of(text).lstrip().startswith("|") and _line_bounds(text, s)[0] for s in sentences]
     table = np.array([row[i] and row[i + 1] and line[i] for i in range(n - 1)], dtype=bool)
     fenced = _fenced(text, sentences)
-    found = [(0, "") if fenced[i] else _heading(text, sentences, i) for i in range(n)]
+    found = [
+        _heading(text, sentences, i) if alone[i] and not fenced[i] else (0, "") for i in range(n)
+    ]
     heading = np.array([level for level, _ in found], dtype=np.int8)
     return Layout(paragraph, line, table, heading, tuple(t for _, t in found))

@@ -14,6 +14,7 @@ from semrag.testing import FakeEmbedder, check_chunks
 from semrag.text import WhitespaceTokenizer, split_sentences
 from semrag.text.structure import TITLE_LEVEL, layout
 from semrag.types import HEADINGS_KEY
+from tests.strategies import any_text
 
 
 def lay(text):
@@ -189,3 +190,17 @@ def test_markdown_and_plain_text_chunks_tile_exactly_under_the_cap(text, cap):
     for c in chunks:
         first = next(i for i, s in enumerate(sents) if s.end > c.start)
         assert c.metadata.get(HEADINGS_KEY, []) == list(paths[first])
+
+
+@given(text=any_text | st.text(alphabet="# =Ab.\n|", max_size=120))
+def test_a_sentence_alone_on_its_line_is_read_from_the_gaps(text):
+    """layout() finds headings from the whitespace gaps; the same as looking at each line."""
+    from semrag.text.structure import _fenced, _heading, _line_bounds
+
+    spans = split_sentences(text)
+    fenced = _fenced(text, spans)
+    want = [
+        _heading(text, spans, i)[0] if all(_line_bounds(text, s)) and not fenced[i] else 0
+        for i, s in enumerate(spans)
+    ]
+    assert layout(text, spans).heading.tolist() == want

@@ -129,6 +129,9 @@ class PairModelChunker(BoundaryChunker):
         """``"threshold"`` or ``"valley"`` (see ``rule`` above); the model's unless given."""
         return str(self.model.rule if self._rule_arg is None else self._rule_arg)
 
+    def _embeds_sentences(self) -> bool:
+        return True
+
     def _texts_to_embed(self, doc: Prepared) -> list[str]:
         return [s.of(doc.doc.text) for s in doc.sentences]
 
