@@ -314,3 +314,47 @@ def evaluate_multihop(name: str, ranked_lists: list[list[str]], questions: Any) 
         row[f"full@{k}"] = float(np.mean(full))
         row[f"para@{k}"] = float(np.mean(para))
     return row
+
+
+def splitting_corpora(chars: int = 300_000) -> dict[str, list[str]]:
+    """Five development corpora of real documents, the first ``chars`` characters of each.
+
+    SQuAD v1.1 dev articles (title, paragraphs between blank lines), PubMedQA abstracts
+    (each section under its label line), and three sectioned sets as plain text: Wikipedia
+    articles, Gutenberg novels and AI lecture transcripts (one sentence a line).
+    """
+    import gzip
+    import json
+
+    from semrag.eval.datasets import read_sectioned_text
+
+    found: dict[str, list[str]] = {}
+    with gzip.open(need(DATA / "squad_dev" / "dev-v1.1.json.gz"), "rt", encoding="utf-8") as f:
+        found["SQuAD"] = [
+            "\n\n".join([a["title"].replace("_", " ")] + [p["context"] for p in a["paragraphs"]])
+            for a in json.load(f)["data"]
+        ]
+    with gzip.open(need(DATA / "pubmedqa" / "ori_pqal.json.gz"), "rt", encoding="utf-8") as f:
+        found["PubMedQA"] = [
+            "\n\n".join(
+                f"{label.title()}\n{c}" for label, c in zip(v["LABELS"], v["CONTEXTS"], strict=True)
+            )
+            for _, v in sorted(json.load(f).items())
+        ]
+    for name, folder in (
+        ("Wikipedia", "wiki300_badjatiya"),
+        ("novels", "fiction82_gutenberg"),
+        ("lectures", "lectures_ai_manual"),
+    ):
+        found[name] = [d.text for d in read_sectioned_text(need(DATA / "sectioned_text" / folder))]
+    out: dict[str, list[str]] = {}
+    for name, texts in found.items():
+        taken: list[str] = []
+        left = chars
+        for text in texts:
+            if left <= 0:
+                break
+            taken.append(text[:left])
+            left -= len(taken[-1])
+        out[name] = taken
+    return out

@@ -40,6 +40,7 @@ from semrag import SemanticChunker  # noqa: E402
 from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
 from semrag.eval.datasets import SectionedDocument, read_choi, read_squad_articles  # noqa: E402
 from semrag.eval.metrics import boundaries_from_offsets, pk, window_diff, word_starts  # noqa: E402
+from semrag.static_embedder import StaticEmbedder  # noqa: E402
 
 THRESHOLDS = [
     ("percentile", 95),
@@ -71,6 +72,7 @@ def main() -> None:
     ap.add_argument("--articles", type=int, default=48)
     ap.add_argument("--choi-every", type=int, default=10)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--defaults-only", action="store_true", help="semrag's default rows alone")
     args = ap.parse_args()
 
     sets = {
@@ -112,7 +114,7 @@ def main() -> None:
         itertools.product(["mean"], ["centered", "split"], [0, 1, 3, 5], THRESHOLDS),
         itertools.product(["concat"], ["centered", "split"], [1], THRESHOLDS),
     )
-    for pooling, window, b, (kind, amount) in grid:
+    for pooling, window, b, (kind, amount) in [] if args.defaults_only else grid:
         setting = f"pooling={pooling} window={window} buffer={b} {_OURS.get(kind, kind)} {amount}"
         record(
             "semrag",
@@ -131,8 +133,17 @@ def main() -> None:
     for setting, kwargs in (
         ("default: SemanticChunker() as shipped (sized: 80 of 256 tokens)", {}),
         ("default: SemanticChunker(target_tokens=None), the paper's rule", {"target_tokens": None}),
+        ("default, MiniLM boundaries: SemanticChunker(MiniLM)", {"embedder": ours_emb}),
+        (
+            "default, MiniLM boundaries: SemanticChunker(MiniLM, target_tokens=None)",
+            {"embedder": ours_emb, "target_tokens": None},
+        ),
+        (
+            "default, static boundaries: SemanticChunker(StaticEmbedder(), target_tokens=None)",
+            {"embedder": StaticEmbedder(), "target_tokens": None},
+        ),
     ):
-        shipped = SemanticChunker(ours_emb, **kwargs)
+        shipped = SemanticChunker(**kwargs)
         record(
             "semrag",
             setting,
@@ -142,7 +153,7 @@ def main() -> None:
         )
 
     lc_emb = lc_embeddings(model, cache=True)
-    for kind, amount in THRESHOLDS:
+    for kind, amount in [] if args.defaults_only else THRESHOLDS:
         splitter = LCSemantic(
             lc_emb,
             buffer_size=1,
@@ -156,7 +167,7 @@ def main() -> None:
         )
 
     li_emb = li_embeddings(model, cache=True)
-    for pct in (95, 90, 80, 70):
+    for pct in () if args.defaults_only else (95, 90, 80, 70):
         parser = SemanticSplitterNodeParser(
             buffer_size=1, embed_model=li_emb, breakpoint_percentile_threshold=pct
         )
@@ -176,7 +187,7 @@ def main() -> None:
         )
 
     ch_emb = chonkie_embeddings(model, cache=True)
-    for thr in (0.8, 0.7, 0.6, 0.5):
+    for thr in () if args.defaults_only else (0.8, 0.7, 0.6, 0.5):
         chunker = ChonkieSemantic(embedding_model=ch_emb, threshold=thr, chunk_size=BIG)
         record(
             "chonkie",
@@ -187,6 +198,8 @@ def main() -> None:
     best = []
     for family in ("semrag", "LangChain", "LlamaIndex", "chonkie"):
         rows = [r for r in results if r["contestant"] == family and "default" not in r["setting"]]
+        if not rows:
+            continue
         best.append({**min(rows, key=lambda r: r["mean Pk"]), "contestant": f"{family} (best)"})
     best += [r for r in results if "default" in r["setting"]]
     cols = ["contestant", "setting", "SQuAD Pk", "SQuAD WD", "Choi Pk", "Choi WD", "mean Pk"]

@@ -173,6 +173,7 @@ def splitters(model: Any, only: list[str] | None, variants: list[str] = ()) -> d
     from llama_index.core.node_parser import SemanticSplitterNodeParser, SentenceSplitter
 
     from langchain_semrag import MFCTextSplitter, PSCTextSplitter, SemanticTextSplitter
+    from semrag.static_embedder import StaticEmbedder
 
     lc_emb = lc_embeddings(model, cache=True)
     ours = cached_semrag_embedder(model)
@@ -181,11 +182,15 @@ def splitters(model: Any, only: list[str] | None, variants: list[str] = ()) -> d
         return lambda text: [(c.text, c.start_index) for c in chunker.chunk(text)]
 
     table_: dict[str, Callable[[], Any]] = {
-        "semrag SemanticTextSplitter()": lambda: SemanticTextSplitter(ours),
+        "semrag SemanticTextSplitter()": lambda: SemanticTextSplitter(),
+        "semrag SemanticTextSplitter(MiniLM boundaries)": lambda: SemanticTextSplitter(ours),
         "semrag SemanticTextSplitter(1000, 200)": lambda: SemanticTextSplitter(
             ours, chunk_size=1000, chunk_overlap=200
         ),
         "semrag paper rule (target_tokens=None, max_tokens=1024)": lambda: SemanticTextSplitter(
+            target_tokens=None, max_tokens=1024
+        ),
+        "semrag paper rule, MiniLM boundaries": lambda: SemanticTextSplitter(
             ours, target_tokens=None, max_tokens=1024
         ),
         "semrag PSCTextSplitter() (shipped weights)": lambda: PSCTextSplitter(ours),
@@ -213,7 +218,11 @@ def splitters(model: Any, only: list[str] | None, variants: list[str] = ()) -> d
     }
     for spec in variants:
         kwargs, constants = _variant(spec)
-        chosen[f"semrag variant {spec}"] = _patched(SemanticTextSplitter(ours, **kwargs), constants)
+        if "static" in kwargs:  # static=PATH: boundaries from another static model
+            kwargs["embeddings"] = StaticEmbedder(kwargs.pop("static"))
+        elif kwargs.pop("minilm", False):
+            kwargs["embeddings"] = ours
+        chosen[f"semrag variant {spec}"] = _patched(SemanticTextSplitter(**kwargs), constants)
     return chosen
 
 

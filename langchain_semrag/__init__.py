@@ -1,33 +1,59 @@
 """semrag components for LangChain: splitters, retrievers, a vector store, a compressor, bridges.
 
-Install with ``pip install "semrag[langchain]"``.
+Install with ``pip install "semrag[langchain]"``: the splitters need
+nothing more; the retrievers, vector store and compressor read a
+:class:`~semrag.SemanticIndex` (``semrag[index]``). Names load on first use, so importing a
+splitter never imports torch.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-from langchain_semrag.compressors import SPCCompressor
-from langchain_semrag.embeddings import (
-    LangChainEmbedder,
-    LangChainLLM,
-    SemragEmbeddings,
-    SemragLLM,
-)
-from langchain_semrag.retrievers import (
-    CommunityRetriever,
-    GraphRetriever,
-    IntentAwareRetriever,
-    RetrieveAndCheckRetriever,
-    SketchRetriever,
-    SSGRetriever,
-)
-from langchain_semrag.text_splitters import (
-    MFCTextSplitter,
-    PSCTextSplitter,
-    SemanticTextSplitter,
-)
-from langchain_semrag.vectorstores import SemanticVectorStore, VectorStoreClient
+from semrag._deps import import_part
+
+if TYPE_CHECKING:
+    from langchain_semrag.compressors import SPCCompressor
+    from langchain_semrag.embeddings import (
+        LangChainEmbedder,
+        LangChainLLM,
+        SemragEmbeddings,
+        SemragLLM,
+    )
+    from langchain_semrag.retrievers import (
+        CommunityRetriever,
+        GraphRetriever,
+        IntentAwareRetriever,
+        RetrieveAndCheckRetriever,
+        SketchRetriever,
+        SSGRetriever,
+    )
+    from langchain_semrag.text_splitters import (
+        MFCTextSplitter,
+        PSCTextSplitter,
+        SemanticTextSplitter,
+    )
+    from langchain_semrag.vectorstores import SemanticVectorStore, VectorStoreClient
+
+_LAZY = {
+    "CommunityRetriever": "langchain_semrag.retrievers",
+    "GraphRetriever": "langchain_semrag.retrievers",
+    "IntentAwareRetriever": "langchain_semrag.retrievers",
+    "LangChainEmbedder": "langchain_semrag.embeddings",
+    "LangChainLLM": "langchain_semrag.embeddings",
+    "MFCTextSplitter": "langchain_semrag.text_splitters",
+    "PSCTextSplitter": "langchain_semrag.text_splitters",
+    "RetrieveAndCheckRetriever": "langchain_semrag.retrievers",
+    "SPCCompressor": "langchain_semrag.compressors",
+    "SSGRetriever": "langchain_semrag.retrievers",
+    "SemanticTextSplitter": "langchain_semrag.text_splitters",
+    "SemanticVectorStore": "langchain_semrag.vectorstores",
+    "SemragEmbeddings": "langchain_semrag.embeddings",
+    "SemragLLM": "langchain_semrag.embeddings",
+    "SketchRetriever": "langchain_semrag.retrievers",
+    "VectorStoreClient": "langchain_semrag.vectorstores",
+}
 
 try:
     __version__ = version("semrag")
@@ -53,3 +79,16 @@ __all__ = [
     "VectorStoreClient",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_part(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,33 +1,55 @@
 """semrag for LlamaIndex: node parsers, retrievers, a vector store, a postprocessor, bridges.
 
-Install with ``pip install "semrag[llama-index]"``.
+Install with ``pip install "semrag[llama-index]"``: the splitters need
+nothing more; the retrievers, vector store and postprocessor read a
+:class:`~semrag.SemanticIndex` (``semrag[index]``). Names load on first use, so importing a
+splitter never imports torch.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-from llama_index_semrag.embeddings import (
-    LlamaIndexEmbedder,
-    LlamaIndexLLM,
-    SemragEmbedding,
-    SemragLLM,
-)
-from llama_index_semrag.node_parsers import (
-    MFCNodeParser,
-    PSCNodeParser,
-    SemanticNodeParser,
-)
-from llama_index_semrag.postprocessors import SPCPostprocessor
-from llama_index_semrag.retrievers import (
-    CommunityRetriever,
-    GraphRetriever,
-    IntentAwareRetriever,
-    RetrieveAndCheckRetriever,
-    SketchRetriever,
-    SSGRetriever,
-)
-from llama_index_semrag.vector_stores import SemanticVectorStore, VectorStoreClient
+from semrag._deps import import_part
+
+if TYPE_CHECKING:
+    from llama_index_semrag.embeddings import (
+        LlamaIndexEmbedder,
+        LlamaIndexLLM,
+        SemragEmbedding,
+        SemragLLM,
+    )
+    from llama_index_semrag.node_parsers import MFCNodeParser, PSCNodeParser, SemanticNodeParser
+    from llama_index_semrag.postprocessors import SPCPostprocessor
+    from llama_index_semrag.retrievers import (
+        CommunityRetriever,
+        GraphRetriever,
+        IntentAwareRetriever,
+        RetrieveAndCheckRetriever,
+        SketchRetriever,
+        SSGRetriever,
+    )
+    from llama_index_semrag.vector_stores import SemanticVectorStore, VectorStoreClient
+
+_LAZY = {
+    "CommunityRetriever": "llama_index_semrag.retrievers",
+    "GraphRetriever": "llama_index_semrag.retrievers",
+    "IntentAwareRetriever": "llama_index_semrag.retrievers",
+    "LlamaIndexEmbedder": "llama_index_semrag.embeddings",
+    "LlamaIndexLLM": "llama_index_semrag.embeddings",
+    "MFCNodeParser": "llama_index_semrag.node_parsers",
+    "PSCNodeParser": "llama_index_semrag.node_parsers",
+    "RetrieveAndCheckRetriever": "llama_index_semrag.retrievers",
+    "SPCPostprocessor": "llama_index_semrag.postprocessors",
+    "SSGRetriever": "llama_index_semrag.retrievers",
+    "SemanticNodeParser": "llama_index_semrag.node_parsers",
+    "SemanticVectorStore": "llama_index_semrag.vector_stores",
+    "SemragEmbedding": "llama_index_semrag.embeddings",
+    "SemragLLM": "llama_index_semrag.embeddings",
+    "SketchRetriever": "llama_index_semrag.retrievers",
+    "VectorStoreClient": "llama_index_semrag.vector_stores",
+}
 
 try:
     __version__ = version("semrag")
@@ -53,3 +75,16 @@ __all__ = [
     "VectorStoreClient",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_part(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

