@@ -37,6 +37,7 @@ TOPICS: list[tuple[str, tuple[str, ...]]] = [
         (
             "chunk_retrieval",
             "eval_speed",
+            "splitting_speed",
             "chunking_speed",
             "boundary_quality",
             "line_structured",

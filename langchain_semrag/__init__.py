@@ -85,7 +85,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_part(module), name)
+    value = vars(import_part(module))[name]
     globals()[name] = value
     return value
 

@@ -180,8 +180,10 @@ class SemanticTextSplitter(_CoreTextSplitter):
     chunk is longer than ``chunk_size`` as ``length_function`` measures it.
 
     Args:
-        embeddings: a LangChain ``Embeddings``, a semrag embedder, or ``None`` for the
-            packaged all-MiniLM-L6-v2 (offline).
+        embeddings: the encoder that places the boundaries: ``None`` (default) for the
+            packaged static encoder (no torch; as good as MiniLM here, forty times faster),
+            or a LangChain ``Embeddings`` or semrag embedder (``SemragEmbeddings()``: MiniLM
+            boundaries). It only cuts: the vector store embeds the chunks with its own.
         chunk_size: hard cap per chunk, measured by ``length_function``; ``None``: the
             core's ``max_tokens`` (256 word pieces) holds. Chunks aim at ``0.3125 *
             chunk_size`` (``target_tokens="auto"``: about 310 characters for

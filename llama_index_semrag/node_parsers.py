@@ -144,8 +144,10 @@ class SemanticNodeParser(_CoreNodeParser):
     nodes end where the topic changes and none is longer than ``chunk_size`` tokens.
 
     Args:
-        embed_model: a LlamaIndex ``BaseEmbedding``, a semrag embedder, or ``None`` for
-            the packaged all-MiniLM-L6-v2 (offline).
+        embed_model: the encoder that places the boundaries: ``None`` (default) for the
+            packaged static encoder (no torch; as good as MiniLM here, forty times faster),
+            or a LlamaIndex ``BaseEmbedding`` or semrag embedder (``SemragEmbedding()``:
+            MiniLM boundaries). It only cuts: the index embeds the nodes with its own.
         chunk_size: hard cap per node in tokens (``None``: the core's ``max_tokens``,
             256); tokens of ``tokenizer`` when given, else of the embedder's tokenizer.
             Nodes aim at ``0.3125 * chunk_size`` (``target_tokens="auto"``), the share that

@@ -129,8 +129,8 @@ class BoundaryChunker:
     """Base class of the chunkers that break between sentences.
 
     Args:
-        embedder: any :class:`~semrag.embeddings.Embedder`; ``None`` loads the packaged
-            all-MiniLM-L6-v2 on first use.
+        embedder: any :class:`~semrag.embeddings.Embedder`; ``None``: the subclass's
+            default (:meth:`_default_embedder`), loaded on first use.
         max_tokens: cap on each chunk, in tokens counted by ``tokenizer``.
         overlap_tokens: tokens shared by consecutive pieces of a segment over the cap;
             default 128, or ``max_tokens // 4`` when that is smaller; at most

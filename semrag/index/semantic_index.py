@@ -74,6 +74,7 @@ from semrag.index.search import IndexSearch
 from semrag.index.storage.persist import read_manifest
 from semrag.index.storage.saved import FORMAT_VERSION, KIND, restore, save_index, saved_options
 from semrag.llm import LLM
+from semrag.static_embedder import StaticEmbedder
 from semrag.types import Chunk, Document, MetadataFilter, ScoredChunk, Span, as_filter
 
 __all__ = ["SSGView", "SemanticIndex"]
@@ -83,9 +84,13 @@ class SemanticIndex:
     """Everything the retrievers search, built once and kept in step.
 
     Args:
-        chunker: any semrag chunker; default ``SemanticChunker(embedder)``.
+        chunker: any semrag chunker; default ``SemanticChunker(embedder)``: boundaries from
+            the index's own encoder, whose sentence vectors the index computes anyway (IAR,
+            SPC, community search and the SSG compare them with query vectors), so cutting
+            costs no second pass (``benchmarks/splitting_speed.py --index``).
         embedder: the embedder for sentences, chunks and queries; default the chunker's,
-            or the packaged all-MiniLM-L6-v2.
+            or the packaged all-MiniLM-L6-v2. A chunker on the static boundary encoder
+            (``SemanticChunker()``) cuts; it never makes the index's vectors by default.
         ssg: the semantic similarity graph (what :class:`~semrag.SSGRetriever` walks): an
             :class:`~semrag.index.parts.ssg.SSGConfig`, ``True`` for the defaults, or ``False``
             (the default: the default retrievers do not read it; add it later with
@@ -191,7 +196,11 @@ class SemanticIndex:
         )
         self.notes: list[str] = []
         model: BaseEmbedder = (
-            chunker.embedder if embedder is None and chunker is not None else as_embedder(embedder)
+            chunker.embedder
+            if embedder is None
+            and chunker is not None
+            and not isinstance(chunker.embedder, StaticEmbedder)  # boundaries only
+            else as_embedder(embedder)
         )
         ssg_config = SSGConfig() if ssg is True else (ssg or None)
         if ssg_config is not None and not isinstance(ssg_config, SSGConfig):

@@ -32,6 +32,7 @@ the chunkers; :func:`normalize_sentence_spans` makes its output safe.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 
@@ -131,7 +132,7 @@ def _ends_latin_sentence(
     stop_start: int,
     end: int,
     caseless_text: bool = False,
-    lower_words: frozenset[str] = frozenset(),
+    lower_words: Callable[[], frozenset[str]] = frozenset,
 ) -> bool:
     """Decide whether a Latin stop ``text[stop_start:end]`` (plus closers) ends a sentence."""
     nxt = _next_word(text, end)
@@ -157,7 +158,7 @@ def _ends_latin_sentence(
     if key in _AMBIGUOUS or _DOTTED.match(word):
         following = nxt.strip(_OPENERS).rstrip(",;:.!?")
         return following.lower() in _OPENERS_WORDS or (
-            following[:1].isupper() and following.lower() in lower_words
+            following[:1].isupper() and following.lower() in lower_words()
         )
     return True
 
@@ -207,14 +208,14 @@ def _cut_points(text: str, lines: str) -> list[int]:
     if lines == "always" or (lines == "auto" and is_line_structured(text)):
         cuts += [m.start() for m in re.finditer("\n", text)]
     caseless = not any(map(str.isupper, text))  # per character, in C
-    lower_words: frozenset[str] | None = None
+    # The words the text uses in lower case, built once and only when an ambiguous
+    # abbreviation before a capitalised word asks (most texts never do).
+    lower_words = functools.cache(lambda: frozenset(_LOWER_WORD.findall(text)))
     for match in _CANDIDATE.finditer(text):
         token = match.group()
         if token[0] == "\n":
             cuts.append(match.start())
         elif token[0] in _LATIN_STOPS:
-            if lower_words is None:  # built once, only for texts with a Latin stop
-                lower_words = frozenset(_LOWER_WORD.findall(text))
             if _ends_latin_sentence(text, match.start(), match.end(), caseless, lower_words):
                 cuts.append(match.end())
         else:

@@ -162,3 +162,20 @@ def test_the_default_chunker_tiles_the_text_and_keeps_the_cap_in_word_pieces(
         overlapping=overlap,
         count=lambda t: counter.count([t])[0],
     )
+
+
+@pytest.mark.model
+def test_the_index_keeps_minilm_vectors_and_records_which_encoder_cut(tmp_path, minilm):
+    """A static-boundary chunker cuts the index's documents; the vectors stay MiniLM's."""
+    from semrag import SemanticIndex
+    from semrag.fingerprint import EmbedderFingerprint
+
+    index = SemanticIndex(SemanticChunker())
+    assert index.embedder.model_name == "all-MiniLM-L6-v2" and index.embedder.dim == 384
+    index.add_documents([TEXT])
+    manifest = json.loads((index.save(tmp_path / "ix") / "manifest.json").read_text())
+    cut = EmbedderFingerprint.from_dict(manifest["boundaries"])
+    assert cut.name == "static-minilm" and cut.matches(EmbedderFingerprint.of(StaticEmbedder()))
+    assert not cut.matches(EmbedderFingerprint.of(minilm))
+    default = SemanticIndex()  # the default index cuts with its own encoder
+    assert default.chunker.embedder is default.embedder

@@ -15,6 +15,7 @@ import numpy as np
 
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError, StoreError
+from semrag.fingerprint import EmbedderFingerprint
 from semrag.index.change import Floats, IndexedDocument
 from semrag.index.corpus import Corpus
 from semrag.index.parts.dense import DenseIndex
@@ -48,6 +49,8 @@ def manifest(index: SemanticIndex) -> dict[str, Any]:
         "fingerprint": index.fingerprint.to_dict(),
         "dim": index.embedder.dim,
         "chunker": repr(index.chunker),
+        # which encoder placed the chunk boundaries (the static one, MiniLM, ...)
+        "boundaries": EmbedderFingerprint.of(index.chunker.embedder).to_dict(),
         "ssg": index.ssg_config.to_dict() if index.ssg_config else None,
         "dense": index.dense.config(),
         "chunk_vectors": index.chunk_vectors,
