@@ -1,6 +1,6 @@
 """SemRAG semantic chunking inside a LangChain pipeline (offline).
 
-Run:  python examples/langchain_splitter.py   (needs the "langchain" extra)
+Run:  python examples/langchain_splitter.py   (needs the "langchain" extra; no torch)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from langchain_core.documents import Document  # noqa: E402
 from langchain_semrag import SemanticTextSplitter  # noqa: E402
 
 text = (Path(__file__).resolve().parent / "data" / "three_topics.txt").read_text(encoding="utf-8")
-splitter = SemanticTextSplitter(buffer_size=1, window="split")  # packaged MiniLM by default
+splitter = SemanticTextSplitter(buffer_size=1, window="split")  # the packaged static encoder
 docs = splitter.split_documents([Document(page_content=text, metadata={"source": "three_topics"})])
 for d in docs:
     start, end = d.metadata["start_index"], d.metadata["end_index"]

@@ -9,9 +9,9 @@ splitter never imports torch.
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from semrag._deps import import_part
+from semrag._deps import lazy_names
 
 if TYPE_CHECKING:
     from langchain_semrag.compressors import SPCCompressor
@@ -81,13 +81,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = vars(import_part(module))[name]
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

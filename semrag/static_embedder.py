@@ -143,13 +143,6 @@ class StaticEmbedder(BaseEmbedder):
         return self._model
 
     @property
-    def dim(self) -> int:
-        """Dimension of the vectors (256 for the packaged model)."""
-        if self._dim is None:
-            _ = self.model
-        return super().dim
-
-    @property
     def tokenizer(self) -> HuggingFaceTokenizer:
         """The model's word pieces (MiniLM's, for the packaged model)."""
         if self._tokenizer is None:
