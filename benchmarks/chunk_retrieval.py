@@ -178,11 +178,6 @@ def splitters(model: Any, only: list[str] | None, variants: list[str] = ()) -> d
     lc_emb = lc_embeddings(model, cache=True)
     ours = cached_semrag_embedder(model)
 
-    def located(splitter: Any) -> Callable[[str], list[tuple[str, int]]]:
-        return lambda text: [
-            (d.page_content, d.metadata["start_index"]) for d in splitter.create_documents([text])
-        ]
-
     def chonkie(chunker: Any) -> Callable[[str], list[tuple[str, int]]]:
         return lambda text: [(c.text, c.start_index) for c in chunker.chunk(text)]
 
@@ -206,8 +201,7 @@ def splitters(model: Any, only: list[str] | None, variants: list[str] = ()) -> d
         "LangChain Recursive(400, 0)": lambda: RecursiveCharacterTextSplitter(
             chunk_size=400, chunk_overlap=0, add_start_index=True
         ),
-        # a BaseDocumentTransformer, not a TextSplitter (langchain-experimental 0.4.2)
-        "LangChain SemanticChunker": lambda: located(LCSemantic(lc_emb, add_start_index=True)),
+        "LangChain SemanticChunker": lambda: LCSemantic(lc_emb, add_start_index=True),
         "chonkie RecursiveChunker": lambda: chonkie(ChonkieRecursive()),
         "chonkie SemanticChunker": lambda: chonkie(
             ChonkieSemantic(embedding_model=chonkie_embeddings(model, cache=True))

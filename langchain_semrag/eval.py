@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from langchain_core.documents import BaseDocumentTransformer
+from langchain_core.documents import Document as LCDocument
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.retrievers import BaseRetriever
@@ -28,22 +30,28 @@ from semrag.llm import LLM
 __all__ = ["bridge", "recursive_splitter"]
 
 
+def _splits(docs: Sequence[LCDocument]) -> list[Split]:
+    return [Split(d.page_content, d.metadata.get("start_index")) for d in docs]
+
+
 class LangChainBridge:
     """LangChain objects as the evaluation runs them (``None`` for any other object)."""
 
     def splitter(self, obj: Any) -> Callable[[str], Sequence[Piece]] | None:
-        """Ours through its core chunker (exact offsets); any other by ``create_documents``."""
+        """Ours through its core chunker; any other LangChain splitter by its documents.
+
+        A ``TextSplitter`` by ``create_documents``, any other document transformer
+        (LangChain's experimental ``SemanticChunker``) by ``transform_documents``; chunks
+        without a ``start_index`` are located in the text.
+        """
         ours = core_chunker(obj)
         if ours is not None:
             return as_splitter(ours)
-        if not isinstance(obj, TextSplitter):
-            return None
-
-        def split(text: str) -> list[Split]:
-            docs = obj.create_documents([text])
-            return [Split(d.page_content, d.metadata.get("start_index")) for d in docs]
-
-        return split
+        if isinstance(obj, TextSplitter):
+            return lambda text: _splits(obj.create_documents([text]))
+        if isinstance(obj, BaseDocumentTransformer):  # e.g. langchain-experimental's chunker
+            return lambda text: _splits(obj.transform_documents([LCDocument(page_content=text)]))
+        return None
 
     def retriever(self, obj: Any) -> Callable[[str], list[str]] | None:
         """The ids of the documents ``obj.invoke`` returns, in order."""

@@ -76,6 +76,31 @@ def test_langchain_splitters_embeddings_and_retrievers():
     assert "R@1 - vectors 95% CI" in scores.row("graph")
 
 
+def test_a_langchain_document_transformer_that_is_no_text_splitter_is_evaluated():
+    """langchain-experimental's SemanticChunker is a BaseDocumentTransformer only."""
+    from langchain_core.documents import BaseDocumentTransformer
+    from langchain_core.documents import Document as LCDocument
+
+    class Sentences(BaseDocumentTransformer):
+        def transform_documents(self, documents, **kwargs):
+            return [
+                LCDocument(page_content=s.strip() + ".")
+                for d in documents
+                for s in d.page_content.split(".")
+                if s.strip()
+            ]
+
+    table = evaluate_splitters(
+        DOCS,
+        read_questions(QUESTIONS, DOCS),
+        {"sentences": Sentences()},
+        embedder=FakeEmbedder(dim=32),
+        budgets=(1000,),
+    )
+    row = table.row("sentences")
+    assert row["chunks"] == 6 and row["lost"] == 0 and row["recall 1000"] == 1.0
+
+
 def test_llama_index_parsers_embeddings_and_retrievers():
     from llama_index.core import Document as LIDocument
     from llama_index.core import VectorStoreIndex
