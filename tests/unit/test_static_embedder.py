@@ -179,3 +179,16 @@ def test_the_index_keeps_minilm_vectors_and_records_which_encoder_cut(tmp_path, 
     assert not cut.matches(EmbedderFingerprint.of(minilm))
     default = SemanticIndex()  # the default index cuts with its own encoder
     assert default.chunker.embedder is default.embedder
+
+
+@given(st.lists(_TEXT, max_size=8))
+def test_pieces_of_the_joined_texts_are_each_texts_own(texts):
+    """One tokenization of the texts joined by spaces gives each text its own pieces."""
+    static = StaticEmbedder()
+    tokenizer = static.tokenizer
+    found = tokenizer.pieces(texts)
+    at = np.cumsum([0, *found.lengths.tolist()])
+    for i, text in enumerate(texts):
+        own = static.model.tokenizer.encode(text, add_special_tokens=False).ids
+        assert found.ids[at[i] : at[i + 1]].tolist() == own
+    assert found.counts == tokenizer.count(texts)
