@@ -156,11 +156,17 @@ def encode_cached(model: Any, texts: list[str]) -> list[np.ndarray]:
 
 def cached_semrag_embedder(model: Any) -> Any:
     from semrag.embeddings import BaseEmbedder
+    from semrag.text import HuggingFaceTokenizer
 
     class StoreEmbedder(BaseEmbedder):
         def _embed_batch(self, texts: list[str]) -> Any:
             return np.stack(encode_cached(model, texts))
 
+        @property
+        def tokenizer(self) -> Any:  # MiniLM's word pieces, as the packaged embedder counts
+            return pieces
+
+    pieces = HuggingFaceTokenizer(model.tokenizer, name="all-MiniLM-L6-v2")
     return StoreEmbedder(cache_size=0)
 
 

@@ -210,15 +210,21 @@ def main() -> None:
     )
     report = "\n".join(
         [
-            header("Boundary quality (Pk / WindowDiff, lower is better)", docs_desc),
+            header(
+                "Boundary quality of the shipped defaults, static and MiniLM boundaries (Pk)"
+                if args.defaults_only
+                else "Boundary quality (Pk / WindowDiff, lower is better)",
+                docs_desc,
+            ),
             "",
             table(best, cols),
             "",
-            "Ten best semrag settings:",
-            "",
-            table(top[:10], cols),
-            "",
         ]
+        + (
+            []
+            if args.defaults_only
+            else ["Ten best semrag settings:", "", table(top[:10], cols), ""]
+        )
     )
     emit(report, args.out)
 

@@ -61,9 +61,10 @@ development data:
 SIZE_WEIGHT = 1.0
 """Default ``size_weight`` with a given encoder: the cost of a chunk twice the target against
 one unit of distance (chosen with MiniLM boundaries)."""
-STATIC_SIZE_WEIGHT = 1.5
-"""Default ``size_weight`` with the packaged static encoder, whose distances run larger
-(chosen on development data: ``benchmarks/chunk_retrieval.py --half dev``)."""
+STATIC_SIZE_WEIGHT = 0.85
+"""Default ``size_weight`` with the packaged static encoder: its chunks come out the size
+MiniLM's did, and retrieve as well (chosen on development data:
+``benchmarks/chunk_retrieval.py --half dev``)."""
 
 PARAGRAPH_BONUS = 0.5
 """Added to a gap's break reward when a blank line separates its sentences."""
@@ -134,7 +135,7 @@ class SemanticChunker(BoundaryChunker):
             (breaks by ``threshold`` only, as in the paper).
         size_weight: how much a chunk's distance from the target costs against a gap's
             cosine distance (larger: sizes closer to the target). Default:
-            ``STATIC_SIZE_WEIGHT`` (1.5) on the packaged static encoder (``embedder=None``),
+            ``STATIC_SIZE_WEIGHT`` (0.85) on the packaged static encoder (``embedder=None``),
             ``SIZE_WEIGHT`` (1.0) with an encoder given; each was chosen with its encoder.
         structure: use the document's own layout (blank lines, headings, line breaks,
             table rows) as break priors and record the heading path; ``False`` reads the

@@ -115,7 +115,8 @@ def test_float16_storage_finds_what_exact_search_of_the_stored_values_finds(size
     for j, n in enumerate(sizes):
         rows = unit_rows(n, seed + j)
         if j and repeat:  # some rows repeat an earlier change's
-            rows[: min(repeat, n)] = all_rows[0][: min(repeat, n)]
+            same = min(repeat, n, len(all_rows[0]))
+            rows[:same] = all_rows[0][:same]
         index.add(np.arange(at, at + n), rows)
         all_rows.append(rows)
         at += n
