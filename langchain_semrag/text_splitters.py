@@ -181,7 +181,7 @@ class SemanticTextSplitter(_CoreTextSplitter):
 
     Args:
         embeddings: the encoder that places the boundaries: ``None`` (default) for the
-            packaged static encoder (no torch; as good as MiniLM here, forty times faster),
+            packaged static encoder (no torch; as good as MiniLM here, over a hundred times faster),
             or a LangChain ``Embeddings`` or semrag embedder (``SemragEmbeddings()``: MiniLM
             boundaries). It only cuts: the vector store embeds the chunks with its own.
         chunk_size: hard cap per chunk, measured by ``length_function``; ``None``: the

@@ -145,7 +145,7 @@ class SemanticNodeParser(_CoreNodeParser):
 
     Args:
         embed_model: the encoder that places the boundaries: ``None`` (default) for the
-            packaged static encoder (no torch; as good as MiniLM here, forty times faster),
+            packaged static encoder (no torch; as good as MiniLM here, over a hundred times faster),
             or a LlamaIndex ``BaseEmbedding`` or semrag embedder (``SemragEmbedding()``:
             MiniLM boundaries). It only cuts: the index embeds the nodes with its own.
         chunk_size: hard cap per node in tokens (``None``: the core's ``max_tokens``,

@@ -8,8 +8,8 @@ word pieces, so a chunker's token cap counts exactly what it counted with MiniLM
 
 It is the default encoder of :class:`~semrag.chunking.SemanticChunker`'s boundaries: the
 question there is "do these sentences talk about the same thing", which a static model
-answers as well as the transformer on our development data, forty times faster and with
-only numpy and ``tokenizers`` (``benchmarks/chunk_retrieval.py``, ``chunking_speed.py``).
+answers as well as the transformer on our development data, over a hundred times faster and with
+only numpy and ``tokenizers`` (``benchmarks/chunk_retrieval.py``, ``splitting_speed.py``).
 Retrieval vectors still come from MiniLM (:class:`~semrag.embeddings.SentenceTransformerEmbedder`).
 
 Examples:
