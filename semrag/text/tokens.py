@@ -204,7 +204,10 @@ class HuggingFaceTokenizer:
         """
         if not texts:
             return []
-        encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
+        return self._counts(texts, self._tok.encode_batch(list(texts), add_special_tokens=False))
+
+    def _counts(self, texts: Sequence[str], encodings: Sequence[Any]) -> list[int]:
+        """Each text's count from its encoding (word pieces, or the cap's units)."""
         return [
             len(e.ids) if self._plain(t, e.ids) else len(self._spans(t, e.ids, e.offsets))
             for t, e in zip(texts, encodings, strict=True)
@@ -232,7 +235,7 @@ class HuggingFaceTokenizer:
             return Pieces(
                 np.fromiter((t for r in rows for t in r), dtype=np.int64),
                 np.array([len(r) for r in rows], dtype=np.int64),
-                self.count(texts),
+                self._counts(texts, encodings),
             )
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         starts = np.cumsum(lengths + 1) - (lengths + 1)  # each text, then one space

@@ -115,6 +115,20 @@ def test_a_tokenizer_whose_pieces_carry_the_space_is_not_additive():
     assert not hasattr(LengthFunctionTokenizer(len), "additive")
 
 
+def test_pieces_of_a_tokenizer_that_is_not_additive_are_each_texts_own():
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers
+
+    vocab = {"[UNK]": 0, "▁a": 1, "▁b": 2, "a": 3, "b": 4}
+    metaspace = HFTokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    metaspace.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok = HuggingFaceTokenizer(metaspace)
+    texts = ["a b", "", "b a a"]
+    found = tok.pieces(texts)
+    assert not tok.additive and found.counts == tok.count(texts) == [2, 0, 3]
+    assert found.lengths.tolist() == [2, 0, 3] and found.ids.tolist() == [1, 2, 2, 1, 1]
+
+
 @pytest.mark.model
 def test_deleted_characters_count_so_the_cap_bounds_binary_junk(minilm_tokenizer):
     from semrag import SemanticChunker
