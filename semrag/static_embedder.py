@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ import numpy.typing as npt
 
 from semrag.embeddings import BaseEmbedder, Vectors, check_embeddings
 from semrag.errors import ConfigError, MissingDependencyError
-from semrag.text.tokens import SPACE_RUN, HuggingFaceTokenizer
+from semrag.text.tokens import HuggingFaceTokenizer
 
 if TYPE_CHECKING:
     from model2vec import StaticModel
@@ -45,9 +44,6 @@ __all__ = ["STATIC_MODEL_NAME", "StaticEmbedder", "packaged_static_path"]
 
 STATIC_MODEL_NAME = "static-minilm"
 """The packaged static model's name (its directory under ``semrag/weights``)."""
-
-_WORD = re.compile(f"[^{SPACE_RUN.pattern[1:-2]}]+")
-"""A run of characters between the whitespace every tokenizer here breaks words at."""
 
 _MODELS: dict[str, StaticModel] = {}  # one loaded table per directory, shared by instances
 _MODELS_LOCK = threading.Lock()
@@ -191,15 +187,16 @@ class StaticEmbedder(BaseEmbedder):
         if isinstance(texts, str):
             raise ConfigError("embed_counted() takes a sequence of strings, not a single str")
         tokenizer = self.tokenizer
-        if not tokenizer.additive:  # pieces may span spaces: tokenize the texts themselves
+        if tokenizer.units is None:  # pieces may span spaces: tokenize the texts themselves
             found = tokenizer.pieces(texts)
             unit = np.arange(len(texts), dtype=np.int64)
             return self._pooled(texts, found.ids, found.lengths, unit, found.lengths), found.counts
+        units = tokenizer.units
         words: defaultdict[str, int] = defaultdict(itertools.count().__next__)  # word -> unit
         flat: list[int] = []
         per_text: list[int] = []
         for text in texts:
-            found_words = _WORD.findall(text)
+            found_words = units.findall(text)
             per_text.append(len(found_words))
             flat += map(words.__getitem__, found_words)
         found = tokenizer.pieces(list(words))

@@ -95,6 +95,13 @@ texts joined by it as the sum of their counts (not across control characters suc
 ``\x0c`` or ``\x1c``: Python calls them space, BERT's normaliser deletes them)."""
 # Pre-tokenizers that cut at whitespace (and never make a piece across it).
 _SPLITS_AT_SPACES = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_SPACES = SPACE_RUN.pattern[1:-2]
+_ASCII_PUNCT = r"!-/:-@\[-`{-~"
+_RUN = re.compile(f"[^{_SPACES}]+")
+"""A run of characters between :data:`SPACE_RUN` breaks: a unit of any additive tokenizer."""
+_PUNCT = re.compile(f"[{_ASCII_PUNCT}]")
+_BERT_RUN = re.compile(f"[{_ASCII_PUNCT}]|[^{_ASCII_PUNCT}{_SPACES}]+")
+"""BERT's finer units: every ASCII punctuation mark is a word of its own there."""
 
 
 _DELETED = re.compile(
@@ -156,6 +163,19 @@ class HuggingFaceTokenizer:
         """Whether texts joined by :data:`SPACE_RUN` count the sum of their counts: true when
         the pre-tokenizer cuts words at whitespace (BERT's word pieces, as MiniLM's), not
         for byte-level or metaspace models, whose pieces carry the space."""
+        bert = (
+            type(self._tok.model).__name__ == "WordPiece"
+            and type(self._tok.pre_tokenizer).__name__ == "BertPreTokenizer"
+            and type(self._tok.normalizer).__name__ == "BertNormalizer"
+            and bool(getattr(self._tok.normalizer, "lowercase", False))
+        )
+        self.units: re.Pattern[str] | None = (
+            (_BERT_RUN if bert else _RUN) if self.additive else None
+        )
+        """A pattern whose matches are tokenized as the text is: a text's pieces are its
+        matches' pieces, in order (``None`` when pieces may span whitespace)."""
+        self._bert = bert
+        self._whole: dict[str, int] | None = None  # see _whole_pieces
 
     def _plain(self, text: str, ids: Sequence[int]) -> bool:
         """Whether each piece is one unit: no unknown token, no deleted character."""
@@ -237,6 +257,41 @@ class HuggingFaceTokenizer:
                 np.array([len(r) for r in rows], dtype=np.int64),
                 self._counts(texts, encodings),
             )
+        whole = self._whole_pieces()
+        if not whole:
+            return self._joined(texts)
+        found = [whole.get(t.lower(), -1) if t.isascii() else -1 for t in texts]
+        rest = [i for i, f in enumerate(found) if f < 0]
+        joined = self._joined([texts[i] for i in rest])
+        lengths = np.ones(len(texts), dtype=np.int64)
+        lengths[rest] = joined.lengths
+        counts = [1] * len(texts)
+        for i, n in zip(rest, joined.counts, strict=True):
+            counts[i] = n
+        ids = np.asarray(found, dtype=np.int64).repeat(lengths)  # the direct ids in place
+        starts = np.cumsum(lengths) - lengths
+        first = np.cumsum(joined.lengths) - joined.lengths
+        ids[np.repeat(starts[rest] - first, joined.lengths) + np.arange(joined.ids.size)] = (
+            joined.ids
+        )
+        return Pieces(ids, lengths, counts)
+
+    def _whole_pieces(self) -> dict[str, int]:
+        """BERT's vocabulary words that are a piece of their own (empty for other models).
+
+        Lower-case ASCII letters and digits, or one ASCII punctuation mark: such a word,
+        lower-cased, is looked up instead of tokenized (WordPiece keeps a word it has whole).
+        """
+        if self._bert and self._whole is None:
+            self._whole = {
+                w: i
+                for w, i in self._tok.get_vocab().items()
+                if w.isascii() and w == w.lower() and (w.isalnum() or _PUNCT.fullmatch(w))
+            }
+        return self._whole or {}
+
+    def _joined(self, texts: list[str]) -> Pieces:
+        """:meth:`pieces` for an additive tokenizer: one call into it, on the texts joined."""
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         starts = np.cumsum(lengths + 1) - (lengths + 1)  # each text, then one space
         joined = " ".join(texts)
