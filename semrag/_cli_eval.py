@@ -6,8 +6,11 @@
 * ``semrag eval retrievers INDEX --questions q.jsonl [--retriever dense|sparse|ppr|iar ...]
   [--ks 1 2 5 10] [--baseline NAME] [--out DIR]`` scores retrievers on a saved index.
 
-Both print the table and, with ``--out``, write ``results.json`` and ``results.csv`` (and
-for splitters ``recall.png``, with the ``viz`` extra). A splitter SPEC is ``semantic`` (the
+Both print the table, a verdict line per candidate against the baseline (better, worse, or
+"cannot tell" per budget or rank) and any warning that the data cannot tell; with ``--out``
+they write ``report.html`` (self-contained, offline: verdicts, warnings, plots, quality and
+cost), ``results.json`` and ``results.csv`` (and for splitters ``recall.png``, with the
+``viz`` extra). A splitter SPEC is ``semantic`` (the
 default ``SemanticChunker()``), ``psc`` or ``mfc`` (the shipped boundary models),
 ``recursive:SIZE[:OVERLAP]`` (LangChain's ``RecursiveCharacterTextSplitter``),
 ``sentence:SIZE[:OVERLAP]`` (LlamaIndex's ``SentenceSplitter``), or ``MODULE:NAME`` (your
@@ -21,9 +24,12 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semrag.errors import MissingDependencyError, SemragError
+
+if TYPE_CHECKING:
+    from semrag.eval.table import ResultTable
 
 __all__ = ["add_eval_parser"]
 
@@ -45,7 +51,9 @@ def add_eval_parser(sub: Any, collect: Any, load_llm: Any) -> None:
     ch.add_argument("--splitter", action="append", metavar="SPEC", help="repeat for several")
     ch.add_argument("--budgets", type=int, nargs="+", default=[1000, 4000])
     ch.add_argument("--k", type=int, default=5)
-    ch.add_argument("--out", metavar="DIR", help="write results.json, results.csv, recall.png")
+    ch.add_argument("--baseline", default=None, help="default: the first splitter")
+    ch.add_argument("--difference", type=float, default=0.02, help="smallest difference to tell")
+    ch.add_argument("--out", metavar="DIR", help="write report.html, results.json, results.csv")
     ch.add_argument("--progress", action="store_true")
     ch.set_defaults(func=lambda args: _cmd_chunkers(args, collect, load_llm))
 
@@ -57,7 +65,8 @@ def add_eval_parser(sub: Any, collect: Any, load_llm: Any) -> None:
     )
     rt.add_argument("--ks", type=int, nargs="+", default=[1, 2, 5, 10])
     rt.add_argument("--baseline", default=None, help="default: the first retriever")
-    rt.add_argument("--out", metavar="DIR", help="write results.json and results.csv")
+    rt.add_argument("--difference", type=float, default=0.02, help="smallest difference to tell")
+    rt.add_argument("--out", metavar="DIR", help="write report.html, results.json, results.csv")
     rt.set_defaults(func=_cmd_retrievers)
 
 
@@ -87,12 +96,18 @@ def _cmd_chunkers(args: argparse.Namespace, collect: Any, load_llm: Any) -> int:
     specs = args.splitter or [s for s in DEFAULT_SPLITTERS if _available(s)]
     splitters = {spec: splitter_of(spec) for spec in specs}
     table = evaluate_splitters(
-        docs, questions, splitters, budgets=args.budgets, k=args.k, show_progress=args.progress
+        docs,
+        questions,
+        splitters,
+        budgets=args.budgets,
+        k=args.k,
+        show_progress=args.progress,
+        baseline=args.baseline,
+        difference=args.difference,
     )
     print(table.to_markdown(_chunk_columns(args.budgets, args.k)))
+    _write(table, out)
     if out is not None:
-        table.to_json(out / "results.json")
-        table.to_csv(out / "results.csv")
         try:
             from semrag.viz import plot_budget_recall
 
@@ -105,7 +120,7 @@ def _cmd_chunkers(args: argparse.Namespace, collect: Any, load_llm: Any) -> int:
 def _chunk_columns(budgets: list[int], k: int) -> list[str]:
     cols = ["splitter"]
     cols += [f"recall {b}" for b in budgets] + [f"IoU {b}" for b in budgets]
-    return [*cols, f"recall @{k}", "chunks", "mean chars", "lost", "split seconds"]
+    return [*cols, f"recall @{k}", "chunks", "mean chars", "lost", "split seconds", "embed seconds"]
 
 
 def _cmd_retrievers(args: argparse.Namespace) -> int:
@@ -125,15 +140,27 @@ def _cmd_retrievers(args: argparse.Namespace) -> int:
     }
     names = args.retriever or list(DEFAULT_RETRIEVERS)
     table = evaluate_retrievers(
-        index, questions, {n: make[n]() for n in names}, ks=args.ks, baseline=args.baseline
+        index,
+        questions,
+        {n: make[n]() for n in names},
+        ks=args.ks,
+        baseline=args.baseline,
+        difference=args.difference,
     )
     print(table.to_markdown())
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        table.to_json(out / "results.json")
-        table.to_csv(out / "results.csv")
+    _write(table, Path(args.out) if args.out else None)
     return 0
+
+
+def _write(table: ResultTable, out: Path | None) -> None:
+    """Print the verdicts and warnings; with ``out``, write the report and the results."""
+    print(table.summary())
+    if out is None:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_json(out / "results.json")
+    table.to_csv(out / "results.csv")
+    print(f"report: {table.to_html(out / 'report.html')}", file=sys.stderr)
 
 
 def splitter_of(spec: str) -> Any:

@@ -13,8 +13,12 @@ budget rather than at ``k``):
 * IoU = excerpt characters retrieved / (characters spent + excerpt characters missed).
 
 ``@k`` columns are the same at ``k`` chunks, whatever their size. Each splitter's row also
-has its chunk count, their mean size in characters, its seconds to split, and ``lost``:
-chunks whose text is not found in the document (they retrieve nothing).
+has ``lost`` (chunks whose text is not found in the document: they retrieve nothing) and
+its cost, measured in the same run: ``split seconds``, ``embed seconds``, ``texts
+embedded`` and ``chars embedded`` (what a hosted embedding bills), ``vector bytes`` and the
+search's ``query p50 ms`` / ``query p95 ms``. Against the baseline (the first splitter by
+default) every recall column gets its paired interval and a verdict
+(:mod:`semrag.eval.verdict`); :mod:`semrag.eval.checks` warns when the data cannot tell.
 """
 
 from __future__ import annotations
@@ -29,6 +33,14 @@ import numpy.typing as npt
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.eval.bridges import first
+from semrag.eval.checks import (
+    identical_candidates,
+    long_excerpts,
+    short_documents,
+    too_few_questions,
+    warn_once,
+)
+from semrag.eval.cost import Meter, spent
 from semrag.eval.questions import EvalQuestion
 from semrag.eval.splitters import Located, as_splitter, locate
 from semrag.eval.table import ResultTable
@@ -53,6 +65,11 @@ def evaluate_splitters(
     budgets: Sequence[int] = (1000, 4000),
     k: int = 5,
     show_progress: bool = False,
+    baseline: str | None = None,
+    difference: float = 0.02,
+    resamples: int = 2000,
+    seed: int = 0,
+    meters: Mapping[str, Meter] | None = None,
 ) -> ResultTable:
     """Score each splitter by what its chunks let the questions retrieve.
 
@@ -68,21 +85,32 @@ def evaluate_splitters(
         budgets: context budgets, in characters.
         k: the chunk count of the ``@k`` columns.
         show_progress: a progress bar over the splitters.
+        baseline: the splitter the others are judged against (default: the first).
+        difference: the smallest difference worth telling apart; a warning says when the
+            questions are too few for it (and how many would do).
+        resamples: bootstrap resamples of the questions.
+        seed: the bootstrap's seed.
+        meters: name -> a :class:`~semrag.eval.cost.Meter` the splitters use (an LLM
+            splitter's :class:`~semrag.eval.cost.MeteredLLM`): each row gets its counts.
 
     Returns:
         A :class:`~semrag.eval.table.ResultTable`: one row per splitter (``recall 1000``,
         ``precision 1000``, ``IoU 1000``, ..., ``recall @5``, ``chunks``, ``mean chars``,
-        ``split seconds``, ``lost``), with every question's recall kept for intervals.
+        ``lost``, the cost columns, ``recall 1000 - <baseline>`` and its ``95% CI``), its
+        verdicts and warnings, with every question's scores kept.
 
     Raises:
         ConfigError: on no documents, no questions, no splitters, a budget or ``k`` below
-            1, or a question whose excerpt names a document not given.
+            1, an unknown baseline, or a question whose excerpt names a document not given.
     """
     docs = as_documents(documents)
     if not docs or not questions or not splitters:
         raise ConfigError("evaluate_splitters needs documents, questions and splitters")
     if k < 1 or any(b < 1 for b in budgets):
         raise ConfigError(f"k and every budget must be >= 1, got k={k}, budgets={budgets}")
+    base = next(iter(splitters)) if baseline is None else baseline
+    if base not in splitters:
+        raise ConfigError(f"baseline {base!r} is not one of the splitters {list(splitters)}")
     position = {d.id: i for i, d in enumerate(docs)}
     for q in questions:
         missing = [d for d in q.doc_ids if d not in position]
@@ -100,24 +128,39 @@ def evaluate_splitters(
             "embedder": model.model_name,
             "budgets": list(budgets),
             "k": k,
+            "baseline": base,
         },
     )
-    names = list(splitters)
-    bar = _bar(len(names), show_progress)
-    for name in names:
-        split = as_splitter(splitters[name])
+    meters = dict(meters or {})
+    chunks: dict[str, list[list[tuple[int, int]]]] = {}
+    bar = _bar(len(splitters), show_progress)
+    for name, splitter in splitters.items():
+        split = as_splitter(splitter)
+        before = {m: dict(meter.snapshot()) for m, meter in meters.items()}
         t0 = time.perf_counter()
         located = [locate(d.text, split(d.text)) for d in docs]
         seconds = time.perf_counter() - t0
+        chunks[name] = [[(x.start, x.end) for x in spans] for spans in located]
         row, per_question = score_located(
             docs, located, questions, query_vectors, model, budgets=budgets, k=k, positions=position
         )
         table.rows.append({"splitter": name, **row, "split seconds": seconds})
+        table.rows[-1].update(spent(meters, before))
         table.per_question[name] = per_question
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
+    recall = [f"recall {b}" for b in budgets] + [f"recall @{k}"]
+    table.judge([base], recall, resamples=resamples, seed=seed)
+    found = [
+        too_few_questions(table.verdicts, difference),
+        short_documents(docs, budgets),
+        long_excerpts(docs, questions),
+        *identical_candidates(chunks, "chunks"),
+    ]
+    table.warnings = [w for w in found if w]
+    warn_once(table.warnings)
     return table
 
 
@@ -147,11 +190,17 @@ def score_located(
         if not x.lost
     ]
     lengths = np.array([e - s for _, s, e in owners], dtype=np.int64)
-    if owners:
-        vectors = np.asarray(embedder.embed(texts), np.float32)
-        order = np.argsort(-(query_vectors @ vectors.T), axis=1)
-    else:  # every chunk lost (a splitter that rewrote the text): nothing to retrieve
-        order = np.zeros((len(questions), 0), np.int64)
+    t0 = time.perf_counter()
+    vectors = np.asarray(embedder.embed(texts), np.float32) if owners else None
+    embed_seconds = time.perf_counter() - t0
+    order = np.zeros((len(questions), 0), np.int64)  # every chunk lost: nothing to retrieve
+    searched: list[float] = []
+    if vectors is not None:
+        order = np.empty((len(questions), len(owners)), np.int64)
+        for qi in range(len(questions)):  # one search per question, timed
+            t0 = time.perf_counter()
+            order[qi] = np.argsort(-(vectors @ query_vectors[qi]))
+            searched.append(time.perf_counter() - t0)
     per: dict[str, list[float]] = {}
     for qi, q in enumerate(questions):
         refs = [(positions[e.doc_id], e.start, e.end) for e in q.excerpts]
@@ -175,6 +224,13 @@ def score_located(
     row["chunks"] = len(owners)
     row["mean chars"] = float(lengths.mean()) if owners else 0.0
     row["lost"] = sum(1 for spans in located for x in spans if x.lost)
+    row["embed seconds"] = embed_seconds
+    row["texts embedded"] = len(texts)
+    row["chars embedded"] = sum(map(len, texts))
+    row["vector bytes"] = 0 if vectors is None else int(vectors.nbytes)
+    if searched:
+        row["query p50 ms"] = float(np.percentile(searched, 50) * 1000)
+        row["query p95 ms"] = float(np.percentile(searched, 95) * 1000)
     return row, per
 
 

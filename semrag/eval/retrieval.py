@@ -16,6 +16,7 @@ can tell from noise.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,12 +24,14 @@ import numpy as np
 
 from semrag.errors import ConfigError
 from semrag.eval.bridges import first
+from semrag.eval.checks import identical_candidates, too_few_questions, warn_once
+from semrag.eval.cost import Meter, latency_columns, spent
 from semrag.eval.metrics import multihop_recall
 from semrag.eval.questions import EvalQuestion
 from semrag.eval.table import ResultTable
 from semrag.types import ScoredChunk
 
-__all__ = ["as_retriever", "evaluate_retrievers", "paired_bootstrap"]
+__all__ = ["as_retriever", "evaluate_retrievers"]
 
 
 @runtime_checkable
@@ -82,6 +85,8 @@ def evaluate_retrievers(
     baseline: str | Sequence[str] | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    difference: float = 0.02,
+    meters: Mapping[str, Meter] | None = None,
 ) -> ResultTable:
     """Score each retriever by the documents it finds for each question.
 
@@ -95,10 +100,19 @@ def evaluate_retrievers(
             names (each gets its columns); default: the first retriever.
         resamples: bootstrap resamples of the questions.
         seed: the bootstrap's seed.
+        difference: the smallest difference worth telling apart; a warning says when the
+            questions are too few for it (and how many would do).
+        meters: name -> a :class:`~semrag.eval.cost.Meter` (a
+            :class:`~semrag.eval.cost.MeteredEmbedder` or
+            :class:`~semrag.eval.cost.MeteredLLM` the retrievers use): each row gets what
+            it spent while it ran.
 
     Returns:
-        One row per retriever: ``R@k`` and ``full@k`` for each ``k``, and against each
-        baseline ``R@k - <baseline>`` with its ``95% CI`` (likewise ``full@k``).
+        One row per retriever: ``R@k`` and ``full@k`` for each ``k``; against each
+        baseline ``R@k - <baseline>`` with its ``95% CI`` (likewise ``full@k``); cost:
+        ``first query ms``, ``query p50 ms``, ``query p95 ms`` and the meters' counts.
+        :attr:`~semrag.eval.table.ResultTable.verdicts` says where each is better, worse,
+        or cannot be told apart, and ``warnings`` why the data may not tell.
 
     Raises:
         ConfigError: on no questions or retrievers, a bad ``k``, an unknown baseline, or
@@ -122,9 +136,17 @@ def evaluate_retrievers(
             raise ConfigError(f"the question {q.question!r} needs documents not indexed: {missing}")
     data = {"questions": len(questions), "ks": list(ks), "baseline": bases[0], "baselines": bases}
     table = ResultTable([], "retriever", data=data)
+    meters = dict(meters or {})
+    results: dict[str, list[list[str]]] = {}
     for name, obj in retrievers.items():
         retrieve = as_retriever(obj)
-        found = [retrieve(q.question) for q in questions]
+        before = {m: dict(meter.snapshot()) for m, meter in meters.items()}
+        found, seconds = [], []
+        for q in questions:
+            t0 = time.perf_counter()
+            found.append(retrieve(q.question))
+            seconds.append(time.perf_counter() - t0)
+        results[name] = [f[: max(ks)] for f in found]
         per: dict[str, list[float]] = {}
         for k in ks:
             scores = [
@@ -133,35 +155,21 @@ def evaluate_retrievers(
             per[f"R@{k}"] = [s[1] for s in scores]
             per[f"full@{k}"] = [s[0] for s in scores]
         table.per_question[name] = per
-        table.rows.append({"retriever": name, **{m: float(np.mean(v)) for m, v in per.items()}})
-    for row, base in ((r, b) for b in bases for r in table.rows):
-        if row["retriever"] == base:
-            continue
-        for metric in table.per_question[base]:
-            ours, theirs = (
-                table.per_question[row["retriever"]][metric],
-                table.per_question[base][metric],
-            )
-            diff, low, high = paired_bootstrap(ours, theirs, resamples=resamples, seed=seed)
-            row[f"{metric} - {base}"] = diff
-            row[f"{metric} - {base} 95% CI"] = f"[{low:+.3f}, {high:+.3f}]"
+        table.rows.append(
+            {
+                "retriever": name,
+                **{m: float(np.mean(v)) for m, v in per.items()},
+                **latency_columns(seconds),
+                **spent(meters, before),
+            }
+        )
+    metrics = [m for k in ks for m in (f"R@{k}", f"full@{k}")]
+    table.judge(bases, metrics, resamples=resamples, seed=seed)
+    table.warnings = [
+        w
+        for w in [too_few_questions(table.verdicts, difference)]
+        + identical_candidates(results, f"results (the first {max(ks)} documents)")
+        if w
+    ]
+    warn_once(table.warnings)
     return table
-
-
-def paired_bootstrap(
-    a: Sequence[float], b: Sequence[float], *, resamples: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
-    """The mean of ``a - b`` and its 95% paired bootstrap interval.
-
-    Examples:
-        >>> d, low, high = paired_bootstrap([1, 1, 1, 0], [0, 0, 1, 0], resamples=500)
-        >>> d, low <= d <= high
-        (0.5, True)
-    """
-    x = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-    if x.size == 0:
-        raise ConfigError("no paired values to compare")
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    return float(x.mean()), float(low), float(high)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from semrag.errors import ConfigError
+from semrag.eval.verdict import Verdict, compare, verdict_lines
 
 __all__ = ["ResultTable"]
 
@@ -24,12 +25,48 @@ class ResultTable:
         data: what was evaluated (documents, questions, settings), for the record.
         per_question: per row name and metric, the value of each question (the means in
             ``rows`` are their averages; intervals are drawn from them).
+        verdicts: every row against each baseline, per compared metric (:meth:`judge`).
+        warnings: why the data may not tell the rows apart (:mod:`semrag.eval.checks`).
     """
 
     rows: list[dict[str, Any]]
     key: str
     data: dict[str, Any] = field(default_factory=dict)
     per_question: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def judge(
+        self, baselines: Sequence[str], metrics: Sequence[str], *, resamples: int, seed: int
+    ) -> None:
+        """Compare every other row with each baseline at ``metrics`` (paired bootstrap).
+
+        Each row gets ``<metric> - <baseline>`` and its ``95% CI`` column, and
+        :attr:`verdicts` one :class:`~semrag.eval.verdict.Verdict` per row and metric.
+        """
+        for base in baselines:
+            for row in self.rows:
+                name = row[self.key]
+                if name == base:
+                    continue
+                found = compare(
+                    self.per_question[name],
+                    self.per_question[base],
+                    candidate=name,
+                    baseline=base,
+                    metrics=metrics,
+                    resamples=resamples,
+                    seed=seed,
+                )
+                for v in found:
+                    row[f"{v.metric} - {base}"] = v.difference
+                    row[f"{v.metric} - {base} 95% CI"] = v.interval
+                self.verdicts += found
+
+    def summary(self) -> str:
+        """The verdict lines, then the warnings (``warning:`` in front), one a line."""
+        lines = verdict_lines(self.verdicts)
+        return "\n".join([*lines, *(f"warning: {w}" for w in self.warnings)])
 
     @property
     def columns(self) -> list[str]:
@@ -57,8 +94,21 @@ class ResultTable:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the data, the rows and the per-question values."""
-        return {"data": self.data, "rows": self.rows, "per_question": self.per_question}
+        """JSON-ready: the data, rows, per-question values, verdicts and warnings."""
+        return {
+            "data": self.data,
+            "rows": self.rows,
+            "per_question": self.per_question,
+            "verdicts": [{**asdict(v), "outcome": v.outcome} for v in self.verdicts],
+            "verdict_lines": verdict_lines(self.verdicts),
+            "warnings": self.warnings,
+        }
+
+    def to_html(self, path: str | Path) -> Path:
+        """Write a self-contained HTML report (:func:`semrag.eval.report.write_report`)."""
+        from semrag.eval.report import write_report
+
+        return write_report(self, path)
 
     def to_json(self, path: str | Path) -> Path:
         """Write :meth:`to_dict` as JSON."""

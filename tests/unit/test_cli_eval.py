@@ -34,6 +34,14 @@ def test_eval_chunkers_prints_the_table_and_writes_json_csv_and_a_plot(tmp_path,
     rows = list(csv.DictReader((out / "results.csv").read_text().splitlines()))
     assert float(rows[0]["recall 4000"]) == pytest.approx(data["rows"][0]["recall 4000"])
     assert (out / "recall.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    verdict = next(line for line in printed.splitlines() if " against semantic: " in line)
+    assert verdict.startswith(("recursive:400:0 against semantic:", "MIXED: recursive:400:0"))
+    assert [v["outcome"] for v in data["verdicts"]] == [
+        "better" if v["low"] > 0 else "worse" if v["high"] < 0 else "cannot tell"
+        for v in data["verdicts"]
+    ]
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert verdict.replace("'", "&#x27;") in page and "<svg class='plot'" in page
 
 
 @pytest.mark.model
