@@ -89,3 +89,31 @@ def test_the_plot_draws_a_splitter_table_only(tmp_path):
     assert plot_budget_recall(table, tmp_path / "p.png").stat().st_size > 1000
     with pytest.raises(ConfigError, match="evaluate_splitters"):
         plot_budget_recall(ResultTable([], "retriever"), tmp_path / "q.png")
+
+
+@pytest.mark.model
+def test_the_decision_example_decides_from_the_verdicts_and_writes_its_report(tmp_path):
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "decide_a_splitter.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--budget", "500", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    verdicts = [line for line in out.splitlines() if " against recursive 1000/200: " in line]
+    assert len(verdicts) == 2
+    decision = next(line for line in out.splitlines() if line.startswith("decision: "))
+    winners = [
+        v.split(" against ")[0]
+        for v in verdicts
+        if "recall 500 (" in v.partition("better at ")[2].split(";")[0]
+    ]
+    if winners:
+        assert any(decision.startswith(f"decision: switch to {w} (") for w in winners)
+    else:
+        assert decision.startswith("decision: keep recursive 1000/200")
+    assert (tmp_path / "report.html").read_text(encoding="utf-8").startswith("<!doctype html>")
