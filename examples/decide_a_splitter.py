@@ -24,7 +24,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from langchain_text_splitters import RecursiveCharacterTextSplitter  # noqa: E402
 
 from semrag import Document, SemanticChunker  # noqa: E402
-from semrag.eval import EvalDataWarning, evaluate_splitters, read_questions  # noqa: E402
+from semrag.eval import (  # noqa: E402
+    EvalDataWarning,
+    evaluate_splitters,
+    read_questions,
+    write_report,
+)
 
 TODAY = "recursive 1000/200"
 
@@ -66,7 +71,7 @@ def main() -> None:
     else:
         print(f"decision: keep {TODAY} (no candidate is shown better at {metric})")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp())
-    print(f"report: {table.to_html(out / 'report.html')}")
+    print(f"report: {write_report(table, out / 'report.html')}")
 
 
 if __name__ == "__main__":

@@ -154,13 +154,15 @@ def _cmd_retrievers(args: argparse.Namespace) -> int:
 
 def _write(table: ResultTable, out: Path | None) -> None:
     """Print the verdicts and warnings; with ``out``, write the report and the results."""
+    from semrag.eval import write_report
+
     print(table.summary())
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
     table.to_json(out / "results.json")
     table.to_csv(out / "results.csv")
-    print(f"report: {table.to_html(out / 'report.html')}", file=sys.stderr)
+    print(f"report: {write_report(table, out / 'report.html')}", file=sys.stderr)
 
 
 def splitter_of(spec: str) -> Any:

@@ -25,6 +25,7 @@ from semrag.eval.cost import MeteredEmbedder, MeteredLLM
 from semrag.eval.generate import Generated, generate_questions
 from semrag.eval.metrics import boundaries_from_offsets, pk, window_diff
 from semrag.eval.questions import EvalQuestion, Excerpt, read_questions, write_questions
+from semrag.eval.report import write_report
 from semrag.eval.retrieval import evaluate_retrievers
 from semrag.eval.splitters import Split
 from semrag.eval.table import ResultTable
@@ -51,4 +52,5 @@ __all__ = [
     "verdict_lines",
     "window_diff",
     "write_questions",
+    "write_report",
 ]

@@ -104,12 +104,6 @@ class ResultTable:
             "warnings": self.warnings,
         }
 
-    def to_html(self, path: str | Path) -> Path:
-        """Write a self-contained HTML report (:func:`semrag.eval.report.write_report`)."""
-        from semrag.eval.report import write_report
-
-        return write_report(self, path)
-
     def to_json(self, path: str | Path) -> Path:
         """Write :meth:`to_dict` as JSON."""
         path = Path(path)

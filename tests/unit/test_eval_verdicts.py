@@ -23,6 +23,7 @@ from semrag.eval import (
     evaluate_splitters,
     questions_needed,
     verdict_lines,
+    write_report,
 )
 from semrag.eval.checks import identical_candidates, long_excerpts, short_documents
 from semrag.eval.verdict import compare
@@ -231,7 +232,7 @@ def test_the_report_opens_offline_in_a_headless_browser_with_its_plots(tmp_path)
         embedder=FakeEmbedder(),
         budgets=(300, 1000),
     )
-    page = table.to_html(tmp_path / "out")
+    page = write_report(table, tmp_path / "out")
     assert page.name == "report.html"
     text = page.read_text(encoding="utf-8")
     assert "http" not in text.replace("http://www.w3.org/2000/svg", "")  # nothing to fetch

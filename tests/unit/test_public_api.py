@@ -82,6 +82,7 @@ PUBLIC = {
         "verdict_lines",
         "window_diff",
         "write_questions",
+        "write_report",
     ],
     "semrag.graph": [
         "ChunkRef",
