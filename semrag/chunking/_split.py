@@ -97,31 +97,76 @@ def edge_corrected_distances(vectors: Floats, buffer_size: int) -> Floats:
     Returns:
         One distance per gap (``n - 1`` for ``n`` sentence vectors).
     """
-    n = vectors.shape[0]
+    return edge_corrected_distances_many(vectors, [(0, vectors.shape[0])], buffer_size)[0]
+
+
+def edge_corrected_distances_many(
+    vectors: Floats, rows: Sequence[tuple[int, int]], buffer_size: int
+) -> list[Floats]:
+    """:func:`edge_corrected_distances` of many documents at once, in one numpy pass.
+
+    Args:
+        vectors: every document's sentence vectors, one document's after another.
+        rows: each document's rows ``[a, b)`` of ``vectors``.
+        buffer_size: sentences on each side beyond the one next to the gap.
+
+    Returns:
+        Each document's distances (``b - a - 1`` of them; none for fewer than two rows).
+    """
+    if not rows:
+        return []
+    starts = np.asarray([a for a, _ in rows], dtype=np.int64)
+    n = np.asarray([b - a for a, b in rows], dtype=np.int64)
+    per_doc = np.maximum(n - 1, 0)
+    owner = np.repeat(np.arange(len(rows)), per_doc)
+    first_gap = np.cumsum(per_doc) - per_doc
+    local = np.arange(int(per_doc.sum())) - first_gap[owner]  # each gap's index in its document
+    at, size = starts[owner] + local, n[owner]  # the row before each gap; its document's size
     prefix = prefix_sums(vectors)  # one pass; every window below is two rows of it
-    left, right = window_bounds(n, buffer_size, "split")
+    b = buffer_size
+    left = np.stack([at - np.minimum(local, b), at + 1], axis=1)
+    right = np.stack([at + 1, at + 1 + np.minimum(b + 1, size - local - 1)], axis=1)
     distances = cosine_distances(_means(prefix, left), _means(prefix, right))
-    if n < 2 or buffer_size == 0:
-        return distances
-    full = buffer_size + 1
-    sizes = np.minimum(left[:, 1] - left[:, 0], right[:, 1] - right[:, 0])
-    interior = np.flatnonzero(sizes == full)
-    for k in np.unique(sizes[sizes < full]).tolist():
-        scale = 1.0
-        if interior.size >= 3:
-            d_k = _equal_window_distances(prefix, interior, k)
-            med_k = float(np.median(d_k))
-            if med_k > 0:
-                scale = float(np.median(distances[interior])) / med_k
-        gaps = np.flatnonzero(sizes == k)
-        distances[gaps] = np.minimum(_equal_window_distances(prefix, gaps, k) * scale, 2.0)
-    return distances
+    if b > 0 and distances.size:
+        full = b + 1
+        sizes = np.minimum(left[:, 1] - left[:, 0], right[:, 1] - right[:, 0])
+        interior = np.flatnonzero(sizes == full)
+        enough = np.bincount(owner[interior], minlength=len(rows)) >= 3
+        med_full = _grouped_medians(distances[interior], owner[interior], len(rows))
+        for k in np.unique(sizes[sizes < full]).tolist():
+            med_k = _grouped_medians(
+                _equal_window_distances(prefix, at[interior], k), owner[interior], len(rows)
+            )
+            usable = enough & (med_k > 0)
+            scale = np.ones(len(rows), dtype=np.float32)
+            scale[usable] = (
+                med_full[usable].astype(np.float64) / med_k[usable].astype(np.float64)
+            ).astype(np.float32)
+            gaps = np.flatnonzero(sizes == k)
+            d_k = _equal_window_distances(prefix, at[gaps], k)
+            distances[gaps] = np.minimum(d_k * scale[owner[gaps]], np.float32(2.0))
+    return np.split(distances, np.cumsum(per_doc)[:-1])
 
 
-def _equal_window_distances(prefix: np.ndarray, gaps: np.ndarray, k: int) -> Floats:
-    """Cosine distance between the ``k`` sentences before and the ``k`` after each gap."""
-    left = np.stack([gaps + 1 - k, gaps + 1], axis=1)
-    right = np.stack([gaps + 1, gaps + 1 + k], axis=1)
+def _grouped_medians(values: Floats, groups: np.ndarray, n_groups: int) -> Floats:
+    """The median of ``values`` in each group (``groups`` sorted; an empty group gets 0)."""
+    out = np.zeros(n_groups, dtype=np.float32)
+    if values.size == 0:
+        return out
+    ordered = values[np.lexsort((values, groups))]
+    counts = np.bincount(groups, minlength=n_groups)
+    first = np.cumsum(counts) - counts
+    has = np.flatnonzero(counts)
+    low = ordered[first[has] + (counts[has] - 1) // 2]
+    high = ordered[first[has] + counts[has] // 2]
+    out[has] = (low + high) / np.float32(2)
+    return out
+
+
+def _equal_window_distances(prefix: np.ndarray, at: np.ndarray, k: int) -> Floats:
+    """Cosine distance between the ``k`` rows up to ``at`` and the ``k`` rows after it."""
+    left = np.stack([at + 1 - k, at + 1], axis=1)
+    right = np.stack([at + 1, at + 1 + k], axis=1)
     return cosine_distances(_means(prefix, left), _means(prefix, right))
 
 

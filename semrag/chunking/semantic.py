@@ -18,6 +18,7 @@ from semrag.chunking._split import (
     Threshold,
     cosine_distances,
     edge_corrected_distances,
+    edge_corrected_distances_many,
     mean_windows,
     resolve_threshold,
     sized_breaks,
@@ -304,7 +305,19 @@ class SemanticChunker(BoundaryChunker):
             return [s.of(doc.doc.text) for s in doc.sentences]
         return self._window_texts(doc)[0]
 
+    def _score_all(
+        self, prepared: list[Prepared], vectors: Floats, owners: list[tuple[int, int]]
+    ) -> None:
+        if not self.edge_correction or self.pooling != "mean":
+            return
+        for p, scores in zip(
+            prepared, edge_corrected_distances_many(vectors, owners, self.buffer_size), strict=True
+        ):
+            p.scores = scores
+
     def _distances(self, doc: Prepared, vectors: Floats) -> Floats:
+        if doc.scores is not None:
+            return doc.scores
         if self.edge_correction:
             return edge_corrected_distances(vectors, self.buffer_size)
         if self.pooling == "mean":
