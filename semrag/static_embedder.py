@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from semrag.embeddings import BaseEmbedder, Vectors, check_embeddings
 from semrag.errors import ConfigError, MissingDependencyError
-from semrag.text.tokens import HuggingFaceTokenizer
+from semrag.text.tokens import HuggingFaceTokenizer, word_splitter
 
 if TYPE_CHECKING:
     from model2vec import StaticModel
@@ -187,16 +187,16 @@ class StaticEmbedder(BaseEmbedder):
         if isinstance(texts, str):
             raise ConfigError("embed_counted() takes a sequence of strings, not a single str")
         tokenizer = self.tokenizer
-        if tokenizer.units is None:  # pieces may span spaces: tokenize the texts themselves
+        if not tokenizer.additive:  # pieces may span spaces: tokenize the texts themselves
             found = tokenizer.pieces(texts)
             unit = np.arange(len(texts), dtype=np.int64)
             return self._pooled(texts, found.ids, found.lengths, unit, found.lengths), found.counts
-        units = tokenizer.units
+        split = word_splitter(texts)
         words: defaultdict[str, int] = defaultdict(itertools.count().__next__)  # word -> unit
         flat: list[int] = []
         per_text: list[int] = []
         for text in texts:
-            found_words = units.findall(text)
+            found_words = split(text)
             per_text.append(len(found_words))
             flat += map(words.__getitem__, found_words)
         found = tokenizer.pieces(list(words))

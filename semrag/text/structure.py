@@ -147,7 +147,8 @@ def layout(text: str, sentences: Sequence[Span]) -> Layout:
     # The gaps between sentences are whitespace, so a sentence starts a line when a newline
     # precedes it in its gap (or it is the first), and ends one when its gap after holds one.
     alone = [(i == 0 or line[i - 1]) and (i == n - 1 or line[i]) for i in range(n)]
-    row = [s.of(text).lstrip().startswith("|") and _line_bounds(text, s)[0] for s in sentences]
+    # a span never starts with whitespace: its first character says whether it is a row
+    row = [text[s.start] == "|" and _line_bounds(text, s)[0] for s in sentences]
     table = np.array([row[i] and row[i + 1] and line[i] for i in range(n - 1)], dtype=bool)
     fenced = _fenced(text, sentences)
     found = [

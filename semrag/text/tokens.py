@@ -12,7 +12,9 @@ convention, ``len`` by default: characters) or token-list function (LlamaIndex's
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections import defaultdict
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -35,6 +37,7 @@ __all__ = [
     "Tokenizer",
     "WhitespaceTokenizer",
     "as_tokenizer",
+    "word_splitter",
 ]
 
 
@@ -97,8 +100,8 @@ texts joined by it as the sum of their counts (not across control characters suc
 _SPLITS_AT_SPACES = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
 _SPACES = SPACE_RUN.pattern[1:-2]
 _ASCII_PUNCT = r"!-/:-@\[-`{-~"
-_RUN = re.compile(f"[^{_SPACES}]+")
-"""A run of characters between :data:`SPACE_RUN` breaks: a unit of any additive tokenizer."""
+_ODD_SPACES = re.compile("[\x0b\x0c\x1c-\x1f\x85\u2028\u2029]")
+"""What Python's ``str.split()`` cuts at and :data:`SPACE_RUN` does not."""
 _PUNCT = re.compile(f"[{_ASCII_PUNCT}]")
 _BERT_RUN = re.compile(f"[{_ASCII_PUNCT}]|[^{_ASCII_PUNCT}{_SPACES}]+")
 """BERT's finer units: every ASCII punctuation mark is a word of its own there."""
@@ -111,6 +114,46 @@ _DELETED = re.compile(
 )
 """Characters a BERT normaliser deletes (control and format characters, U+FFFD): no word
 piece stands for them, so the cap counts them itself."""
+
+
+def word_splitter(texts: Sequence[str]) -> Callable[[str], list[str]]:
+    r"""The fastest function that cuts each of ``texts`` into its words (:data:`SPACE_RUN`).
+
+    ``str.split`` unless a text holds a character it cuts at and BERT's normaliser deletes
+    (``\x1c``, ``\x0c``, ...); then a regex split.
+
+    Examples:
+        >>> word_splitter(["a b"])("two  words")
+        ['two', 'words']
+        >>> word_splitter(["a\x1cb"])("a\x1cb c")
+        ['a\x1cb', 'c']
+    """
+    if any(_ODD_SPACES.search(t) for t in texts):
+        return lambda text: [w for w in SPACE_RUN.split(text) if w]
+    return str.split
+
+
+def _gather(units: Pieces, order: Sequence[int] | np.ndarray, sizes: Sequence[int]) -> Pieces:
+    """Texts made of units: text ``i`` is the next ``sizes[i]`` units of ``order``, in a row.
+
+    Examples:
+        >>> units = Pieces(np.array([7, 8, 9]), np.array([1, 2, 0]), [1, 2, 0])
+        >>> got = _gather(units, [1, 0, 2, 0], [2, 0, 2])
+        >>> got.ids.tolist(), got.lengths.tolist(), got.counts
+        ([8, 9, 7, 7], [3, 0, 1], [3, 0, 1])
+    """
+    order = np.asarray(order, dtype=np.int64)
+    runs = units.lengths[order]
+    first = np.cumsum(units.lengths) - units.lengths
+    ids = units.ids[
+        np.repeat(first[order] - (np.cumsum(runs) - runs), runs) + np.arange(runs.sum())
+    ]
+    text = np.repeat(np.arange(len(sizes)), np.asarray(sizes, dtype=np.int64))
+    lengths = np.bincount(text, weights=runs, minlength=len(sizes)).astype(np.int64)
+    counts = np.bincount(
+        text, weights=np.asarray(units.counts, np.float64)[order], minlength=len(sizes)
+    )
+    return Pieces(ids, lengths, counts.astype(np.int64).tolist())
 
 
 def _deleted(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -163,18 +206,17 @@ class HuggingFaceTokenizer:
         """Whether texts joined by :data:`SPACE_RUN` count the sum of their counts: true when
         the pre-tokenizer cuts words at whitespace (BERT's word pieces, as MiniLM's), not
         for byte-level or metaspace models, whose pieces carry the space."""
-        bert = (
-            type(self._tok.model).__name__ == "WordPiece"
-            and type(self._tok.pre_tokenizer).__name__ == "BertPreTokenizer"
-            and type(self._tok.normalizer).__name__ == "BertNormalizer"
-            and bool(getattr(self._tok.normalizer, "lowercase", False))
+        from tokenizers.models import WordPiece
+        from tokenizers.normalizers import BertNormalizer
+        from tokenizers.pre_tokenizers import BertPreTokenizer
+
+        normalizer = self._tok.normalizer
+        self._bert = (  # an uncased BERT: whole words can be looked up (see _looked_up)
+            isinstance(self._tok.model, WordPiece)
+            and isinstance(self._tok.pre_tokenizer, BertPreTokenizer)
+            and isinstance(normalizer, BertNormalizer)
+            and bool(normalizer.lowercase)
         )
-        self.units: re.Pattern[str] | None = (
-            (_BERT_RUN if bert else _RUN) if self.additive else None
-        )
-        """A pattern whose matches are tokenized as the text is: a text's pieces are its
-        matches' pieces, in order (``None`` when pieces may span whitespace)."""
-        self._bert = bert
         self._whole: dict[str, int] | None = None  # see _whole_pieces
 
     def _plain(self, text: str, ids: Sequence[int]) -> bool:
@@ -257,24 +299,38 @@ class HuggingFaceTokenizer:
                 np.array([len(r) for r in rows], dtype=np.int64),
                 self._counts(texts, encodings),
             )
-        whole = self._whole_pieces()
-        if not whole:
+        if not self._bert:
             return self._joined(texts)
+        return self._looked_up(texts, split=True)
+
+    def _looked_up(self, texts: list[str], *, split: bool) -> Pieces:
+        """BERT's pieces: a text that is a vocabulary word is looked up, not tokenized.
+
+        With ``split``, a text that is not is cut where BERT cuts it (at each ASCII
+        punctuation mark) and its parts looked up in turn; what is left is tokenized
+        (:meth:`_joined`). Only distinct texts reach the tokenizer.
+        """
+        whole = self._whole_pieces()
         found = [whole.get(t.lower(), -1) if t.isascii() else -1 for t in texts]
+        hits = [i for i, f in enumerate(found) if f >= 0]
         rest = [i for i, f in enumerate(found) if f < 0]
-        joined = self._joined([texts[i] for i in rest])
-        lengths = np.ones(len(texts), dtype=np.int64)
-        lengths[rest] = joined.lengths
-        counts = [1] * len(texts)
-        for i, n in zip(rest, joined.counts, strict=True):
-            counts[i] = n
-        ids = np.asarray(found, dtype=np.int64).repeat(lengths)  # the direct ids in place
-        starts = np.cumsum(lengths) - lengths
-        first = np.cumsum(joined.lengths) - joined.lengths
-        ids[np.repeat(starts[rest] - first, joined.lengths) + np.arange(joined.ids.size)] = (
-            joined.ids
+        if not split:
+            left = self._joined([texts[i] for i in rest])
+        else:
+            parts: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+            order: list[int] = []
+            sizes: list[int] = []
+            for i in rest:
+                cut = _BERT_RUN.findall(texts[i])
+                sizes.append(len(cut))
+                order += map(parts.__getitem__, cut)
+            left = _gather(self._looked_up(list(parts), split=False), order, sizes)
+        units = Pieces(
+            np.concatenate([np.asarray([found[i] for i in hits], np.int64), left.ids]),
+            np.concatenate([np.ones(len(hits), np.int64), left.lengths]),
+            [1] * len(hits) + left.counts,
         )
-        return Pieces(ids, lengths, counts)
+        return _gather(units, np.argsort(hits + rest), [1] * len(texts))
 
     def _whole_pieces(self) -> dict[str, int]:
         """BERT's vocabulary words that are a piece of their own (empty for other models).
