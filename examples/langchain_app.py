@@ -4,8 +4,9 @@ Then the index lives: a file is added, a collision is refused, a file is replace
 deleted, and the index is saved and loaded in a new process. The printed ids show that
 every document is the one the user meant (they are the loader's ``source`` paths).
 
-Run:  python examples/langchain_app.py   (needs the "langchain" extra and langchain-community
-for its TextLoader; offline: the packaged MiniLM does the embedding)
+Run:  pip install "semrag[index,langchain]" && python examples/langchain_app.py
+(offline: the packaged MiniLM does the embedding; files are read as LangChain documents
+with their path as ``source``, what a loader gives)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from langchain_community.document_loaders import TextLoader  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
 from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
 from langchain_core.runnables import RunnablePassthrough  # noqa: E402
 
@@ -44,8 +45,9 @@ def format_docs(docs):
     return "\n".join(f"[{d.metadata['source']}] {d.page_content}" for d in docs)
 
 
-def load(path: str):
-    return TextLoader(path, encoding="utf-8").load()
+def load(path: str) -> list[Document]:
+    """The file as one LangChain document, its path as ``source`` (a loader's metadata)."""
+    return [Document(Path(path).read_text(encoding="utf-8"), metadata={"source": path})]
 
 
 def build(workdir: Path) -> None:

@@ -1,6 +1,6 @@
 """SemRAG semantic chunking inside a LangChain pipeline (offline).
 
-Run:  python examples/langchain_splitter.py   (needs the "langchain" extra; no torch)
+Run:  pip install "semrag[langchain]" && python examples/langchain_splitter.py   (no torch)
 """
 
 from __future__ import annotations

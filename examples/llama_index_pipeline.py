@@ -1,6 +1,6 @@
 """SemRAG semantic chunking in a LlamaIndex IngestionPipeline (offline).
 
-Run:  python examples/llama_index_pipeline.py   (needs the "llama-index" extra)
+Run:  pip install "semrag[llama-index]" && python examples/llama_index_pipeline.py   (no torch)
 """
 
 from __future__ import annotations

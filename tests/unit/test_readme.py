@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 APPS = {"langchain_app.py", "llama_index_app.py"}
+CHECKED = {"decide_a_splitter.py"}  # run, and its decision checked, by tests/unit/test_cli_eval.py
 
 
 def bash_blocks() -> list[str]:
@@ -36,7 +37,7 @@ def test_readme_python_snippets_run(block, monkeypatch):
 @pytest.mark.parametrize(
     "script",
     # the two apps are run, and their output checked, by tests/adapters/test_identity_flows.py
-    sorted({p.name for p in (ROOT / "examples").glob("*.py")} - APPS),
+    sorted({p.name for p in (ROOT / "examples").glob("*.py")} - APPS - CHECKED),
 )
 def test_examples_run(script):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
