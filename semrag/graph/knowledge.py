@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -33,6 +32,7 @@ from semrag.graph.extract import (
 from semrag.graph.ledger import GraphLedger
 from semrag.graph.memory import InMemoryGraphStore
 from semrag.graph.types import (
+    AsyncGraphReads,
     ChangeStamped,
     Community,
     Entity,
@@ -154,7 +154,7 @@ class KnowledgeGraph:
             community_llm=community_llm,
             show_progress=show_progress,
         )
-        return drive(steps, functools.partial(call, None))
+        return drive(steps, call)
 
     @classmethod
     async def abuild(cls, index: Any, **options: Any) -> KnowledgeGraph:
@@ -164,7 +164,7 @@ class KnowledgeGraph:
         built from their replies; the rest runs in a worker thread.
         """
         steps = cls._build_steps(index, **options)
-        return await adrive(steps, functools.partial(acall, None))
+        return await adrive(steps, acall)
 
     @classmethod
     def _build_steps(
@@ -193,7 +193,8 @@ class KnowledgeGraph:
         )
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
-        yield Call("prefetch", (index.chunks(),), on=Prefetch(extractor))
+        ahead = Prefetch(extractor)
+        yield Call(ahead.prefetch, (index.chunks(),), twin=ahead.aprefetch)
         kg._follow(
             index,
             GraphLedger(
@@ -495,9 +496,12 @@ class KnowledgeGraph:
 
     async def acurrent_version(self) -> Any:
         """Async twin of :meth:`current_version` (the stamp awaited on the async driver)."""
-        if not self._served():
+        store = self.store
+        if not self._served() or not offers(store, ChangeStamped):
             return self.version
-        return (self.version, await acall(self.store, Call("change_stamp", ())))
+        if offers(store, AsyncGraphReads):  # a database's stamp, awaited
+            return (self.version, await store.achange_stamp())
+        return (self.version, await asyncio.to_thread(store.change_stamp))
 
     def entity_vectors(self, version: Any = None) -> tuple[list[Entity], np.ndarray]:
         """Every entity and the unit vector of its name.
@@ -556,9 +560,12 @@ class KnowledgeGraph:
         self, vector: np.ndarray, n: int, *, keep: int | None = None
     ) -> tuple[list[Entity], np.ndarray]:
         """Async twin of :meth:`search_entities` (the store's search awaited)."""
-        if self._served() and offers(self.store, EntityNameSearch):
-            call = Call("search_entities", (vector, n), kwargs={"keep": keep})
-            found = await acall(self.store, call)
+        store = self.store
+        if self._served() and offers(store, EntityNameSearch):
+            if offers(store, AsyncGraphReads):  # a database's search, awaited
+                found = await store.asearch_entities(vector, n, keep=keep)
+            else:
+                found = await asyncio.to_thread(store.search_entities, vector, n, keep=keep)
             if found is not None:
                 return await asyncio.to_thread(self._with_bare, *found)
         version = await self.acurrent_version()

@@ -296,6 +296,40 @@ class EntityNameSearch(Protocol):
 
 
 @runtime_checkable
+class AsyncGraphReads(Protocol):
+    """A store whose reads await a database (the async twins the retrievers await)."""
+
+    async def achunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
+        """Async twin of ``chunks_for``."""
+        ...
+
+    async def asearch_entities(self, vector: Any, n: int, *, keep: int | None = None) -> Any:
+        """Async twin of :meth:`EntityNameSearch.search_entities`."""
+        ...
+
+    async def achange_stamp(self) -> str | None:
+        """Async twin of :meth:`ChangeStamped.change_stamp`."""
+        ...
+
+    async def alookup(
+        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
+    ) -> list[list[str]]:
+        """Async twin of ``lookup``."""
+        ...
+
+    async def aexpand(
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: int = 1,
+        limit: int = 200,
+        max_chunks: int | None = None,
+    ) -> Any:
+        """Async twin of ``expand``."""
+        ...
+
+
+@runtime_checkable
 class ChangeStamped(Protocol):
     """A store that others may write: a stamp changes with every write of the graph."""
 

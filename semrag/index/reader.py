@@ -49,7 +49,9 @@ if TYPE_CHECKING:
 _P = TypeVar("_P")
 
 __all__ = [
+    "AsyncDenseSearch",
     "AsyncReads",
+    "AsyncVersion",
     "CorpusReader",
     "CorpusReads",
     "CorpusSearch",
@@ -187,6 +189,10 @@ class CorpusSearch(QueryEmbedding, Protocol):
         """Async twin of :meth:`search`."""
         ...
 
+    def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+        """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
+        ...
+
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """The ``k`` chunks nearest a query vector."""
         ...
@@ -237,6 +243,15 @@ class CorpusReader(CorpusReads, CorpusSearch, SimilarityGraphReads, Protocol):
 
 # -- optional capabilities --------------------------------------------------------------------
 @runtime_checkable
+class AsyncVersion(Protocol):
+    """An index or a graph whose version is read from a database (awaited)."""
+
+    async def acurrent_version(self) -> Any:
+        """Async twin of ``current_version``."""
+        ...
+
+
+@runtime_checkable
 class AsyncReads(Protocol):
     """Reads that await a database: ``read()`` is a context that may span awaits.
 
@@ -247,6 +262,45 @@ class AsyncReads(Protocol):
 
     async def acurrent_version(self) -> int:
         """Async twin of :meth:`CorpusReads.current_version`."""
+        ...
+
+    async def afetch_documents(self, doc_ids: Sequence[str]) -> None:
+        """Async twin of :meth:`CorpusReads.fetch_documents`."""
+        ...
+
+    async def aoverlapping_chunks_many(
+        self, spans: Sequence[tuple[str, int, int]]
+    ) -> list[list[int]]:
+        """Async twin of :meth:`CorpusReads.overlapping_chunks_many`."""
+        ...
+
+    async def asentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
+        """Async twin of :meth:`CorpusReads.sentence_vectors_of`."""
+        ...
+
+    async def adense_search(self, vector: Floats, k: int) -> Any:
+        """Async twin of the reader's ``dense_search`` (chunk ids and scores, best first)."""
+        ...
+
+    async def asearch_channels(
+        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
+    ) -> tuple[npt.NDArray[np.int64], list[list[tuple[int, float]]]]:
+        """Async twin of :meth:`CorpusSearch.search_channels`."""
+        ...
+
+    async def asparse_scores_many(
+        self, queries: Sequence[str], chunk_ids: Sequence[int]
+    ) -> npt.NDArray[np.float64]:
+        """Async twin of :meth:`CorpusSearch.sparse_scores_many`."""
+        ...
+
+
+@runtime_checkable
+class AsyncDenseSearch(Protocol):
+    """A dense index searched on a database: its batched search awaited."""
+
+    async def asearch(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
+        """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
         ...
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -810,10 +809,10 @@ class SemanticIndex:
         self._store(computed, on_conflict)
 
     def _add(self, docs: list[Document], given: Given, on_conflict: OnConflict) -> None:
-        drive(self._ingest(docs, given, on_conflict), functools.partial(call, None))
+        drive(self._ingest(docs, given, on_conflict), call)
 
     async def _aadd(self, docs: list[Document], given: Given, on_conflict: OnConflict) -> None:
-        await adrive(self._ingest(docs, given, on_conflict), functools.partial(acall, None))
+        await adrive(self._ingest(docs, given, on_conflict), acall)
 
     # -- parts ----------------------------------------------------------------------------
     @property
@@ -1097,7 +1096,7 @@ class SemanticIndex:
             >>> index.embedder.dim, index.fingerprint.dim
             (64, 64)
         """
-        drive(self._reembedding(embedder, chunker, show_progress), functools.partial(call, None))
+        drive(self._reembedding(embedder, chunker, show_progress), call)
 
     async def areembed(
         self,
@@ -1108,7 +1107,7 @@ class SemanticIndex:
     ) -> None:
         """Async twin of :meth:`reembed` (the embedder's async path; CPU work off the loop)."""
         steps = self._reembedding(embedder, chunker, show_progress)
-        await adrive(steps, functools.partial(acall, None))
+        await adrive(steps, acall)
 
     def _reembedding(
         self, embedder: Any, chunker: BoundaryChunker | None, show_progress: bool | None

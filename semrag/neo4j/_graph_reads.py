@@ -58,22 +58,24 @@ class GraphReads:
         self._session = session
         self.fuzzy_cutoff = fuzzy_cutoff
         self.fuzzy_candidates = fuzzy_candidates
-        self._steps: dict[str, Callable[..., Steps[Any]]] = {
-            "get_entities": self._get_entities_steps,
-            "lookup": self._lookup_steps,
-            "expand": self._expand_steps,
-            "neighbourhood": self._neighbourhood_steps,
-            "chunks_for": self._chunks_for_steps,
-            "search_entities": self._search_entities_steps,
+        self._steps: dict[Callable[..., Any], Callable[..., Steps[Any]]] = {
+            self.get_entities: self._get_entities_steps,
+            self.lookup: self._lookup_steps,
+            self.expand: self._expand_steps,
+            self.neighbourhood: self._neighbourhood_steps,
+            self.chunks_for: self._chunks_for_steps,
+            self.search_entities: self._search_entities_steps,
         }
 
-    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
-        """The session and the steps of the read ``name`` (``lookup``, ``expand``, ...).
+    def read_steps(
+        self, method: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> tuple[Any, Steps[Any]] | None:
+        """The session and the steps of the read ``method`` (:meth:`lookup`, ...).
 
         For :class:`semrag._steps.Together`: reads on one session run at once
         (:meth:`Neo4jSession.run_together`). ``None`` for a method that is not a read.
         """
-        steps = self._steps.get(name)
+        steps = self._steps.get(method)
         return None if steps is None else (self._session, steps(*args, **kwargs))
 
     # -- reads ------------------------------------------------------------------------------------

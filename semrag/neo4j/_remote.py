@@ -6,7 +6,7 @@ the candidate policy, the rows one read keeps), not the reader.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -39,12 +39,14 @@ class _RemoteDense:
         """Async twin of :meth:`search`, on the async driver."""
         return await self._context.arun(self._search_steps(queries, k))
 
-    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
+    def read_steps(
+        self, method: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> tuple[Any, Steps[Any]] | None:
         """The store and the steps of :meth:`search` (``None`` for other methods).
 
         For :class:`semrag._steps.Together`: run with other reads on the store at once.
         """
-        if name != "search":
+        if method != self.search:
             return None
         return self._context.store.session, self._search_steps(*args, **kwargs)
 

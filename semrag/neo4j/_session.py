@@ -214,15 +214,6 @@ class Neo4jSession:
         """Drive read steps with the async driver (the steps run in worker threads)."""
         return await adrive(steps, lambda ask: self.aread_rows(ask.query, **ask.params))
 
-    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
-        """This store and the steps of its read ``name`` (``lookup``, ``expand``, ...).
-
-        For :class:`semrag._steps.Together`: reads on one store run at once
-        (:meth:`run_together`). ``None`` for a method that is not a read.
-        """
-        steps = getattr(self, f"_{name}_steps", None)
-        return None if steps is None else (self, steps(*args, **kwargs))
-
     def run_together(self, steps: Sequence[Steps[Any]]) -> list[Any]:
         """Reads that do not depend on each other, in one round trip per step they take.
 

@@ -35,7 +35,7 @@ driver in worker threads (``async_driver=False``) can serve more queries per sec
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -178,13 +178,25 @@ class Neo4jGraphStore:
             session.write_rows(VECTOR_INDEX, dim=int(self.vector_dimensions))
 
     # -- reads (GraphReads', on the session) ----------------------------------------------
-    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
-        """The session and the steps of the read ``name`` (``lookup``, ``expand``, ...).
+    def read_steps(
+        self, method: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> tuple[Any, Steps[Any]] | None:
+        """The session and the steps of the read ``method`` (:meth:`lookup`, ...).
 
         For :class:`semrag._steps.Together`: reads on one session run at once
         (:meth:`Neo4jSession.run_together`). ``None`` for a method that is not a read.
         """
-        return self._reads.read_steps(name, *args, **kwargs)
+        reads = self._reads
+        same: dict[Callable[..., Any], Callable[..., Any]] = {
+            self.get_entities: reads.get_entities,
+            self.lookup: reads.lookup,
+            self.expand: reads.expand,
+            self.neighbourhood: reads.neighbourhood,
+            self.chunks_for: reads.chunks_for,
+            self.search_entities: reads.search_entities,
+        }
+        found = same.get(method)
+        return None if found is None else reads.read_steps(found, *args, **kwargs)
 
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         """The entities with these ids (absent ids skipped), in the order given."""

@@ -146,9 +146,9 @@ class Neo4jIndex:
         self._passages = self._passages_of(state)
         self.dense = ChunkDense(self._context)
         self.sparse = RemoteSparse(self._context)
-        self._reads: dict[str, Callable[..., Steps[Any]]] = {  # read_steps's, by name
-            "search_channels": self._channels_steps,
-            "overlapping_chunks_many": self._overlapping_steps,
+        self._reads: dict[Callable[..., Any], Callable[..., Steps[Any]]] = {  # read_steps's
+            self.search_channels: self._channels_steps,
+            self.overlapping_chunks_many: self._overlapping_steps,
         }
 
     @property
@@ -176,13 +176,16 @@ class Neo4jIndex:
         """
         return self._context.read()
 
-    def read_steps(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Steps[Any]] | None:
-        """The session and the steps of the read ``name``, or ``None`` for another method.
+    def read_steps(
+        self, method: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> tuple[Any, Steps[Any]] | None:
+        """The session and the steps of the read ``method``, or ``None`` for another method.
 
-        For :class:`semrag._steps.Together`: ``search_channels`` and
-        ``overlapping_chunks_many``, which do not depend on each other, run as one statement.
+        For :class:`semrag._steps.Together`: :meth:`search_channels` and
+        :meth:`overlapping_chunks_many`, which do not depend on each other, run as one
+        statement.
         """
-        steps = self._reads.get(name)
+        steps = self._reads.get(method)
         return None if steps is None else (self.store.session, steps(*args, **kwargs))
 
     @property

@@ -19,14 +19,13 @@ Every result's provenance names the entities (local) or the community and its re
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable, Generator
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from semrag._rwlock import reading
-from semrag._steps import Call, acall, adrive, call, drive
+from semrag._steps import Call, acall, adrive, call, drive, twin
 from semrag._validation import (
     INT,
     REAL,
@@ -41,8 +40,15 @@ from semrag._validation import (
 )
 from semrag.errors import ConfigError
 from semrag.graph.communities import report_text
-from semrag.graph.types import ReportReads
-from semrag.index.reader import AsyncReads, CorpusReader, CorpusReads, CorpusSearch, require
+from semrag.graph.types import AsyncGraphReads, ReportReads
+from semrag.index.reader import (
+    AsyncReads,
+    AsyncVersion,
+    CorpusReader,
+    CorpusReads,
+    CorpusSearch,
+    require,
+)
 from semrag.postprocess.stitch import covering_sentences
 from semrag.types import Chunk, ScoredChunk
 
@@ -203,11 +209,11 @@ class CommunityRetriever(Params):
         if not offers(self.index, AsyncReads):  # a lock held by one thread
             return await asyncio.to_thread(self._run, q, k)
         with reading(self.index, followers=True):
-            return await adrive(self._steps(q, k), functools.partial(acall, None))
+            return await adrive(self._steps(q, k), acall)
 
     def _run(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
         with reading(self.index, followers=True):  # index and graph at one version
-            return drive(self._steps(q, k), functools.partial(call, None))
+            return drive(self._steps(q, k), call)
 
     def _steps(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
         """The search, asking for the reads that may be round trips (:class:`Call`)."""
@@ -221,16 +227,19 @@ class CommunityRetriever(Params):
         n = max(_ENTITY_CANDIDATES, 10 * self.max_entities)
         # (only the index's best 2 * max_entities travel with their vectors, as dense search)
         keep = {"keep": 2 * self.max_entities}
-        ents, vecs = yield Call("search_entities", (q, n), on=self.graph, kwargs=keep)
+        graph = self.graph
+        ents, vecs = yield Call(graph.search_entities, (q, n), keep, graph.asearch_entities)
         if not ents:
             return []
         sims = vecs @ q
         order = best_above(sims, lambda i: ents[i].id, self.max_entities, self.tau_e)
         chosen = {ents[i].id: (ents[i], float(sims[i]), vecs[i]) for i in order}
         best: dict[int, tuple[float, float, list[dict[str, Any]]]] = {}
-        found = yield Call("chunks_for", (list(chosen),), on=self.graph.store)
+        found = yield _chunks_for(self.graph.store, list(chosen))
         spans = [(r.doc_id, r.start, r.end) for refs in found.values() for r in refs]
-        overlaps = iter((yield Call("overlapping_chunks_many", (spans,), on=self.index)))
+        index = self.index
+        over = twin(index, AsyncReads, lambda r: r.aoverlapping_chunks_many)
+        overlaps = iter((yield Call(index.overlapping_chunks_many, (spans,), twin=over)))
         for eid, refs in found.items():
             ent, e_sim, e_vec = chosen[eid]
             cids = sorted({c for _ in refs for c in next(overlaps)})
@@ -270,7 +279,7 @@ class CommunityRetriever(Params):
         Cached until the knowledge graph changes (keyed by its ``current_version()``, which
         sees the changes another process writes to a Neo4j store).
         """
-        version = drive(_current_version(self.graph), functools.partial(call, None))
+        version = drive(_current_version(self.graph), call)
         comms, vecs, _, _ = self._report_state(version)
         return comms, vecs
 
@@ -313,7 +322,7 @@ class CommunityRetriever(Params):
         todo = [c for c in comms if c.id not in self._points]
         if todo:
             members = sorted({e for c in todo for e in c.entity_ids})
-            refs = yield Call("chunks_for", (members,), on=self.graph.store)
+            refs = yield _chunks_for(self.graph.store, members)
             picked: dict[str, list[tuple[str, int, int]]] = {}
             for comm in todo:
                 count: dict[tuple[str, int, int], int] = {}
@@ -322,7 +331,7 @@ class CommunityRetriever(Params):
                         count[r] = count.get(r, 0) + 1
                 picked[comm.id] = sorted(count, key=lambda c: (-count[c], c))[: self.max_chunks]
             docs = sorted({d for chunks in picked.values() for d, _, _ in chunks})
-            yield Call("fetch_documents", (docs,), on=self.index)
+            yield _fetch_documents(self.index, docs)
             for comm in todo:
                 found = []
                 for doc_id, start, end in sorted(picked[comm.id]):
@@ -351,9 +360,7 @@ class CommunityRetriever(Params):
         points: dict[tuple[str, int], tuple[float, Any]] = {}
         index_version = yield from _current_version(self.index)
         runs = yield from self._sentence_runs(top, (graph_version, index_version))
-        yield Call(
-            "fetch_documents", (sorted({d for found in runs for d, _, _ in found}),), on=self.index
-        )
+        yield _fetch_documents(self.index, sorted({d for found in runs for d, _, _ in found}))
         for comm, found in zip(top, runs, strict=True):
             for doc_id, a, b in found:
                 sims = self.index.sentence_vectors(doc_id)[a:b] @ q
@@ -401,4 +408,18 @@ def _current_version(source: Any) -> _Reads[Any]:
 
     Both offer ``current_version()``: a round trip for one served from a database.
     """
-    return (yield Call("current_version", (), on=source))
+    version = twin(source, AsyncVersion, lambda s: s.acurrent_version)
+    return (yield Call(source.current_version, twin=version))
+
+
+def _chunks_for(store: Any, entity_ids: list[str]) -> Call:
+    """The read of the chunks mentioning each entity (awaited on a database's store)."""
+    return Call(
+        store.chunks_for, (entity_ids,), twin=twin(store, AsyncGraphReads, lambda s: s.achunks_for)
+    )
+
+
+def _fetch_documents(index: Any, doc_ids: list[str]) -> Call:
+    """The read that brings these documents in (one round trip on a database)."""
+    fetch = twin(index, AsyncReads, lambda r: r.afetch_documents)
+    return Call(index.fetch_documents, (doc_ids,), twin=fetch)

@@ -51,7 +51,6 @@ offsets. Its scores are normalised by rank (PageRank mass says little beyond the
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import numbers
 from collections.abc import Generator, Mapping, Sequence
@@ -62,7 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._rwlock import reading
-from semrag._steps import Call, Together, acall, adrive, call, drive
+from semrag._steps import Call, Together, acall, adrive, call, drive, twin
 from semrag._validation import (
     HasMethods,
     Interval,
@@ -397,7 +396,7 @@ class IntentAwareRetriever(Params):
                 index.embedder.aembed(list(plan.dense_queries)), ext_task
             )
             steps = self._fuse_steps(plan, vectors, ext, k)
-            return await adrive(steps, functools.partial(acall, index))
+            return await adrive(steps, acall)
 
     def _read_and_fuse(
         self, plan: QueryPlan, vectors: npt.NDArray[np.float32], k: int
@@ -423,9 +422,7 @@ class IntentAwareRetriever(Params):
         k: int,
     ) -> list[ScoredChunk]:
         with reading(self.index):  # candidates, scores and chunks of one version
-            return drive(
-                self._fuse_steps(plan, vectors, ext, k), functools.partial(call, self.index)
-            )
+            return drive(self._fuse_steps(plan, vectors, ext, k), call)
 
     def _fuse_steps(
         self,
@@ -451,7 +448,8 @@ class IntentAwareRetriever(Params):
         dense = (index.vectors_of(ids) @ vectors.T).max(axis=1).astype(np.float64)
         sparse = np.zeros(len(ids))
         if plan.sparse_queries:
-            scores = yield Call("sparse_scores_many", (plan.sparse_queries, ids))
+            many = twin(index, AsyncReads, lambda r: r.asparse_scores_many)
+            scores = yield Call(index.sparse_scores_many, (plan.sparse_queries, ids), twin=many)
             sparse = np.maximum(sparse, scores.max(0))
         extended = np.array([cands.extended.get(i, np.nan) for i in ids])
         raw = {"dense": dense, "sparse": sparse, "extended": extended}
@@ -492,15 +490,24 @@ class IntentAwareRetriever(Params):
         vectors: npt.NDArray[np.float32],
         ext: Sequence[ScoredChunk] | None,
     ) -> Generator[Call | Together, Any, _Candidates]:
-        channels = Call("search_channels", (vectors, list(plan.sparse_queries), self.n_candidates))
+        index = self.index
+        channels = Call(
+            index.search_channels,
+            (vectors, list(plan.sparse_queries), self.n_candidates),
+            twin=twin(index, AsyncReads, lambda r: r.asearch_channels),
+        )
+        over = twin(index, AsyncReads, lambda r: r.aoverlapping_chunks_many)
         if ext is None:  # in process: the walk after the channels, whose search it may reuse
             found, sparse_hits = yield channels
-            ext = yield Call("retrieve", (plan.query,), on=self.extended, kwargs={"k": self.m})
+            walk = self.extended
+            ext = yield Call(walk.retrieve, (plan.query,), {"k": self.m}, walk.aretrieve)
             spans = _spans(ext)
-            covered = (yield Call("overlapping_chunks_many", (spans,))) if spans else []
+            covered = (
+                (yield Call(index.overlapping_chunks_many, (spans,), twin=over)) if spans else []
+            )
         elif spans := _spans(ext):  # the walk's hits known: their chunks and the channels at once
             (found, sparse_hits), covered = yield Together(
-                (channels, Call("overlapping_chunks_many", (spans,)))
+                (channels, Call(index.overlapping_chunks_many, (spans,), twin=over))
             )
         else:
             (found, sparse_hits), covered = (yield channels), []
@@ -521,7 +528,9 @@ class IntentAwareRetriever(Params):
         self, ids: list[int], q: npt.NDArray[np.float32]
     ) -> Generator[Call, Any, npt.NDArray[np.float64]]:
         out = np.empty(len(ids))
-        for j, vecs in enumerate((yield Call("sentence_vectors_of", (ids,)))):
+        index = self.index
+        of = twin(index, AsyncReads, lambda r: r.asentence_vectors_of)
+        for j, vecs in enumerate((yield Call(index.sentence_vectors_of, (ids,), twin=of))):
             out[j] = float((vecs @ q).max()) if len(vecs) else np.nan
         return out
 

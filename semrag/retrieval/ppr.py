@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._rwlock import reading
-from semrag._steps import Call, acall, call
+from semrag._steps import Call, acall, call, twin
 from semrag._validation import (
     HasMethods,
     Interval,
@@ -474,7 +474,10 @@ class PPRRetriever(Params):
         """
         chunks_each = -(-g.chunk_ids.size // max(g.n_passages, 1))
         n = min(self.dense_seeds * chunks_each, g.chunk_ids.size)
-        return Call("dense_search", (q, n), on=self.index)
+        index = self.index
+        return Call(
+            index.dense_search, (q, n), twin=twin(index, AsyncReads, lambda r: r.adense_search)
+        )
 
     def _walk(
         self,
@@ -519,7 +522,7 @@ class PPRRetriever(Params):
         g = self.passage_graph()
         texts = self._to_embed(g, query, names)
         vectors = np.asarray(self.index.embedder.embed(texts), dtype=np.float32)
-        found = call(None, self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
+        found = call(self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
         walk = self._walk(g, texts, vectors, names, found, k)
         chunks = chunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk is not None else []
         return as_hits(g, walk, chunks, names, how, k)
@@ -532,7 +535,7 @@ class PPRRetriever(Params):
         g = await self._apassage_graph()
         texts = self._to_embed(g, query, names)
         vectors = np.asarray(await self.index.embedder.aembed(texts), dtype=np.float32)
-        found = await acall(None, self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
+        found = await acall(self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
         walk = await asyncio.to_thread(self._walk, g, texts, vectors, names, found, k)
         chunks = await achunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
         return as_hits(g, walk, chunks, names, how, k)

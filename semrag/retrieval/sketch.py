@@ -33,7 +33,6 @@ or ``"both"``), through which entities (with their hop), and the facts among the
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import re
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -43,7 +42,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from semrag._rwlock import reading
-from semrag._steps import Call, Together, acall, adrive, call, drive
+from semrag._steps import Call, Together, acall, adrive, call, drive, twin
 from semrag._validation import (
     INT,
     REAL,
@@ -58,10 +57,11 @@ from semrag._validation import (
     renamed,
 )
 from semrag.errors import ConfigError
-from semrag.graph.types import Entity
+from semrag.graph.types import AsyncGraphReads, Entity
 from semrag.index.derived import derived
 from semrag.index.parts.pieces import PieceIndex, check_split
 from semrag.index.reader import (
+    AsyncDenseSearch,
     AsyncReads,
     CorpusReader,
     CorpusReads,
@@ -326,14 +326,14 @@ class SketchRetriever(Params):
 
     def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[str]:
         """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches."""
-        return self._seeds(call(None, self._lookup(fuzzy, exact)), len(fuzzy))
+        return self._seeds(call(self._lookup(fuzzy, exact)), len(fuzzy))
 
     def _lookup(self, fuzzy: Sequence[str], exact: Sequence[str]) -> Call:
         """One store lookup for every phrase (one round trip on a server)."""
         limits = [self.fuzzy_matches] * len(fuzzy) + [0] * len(exact)
-        return Call(
-            "lookup", ([*fuzzy, *exact],), on=self.graph.store, kwargs={"fuzzy_limit": limits}
-        )
+        store = self.graph.store
+        found = twin(store, AsyncGraphReads, lambda s: s.alookup)
+        return Call(store.lookup, ([*fuzzy, *exact],), {"fuzzy_limit": limits}, found)
 
     def _seeds(self, per: Sequence[Sequence[str]], fuzzy: int) -> list[str]:
         """The query's entities from the lookup of ``fuzzy`` phrases, then n-grams (``per``)."""
@@ -367,13 +367,13 @@ class SketchRetriever(Params):
             return await asyncio.to_thread(self._merge, query, q, names, k)
         with reading(self.index, followers=True):
             steps = self._merge_steps(query, q, names, k)
-            return await adrive(steps, functools.partial(acall, None))
+            return await adrive(steps, acall)
 
     def _merge(
         self, query: str, q: np.ndarray, names: tuple[list[str], list[str], str], k: int
     ) -> list[ScoredChunk]:
         with reading(self.index, followers=True):  # index and graph at one version
-            return drive(self._merge_steps(query, q, names, k), functools.partial(call, None))
+            return drive(self._merge_steps(query, q, names, k), call)
 
     def _merge_steps(
         self, query: str, q: np.ndarray, names: tuple[list[str], list[str], str], k: int
@@ -383,7 +383,8 @@ class SketchRetriever(Params):
         index = self.index
         pieces, parents, dense = self.pieces()
         # the lookup and the vector search at once (one round trip on one database)
-        search = Call("search", (q, self.n_vector or 2 * k), on=dense)
+        near = twin(dense, AsyncDenseSearch, lambda d: d.asearch)
+        search = Call(dense.search, (q, self.n_vector or 2 * k), twin=near)
         per, (_, ids) = yield Together((self._lookup(fuzzy, exact), search))
         seed_ids = self._seeds(per, len(fuzzy))
         items: dict[tuple[str, int, int], _Item] = {}
@@ -395,11 +396,12 @@ class SketchRetriever(Params):
                 c, vec, unstructured=True, piece_of=parents[i]
             )
         # structured side
+        store = self.graph.store
         sub, refs = yield Call(
-            "expand",
+            store.expand,
             (seed_ids,),
-            on=self.graph.store,
-            kwargs={"depth": self.depth, "max_chunks": self.max_entity_chunks},
+            {"depth": self.depth, "max_chunks": self.max_entity_chunks},
+            twin(store, AsyncGraphReads, lambda s: s.aexpand),
         )
         by_id = {e.id: e for e in sub.entities}
         seeds = [by_id[e] for e in seed_ids if e in by_id]
@@ -421,7 +423,8 @@ class SketchRetriever(Params):
             for eid, ref in mentions
             if sub.hops[eid] == 0 or eid in bridge_vec
         ]
-        found = yield Call("overlapping_chunks_many", (scoring,), on=index)
+        over = twin(index, AsyncReads, lambda r: r.aoverlapping_chunks_many)
+        found = yield Call(index.overlapping_chunks_many, (scoring,), twin=over)
         by_doc: dict[str, list[tuple[int, int, int]]] = {}  # (start, id, end), in doc order
         for cid in {c for cids in found for c in cids}:
             chunk = index.chunk(cid)

@@ -500,12 +500,12 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
         "asearch_entities": lambda: graph_store.asearch_entities(q[0], 5),
         "aread_rows": lambda: graph_store.session.aread_rows("RETURN 1 AS n"),
         "arun_steps": lambda: graph_store.session.arun_steps(
-            graph_store.read_steps("chunks_for", ["bees"])[1]
+            graph_store.read_steps(graph_store.chunks_for, ["bees"])[1]
         ),
         "arun_together": lambda: graph_store.session.arun_together(
             [
-                graph_store.read_steps("lookup", ["bees"], fuzzy_limit=2)[1],
-                reader.dense.read_steps("search", q, 2)[1],
+                graph_store.read_steps(graph_store.lookup, ["bees"], fuzzy_limit=2)[1],
+                reader.dense.read_steps(reader.dense.search, q, 2)[1],
             ]
         ),
     }

@@ -129,7 +129,8 @@ class _Narrow:
 _FORWARDED = (
     "document sentences sentence_vectors themes chunks chunk vectors_of sentence_vectors_of "
     "overlapping_chunks overlapping_chunks_many fetch_documents embed_query aembed_query search "
-    "asearch search_vector search_sparse search_channels sparse_scores sparse_scores_many "
+    "asearch dense_search search_vector search_sparse search_channels sparse_scores "
+    "sparse_scores_many "
     "ssg_view"
 ).split()
 

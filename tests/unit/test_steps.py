@@ -38,8 +38,8 @@ class Part:
         self.calls += 1
         return 2 * x
 
-    def read_steps(self, name, *args):
-        if self.database is None or name != "double":
+    def read_steps(self, method, *args):
+        if self.database is None or method != self.double:
             return None
         return self.database, self._double_steps(*args)
 
@@ -51,7 +51,7 @@ class Part:
 def test_calls_together_on_one_database_run_at_once_and_reply_in_order():
     db = Database()
     a, b = Part(db), Part(db)
-    assert call(None, Together((Call("double", (1,), on=a), Call("double", (5,), on=b)))) == (2, 10)
+    assert call(Together((Call(a.double, (1,)), Call(b.double, (5,))))) == (2, 10)
     assert db.batches == [2] and a.calls == b.calls == 0
 
 
@@ -63,10 +63,8 @@ def test_calls_together_elsewhere_are_answered_one_by_one(databases):
         "apart": (Part(db), Part(Database())),
         "one has none": (Part(db), Part()),
     }[databases]
-    request = Together(
-        (Call("double", (1,), on=a), Call("double", (5,), on=b), Call("double", (0,), on=a))
-    )
-    assert call(None, request) == (2, 10, 0)
+    request = Together((Call(a.double, (1,)), Call(b.double, (5,)), Call(a.double, (0,))))
+    assert call(request) == (2, 10, 0)
     assert (a.calls, b.calls) == (2, 1) and db.batches == []
 
 
@@ -86,12 +84,14 @@ async def test_async_calls_together_elsewhere_are_awaited_concurrently():
         def meet(self):  # pragma: no cover - the async twin is used
             raise AssertionError("the blocking method was called")
 
-    request = Together((Call("meet", (), on=Waiting(0)), Call("meet", (), on=Waiting(1))))
-    assert await asyncio.wait_for(acall(None, request), 5) == (0, 1)
+    first, second = Waiting(0), Waiting(1)
+    request = Together((Call(first.meet, twin=first.ameet), Call(second.meet, twin=second.ameet)))
+    assert await asyncio.wait_for(acall(request), 5) == (0, 1)
 
 
 async def test_async_calls_together_on_one_database_run_at_once():
     db = Database()
-    request = Together((Call("double", (2,), on=Part(db)), Call("double", (3,), on=Part(db))))
-    assert await acall(None, request) == (4, 6)
+    a, b = Part(db), Part(db)
+    request = Together((Call(a.double, (2,)), Call(b.double, (3,))))
+    assert await acall(request) == (4, 6)
     assert db.batches == [2]

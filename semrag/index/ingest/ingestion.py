@@ -10,7 +10,6 @@ that the sync and the async writers drive (:mod:`semrag._steps`). It commits not
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
@@ -108,7 +107,7 @@ class Ingestion:
     def prepare(self, documents: Iterable[Any], *, split: bool = True) -> list[PreparedDocument]:
         """Every document chunked and embedded (blocking calls; nothing committed)."""
         docs = self.validate(documents)
-        return drive(self.compute(docs, None if split else WHOLE), functools.partial(call, None))
+        return drive(self.compute(docs, None if split else WHOLE), call)
 
     def _blocks(
         self, docs: list[Document], kept: Mapping[str, IndexedDocument] | None = None
@@ -225,15 +224,17 @@ class Ingestion:
             given = {d.id: kept[d.id].chunks for d in docs}
         for block in self._blocks(docs, kept):
             sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
-            svecs = yield Call("embed", (sentence_texts,), on=self.embedder)
+            embedder = self.embedder
+            svecs = yield Call(embedder.embed, (sentence_texts,), twin=embedder.aembed)
             chunk_lists = self._chunk_lists(block, given)
             if chunk_lists is None:
                 docs_of_block = [d for d, _ in block]
+                chunker = self.chunker
                 results = yield Call(
-                    "chunk_with_stats",
+                    chunker.chunk_with_stats,
                     (docs_of_block,),
-                    on=self.chunker,
-                    kwargs={"sentences": [spans for _, spans in block]},  # split once
+                    {"sentences": [spans for _, spans in block]},  # split once
+                    chunker.achunk_with_stats,
                 )
                 chunk_lists = [r.chunks for r in results]
             themes = (
@@ -243,14 +244,15 @@ class Ingestion:
             )
             if self.theme_llm is not None and kept is None:
                 prompts = [self._theme_prompt(d) for d, _ in block]
-                replies = yield Call("ask", (prompts,), on=_ThemeAsker(self.theme_llm))
+                asker = _ThemeAsker(self.theme_llm)
+                replies = yield Call(asker.ask, (prompts,), twin=asker.aask)
                 for i, ((d, _), reply) in enumerate(zip(block, replies, strict=True)):
                     if isinstance(reply, Exception):
                         self._theme_failed(d, reply)  # raises, or notes the fallback
                         replies[i] = None
                 themes = self._merge_themes(block, replies, themes)
             texts = self._second_pass_texts(block, chunk_lists, themes)
-            second = yield Call("embed", (texts,), on=self.embedder)
+            second = yield Call(embedder.embed, (texts,), twin=embedder.aembed)
             computed += self._vectors_of_block(block, svecs, chunk_lists, themes, second)
             if bar is not None:
                 bar.update(len(block))

@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag._steps import Call, acall
 from semrag.errors import NotIndexedError, StoreError
 from semrag.index._top_k import top_k
 from semrag.types import Chunk
@@ -339,20 +338,31 @@ def graph_for(
     return kept, kept
 
 
-def chunks_at(g: PassageGraph, nodes: Sequence[int]) -> list[Chunk]:
-    """The chunks of passage ``nodes``: one fetch where the graph's chunks are remote.
+@runtime_checkable
+class TakenAtOnce(Protocol):
+    """Chunks kept in a database: many are fetched in one round trip."""
 
-    A sequence with a ``take(nodes)`` method (a database reader's) is asked once.
-    """
-    take = getattr(g.chunks, "take", None)
-    return list(take(nodes)) if callable(take) else [g.chunks[n] for n in nodes]
+    def take(self, nodes: Sequence[int]) -> list[Chunk]:
+        """The chunks of these passage nodes, in order."""
+        ...
+
+    async def atake(self, nodes: Sequence[int]) -> list[Chunk]:
+        """Async twin of :meth:`take`."""
+        ...
+
+
+def chunks_at(g: PassageGraph, nodes: Sequence[int]) -> list[Chunk]:
+    """The chunks of passage ``nodes``: one fetch where the graph's chunks are remote."""
+    if isinstance(g.chunks, TakenAtOnce):
+        return list(g.chunks.take(nodes))
+    return [g.chunks[n] for n in nodes]
 
 
 async def achunks_at(g: PassageGraph, nodes: Sequence[int]) -> list[Chunk]:
-    """Async twin of :func:`chunks_at` (a remote sequence's ``atake`` is awaited)."""
-    if not callable(getattr(g.chunks, "take", None)):
-        return chunks_at(g, nodes)
-    return list(await acall(None, Call("take", (nodes,), on=g.chunks)))
+    """Async twin of :func:`chunks_at` (a database's chunks are awaited)."""
+    if isinstance(g.chunks, TakenAtOnce):
+        return list(await g.chunks.atake(nodes))
+    return chunks_at(g, nodes)
 
 
 def synonym_edges(
