@@ -247,3 +247,26 @@ def test_the_report_opens_offline_in_a_headless_browser_with_its_plots(tmp_path)
     pixels = np.asarray(Image.open(shot).convert("RGB"))
     assert pixels.shape[:2] == (1600, 1200)
     assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 20  # drawn, not a blank page
+
+
+def test_a_retriever_report_draws_recall_by_rank_in_the_browser(tmp_path):
+    browser = _chromium()
+    docs, questions = _corpus(12, 4)
+
+    class Index:
+        doc_ids = [d.id for d in docs]
+
+    table = evaluate_retrievers(
+        Index(),
+        questions,
+        {
+            "right": lambda q: [f"doc{q.split('fact ')[1].split('-')[0]}"],
+            "first": lambda q: [d.id for d in docs],
+        },
+        ks=(1, 3),
+    )
+    assert [v.outcome for v in table.verdicts if v.metric == "R@1"] == ["worse"]
+    page = write_report(table, tmp_path / "retrievers.html")
+    dom = _headless(browser, tmp_path, "--dump-dom", page.as_uri()).stdout
+    assert f'data-plots="{1 + len({v.metric for v in table.verdicts})}"' in dom
+    assert "recall against the rank k" in dom and "first against right: worse at R@1" in dom
