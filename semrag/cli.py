@@ -34,6 +34,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from semrag._cli_eval import add_eval_parser
 from semrag._cli_train import cmd_train_boundary, parse_negative_mix, split_fractions, window_sizes
@@ -41,6 +42,9 @@ from semrag._validation import offers
 from semrag.errors import SemragError
 from semrag.llm import LLM
 from semrag.types import Document
+
+if TYPE_CHECKING:
+    from semrag.graph import KnowledgeGraph
 
 __all__ = ["main"]
 
@@ -210,7 +214,7 @@ def _build_graph(args: argparse.Namespace, index: object, out: Path) -> None:
     )
 
 
-def _open_graph(args: argparse.Namespace, index: object) -> object:
+def _open_graph(args: argparse.Namespace, index: object) -> KnowledgeGraph:
     from semrag.graph import InMemoryGraphStore, KnowledgeGraph
 
     root = Path(args.index)

@@ -40,7 +40,9 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._validation import missing_members, offers
+from semrag.embeddings import Embedder
 from semrag.errors import ConfigError
+from semrag.text.tokens import Tokenizer
 from semrag.types import Chunk, Document, ScoredChunk, Span
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ class CorpusReads(Protocol):
     """
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The embedder the index was built with (queries must use it)."""
         ...
 
@@ -97,7 +99,7 @@ class CorpusReads(Protocol):
         ...
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> Tokenizer:
         """The token counter the chunks were measured with."""
         ...
 
@@ -164,7 +166,7 @@ class QueryEmbedding(Protocol):
     """The query's vector, by the model that embedded the index."""
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The embedder the index was built with (queries must use it)."""
         ...
 
@@ -278,7 +280,7 @@ class AsyncReads(Protocol):
         """Async twin of :meth:`CorpusReads.sentence_vectors_of`."""
         ...
 
-    async def adense_search(self, vector: Floats, k: int) -> Any:
+    async def adense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
         """Async twin of the reader's ``dense_search`` (chunk ids and scores, best first)."""
         ...
 

@@ -166,9 +166,8 @@ class SPC(Params):
         self.llm = llm
         self.sources = sources
         if embedder is None and index is not None:
-            self.embedder = index.embedder
-        else:
-            self.embedder = as_embedder(embedder)  # None: the packaged MiniLM, loaded on use
+            embedder = index.embedder  # a BaseEmbedder is kept as it is
+        self.embedder = as_embedder(embedder)  # None: the packaged MiniLM, loaded on use
         if tokenizer is None:
             tokenizer = (
                 index.tokenizer

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Generator
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -52,6 +52,8 @@ from semrag.index.reader import (
 from semrag.postprocess.stitch import covering_sentences
 from semrag.types import Chunk, ScoredChunk
 
+if TYPE_CHECKING:
+    from semrag.graph.knowledge import KnowledgeGraph
 __all__ = ["CommunityRetriever"]
 
 _ENTITY_CANDIDATES = 200
@@ -142,7 +144,7 @@ class CommunityRetriever(Params):
     def __init__(
         self,
         index: CorpusReader,
-        graph: Any = None,
+        graph: KnowledgeGraph | None = None,
         *,
         strategy: str = "local",
         k: int = 10,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semrag._validation import Options, check_param
 from semrag.errors import ConfigError
@@ -13,6 +13,8 @@ from semrag.retrieval.sketch import SketchRetriever
 from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever
 from semrag.types import ScoredChunk
 
+if TYPE_CHECKING:
+    from semrag.graph.knowledge import KnowledgeGraph
 __all__ = ["STRATEGIES", "GraphRetriever"]
 
 STRATEGIES = ("ppr", "sketch", "local", "global", *(f"ssg:{a}" for a in ALGORITHMS))
@@ -44,7 +46,7 @@ class GraphRetriever:
     def __init__(
         self,
         index: CorpusReader,
-        graph: Any = None,
+        graph: KnowledgeGraph | None = None,
         *,
         strategy: str = "ppr",
         k: int = 10,

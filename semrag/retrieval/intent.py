@@ -55,7 +55,7 @@ import logging
 import numbers
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -96,6 +96,8 @@ from semrag.retrieval._query_plan import (
 )
 from semrag.types import ScoredChunk
 
+if TYPE_CHECKING:
+    from semrag.graph.knowledge import KnowledgeGraph
 __all__ = [
     "CHANNELS",
     "INTENTS",
@@ -223,8 +225,8 @@ class IntentAwareRetriever(Params):
         k: int = 10,
         m: int = 20,
         llm: LLM | None = None,
-        extended: Any = "auto",
-        graph: Any = None,
+        extended: ExtendedChannel | str | None = "auto",
+        graph: KnowledgeGraph | None = None,
         weights: Mapping[str, float] | None = None,
         intent_weights: Mapping[str, tuple[float, float, float]] | None = None,
         n_candidates: int = 50,

@@ -44,7 +44,7 @@ import logging
 import numbers
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +60,7 @@ from semrag._validation import (
     check_query,
     offers,
 )
+from semrag.errors import ConfigError
 from semrag.index.derived import derived
 from semrag.index.parts._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
 from semrag.index.parts.passages import (
@@ -84,6 +85,8 @@ from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank
 from semrag.text.phrases import entities as find_entities
 from semrag.types import ScoredChunk
 
+if TYPE_CHECKING:
+    from semrag.graph.knowledge import KnowledgeGraph
 __all__ = ["PassageGraph", "PPRRetriever", "local_pagerank", "personalized_pagerank"]
 
 logger = logging.getLogger(__name__)
@@ -194,7 +197,7 @@ class PPRRetriever(Params):
     def __init__(
         self,
         index: CorpusReader,
-        graph: Any = None,
+        graph: KnowledgeGraph | None = None,
         *,
         k: int = 10,
         damping: float = 0.8,
@@ -317,6 +320,8 @@ class PPRRetriever(Params):
         self,
     ) -> tuple[list[DocPhrases], tuple[Ints, Ints], list[tuple[str, str, float]]]:
         """Passages, the graph's entities in store order (slots, name ids), its relations."""
+        if self.graph is None:  # pragma: no cover - asked only with a graph
+            raise ConfigError("PPRRetriever: the phrases come from the graph, and it has none")
         store, reg = self.graph.store, self._registry
         ents = sorted(store.entities(), key=lambda e: e.id)  # one order: ties rank alike
         entity_slots = np.asarray([reg.slot(e.id) for e in ents], np.int64)

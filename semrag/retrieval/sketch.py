@@ -37,7 +37,7 @@ import math
 import re
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -74,6 +74,8 @@ from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.text.phrases import content_words, entities, key_phrases
 from semrag.types import Chunk, ScoredChunk
 
+if TYPE_CHECKING:
+    from semrag.graph.knowledge import KnowledgeGraph
 __all__ = ["SketchRetriever", "query_phrases"]
 
 _T = TypeVar("_T")
@@ -200,7 +202,7 @@ class SketchRetriever(Params):
     def __init__(
         self,
         index: CorpusReader,
-        graph: Any = None,
+        graph: KnowledgeGraph | None = None,
         *,
         k: int = 10,
         depth: int = 1,
