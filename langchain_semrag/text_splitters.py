@@ -164,8 +164,8 @@ class _CoreTextSplitter(TextSplitter):
     def _to_lc(core: list[Document], results: list[ChunkingResult]) -> list[LCDocument]:
         out: list[LCDocument] = []
         for doc, result in zip(core, results, strict=True):
-            for c in result.chunks:
-                metadata = copy.deepcopy(dict(doc.metadata))
+            for c in result.chunks:  # each chunk its own copy, as LangChain's splitters give
+                metadata = copy.deepcopy(dict(doc.metadata)) if doc.metadata else {}
                 metadata.update(start_index=c.start, end_index=c.end, **c.provenance_metadata())
                 out.append(LCDocument(page_content=c.text, metadata=metadata))
         return out

@@ -6,6 +6,7 @@ plain callables, so each step can be tested on its own.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -319,12 +320,10 @@ def sized_breaks(
     n = len(sentence_tokens)
     if n < 2:
         return np.zeros(max(n - 1, 0), dtype=bool)
-    prefix = [0]
-    for t in sentence_tokens:
-        prefix.append(prefix[-1] + int(t))
-    reward = [float(r) for r in rewards]
-    force = [False] * (n - 1) if forced is None else [bool(f) for f in forced]
-    block = [False] * (n - 1) if blocked is None else [bool(b) for b in blocked]
+    prefix = [0, *itertools.accumulate(int(t) for t in sentence_tokens)]
+    reward = np.asarray(rewards, dtype=np.float64).tolist()
+    force = [False] * (n - 1) if forced is None else np.asarray(forced, dtype=bool).tolist()
+    block = [False] * (n - 1) if blocked is None else np.asarray(blocked, dtype=bool).tolist()
     best = [0.0] + [-math.inf] * n
     start = [0] * (n + 1)
 

@@ -355,7 +355,7 @@ class BoundaryChunker:
         elif len(sentences) != len(docs):
             raise ConfigError(f"{len(sentences)} sentence lists for {len(docs)} documents")
         prepared = [Prepared(doc, list(s), []) for doc, s in zip(docs, sentences, strict=True)]
-        all_texts = [s.of(p.doc.text) for p in prepared for s in p.sentences]
+        all_texts = [p.doc.text[s.start : s.end] for p in prepared for s in p.sentences]
         embedder = self.embedder if self._embeds_sentences() else None
         counted: tuple[Floats, list[tuple[int, int]]] | None = None
         if isinstance(embedder, CountingEmbedder) and self.tokenizer is embedder.tokenizer:

@@ -141,18 +141,26 @@ def _fenced(text: str, sentences: Sequence[Span]) -> list[bool]:
 def layout(text: str, sentences: Sequence[Span]) -> Layout:
     """The :class:`Layout` of ``text`` cut into ``sentences`` (spans in order)."""
     n = len(sentences)
-    gaps = [text[sentences[i].end : sentences[i + 1].start] for i in range(n - 1)]
-    paragraph = np.array([bool(_BLANK.search(g)) for g in gaps], dtype=bool)
-    line = np.array(["\n" in g for g in gaps], dtype=bool)
+    gaps = [text[a.end : b.start] for a, b in zip(sentences, sentences[1:], strict=False)]
+    # Python lists while it loops (a numpy scalar read per gap costs more than the test)
+    line = ["\n" in g for g in gaps]
+    paragraph = [nl and bool(_BLANK.search(g)) for nl, g in zip(line, gaps, strict=True)]
     # The gaps between sentences are whitespace, so a sentence starts a line when a newline
     # precedes it in its gap (or it is the first), and ends one when its gap after holds one.
-    alone = [(i == 0 or line[i - 1]) and (i == n - 1 or line[i]) for i in range(n)]
+    after = [*line, True]
+    alone = [before and end for before, end in zip([True, *line], after, strict=True)]
     # a span never starts with whitespace: its first character says whether it is a row
     row = [text[s.start] == "|" and _line_bounds(text, s)[0] for s in sentences]
-    table = np.array([row[i] and row[i + 1] and line[i] for i in range(n - 1)], dtype=bool)
+    table = [row[i] and row[i + 1] and line[i] for i in range(n - 1)]
     fenced = _fenced(text, sentences)
     found = [
         _heading(text, sentences, i) if alone[i] and not fenced[i] else (0, "") for i in range(n)
     ]
     heading = np.array([level for level, _ in found], dtype=np.int8)
-    return Layout(paragraph, line, table, heading, tuple(t for _, t in found))
+    return Layout(
+        np.array(paragraph, dtype=bool),
+        np.array(line, dtype=bool),
+        np.array(table, dtype=bool),
+        heading,
+        tuple(t for _, t in found),
+    )
