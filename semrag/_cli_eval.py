@@ -129,6 +129,7 @@ def _cmd_retrievers(args: argparse.Namespace) -> int:
     from semrag.retrieval import IntentAwareRetriever, PPRRetriever
 
     index = SemanticIndex.load(args.index)
+    index_bytes = sum(f.stat().st_size for f in Path(args.index).rglob("*") if f.is_file())
     docs = [index.document(d) for d in index.doc_ids]
     questions = read_questions(args.questions, docs)
     deep = 4 * max(args.ks)  # chunks asked, so that max(ks) distinct documents come back
@@ -147,6 +148,7 @@ def _cmd_retrievers(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         difference=args.difference,
     )
+    table.data["index bytes on disk"] = index_bytes
     print(table.to_markdown())
     _write(table, Path(args.out) if args.out else None)
     return 0

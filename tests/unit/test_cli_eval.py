@@ -52,6 +52,7 @@ def test_eval_retrievers_on_a_saved_index(tmp_path, capsys):
     assert main([*args, "--retriever", "dense", "--retriever", "sparse", "--ks", "1", "3"]) == 0
     printed = capsys.readouterr().out
     assert "| dense | " in printed and "R@1 - dense 95% CI" in printed
+    assert "sparse against dense: " in printed  # its verdict line
 
 
 @pytest.mark.parametrize(

@@ -113,6 +113,7 @@ def test_short_documents_warn_that_every_splitter_returns_whole_documents():
     )
     for row in table.rows:  # cost beside quality, from the same run
         assert row["split seconds"] >= 0 and row["embed seconds"] >= 0
+        assert row["index build seconds"] == row["split seconds"] + row["embed seconds"]
         assert row["texts embedded"] == row["chunks"]
         assert row["chars embedded"] == pytest.approx(row["mean chars"] * row["chunks"])
         assert row["vector bytes"] == row["chunks"] * FakeEmbedder().dim * 4
