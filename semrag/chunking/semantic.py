@@ -17,7 +17,6 @@ from semrag.chunking._split import (
     THRESHOLD_KINDS,
     Threshold,
     cosine_distances,
-    edge_corrected_distances,
     edge_corrected_distances_many,
     mean_windows,
     resolve_threshold,
@@ -308,7 +307,7 @@ class SemanticChunker(BoundaryChunker):
     def _score_all(
         self, prepared: list[Prepared], vectors: Floats, owners: list[tuple[int, int]]
     ) -> None:
-        if not self.edge_correction or self.pooling != "mean":
+        if not self.edge_correction:  # (it implies pooling="mean": sentence vectors)
             return
         for p, scores in zip(
             prepared, edge_corrected_distances_many(vectors, owners, self.buffer_size), strict=True
@@ -316,10 +315,8 @@ class SemanticChunker(BoundaryChunker):
             p.scores = scores
 
     def _distances(self, doc: Prepared, vectors: Floats) -> Floats:
-        if doc.scores is not None:
+        if doc.scores is not None:  # edge-corrected, the batch's in one pass (_score_all)
             return doc.scores
-        if self.edge_correction:
-            return edge_corrected_distances(vectors, self.buffer_size)
         if self.pooling == "mean":
             left, right = self._windows(len(doc.sentences))
             return cosine_distances(mean_windows(vectors, left), mean_windows(vectors, right))

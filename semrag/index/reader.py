@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkabl
 import numpy as np
 import numpy.typing as npt
 
+from semrag._steps import Call, twin
 from semrag._validation import missing_members, offers
 from semrag.embeddings import Embedder
 from semrag.errors import ConfigError
@@ -68,6 +69,7 @@ __all__ = [
     "capabilities",
     "need",
     "offers",
+    "overlapping_read",
     "require",
 ]
 
@@ -304,6 +306,12 @@ class AsyncDenseSearch(Protocol):
     async def asearch(self, queries: npt.ArrayLike, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
         """``(scores, ids)`` of shape ``(queries, k)``, best first (id -1 where none)."""
         ...
+
+
+def overlapping_read(reader: CorpusReads, spans: Sequence[tuple[str, int, int]]) -> Call:
+    """The step that reads the chunks overlapping each span (awaited on a database reader)."""
+    over = twin(reader, AsyncReads, lambda r: r.aoverlapping_chunks_many)
+    return Call(reader.overlapping_chunks_many, (spans,), twin=over)
 
 
 @runtime_checkable

@@ -47,6 +47,7 @@ from semrag.index.reader import (
     CorpusReader,
     CorpusReads,
     CorpusSearch,
+    overlapping_read,
     require,
 )
 from semrag.postprocess.stitch import covering_sentences
@@ -239,9 +240,7 @@ class CommunityRetriever(Params):
         best: dict[int, tuple[float, float, list[dict[str, Any]]]] = {}
         found = yield _chunks_for(self.graph.store, list(chosen))
         spans = [(r.doc_id, r.start, r.end) for refs in found.values() for r in refs]
-        index = self.index
-        over = twin(index, AsyncReads, lambda r: r.aoverlapping_chunks_many)
-        overlaps = iter((yield Call(index.overlapping_chunks_many, (spans,), twin=over)))
+        overlaps = iter((yield overlapping_read(self.index, spans)))
         for eid, refs in found.items():
             ent, e_sim, e_vec = chosen[eid]
             cids = sorted({c for _ in refs for c in next(overlaps)})

@@ -80,6 +80,7 @@ from semrag.index.reader import (
     CorpusSearch,
     HoldsRecords,
     KeptParts,
+    overlapping_read,
     require,
 )
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -498,18 +499,15 @@ class IntentAwareRetriever(Params):
             (vectors, list(plan.sparse_queries), self.n_candidates),
             twin=twin(index, AsyncReads, lambda r: r.asearch_channels),
         )
-        over = twin(index, AsyncReads, lambda r: r.aoverlapping_chunks_many)
         if ext is None:  # in process: the walk after the channels, whose search it may reuse
             found, sparse_hits = yield channels
             walk = self.extended
             ext = yield Call(walk.retrieve, (plan.query,), {"k": self.m}, walk.aretrieve)
             spans = _spans(ext)
-            covered = (
-                (yield Call(index.overlapping_chunks_many, (spans,), twin=over)) if spans else []
-            )
+            covered = (yield overlapping_read(index, spans)) if spans else []
         elif spans := _spans(ext):  # the walk's hits known: their chunks and the channels at once
             (found, sparse_hits), covered = yield Together(
-                (channels, Call(index.overlapping_chunks_many, (spans,), twin=over))
+                (channels, overlapping_read(index, spans))
             )
         else:
             (found, sparse_hits), covered = (yield channels), []

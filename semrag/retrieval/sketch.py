@@ -68,6 +68,7 @@ from semrag.index.reader import (
     HoldsRecords,
     PieceReads,
     need,
+    overlapping_read,
     require,
 )
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -425,8 +426,7 @@ class SketchRetriever(Params):
             for eid, ref in mentions
             if sub.hops[eid] == 0 or eid in bridge_vec
         ]
-        over = twin(index, AsyncReads, lambda r: r.aoverlapping_chunks_many)
-        found = yield Call(index.overlapping_chunks_many, (scoring,), twin=over)
+        found = yield overlapping_read(index, scoring)
         by_doc: dict[str, list[tuple[int, int, int]]] = {}  # (start, id, end), in doc order
         for cid in {c for cids in found for c in cids}:
             chunk = index.chunk(cid)
