@@ -229,7 +229,7 @@ class SemanticVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[LCDocument]:
         """MMR for a query text."""
-        vector = self.index.embed_query(query).tolist()
+        vector = self.index.reader().embed_query(query).tolist()
         return self.max_marginal_relevance_search_by_vector(vector, k, fetch_k, lambda_mult, filter)
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:

@@ -262,7 +262,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
                 "IntentAwareRetriever(store.index)"
             )
         if query.query_str:
-            vector = self._index.embed_query(query.query_str)
+            vector = self._index.reader().embed_query(query.query_str)
         elif query.query_embedding is not None:
             vector = np.asarray(query.query_embedding, np.float32)
         else:
@@ -288,7 +288,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Async twin of :meth:`query` (off the event loop)."""
         if query.query_str and query.mode in _DENSE:
-            vector = await self._index.aembed_query(query.query_str)
+            vector = await self._index.reader().aembed_query(query.query_str)
             query = dataclasses.replace(query, query_embedding=vector.tolist(), query_str=None)
         return await asyncio.to_thread(self.query, query, **kwargs)
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-__all__ = ["RWLock", "reading"]
+if TYPE_CHECKING:
+    from semrag.index.reader import CorpusReader
+
+__all__ = ["ProvidesReader", "RWLock", "as_reader", "reading"]
 
 
 class RWLock:
@@ -96,3 +99,22 @@ def reading(index: Any, *, followers: bool = False) -> contextlib.AbstractContex
     same version (see :meth:`semrag.SemanticIndex.read`).
     """
     return index.read(followers=True) if followers else index.read()
+
+
+@runtime_checkable
+class ProvidesReader(Protocol):
+    """An index whose retrievers read through a reader of its own (``SemanticIndex``)."""
+
+    def reader(self) -> CorpusReader:
+        """What retrievers read (``index.reader()``)."""
+        ...
+
+
+def as_reader(index: CorpusReader | ProvidesReader) -> CorpusReader:
+    """What a retriever reads of ``index``: its :meth:`reader`, or ``index`` when it is one.
+
+    A :class:`~semrag.SemanticIndex` keeps its users' API and offers the reads on
+    ``index.reader()``; a :class:`~semrag.neo4j.Neo4jIndex` or a reader of your own is
+    read as it is.
+    """
+    return index.reader() if isinstance(index, ProvidesReader) else index

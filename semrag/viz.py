@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from semrag._rwlock import as_reader
 from semrag.errors import ConfigError, missing_dependency
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def plot_traversal(
             hops.append((p["from"], p["node"]))
     neighbours: set[int] = set()
     if index is not None:
-        graph = index.ssg
+        graph = as_reader(index).ssg_view().graph
         for node in list(order):
             ids, scores, kinds = graph.neighbours(node)
             for j, sc, kd in list(zip(ids.tolist(), scores.tolist(), kinds.tolist(), strict=True))[

@@ -339,7 +339,8 @@ class KnowledgeGraph:
     @property
     def following(self) -> bool:
         """Whether the graph follows its index (every change of the index reaches it)."""
-        return self._follower is not None and self.index is not None and self.index.follows(self)
+        following = self._follower is not None and self.index is not None
+        return following and self in self.index.reader().followers
 
     def detach(self) -> None:
         """Stop following the index: later changes of the index no longer reach the graph."""

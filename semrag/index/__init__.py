@@ -1,6 +1,7 @@
 """Indexes: SemanticIndex, its corpus, its parts, ingestion and storage.
 
-* :mod:`~semrag.index.semantic_index`: the one class users build (a facade);
+* :mod:`~semrag.index.semantic_index`: the one class users build (a facade), and
+  :mod:`~semrag.index.index_reader`: what retrievers read of it (``index.reader()``);
 * :mod:`~semrag.index.corpus` and :mod:`~semrag.index.change`: the versioned corpus and the
   change every part applies;
 * :mod:`semrag.index.parts`: dense, BM25, the semantic similarity graph, SKETCH's pieces,
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 from semrag.index._moved import install as _install_moved
+from semrag.index.index_reader import IndexReader
 from semrag.index.parts.dense import DenseIndex
 from semrag.index.parts.pieces import PieceIndex
 from semrag.index.parts.sparse import BM25Index, bm25_tokenize
@@ -25,6 +27,7 @@ _install_moved()  # the module paths before the folders (semrag.index.dense, ...
 __all__ = [
     "BM25Index",
     "DenseIndex",
+    "IndexReader",
     "PieceIndex",
     "SSGConfig",
     "SemanticIndex",

@@ -16,15 +16,16 @@ and optional capabilities, which a reader declares by having their members:
   database (:class:`~semrag.neo4j.Neo4jIndex`);
 * :class:`KeptParts`: derived structures kept with the index (``parts``), e.g. the PPR
   passage phrases a database reader serves;
-* :class:`EnablesParts`: a reader that can also build and keep a part (``enable``);
 * :class:`HoldsRecords`: the ingestion records in process (``indexed``), from which a
   retriever derives what the index does not keep;
 * :class:`PieceReads`: SKETCH's small pieces (``piece_index``) and the chunk dense index.
 
-Three classes implement them: the embedded :class:`~semrag.index.SemanticIndex` (all of
-them but :class:`AsyncReads`; with its own dense search, or a vector store's through
+Two classes implement them: the embedded index's reader
+(:class:`~semrag.index.index_reader.IndexReader`, ``SemanticIndex.reader()``: all of them
+but :class:`AsyncReads`; with its own dense search, or a vector store's through
 :class:`~semrag.index.parts.external.StoreBackedDense`), and :class:`~semrag.neo4j.Neo4jIndex`
-(all but :class:`EnablesParts` and :class:`HoldsRecords`). A retriever checks what it needs
+(all but :class:`HoldsRecords`). A retriever given a ``SemanticIndex`` reads its reader
+(:func:`semrag._rwlock.as_reader`). A retriever checks what it needs
 once, at construction (:func:`require`, a :class:`MissingCapabilityError` naming the
 capability), and uses a protocol check, never attribute probing, for what it can use.
 :func:`semrag.testing.check_reader` checks that a reader keeps the contract.
@@ -58,7 +59,6 @@ __all__ = [
     "CorpusReader",
     "CorpusReads",
     "CorpusSearch",
-    "EnablesParts",
     "HoldsRecords",
     "KeptParts",
     "MissingCapabilityError",
@@ -325,19 +325,6 @@ class KeptParts(Protocol):
 
 
 @runtime_checkable
-class EnablesParts(KeptParts, Protocol):
-    """A reader that can also build a part and keep it from then on."""
-
-    def can_commit(self) -> bool:
-        """Whether the calling thread may change the index now (it holds no read)."""
-        ...
-
-    def enable(self, part: str, *, split: tuple[int, int] = ..., config: Any = None) -> None:
-        """Build ``part`` from the indexed documents and keep it."""
-        ...
-
-
-@runtime_checkable
 class HoldsRecords(Protocol):
     """The ingestion records in process: what a retriever derives its own structures from."""
 
@@ -407,7 +394,6 @@ CAPABILITIES: tuple[type, ...] = (
     SimilarityGraphReads,
     AsyncReads,
     KeptParts,
-    EnablesParts,
     HoldsRecords,
     PieceReads,
 )

@@ -28,12 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import warnings
 from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import HasMethods, Options, check_query, validate_params
@@ -42,7 +40,7 @@ from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError, DocumentConflictError, StoreError
 from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
 from semrag.identity import OnConflict, check_on_conflict
-from semrag.index._reembed import empty_like
+from semrag.index._reembed import shadow_options
 from semrag.index.change import (
     Change,
     Floats,
@@ -52,6 +50,7 @@ from semrag.index.change import (
     StoresParts,
 )
 from semrag.index.corpus import Corpus
+from semrag.index.index_reader import IndexReader
 from semrag.index.ingest.ingestion import WHOLE, Given, Ingestion, id_list
 from semrag.index.ingest.prepared import (
     PreparedBatch,
@@ -60,23 +59,39 @@ from semrag.index.ingest.prepared import (
     ingest_settings,
 )
 from semrag.index.parts._enable import check_enabled, check_ssg_config, new_part, window_nodes
-from semrag.index.parts._ssg_view import NodeANNSearch, NodeSearch, SSGView
-from semrag.index.parts.dense import DenseIndex
+from semrag.index.parts._ssg_view import SSGView
 from semrag.index.parts.external import StoreBackedDense, VectorClient
 from semrag.index.parts.live_ssg import LiveSSG
 from semrag.index.parts.part_set import PartSet
 from semrag.index.parts.passages import PassagePhrases
 from semrag.index.parts.pieces import PieceIndex, check_split
 from semrag.index.parts.sparse import IDF_VARIANTS, BM25Index
-from semrag.index.parts.ssg import SemanticSimilarityGraph, SSGConfig
+from semrag.index.parts.ssg import SSGConfig
 from semrag.index.search import IndexSearch
 from semrag.index.storage.persist import read_manifest
 from semrag.index.storage.saved import FORMAT_VERSION, KIND, restore, save_index, saved_options
 from semrag.llm import LLM
 from semrag.static_embedder import StaticEmbedder
-from semrag.types import Chunk, Document, MetadataFilter, ScoredChunk, Span, as_filter
+from semrag.types import Chunk, Document, MetadataFilter, ScoredChunk, as_filter
 
 __all__ = ["SSGView", "SemanticIndex"]
+
+MOVED_TO_READER = frozenset(
+    """aembed_query can_commit chunk_ids chunk_vectors corpus current_version dense dense_kind
+    dense_search embed_query fetch_documents followers indexed on_llm_error overlapping_chunks
+    overlapping_chunks_many part_set piece_index search_channels sentence_dtype
+    sentence_vectors sentence_vectors_of sentences sparse sparse_scores sparse_scores_many
+    ssg_config ssg_view theme_llm themes tokenizer vectors_of""".split()
+)
+"""What retrievers read: on ``index.reader()`` since 0.3 (on the index, warned, until 0.4)."""
+MOVED_TO_VIEW = {
+    "ssg": "graph",
+    "node_index": "node_index",
+    "sentence_matrix": "sentence_matrix",
+    "sentence_location": "sentence_location",
+    "node_chunk": "node_chunk",
+}
+"""The similarity graph's reads: on ``index.reader().ssg_view()`` since 0.3 (likewise)."""
 
 
 class SemanticIndex:
@@ -225,12 +240,12 @@ class SemanticIndex:
             show_progress=p["show_progress"],
             notes=self.notes,
         )
-        self.dense_kind = dense if isinstance(dense, str) else StoreBackedDense.kind
+        self._dense_kind = dense if isinstance(dense, str) else StoreBackedDense.kind
         self._corpus = Corpus()
         dim = model.dim
         self._part_set = PartSet(
             dim,
-            self.dense_kind,
+            self._dense_kind,
             BM25Index(idf=sparse),
             dense=None if isinstance(dense, str) else StoreBackedDense(dense, dim),
             ssg=LiveSSG(ssg_config, dim) if ssg_config else None,
@@ -240,12 +255,20 @@ class SemanticIndex:
                 check_split("SemanticIndex", pieces),
                 self.chunker.tokenizer,
                 self.embedder,
-                self.dense_kind,
+                self._dense_kind,
             ),
             passages=PassagePhrases(self.embedder) if passages else None,
         )
         self._search = IndexSearch(self._corpus, self._part_set)
         self._fingerprint: EmbedderFingerprint | None = None  # see the fingerprint property
+        self._reader = IndexReader(
+            self._corpus,
+            self._part_set,
+            self._search,
+            settings=lambda: self._ingestion,
+            fingerprint=lambda: self.fingerprint,
+            dense_kind=self._dense_kind,
+        )
         self._publish_view()
 
     # -- the settings (ingestion's) ------------------------------------------------------
@@ -260,26 +283,6 @@ class SemanticIndex:
         return self._ingestion.chunker
 
     @property
-    def ssg_config(self) -> SSGConfig | None:
-        """The similarity graph's settings, or ``None`` without a graph."""
-        return self._ingestion.ssg_config
-
-    @property
-    def chunk_vectors(self) -> str:
-        """``"embed"`` or ``"mean"``: how a chunk's vector is made."""
-        return self._ingestion.chunk_vectors
-
-    @property
-    def theme_llm(self) -> LLM | None:
-        """The LLM that names document themes, or ``None`` (keyword themes)."""
-        return self._ingestion.theme_llm
-
-    @property
-    def on_llm_error(self) -> str:
-        """What a failing theme LLM leads to: ``"fallback"`` or ``"raise"``."""
-        return self._ingestion.on_llm_error
-
-    @property
     def show_progress(self) -> bool:
         """Whether long builds show a progress bar."""
         return self._ingestion.show_progress
@@ -287,15 +290,6 @@ class SemanticIndex:
     @show_progress.setter
     def show_progress(self, value: bool) -> None:
         self._ingestion.show_progress = bool(value)
-
-    @property
-    def sentence_dtype(self) -> str:
-        """How the sentence vectors are held.
-
-        The SSG's ``vector_dtype`` with an SSG (its rows are the sentence vectors), else the
-        ``sentence_dtype`` the index was made with (``"float16"`` by default).
-        """
-        return self._ingestion.sentence_dtype
 
     @property
     def fingerprint(self) -> EmbedderFingerprint:
@@ -331,23 +325,18 @@ class SemanticIndex:
             self.notes.append(note)
 
     # -- reads (the corpus's, one version at a time) ------------------------------------
-    @property
-    def corpus(self) -> Corpus:
-        """The versioned corpus: the records, chunk ids, version, followers and locks."""
-        return self._corpus
+    def reader(self) -> IndexReader:
+        """What retrievers read: the index's :class:`~semrag.index.index_reader.IndexReader`.
 
-    @property
-    def part_set(self) -> PartSet:
-        """The parts (dense, BM25, and the graph, pieces and phrases kept), as one object."""
-        return self._part_set
+        A live view of this index (its sentences, vectors, parts, the similarity graph's
+        view, the batched reads retrievers make); the index itself keeps the API users
+        call. Any retriever takes the index and reads through this.
+        """
+        return self._reader
 
     @property
     def version(self) -> int:
         """A number that changes with every add or delete: retrievers key caches by it."""
-        return self._corpus.version
-
-    def current_version(self) -> int:
-        """:attr:`version` as a method (as a database reader offers it)."""
         return self._corpus.version
 
     def __len__(self) -> int:
@@ -365,10 +354,6 @@ class SemanticIndex:
         """The indexed document ``doc_id`` (:class:`~semrag.errors.NotIndexedError` if absent)."""
         return self._corpus.entry(doc_id).doc
 
-    def sentences(self, doc_id: str) -> list[Span]:
-        """Sentence spans of ``doc_id``."""
-        return self._corpus.entry(doc_id).sentences
-
     def chunks(self, doc_id: str | None = None) -> list[Chunk]:
         """Chunks of one document, or of all documents in order."""
         if doc_id is not None:
@@ -380,109 +365,7 @@ class SemanticIndex:
         with self._corpus.lock.read():
             return self._corpus.chunk(chunk_id)
 
-    def indexed(self, doc_id: str) -> IndexedDocument:
-        """The record ingestion made of ``doc_id``: its sentences, chunks and vectors.
-
-        The same object until the document is replaced or deleted, so a cache keyed by it
-        (``record is index.indexed(doc_id)``) knows whether the document changed.
-        """
-        return self._corpus.entry(doc_id)
-
-    def chunk_ids(self, doc_id: str) -> list[int]:
-        """Integer ids of ``doc_id``'s chunks, in document order."""
-        return list(self._corpus.entry(doc_id).chunk_ids)
-
-    def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
-        """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
-        return self._search.vectors_of(chunk_ids)
-
-    def sentence_vectors(self, doc_id: str) -> Floats:
-        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`.
-
-        Float32, or float16 when the index holds its SSG rows so
-        (``SSGConfig(vector_dtype="float16")``).
-        """
-        return self._corpus.entry(doc_id).sentence_vectors
-
-    def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
-        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``.
-
-        In the document's chunk order. Two binary searches bound the candidates (chunks
-        by start, and the furthest end reached so far), so a document of many chunks
-        costs a lookup ``log`` of them plus the chunks found, whatever their layout
-        (chunks of a splitter may overlap).
-        """
-        return self._corpus.overlapping_chunks(doc_id, start, end)
-
-    def overlapping_chunks_many(self, spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
-        """:meth:`overlapping_chunks` of each ``(doc_id, start, end)`` (one read on a server)."""
-        return [self.overlapping_chunks(d, a, b) for d, a, b in spans]
-
-    def fetch_documents(self, doc_ids: Sequence[str]) -> None:
-        """Nothing to fetch: the documents are in memory.
-
-        A retriever about to read several documents' sentences says so here; an index
-        on a server (:class:`~semrag.neo4j.Neo4jIndex`) fetches them in one round trip.
-        """
-
-    def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
-        """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
-        return self._search.sparse_scores(query, chunk_ids)
-
-    def search_channels(
-        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
-    ) -> tuple[npt.NDArray[np.int64], list[list[tuple[int, float]]]]:
-        """Dense top-``k`` ids of each vector (``-1`` pads) and BM25 top ``k`` of each query.
-
-        One read of one version (a database index answers both in one round trip).
-        """
-        return self._search.channels(vectors, queries, k)
-
-    def sparse_scores_many(
-        self, queries: Sequence[str], chunk_ids: Sequence[int]
-    ) -> npt.NDArray[np.float64]:
-        """:meth:`sparse_scores` of each query: shape ``(len(queries), len(chunk_ids))``."""
-        return self._search.sparse_scores_many(queries, chunk_ids)
-
-    def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
-        """The vectors of each chunk's sentences (``sentence_start .. sentence_end``)."""
-        return self._search.sentence_vectors_of(chunk_ids)
-
-    @property
-    def tokenizer(self) -> Any:
-        """What counts a chunk's tokens: the chunker's tokenizer."""
-        return self.chunker.tokenizer
-
-    def themes(self, doc_id: str) -> list[str]:
-        """Themes of ``doc_id`` (keywords, or the theme LLM's)."""
-        return list(self._corpus.entry(doc_id).themes)
-
-    @property
-    def dense(self) -> DenseIndex | StoreBackedDense:
-        """The dense part: chunk vectors searched in process, or by the user's vector store."""
-        return self._part_set.dense
-
-    @property
-    def sparse(self) -> BM25Index:
-        """The BM25 part."""
-        return self._part_set.sparse
-
     # -- searches (IndexSearch's; the query embedded here) ----------------------------
-    def embed_query(self, query: str) -> Floats:
-        """The query's vector."""
-        if not isinstance(query, str):
-            raise ConfigError(f"query must be str, got {type(query).__name__}")
-        return self.embedder.embed([query])[0]
-
-    async def aembed_query(self, query: str) -> Floats:
-        """Async twin of :meth:`embed_query`."""
-        if not isinstance(query, str):
-            raise ConfigError(f"query must be str, got {type(query).__name__}")
-        return (await self.embedder.aembed([query]))[0]
-
-    def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
-        """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
-        return self._search.dense(vector, k)
 
     def search_vector(
         self,
@@ -536,7 +419,9 @@ class SemanticIndex:
     ) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for ``query`` (cosine similarity); see :meth:`search_vector`."""
         check_query("SemanticIndex.search", query)
-        return self.search_vector(self.embed_query(query), k, filter=filter, doc_ids=doc_ids)
+        return self.search_vector(
+            self._reader.embed_query(query), k, filter=filter, doc_ids=doc_ids
+        )
 
     async def asearch(
         self,
@@ -548,7 +433,7 @@ class SemanticIndex:
     ) -> list[ScoredChunk]:
         """Async twin of :meth:`search`."""
         check_query("SemanticIndex.search", query)
-        vector = await self.aembed_query(query)
+        vector = await self._reader.aembed_query(query)
         return await asyncio.to_thread(
             self.search_vector, vector, k, filter=filter, doc_ids=doc_ids
         )
@@ -678,7 +563,7 @@ class SemanticIndex:
             ConfigError: on metadata that is not JSON.
         """
         computed = self._ingestion.prepare(documents, split=split)
-        return PreparedBatch(ingest_settings(self), tuple(computed))
+        return PreparedBatch(ingest_settings(self._reader), tuple(computed))
 
     def add_prepared(self, batch: PreparedBatch, *, on_conflict: OnConflict = "error") -> None:
         """Index a batch another process prepared (:meth:`prepare_documents`): one change.
@@ -695,7 +580,7 @@ class SemanticIndex:
         if not isinstance(batch, PreparedBatch):
             raise ConfigError(f"add_prepared takes a PreparedBatch, got {type(batch).__name__}")
         batch.check()
-        check_settings(ingest_settings(self), batch.settings)
+        check_settings(ingest_settings(self._reader), batch.settings)
         self._admit([d.doc for d in batch.documents], on_conflict)
         self._store(list(batch.documents), on_conflict)
 
@@ -820,15 +705,6 @@ class SemanticIndex:
         """The index's own parts, by name: each stages and publishes every :class:`Change`."""
         return self._part_set.named()
 
-    @property
-    def piece_index(self) -> PieceIndex | None:
-        """The small pieces kept with the index (``pieces=``), or ``None``."""
-        return self._part_set.pieces
-
-    def can_commit(self) -> bool:
-        """Whether the calling thread may make a change now (it holds no read of the index)."""
-        return self._corpus.can_commit()
-
     def enable(
         self,
         part: str,
@@ -873,7 +749,7 @@ class SemanticIndex:
             split,
             embedder=self.embedder,
             tokenizer=self.chunker.tokenizer,
-            dense_kind=self.dense_kind,
+            dense_kind=self._dense_kind,
         )
         publish = built.stage(Change(self._corpus.version, tuple(self._corpus.records())))
         with self._corpus.lock.write():
@@ -921,15 +797,6 @@ class SemanticIndex:
         state catches up this way). No change can slip in between.
         """
         self._corpus.follow(part, replay=replay)
-
-    @property
-    def followers(self) -> tuple[IndexPart, ...]:
-        """The parts that get this index's changes after its own (:meth:`follow`)."""
-        return self._corpus.followers
-
-    def follows(self, part: object) -> bool:
-        """Whether ``part`` gets this index's changes."""
-        return self._corpus.follows(part)
 
     def unfollow(self, part: IndexPart) -> bool:
         """Stop giving changes to ``part``; ``False`` if it was not following."""
@@ -990,11 +857,11 @@ class SemanticIndex:
         def swap(change: Change) -> None:
             self._ingestion = self._ingestion.with_model(shadow.embedder, shadow.chunker)
             self._fingerprint = fingerprint
-            self._part_set.take(shadow.part_set)
+            self._part_set.take(shadow._part_set)
             self.notes.extend(shadow.notes)
             self._publish_view()
 
-        return self._corpus.adopt(shadow.corpus, swap)
+        return self._corpus.adopt(shadow._corpus, swap)
 
     def _share_vectors(self, added: Iterable[IndexedDocument]) -> None:
         """Point the records' vectors at the parts' rows (see :meth:`PartSet.share_vectors`)."""
@@ -1004,48 +871,6 @@ class SemanticIndex:
         self._part_set.publish_view(
             self._corpus.version, self._corpus.by_id(), self.chunker.tokenizer
         )
-
-    # -- the semantic similarity graph (its current view) --------------------------------
-    @property
-    def ssg(self) -> SemanticSimilarityGraph:
-        """The semantic similarity graph of the current version.
-
-        Raises:
-            ConfigError: if the index was created with ``ssg=False``.
-        """
-        return self.ssg_view().graph
-
-    def ssg_view(self) -> SSGView:
-        """The current consistent version of the graph and its documents.
-
-        Every change publishes a new view (see :class:`SSGView`); taking one costs nothing
-        and never waits for a writer.
-
-        Raises:
-            ConfigError: if the index was created with ``ssg=False``.
-        """
-        view = self._part_set.view
-        if view is None:
-            raise ConfigError("this index was built with ssg=False")
-        return view
-
-    @property
-    def node_index(self) -> NodeSearch | NodeANNSearch:
-        """Search over the SSG's window nodes (ids = node numbers; see SSGView.node_index)."""
-        return self.ssg_view().node_index
-
-    @property
-    def sentence_matrix(self) -> Floats:
-        """All sentence vectors, documents in insertion order."""
-        return self.ssg_view().sentence_matrix
-
-    def sentence_location(self, global_index: int) -> tuple[str, Span]:
-        """``(doc_id, span)`` of a sentence by its index in :attr:`sentence_matrix`."""
-        return self.ssg_view().sentence_location(global_index)
-
-    def node_chunk(self, node: int) -> Chunk:
-        """A window node of the SSG as a :class:`Chunk` with exact offsets."""
-        return self.ssg_view().node_chunk(node)
 
     # -- the model ------------------------------------------------------------------------
     def reembed(
@@ -1115,10 +940,12 @@ class SemanticIndex:
         """``reembed``, written once: it yields the new embedder's work.
 
         The documents are embedded outside every lock into a shadow index
-        (:func:`~semrag.index._reembed.empty_like`); the swap happens only if no write
+        (:func:`~semrag.index._reembed.shadow_options`); the swap happens only if no write
         landed since, else the documents that changed are embedded too and it tries again.
         """
-        shadow = empty_like(self, embedder, chunker)
+        options, dense, sparse = shadow_options(self._reader, embedder, chunker)
+        shadow = SemanticIndex(**options)
+        shadow._part_set.use(dense=dense, sparse=sparse)
         if show_progress is not None:
             shadow.show_progress = show_progress
         done: dict[str, tuple[IndexedDocument, PreparedDocument]] = {}
@@ -1133,7 +960,7 @@ class SemanticIndex:
             with self._corpus.commit_lock:
                 live = self._corpus.by_id()
                 if live.keys() == current.keys() and all(e is current[i] for i, e in live.items()):
-                    shadow.corpus.skip_ids(self._corpus.next_id)  # new ids: none reused
+                    shadow._corpus.skip_ids(self._corpus.next_id)  # new ids: none reused
                     shadow._store([done[i][1] for i in current], "error")
                     self._adopt(shadow)
                     return
@@ -1145,7 +972,7 @@ class SemanticIndex:
         A crash during the write leaves the previous save intact (or nothing), never a
         directory that loads with missing or corrupt parts.
         """
-        return save_index(self, directory)
+        return save_index(self._reader, directory)
 
     @classmethod
     def load(
@@ -1206,7 +1033,7 @@ class SemanticIndex:
                 index._part_set,
                 embedder=index.embedder,
                 tokenizer=index.chunker.tokenizer,
-                sentence_dtype=index.sentence_dtype,
+                sentence_dtype=index._ingestion.sentence_dtype,
                 client=dense,
             )
             index._publish_view()
@@ -1220,8 +1047,27 @@ class SemanticIndex:
             ) from exc
         return index
 
+    if not TYPE_CHECKING:  # the names that moved in 0.3 still answer, with a warning
+
+        def __getattr__(self, name: str) -> Any:
+            if name in MOVED_TO_READER:
+                where, value = f"reader().{name}", lambda: getattr(self._reader, name)
+            elif name in MOVED_TO_VIEW:
+                attr = MOVED_TO_VIEW[name]
+                where = f"reader().ssg_view().{attr}"
+                value = lambda: getattr(self._reader.ssg_view(), attr)  # noqa: E731
+            else:
+                raise AttributeError(f"'SemanticIndex' object has no attribute {name!r}")
+            warnings.warn(
+                f"SemanticIndex.{name} moved to index.{where} in semrag 0.3 (what retrievers "
+                "read is on the index's reader); the old name goes in 0.4",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return value()
+
     def __repr__(self) -> str:
         return (
             f"SemanticIndex(documents={len(self)}, chunks={self._corpus.n_chunks}, "
-            f"chunker={self.chunker!r}, ssg={self.ssg_config is not None})"
+            f"chunker={self.chunker!r}, ssg={self._ingestion.ssg_config is not None})"
         )

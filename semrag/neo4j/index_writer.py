@@ -68,6 +68,7 @@ from semrag.index.parts.passages import PassagePhrases
 from semrag.index.parts.ssg import SemanticSimilarityGraph
 
 if TYPE_CHECKING:
+    from semrag.index.index_reader import IndexReader
     from semrag.index.semantic_index import SemanticIndex
 from semrag.neo4j._cypher import as_floats
 from semrag.neo4j._index_cypher import (
@@ -279,15 +280,15 @@ class Neo4jIndexStore:
         return self._level()
 
     @property
-    def _followed(self) -> SemanticIndex:
-        """The index this store follows.
+    def _followed(self) -> IndexReader:
+        """What this store reads of the index it follows.
 
         Raises:
             ConfigError: if the store is not attached.
         """
         if self._index is None:
             raise ConfigError("attach the store to an index first (store.attach(index))")
-        return self._index
+        return self._index.reader()
 
     def _level(self, *, everything: bool = False) -> Change:
         """Write the difference with the index's published documents (or all of them)."""
@@ -481,8 +482,7 @@ class Neo4jIndexStore:
 
     def _piece_rows(self, doc_ids: Iterable[str]) -> list[dict[str, Any]]:
         """Rows of the published pieces of these documents (none without a piece index)."""
-        kept = self._followed.piece_index
-        if kept is None:
+        if (kept := self._followed.piece_index) is None:
             return []
         return [
             {
@@ -539,7 +539,7 @@ class Neo4jIndexStore:
         return mentions, names
 
     def _graph(self) -> SemanticSimilarityGraph | None:
-        return self._followed.ssg if self._followed.ssg_config is not None else None
+        return self._followed.ssg_view().graph if self._followed.ssg_config else None
 
     def _graph_edges(self) -> Edges:
         return Edges(self._graph())

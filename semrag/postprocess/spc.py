@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from semrag._rwlock import ProvidesReader, as_reader
 from semrag._steps import adrive, drive
 from semrag._validation import HasMethods, Interval, Options, Params, check_query
 from semrag.embeddings import as_embedder
@@ -137,7 +138,7 @@ class SPC(Params):
 
     def __init__(
         self,
-        index: CorpusReader | None = None,
+        index: CorpusReader | ProvidesReader | None = None,
         *,
         k: int = 10,
         delta: float = 0.5,
@@ -157,7 +158,7 @@ class SPC(Params):
         k, delta, epsilon, budget = p["k"], p["delta"], p["epsilon"], p["budget"]
         neighbours, refine, audit = p["neighbours"], p["refine"], p["audit"]
         max_concurrency = p["max_concurrency"]
-        self.index = index
+        self.index = None if index is None else as_reader(index)
         self.k = k
         self.delta = delta
         self.epsilon = epsilon
@@ -165,13 +166,13 @@ class SPC(Params):
         self.neighbours = neighbours
         self.llm = llm
         self.sources = sources
-        if embedder is None and index is not None:
-            embedder = index.embedder  # a BaseEmbedder is kept as it is
+        if embedder is None and self.index is not None:
+            embedder = self.index.embedder  # a BaseEmbedder is kept as it is
         self.embedder = as_embedder(embedder)  # None: the packaged MiniLM, loaded on use
         if tokenizer is None:
             tokenizer = (
-                index.tokenizer
-                if index is not None
+                self.index.tokenizer
+                if self.index is not None
                 else self.embedder.tokenizer or WhitespaceTokenizer()
             )
         self.tokenizer = tokenizer

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
-from semrag._rwlock import reading
+from semrag._rwlock import ProvidesReader, as_reader, reading
 from semrag._steps import Call, acall, adrive, call, drive, twin
 from semrag._validation import (
     INT,
@@ -144,7 +144,7 @@ class CommunityRetriever(Params):
 
     def __init__(
         self,
-        index: CorpusReader,
+        index: CorpusReader | ProvidesReader,
         graph: KnowledgeGraph | None = None,
         *,
         strategy: str = "local",
@@ -159,6 +159,7 @@ class CommunityRetriever(Params):
         max_chunks: int | None = 64,
         **old_names: Any,
     ) -> None:
+        index = as_reader(index)
         given = renamed(
             "CommunityRetriever",
             old_names,

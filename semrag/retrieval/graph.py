@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from semrag._rwlock import ProvidesReader, as_reader
 from semrag._validation import Options, check_param
 from semrag.errors import ConfigError
 from semrag.index.reader import CorpusReader
@@ -45,13 +46,14 @@ class GraphRetriever:
 
     def __init__(
         self,
-        index: CorpusReader,
+        index: CorpusReader | ProvidesReader,
         graph: KnowledgeGraph | None = None,
         *,
         strategy: str = "ppr",
         k: int = 10,
         **options: Any,
     ) -> None:
+        index = as_reader(index)
         strategy = check_param("GraphRetriever", "strategy", strategy, [Options(*STRATEGIES)])
         self.strategy = strategy
         if strategy.startswith("ssg:"):

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from semrag._rwlock import reading
+from semrag._rwlock import ProvidesReader, as_reader, reading
 from semrag._steps import Call, Together, acall, adrive, call, drive, twin
 from semrag._validation import (
     HasMethods,
@@ -221,7 +221,7 @@ class IntentAwareRetriever(Params):
 
     def __init__(
         self,
-        index: CorpusReader,
+        index: CorpusReader | ProvidesReader,
         *,
         k: int = 10,
         m: int = 20,
@@ -237,6 +237,7 @@ class IntentAwareRetriever(Params):
         max_keywords: int = 8,
         on_llm_error: str = "fallback",
     ) -> None:
+        index = as_reader(index)
         p = self._check_params(locals())
         k, m, n_candidates, refine_weight = p["k"], p["m"], p["n_candidates"], p["refine_weight"]
         max_paraphrases, max_keywords = p["max_paraphrases"], p["max_keywords"]

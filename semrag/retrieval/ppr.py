@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from semrag._rwlock import reading
+from semrag._rwlock import ProvidesReader, as_reader, reading
 from semrag._steps import Call, acall, call, twin
 from semrag._validation import (
     HasMethods,
@@ -196,7 +196,7 @@ class PPRRetriever(Params):
 
     def __init__(
         self,
-        index: CorpusReader,
+        index: CorpusReader | ProvidesReader,
         graph: KnowledgeGraph | None = None,
         *,
         k: int = 10,
@@ -215,6 +215,7 @@ class PPRRetriever(Params):
         similarity_weight: float = 10.0,
         per_passage: int = 1,
     ) -> None:
+        index = as_reader(index)
         p = self._check_params(locals())
         require(index, CorpusReads, CorpusSearch, by="PPRRetriever")
         self.index = index

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
-from semrag._rwlock import reading
+from semrag._rwlock import ProvidesReader, as_reader, reading
 from semrag._steps import Call, Together, acall, adrive, call, drive, twin
 from semrag._validation import (
     INT,
@@ -202,7 +202,7 @@ class SketchRetriever(Params):
 
     def __init__(
         self,
-        index: CorpusReader,
+        index: CorpusReader | ProvidesReader,
         graph: KnowledgeGraph | None = None,
         *,
         k: int = 10,
@@ -223,6 +223,7 @@ class SketchRetriever(Params):
         on_llm_error: str = "fallback",
         **old_names: Any,
     ) -> None:
+        index = as_reader(index)
         p = self._check_params(
             renamed("SketchRetriever", old_names, locals(), {"kg": "graph"}, {"graph": None})
         )

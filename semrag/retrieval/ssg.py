@@ -52,6 +52,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from semrag._rwlock import ProvidesReader, as_reader
 from semrag._steps import adrive, drive
 from semrag._validation import (
     HasMethods,
@@ -176,7 +177,7 @@ class SSGRetriever(Params):
 
     def __init__(
         self,
-        index: CorpusReader,
+        index: CorpusReader | ProvidesReader,
         *,
         strategy: str = "query_traversal",
         k: int = 10,
@@ -189,6 +190,7 @@ class SSGRetriever(Params):
         on_llm_error: str = "fallback",
         **old_names: Any,
     ) -> None:
+        index = as_reader(index)
         given = renamed(
             "SSGRetriever",
             old_names,

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag._rwlock import ProvidesReader, as_reader
 from semrag._validation import offers
 from semrag.errors import ConfigError
 from semrag.index.reader import (
@@ -88,13 +89,14 @@ def check_reader(
     queries: Sequence[str],
     k: int = 5,
     max_documents: int = 20,
-    reference: CorpusReader | None = None,
+    reference: CorpusReader | ProvidesReader | None = None,
 ) -> ReaderReport:
     """Check that ``reader`` keeps the reader contract; return what it offers.
 
     Args:
         reader: the reader to check: it must offer :class:`~semrag.index.reader.CorpusReader`
-            (reads, searches, the SSG view); its optional capabilities are checked too.
+            (reads, searches, the SSG view); its optional capabilities are checked too. An
+            index with a reader of its own (a ``SemanticIndex``) is checked by its reader.
         queries: a few questions about its documents (at least one).
         k: hits asked of each search.
         max_documents: documents whose reads are checked (the first ones of ``doc_ids``).
@@ -111,6 +113,9 @@ def check_reader(
     """
     if not queries or k < 1:
         raise ConfigError("check_reader needs at least one query and k >= 1")
+    reader = as_reader(reader)
+    if reference is not None:
+        reference = as_reader(reference)
     require(reader, CorpusReads, CorpusSearch, SimilarityGraphReads, by="check_reader")
     rules = _Rules()
     docs = _check_corpus(reader, rules, max_documents)

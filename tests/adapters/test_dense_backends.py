@@ -136,7 +136,7 @@ def test_any_sequence_of_changes_keeps_the_backends_equal(backend, ops):
             else:
                 index.delete(f"d{i}")
     assert a.doc_ids == b.doc_ids
-    assert np.array_equal(a.dense.ids, b.dense.ids)
+    assert np.array_equal(a.reader().dense.ids, b.reader().dense.ids)
     same_dense(a, b, k=len(TEXTS) * 2)
 
 
@@ -207,11 +207,11 @@ def test_a_store_that_fails_to_delete_leaves_every_part_published(tmp_path):
     client = Flaky()
     index = SemanticIndex(embedder=embedder(), dense=client, ssg=True)
     index.add_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
-    before = set(index.dense.ids.tolist())
+    before = set(index.reader().dense.ids.tolist())
     client.fail_deletes = 1
     with pytest.warns(RuntimeWarning, match="failed to delete .* next change"):
         index.delete("d0")
-    gone = before - set(index.dense.ids.tolist())
+    gone = before - set(index.reader().dense.ids.tolist())
     assert gone
     # Every part took the change (the dense part's failure came after its publish).
     assert "d0" not in index.doc_ids and index.version == 2
@@ -223,11 +223,11 @@ def test_a_store_that_fails_to_delete_leaves_every_part_published(tmp_path):
         ]
     same_dense(index, fresh)
     assert gone <= {int(i) for i in client.rows}  # still in the store, never returned
-    assert index.dense.pending_deletes == len(gone)
+    assert index.reader().dense.pending_deletes == len(gone)
     index.save(tmp_path / "i")  # the pending deletes are saved with the index
     index = SemanticIndex.load(tmp_path / "i", embedder=embedder(), dense=client)
-    assert index.dense.pending_deletes == len(gone)
+    assert index.reader().dense.pending_deletes == len(gone)
     index.add_documents([Document("new", "Bees make honey in the hive.")])
     assert not gone & {int(i) for i in client.rows}  # deleted with the next change
-    assert index.dense.pending_deletes == 0
-    assert {int(i) for i in client.rows} == set(index.dense.ids.tolist())
+    assert index.reader().dense.pending_deletes == 0
+    assert {int(i) for i in client.rows} == set(index.reader().dense.ids.tolist())

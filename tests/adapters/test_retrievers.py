@@ -148,7 +148,7 @@ def test_both_frameworks_answer_alike_from_a_float16_graph():
         cfg = SSGConfig(min_intra=0.0, min_inter=0.0, knn="hnsw", vector_dtype=dtype)
         index = SemanticIndex(embedder=emb, ssg=cfg)
         index.add_documents([Document(f"doc{i}", t) for i, t in enumerate(TEXTS)])
-        assert index.ssg.node_vectors.dtype == dtype
+        assert index.reader().ssg_view().graph.node_vectors.dtype == dtype
         lc = langchain_semrag.SSGRetriever(index=index, strategy="query_traversal", k=3)
         li = llama_index_semrag.SSGRetriever(index=index, strategy="query_traversal", k=3)
         lc_iar = langchain_semrag.IntentAwareRetriever(index=index, k=3)

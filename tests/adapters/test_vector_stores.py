@@ -251,7 +251,7 @@ def test_the_stores_keep_sketch_pieces_with_the_index(framework):
             index=store.index, graph=graph, k=2, split=(12, 3)
         )
         hits = [n.node.get_content() for n in retriever.retrieve("rocket orbit")]
-    kept = store.index.piece_index
+    kept = store.index.reader().piece_index
     assert kept is not None and len(kept.pieces) > len(store.index.chunks())
     assert retriever._core.pieces()[2] is kept.dense  # SKETCH searched the index's pieces
     texts = {c.text for c in kept.pieces.values()} | {c.text for c in store.index.chunks()}

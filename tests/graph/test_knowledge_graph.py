@@ -528,7 +528,7 @@ def test_sketch_pieces_follow_the_index_and_embed_only_changed_documents():
     kept = SketchRetriever(index, kg, split=(12, 3))
     before = table(kept)
     assert len(before[0]) > len(index.chunks())  # the long chunks were split
-    assert table(kept)[2] == index.piece_index.dense.vectors.tolist()  # the index's part
+    assert table(kept)[2] == index.reader().piece_index.dense.vectors.tolist()  # the index's part
     embedder.embedded.clear()
     index.add_documents([long_doc("c", "Honey")])
     index.add_documents([long_doc("a", "Stocks")], on_conflict="replace")  # a new version of "a"
@@ -599,7 +599,7 @@ def test_global_search_reads_each_communitys_most_mentioning_chunks():
         if mentions:  # the chunk that mentions the most members (ties: document order)
             doc_id, start, end = min(mentions, key=lambda c: (-mentions[c], c))
             assert runs[0][0] == doc_id
-            spans = index.sentences(doc_id)
+            spans = index.reader().sentences(doc_id)
             assert spans[runs[0][1]].start <= start and end <= spans[runs[0][2] - 1].end
         assert len(sentence_runs(every, comm, version)) == len(mentions)
 

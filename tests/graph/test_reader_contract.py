@@ -27,25 +27,28 @@ READERS = ["embedded", "vector-store", pytest.param("neo4j", marks=NEO4J)]
 
 @pytest.fixture(params=READERS)
 def pair(request):
-    """``(reference, reader)``: the same changes, the reader of the kind asked for."""
+    """``(reference, reader)``: the same changes, the reader of the kind asked for.
+
+    What retrievers read: an embedded index's ``reader()``, a ``Neo4jIndex`` itself.
+    """
     emb = embedder()
     reference = SemanticIndex(embedder=emb, ssg=True)
     changes(reference)
     kind = request.param
     if kind == "embedded":
-        return reference, reference
+        return reference.reader(), reference.reader()
     if kind == "vector-store":
         store = InMemoryVectorStore(lcs.SemragEmbeddings(emb))
         index = SemanticIndex(embedder=emb, dense=lcs.VectorStoreClient(store), ssg=True)
         changes(index)
-        return reference, index
+        return reference.reader(), index.reader()
     from semrag.neo4j import Neo4jIndex, Neo4jIndexStore
 
     store = request.getfixturevalue("graph_store")
     written = SemanticIndex(embedder=emb, ssg=True)
     Neo4jIndexStore.for_index(written, store)
     changes(written)
-    return reference, Neo4jIndex(store, embedder=emb)
+    return reference.reader(), Neo4jIndex(store, embedder=emb)
 
 
 def spans(chunks):

@@ -85,7 +85,7 @@ def test_every_llm_path_on_a_real_model(model, bridge):
     # document keeps the number of extraction calls small.
     index = SemanticIndex(embedder=FakeEmbedder(), theme_llm=llm, ssg=True)
     index.add_documents(DOCS, split=False)
-    assert all(index.themes(d) for d in index.doc_ids)
+    assert all(index.reader().themes(d) for d in index.doc_ids)
     assert all("themes" in n for n in index.notes)
 
     # Graph extraction: every entity named in the text, every piece of evidence quoted.

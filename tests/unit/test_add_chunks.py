@@ -29,7 +29,7 @@ def fresh(**kw) -> SemanticIndex:
 def assert_exact(index: SemanticIndex) -> None:
     for doc_id in index.doc_ids:
         text = index.document(doc_id).text
-        spans = index.sentences(doc_id)
+        spans = index.reader().sentences(doc_id)
         for c in index.chunks(doc_id):
             assert text[c.start : c.end] == c.text
             assert c.text == c.text.strip() and c.text
@@ -162,7 +162,7 @@ def test_split_false_indexes_each_document_whole():
     index.add_documents([Document("one", "  " + long + "\n")], split=False)
     [chunk] = index.chunks("one")
     assert chunk.text == long and chunk.start == 2
-    assert chunk.sentence_end == len(index.sentences("one")) == 40
+    assert chunk.sentence_end == len(index.reader().sentences("one")) == 40
     assert_exact(index)
 
 

@@ -196,7 +196,7 @@ def test_bad_query_vectors_are_refused():
         r.retrieve_vector(np.full(dim, np.nan, dtype=np.float32))
     with pytest.raises(ConfigError, match=f"must be {dim} finite"):
         r.retrieve_vector(np.ones(dim + 1, dtype=np.float32))
-    assert r.retrieve_vector(index().embed_query("honey bees"), k=1)
+    assert r.retrieve_vector(index().reader().embed_query("honey bees"), k=1)
 
 
 def _plan_reply(weights: dict) -> str:

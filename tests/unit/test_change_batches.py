@@ -111,7 +111,7 @@ def test_the_default_index_adds_in_batches_and_answers_as_before(monkeypatch):
     monkeypatch.setattr(dense_module, "_BLOCK", 5)
     many = SemanticIndex(embedder=FakeEmbedder(dim=32), dense="flat")
     many.add_documents(docs)
-    assert len(many.dense) == len(one.dense) == len(one.chunks())
+    assert len(many.reader().dense) == len(one.reader().dense) == len(one.chunks())
     for q in ["rivers", "Topic 7 towns", "about"]:
         assert [(h.chunk.doc_id, h.chunk.start) for h in many.search(q, k=5)] == [
             (h.chunk.doc_id, h.chunk.start) for h in one.search(q, k=5)

@@ -67,8 +67,8 @@ def test_the_ingestion_arrays_are_freed_before_the_other_parts_stage(dense, monk
     assert len(made) == len(TEXTS)
     assert alive_when_bm25_stages == [0]
     for i in range(len(TEXTS)):
-        record = index.indexed(f"d{i}")
-        stored = index.dense.vectors_of(record.chunk_ids)
+        record = index.reader().indexed(f"d{i}")
+        stored = index.reader().dense.vectors_of(record.chunk_ids)
         np.testing.assert_array_equal(np.asarray(record.chunk_vectors, np.float32), stored)
     hits = index.search(TEXTS[1], k=1)
     assert hits[0].chunk.doc_id == "d1"
@@ -94,9 +94,10 @@ def test_each_batch_the_dense_part_stores_lets_go_of_its_records_arrays(dense, m
     assert len(counts) >= 3 and counts[0] == len(docs)
     assert counts == sorted(counts, reverse=True) and counts[-1] < counts[0]
     for d in docs:
-        record = index.indexed(d.id)
+        record = index.reader().indexed(d.id)
         np.testing.assert_array_equal(
-            np.asarray(record.chunk_vectors, np.float32), index.dense.vectors_of(record.chunk_ids)
+            np.asarray(record.chunk_vectors, np.float32),
+            index.reader().dense.vectors_of(record.chunk_ids),
         )
 
 
@@ -131,13 +132,13 @@ def test_a_failed_commit_publishes_nothing_and_a_retry_indexes_the_same(monkeypa
     monkeypatch.setattr(BM25Index, "stage", failing)
     with pytest.raises(RuntimeError):
         index.add_documents(docs)
-    assert index.doc_ids == [] and len(index.dense) == 0
+    assert index.doc_ids == [] and len(index.reader().dense) == 0
     monkeypatch.setattr(BM25Index, "stage", stage)
     index.add_documents(docs)
     twin = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
     twin.add_documents(docs)
     for i in range(len(TEXTS)):
-        ours, theirs = index.indexed(f"d{i}"), twin.indexed(f"d{i}")
+        ours, theirs = index.reader().indexed(f"d{i}"), twin.reader().indexed(f"d{i}")
         np.testing.assert_array_equal(
             np.asarray(ours.chunk_vectors), np.asarray(theirs.chunk_vectors)
         )

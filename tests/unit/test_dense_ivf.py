@@ -145,18 +145,18 @@ def test_the_default_index_turns_into_an_inverted_file_at_the_threshold(tmp_path
     exact = SemanticIndex(embedder=FakeEmbedder(), dense="flat")
     for ix in (index, exact):
         ix.add_documents(docs[:300])
-    assert not index.dense.approximate
+    assert not index.reader().dense.approximate
     for ix in (index, exact):
         ix.add_documents(docs[300:])
-    assert index.dense.approximate and len(index.chunks()) >= MIN_IVF_ROWS
-    assert index.dense.breadth[0] == "nprobe"
+    assert index.reader().dense.approximate and len(index.chunks()) >= MIN_IVF_ROWS
+    assert index.reader().dense.breadth[0] == "nprobe"
     hits = index.search("bees records 12", k=5)
     expected = exact.search("bees records 12", k=5)
     assert hits[0].chunk == expected[0].chunk and "bees" in hits[0].chunk.text
-    index.dense.nprobe = 300  # a tuned search is saved with the index
+    index.reader().dense.nprobe = 300  # a tuned search is saved with the index
     index.save(tmp_path / "ix")
     loaded = SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
-    assert loaded.dense.approximate and loaded.dense.breadth == ("nprobe", 300)
+    assert loaded.reader().dense.approximate and loaded.reader().dense.breadth == ("nprobe", 300)
     assert [h.chunk for h in loaded.search("bees records 12", k=5)] == [h.chunk for h in hits]
 
 

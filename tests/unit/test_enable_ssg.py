@@ -46,24 +46,24 @@ def test_enabling_the_graph_equals_building_with_it_and_embeds_nothing():
     emb.embedded.clear()
     index.enable("ssg", config=SSG_CONFIG)
     assert emb.embedded == []  # the kept sentence vectors are pooled: nothing embedded
-    assert "ssg" in index.parts and index.ssg_config == SSG_CONFIG
+    assert "ssg" in index.parts and index.reader().ssg_config == SSG_CONFIG
     built = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=SSG_CONFIG)
     built.add_documents(docs("bees", "rockets"))
-    assert_same_ssg(index.part_set.ssg, built.part_set.ssg)
+    assert_same_ssg(index.reader().part_set.ssg, built.reader().part_set.ssg)
     assert results(index) == results(built)
-    sentences, nodes = index.part_set.ssg.buffers()  # each vector held once, by the graph
+    sentences, nodes = index.reader().part_set.ssg.buffers()  # each vector held once, by the graph
     for doc_id in index.doc_ids:
-        e = index.indexed(doc_id)
+        e = index.reader().indexed(doc_id)
         assert np.shares_memory(e.sentence_vectors, sentences)
         assert np.shares_memory(e.node_vectors, nodes)
     # then it follows changes
     for target in (index, built):
         target.add_documents(docs("bread"))
         target.delete("bees")
-    assert_same_ssg(index.part_set.ssg, built.part_set.ssg)
+    assert_same_ssg(index.reader().part_set.ssg, built.reader().part_set.ssg)
     assert results(index) == results(built)
     index.enable("ssg")  # kept already: left as it is
-    assert index.ssg_config == SSG_CONFIG
+    assert index.reader().ssg_config == SSG_CONFIG
 
 
 def test_an_index_saves_and_loads_with_and_without_the_graph(tmp_path):
@@ -71,11 +71,11 @@ def test_an_index_saves_and_loads_with_and_without_the_graph(tmp_path):
     index.add_documents(docs("bees", "rockets", "bread"))
     index.save(tmp_path / "without")
     loaded = SemanticIndex.load(tmp_path / "without", embedder=FakeEmbedder(dim=32))
-    assert loaded.ssg_config is None and "ssg" not in loaded.parts
+    assert loaded.reader().ssg_config is None and "ssg" not in loaded.parts
     loaded.enable("ssg", config=SSG_CONFIG)
     loaded.save(tmp_path / "with")
     again = SemanticIndex.load(tmp_path / "with", embedder=FakeEmbedder(dim=32))
-    assert again.ssg_config == SSG_CONFIG
+    assert again.reader().ssg_config == SSG_CONFIG
     assert results(again) == results(loaded)
 
 
@@ -87,7 +87,7 @@ def test_a_config_the_kept_vectors_cannot_give_is_refused_before_any_change():
             index.enable("ssg", config=config)
     with pytest.raises(ConfigError, match="SSGConfig"):
         index.enable("ssg", config={"window": 2})
-    assert index.ssg_config is None and "ssg" not in index.parts
+    assert index.reader().ssg_config is None and "ssg" not in index.parts
 
 
 def test_the_default_index_holds_its_sentence_vectors_in_float16_and_keeps_them_so(tmp_path):
@@ -95,26 +95,36 @@ def test_the_default_index_holds_its_sentence_vectors_in_float16_and_keeps_them_
     index = SemanticIndex(embedder=FakeEmbedder(dim=32))
     for target in (full, index):
         target.add_documents(docs("bees", "rockets", "bread"))
-    assert index.sentence_dtype == "float16" and full.sentence_dtype == "float32"
+    assert index.reader().sentence_dtype == "float16" and full.reader().sentence_dtype == "float32"
     for doc_id in index.doc_ids:
-        half, exact = index.sentence_vectors(doc_id), full.sentence_vectors(doc_id)
+        half, exact = (
+            index.reader().sentence_vectors(doc_id),
+            full.reader().sentence_vectors(doc_id),
+        )
         assert half.dtype == np.float16 and exact.dtype == np.float32
         assert half.nbytes * 2 == exact.nbytes
         np.testing.assert_array_equal(half, exact.astype(np.float16))  # rounded once
         # the chunk vectors are not rounded (the dense channel ranks as before)
         np.testing.assert_array_equal(
-            index.indexed(doc_id).chunk_vectors, full.indexed(doc_id).chunk_vectors
+            index.reader().indexed(doc_id).chunk_vectors,
+            full.reader().indexed(doc_id).chunk_vectors,
         )
     index.save(tmp_path / "half")
     loaded = SemanticIndex.load(tmp_path / "half", embedder=FakeEmbedder(dim=32))
-    assert loaded.sentence_dtype == "float16"
-    assert loaded.sentence_vectors("bees").dtype == np.float16
-    np.testing.assert_array_equal(loaded.sentence_vectors("bees"), index.sentence_vectors("bees"))
+    assert loaded.reader().sentence_dtype == "float16"
+    assert loaded.reader().sentence_vectors("bees").dtype == np.float16
+    np.testing.assert_array_equal(
+        loaded.reader().sentence_vectors("bees"), index.reader().sentence_vectors("bees")
+    )
     # a graph enabled later is pooled from the rounded vectors: within float16's rounding
     index.enable("ssg", config=SSG_CONFIG)
     full.enable("ssg", config=SSG_CONFIG)
-    assert index.sentence_dtype == "float32"  # the graph's rows hold them now
-    np.testing.assert_allclose(index.ssg.node_vectors, full.ssg.node_vectors, atol=2e-3)
+    assert index.reader().sentence_dtype == "float32"  # the graph's rows hold them now
+    np.testing.assert_allclose(
+        index.reader().ssg_view().graph.node_vectors,
+        full.reader().ssg_view().graph.node_vectors,
+        atol=2e-3,
+    )
 
 
 def test_a_sentence_dtype_other_than_the_graphs_is_refused():
@@ -123,4 +133,4 @@ def test_a_sentence_dtype_other_than_the_graphs_is_refused():
     with pytest.raises(ConfigError, match="sentence_dtype"):
         SemanticIndex(embedder=FakeEmbedder(dim=32), sentence_dtype="int8")
     with_graph = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=True)
-    assert with_graph.sentence_dtype == "float32"  # the graph's vector_dtype decides
+    assert with_graph.reader().sentence_dtype == "float32"  # the graph's vector_dtype decides

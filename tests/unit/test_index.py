@@ -307,18 +307,21 @@ def test_bm25_idf_variant_is_saved_and_checked(tmp_path):
     index.add_documents([Document("a", "Bees find flowers."), Document("b", "Rockets fly.")])
     assert index.search_sparse("bees", k=2)[0].score > 0
     index.save(tmp_path / "index")
-    assert SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder()).sparse.idf == "lucene"
+    assert (
+        SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder()).reader().sparse.idf
+        == "lucene"
+    )
 
 
 def test_index_holds_everything():
     index = make_index()
     assert index.doc_ids == ["cats", "dogs", "stocks"]
-    assert len(index.sentences("cats")) == 3
+    assert len(index.reader().sentences("cats")) == 3
     assert all(index.document(c.doc_id).text[c.start : c.end] == c.text for c in index.chunks())
     assert index.chunks("cats")[0].metadata == {"topic": "pets"}
     assert index.search("stock market shares", k=1)[0].chunk.doc_id == "stocks"
     assert index.search_sparse("mailman", k=1)[0].chunk.doc_id == "dogs"
-    assert index.themes("cats") and "cat" in " ".join(index.themes("cats"))
+    assert index.reader().themes("cats") and "cat" in " ".join(index.reader().themes("cats"))
 
 
 def test_embeddings_are_computed_once_and_batched():
@@ -331,7 +334,7 @@ def test_embeddings_are_computed_once_and_batched():
 
 def test_ssg_edges_and_nodes():
     index = make_index(ssg=SSGConfig(window=2, top_k=3, top_x=2, min_intra=0.0, min_inter=0.0))
-    g = index.ssg
+    g = index.reader().ssg_view().graph
     assert g.n_nodes == 6  # 3 documents x 2 windows of 2 sentences
     for node in range(g.n_nodes):
         ids, scores, kinds = g.neighbours(node)
@@ -340,17 +343,17 @@ def test_ssg_edges_and_nodes():
         assert np.array_equal(same, kinds == 0)
         assert (kinds == 1).sum() <= 2
     assert len(g.theme_bridges) == 3 and all(len(b) == 2 for b in g.theme_bridges)
-    chunk = index.node_chunk(0)
+    chunk = index.reader().ssg_view().node_chunk(0)
     assert chunk.text == "The cat sat on the mat. The cat chased a mouse."
 
 
 def test_add_and_delete_update_the_graph():
     index = make_index()
-    n_before = index.ssg.n_nodes
+    n_before = index.reader().ssg_view().graph.n_nodes
     index.add_documents([Document("birds", "Birds sing at dawn. Birds fly south.")])
-    assert index.ssg.n_nodes == n_before + 1
+    assert index.reader().ssg_view().graph.n_nodes == n_before + 1
     assert index.delete("cats") is True and index.delete("cats") is False
-    assert "cats" not in index.ssg.doc_ids
+    assert "cats" not in index.reader().ssg_view().graph.doc_ids
     assert all(h.chunk.doc_id != "cats" for h in index.search("cat mat mouse", k=10))
     assert all(h.chunk.doc_id != "cats" for h in index.search_sparse("cat", k=10))
 
@@ -382,8 +385,10 @@ def test_bad_input():
 def test_empty_and_whitespace_documents():
     index = make_index()
     index.add_documents([Document("empty", ""), Document("blank", "   \n")])
-    assert index.chunks("empty") == [] and index.sentences("blank") == []
-    assert index.ssg.n_nodes == 3  # one 3-sentence window per non-empty document
+    assert index.chunks("empty") == [] and index.reader().sentences("blank") == []
+    assert (
+        index.reader().ssg_view().graph.n_nodes == 3
+    )  # one 3-sentence window per non-empty document
 
 
 def test_save_load_round_trip(tmp_path, monkeypatch):
@@ -391,7 +396,7 @@ def test_save_load_round_trip(tmp_path, monkeypatch):
 
     index = make_index()
     before = [(h.chunk, round(h.score, 5)) for h in index.search("dog ball", k=3)]
-    _ = index.ssg
+    _ = index.reader().ssg_view().graph
     index.save(tmp_path / "idx")
 
     def no_rebuild(*args, **kwargs):
@@ -402,12 +407,17 @@ def test_save_load_round_trip(tmp_path, monkeypatch):
     assert loaded.doc_ids == index.doc_ids
     assert [(h.chunk, round(h.score, 5)) for h in loaded.search("dog ball", k=3)] == before
     assert loaded.search_sparse("mailman", 1)[0].chunk.doc_id == "dogs"
-    for a, b in zip(loaded.ssg.csr(), index.ssg.csr(), strict=True):
+    for a, b in zip(
+        loaded.reader().ssg_view().graph.csr(), index.reader().ssg_view().graph.csr(), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(loaded.ssg.pca_components, index.ssg.pca_components)
-    assert loaded.themes("cats") == index.themes("cats")
+    np.testing.assert_array_equal(
+        loaded.reader().ssg_view().graph.pca_components,
+        index.reader().ssg_view().graph.pca_components,
+    )
+    assert loaded.reader().themes("cats") == index.reader().themes("cats")
     loaded.add_documents([Document("birds", "Birds sing at dawn.")], on_conflict="replace")
-    ids = [c for d in loaded.doc_ids for c in loaded.chunk_ids(d)]
+    ids = [c for d in loaded.doc_ids for c in loaded.reader().chunk_ids(d)]
     assert len(ids) == len(set(ids))
 
 
@@ -480,7 +490,7 @@ def test_llm_themes_and_malformed_reply():
     llm = FakeLLM(['{"themes": ["felines", "rest"]}'])
     index = SemanticIndex(embedder=emb, theme_llm=llm, ssg=True)
     index.add_documents([Document("cats", CATS)])
-    assert index.themes("cats") == ["felines", "rest"]
+    assert index.reader().themes("cats") == ["felines", "rest"]
     bad = SemanticIndex(
         embedder=emb, theme_llm=FakeLLM(["no", "still no"]), on_llm_error="raise", ssg=True
     )
@@ -494,7 +504,7 @@ def test_llm_themes_and_malformed_reply():
     fallback.add_documents([Document("cats", CATS)])
     keywords = SemanticIndex(embedder=emb, ssg=True)
     keywords.add_documents([Document("cats", CATS)])
-    assert fallback.themes("cats") == keywords.themes("cats")
+    assert fallback.reader().themes("cats") == keywords.reader().themes("cats")
     (note,) = fallback.notes
     assert note.startswith("cats: themes: LLM reply invalid")
 
@@ -618,7 +628,7 @@ def test_concurrent_adds_and_searches():
             for _ in range(30):
                 index.search("writer note", k=5)
                 index.search_sparse("note", k=5)
-                _ = index.ssg.n_nodes
+                _ = index.reader().ssg_view().graph.n_nodes
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -671,15 +681,15 @@ def test_dense_rows_view_is_the_stored_rows_without_a_copy():
 
 def test_every_vector_is_held_once_without_an_ssg_too(tmp_path):
     index = make_index(ssg=False)
-    assert index.part_set.ssg is None
+    assert index.reader().part_set.ssg is None
     for doc_id in index.doc_ids:
-        e = index.indexed(doc_id)
-        assert np.shares_memory(e.chunk_vectors, index.dense.buffer)
+        e = index.reader().indexed(doc_id)
+        assert np.shares_memory(e.chunk_vectors, index.reader().dense.buffer)
     index.save(tmp_path / "i")
     loaded = SemanticIndex.load(tmp_path / "i", embedder=FakeEmbedder())
     for doc_id in loaded.doc_ids:
-        e, old = loaded.indexed(doc_id), index.indexed(doc_id)
-        assert np.shares_memory(e.chunk_vectors, loaded.dense.buffer)
+        e, old = loaded.reader().indexed(doc_id), index.reader().indexed(doc_id)
+        assert np.shares_memory(e.chunk_vectors, loaded.reader().dense.buffer)
         np.testing.assert_array_equal(e.chunk_vectors, old.chunk_vectors)
 
 
@@ -727,9 +737,9 @@ def test_overlapping_chunks_equals_a_scan_for_any_chunk_layout(spans, queries):
     chunks = [Chunk("d", a, b, text[a:b], 1) for a, b in cuts]  # any order, overlapping
     index = SemanticIndex(embedder=FakeEmbedder(dim=16), ssg=False)
     index.add_chunks(chunks, documents=[Document("d", text)])
-    stored = list(zip(index.chunk_ids("d"), index.chunks("d"), strict=True))
+    stored = list(zip(index.reader().chunk_ids("d"), index.chunks("d"), strict=True))
     for start, n in queries:
         end = start + n
         want = [i for i, c in stored if c.start < end and start < c.end]
-        assert index.overlapping_chunks("d", start, end) == want
-    assert index.overlapping_chunks("missing", 0, 5) == []
+        assert index.reader().overlapping_chunks("d", start, end) == want
+    assert index.reader().overlapping_chunks("missing", 0, 5) == []

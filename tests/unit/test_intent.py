@@ -208,7 +208,7 @@ def test_the_walk_reuses_the_dense_channel_search(index, monkeypatch):
     ret = IntentAwareRetriever(index, k=3)
     query = "When was the capital of France founded?"
     expected = ret.retrieve(query)
-    dense = index.dense
+    dense = index.reader().dense
     searched = []
     inner = dense._exact_search
     monkeypatch.setattr(

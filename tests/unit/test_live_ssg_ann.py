@@ -281,15 +281,21 @@ def test_semantic_index_keeps_the_approximate_graph_through_changes_and_saves(tm
     index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS[:3])])
     index.save(tmp_path / "idx")
     back = SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=32))
-    assert back.ssg_config == cfg
+    assert back.reader().ssg_config == cfg
     # the documents' vectors are views of the graph's rows, held once, in its dtype
-    assert back.sentence_vectors("t1").dtype == back.ssg_view().sentence_matrix.dtype == dtype
-    np.testing.assert_array_equal(back.ssg.node_vectors, index.ssg.node_vectors)
-    holder = back.part_set.ssg.buffers()[1]  # the node index's graph holds the node rows
-    assert all(back.indexed(d).node_vectors.index is holder for d in back.doc_ids)
+    assert (
+        back.reader().sentence_vectors("t1").dtype
+        == back.reader().ssg_view().sentence_matrix.dtype
+        == dtype
+    )
+    np.testing.assert_array_equal(
+        back.reader().ssg_view().graph.node_vectors, index.reader().ssg_view().graph.node_vectors
+    )
+    holder = back.reader().part_set.ssg.buffers()[1]  # the node index's graph holds the node rows
+    assert all(back.reader().indexed(d).node_vectors.index is holder for d in back.doc_ids)
     back.add_documents([Document("t3", TEXTS[3])])
     back.delete("t0")
-    graph = back.ssg
+    graph = back.reader().ssg_view().graph
     assert graph.doc_ids == ["t1", "t2", "t3"]
     assert (graph.csr()[3] == 1).any()  # inter-document edges exist
     (tmp_path / "idx" / "ssg_ann_dead.npy").write_bytes(b"\x93NUMPY broken")
@@ -346,9 +352,10 @@ def test_the_anchor_search_uses_the_node_index_of_its_version():
     assert live.graph.n_nodes > g.n_nodes
     index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg)
     index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS)])
-    assert isinstance(index.ssg_view().node_index, _NodeANNSearch)
+    assert isinstance(index.reader().ssg_view().node_index, _NodeANNSearch)
     assert isinstance(
-        SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=True).ssg_view().node_index, _NodeSearch
+        SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=True).reader().ssg_view().node_index,
+        _NodeSearch,
     )
 
 
@@ -378,8 +385,8 @@ def test_float16_rows_score_the_traversals_from_the_rounded_values():
         index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg)
         index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS)])
         retriever = SSGRetriever(index, strategy="query_traversal", k=3)
-        q = index.embed_query("bees and honey").astype(np.float64)
-        rows = index.ssg.node_vectors
+        q = index.reader().embed_query("bees and honey").astype(np.float64)
+        rows = index.reader().ssg_view().graph.node_vectors
         steps = retriever.traverse("bees and honey").steps
         assert steps and rows.dtype == dtype
         for step in steps:
@@ -425,7 +432,9 @@ def test_an_add_holds_its_rows_in_the_graphs_dtype_until_its_commit(monkeypatch)
     assert all(s == n == np.float16 and c == np.float32 for s, n, c in half)
     assert all(s == n == c == np.float32 for s, n, c in full)
     # the chunk vectors are means of the sentence vectors before they were rounded
-    np.testing.assert_array_equal(built["float16"].dense.vectors, built["float32"].dense.vectors)
+    np.testing.assert_array_equal(
+        built["float16"].reader().dense.vectors, built["float32"].reader().dense.vectors
+    )
 
 
 @settings(max_examples=60, deadline=None)

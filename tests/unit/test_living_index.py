@@ -256,7 +256,7 @@ def hit_key(h) -> tuple:
 
 def projection_is_unique(index: SemanticIndex) -> bool:
     """Whether the 3-d PCA is unique (distinct top eigenvalues); else geometric_3d may differ."""
-    g = index.ssg
+    g = index.reader().ssg_view().graph
     if g.n_nodes < 5:
         return False
     v = g.node_vectors.astype(np.float64)
@@ -307,7 +307,7 @@ def results(index: SemanticIndex, retrievers: dict[str, object]) -> dict[str, li
 def chunk_table(index: SemanticIndex) -> list[tuple]:
     rows = []
     for doc_id in index.doc_ids:
-        vectors = index.vectors_of(index.chunk_ids(doc_id))
+        vectors = index.reader().vectors_of(index.reader().chunk_ids(doc_id))
         for c, v in zip(index.chunks(doc_id), vectors, strict=True):
             rows.append((doc_id, c.start, c.end, c.text, tuple(np.round(v, 5))))
     return rows
@@ -442,7 +442,7 @@ class LivingIndex(RuleBasedStateMachine):
     def equals_a_fresh_build(self):
         fresh = new_index(model=self.model)
         if self.stale:  # a fresh build over the same chunks: what a reembed promises
-            docs = [self.index.indexed(d).doc for d in self.index.doc_ids]
+            docs = [self.index.reader().indexed(d).doc for d in self.index.doc_ids]
             fresh.add_chunks(
                 [c for d in self.index.doc_ids for c in self.index.chunks(d)], documents=docs
             )
@@ -454,15 +454,19 @@ class LivingIndex(RuleBasedStateMachine):
             fresh.add_documents([Document(d, t) for d, t in self.docs.items()])
         assert self.index.doc_ids == fresh.doc_ids
         assert chunk_table(self.index) == chunk_table(fresh)
-        assert_same_ssg(self.index.part_set.ssg, fresh.part_set.ssg)
-        sentences, nodes = self.index.part_set.ssg.buffers()  # every vector held once: the graph's
-        chunk_rows = self.index.dense.buffer  # and the dense part's
+        assert_same_ssg(self.index.reader().part_set.ssg, fresh.reader().part_set.ssg)
+        sentences, nodes = (
+            self.index.reader().part_set.ssg.buffers()
+        )  # every vector held once: the graph's
+        chunk_rows = self.index.reader().dense.buffer  # and the dense part's
         for doc_id in self.index.doc_ids:
-            e = self.index.indexed(doc_id)
+            e = self.index.reader().indexed(doc_id)
             assert not e.sentence_vectors.size or np.shares_memory(e.sentence_vectors, sentences)
             assert not e.node_vectors.size or np.shares_memory(e.node_vectors, nodes)
             assert not e.chunk_vectors.size or np.shares_memory(e.chunk_vectors, chunk_rows)
-            np.testing.assert_array_equal(e.chunk_vectors, self.index.dense.vectors_of(e.chunk_ids))
+            np.testing.assert_array_equal(
+                e.chunk_vectors, self.index.reader().dense.vectors_of(e.chunk_ids)
+            )
         fresh_kg = KnowledgeGraph.build(fresh)  # in the embedded store
         assert graph_table(self.kg) == graph_table(fresh_kg)
         ents, vectors = self.kg.entity_vectors()  # kept per change, or read from a save

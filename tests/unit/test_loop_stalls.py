@@ -291,7 +291,7 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: e.kg.acurrent_version(),
     ],
     "semrag.graph.knowledge:KnowledgeGraph.asearch_entities": [
-        lambda e: functools.partial(e.kg.asearch_entities, e.index.embed_query("bees"), 5),
+        lambda e: functools.partial(e.kg.asearch_entities, e.index.reader().embed_query("bees"), 5),
     ],
     "semrag.graph.knowledge:KnowledgeGraph.abuild": [
         lambda e: lambda: KnowledgeGraph.abuild(e.index),
@@ -315,8 +315,11 @@ CASES: dict[str, list[Case]] = {
     "semrag.index.semantic_index:SemanticIndex.areembed": [
         on(filled_index, lambda ix, e: ix.areembed(SlowEmbedder(dim=32))),
     ],
-    "semrag.index.semantic_index:SemanticIndex.aembed_query": [
-        lambda e: lambda: e.index.aembed_query(e.query())
+    "semrag.index.index_reader:IndexReader.aembed_query": [
+        lambda e: lambda: e.index.reader().aembed_query(e.query())
+    ],
+    "semrag.index.index_reader:IndexReader.asearch": [
+        lambda e: lambda: e.index.reader().asearch(e.query(), 2)
     ],
     "semrag.index.semantic_index:SemanticIndex.asearch": [
         lambda e: lambda: e.index.asearch(e.query(), 2)

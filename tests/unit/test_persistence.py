@@ -167,4 +167,4 @@ def test_vectors_survive_a_recovered_save(tmp_path):
     index.save(path)
     os.replace(path, tmp_path / ".idx.old-999999999-x")  # as if killed between the renames
     loaded = load(path)
-    np.testing.assert_array_equal(loaded.dense.vectors, index.dense.vectors)
+    np.testing.assert_array_equal(loaded.reader().dense.vectors, index.reader().dense.vectors)

@@ -34,13 +34,13 @@ def table(pieces) -> list[tuple]:
 
 def fresh_pieces(index: SemanticIndex) -> PieceIndex:
     fresh = PieceIndex(SPLIT, index.chunker.tokenizer, index.embedder, "flat")
-    fresh.sync([index.indexed(d) for d in index.doc_ids], index.version)
+    fresh.sync([index.reader().indexed(d) for d in index.doc_ids], index.version)
     return fresh
 
 
 def check_pieces(index: SemanticIndex) -> None:
     """Each piece is a slice of its chunk within the cap; together they cover the chunk."""
-    kept = index.piece_index
+    kept = index.reader().piece_index
     covered: dict[int, list[tuple[int, int]]] = {}
     for i, c in kept.pieces.items():
         parent = index.chunk(kept.parents[i])
@@ -48,7 +48,7 @@ def check_pieces(index: SemanticIndex) -> None:
         assert c.text == index.document(c.doc_id).text[c.start : c.end]
         assert c.token_count <= SPLIT[0] or (c.start, c.end) == (parent.start, parent.end)
         covered.setdefault(kept.parents[i], []).append((c.start, c.end))
-    assert sorted(covered) == sorted(index.dense.ids.tolist())
+    assert sorted(covered) == sorted(index.reader().dense.ids.tolist())
     for cid, spans in covered.items():
         parent, at = index.chunk(cid), index.chunk(cid).start
         for a, b in sorted(spans):
@@ -75,7 +75,7 @@ def test_pieces_kept_per_change_equal_a_fresh_split(ops):
             )
         elif doc_id in index.doc_ids:
             index.delete(doc_id)
-        assert table(index.piece_index) == table(fresh_pieces(index))
+        assert table(index.reader().piece_index) == table(fresh_pieces(index))
         check_pieces(index)
 
 
@@ -86,7 +86,7 @@ def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
     kept.add_documents(docs)
     plain = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=False)
     plain.add_documents(docs)
-    assert len(kept.piece_index.pieces) > len(kept.chunks())  # the long chunks were split
+    assert len(kept.reader().piece_index.pieces) > len(kept.chunks())  # the long chunks were split
 
     query = "Which rockets fact number 7 is told?"
     got = SketchRetriever(kept, KnowledgeGraph.build(kept, communities=False), split=SPLIT)
@@ -94,22 +94,22 @@ def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
     hits = got.retrieve(query)
     made = embedder.texts[before:]
     assert all(len(t) < 80 for t in made) and query in made  # the queries, no piece
-    assert got.pieces()[2] is kept.piece_index.dense
+    assert got.pieces()[2] is kept.reader().piece_index.dense
     want = SketchRetriever(plain, KnowledgeGraph.build(plain, communities=False), split=SPLIT)
     assert [(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in hits] == [
         (h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in want.retrieve(query)
     ]
     other = SketchRetriever(kept, got.graph, split=(20, 4))  # a split the index does not hold
-    assert other.pieces()[2] is not kept.piece_index.dense
+    assert other.pieces()[2] is not kept.reader().piece_index.dense
 
     kept.save(tmp_path / "index")
     loaded = SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder(dim=32))
-    assert loaded.piece_index.split == SPLIT
-    assert table(loaded.piece_index) == table(kept.piece_index)
+    assert loaded.reader().piece_index.split == SPLIT
+    assert table(loaded.reader().piece_index) == table(kept.reader().piece_index)
     loaded.add_documents(
         [Document("d9", long_text("Rivers", 20))], on_conflict="replace"
     )  # and it follows on
-    assert table(loaded.piece_index) == table(fresh_pieces(loaded))
+    assert table(loaded.reader().piece_index) == table(fresh_pieces(loaded))
 
     (tmp_path / "index" / "pieces.json").write_text('{"split": [12, 3], "rows": [[0]]}')
     with pytest.raises(StoreError):
@@ -127,8 +127,8 @@ def test_split_none_searches_the_index_chunks_themselves():
     index.add_documents([Document(f"d{i}", long_text(t, 20)) for i, t in enumerate(TOPICS[:3])])
     sketch = SketchRetriever(index, KnowledgeGraph.build(index, communities=False), split=None)
     pieces, parents, dense = sketch.pieces()
-    assert dense is index.dense
-    ids = index.dense.ids.tolist()
+    assert dense is index.reader().dense
+    ids = index.reader().dense.ids.tolist()
     assert sorted(pieces) == sorted(parents) == ids
     assert all(pieces[i] == index.chunk(i) and parents[i] == i for i in ids)
     chunks = {(c.doc_id, c.start, c.end) for c in index.chunks()}

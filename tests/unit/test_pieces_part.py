@@ -20,7 +20,7 @@ DOCS = [
 
 
 def pieces_table(index: SemanticIndex) -> tuple:
-    kept = index.piece_index
+    kept = index.reader().piece_index
     ids = kept.dense.ids.tolist()
     return (
         [(kept.pieces[i].doc_id, kept.pieces[i].start, kept.pieces[i].end) for i in ids],
@@ -32,7 +32,7 @@ def pieces_table(index: SemanticIndex) -> tuple:
 def test_enabled_pieces_equal_those_of_an_index_built_with_them():
     index = SemanticIndex(embedder=FakeEmbedder(dim=32))
     index.add_documents(DOCS[:2])
-    assert index.piece_index is None
+    assert index.reader().piece_index is None
     index.enable("pieces", split=(12, 3))
     index.add_documents(DOCS[2:])  # then they follow changes
     index.delete("a")
@@ -42,7 +42,7 @@ def test_enabled_pieces_equal_those_of_an_index_built_with_them():
     assert got[0] == want[0] and got[1] == want[1]
     np.testing.assert_array_equal(got[2], want[2])
     index.enable("pieces", split=(50, 5))  # already kept: left as it is
-    assert index.piece_index.split == (12, 3)
+    assert index.reader().piece_index.split == (12, 3)
 
 
 def test_a_bad_part_or_split_is_refused():
@@ -51,7 +51,7 @@ def test_a_bad_part_or_split_is_refused():
         index.enable("ssg-ish")
     with pytest.raises(ConfigError):
         index.enable("pieces", split=(4, 9))  # overlap larger than a piece
-    assert index.piece_index is None
+    assert index.reader().piece_index is None
 
 
 def test_a_loaded_index_serves_sketch_without_splitting_or_embedding_a_piece(tmp_path):
@@ -60,13 +60,13 @@ def test_a_loaded_index_serves_sketch_without_splitting_or_embedding_a_piece(tmp
     kg = KnowledgeGraph.build(index, communities=False)
     version = index.version
     want = SketchRetriever(index, kg, split=(12, 3)).retrieve("Which fact about honey?")
-    assert index.piece_index is None and index.version == version  # derived, never enabled
+    assert index.reader().piece_index is None and index.version == version  # derived, never enabled
     index.enable("pieces", split=(12, 3))  # kept (and saved) only when asked
     assert SketchRetriever(index, kg, split=(12, 3)).retrieve("Which fact about honey?") == want
     index.save(tmp_path / "index")
 
     loaded = SemanticIndex.load(tmp_path / "index", embedder=(counting := CountingEmbedder(dim=32)))
-    assert loaded.piece_index.split == (12, 3)
+    assert loaded.reader().piece_index.split == (12, 3)
     kg2 = KnowledgeGraph(kg.store, index=loaded)
     got = SketchRetriever(loaded, kg2, split=(12, 3)).retrieve("Which fact about honey?")
     assert all("is here" not in t for t in counting.embedded)  # no piece, chunk or sentence again
@@ -91,4 +91,4 @@ def test_derived_pieces_are_made_once_for_every_retriever_and_follow_each_change
     SketchRetriever(index, kg, split=(12, 3)).retrieve("Which fact about honey?")
     made = [t for t in counting.embedded if "is here" in t]
     assert made and not [t for t in made if "Bees" in t or "Rockets" in t]  # the new one only
-    assert index.piece_index is None  # derived beside the index, never enabled on it
+    assert index.reader().piece_index is None  # derived beside the index, never enabled on it

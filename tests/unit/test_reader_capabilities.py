@@ -20,7 +20,6 @@ from semrag.index.reader import (
     AsyncReads,
     CorpusReader,
     CorpusSearch,
-    EnablesParts,
     HoldsRecords,
     KeptParts,
     MissingCapabilityError,
@@ -91,10 +90,10 @@ def _index(**kwargs) -> SemanticIndex:
 
 
 def test_the_embedded_index_offers_every_capability_but_async_reads():
-    index = _index()
-    offered = set(capabilities(index))
-    assert isinstance(index, CorpusReader)
-    assert {CorpusSearch, KeptParts, EnablesParts, HoldsRecords, PieceReads} <= offered
+    reader = _index().reader()
+    offered = set(capabilities(reader))
+    assert isinstance(reader, CorpusReader)
+    assert {CorpusSearch, KeptParts, HoldsRecords, PieceReads} <= offered
     assert AsyncReads not in offered
 
 
@@ -102,11 +101,11 @@ class _Narrow:
     """A reader that forwards only some members of an embedded index (a third party's)."""
 
     def __init__(self, index: SemanticIndex, drop: tuple[str, ...] = ()) -> None:
-        self._index = index
+        self._index = index.reader()
         self._drop = drop
         self.embedder = index.embedder
-        self.tokenizer = index.tokenizer
-        self.ssg_config = index.ssg_config
+        self.tokenizer = index.reader().tokenizer
+        self.ssg_config = index.reader().ssg_config
         self.version = index.version
 
     def current_version(self):
@@ -202,7 +201,7 @@ def test_check_reader_passes_on_the_embedded_index_and_reports_what_it_offers():
     assert "HoldsRecords" in report.capabilities and "AsyncReads" not in report.capabilities
     assert report.documents == len(DOCS) and report.queries == len(QUERIES)
     assert "a dense score is the cosine of the query and the chunk's vector" in report.checks
-    assert "SemanticIndex" in str(report)
+    assert "IndexReader" in str(report)
 
 
 def test_check_reader_passes_on_a_third_party_reader_with_only_the_contract():

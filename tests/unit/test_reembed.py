@@ -33,9 +33,9 @@ def table(index: SemanticIndex) -> list[tuple]:
     """Documents, chunks and every vector, without chunk ids (a re-embedding makes new ones)."""
     rows = []
     for doc_id in index.doc_ids:
-        e = index.indexed(doc_id)
+        e = index.reader().indexed(doc_id)
         rows.append((doc_id, tuple(e.themes), tuple(np.round(e.theme_vector, 5))))
-        for c, v in zip(e.chunks, index.vectors_of(e.chunk_ids), strict=True):
+        for c, v in zip(e.chunks, index.reader().vectors_of(e.chunk_ids), strict=True):
             rows.append((doc_id, c.start, c.end, c.text, tuple(np.round(v, 5))))
         rows.append(tuple(np.round(np.asarray(e.sentence_vectors, np.float32), 3).ravel()))
     return rows
@@ -52,7 +52,7 @@ def answers(index: SemanticIndex) -> list:
     for q in QUERIES:
         for retrieve in retrievers:
             out.append([(h.chunk.doc_id, h.chunk.start, round(h.score, 4)) for h in retrieve(q)])
-    pieces = index.piece_index
+    pieces = index.reader().piece_index
     for d in index.doc_ids:
         out.append([(p.start, p.end, tuple(np.round(v, 4))) for p, _, v in pieces.pieces_of(d)])
     return out
@@ -61,7 +61,7 @@ def answers(index: SemanticIndex) -> list:
 def fresh_build(model, index: SemanticIndex) -> SemanticIndex:
     """What a fresh build with ``model`` over the index's chunks gives."""
     fresh = SemanticIndex(embedder=model, **SETTINGS)
-    docs = [index.indexed(d).doc for d in index.doc_ids]
+    docs = [index.reader().indexed(d).doc for d in index.doc_ids]
     fresh.add_chunks([c for d in index.doc_ids for c in index.chunks(d)], documents=docs)
     return fresh
 

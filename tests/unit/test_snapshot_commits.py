@@ -220,7 +220,7 @@ def test_readers_go_on_while_a_commit_computes_its_change():
                     index.version,
                     {h.chunk.doc_id for h in index.search("stocks", k=5)},
                     {h.chunk.doc_id for h in index.search_sparse("stocks markets", k=5)},
-                    index.ssg_view().graph.doc_ids,
+                    index.reader().ssg_view().graph.doc_ids,
                 ]
             )
         )
@@ -234,13 +234,13 @@ def test_readers_go_on_while_a_commit_computes_its_change():
         writer.join(10)
     assert index.version == 2
     assert {h.chunk.doc_id for h in index.search("stocks", k=5)} == {"a", "b"}
-    assert index.ssg_view().graph.doc_ids == ["a", "b"]
+    assert index.reader().ssg_view().graph.doc_ids == ["a", "b"]
 
 
 def test_a_change_that_fails_while_staged_changes_nothing():
     index = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     index.add_documents([Document("a", "Bees make honey. Hives hum all summer.")])
-    before = (index.version, index.doc_ids, len(index.dense), len(index.sparse))
+    before = (index.version, index.doc_ids, len(index.reader().dense), len(index.reader().sparse))
     apply = LiveSSG.apply
 
     def failing(self, change):
@@ -252,10 +252,15 @@ def test_a_change_that_fails_while_staged_changes_nothing():
             index.add_documents([Document("b", "Stocks fell sharply.")])
     finally:
         LiveSSG.apply = apply
-    assert (index.version, index.doc_ids, len(index.dense), len(index.sparse)) == before
+    assert (
+        index.version,
+        index.doc_ids,
+        len(index.reader().dense),
+        len(index.reader().sparse),
+    ) == before
     assert {h.chunk.doc_id for h in index.search("stocks fell", k=5)} == {"a"}
     index.add_documents([Document("b", "Stocks fell sharply.")])  # and the index goes on
-    assert index.doc_ids == ["a", "b"] and len(index.dense) == len(index.chunks())
+    assert index.doc_ids == ["a", "b"] and len(index.reader().dense) == len(index.chunks())
 
 
 class _FailsLater(FakeEmbedder):

@@ -272,7 +272,7 @@ def test_real_index_provenance_and_invariants(real_index, algorithm):
 def test_ssg_traversal_never_reuses_sentences(real_index):
     t = SSGRetriever(real_index, strategy="ssg_traversal", max_sentences=30).traverse("cat")
     nodes = [s.node for s in t.steps]
-    spans = [set(range(*real_index.ssg.node_sentences[n])) for n in nodes]
+    spans = [set(range(*real_index.reader().ssg_view().graph.node_sentences[n])) for n in nodes]
     for i, a in enumerate(spans):
         for b in spans[i + 1 :]:
             assert not a & b

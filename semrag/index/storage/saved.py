@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from semrag.errors import ConfigError, StoreError
 from semrag.fingerprint import EmbedderFingerprint
 from semrag.index.change import Floats, IndexedDocument
 from semrag.index.corpus import Corpus
+from semrag.index.index_reader import IndexReader
 from semrag.index.parts.dense import DenseIndex
 from semrag.index.parts.external import StoreBackedDense, VectorClient
 from semrag.index.parts.live_ssg import LiveSSG
@@ -29,14 +30,11 @@ from semrag.index.parts.ssg import SSGConfig
 from semrag.index.storage.persist import atomic_directory
 from semrag.types import Chunk, Document, Span
 
-if TYPE_CHECKING:
-    from semrag.index.semantic_index import SemanticIndex
-
 FORMAT_VERSION = 3  # 3: the embedder's fingerprint; 2: the graph's neighbour lists (1 is rebuilt)
 KIND = "semrag.SemanticIndex"
 
 
-def manifest(index: SemanticIndex) -> dict[str, Any]:
+def manifest(index: IndexReader) -> dict[str, Any]:
     """What ``manifest.json`` records of ``index``: its settings, fingerprint and next id."""
     from semrag._version import __version__
 
@@ -65,7 +63,7 @@ def manifest(index: SemanticIndex) -> dict[str, Any]:
     }
 
 
-def save_index(index: SemanticIndex, directory: str | Path) -> Path:
+def save_index(index: IndexReader, directory: str | Path) -> Path:
     """Write ``index`` to ``directory`` atomically (see :meth:`SemanticIndex.save`)."""
     corpus = index.corpus
     with corpus.commit_lock, atomic_directory(directory, manifest(index)) as tmp:
