@@ -59,8 +59,8 @@ def main() -> None:
     docs.add(index)
     embedder.save()
     held = rss_mb(trim=True) - before
-    graph = index.part_set.ssg.graph
-    dense = index.part_set.dense
+    graph = index.reader().part_set.ssg.graph
+    dense = index.reader().part_set.dense
     stored_nodes, stored_chunks = graph.node_vectors, dense._version.vectors
     saved = stored_nodes.nbytes + stored_chunks.nbytes
 

@@ -100,13 +100,13 @@ def build(docs: list[Document], name: str, knn: str) -> SemanticIndex:
 
 def rebuild_seconds(index: SemanticIndex) -> float:
     """Every part built in one pass from the stored records (no embedding)."""
-    entries = index.corpus.records()
+    entries = index.reader().corpus.records()
     t = time.perf_counter()
-    LiveSSG.fresh(index.ssg_config, index.embedder.dim, entries)
+    LiveSSG.fresh(index.reader().ssg_config, index.embedder.dim, entries)
     dense = DenseIndex(index.embedder.dim)
     sparse = BM25Index()
     ids = [i for e in entries for i in e.chunk_ids]
-    dense.add(ids, index.dense.vectors_of(ids))
+    dense.add(ids, index.reader().dense.vectors_of(ids))
     sparse.add(ids, [c.text for e in entries for c in e.chunks])
     sparse.search("warm up the scorer", 1)
     return time.perf_counter() - t
@@ -131,7 +131,7 @@ def timed_commits(index: SemanticIndex) -> list[float]:
 def timed_swaps(index: SemanticIndex) -> list[float]:
     """Record how long each commit holds the write side of the index's lock (readers wait)."""
     holds: list[float] = []
-    lock = index.corpus.lock
+    lock = index.reader().corpus.lock
     write = lock.write
 
     @contextlib.contextmanager
@@ -192,7 +192,7 @@ def main() -> None:
     name = args.embedder if args.every == 1 else f"{args.embedder}-{args.every}"
     index = build(base, name if args.knn == "auto" else f"{name}-{args.knn}", args.knn)
     print(f"index ready in {time.perf_counter() - t:.0f} s: {index!r}")
-    nodes = index.ssg.n_nodes
+    nodes = index.reader().ssg_view().graph.n_nodes
     run = retrievers(index)
     for fn in run.values():  # warm every retriever (and its caches) once
         fn("Which question warms the caches?")
@@ -246,7 +246,7 @@ def main() -> None:
     step = max(1, len(index.doc_ids) // FIRSTS)
     first: dict[str, list[float]] = {name: [] for name in run}
     control: dict[str, list[float]] = {name: [] for name in run}
-    nodes_matrix = index.ssg.node_vectors
+    nodes_matrix = index.reader().ssg_view().graph.node_vectors
     unasked = fresh(QUERIES[:FIRSTS], 4)[-FIRSTS:]  # a wording the version has not answered
     for name, fn in run.items():
         gone = [index.document(d) for d in index.doc_ids[::step][:FIRSTS]]

@@ -331,9 +331,12 @@ def documents(target: int, embedder: BaseEmbedder, corpus: str = "distinct") -> 
 def distinct_counts(index: SemanticIndex) -> tuple[int, int]:
     """Distinct chunk texts and distinct chunk vectors of ``index`` (by 64-bit hashes)."""
     texts = len({hash(c.text) for c in index.chunks()})
-    ids = index.dense.ids
+    ids = index.reader().dense.ids
     hashes = np.concatenate(
-        [row_hashes(index.vectors_of(ids[a : a + 65_536])) for a in range(0, len(ids), 65_536)]
+        [
+            row_hashes(index.reader().vectors_of(ids[a : a + 65_536]))
+            for a in range(0, len(ids), 65_536)
+        ]
     )
     return texts, int(np.unique(hashes).size)
 
@@ -347,7 +350,7 @@ def ssg_bytes(index: SemanticIndex) -> tuple[int, int]:
 
     With ``knn="hnsw"`` the node index holds the node rows (its bytes count them once).
     """
-    view = index.ssg_view()
+    view = index.reader().ssg_view()
     ann = view.graph.node_ann
     nodes = view.graph.node_vectors
     rows = view.sentence_matrix.nbytes + (nodes.nbytes if isinstance(nodes, np.ndarray) else 0)
@@ -356,7 +359,7 @@ def ssg_bytes(index: SemanticIndex) -> tuple[int, int]:
 
 def ssg_degrees(index: SemanticIndex) -> str:
     """The SSG's degree statistics and its inter-document edges, as a sentence."""
-    g = index.ssg
+    g = index.reader().ssg_view().graph
     intra, inter = g.intra[0] >= 0, g.inter[0] >= 0  # the edges present in each node's lists
     degree = intra.sum(axis=1) + inter.sum(axis=1)
     return (
@@ -425,7 +428,7 @@ def embed_queries(index: SemanticIndex) -> float:
     times = []
     for q in ["Which question warms the caches?", *fresh(QUERIES, ROUNDS)]:
         t0 = time.perf_counter()
-        index.embed_query(q)
+        index.reader().embed_query(q)
         times.append(1000 * (time.perf_counter() - t0))
     return statistics.median(times[1:])
 
@@ -464,10 +467,10 @@ def exact_top(index: SemanticIndex, queries: np.ndarray, k: int) -> np.ndarray:
     Reads the vectors the dense index stores (an HNSW graph's float16 rows as it compares
     them), a block of rows at a time, so no copy of every vector is held.
     """
-    ids = index.dense.ids
+    ids = index.reader().dense.ids
     best = np.full((len(queries), k), -np.inf, np.float32)
     for a in range(0, ids.size, 1 << 16):
-        sims = queries @ index.dense.vectors_of(ids[a : a + (1 << 16)]).T
+        sims = queries @ index.reader().dense.vectors_of(ids[a : a + (1 << 16)]).T
         best = -np.sort(-np.concatenate([best, sims], 1), axis=1)[:, :k]
     return best
 
@@ -482,7 +485,7 @@ def dense_recall(index: SemanticIndex, sets: dict[str, list[str]]) -> list[dict]
     vector) count alike. Each search is timed alone, the index's recent answers dropped
     first.
     """
-    dense, rows = index.dense, []
+    dense, rows = index.reader().dense, []
     breadth, default = dense.breadth
 
     def widen(value: int) -> None:
@@ -493,7 +496,7 @@ def dense_recall(index: SemanticIndex, sets: dict[str, list[str]]) -> list[dict]
 
     try:
         for name, texts in sets.items():
-            queries = np.stack([index.embed_query(t) for t in texts]).astype(np.float32)
+            queries = np.stack([index.reader().embed_query(t) for t in texts]).astype(np.float32)
             truth = exact_top(index, queries, RECALL_K)
             for ef in SWEEPS[breadth]:
                 widen(ef)
@@ -791,7 +794,7 @@ def main() -> None:
             name = "SKETCH" if split else "SKETCH (split=None)"
             t0 = time.perf_counter()  # with a split, the index splits and embeds its pieces
             run[name] = SketchRetriever(index, kg, k=10, split=split).retrieve
-            kept = index.piece_index
+            kept = index.reader().piece_index
             if split and kept is not None:
                 rss["pieces"] = peak_mb()
                 stored = getattr(kept.dense.buffer, "ntotal", len(kept.dense))
@@ -810,7 +813,7 @@ def main() -> None:
         p50, p95, model_ms = latency(fn, index, embedder)
         lat.append({"retriever": name, "p50 ms": p50, "p95 ms": p95, "model ms": model_ms})
     recall_note = ""
-    if index.dense.approximate:
+    if index.reader().dense.approximate:
         sets = {
             "questions": fresh(QUERIES, len(LEAD_INS)),
             "corpus sentences": sampled_sentences(index, SAMPLED_SENTENCES),
@@ -833,7 +836,7 @@ def main() -> None:
     nodes = (
         "no similarity graph (the default; --ssg builds it)"
         if not args.ssg
-        else f"{index.ssg.n_nodes:,} window nodes"
+        else f"{index.reader().ssg_view().graph.n_nodes:,} window nodes"
     )
     ssg_note = (
         "" if not args.ssg else f"SSGConfig(knn={args.knn!r}, vector_dtype={args.vector_dtype!r}); "
@@ -846,12 +849,12 @@ def main() -> None:
         + f" are {rows_b / 2**20:,.0f} MB and its HNSW node index {ann_b / 2**20:,.0f} MB"
         + (" (which holds the node rows)" if args.knn == "hnsw" else "")
     )
-    approximate = index.dense.approximate
-    structure = "HNSW graph" if index.dense.breadth[0] == "ef_search" else "inverted file"
+    approximate = index.reader().dense.approximate
+    structure = "HNSW graph" if index.reader().dense.breadth[0] == "ef_search" else "inverted file"
     stored_note = (
         ""
         if not approximate
-        else f" (its {structure} stores {index.dense.buffer.ntotal:,} vectors: a repeated "
+        else f" (its {structure} stores {index.reader().dense.buffer.ntotal:,} vectors: a repeated "
         "vector is stored once)"
     )
     n_chunks = len(index.chunks())

@@ -42,7 +42,7 @@ def round_sentence_vectors(index, dtype: str) -> int:
     """Hold every document's sentence vectors as ``dtype``; returns their bytes."""
     total = 0
     for doc_id in index.doc_ids:
-        e = index.indexed(doc_id)
+        e = index.reader().indexed(doc_id)
         object.__setattr__(e, "sentence_vectors", np.asarray(e.sentence_vectors).astype(dtype))
         total += e.sentence_vectors.nbytes
     return total
@@ -59,7 +59,7 @@ def one_set(set_name: str, emb) -> str:
     vectors = {}
     for dtype in ("float32", "float16"):
         size = round_sentence_vectors(index, dtype)
-        vectors[dtype] = np.concatenate([index.sentence_vectors(d) for d in index.doc_ids])
+        vectors[dtype] = np.concatenate([index.reader().sentence_vectors(d) for d in index.doc_ids])
         lists[dtype] = ranked(index, queries)
         row = evaluate_multihop(
             f"IntentAwareRetriever(), {dtype} sentence vectors", lists[dtype], questions

@@ -63,7 +63,7 @@ def index_builds(texts: list[str]) -> list[dict]:
         start = time.perf_counter()
         index.add_documents(texts)
         secs = time.perf_counter() - start
-        chunks = [c for d in index.corpus.records() for c in d.chunks]
+        chunks = [c for d in index.reader().corpus.records() for c in d.chunks]
         rows.append(
             {
                 "index": name,

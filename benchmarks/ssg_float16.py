@@ -56,7 +56,7 @@ K = 10
 
 
 def inter_sets(index: SemanticIndex) -> list[set[int]]:
-    g = index.ssg
+    g = index.reader().ssg_view().graph
     out = []
     for node in range(g.n_nodes):
         ids, _, kinds = g.neighbours(node)
@@ -103,7 +103,7 @@ def main() -> None:
     anchors = [set(exact_search.search(v, K)[1][0].tolist()) for v in qvecs]
     for row, index in zip(builds, indexes.values(), strict=True):
         row["inter lists: exact neighbours held"] = share_found(inter_sets(index), want)
-        search = index.ssg_view().node_index
+        search = index.reader().ssg_view().node_index
         got = [set(search.search(v, K)[1][0].tolist()) for v in qvecs]
         row["anchor search: exact top-10 found"] = share_found(got, anchors)
 

@@ -50,7 +50,7 @@ def main() -> None:
     emb = SentenceTransformerEmbedder(batch_size=BATCH)
     index = SemanticIndex(embedder=emb, ssg=True)
     index.add_documents(docs)
-    _ = index.ssg
+    _ = index.reader().ssg_view().graph
     qvecs = emb.embed([q.question for q in questions])
     rows = []
 

@@ -129,8 +129,8 @@ def main() -> None:
     index.add_documents(docs)
     t_add = time.perf_counter() - t0
     t0 = time.perf_counter()
-    graph = index.ssg
-    _ = index.node_index
+    graph = index.reader().ssg_view().graph
+    _ = index.reader().ssg_view().node_index
     t_graph = time.perf_counter() - t0
     queries = unit(rng, args.queries)
     lat_rows = []

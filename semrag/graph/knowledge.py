@@ -340,7 +340,7 @@ class KnowledgeGraph:
     def following(self) -> bool:
         """Whether the graph follows its index (every change of the index reaches it)."""
         following = self._follower is not None and self.index is not None
-        return following and self in self.index.reader().followers
+        return following and self.index.reader().follows(self)
 
     def detach(self) -> None:
         """Stop following the index: later changes of the index no longer reach the graph."""

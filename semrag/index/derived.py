@@ -10,8 +10,8 @@ ingestion records (:class:`~semrag.index.reader.HoldsRecords`: an index built wi
 part, a vector-store-backed index) has it derived here, once for every retriever over that
 reader: :func:`derived` builds the part from the records on the first read and brings it to
 the reader's version on the first read after each change (the part's ``sync``: the changed
-documents only). Nothing here changes the reader; the derived part lives as long as the
-reader and is not saved with it.
+documents only). Nothing here changes the reader's documents; the derived part is kept in
+the reader's :class:`DerivedParts`, lives as long as the reader and is not saved with it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -27,7 +26,7 @@ from semrag._rwlock import reading
 from semrag.index.change import IndexedDocument
 from semrag.index.reader import CorpusReads, HoldsRecords, need
 
-__all__ = ["Derivable", "derived"]
+__all__ = ["Derivable", "DerivedParts", "derived"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,17 +54,23 @@ class _Derived:
         self.lock = threading.Lock()
 
 
-_held: weakref.WeakKeyDictionary[object, dict[Hashable, _Derived]] = weakref.WeakKeyDictionary()
-_held_lock = threading.Lock()
+class DerivedParts:
+    """The parts derived for one reader, by key (a reader that holds records owns one)."""
 
+    def __init__(self) -> None:
+        self._slots: dict[Hashable, _Derived] = {}
+        self._lock = threading.Lock()
 
-def _slot(reader: object, key: Hashable) -> _Derived:
-    with _held_lock:
-        parts = _held.setdefault(reader, {})
-        found = parts.get(key)
-        if found is None:
-            found = parts[key] = _Derived()
-        return found
+    def __contains__(self, key: object) -> bool:
+        return key in self._slots
+
+    def slot(self, key: Hashable) -> _Derived:
+        """The slot of ``key`` (made empty on first use)."""
+        with self._lock:
+            found = self._slots.get(key)
+            if found is None:
+                found = self._slots[key] = _Derived()
+            return found
 
 
 def derived(
@@ -90,7 +95,7 @@ def derived(
             reader holds no records to derive the part from.
     """
     records = need(reader, HoldsRecords, by=by, why=why)
-    slot = _slot(reader, key)
+    slot = records.derived_parts.slot(key)
     # Lock order: the reader's read first, then the part's lock (a change waits for both).
     with reading(reader), slot.lock:
         part: D | None = slot.part

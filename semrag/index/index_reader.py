@@ -38,6 +38,7 @@ from semrag.errors import ConfigError
 from semrag.fingerprint import EmbedderFingerprint
 from semrag.index.change import Floats, IndexedDocument, IndexPart, StagedPart
 from semrag.index.corpus import Corpus
+from semrag.index.derived import DerivedParts
 from semrag.index.parts._ssg_view import SSGView
 from semrag.index.parts.dense import DenseIndex
 from semrag.index.parts.external import StoreBackedDense
@@ -87,6 +88,7 @@ class IndexReader:
         self._settings = settings
         self._fingerprint = fingerprint
         self.dense_kind = dense_kind
+        self.derived_parts = DerivedParts()  # what retrievers derive from the records
 
     # -- settings ---------------------------------------------------------------------
     @property
@@ -161,6 +163,10 @@ class IndexReader:
     def followers(self) -> tuple[IndexPart, ...]:
         """The parts that get the index's changes after its own."""
         return self.corpus.followers
+
+    def follows(self, part: object) -> bool:
+        """Whether ``part`` gets the index's changes."""
+        return self.corpus.follows(part)
 
     # -- documents and chunks ---------------------------------------------------------
     def __len__(self) -> int:

@@ -49,6 +49,7 @@ from semrag.types import Chunk, Document, ScoredChunk, Span
 
 if TYPE_CHECKING:
     from semrag.index.change import IndexedDocument
+    from semrag.index.derived import DerivedParts
 
 _P = TypeVar("_P")
 
@@ -333,6 +334,10 @@ class HoldsRecords(Protocol):
 
     dense_kind: str
     """The dense index kind (``"flat"``, ``"hnsw"``, ``"auto"``, ...) for derived ones."""
+
+    derived_parts: DerivedParts
+    """What retrievers derived from the records (:func:`semrag.index.derived.derived`): it
+    lives as long as the reader."""
 
     def indexed(self, doc_id: str) -> IndexedDocument:
         """The record of ``doc_id``: the same object until the document changes."""
