@@ -13,6 +13,7 @@ import numpy as np
 
 from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import offers
+from semrag._versioned import Versioned
 from semrag.errors import ConfigError
 from semrag.graph._following import Extracted, GraphFollower, stored_vectors
 from semrag.graph._graph_rows import EntityRows, Prefetch, check_build, vectors_kwarg
@@ -88,8 +89,8 @@ class KnowledgeGraph:
         self.timings: dict[str, float] = {}
         self.notes: list[str] = []
         self.algorithm = ""
-        self._vectors: tuple[list[Entity], np.ndarray] | None = None
-        self._vectors_at: Any = None  # the current_version() they were computed at
+        self._vectors: Versioned[tuple[list[Entity], np.ndarray]] = Versioned()
+        """The entities' name vectors, by the current_version() they were computed at."""
         self._rows: EntityRows | None = None  # kept per change while following
         self._lock = threading.RLock()
         self.version = 0
@@ -243,7 +244,7 @@ class KnowledgeGraph:
         self.timings["write_s"] = time.perf_counter() - t0
         self.notes.extend(extraction.notes)
         with self._lock:
-            self._vectors = self._rows = None  # rebuilt from the store at the next read
+            self._rows = None  # rebuilt from the store at the next read (a new version)
             self.version += 1
 
     def add_graph_documents(self, graph_documents: Iterable[Any], *, resolve: bool = False) -> int:
@@ -397,7 +398,6 @@ class KnowledgeGraph:
         follower.write(diff, stored)
         self.timings["write_s"] = time.perf_counter() - t0
         with self._lock:
-            self._vectors = None
             self.version += 1
             self.communities_stale = True
         self._follow_communities()
@@ -520,23 +520,23 @@ class KnowledgeGraph:
         if version is None:
             version = self.current_version()
         with self._lock:
-            if self._vectors_at != version:
-                self._vectors = None
-            if self._vectors is None and self._follower is not None:
-                if self._rows is None:  # a resumed graph, or one changed by hand
-                    self._rows = EntityRows(self.embedder.dim)
-                    self._rows.update((), self.store.entities(), self._follower.name_vector)
-                self._vectors = self._rows.read(self.embedder)
-            if self._vectors is None:
-                ents = self.store.entities()
-                vecs = (
-                    self.embedder.embed([e.name for e in ents])
-                    if ents
-                    else np.zeros((0, self.embedder.dim), np.float32)
-                )
-                self._vectors = (ents, np.asarray(vecs, dtype=np.float32))
-            self._vectors_at = version
-            return self._vectors
+            return self._vectors.get(version, self._entity_vectors)
+
+    def _entity_vectors(self) -> tuple[list[Entity], np.ndarray]:
+        """:meth:`entity_vectors` made now (under the graph's lock)."""
+        assert self.embedder is not None  # checked by entity_vectors
+        if self._follower is not None:
+            if self._rows is None:  # a resumed graph, or one changed by hand
+                self._rows = EntityRows(self.embedder.dim)
+                self._rows.update((), self.store.entities(), self._follower.name_vector)
+            return self._rows.read(self.embedder)
+        ents = self.store.entities()
+        vecs = (
+            self.embedder.embed([e.name for e in ents])
+            if ents
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
+        return ents, np.asarray(vecs, dtype=np.float32)
 
     def search_entities(
         self, vector: np.ndarray, n: int, *, keep: int | None = None

@@ -356,14 +356,11 @@ class SemanticIndex:
 
     def chunks(self, doc_id: str | None = None) -> list[Chunk]:
         """Chunks of one document, or of all documents in order."""
-        if doc_id is not None:
-            return list(self._corpus.entry(doc_id).chunks)
-        return [c for e in self._corpus.records() for c in e.chunks]
+        return self._reader.chunks(doc_id)
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id of the dense/BM25 indexes."""
-        with self._corpus.lock.read():
-            return self._corpus.chunk(chunk_id)
+        return self._reader.chunk(chunk_id)
 
     # -- searches (IndexSearch's; the query embedded here) ----------------------------
 

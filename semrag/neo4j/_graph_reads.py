@@ -40,7 +40,9 @@ from semrag.neo4j._cypher import (
     as_floats,
     from_bytes,
 )
-from semrag.neo4j._session import Ask, Neo4jSession, Steps
+from semrag.neo4j._session import Ask, Neo4jSession, Steps, read_pair
+
+__all__ = ["GraphReads"]
 
 
 class GraphReads:
@@ -89,13 +91,12 @@ class GraphReads:
             row["source"], row["target"], row["type"], row["evidence"] or "", float(row["weight"])
         )
 
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        """The entities with these ids (absent ids skipped), in the order given."""
-        return self._session.run_steps(self._get_entities_steps(ids))
-
     def _get_entities_steps(self, ids: Sequence[str]) -> Steps[list[Entity]]:
+        """The entities with these ids (absent ids skipped), in the order given."""
         found = {r["id"]: self._entity(r) for r in (yield Ask(GET, {"ids": list(ids)}))}
         return [found[i] for i in ids if i in found]
+
+    get_entities = read_pair(_get_entities_steps, lambda r: r._session)[0]
 
     def entities(self) -> list[Entity]:
         """Every entity (by id)."""
@@ -108,7 +109,14 @@ class GraphReads:
     def find_entities(
         self, names: Sequence[str], *, fuzzy: bool = True, limit: int = 10
     ) -> list[Entity]:
-        """Exact key matches, then (``fuzzy``) entities sharing a name token, best first."""
+        """Exact key matches, then (``fuzzy``) entities sharing a name token, best first.
+
+        The same meaning as the in-memory store (:mod:`semrag.graph.names`): the
+        candidates come from the full-text index over each entity's name tokens
+        (``semrag_entity_tokens``, whitespace analyser), at most
+        :attr:`fuzzy_candidates` of them per name (the one bound the in-memory store does
+        not have), and are scored in Python as there.
+        """
         ids = rank_matches(
             names,
             exists=lambda keys: {e.id for e in self.get_entities(keys)},
@@ -132,21 +140,16 @@ class GraphReads:
         escaped = (LUCENE_SPECIAL.sub(r"\\\1", t) for t in sorted(tokens))
         return " OR ".join('"' + t + '"' for t in escaped)
 
-    def lookup(
-        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
-    ) -> list[list[str]]:
-        """Each name's entity ids: its exact match alone, else its best fuzzy matches."""
-        return self._session.run_steps(self._lookup_steps(names, fuzzy_limit))
-
-    async def alookup(
-        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
-    ) -> list[list[str]]:
-        """Async twin of :meth:`lookup`, on the async driver."""
-        return await self._session.arun_steps(self._lookup_steps(names, fuzzy_limit))
-
     def _lookup_steps(
-        self, names: Sequence[str], fuzzy_limit: int | Sequence[int]
+        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
     ) -> Steps[list[list[str]]]:
+        """Each name's entity ids: its exact match alone, else its best fuzzy matches.
+
+        One statement for all the names (their exact keys and their token candidates,
+        at most :attr:`fuzzy_candidates` each), scored in Python as
+        :func:`semrag.graph.names.best_matches` says, the meaning on every store.
+        ``fuzzy_limit``: one limit for every name or one per name (0: exact only).
+        """
         limits = per_name(names, fuzzy_limit)
         keys = [entity_key(n) for n in names]
         rows = [
@@ -169,35 +172,25 @@ class GraphReads:
             )
         return out
 
-    def expand(
-        self,
-        entity_ids: Sequence[str],
-        *,
-        depth: int = 1,
-        limit: int = 200,
-        max_chunks: int | None = None,
-    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
-        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once."""
-        return self._session.run_steps(self._expand_steps(entity_ids, depth, limit, max_chunks))
-
-    async def aexpand(
-        self,
-        entity_ids: Sequence[str],
-        *,
-        depth: int = 1,
-        limit: int = 200,
-        max_chunks: int | None = None,
-    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
-        """Async twin of :meth:`expand`, on the async driver."""
-        return await self._session.arun_steps(
-            self._expand_steps(entity_ids, depth, limit, max_chunks)
-        )
+    lookup, alookup = read_pair(_lookup_steps, lambda r: r._session)
 
     def _expand_steps(
-        self, entity_ids: Sequence[str], depth: int, limit: int, max_chunks: int | None
+        self,
+        entity_ids: Sequence[str],
+        *,
+        depth: int = 1,
+        limit: int = 200,
+        max_chunks: int | None = None,
     ) -> Steps[tuple[Subgraph, dict[str, list[ChunkRef]]]]:
+        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
+
+        One statement up to depth 2 (the hops, the relations among the entities and
+        their chunks); deeper searches go hop by hop. Entities mentioned in more than
+        ``max_chunks`` chunks are left out of the second dict (up to depth 2 their
+        chunks are counted, not read).
+        """
         if depth > EXPAND_HOPS:
-            sub = yield from self._neighbourhood_steps(entity_ids, depth, limit)
+            sub = yield from self._neighbourhood_steps(entity_ids, depth=depth, limit=limit)
             found = yield from self._chunks_for_steps(list(sub.hops))
             if max_chunks is not None:
                 found = {e: r for e, r in found.items() if len(r) <= max_chunks}
@@ -223,15 +216,15 @@ class GraphReads:
         relations = [Relation(a, b, t, ev or "", float(w)) for a, b, t, ev, w in row["relations"]]
         return Subgraph(entities, relations, hops), refs
 
-    def neighbourhood(
-        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
-    ) -> Subgraph:
-        """Entities up to ``depth`` hops away (both directions) and the relations among them."""
-        return self._session.run_steps(self._neighbourhood_steps(entity_ids, depth, limit))
+    expand, aexpand = read_pair(_expand_steps, lambda r: r._session)
 
     def _neighbourhood_steps(
-        self, entity_ids: Sequence[str], depth: int, limit: int
+        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
     ) -> Steps[Subgraph]:
+        """Entities up to ``depth`` hops away (both directions) and the relations among them.
+
+        Breadth-first; at most ``limit`` entities.
+        """
         got = yield from self._get_entities_steps(list(dict.fromkeys(entity_ids)))
         seeds = [e.id for e in got]
         hops = {e: 0 for e in seeds}
@@ -250,15 +243,10 @@ class GraphReads:
         rels = [self._relation(r) for r in (yield Ask(RELATIONS_AMONG, {"ids": ids}))]
         return Subgraph((yield from self._get_entities_steps(ids)), rels, hops)
 
-    def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
-        """Chunks mentioning each entity, in document order (one statement)."""
-        return self._session.run_steps(self._chunks_for_steps(entity_ids))
-
-    async def achunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
-        """Async twin of :meth:`chunks_for`, on the async driver."""
-        return await self._session.arun_steps(self._chunks_for_steps(entity_ids))
+    neighbourhood = read_pair(_neighbourhood_steps, lambda r: r._session)[0]
 
     def _chunks_for_steps(self, entity_ids: Sequence[str]) -> Steps[dict[str, list[ChunkRef]]]:
+        """Chunks mentioning each entity, in document order (one statement)."""
         found: dict[str, list[ChunkRef]] = {}
         for r in (yield Ask(CHUNKS_FOR, {"ids": list(dict.fromkeys(entity_ids))})):
             refs = found.setdefault(r["entity"], [])
@@ -266,21 +254,26 @@ class GraphReads:
                 refs.append(ChunkRef(r["doc_id"], r["start"], r["end"]))
         return {e: found[e] for e in entity_ids if e in found}
 
-    def search_entities(
-        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
-    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
-        """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors."""
-        return self._session.run_steps(self._search_entities_steps(vector, n, keep, most))
-
-    async def asearch_entities(
-        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
-    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
-        """Async twin of :meth:`search_entities`, on the async driver."""
-        return await self._session.arun_steps(self._search_entities_steps(vector, n, keep, most))
+    chunks_for, achunks_for = read_pair(_chunks_for_steps, lambda r: r._session)
 
     def _search_entities_steps(
-        self, vector: Any, n: int, keep: int | None, most: int
+        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
     ) -> Steps[tuple[list[Entity], np.ndarray, list[Entity]] | None]:
+        """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors.
+
+        One read of the vector index ``semrag_entity_vectors`` (cosine, approximate: the
+        caller ranks the candidates exactly). ``keep``: only the best ``keep`` of the ``n``
+        (by the index's own exact scores) travel, with their vectors. The vectors are those
+        written with the entities (``entity_vectors=`` of ``update`` / ``upsert``;
+        :class:`~semrag.graph.KnowledgeGraph` writes them when it has an embedder), so a
+        process that serves queries embeds no entity name.
+
+        Returns:
+            ``(entities, vectors, bare)``: the candidates, their vectors, and every entity
+            with no stored vector (written without one, or whose vector is still being
+            written), for the caller to embed; ``None`` when more than ``most`` entities
+            have none.
+        """
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         params = {
             "n": int(n),
@@ -303,12 +296,18 @@ class GraphReads:
         bare = [Entity(i, name or "", kind or "", d or "") for i, name, kind, d in row["bare"]]
         return ents, vecs, bare
 
+    search_entities, asearch_entities = read_pair(_search_entities_steps, lambda r: r._session)
+
     def read_communities(self, level: int | None = None) -> list[Community]:
         """Stored communities (of one level)."""
         return self.read_reports(level)[0]
 
     def read_reports(self, level: int | None = None) -> tuple[list[Community], np.ndarray | None]:
-        """Stored communities (of one level) and their reports' vectors, in one read."""
+        """Stored communities (of one level) and their reports' vectors, in one read.
+
+        The vectors are those written with them (``report_vectors=`` of
+        ``write_communities``); ``None`` when some community has none.
+        """
         rows = self._session.read_rows(READ_COMMUNITIES, level=level)
         comms = [
             Community(

@@ -9,7 +9,7 @@ import re
 import threading
 from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from semrag._steps import Done, adrive, advance, drive
 from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
@@ -84,6 +84,41 @@ def _lockstep(steps: Sequence[Steps[Any]]) -> Steps[list[Any]]:
 
 
 _Result = TypeVar("_Result")
+_Owner = TypeVar("_Owner")
+_Args = ParamSpec("_Args")
+
+
+def read_pair(
+    steps: Callable[Concatenate[_Owner, _Args], Steps[_Result]],
+    session: Callable[[_Owner], Neo4jSession],
+) -> tuple[
+    Callable[Concatenate[_Owner, _Args], _Result],
+    Callable[Concatenate[_Owner, _Args], Coroutine[Any, Any, _Result]],
+]:
+    """A read written once, as steps: its blocking method and its async twin, made from them.
+
+    In a class body, ``lookup, alookup = read_pair(_lookup_steps, lambda s: s.session)``:
+    ``lookup(...)`` drives ``_lookup_steps(...)`` with blocking reads on the owner's
+    session, ``alookup(...)`` with the async driver. They take the steps' arguments and
+    carry their docstring; their names come from the steps' (``_x_steps``: ``x``, ``ax``).
+    """
+    name = steps.__name__.removeprefix("_").removesuffix("_steps")
+
+    def read(owner: _Owner, /, *args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
+        return session(owner).run_steps(steps(owner, *args, **kwargs))
+
+    async def aread(owner: _Owner, /, *args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
+        return await session(owner).arun_steps(steps(owner, *args, **kwargs))
+
+    for fn, fn_name, doc in (
+        (read, name, steps.__doc__),
+        (aread, "a" + name, f"Async twin of :meth:`{name}`, on the async driver."),
+    ):
+        fn.__name__, fn.__doc__, fn.__module__ = fn_name, doc, steps.__module__
+        fn.__qualname__ = steps.__qualname__.replace(steps.__name__, fn_name)
+    return read, aread
+
+
 Steps = Generator[Ask, list[dict[str, Any]], _Result]
 """A read written once as steps: the sync and the async method drive the same steps."""
 

@@ -35,10 +35,8 @@ driver in worker threads (``async_driver=False``) can serve more queries per sec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
-
-import numpy as np
 
 from semrag.errors import ConfigError
 from semrag.graph.types import (
@@ -47,7 +45,6 @@ from semrag.graph.types import (
     Entity,
     Mention,
     Relation,
-    Subgraph,
 )
 from semrag.neo4j._cypher import (
     BULK_VECTORS,
@@ -113,6 +110,14 @@ class Neo4jGraphStore:
         fuzzy_cutoff: the least score of a fuzzy name match (as ``InMemoryGraphStore``'s).
         fuzzy_candidates: the most entities sharing a token that one fuzzy lookup scores.
 
+    Its reads are the :class:`~semrag.graph.types.GraphStore` protocol's (``get_entities``,
+    ``entities``, ``relations``, ``find_entities``, ``lookup``, ``expand``,
+    ``neighbourhood``, ``chunks_for``, ``search_entities``, ``read_communities``,
+    ``read_reports``, ``counts``, and the async twins ``alookup``, ``aexpand``,
+    ``achunks_for``, ``asearch_entities``): the methods of its
+    :class:`~semrag.neo4j._graph_reads.GraphReads` on the store's session, each written
+    once as steps (``read_steps`` runs them together with other reads).
+
     Raises:
         StoreUnavailableError: if the server cannot be reached or refuses the credentials.
         MissingDependencyError: without ``pip install "semrag[neo4j]"``.
@@ -149,9 +154,30 @@ class Neo4jGraphStore:
         )
         """The connection every semrag class on this store talks through (its one error
         map: see :class:`~semrag.neo4j._session.Neo4jSession`)."""
-        self._reads = GraphReads(
+        reads = GraphReads(
             self.session, fuzzy_cutoff=fuzzy_cutoff, fuzzy_candidates=fuzzy_candidates
         )
+        # the reads are GraphReads' own methods (documented there), taken as they are
+        self.read_steps = reads.read_steps
+        self.get_entities, self.entities, self.relations = (
+            reads.get_entities,
+            reads.entities,
+            reads.relations,
+        )
+        self.find_entities, self.lookup, self.alookup = (
+            reads.find_entities,
+            reads.lookup,
+            reads.alookup,
+        )
+        self.expand, self.aexpand, self.neighbourhood = (
+            reads.expand,
+            reads.aexpand,
+            reads.neighbourhood,
+        )
+        self.chunks_for, self.achunks_for = reads.chunks_for, reads.achunks_for
+        self.search_entities, self.asearch_entities = reads.search_entities, reads.asearch_entities
+        self.read_communities, self.read_reports = reads.read_communities, reads.read_reports
+        self.counts = reads.counts
         self.vector_dimensions = vector_dimensions
         try:
             self.ensure_schema()
@@ -176,159 +202,6 @@ class Neo4jGraphStore:
             pass
         if self.vector_dimensions:
             session.write_rows(VECTOR_INDEX, dim=int(self.vector_dimensions))
-
-    # -- reads (GraphReads', on the session) ----------------------------------------------
-    def read_steps(
-        self, method: Callable[..., Any], *args: Any, **kwargs: Any
-    ) -> tuple[Any, Steps[Any]] | None:
-        """The session and the steps of the read ``method`` (:meth:`lookup`, ...).
-
-        For :class:`semrag._steps.Together`: reads on one session run at once
-        (:meth:`Neo4jSession.run_together`). ``None`` for a method that is not a read.
-        """
-        reads = self._reads
-        same: dict[Callable[..., Any], Callable[..., Any]] = {
-            self.get_entities: reads.get_entities,
-            self.lookup: reads.lookup,
-            self.expand: reads.expand,
-            self.neighbourhood: reads.neighbourhood,
-            self.chunks_for: reads.chunks_for,
-            self.search_entities: reads.search_entities,
-        }
-        found = same.get(method)
-        return None if found is None else reads.read_steps(found, *args, **kwargs)
-
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        """The entities with these ids (absent ids skipped), in the order given."""
-        return self._reads.get_entities(ids)
-
-    def entities(self) -> list[Entity]:
-        """Every entity (by id)."""
-        return self._reads.entities()
-
-    def relations(self) -> list[Relation]:
-        """Every relation."""
-        return self._reads.relations()
-
-    def find_entities(
-        self, names: Sequence[str], *, fuzzy: bool = True, limit: int = 10
-    ) -> list[Entity]:
-        """Exact key matches, then (``fuzzy``) entities sharing a name token, best first.
-
-        The same meaning as the in-memory store (:mod:`semrag.graph.names`): the
-        candidates come from the full-text index over each entity's name tokens
-        (``semrag_entity_tokens``, whitespace analyser), at most
-        :attr:`fuzzy_candidates` of them per name (the one bound the in-memory store does
-        not have), and are scored in Python as there.
-        """
-        return self._reads.find_entities(names, fuzzy=fuzzy, limit=limit)
-
-    def lookup(
-        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
-    ) -> list[list[str]]:
-        """Each name's entity ids: its exact match alone, else its best fuzzy matches.
-
-        One statement for all the names (their exact keys and their token candidates,
-        at most :attr:`fuzzy_candidates` each), scored in Python as
-        :func:`semrag.graph.names.best_matches` says, the meaning on every store.
-        ``fuzzy_limit``: one limit for every name or one per name (0: exact only).
-        """
-        return self._reads.lookup(names, fuzzy_limit=fuzzy_limit)
-
-    async def alookup(
-        self, names: Sequence[str], *, fuzzy_limit: int | Sequence[int] = 0
-    ) -> list[list[str]]:
-        """Async twin of :meth:`lookup`, on the async driver."""
-        return await self._reads.alookup(names, fuzzy_limit=fuzzy_limit)
-
-    def expand(
-        self,
-        entity_ids: Sequence[str],
-        *,
-        depth: int = 1,
-        limit: int = 200,
-        max_chunks: int | None = None,
-    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
-        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
-
-        One statement up to depth 2 (the hops, the relations among the entities and
-        their chunks); deeper searches go hop by hop. Entities mentioned in more than
-        ``max_chunks`` chunks are left out of the second dict (up to depth 2 their
-        chunks are counted, not read).
-        """
-        return self._reads.expand(entity_ids, depth=depth, limit=limit, max_chunks=max_chunks)
-
-    async def aexpand(
-        self,
-        entity_ids: Sequence[str],
-        *,
-        depth: int = 1,
-        limit: int = 200,
-        max_chunks: int | None = None,
-    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
-        """Async twin of :meth:`expand`, on the async driver."""
-        return await self._reads.aexpand(
-            entity_ids, depth=depth, limit=limit, max_chunks=max_chunks
-        )
-
-    def neighbourhood(
-        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
-    ) -> Subgraph:
-        """Entities up to ``depth`` hops away (both directions) and the relations among them.
-
-        Breadth-first; at most ``limit`` entities.
-        """
-        return self._reads.neighbourhood(entity_ids, depth=depth, limit=limit)
-
-    def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
-        """Chunks mentioning each entity, in document order (one statement)."""
-        return self._reads.chunks_for(entity_ids)
-
-    async def achunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
-        """Async twin of :meth:`chunks_for`, on the async driver."""
-        return await self._reads.achunks_for(entity_ids)
-
-    def search_entities(
-        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
-    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
-        """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors.
-
-        One read of the vector index ``semrag_entity_vectors`` (cosine, approximate: the
-        caller ranks the candidates exactly). ``keep``: only the best ``keep`` of the ``n``
-        (by the index's own exact scores) travel, with their vectors. The vectors are those
-        written with the entities (``entity_vectors=`` of :meth:`update` / :meth:`upsert`;
-        :class:`~semrag.graph.KnowledgeGraph` writes them when it has an embedder), so a
-        process that serves queries embeds no entity name.
-
-        Returns:
-            ``(entities, vectors, bare)``: the candidates, their vectors, and every entity
-            with no stored vector (written without one, or whose vector is still being
-            written), for the caller to embed; ``None`` when more than ``most`` entities
-            have none.
-        """
-        return self._reads.search_entities(vector, n, keep=keep, most=most)
-
-    async def asearch_entities(
-        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
-    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
-        """Async twin of :meth:`search_entities`, on the async driver."""
-        return await self._reads.asearch_entities(vector, n, keep=keep, most=most)
-
-    def read_communities(self, level: int | None = None) -> list[Community]:
-        """Stored communities (of one level)."""
-        return self._reads.read_communities(level)
-
-    def read_reports(self, level: int | None = None) -> tuple[list[Community], np.ndarray | None]:
-        """Stored communities (of one level) and their reports' vectors, in one read.
-
-        The vectors are those written with them (``report_vectors=`` of
-        :meth:`write_communities`); ``None`` when some community has none.
-        """
-        return self._reads.read_reports(level)
-
-    def counts(self) -> dict[str, int]:
-        """Numbers of entities, relations, chunks, mentions and communities."""
-        return self._reads.counts()
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(

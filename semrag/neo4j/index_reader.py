@@ -42,7 +42,7 @@ from semrag.neo4j._remote import (
     RemoteSparse,
     first_hits,
 )
-from semrag.neo4j._session import Ask, Steps
+from semrag.neo4j._session import Ask, Neo4jSession, Steps, read_pair
 from semrag.neo4j.graph_store import Neo4jGraphStore
 from semrag.neo4j.remote_passages import RemotePassages
 from semrag.neo4j.remote_ssg import RemoteView
@@ -50,6 +50,11 @@ from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import Chunk, Document, ScoredChunk, Span
 
 _CLAUSES = 1000  # words and id tokens in one Lucene query (it allows 1,024 clauses)
+
+
+def _session(index: Neo4jIndex) -> Neo4jSession:
+    """The session an index's reads run on (:func:`~semrag.neo4j._session.read_pair`)."""
+    return index.store.session
 
 
 class Neo4jIndex:
@@ -147,8 +152,8 @@ class Neo4jIndex:
         self.dense = ChunkDense(self._context)
         self.sparse = RemoteSparse(self._context)
         self._reads: dict[Callable[..., Any], Callable[..., Steps[Any]]] = {  # read_steps's
-            self.search_channels: self._channels_steps,
-            self.overlapping_chunks_many: self._overlapping_steps,
+            self.search_channels: self._search_channels_steps,
+            self.overlapping_chunks_many: self._overlapping_chunks_many_steps,
         }
 
     @property
@@ -193,17 +198,12 @@ class Neo4jIndex:
         """The index version the database holds."""
         return self.current_version()
 
-    def current_version(self) -> int:
+    def _current_version_steps(self) -> Steps[int]:
         """:attr:`version` as a method, for callers that also await :meth:`acurrent_version`."""
-        return self._context.run(self._version_steps())
-
-    async def acurrent_version(self) -> int:
-        """Async twin of :meth:`current_version`, on the async driver."""
-        return await self._context.arun(self._version_steps())
-
-    def _version_steps(self) -> Steps[int]:
         rows = yield Ask(READ_STATE, {"name": self.name})
         return int((rows[0]["state"] or {})["version"])
+
+    current_version, acurrent_version = read_pair(_current_version_steps, _session)
 
     # -- searches -------------------------------------------------------------------------------
     def embed_query(self, query: str) -> Floats:
@@ -214,27 +214,16 @@ class Neo4jIndex:
         """Async twin of :meth:`embed_query`."""
         return (await self.embedder.aembed([query]))[0]
 
-    def search_channels(
-        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
-    ) -> tuple[Ints, list[list[tuple[int, float]]]]:
-        """Dense top-``k`` ids of each vector and full-text top ``k`` of each query, at once.
-
-        One round trip (the chunks come with them), as
-        :meth:`semrag.SemanticIndex.search_channels` is one read. A vector this read has
-        already ranked (:meth:`dense_search`: PPR's dense seeds, which IAR's walk asks
-        first) is not searched again: the head of its ranking is fetched by id.
-        """
-        return self._context.run(self._channels_steps(vectors, queries, k))
-
-    async def asearch_channels(
-        self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
-    ) -> tuple[Ints, list[list[tuple[int, float]]]]:
-        """Async twin of :meth:`search_channels`."""
-        return await self._context.arun(self._channels_steps(vectors, queries, k))
-
-    def _channels_steps(
+    def _search_channels_steps(
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
     ) -> Steps[tuple[Ints, list[list[tuple[int, float]]]]]:
+        """Dense top-``k`` ids of each vector and full-text top ``k`` of each query, at once.
+
+        One round trip (the chunks come with them), as the embedded reader's
+        ``search_channels`` is one read. A vector this read has already ranked
+        (:meth:`dense_search`: PPR's dense seeds, which IAR's walk asks first) is not
+        searched again: the head of its ranking is fetched by id.
+        """
         v = np.atleast_2d(np.asarray(vectors, np.float32))
         self._context.check_dim(v)
         ranked = [self._context.ranked_candidates(q, int(k)) for q in v]
@@ -260,22 +249,20 @@ class Neo4jIndex:
             sparse, len(queries)
         )
 
-    def dense_search(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
+    search_channels, asearch_channels = read_pair(_search_channels_steps, _session)
+
+    def _dense_search_steps(self, vector: Floats, k: int) -> Steps[tuple[Floats, Ints]]:
         """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first.
 
         The vector index's own ranking: ids and scores only (a long ranking such as PPR's
         seeds would otherwise bring every chunk's text and vector to be scored again), so
         a score may differ from the embedded index's in its last bits (about 1e-7).
         """
-        return first_hits(self._context.run(self._ranking_steps(vector, k)))
-
-    async def adense_search(self, vector: Floats, k: int) -> tuple[Floats, Ints]:
-        """Async twin of :meth:`dense_search`, on the async driver."""
-        return first_hits(await self._context.arun(self._ranking_steps(vector, k)))
-
-    def _ranking_steps(self, vector: Floats, k: int) -> Steps[tuple[Floats, Ints]]:
         k = check_k("Neo4jIndex.dense_search", k, 10)
-        return self._context.ranking_steps(np.asarray(vector, np.float32)[None, :], k)
+        vectors = np.asarray(vector, np.float32)[None, :]
+        return first_hits((yield from self._context.ranking_steps(vectors, k)))
+
+    dense_search, adense_search = read_pair(_dense_search_steps, _session)
 
     def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector (exact scores, as the embedded index)."""
@@ -333,21 +320,10 @@ class Neo4jIndex:
         """Full-text scores of ``query`` for the given chunks (0 where no term matches)."""
         return self.sparse_scores_many([query], chunk_ids)[0]
 
-    def sparse_scores_many(
-        self, queries: Sequence[str], chunk_ids: Sequence[int]
-    ) -> npt.NDArray[np.float64]:
-        """:meth:`sparse_scores` of each query, in one round trip."""
-        return self._context.run(self._sparse_scores_steps(queries, chunk_ids))
-
-    async def asparse_scores_many(
-        self, queries: Sequence[str], chunk_ids: Sequence[int]
-    ) -> npt.NDArray[np.float64]:
-        """Async twin of :meth:`sparse_scores_many`."""
-        return await self._context.arun(self._sparse_scores_steps(queries, chunk_ids))
-
-    def _sparse_scores_steps(
+    def _sparse_scores_many_steps(
         self, queries: Sequence[str], chunk_ids: Sequence[int]
     ) -> Steps[npt.NDArray[np.float64]]:
+        """:meth:`sparse_scores` of each query, in one round trip."""
         ids = [int(i) for i in chunk_ids]
         out = np.zeros((len(queries), len(ids)), np.float64)
         if not ids or not queries:
@@ -366,15 +342,10 @@ class Neo4jIndex:
             out[r["row"], column[int(r["id"])]] = float(r["score"])
         return out
 
-    def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
+    sparse_scores_many, asparse_scores_many = read_pair(_sparse_scores_many_steps, _session)
+
+    def _sentence_vectors_of_steps(self, chunk_ids: Sequence[int]) -> Steps[list[Floats]]:
         """The vectors of each chunk's sentences, in one round trip."""
-        return self._context.run(self._sentence_vectors_steps(chunk_ids))
-
-    async def asentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
-        """Async twin of :meth:`sentence_vectors_of`."""
-        return await self._context.arun(self._sentence_vectors_steps(chunk_ids))
-
-    def _sentence_vectors_steps(self, chunk_ids: Sequence[int]) -> Steps[list[Floats]]:
         chunks = [c for c, _ in (yield from self._context.rows_steps(chunk_ids))]
         rows = [
             {"doc_id": c.doc_id, "first": c.sentence_start, "end": c.sentence_end} for c in chunks
@@ -385,18 +356,18 @@ class Neo4jIndex:
                 out[r["row"]] = np.stack([from_bytes(b) for b in r["vecs"]])
         return out
 
+    sentence_vectors_of, asentence_vectors_of = read_pair(_sentence_vectors_of_steps, _session)
+
     # -- the corpus, by id ----------------------------------------------------------------------
     def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
         """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
         return self._context.run(self._context.rows_steps(ids))
 
-    def chunks_of(self, chunk_ids: Sequence[int]) -> list[Chunk]:
+    def _chunks_of_steps(self, chunk_ids: Sequence[int]) -> Steps[list[Chunk]]:
         """The chunks of these ids, in order (one round trip; ``NotIndexedError`` if absent)."""
-        return [c for c, _ in self._rows(chunk_ids)]
+        return [c for c, _ in (yield from self._context.rows_steps(chunk_ids))]
 
-    async def achunks_of(self, chunk_ids: Sequence[int]) -> list[Chunk]:
-        """Async twin of :meth:`chunks_of`, on the async driver."""
-        return [c for c, _ in await self._context.arun(self._context.rows_steps(chunk_ids))]
+    chunks_of, achunks_of = read_pair(_chunks_of_steps, _session)
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id (``KeyError`` if absent)."""
@@ -417,20 +388,13 @@ class Neo4jIndex:
         """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
         return self.overlapping_chunks_many([(doc_id, start, end)])[0]
 
-    def overlapping_chunks_many(self, spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
+    def _overlapping_chunks_many_steps(
+        self, spans: Sequence[tuple[str, int, int]]
+    ) -> Steps[list[list[int]]]:
         """:meth:`overlapping_chunks` of each ``(doc_id, start, end)``, in one round trip.
 
         The chunks come with them (kept for the rest of a ``read()``).
         """
-        return self._context.run(self._overlapping_steps(spans))
-
-    async def aoverlapping_chunks_many(
-        self, spans: Sequence[tuple[str, int, int]]
-    ) -> list[list[int]]:
-        """Async twin of :meth:`overlapping_chunks_many`, on the async driver."""
-        return await self._context.arun(self._overlapping_steps(spans))
-
-    def _overlapping_steps(self, spans: Sequence[tuple[str, int, int]]) -> Steps[list[list[int]]]:
         asked = [(d, int(a), int(b)) for d, a, b in spans]
         unique = list(dict.fromkeys(asked))
         if not unique:
@@ -450,19 +414,16 @@ class Neo4jIndex:
         at = {s: i for i, s in enumerate(unique)}
         return [list(found[at[s]]) for s in asked]
 
-    def fetch_documents(self, doc_ids: Sequence[str]) -> None:
+    overlapping_chunks_many, aoverlapping_chunks_many = read_pair(
+        _overlapping_chunks_many_steps, _session
+    )
+
+    def _fetch_documents_steps(self, doc_ids: Sequence[str]) -> Steps[None]:
         """Fetch these documents (text, sentences, vectors) in one round trip.
 
         Kept for the rest of a ``read()`` (outside one there is nowhere to keep them); ids
         not stored are left out (reading one of them later raises ``KeyError``).
         """
-        self._context.run(self._fetch_documents_steps(doc_ids))
-
-    async def afetch_documents(self, doc_ids: Sequence[str]) -> None:
-        """Async twin of :meth:`fetch_documents`, on the async driver."""
-        await self._context.arun(self._fetch_documents_steps(doc_ids))
-
-    def _fetch_documents_steps(self, doc_ids: Sequence[str]) -> Steps[None]:
         cache = self._context.cache("docs")
         missing = sorted({d for d in doc_ids if d not in cache})
         if missing:
@@ -470,6 +431,8 @@ class Neo4jIndex:
                 cache[r["id"]] = self._document_entry(r)
             for d in missing:
                 cache.setdefault(d, None)  # not stored: KeyError when read, no round trip
+
+    fetch_documents, afetch_documents = read_pair(_fetch_documents_steps, _session)
 
     def _document(self, doc_id: str) -> tuple[Document, list[Span], Floats, list[str]]:
         cache = self._context.cache("docs")

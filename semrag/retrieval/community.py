@@ -38,6 +38,7 @@ from semrag._validation import (
     offers,
     renamed,
 )
+from semrag._versioned import Versioned
 from semrag.errors import ConfigError
 from semrag.graph.communities import report_text
 from semrag.graph.types import AsyncGraphReads, ReportReads
@@ -187,10 +188,10 @@ class CommunityRetriever(Params):
         self.level = level
         self.max_chunks = p["max_chunks"]
         # communities, their reports' vectors, ranks and ids (one version, one tuple)
-        self._reports: tuple[list[Any], np.ndarray, np.ndarray, list[str]] | None = None
-        self._reports_version = -1
-        self._points: dict[str, list[tuple[str, int, int]]] = {}  # community -> runs
-        self._points_version: tuple[Any, int] = (None, -1)
+        self._reports: Versioned[tuple[list[Any], np.ndarray, np.ndarray, list[str]]]
+        self._reports = Versioned()  # by the graph's version
+        self._points: Versioned[dict[str, list[tuple[str, int, int]]]] = Versioned()
+        """Community -> its sentence runs, by the versions of the index and the graph."""
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Top ``k`` results for ``query``."""
@@ -287,28 +288,27 @@ class CommunityRetriever(Params):
 
     def _report_state(self, version: Any) -> tuple[list[Any], np.ndarray, np.ndarray, list[str]]:
         """Communities, their reports' vectors, ranks and ids: one version, one tuple."""
-        state = self._reports
-        if state is None or self._reports_version != version:
-            store = self.graph.store
-            if offers(store, ReportReads):  # with their stored vectors
-                comms, vecs = store.read_reports(self.level)
-            else:
-                comms, vecs = store.read_communities(self.level), None
-            if vecs is not None and vecs.shape[1] != self.index.embedder.dim:
-                raise ConfigError(
-                    f"the stored report vectors have dimension {vecs.shape[1]}; the index's "
-                    f"embedder has {self.index.embedder.dim}"
-                )
-            if vecs is None:
-                vecs = (
-                    self.index.embedder.embed([report_text(c) for c in comms])
-                    if comms
-                    else np.zeros((0, self.index.embedder.dim), np.float32)
-                )
-            ranks = np.array([c.rank for c in comms], np.float64)
-            state = (comms, np.asarray(vecs, np.float32), ranks, [c.id for c in comms])
-            self._reports, self._reports_version = state, version
-        return state
+        return self._reports.get(version, self._read_reports)
+
+    def _read_reports(self) -> tuple[list[Any], np.ndarray, np.ndarray, list[str]]:
+        store = self.graph.store
+        if offers(store, ReportReads):  # with their stored vectors
+            comms, vecs = store.read_reports(self.level)
+        else:
+            comms, vecs = store.read_communities(self.level), None
+        if vecs is not None and vecs.shape[1] != self.index.embedder.dim:
+            raise ConfigError(
+                f"the stored report vectors have dimension {vecs.shape[1]}; the index's "
+                f"embedder has {self.index.embedder.dim}"
+            )
+        if vecs is None:
+            vecs = (
+                self.index.embedder.embed([report_text(c) for c in comms])
+                if comms
+                else np.zeros((0, self.index.embedder.dim), np.float32)
+            )
+        ranks = np.array([c.rank for c in comms], np.float64)
+        return comms, np.asarray(vecs, np.float32), ranks, [c.id for c in comms]
 
     def _sentence_runs(
         self, comms: list[Any], version: tuple[Any, int]
@@ -319,9 +319,8 @@ class CommunityRetriever(Params):
         index and the graph (``version``), so a community's mentions are read once (the
         communities not kept yet in one round trip, their documents in one more).
         """
-        if self._points_version != version:
-            self._points, self._points_version = {}, version
-        todo = [c for c in comms if c.id not in self._points]
+        points = self._points.get(version, dict)
+        todo = [c for c in comms if c.id not in points]
         if todo:
             members = sorted({e for c in todo for e in c.entity_ids})
             refs = yield _chunks_for(self.graph.store, members)
@@ -342,8 +341,8 @@ class CommunityRetriever(Params):
                     except KeyError:  # the graph still mentions a document the index lost
                         continue
                     found.append((doc_id, *covering_sentences(spans, start, end)))
-                self._points[comm.id] = found
-        return [self._points[c.id] for c in comms]
+                points[comm.id] = found
+        return [points[c.id] for c in comms]
 
     def _global(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
         graph_version = yield from _current_version(self.graph)

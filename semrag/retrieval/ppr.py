@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import numbers
-import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -60,6 +59,7 @@ from semrag._validation import (
     check_query,
     offers,
 )
+from semrag._versioned import Versioned
 from semrag.errors import ConfigError
 from semrag.index.derived import derived
 from semrag.index.parts._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
@@ -235,9 +235,7 @@ class PPRRetriever(Params):
         self.on_llm_error = on_llm_error
         self.similarity_weight = float(p["similarity_weight"])
         self.per_passage = p["per_passage"]
-        self._built: PassageGraph | None = None
-        self._built_key: tuple[int, Any] | None = None
-        self._lock = threading.Lock()
+        self._built: Versioned[PassageGraph] = Versioned()  # by (index, graph) version
         # The knowledge graph's names (graph=), kept across versions, so a change costs the
         # new names only: a name's vector never changes.
         self._registry = NameRegistry(index.embedder.dim)
@@ -268,13 +266,8 @@ class PPRRetriever(Params):
         # Lock order: the index's read first, then this retriever's lock (never the reverse).
         # With a knowledge graph, its read too: the graph at the index's version, never one
         # that has not applied the index's last change yet.
-        with reading(self.index, followers=self.graph is not None), self._lock:
-            key = (self.index.version, self._graph_version())
-            built = self._built
-            if built is None or self._built_key != key:
-                built = self._build()
-                self._built, self._built_key = built, key
-            return built
+        with reading(self.index, followers=self.graph is not None):
+            return self._built.get((self.index.version, self._graph_version()), self._build)
 
     async def _apassage_graph(self) -> PassageGraph:
         """Async twin of :meth:`passage_graph`.
@@ -284,10 +277,9 @@ class PPRRetriever(Params):
         runs in a worker thread.
         """
         if offers(self.index, AsyncReads) and self.graph is None:
-            version = await self.index.acurrent_version()
-            with self._lock:
-                if self._built is not None and self._built_key == (version, None):
-                    return self._built
+            built = self._built.peek((await self.index.acurrent_version(), None))
+            if built is not None:
+                return built
         return await asyncio.to_thread(self.passage_graph)
 
     def _graph_version(self) -> Any:

@@ -51,10 +51,10 @@ def fresh_dump(index: SemanticIndex, store) -> dict:
     """What a fresh build of ``index``'s documents writes to a cleared database."""
     from semrag.neo4j import Neo4jIndexStore
 
-    split = index.piece_index.split if index.piece_index is not None else None
+    split = index.reader().piece_index.split if index.reader().piece_index is not None else None
     fresh = SemanticIndex(
         embedder=index.embedder,
-        ssg=index.ssg_config,
+        ssg=index.reader().ssg_config,
         pieces=split,
         passages="passages" in index.parts,
     )
@@ -163,8 +163,8 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
     assert sum(overlaps) / len(overlaps) >= 0.8
     for chunk in reader.chunks("d0"):
         assert reader.document("d0").text[chunk.start : chunk.end] == chunk.text
-    assert reader.sentences("d0") == index.sentences("d0")
-    assert (reader.sentence_vectors("d0") == index.sentence_vectors("d0")).all()
+    assert reader.sentences("d0") == index.reader().sentences("d0")
+    assert (reader.sentence_vectors("d0") == index.reader().sentence_vectors("d0")).all()
 
     iar = IntentAwareRetriever(reader, k=3)  # no passages stored: no extended channel
     assert iar.extended is None
@@ -378,7 +378,7 @@ def test_the_anchor_search_sends_the_pca_only_when_it_changed(graph_store):
         return ask.params, rows[0], view.graph.project_3d(q[None, :])
 
     def embedded_projection():
-        return index.ssg.project_3d(q[None, :])
+        return index.reader().ssg_view().graph.project_3d(q[None, :])
 
     first, row, projected = anchor_search()
     assert first["pca_digest"] is None and row["pca"] is not None
@@ -516,11 +516,13 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
     assert (await reader.asearch("bees", k=2))[0].chunk.doc_id == "d0"
     assert await reader.acurrent_version() == index.version
     scores, ids = await reader.adense_search(q[0], 3)
-    want_scores, want_ids = index.dense_search(q[0], 3)  # the hashed vectors tie: scores
+    want_scores, want_ids = index.reader().dense_search(q[0], 3)  # the hashed vectors tie: scores
     assert np.allclose(scores, want_scores, atol=1e-6) and ids[0] == want_ids[0]
     assert await reader.achunks_of([2, 0]) == [index.chunk(2), index.chunk(0)]
     spans = [("d0", 0, 9), ("d1", 5, 400), ("nowhere", 0, 5)]
-    assert await reader.aoverlapping_chunks_many(spans) == index.overlapping_chunks_many(spans)
+    assert await reader.aoverlapping_chunks_many(spans) == index.reader().overlapping_chunks_many(
+        spans
+    )
 
 
 async def test_the_async_twins_answer_as_the_sync_methods_on_the_async_driver(graph_store):
@@ -756,14 +758,14 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
             found += len(want)
     assert found > 20
     spans = [(c.doc_id, c.start, c.end - 1) for c in index.chunks()] + [("nowhere", 0, 5)]
-    assert reader.overlapping_chunks_many(spans) == index.overlapping_chunks_many(spans)
+    assert reader.overlapping_chunks_many(spans) == index.reader().overlapping_chunks_many(spans)
     assert reader.overlapping_chunks_many(spans) == [reader.overlapping_chunks(*s) for s in spans]
     with reader.read():
         before = graph_store.reads
         reader.fetch_documents([*index.doc_ids, "nowhere"])
         for doc_id in index.doc_ids:
             assert reader.document(doc_id) == index.document(doc_id)
-            assert reader.sentences(doc_id) == index.sentences(doc_id)
+            assert reader.sentences(doc_id) == index.reader().sentences(doc_id)
         assert graph_store.reads - before == 1
     with pytest.raises(ConfigError, match="split=None"):
         SketchRetriever(reader, served, split=(50, 8)).retrieve("Memphis")
@@ -875,7 +877,7 @@ def test_a_served_graph_reads_the_stored_name_and_report_vectors(graph_store):
     reports = {report_text(c) for c in graph_store.read_communities()}
     assert reports and not reports & set(queries_seen.texts)  # nor any report
     graph_store.upsert([Entity("zz top", "ZZ Top", "ORG")])  # no vector
-    assert graph_store.search_entities(index.embed_query("ZZ Top"), 5)[2] == [
+    assert graph_store.search_entities(index.reader().embed_query("ZZ Top"), 5)[2] == [
         Entity("zz top", "ZZ Top", "ORG")
     ]
     here, there = pairs["local"]

@@ -42,7 +42,7 @@ def fresh_dump(index: SemanticIndex, store) -> dict:
     """
     from semrag.neo4j import Neo4jIndexStore
 
-    fresh = SemanticIndex(embedder=index.embedder, ssg=index.ssg_config, passages=True)
+    fresh = SemanticIndex(embedder=index.embedder, ssg=index.reader().ssg_config, passages=True)
     docs = [index.document(d) for d in index.doc_ids]
     fresh.add_chunks([c for d in index.doc_ids for c in index.chunks(d)], documents=docs)
     writer = Neo4jIndexStore(store)

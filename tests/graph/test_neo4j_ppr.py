@@ -104,7 +104,7 @@ def test_the_walks_dense_seeds_bring_ids_and_scores_only(graph_store, monkeypatc
     n = len(index.chunks())
     for q in QUESTIONS:
         v = emb.embed([q])[0]
-        want_scores, want_ids = index.dense_search(v, n)
+        want_scores, want_ids = index.reader().dense_search(v, n)
         scores, ids = reader.dense_search(v, n)
         assert ids.tolist() == want_ids.tolist(), q
         assert np.allclose(scores, want_scores, atol=1e-6), q

@@ -178,12 +178,12 @@ def test_a_server_killed_mid_change_then_the_change_rerun_equals_a_fresh_build(n
             with pytest.raises(StoreError):
                 index.delete("d2")
         assert any("failed to delete" in str(w.message) for w in caught)
-        assert "d2" not in index.doc_ids and index.dense.pending_deletes > 0
+        assert "d2" not in index.doc_ids and index.reader().dense.pending_deletes > 0
     finally:
         neo4j_server.start()  # same data directory and port
     try:
         index.add_documents(more)  # the change re-run
-        assert index.dense.pending_deletes == 0
+        assert index.reader().dense.pending_deletes == 0
         fresh = SemanticIndex(embedder=emb, ssg=True)
         fresh.add_documents([Document(d, index.document(d).text) for d in index.doc_ids])
         fresh_kg = KnowledgeGraph.build(fresh)
@@ -195,7 +195,7 @@ def test_a_server_killed_mid_change_then_the_change_rerun_equals_a_fresh_build(n
             e.id for e in fresh_kg.store.entities()
         )
         stored = client.search(emb.embed(["bees"])[0], 200)
-        assert sorted(int(i) for i in stored) == index.dense.ids.tolist()
+        assert sorted(int(i) for i in stored) == index.reader().dense.ids.tolist()
     finally:
         client.clear()
         store.clear()

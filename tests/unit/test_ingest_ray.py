@@ -73,10 +73,10 @@ def test_ray_ingestion_equals_a_single_process_build(ray_cluster):
     assert [(c.doc_id, c.start, c.end, c.text) for c in index.chunks()] == [
         (c.doc_id, c.start, c.end, c.text) for c in alone.chunks()
     ]
-    ids = [index.chunk_ids(d) for d in index.doc_ids]
-    assert ids == [alone.chunk_ids(d) for d in alone.doc_ids]
+    ids = [index.reader().chunk_ids(d) for d in index.doc_ids]
+    assert ids == [alone.reader().chunk_ids(d) for d in alone.doc_ids]
     flat = [i for doc in ids for i in doc]
-    assert np.array_equal(index.vectors_of(flat), alone.vectors_of(flat))
+    assert np.array_equal(index.reader().vectors_of(flat), alone.reader().vectors_of(flat))
     assert index.document("d03").metadata == docs[3].metadata
     for q in ["bees of Region 2", "Ada Brook rockets", "survey ended 1907", "markets"]:
         assert answers(index, q) == answers(alone, q), q
@@ -165,8 +165,8 @@ def test_a_prepared_batch_is_named_records_that_pickle_and_are_checked_on_commit
         writer.add_prepared(old)
     assert len(writer) == 0  # nothing of a refused batch is kept
     writer.add_prepared(batch)
-    assert writer.indexed("d00").chunk_ids == list(range(len(first.chunks)))
-    np.testing.assert_array_equal(writer.indexed("d00").chunk_vectors, first.chunk_vectors)
+    assert writer.reader().indexed("d00").chunk_ids == list(range(len(first.chunks)))
+    np.testing.assert_array_equal(writer.reader().indexed("d00").chunk_vectors, first.chunk_vectors)
 
 
 def test_framework_documents_go_through_ray_as_through_add_documents(ray_cluster):

@@ -761,8 +761,8 @@ def test_the_living_index_state_machine_on_neo4j(neo4j_server):
             counts = self.writer.counts()
             assert counts["documents"] == len(self.docs)
             assert counts["chunks"] == len(fresh.chunks())
-            assert counts["windows"] == fresh.ssg.n_nodes
-            assert counts["edges"] == fresh.ssg.csr()[1].size
+            assert counts["windows"] == fresh.reader().ssg_view().graph.n_nodes
+            assert counts["edges"] == fresh.reader().ssg_view().graph.csr()[1].size
             reader = Neo4jIndex(self.kg.store, embedder=FakeEmbedder(dim=32))
 
             def served(ix):
