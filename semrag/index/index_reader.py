@@ -212,7 +212,7 @@ class IndexReader:
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id of the dense/BM25 indexes."""
-        with self.corpus.lock.read():
+        with self.corpus.read():
             return self.corpus.chunk(chunk_id)
 
     def chunk_ids(self, doc_id: str) -> list[int]:

@@ -32,7 +32,7 @@ class IndexSearch:
     def dense(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
         """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
         k = check_k("SemanticIndex.search", k, 10)
-        with self._corpus.lock.read():
+        with self._corpus.read():
             scores, ids = self._parts.dense.search(vector, k)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep].astype(np.int64)
@@ -46,7 +46,7 @@ class IndexSearch:
         doc_ids: Iterable[str] | None = None,
     ) -> list[ScoredChunk]:
         """Dense top-``k`` chunks for a query vector; a filtered search is exact."""
-        with self._corpus.lock.read():
+        with self._corpus.read():
             if filter is None and doc_ids is None:
                 scores, ids = self.dense(vector, k)
             else:
@@ -102,7 +102,7 @@ class IndexSearch:
         if not 0 <= lambda_mult <= 1:
             raise ConfigError(f"lambda_mult must be in [0, 1], got {lambda_mult}")
         k = check_k("SemanticIndex.search_mmr", k, 4)
-        with self._corpus.lock.read():
+        with self._corpus.read():
             pool = self.vector(vector, max(k, fetch_k), filter=filter, doc_ids=doc_ids)
             if not pool:
                 return []
@@ -123,7 +123,7 @@ class IndexSearch:
     def sparse(self, query: str, k: int) -> list[ScoredChunk]:
         """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
         k = check_k("SemanticIndex.search_sparse", k, 10)
-        with self._corpus.lock.read():
+        with self._corpus.read():
             found = self._parts.sparse.search(query, k)
             return [
                 ScoredChunk(
@@ -136,31 +136,31 @@ class IndexSearch:
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
     ) -> tuple[npt.NDArray[np.int64], list[list[tuple[int, float]]]]:
         """Dense top-``k`` ids of each vector (``-1`` pads) and BM25 top ``k`` of each query."""
-        with self._corpus.lock.read():
+        with self._corpus.read():
             _, ids = self._parts.dense.search(vectors, k)
             return ids, self._parts.sparse.search_many(list(queries), k)
 
     def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
         """BM25 scores of ``query`` for the given chunks (0 where no term matches)."""
-        with self._corpus.lock.read():
+        with self._corpus.read():
             return self._parts.sparse.scores_of(query, chunk_ids)
 
     def sparse_scores_many(
         self, queries: Sequence[str], chunk_ids: Sequence[int]
     ) -> npt.NDArray[np.float64]:
         """:meth:`sparse_scores` of each query: shape ``(len(queries), len(chunk_ids))``."""
-        with self._corpus.lock.read():
+        with self._corpus.read():
             rows = [self._parts.sparse.scores_of(q, chunk_ids) for q in queries]
         return np.array(rows, np.float64).reshape(len(queries), len(chunk_ids))
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
         """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
-        with self._corpus.lock.read():
+        with self._corpus.read():
             return self._parts.dense.vectors_of(chunk_ids)
 
     def sentence_vectors_of(self, chunk_ids: Sequence[int]) -> list[Floats]:
         """The vectors of each chunk's sentences (``sentence_start .. sentence_end``)."""
-        with self._corpus.lock.read():
+        with self._corpus.read():
             out = []
             for i in chunk_ids:
                 c = self._corpus.chunk(int(i))

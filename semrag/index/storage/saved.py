@@ -79,7 +79,7 @@ def save_index(index: IndexReader, directory: str | Path) -> Path:
         ):
             arr = np.concatenate(arrays) if arrays else np.zeros((0, dim), np.float32)
             np.save(tmp / name, arr.astype(dtype), allow_pickle=False)
-        with corpus.lock.read():
+        with corpus.read():
             for part in index.parts.values():
                 part.save(tmp)
     return Path(directory)
