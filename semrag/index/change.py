@@ -34,6 +34,7 @@ __all__ = [
     "EmbedsNames",
     "IndexPart",
     "IndexedDocument",
+    "RecordRows",
     "StagedPart",
     "StoresParts",
     "differences",
@@ -43,7 +44,56 @@ Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+class RecordRows:
+    """A record's vectors and windows: the one part of it the index may point elsewhere.
+
+    The values of a record never change once it is indexed, but where they live does: the
+    dense part stores the chunk vectors and the similarity graph the sentence and window
+    vectors, each in one array, and the record's arrays become views of their rows there
+    (:meth:`share`), so each vector is held once and the arrays ingestion made are freed.
+    ``enable("ssg")`` gives the record its windows (:meth:`add_windows`). Only the index
+    calls these, under its write lock, or on records no reader has seen yet.
+    """
+
+    __slots__ = ("chunk_vectors", "node_ranges", "node_vectors", "sentence_vectors")
+
+    def __init__(
+        self,
+        sentence_vectors: Floats,
+        chunk_vectors: Floats,
+        node_ranges: list[tuple[int, int]],
+        node_vectors: Floats,
+    ) -> None:
+        self.sentence_vectors = sentence_vectors
+        self.chunk_vectors = chunk_vectors
+        self.node_ranges = node_ranges
+        self.node_vectors = node_vectors
+
+    def share(
+        self,
+        *,
+        chunk_vectors: Floats | None = None,
+        sentence_vectors: Floats | None = None,
+        node_vectors: Floats | None = None,
+    ) -> None:
+        """Read these vectors from a part's rows holding the same values (views there)."""
+        if chunk_vectors is not None:
+            self.chunk_vectors = chunk_vectors
+        if sentence_vectors is not None:
+            self.sentence_vectors = sentence_vectors
+        if node_vectors is not None:
+            self.node_vectors = node_vectors
+
+    def add_windows(
+        self, ranges: list[tuple[int, int]], sentence_vectors: Floats, node_vectors: Floats
+    ) -> None:
+        """The similarity graph's windows, and the sentence vectors in the graph's dtype."""
+        self.node_ranges = ranges
+        self.sentence_vectors = sentence_vectors
+        self.node_vectors = node_vectors
+
+
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class IndexedDocument:
     """A document as every part of the index needs it, computed once at ingestion.
 
@@ -61,23 +111,83 @@ class IndexedDocument:
         node_vectors: one unit vector per window node (held like ``sentence_vectors``).
         themes: its themes (keywords, or an LLM's).
         theme_vector: the unit vector of its themes.
+        rows: where the vector attributes above are read from (:class:`RecordRows`).
     """
 
     doc: Document
     sentences: list[Span]
-    sentence_vectors: Floats
     chunks: list[Chunk]
     chunk_ids: list[int]
-    chunk_vectors: Floats
-    node_ranges: list[tuple[int, int]]
-    node_vectors: Floats
     themes: list[str]
     theme_vector: Floats
+    rows: RecordRows
+
+    def __init__(
+        self,
+        doc: Document,
+        sentences: list[Span],
+        sentence_vectors: Floats,
+        chunks: list[Chunk],
+        chunk_ids: list[int],
+        chunk_vectors: Floats,
+        node_ranges: list[tuple[int, int]],
+        node_vectors: Floats,
+        themes: list[str],
+        theme_vector: Floats,
+    ) -> None:
+        fields = {
+            "doc": doc,
+            "sentences": sentences,
+            "chunks": chunks,
+            "chunk_ids": chunk_ids,
+            "themes": themes,
+            "theme_vector": theme_vector,
+            "rows": RecordRows(sentence_vectors, chunk_vectors, node_ranges, node_vectors),
+        }
+        for name, value in fields.items():  # a frozen record, constructed
+            object.__setattr__(self, name, value)
 
     @property
     def id(self) -> str:
         """The document's id."""
         return self.doc.id
+
+    @property
+    def sentence_vectors(self) -> Floats:
+        """One unit vector per sentence (see the class doc)."""
+        return self.rows.sentence_vectors
+
+    @property
+    def chunk_vectors(self) -> Floats:
+        """One unit vector per chunk."""
+        return self.rows.chunk_vectors
+
+    @property
+    def node_ranges(self) -> list[tuple[int, int]]:
+        """The sentence ranges of its SSG window nodes."""
+        return self.rows.node_ranges
+
+    @property
+    def node_vectors(self) -> Floats:
+        """One unit vector per window node."""
+        return self.rows.node_vectors
+
+    def with_windows(
+        self, ranges: list[tuple[int, int]], sentence_vectors: Floats, node_vectors: Floats
+    ) -> IndexedDocument:
+        """A copy of this record with the similarity graph's windows (``enable("ssg")``)."""
+        return IndexedDocument(
+            self.doc,
+            self.sentences,
+            sentence_vectors,
+            self.chunks,
+            self.chunk_ids,
+            self.chunk_vectors,
+            ranges,
+            node_vectors,
+            self.themes,
+            self.theme_vector,
+        )
 
 
 @dataclass(frozen=True, slots=True)

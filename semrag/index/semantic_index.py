@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import warnings
 from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
@@ -762,15 +761,12 @@ class SemanticIndex:
         nodes = window_nodes(cfg, entries, self.embedder.dim)
         graph = LiveSSG(cfg, self.embedder.dim)
         staged = tuple(  # the graph is built while readers go on reading
-            dataclasses.replace(e, node_ranges=r, sentence_vectors=sv, node_vectors=nv)
-            for e, (r, sv, nv) in zip(entries, nodes, strict=True)
+            e.with_windows(r, sv, nv) for e, (r, sv, nv) in zip(entries, nodes, strict=True)
         )
         publish = graph.stage(Change(self._corpus.version, staged))
         with self._corpus.lock.write():  # readers see the index without the graph or with it
             for e, (ranges, svec, nvec) in zip(entries, nodes, strict=True):
-                object.__setattr__(e, "node_ranges", ranges)
-                object.__setattr__(e, "sentence_vectors", svec)
-                object.__setattr__(e, "node_vectors", nvec)
+                e.rows.add_windows(ranges, svec, nvec)
             publish()
             self._part_set.keep("ssg", graph)
             self._ingestion.use_ssg(cfg)

@@ -93,3 +93,28 @@ def test_no_module_imports_a_private_name_of_another():
                     if a.name.startswith("_") and not a.name.startswith("__")
                 ]
     assert found == []
+
+
+def test_records_are_written_only_while_they_are_made():
+    """``object.__setattr__`` (writing a frozen object) only in ``__init__``/``__post_init__``.
+
+    A record's vectors move to a part's rows through its ``RecordRows``, never by
+    rewriting the frozen record from outside.
+    """
+    found = []
+    for path in modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "__setattr__"
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "object"
+                    and fn.name not in ("__init__", "__post_init__")
+                ):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} in {fn.name}")
+    assert found == []

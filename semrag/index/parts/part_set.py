@@ -172,11 +172,10 @@ class PartSet:
         )
         for e in records if moved else added:
             if dense is not None:  # the same values, shared
-                object.__setattr__(e, "chunk_vectors", dense.rows_view(e.chunk_ids))
+                e.rows.share(chunk_vectors=dense.rows_view(e.chunk_ids))
             if ssg is not None:
                 sentences, nodes = ssg.document_rows(e.id)
-                object.__setattr__(e, "sentence_vectors", sentences)
-                object.__setattr__(e, "node_vectors", nodes)
+                e.rows.share(sentence_vectors=sentences, node_vectors=nodes)
         self._shared = tuple(weakref.ref(b) for b in buffers)
 
     def publish_view(
@@ -224,7 +223,7 @@ class _ReadPlaced:
                 break
             if isinstance(e.chunk_vectors, np.ndarray):  # (a view counts its own rows)
                 self._freed += e.chunk_vectors.nbytes
-            object.__setattr__(e, "chunk_vectors", staged.rows_view(e.chunk_ids))
+            e.rows.share(chunk_vectors=staged.rows_view(e.chunk_ids))
             self._rows += len(e.chunk_ids)
             self._next += 1
         if give_back(self._freed):
