@@ -131,19 +131,19 @@ def timed_commits(index: SemanticIndex) -> list[float]:
 def timed_swaps(index: SemanticIndex) -> list[float]:
     """Record how long each commit holds the write side of the index's lock (readers wait)."""
     holds: list[float] = []
-    lock = index.reader().corpus.lock
-    write = lock.write
+    corpus = index.reader().corpus
+    swap = corpus.swap
 
     @contextlib.contextmanager
     def timed():
-        with write():
+        with swap():
             t = time.perf_counter()
             try:
                 yield
             finally:
                 holds.append(time.perf_counter() - t)
 
-    lock.write = timed  # type: ignore[method-assign]
+    corpus.swap = timed  # type: ignore[method-assign]
     return holds
 
 

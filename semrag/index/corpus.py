@@ -30,17 +30,20 @@ class Corpus:
     in insertion order), the chunk-id map, the next free chunk id, the version number,
     the followers, and the locks that order commits and reads:
 
-    * ``commit_lock`` orders whole commits (followers included), so every part sees the
-      changes in the same order;
-    * a commit stages the change in every part without the write side of ``lock``, then
-      holds it only to swap the staged states in; readers of several parts hold its read
-      side (:meth:`read`), so they never mix two versions;
-    * readers of the index and a follower (the knowledge graph) also hold the read side
-      of ``follow_lock``, which a commit holds from its swap until every follower is
-      written (lock order: ``follow_lock``, then ``lock``).
+    * one writer at a time (:meth:`writer`) orders whole commits (followers included), so
+      every part sees the changes in the same order;
+    * a commit stages the change in every part while readers go on, then swaps the staged
+      states in while they wait (:meth:`swap`); readers of several parts hold one version
+      (:meth:`read`), so they never mix two;
+    * readers of the index and a follower (the knowledge graph) also hold the followers'
+      read lock, which a commit holds from its swap until every follower is written (lock
+      order: the followers' lock, then the read lock).
 
-    A change is made in one place, :meth:`commit`; the records are never mutated, only
-    replaced (a mapping handed out by :meth:`by_id` stays the version it was).
+    Nothing outside the corpus takes its locks: it offers :meth:`read`, :meth:`writer` and
+    :meth:`swap`. A change is made in one place, :meth:`commit`; the records are replaced,
+    never rebuilt in place (their vectors move to the parts' rows through their
+    :class:`~semrag.index.change.RecordRows`), and a mapping handed out by :meth:`by_id`
+    stays the version it was.
     """
 
     def __init__(self) -> None:
@@ -50,9 +53,9 @@ class Corpus:
         self._next_id = 0
         self._version = 0
         self._followers: list[IndexPart] = []
-        self.lock = RWLock()
-        self.follow_lock = RWLock()
-        self.commit_lock = threading.RLock()
+        self._lock = RWLock()  # readers of the records and parts; a swap writes
+        self._follow_lock = RWLock()  # readers of the followers too; their write
+        self._commit_lock = threading.RLock()  # one writer at a time
 
     # -- reads ------------------------------------------------------------------------------------
     @property
@@ -152,17 +155,30 @@ class Corpus:
             ConfigError: ``followers=True`` inside a plain read of the same thread.
         """
         if not followers:
-            return self.lock.read()
-        if self.lock.reading() and not self.follow_lock.reading():
+            return self._lock.read()
+        if self._lock.reading() and not self._follow_lock.reading():
             raise ConfigError(
                 "index.read(followers=True) inside index.read(): take the followers read "
                 "first (the outermost read)"
             )
-        return _hold_both(self.follow_lock.read(), self.lock.read())
+        return _hold_both(self._follow_lock.read(), self._lock.read())
+
+    def writer(self) -> contextlib.AbstractContextManager[bool]:
+        """Be the one writer for the ``with`` block: no other thread's change commits meanwhile.
+
+        For work that reads one version and acts on it: ids taken in commit order, a part
+        built and written to the followers before the next change, a save, a re-embedding's
+        swap. The holder may itself commit (it is re-entrant); readers go on reading.
+        """
+        return self._commit_lock
+
+    def swap(self) -> contextlib.AbstractContextManager[None]:
+        """Readers wait for the ``with`` block: what it swaps in, they see whole or not at all."""
+        return self._lock.write()
 
     def can_commit(self) -> bool:
         """Whether the calling thread may make a change now (it holds no read)."""
-        return not (self.lock.reading() or self.follow_lock.reading())
+        return not (self._lock.reading() or self._follow_lock.reading())
 
     # -- followers ----------------------------------------------------------------------------
     def follow(
@@ -172,7 +188,7 @@ class Corpus:
         replay: bool | Callable[[list[IndexedDocument], int], Change] = False,
     ) -> None:
         """Give every later change to ``part`` too (see :meth:`SemanticIndex.follow`)."""
-        with self.commit_lock:
+        with self._commit_lock:
             if self.follows(part):
                 return
             if replay:
@@ -196,7 +212,7 @@ class Corpus:
 
     def unfollow(self, part: IndexPart) -> bool:
         """Stop giving changes to ``part``; ``False`` if it was not following."""
-        with self.commit_lock:
+        with self._commit_lock:
             for i, p in enumerate(self._followers):
                 if p is part:
                     del self._followers[i]
@@ -207,7 +223,7 @@ class Corpus:
     def assign_ids(self, prepared: Sequence[PreparedDocument]) -> list[IndexedDocument]:
         """The records of prepared documents, with the next free chunk ids (taken now).
 
-        Call it under ``commit_lock``, for the commit that follows: ids are taken in
+        Call it as the writer (:meth:`writer`), for the commit that follows: ids are taken in
         commit order.
         """
         out = []
@@ -238,7 +254,7 @@ class Corpus:
         that stage (the knowledge graph's extraction) stage here too; they are written
         after the swap, before readers of followers go on.
         """
-        with self.commit_lock:
+        with self._commit_lock:
             gone = {*removed_ids, *(d.id for d in added)}
             removed = tuple(e for i, e in self._entries.items() if i in gone)
             change = Change(self._version + 1, tuple(added), removed)
@@ -246,8 +262,8 @@ class Corpus:
                 return change
             publish = stage(change)
             follow = [_staged(f, change) for f in self._followers]
-            with self.follow_lock.write():
-                with self.lock.write():
+            with self._follow_lock.write():
+                with self.swap():
                     for swap in publish:
                         swap()
                     entries = {i: e for i, e in self._entries.items() if i not in gone}
@@ -271,12 +287,12 @@ class Corpus:
 
         Followers get a change that removes every document and adds its new version;
         ``on_swap(change)`` swaps the index's own state under the same locks. The caller
-        holds ``commit_lock`` and made sure no write landed since ``other`` was filled.
+        is the writer (:meth:`writer`) and made sure no write landed since ``other`` was filled.
         """
         change = Change(self._version + 1, tuple(other.records()), tuple(self.records()))
         follow = [_staged(f, change) for f in self._followers]
-        with self.follow_lock.write():
-            with self.lock.write():
+        with self._follow_lock.write():
+            with self.swap():
                 self._entries, self._chunk_by_id = other._entries, other._chunk_by_id
                 self._next_id, self._chunk_spans = other._next_id, {}
                 self._version = change.version

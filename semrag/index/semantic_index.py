@@ -665,7 +665,7 @@ class SemanticIndex:
 
         ``computed`` is emptied: its arrays belong to the records from then on.
         """
-        with self._corpus.commit_lock:  # ids are taken in commit order
+        with self._corpus.writer():  # ids are taken in commit order
             # checked again here: another add may have committed an id since the call began
             kept = {d.id for d in self._conflicts([c.doc for c in computed], on_conflict)}
             records = self._corpus.assign_ids([c for c in computed if c.id in kept])
@@ -726,7 +726,7 @@ class SemanticIndex:
                 another number of themes): build with ``SemanticIndex(ssg=config)``.
         """
         check_enabled(part)
-        with self._corpus.commit_lock:  # no change between the build and its followers' write
+        with self._corpus.writer():  # no change between the build and its followers' write
             if part == "ssg":
                 built_now = self._enable_ssg(check_ssg_config(config or SSGConfig()))
             else:
@@ -748,7 +748,7 @@ class SemanticIndex:
             dense_kind=self._dense_kind,
         )
         publish = built.stage(Change(self._corpus.version, tuple(self._corpus.records())))
-        with self._corpus.lock.write():
+        with self._corpus.swap():
             publish()
             self._part_set.keep(part, built)
         return True
@@ -764,7 +764,7 @@ class SemanticIndex:
             e.with_windows(r, sv, nv) for e, (r, sv, nv) in zip(entries, nodes, strict=True)
         )
         publish = graph.stage(Change(self._corpus.version, staged))
-        with self._corpus.lock.write():  # readers see the index without the graph or with it
+        with self._corpus.swap():  # readers see the index without the graph or with it
             for e, (ranges, svec, nvec) in zip(entries, nodes, strict=True):
                 e.rows.add_windows(ranges, svec, nvec)
             publish()
@@ -842,7 +842,7 @@ class SemanticIndex:
 
         ``shadow`` holds the same documents with another model's vectors. Followers get a
         change that removes every document and adds its new version. The caller holds
-        the corpus's ``commit_lock`` and made sure no write landed since ``shadow`` was
+        the corpus's writer (``Corpus.writer``) and made sure no write landed since ``shadow`` was
         filled.
         """
         fingerprint = shadow.fingerprint  # computed before readers are stopped
@@ -950,7 +950,7 @@ class SemanticIndex:
                 docs = [e.doc for e in todo.values()]
                 rows = yield from shadow._ingestion.compute(docs, None, todo)
                 done.update((row.id, (todo[row.id], row)) for row in rows)
-            with self._corpus.commit_lock:
+            with self._corpus.writer():
                 live = self._corpus.by_id()
                 if live.keys() == current.keys() and all(e is current[i] for i, e in live.items()):
                     shadow._corpus.skip_ids(self._corpus.next_id)  # new ids: none reused

@@ -71,7 +71,7 @@ def test_every_change_keeps_ids_fresh_the_version_counting_and_followers_in_step
     model: dict[str, list[int]] = {}
     for kind, doc_id, cuts in steps:
         before = corpus.version
-        with corpus.commit_lock:
+        with corpus.writer():
             if kind == "add":
                 records = corpus.assign_ids([prepared(doc_id, cuts)])
                 change = corpus.commit(records, (), no_parts, swaps.append)
@@ -101,7 +101,7 @@ def test_every_change_keeps_ids_fresh_the_version_counting_and_followers_in_step
 )
 def test_overlapping_chunks_equals_a_scan_of_every_chunk(cuts, a, length):
     corpus = Corpus()
-    with corpus.commit_lock:
+    with corpus.writer():
         corpus.commit(corpus.assign_ids([prepared("d", cuts)]), (), no_parts, lambda c: None)
     entry = corpus.entry("d")
     start, end = a, a + length
@@ -116,13 +116,13 @@ def test_overlapping_chunks_equals_a_scan_of_every_chunk(cuts, a, length):
 
 def test_a_failed_stage_leaves_the_corpus_as_it_was():
     corpus = Corpus()
-    with corpus.commit_lock:
+    with corpus.writer():
         corpus.commit(corpus.assign_ids([prepared("a", [3, 4])]), (), no_parts, lambda c: None)
 
     def failing(change):
         raise RuntimeError("no room")
 
-    with pytest.raises(RuntimeError), corpus.commit_lock:
+    with pytest.raises(RuntimeError), corpus.writer():
         corpus.commit(corpus.assign_ids([prepared("b", [2])]), (), failing, lambda c: None)
     assert corpus.doc_ids == ["a"] and corpus.version == 1
     with pytest.raises(NotIndexedError):

@@ -66,7 +66,7 @@ def manifest(index: IndexReader) -> dict[str, Any]:
 def save_index(index: IndexReader, directory: str | Path) -> Path:
     """Write ``index`` to ``directory`` atomically (see :meth:`SemanticIndex.save`)."""
     corpus = index.corpus
-    with corpus.commit_lock, atomic_directory(directory, manifest(index)) as tmp:
+    with corpus.writer(), atomic_directory(directory, manifest(index)) as tmp:
         entries = corpus.records()
         with open(tmp / "documents.jsonl", "w", encoding="utf-8") as f:
             for e in entries:
