@@ -12,21 +12,16 @@ import numpy.typing as npt
 
 from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
-from semrag.errors import ConfigError, NotIndexedError
+from semrag.errors import ConfigError
 from semrag.index.parts.ssg import SSGConfig
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import (
     CHANNELS,
     CHANNELS_COLUMNS,
-    CHUNK_KEYS,
     CHUNK_SENTENCES,
     COUNT_DOCS,
-    DOC_CHUNKS,
     DOC_IDS,
-    DOCUMENTS,
     HAS_DOC,
-    OVERLAPPING_COLUMNS,
-    OVERLAPPING_MANY,
     READ_STATE,
     SPARSE_AMONG,
     STATE,
@@ -35,7 +30,7 @@ from semrag.neo4j._index_cypher import (
     lucene_query,
 )
 from semrag.neo4j._index_state import Floats, Ints, read_state, served_model
-from semrag.neo4j._read_context import ReadContext, chunk_from_row
+from semrag.neo4j._read_context import ReadContext
 from semrag.neo4j._remote import (
     ChunkDense,
     RemotePieces,
@@ -43,11 +38,12 @@ from semrag.neo4j._remote import (
     first_hits,
 )
 from semrag.neo4j._session import Ask, Neo4jSession, Steps, read_pair
+from semrag.neo4j._stored import StoredChunks, StoredDocuments
 from semrag.neo4j.graph_store import Neo4jGraphStore
 from semrag.neo4j.remote_passages import RemotePassages
 from semrag.neo4j.remote_ssg import RemoteView
 from semrag.text.tokens import WhitespaceTokenizer
-from semrag.types import Chunk, Document, ScoredChunk, Span
+from semrag.types import ScoredChunk
 
 _CLAUSES = 1000  # words and id tokens in one Lucene query (it allows 1,024 clauses)
 
@@ -78,6 +74,11 @@ class Neo4jIndex:
     steps that ask for statements; the sync and the async method drive the same steps.
     ``read()`` is a context, not a lock, so a coroutine holds it across its awaits
     (it offers :class:`~semrag.index.reader.AsyncReads`), which IAR's async path does.
+    The reads of the stored documents (``document``, ``sentences``, ``sentence_vectors``,
+    ``themes``, ``fetch_documents``) and chunks (``chunk``, ``chunks``, ``chunks_of``,
+    ``vectors_of``, ``overlapping_chunks``, ``overlapping_chunks_many`` and the async
+    twins) are those of the two objects it is composed of
+    (:class:`~semrag.neo4j._stored.StoredDocuments`, :class:`~semrag.neo4j._stored.StoredChunks`).
 
     Args:
         store: the :class:`~semrag.neo4j.Neo4jGraphStore` (connection and database).
@@ -151,10 +152,17 @@ class Neo4jIndex:
         self._passages = self._passages_of(state)
         self.dense = ChunkDense(self._context)
         self.sparse = RemoteSparse(self._context)
-        self._reads: dict[Callable[..., Any], Callable[..., Steps[Any]]] = {  # read_steps's
-            self.search_channels: self._search_channels_steps,
-            self.overlapping_chunks_many: self._overlapping_chunks_many_steps,
-        }
+        # the stored documents and chunks: their reads are the index's own
+        docs = StoredDocuments(self._context, self.embedder.dim)
+        self.document, self.sentences = docs.document, docs.sentences
+        self.sentence_vectors, self.themes = docs.sentence_vectors, docs.themes
+        self.fetch_documents, self.afetch_documents = docs.fetch_documents, docs.afetch_documents
+        chunks = StoredChunks(self._context, self.embedder.dim)
+        self.chunk, self.chunks, self.vectors_of = chunks.chunk, chunks.chunks, chunks.vectors_of
+        self.chunks_of, self.achunks_of = chunks.chunks_of, chunks.achunks_of
+        self.overlapping_chunks = chunks.overlapping_chunks
+        self.overlapping_chunks_many = chunks.overlapping_chunks_many
+        self.aoverlapping_chunks_many = chunks.aoverlapping_chunks_many
 
     @property
     def parts(self) -> dict[str, Any]:
@@ -184,14 +192,15 @@ class Neo4jIndex:
     def read_steps(
         self, method: Callable[..., Any], *args: Any, **kwargs: Any
     ) -> tuple[Any, Steps[Any]] | None:
-        """The session and the steps of the read ``method``, or ``None`` for another method.
+        """The session and steps of :meth:`search_channels` (``None`` for another method).
 
-        For :class:`semrag._steps.Together`: :meth:`search_channels` and
-        :meth:`overlapping_chunks_many`, which do not depend on each other, run as one
-        statement.
+        For :class:`semrag._steps.Together`: it and ``overlapping_chunks_many`` (whose
+        steps :class:`~semrag.neo4j._stored.StoredChunks` gives), which do not depend on
+        each other, run as one statement.
         """
-        steps = self._reads.get(method)
-        return None if steps is None else (self.store.session, steps(*args, **kwargs))
+        if method != self.search_channels:
+            return None
+        return self.store.session, self._search_channels_steps(*args, **kwargs)
 
     @property
     def version(self) -> int:
@@ -357,120 +366,6 @@ class Neo4jIndex:
         return out
 
     sentence_vectors_of, asentence_vectors_of = read_pair(_sentence_vectors_of_steps, _session)
-
-    # -- the corpus, by id ----------------------------------------------------------------------
-    def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
-        """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
-        return self._context.run(self._context.rows_steps(ids))
-
-    def _chunks_of_steps(self, chunk_ids: Sequence[int]) -> Steps[list[Chunk]]:
-        """The chunks of these ids, in order (one round trip; ``NotIndexedError`` if absent)."""
-        return [c for c, _ in (yield from self._context.rows_steps(chunk_ids))]
-
-    chunks_of, achunks_of = read_pair(_chunks_of_steps, _session)
-
-    def chunk(self, chunk_id: int) -> Chunk:
-        """The chunk stored under an integer id (``KeyError`` if absent)."""
-        return self._rows([chunk_id])[0][0]
-
-    def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
-        """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
-        rows = self._rows(chunk_ids)
-        if not rows:
-            return np.zeros((0, self.embedder.dim), np.float32)
-        return np.stack([v for _, v in rows])
-
-    def chunks(self, doc_id: str) -> list[Chunk]:
-        """Chunks of one document, in its order."""
-        return [chunk_from_row(r) for r in self._context.read_rows(DOC_CHUNKS, doc_id=doc_id)]
-
-    def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
-        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
-        return self.overlapping_chunks_many([(doc_id, start, end)])[0]
-
-    def _overlapping_chunks_many_steps(
-        self, spans: Sequence[tuple[str, int, int]]
-    ) -> Steps[list[list[int]]]:
-        """:meth:`overlapping_chunks` of each ``(doc_id, start, end)``, in one round trip.
-
-        The chunks come with them (kept for the rest of a ``read()``).
-        """
-        asked = [(d, int(a), int(b)) for d, a, b in spans]
-        unique = list(dict.fromkeys(asked))
-        if not unique:
-            return []
-        known = self._context.cache("chunks")
-        rows = yield Ask(
-            OVERLAPPING_MANY,
-            {"spans": [list(s) for s in unique], "known": list(known)},
-            OVERLAPPING_COLUMNS,
-        )
-        found: list[list[int]] = [[] for _ in unique]
-        for r in rows:
-            for c in r["chunks"]:
-                self._context.remember(dict(zip(CHUNK_KEYS, c, strict=True)))
-            for row, cid in r["hits"]:
-                found[row].append(int(cid))
-        at = {s: i for i, s in enumerate(unique)}
-        return [list(found[at[s]]) for s in asked]
-
-    overlapping_chunks_many, aoverlapping_chunks_many = read_pair(
-        _overlapping_chunks_many_steps, _session
-    )
-
-    def _fetch_documents_steps(self, doc_ids: Sequence[str]) -> Steps[None]:
-        """Fetch these documents (text, sentences, vectors) in one round trip.
-
-        Kept for the rest of a ``read()`` (outside one there is nowhere to keep them); ids
-        not stored are left out (reading one of them later raises ``KeyError``).
-        """
-        cache = self._context.cache("docs")
-        missing = sorted({d for d in doc_ids if d not in cache})
-        if missing:
-            for r in (yield Ask(DOCUMENTS, {"ids": missing})):
-                cache[r["id"]] = self._document_entry(r)
-            for d in missing:
-                cache.setdefault(d, None)  # not stored: KeyError when read, no round trip
-
-    fetch_documents, afetch_documents = read_pair(_fetch_documents_steps, _session)
-
-    def _document(self, doc_id: str) -> tuple[Document, list[Span], Floats, list[str]]:
-        cache = self._context.cache("docs")
-        if doc_id not in cache:
-            rows = self._context.read_rows(DOCUMENTS, ids=[doc_id])
-            cache[doc_id] = self._document_entry(rows[0]) if rows else None
-        entry = cache[doc_id]
-        if entry is None:
-            raise NotIndexedError(doc_id)
-        return entry
-
-    def _document_entry(
-        self, r: Mapping[str, Any]
-    ) -> tuple[Document, list[Span], Floats, list[str]]:
-        spans = [Span(a, b) for a, b in r["spans"] if a is not None]
-        vectors = (
-            np.stack([from_bytes(b) for b in r["vectors"]])
-            if spans
-            else np.zeros((0, self.embedder.dim), np.float32)
-        )
-        doc = Document(r["id"], r["text"], json.loads(r["metadata"]))
-        return doc, spans, vectors, list(r["themes"] or [])
-
-    def document(self, doc_id: str) -> Document:
-        """The stored document ``doc_id`` (``KeyError`` if absent)."""
-        return self._document(doc_id)[0]
-
-    def sentences(self, doc_id: str) -> list[Span]:
-        """Sentence spans of ``doc_id``."""
-        return self._document(doc_id)[1]
-
-    def sentence_vectors(self, doc_id: str) -> Floats:
-        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`."""
-        return self._document(doc_id)[2]
-
-    def themes(self, doc_id: str) -> list[str]:
-        """Themes of ``doc_id``."""
-        return self._document(doc_id)[3]
 
     def ssg_view(self) -> RemoteView:
         """The similarity graph as :class:`~semrag.retrieval.SSGRetriever` reads it.

@@ -1,0 +1,183 @@
+"""What a :class:`~semrag.neo4j.Neo4jIndex` reads of its stored documents and chunks.
+
+Two objects the index is composed of, each read written once (:func:`read_pair`): the
+documents (text, sentences, their vectors, themes), fetched as asked and kept within a
+``read()``, and the chunks by id or by span. The index offers their methods as its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from semrag.errors import NotIndexedError
+from semrag.neo4j._cypher import from_bytes
+from semrag.neo4j._index_cypher import (
+    CHUNK_KEYS,
+    DOC_CHUNKS,
+    DOCUMENTS,
+    OVERLAPPING_COLUMNS,
+    OVERLAPPING_MANY,
+)
+from semrag.neo4j._index_state import Floats
+from semrag.neo4j._read_context import ReadContext, chunk_from_row
+from semrag.neo4j._session import Ask, Steps, read_pair
+from semrag.types import Chunk, Document, Span
+
+__all__ = ["StoredChunks", "StoredDocuments"]
+
+_Entry = tuple[Document, list[Span], Floats, list[str]]
+
+
+class StoredDocuments:
+    """The stored documents, each read once per ``read()`` (or fetched several at once).
+
+    Args:
+        context: the index's reads (its session and what one ``read()`` keeps).
+        dim: the vectors' dimension.
+    """
+
+    def __init__(self, context: ReadContext, dim: int) -> None:
+        self._context = context
+        self._dim = dim
+
+    def _fetch_documents_steps(self, doc_ids: Sequence[str]) -> Steps[None]:
+        """Fetch these documents (text, sentences, vectors) in one round trip.
+
+        Kept for the rest of a ``read()`` (outside one there is nowhere to keep them); ids
+        not stored are left out (reading one of them later raises ``KeyError``).
+        """
+        cache = self._context.cache("docs")
+        missing = sorted({d for d in doc_ids if d not in cache})
+        if missing:
+            for r in (yield Ask(DOCUMENTS, {"ids": missing})):
+                cache[r["id"]] = self._entry(r)
+            for d in missing:
+                cache.setdefault(d, None)  # not stored: KeyError when read, no round trip
+
+    fetch_documents, afetch_documents = read_pair(
+        _fetch_documents_steps, lambda d: d._context.store.session
+    )
+
+    def _document(self, doc_id: str) -> _Entry:
+        cache = self._context.cache("docs")
+        if doc_id not in cache:
+            rows = self._context.read_rows(DOCUMENTS, ids=[doc_id])
+            cache[doc_id] = self._entry(rows[0]) if rows else None
+        entry = cache[doc_id]
+        if entry is None:
+            raise NotIndexedError(doc_id)
+        return entry
+
+    def _entry(self, r: Mapping[str, Any]) -> _Entry:
+        spans = [Span(a, b) for a, b in r["spans"] if a is not None]
+        vectors = (
+            np.stack([from_bytes(b) for b in r["vectors"]])
+            if spans
+            else np.zeros((0, self._dim), np.float32)
+        )
+        doc = Document(r["id"], r["text"], json.loads(r["metadata"]))
+        return doc, spans, vectors, list(r["themes"] or [])
+
+    def document(self, doc_id: str) -> Document:
+        """The stored document ``doc_id`` (``KeyError`` if absent)."""
+        return self._document(doc_id)[0]
+
+    def sentences(self, doc_id: str) -> list[Span]:
+        """Sentence spans of ``doc_id``."""
+        return self._document(doc_id)[1]
+
+    def sentence_vectors(self, doc_id: str) -> Floats:
+        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`."""
+        return self._document(doc_id)[2]
+
+    def themes(self, doc_id: str) -> list[str]:
+        """Themes of ``doc_id``."""
+        return self._document(doc_id)[3]
+
+
+class StoredChunks:
+    """The stored chunks, by id or by the spans they overlap (kept within a ``read()``).
+
+    Args:
+        context: the index's reads (its session and what one ``read()`` keeps).
+        dim: the vectors' dimension.
+    """
+
+    def __init__(self, context: ReadContext, dim: int) -> None:
+        self._context = context
+        self._dim = dim
+
+    def _chunks_of_steps(self, chunk_ids: Sequence[int]) -> Steps[list[Chunk]]:
+        """The chunks of these ids, in order (one round trip; ``NotIndexedError`` if absent)."""
+        return [c for c, _ in (yield from self._context.rows_steps(chunk_ids))]
+
+    chunks_of, achunks_of = read_pair(_chunks_of_steps, lambda c: c._context.store.session)
+
+    def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
+        """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
+        return self._context.run(self._context.rows_steps(ids))
+
+    def chunk(self, chunk_id: int) -> Chunk:
+        """The chunk stored under an integer id (``KeyError`` if absent)."""
+        return self._rows([chunk_id])[0][0]
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
+        """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
+        rows = self._rows(chunk_ids)
+        if not rows:
+            return np.zeros((0, self._dim), np.float32)
+        return np.stack([v for _, v in rows])
+
+    def chunks(self, doc_id: str) -> list[Chunk]:
+        """Chunks of one document, in its order."""
+        return [chunk_from_row(r) for r in self._context.read_rows(DOC_CHUNKS, doc_id=doc_id)]
+
+    def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
+        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
+        return self.overlapping_chunks_many([(doc_id, start, end)])[0]
+
+    def overlapping_chunks_many_steps(
+        self, spans: Sequence[tuple[str, int, int]]
+    ) -> Steps[list[list[int]]]:
+        """:meth:`overlapping_chunks` of each ``(doc_id, start, end)``, in one round trip.
+
+        The chunks come with them (kept for the rest of a ``read()``).
+        """
+        asked = [(d, int(a), int(b)) for d, a, b in spans]
+        unique = list(dict.fromkeys(asked))
+        if not unique:
+            return []
+        known = self._context.cache("chunks")
+        rows = yield Ask(
+            OVERLAPPING_MANY,
+            {"spans": [list(s) for s in unique], "known": list(known)},
+            OVERLAPPING_COLUMNS,
+        )
+        found: list[list[int]] = [[] for _ in unique]
+        for r in rows:
+            for c in r["chunks"]:
+                self._context.remember(dict(zip(CHUNK_KEYS, c, strict=True)))
+            for row, cid in r["hits"]:
+                found[row].append(int(cid))
+        at = {s: i for i, s in enumerate(unique)}
+        return [list(found[at[s]]) for s in asked]
+
+    overlapping_chunks_many, aoverlapping_chunks_many = read_pair(
+        overlapping_chunks_many_steps, lambda c: c._context.store.session
+    )
+
+    def read_steps(
+        self, method: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> tuple[Any, Steps[Any]] | None:
+        """The session and steps of :meth:`overlapping_chunks_many` (``None`` for another).
+
+        For :class:`semrag._steps.Together`: it runs in one statement with the index's
+        ``search_channels`` (:class:`~semrag._steps.BatchedReads`).
+        """
+        if method != self.overlapping_chunks_many:
+            return None
+        return self._context.store.session, self.overlapping_chunks_many_steps(*args, **kwargs)
