@@ -1,8 +1,8 @@
 """What a :class:`~semrag.neo4j.Neo4jIndex` reads of its stored documents and chunks.
 
-Two objects the index is composed of, each read written once (:func:`read_pair`): the
+One object the index is composed of, each read written once (:func:`read_pair`): the
 documents (text, sentences, their vectors, themes), fetched as asked and kept within a
-``read()``, and the chunks by id or by span. The index offers their methods as its own.
+``read()``, and the chunks by id or by span. The index offers its methods as its own.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from semrag.neo4j._read_context import ReadContext, chunk_from_row
 from semrag.neo4j._session import Ask, Steps, read_pair
 from semrag.types import Chunk, Document, Span
 
-__all__ = ["StoredChunks", "StoredDocuments"]
+__all__ = ["StoredCorpus"]
 
 _Entry = tuple[Document, list[Span], Floats, list[str]]
 
 
-class StoredDocuments:
-    """The stored documents, each read once per ``read()`` (or fetched several at once).
+class StoredCorpus:
+    """The stored documents and chunks, each read once per ``read()`` (or several at once).
 
     Args:
         context: the index's reads (its session and what one ``read()`` keeps).
@@ -97,19 +97,6 @@ class StoredDocuments:
     def themes(self, doc_id: str) -> list[str]:
         """Themes of ``doc_id``."""
         return self._document(doc_id)[3]
-
-
-class StoredChunks:
-    """The stored chunks, by id or by the spans they overlap (kept within a ``read()``).
-
-    Args:
-        context: the index's reads (its session and what one ``read()`` keeps).
-        dim: the vectors' dimension.
-    """
-
-    def __init__(self, context: ReadContext, dim: int) -> None:
-        self._context = context
-        self._dim = dim
 
     def _chunks_of_steps(self, chunk_ids: Sequence[int]) -> Steps[list[Chunk]]:
         """The chunks of these ids, in order (one round trip; ``NotIndexedError`` if absent)."""

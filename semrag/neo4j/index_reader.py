@@ -38,7 +38,7 @@ from semrag.neo4j._remote import (
     first_hits,
 )
 from semrag.neo4j._session import Ask, Neo4jSession, Steps, read_pair
-from semrag.neo4j._stored import StoredChunks, StoredDocuments
+from semrag.neo4j._stored import StoredCorpus
 from semrag.neo4j.graph_store import Neo4jGraphStore
 from semrag.neo4j.remote_passages import RemotePassages
 from semrag.neo4j.remote_ssg import RemoteView
@@ -77,8 +77,8 @@ class Neo4jIndex:
     The reads of the stored documents (``document``, ``sentences``, ``sentence_vectors``,
     ``themes``, ``fetch_documents``) and chunks (``chunk``, ``chunks``, ``chunks_of``,
     ``vectors_of``, ``overlapping_chunks``, ``overlapping_chunks_many`` and the async
-    twins) are those of the two objects it is composed of
-    (:class:`~semrag.neo4j._stored.StoredDocuments`, :class:`~semrag.neo4j._stored.StoredChunks`).
+    twins) are those of the object it is composed of
+    (:class:`~semrag.neo4j._stored.StoredCorpus`).
 
     Args:
         store: the :class:`~semrag.neo4j.Neo4jGraphStore` (connection and database).
@@ -153,11 +153,10 @@ class Neo4jIndex:
         self.dense = ChunkDense(self._context)
         self.sparse = RemoteSparse(self._context)
         # the stored documents and chunks: their reads are the index's own
-        docs = StoredDocuments(self._context, self.embedder.dim)
+        docs = chunks = StoredCorpus(self._context, self.embedder.dim)
         self.document, self.sentences = docs.document, docs.sentences
         self.sentence_vectors, self.themes = docs.sentence_vectors, docs.themes
         self.fetch_documents, self.afetch_documents = docs.fetch_documents, docs.afetch_documents
-        chunks = StoredChunks(self._context, self.embedder.dim)
         self.chunk, self.chunks, self.vectors_of = chunks.chunk, chunks.chunks, chunks.vectors_of
         self.chunks_of, self.achunks_of = chunks.chunks_of, chunks.achunks_of
         self.overlapping_chunks = chunks.overlapping_chunks
@@ -195,7 +194,7 @@ class Neo4jIndex:
         """The session and steps of :meth:`search_channels` (``None`` for another method).
 
         For :class:`semrag._steps.Together`: it and ``overlapping_chunks_many`` (whose
-        steps :class:`~semrag.neo4j._stored.StoredChunks` gives), which do not depend on
+        steps :class:`~semrag.neo4j._stored.StoredCorpus` gives), which do not depend on
         each other, run as one statement.
         """
         if method != self.search_channels:

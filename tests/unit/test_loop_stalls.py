@@ -573,9 +573,9 @@ ELSEWHERE = (
         f"semrag.neo4j._stored:{name}": "tests/graph/test_neo4j_index.py"
         "::test_the_readers_async_twins_leave_the_loop_free"
         for name in (
-            "StoredChunks.aoverlapping_chunks_many",
-            "StoredChunks.achunks_of",
-            "StoredDocuments.afetch_documents",
+            "StoredCorpus.aoverlapping_chunks_many",
+            "StoredCorpus.achunks_of",
+            "StoredCorpus.afetch_documents",
         )
     }
     | {
