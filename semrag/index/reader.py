@@ -33,7 +33,7 @@ capability), and uses a protocol check, never attribute probing, for what it can
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
@@ -50,6 +50,7 @@ from semrag.types import Chunk, Document, ScoredChunk, Span
 if TYPE_CHECKING:
     from semrag.index.change import IndexedDocument
     from semrag.index.derived import DerivedParts
+    from semrag.index.parts.ssg import SSGConfig
 
 _P = TypeVar("_P")
 
@@ -228,7 +229,7 @@ class SimilarityGraphReads(Protocol):
     """The semantic similarity graph the SSG traversals walk."""
 
     @property
-    def ssg_config(self) -> Any:
+    def ssg_config(self) -> SSGConfig | None:
         """The graph's :class:`~semrag.index.parts.ssg.SSGConfig`, or ``None`` when none is kept."""
         ...
 
@@ -251,7 +252,7 @@ class CorpusReader(CorpusReads, CorpusSearch, SimilarityGraphReads, Protocol):
 class AsyncVersion(Protocol):
     """An index or a graph whose version is read from a database (awaited)."""
 
-    async def acurrent_version(self) -> Any:
+    async def acurrent_version(self) -> Hashable:
         """Async twin of ``current_version``."""
         ...
 

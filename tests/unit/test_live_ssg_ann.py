@@ -16,8 +16,6 @@ of the changes), so these tests check what it promises instead:
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -53,10 +51,10 @@ def rounded(docs: list[IndexedDocument], cfg: SSGConfig) -> list[IndexedDocument
     if cfg.vector_dtype == "float32":
         return docs
     return [
-        dataclasses.replace(
-            d,
-            sentence_vectors=d.sentence_vectors.astype(np.float16).astype(np.float32),
-            node_vectors=d.node_vectors.astype(np.float16).astype(np.float32),
+        d.with_windows(
+            d.node_ranges,
+            d.sentence_vectors.astype(np.float16).astype(np.float32),
+            d.node_vectors.astype(np.float16).astype(np.float32),
         )
         for d in docs
     ]
