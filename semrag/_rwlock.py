@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from semrag.index.reader import CorpusReader
+
+_R = TypeVar("_R")
 
 __all__ = ["ProvidesReader", "RWLock", "as_reader", "reading"]
 
@@ -110,7 +112,7 @@ class ProvidesReader(Protocol):
         ...
 
 
-def as_reader(index: CorpusReader | ProvidesReader) -> CorpusReader:
+def as_reader(index: _R | ProvidesReader) -> _R | CorpusReader:
     """What a retriever reads of ``index``: its :meth:`reader`, or ``index`` when it is one.
 
     A :class:`~semrag.SemanticIndex` keeps its users' API and offers the reads on

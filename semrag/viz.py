@@ -12,6 +12,7 @@ import numpy as np
 
 from semrag._rwlock import as_reader
 from semrag.errors import ConfigError, missing_dependency
+from semrag.index.reader import SimilarityGraphReads, need
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -127,7 +128,7 @@ def plot_traversal(
             hops.append((p["from"], p["node"]))
     neighbours: set[int] = set()
     if index is not None:
-        graph = as_reader(index).ssg_view().graph
+        graph = need(as_reader(index), SimilarityGraphReads, by="plot_traversal").ssg_view().graph
         for node in list(order):
             ids, scores, kinds = graph.neighbours(node)
             for j, sc, kd in list(zip(ids.tolist(), scores.tolist(), kinds.tolist(), strict=True))[

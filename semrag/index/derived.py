@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from semrag._rwlock import reading
 from semrag.index.change import IndexedDocument
-from semrag.index.reader import CorpusReads, HoldsRecords, need
+from semrag.index.reader import CorpusReader, HoldsRecords, need
 
 __all__ = ["Derivable", "DerivedParts", "derived"]
 
@@ -74,7 +74,7 @@ class DerivedParts:
 
 
 def derived(
-    reader: CorpusReads,
+    reader: CorpusReader,
     key: Hashable,
     make: Callable[[HoldsRecords], D],
     *,
@@ -102,16 +102,17 @@ def derived(
         if part is None or part.embedder is not reader.embedder:  # new, or reembedded
             part = slot.part = make(records)
             slot.version = None
-        if slot.version != reader.version:
+        version = reader.current_version()
+        if slot.version != version:
             started = time.perf_counter()
-            part.sync([records.indexed(d) for d in reader.doc_ids], reader.version)
-            slot.version = reader.version
+            part.sync([records.indexed(d) for d in reader.doc_ids], version)
+            slot.version = version
             logger.info(
                 "%s: derived %r for version %d in %.2f s (an index keeps it with "
                 "SemanticIndex(passages=True) / SemanticIndex(pieces=split) or index.enable())",
                 by,
                 key,
-                reader.version,
+                version,
                 time.perf_counter() - started,
             )
         return part

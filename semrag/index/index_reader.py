@@ -17,13 +17,12 @@ Examples:
     >>> reader = index.reader()
     >>> with reader.read():
     ...     ids = reader.overlapping_chunks(index.doc_ids[0], 0, 5)
-    >>> [reader.chunk(i).text[:4] for i in ids]
+    >>> [c.text[:4] for c in reader.chunks_of(ids)]
     ['Bees']
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
@@ -31,7 +30,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from semrag._validation import check_query
 from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError
@@ -46,13 +44,22 @@ from semrag.index.parts.part_set import PartSet
 from semrag.index.parts.pieces import PieceIndex
 from semrag.index.parts.sparse import BM25Index
 from semrag.index.parts.ssg import SSGConfig
+from semrag.index.reader import DocumentRecord, aquery_vector, query_vector
 from semrag.index.search import IndexSearch
 from semrag.llm import LLM
 from semrag.text.tokens import Tokenizer
-from semrag.types import Chunk, Document, ScoredChunk, Span
+from semrag.types import Chunk, Span
 
 if TYPE_CHECKING:
     from semrag.index.ingest.ingestion import Ingestion
+    from semrag.index.reader import (
+        CorpusReader,
+        CorpusSearch,
+        HoldsRecords,
+        KeptParts,
+        PieceReads,
+        SimilarityGraphReads,
+    )
 
 __all__ = ["IndexReader"]
 
@@ -169,20 +176,15 @@ class IndexReader:
         return self.corpus.follows(part)
 
     # -- documents and chunks ---------------------------------------------------------
-    def __len__(self) -> int:
-        return len(self.corpus)
-
-    def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self.corpus
-
     @property
     def doc_ids(self) -> list[str]:
         """Ids of the indexed documents, in insertion order."""
         return self.corpus.doc_ids
 
-    def document(self, doc_id: str) -> Document:
-        """The indexed document ``doc_id`` (:class:`~semrag.errors.NotIndexedError` if absent)."""
-        return self.corpus.entry(doc_id).doc
+    def documents(self, doc_ids: Sequence[str]) -> dict[str, DocumentRecord]:
+        """The records of these documents (their :meth:`indexed` records); absent ids left out."""
+        with self.corpus.read():
+            return {d: self.corpus.entry(d) for d in doc_ids if d in self.corpus}
 
     def indexed(self, doc_id: str) -> IndexedDocument:
         """The record ingestion made of ``doc_id``: its sentences, chunks and vectors.
@@ -210,10 +212,10 @@ class IndexReader:
             return list(self.corpus.entry(doc_id).chunks)
         return [c for e in self.corpus.records() for c in e.chunks]
 
-    def chunk(self, chunk_id: int) -> Chunk:
-        """The chunk stored under an integer id of the dense/BM25 indexes."""
+    def chunks_of(self, chunk_ids: Sequence[int]) -> list[Chunk]:
+        """The chunks stored under these integer ids of the dense/BM25 indexes, in order."""
         with self.corpus.read():
-            return self.corpus.chunk(chunk_id)
+            return [self.corpus.chunk(int(i)) for i in chunk_ids]
 
     def chunk_ids(self, doc_id: str) -> list[int]:
         """Integer ids of ``doc_id``'s chunks, in document order."""
@@ -236,16 +238,12 @@ class IndexReader:
 
     # -- vectors and scores -----------------------------------------------------------
     def embed_query(self, query: str) -> Floats:
-        """The query's vector."""
-        if not isinstance(query, str):
-            raise ConfigError(f"query must be str, got {type(query).__name__}")
-        return self.embedder.embed([query])[0]
+        """The query's vector (:func:`~semrag.index.reader.query_vector`)."""
+        return query_vector(self, query)
 
     async def aembed_query(self, query: str) -> Floats:
         """Async twin of :meth:`embed_query`."""
-        if not isinstance(query, str):
-            raise ConfigError(f"query must be str, got {type(query).__name__}")
-        return (await self.embedder.aembed([query]))[0]
+        return await aquery_vector(self, query)
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
         """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
@@ -258,26 +256,6 @@ class IndexReader:
     def dense_search(self, vector: Floats, k: int) -> tuple[Floats, npt.NDArray[np.int64]]:
         """Dense top-``k`` as arrays: cosine similarities and chunk ids, best first."""
         return self._search.dense(vector, k)
-
-    def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for a query vector."""
-        return self._search.vector(vector, k)
-
-    def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for ``query``."""
-        check_query("SemanticIndex.search", query)
-        return self._search.vector(self.embed_query(query), k)
-
-    async def asearch(self, query: str, k: int = 10) -> list[ScoredChunk]:
-        """Async twin of :meth:`search`."""
-        check_query("SemanticIndex.search", query)
-        vector = await self.aembed_query(query)
-        return await asyncio.to_thread(self._search.vector, vector, k)
-
-    def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
-        """BM25 top-``k`` chunks for ``query`` (positive scores only)."""
-        check_query("SemanticIndex.search_sparse", query)
-        return self._search.sparse(query, k)
 
     def search_channels(
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
@@ -328,4 +306,14 @@ class IndexReader:
         return view
 
     def __repr__(self) -> str:
-        return f"IndexReader(documents={len(self)}, version={self.version})"
+        return f"IndexReader(documents={len(self.corpus)}, version={self.version})"
+
+
+if TYPE_CHECKING:  # mypy checks that the reader keeps the contract it offers
+
+    def _keeps_the_contract(
+        r: IndexReader,
+    ) -> tuple[
+        CorpusReader, CorpusSearch, SimilarityGraphReads, HoldsRecords, PieceReads, KeptParts
+    ]:
+        return r, r, r, r, r, r

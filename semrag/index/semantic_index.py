@@ -359,7 +359,7 @@ class SemanticIndex:
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk stored under an integer id of the dense/BM25 indexes."""
-        return self._reader.chunk(chunk_id)
+        return self._reader.chunks_of([chunk_id])[0]
 
     # -- searches (IndexSearch's; the query embedded here) ----------------------------
 

@@ -250,9 +250,8 @@ CHUNK_SENTENCES = (
     "RETURN s.vec } AS vecs"
 )
 CHUNKS = f"UNWIND $ids AS i MATCH (c:SemragChunk {{id: i}}) RETURN {_CHUNK_FIELDS}, c.vec AS vec"
-DOC_CHUNKS = (
-    f"MATCH (c:SemragChunk {{doc_id: $doc_id}}) RETURN {_CHUNK_FIELDS} ORDER BY c.index, c.id"
-)
+COUNT_DOCS = "MATCH (d:SemragDocument) RETURN count(d) AS n"
+HAS_DOC = "MATCH (d:SemragDocument {id: $id}) RETURN count(d) AS n"
 PIECES_SEARCH = (  # as DENSE, over SKETCH's pieces; each with its parent chunk
     "UNWIND range(0, size($vectors) - 1) AS row "
     "CALL (row) { CALL db.index.vector.queryNodes('semrag_piece_embedding', $n, $vectors[row]) "
@@ -294,8 +293,6 @@ DOCUMENTS = (
 )
 DOC_IDS = "MATCH (d:SemragDocument) RETURN d.id AS id ORDER BY d.id"
 COUNT_CHUNKS = "MATCH (c:SemragChunk) RETURN count(c) AS n"
-COUNT_DOCS = "MATCH (d:SemragDocument) RETURN count(d) AS n"
-HAS_DOC = "MATCH (d:SemragDocument {id: $id}) RETURN count(d) AS n"
 COUNTS = (
     "CALL () { MATCH (d:SemragDocument) RETURN count(d) AS documents } "
     "CALL () { MATCH (c:SemragChunk) RETURN count(c) AS chunks } "

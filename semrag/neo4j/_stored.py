@@ -9,27 +9,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from semrag.errors import NotIndexedError
 from semrag.neo4j._cypher import from_bytes
 from semrag.neo4j._index_cypher import (
     CHUNK_KEYS,
-    DOC_CHUNKS,
     DOCUMENTS,
     OVERLAPPING_COLUMNS,
     OVERLAPPING_MANY,
 )
 from semrag.neo4j._index_state import Floats
-from semrag.neo4j._read_context import ReadContext, chunk_from_row
+from semrag.neo4j._read_context import ReadContext
 from semrag.neo4j._session import Ask, Steps, read_pair
 from semrag.types import Chunk, Document, Span
 
-__all__ = ["StoredCorpus"]
+__all__ = ["StoredCorpus", "StoredDocument"]
 
-_Entry = tuple[Document, list[Span], Floats, list[str]]
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """A stored document as retrievers read it (:class:`~semrag.index.reader.DocumentRecord`)."""
+
+    doc: Document
+    sentences: list[Span]
+    sentence_vectors: Floats
+    themes: list[str]
 
 
 class StoredCorpus:
@@ -44,35 +51,24 @@ class StoredCorpus:
         self._context = context
         self._dim = dim
 
-    def _fetch_documents_steps(self, doc_ids: Sequence[str]) -> Steps[None]:
-        """Fetch these documents (text, sentences, vectors) in one round trip.
+    def _documents_steps(self, doc_ids: Sequence[str]) -> Steps[dict[str, StoredDocument]]:
+        """The records of these documents, in one round trip; ids not stored are left out.
 
-        Kept for the rest of a ``read()`` (outside one there is nowhere to keep them); ids
-        not stored are left out (reading one of them later raises ``KeyError``).
+        Kept for the rest of a ``read()`` (outside one, for this call only).
         """
         cache = self._context.cache("docs")
         missing = sorted({d for d in doc_ids if d not in cache})
+        fetched: dict[str, StoredDocument | None] = dict.fromkeys(missing)
         if missing:
             for r in (yield Ask(DOCUMENTS, {"ids": missing})):
-                cache[r["id"]] = self._entry(r)
-            for d in missing:
-                cache.setdefault(d, None)  # not stored: KeyError when read, no round trip
+                fetched[r["id"]] = self._entry(r)
+            cache.update(fetched)  # None: not stored, known without another trip
+        found = {d: fetched[d] if d in fetched else cache[d] for d in doc_ids}
+        return {d: e for d, e in found.items() if e is not None}
 
-    fetch_documents, afetch_documents = read_pair(
-        _fetch_documents_steps, lambda d: d._context.store.session
-    )
+    documents, adocuments = read_pair(_documents_steps, lambda d: d._context.store.session)
 
-    def _document(self, doc_id: str) -> _Entry:
-        cache = self._context.cache("docs")
-        if doc_id not in cache:
-            rows = self._context.read_rows(DOCUMENTS, ids=[doc_id])
-            cache[doc_id] = self._entry(rows[0]) if rows else None
-        entry = cache[doc_id]
-        if entry is None:
-            raise NotIndexedError(doc_id)
-        return entry
-
-    def _entry(self, r: Mapping[str, Any]) -> _Entry:
+    def _entry(self, r: Mapping[str, Any]) -> StoredDocument:
         spans = [Span(a, b) for a, b in r["spans"] if a is not None]
         vectors = (
             np.stack([from_bytes(b) for b in r["vectors"]])
@@ -80,23 +76,7 @@ class StoredCorpus:
             else np.zeros((0, self._dim), np.float32)
         )
         doc = Document(r["id"], r["text"], json.loads(r["metadata"]))
-        return doc, spans, vectors, list(r["themes"] or [])
-
-    def document(self, doc_id: str) -> Document:
-        """The stored document ``doc_id`` (``KeyError`` if absent)."""
-        return self._document(doc_id)[0]
-
-    def sentences(self, doc_id: str) -> list[Span]:
-        """Sentence spans of ``doc_id``."""
-        return self._document(doc_id)[1]
-
-    def sentence_vectors(self, doc_id: str) -> Floats:
-        """Unit vectors of ``doc_id``'s sentences, aligned with :meth:`sentences`."""
-        return self._document(doc_id)[2]
-
-    def themes(self, doc_id: str) -> list[str]:
-        """Themes of ``doc_id``."""
-        return self._document(doc_id)[3]
+        return StoredDocument(doc, spans, vectors, list(r["themes"] or []))
 
     def _chunks_of_steps(self, chunk_ids: Sequence[int]) -> Steps[list[Chunk]]:
         """The chunks of these ids, in order (one round trip; ``NotIndexedError`` if absent)."""
@@ -104,33 +84,17 @@ class StoredCorpus:
 
     chunks_of, achunks_of = read_pair(_chunks_of_steps, lambda c: c._context.store.session)
 
-    def _rows(self, ids: Sequence[int]) -> list[tuple[Chunk, Floats]]:
-        """``(chunk, vector)`` of each id: one round trip for those not fetched in this read."""
-        return self._context.run(self._context.rows_steps(ids))
-
-    def chunk(self, chunk_id: int) -> Chunk:
-        """The chunk stored under an integer id (``KeyError`` if absent)."""
-        return self._rows([chunk_id])[0][0]
-
     def vectors_of(self, chunk_ids: Sequence[int]) -> Floats:
         """Stored unit vectors of the given chunks, shape ``(len(chunk_ids), dim)``."""
-        rows = self._rows(chunk_ids)
+        rows = self._context.run(self._context.rows_steps(chunk_ids))
         if not rows:
             return np.zeros((0, self._dim), np.float32)
         return np.stack([v for _, v in rows])
 
-    def chunks(self, doc_id: str) -> list[Chunk]:
-        """Chunks of one document, in its order."""
-        return [chunk_from_row(r) for r in self._context.read_rows(DOC_CHUNKS, doc_id=doc_id)]
-
-    def overlapping_chunks(self, doc_id: str, start: int, end: int) -> list[int]:
-        """Ids of ``doc_id``'s chunks that share a character with ``[start, end)``."""
-        return self.overlapping_chunks_many([(doc_id, start, end)])[0]
-
     def overlapping_chunks_many_steps(
         self, spans: Sequence[tuple[str, int, int]]
     ) -> Steps[list[list[int]]]:
-        """:meth:`overlapping_chunks` of each ``(doc_id, start, end)``, in one round trip.
+        """Ids of the chunks overlapping each ``(doc_id, start, end)``, in one round trip.
 
         The chunks come with them (kept for the rest of a ``read()``).
         """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -14,6 +14,7 @@ from semrag._validation import check_k, check_query
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError
 from semrag.index.parts.ssg import SSGConfig
+from semrag.index.reader import aquery_vector, query_vector
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import (
     CHANNELS,
@@ -45,6 +46,16 @@ from semrag.neo4j.remote_ssg import RemoteView
 from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import ScoredChunk
 
+if TYPE_CHECKING:
+    from semrag.index.reader import (
+        AsyncReads,
+        CorpusReader,
+        CorpusSearch,
+        KeptParts,
+        PieceReads,
+        SimilarityGraphReads,
+    )
+
 _CLAUSES = 1000  # words and id tokens in one Lucene query (it allows 1,024 clauses)
 
 
@@ -58,12 +69,11 @@ class Neo4jIndex:
 
     Every read is a query to the database (counted in ``store.reads``); within
     ``with index.read():`` the chunks, documents and vectors a query has fetched are kept
-    for the rest of the block, so one retrieval asks for each at most once. It offers
-    the read methods of :class:`~semrag.SemanticIndex` that dense and sparse search,
-    :class:`~semrag.retrieval.IntentAwareRetriever` (with PPR as its extended channel when
-    the writer kept the passage phrases: see :attr:`parts`),
-    :class:`~semrag.retrieval.PPRRetriever` (the default ``GraphRetriever()``) and
-    :class:`~semrag.postprocess.SPC` use.
+    for the rest of the block, so one retrieval asks for each at most once. It is a
+    reader (:class:`~semrag.index.reader.CorpusReader`, :class:`~semrag.index.reader.CorpusSearch`
+    and the async twins): every retriever and :class:`~semrag.postprocess.SPC` run over it
+    (IAR with PPR as its extended channel when the writer kept the passage phrases: see
+    :attr:`parts`); ``search`` and ``search_sparse`` are its users' own.
 
     Each round trip reads one committed version (a change is one transaction); a change
     that lands between two round trips of one query can be seen by the second only.
@@ -74,11 +84,9 @@ class Neo4jIndex:
     steps that ask for statements; the sync and the async method drive the same steps.
     ``read()`` is a context, not a lock, so a coroutine holds it across its awaits
     (it offers :class:`~semrag.index.reader.AsyncReads`), which IAR's async path does.
-    The reads of the stored documents (``document``, ``sentences``, ``sentence_vectors``,
-    ``themes``, ``fetch_documents``) and chunks (``chunk``, ``chunks``, ``chunks_of``,
-    ``vectors_of``, ``overlapping_chunks``, ``overlapping_chunks_many`` and the async
-    twins) are those of the object it is composed of
-    (:class:`~semrag.neo4j._stored.StoredCorpus`).
+    The reads of the stored documents (``documents``) and chunks (``chunks_of``,
+    ``vectors_of``, ``overlapping_chunks_many`` and the async twins) are those of the
+    object it is composed of (:class:`~semrag.neo4j._stored.StoredCorpus`).
 
     Args:
         store: the :class:`~semrag.neo4j.Neo4jGraphStore` (connection and database).
@@ -153,15 +161,12 @@ class Neo4jIndex:
         self.dense = ChunkDense(self._context)
         self.sparse = RemoteSparse(self._context)
         # the stored documents and chunks: their reads are the index's own
-        docs = chunks = StoredCorpus(self._context, self.embedder.dim)
-        self.document, self.sentences = docs.document, docs.sentences
-        self.sentence_vectors, self.themes = docs.sentence_vectors, docs.themes
-        self.fetch_documents, self.afetch_documents = docs.fetch_documents, docs.afetch_documents
-        self.chunk, self.chunks, self.vectors_of = chunks.chunk, chunks.chunks, chunks.vectors_of
-        self.chunks_of, self.achunks_of = chunks.chunks_of, chunks.achunks_of
-        self.overlapping_chunks = chunks.overlapping_chunks
-        self.overlapping_chunks_many = chunks.overlapping_chunks_many
-        self.aoverlapping_chunks_many = chunks.aoverlapping_chunks_many
+        stored = StoredCorpus(self._context, self.embedder.dim)
+        self.documents, self.adocuments = stored.documents, stored.adocuments
+        self.chunks_of, self.achunks_of = stored.chunks_of, stored.achunks_of
+        self.vectors_of = stored.vectors_of
+        self.overlapping_chunks_many = stored.overlapping_chunks_many
+        self.aoverlapping_chunks_many = stored.aoverlapping_chunks_many
 
     @property
     def parts(self) -> dict[str, Any]:
@@ -203,7 +208,7 @@ class Neo4jIndex:
 
     @property
     def version(self) -> int:
-        """The index version the database holds."""
+        """The index version the database holds (a round trip)."""
         return self.current_version()
 
     def _current_version_steps(self) -> Steps[int]:
@@ -214,14 +219,6 @@ class Neo4jIndex:
     current_version, acurrent_version = read_pair(_current_version_steps, _session)
 
     # -- searches -------------------------------------------------------------------------------
-    def embed_query(self, query: str) -> Floats:
-        """The query's unit vector."""
-        return self.embedder.embed([query])[0]
-
-    async def aembed_query(self, query: str) -> Floats:
-        """Async twin of :meth:`embed_query`."""
-        return (await self.embedder.aembed([query]))[0]
-
     def _search_channels_steps(
         self, vectors: npt.ArrayLike, queries: Sequence[str], k: int
     ) -> Steps[tuple[Ints, list[list[tuple[int, float]]]]]:
@@ -272,16 +269,6 @@ class Neo4jIndex:
 
     dense_search, adense_search = read_pair(_dense_search_steps, _session)
 
-    def search_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for a query vector (exact scores, as the embedded index)."""
-        with self.read():
-            return self._context.run(self._search_vector_steps(vector, k))
-
-    async def asearch_vector(self, vector: Floats, k: int) -> list[ScoredChunk]:
-        """Async twin of :meth:`search_vector`."""
-        with self.read():
-            return await self._context.arun(self._search_vector_steps(vector, k))
-
     def _search_vector_steps(self, vector: Floats, k: int) -> Steps[list[ScoredChunk]]:
         k = check_k("Neo4jIndex.search", k, 10)
         scores, ids = yield from self._context.dense_steps(
@@ -295,14 +282,19 @@ class Neo4jIndex:
         ]
 
     def search(self, query: str, k: int = 10) -> list[ScoredChunk]:
-        """Dense top-``k`` chunks for ``query`` (one round trip: the chunks come with them)."""
-        check_query("Neo4jIndex.search", query)
-        return self.search_vector(self.embed_query(query), k)
+        """Dense top-``k`` chunks for ``query``, scored exactly as the embedded index scores them.
+
+        One round trip: the chunks come with them.
+        """
+        vector = query_vector(self, check_query("Neo4jIndex.search", query))
+        with self.read():
+            return self._context.run(self._search_vector_steps(vector, k))
 
     async def asearch(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Async twin of :meth:`search` (on the async driver)."""
-        check_query("Neo4jIndex.search", query)
-        return await self.asearch_vector(await self.aembed_query(query), k)
+        vector = await aquery_vector(self, check_query("Neo4jIndex.search", query))
+        with self.read():
+            return await self._context.arun(self._search_vector_steps(vector, k))
 
     def search_sparse(self, query: str, k: int = 10) -> list[ScoredChunk]:
         """Full-text (Lucene BM25) top-``k`` chunks for ``query``."""
@@ -324,14 +316,13 @@ class Neo4jIndex:
             for r, ((c, _), (_, s)) in enumerate(zip(rows, hits, strict=True))
         ]
 
-    def sparse_scores(self, query: str, chunk_ids: Sequence[int]) -> npt.NDArray[np.float64]:
-        """Full-text scores of ``query`` for the given chunks (0 where no term matches)."""
-        return self.sparse_scores_many([query], chunk_ids)[0]
-
     def _sparse_scores_many_steps(
         self, queries: Sequence[str], chunk_ids: Sequence[int]
     ) -> Steps[npt.NDArray[np.float64]]:
-        """:meth:`sparse_scores` of each query, in one round trip."""
+        """Full-text scores of each query for the given chunks (0 where no term matches).
+
+        One round trip; shape ``(len(queries), len(chunk_ids))``.
+        """
         ids = [int(i) for i in chunk_ids]
         out = np.zeros((len(queries), len(ids)), np.float64)
         if not ids or not queries:
@@ -395,3 +386,11 @@ class Neo4jIndex:
 
     def __repr__(self) -> str:
         return f"Neo4jIndex({self.store!r}, embedder={self.embedder!r})"
+
+
+if TYPE_CHECKING:  # mypy checks that the reader keeps the contract it offers
+
+    def _keeps_the_contract(
+        r: Neo4jIndex,
+    ) -> tuple[CorpusReader, CorpusSearch, SimilarityGraphReads, AsyncReads, PieceReads, KeptParts]:
+        return r, r, r, r, r, r

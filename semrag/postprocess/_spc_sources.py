@@ -11,7 +11,7 @@ from semrag.text.sentences import split_sentences
 from semrag.types import Chunk, ScoredChunk
 
 if TYPE_CHECKING:  # postprocess is below index: the protocol is only a type here
-    from semrag.index.reader import CorpusReader
+    from semrag.index.reader import CorpusReader, DocumentRecord
 
 Sources = Mapping[str, str] | Callable[[str], "str | None"]
 
@@ -32,13 +32,18 @@ class SourceLookup:
 
     def text(self, doc_id: str) -> tuple[str | None, bool]:
         """The document's text (``None`` when unknown) and whether the index holds it."""
-        if self.index is not None and doc_id in self.index:
-            return self.index.document(doc_id).text, True
+        record = self._record(doc_id)
+        if record is not None:
+            return record.doc.text, True
         if self.sources is None:
             return None, False
         if callable(self.sources):
             return self.sources(doc_id), False
         return self.sources.get(doc_id), False
+
+    def _record(self, doc_id: str) -> DocumentRecord | None:
+        """The index's record of the document, or ``None``."""
+        return None if self.index is None else self.index.documents([doc_id]).get(doc_id)
 
     def source(self, chunk: Chunk) -> tuple[Source | None, str]:
         """The chunk's source and ``""``, or ``None`` and why not."""
@@ -49,10 +54,9 @@ class SourceLookup:
             return None, "offsets_unknown"
         if text[chunk.start : chunk.end] != chunk.text:
             return None, "source_mismatch"
-        if indexed and self.index is not None:
-            index = self.index
-            sentences, vectors = index.sentences(chunk.doc_id), index.sentence_vectors(chunk.doc_id)
-            return Source(text, sentences, vectors), ""
+        record = self._record(chunk.doc_id) if indexed else None
+        if record is not None:
+            return Source(text, list(record.sentences), record.sentence_vectors), ""
         return Source(text, split_sentences(text), None), ""
 
     def locate(self, hit: ScoredChunk) -> ScoredChunk:

@@ -377,10 +377,11 @@ class SPC(Params):
 
     def _stored_chunk_vector(self, chunk: Chunk) -> np.ndarray | None:
         """The index's vector of ``chunk`` when it is one of the index's chunks."""
-        if self.index is None or chunk.doc_id not in self.index or chunk.start < 0:
+        if self.index is None or chunk.start < 0:
             return None
-        for cid in self.index.overlapping_chunks(chunk.doc_id, chunk.start, chunk.end):
-            c = self.index.chunk(cid)
+        span = (chunk.doc_id, chunk.start, chunk.end)
+        cids = self.index.overlapping_chunks_many([span])[0]  # none: not the index's
+        for cid, c in zip(cids, self.index.chunks_of(cids), strict=True):
             if (c.start, c.end) == (chunk.start, chunk.end) and c.text == chunk.text:
                 return self.index.vectors_of([cid])[0]
         return None

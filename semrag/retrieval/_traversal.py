@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag.index.reader import SimilarityGraphView
+
 Floats = npt.NDArray[np.float32]
 
 
@@ -59,7 +61,7 @@ NEXT_HOP = {
 class Context:
     """Query-side caches shared by the algorithms (similarities computed lazily)."""
 
-    def __init__(self, view: Any, q: Floats) -> None:
+    def __init__(self, view: SimilarityGraphView, q: Floats) -> None:
         self.view = view  # one consistent version of the index for the whole query
         self.graph = view.graph
         self.q = q.astype(np.float32)
@@ -143,10 +145,10 @@ class LLMFailed:
     reason: str
 
 
-def same_document(view: Any, a: int, b: int) -> bool:
+def same_document(view: SimilarityGraphView, a: int, b: int) -> bool:
     return view.sentence_location(a)[0] == view.sentence_location(b)[0]
 
 
-def sentence_entry(view: Any, s: int, score: float) -> dict[str, Any]:
+def sentence_entry(view: SimilarityGraphView, s: int, score: float) -> dict[str, Any]:
     _, span = view.sentence_location(s)
     return {"start": span.start, "end": span.end, "score": score}

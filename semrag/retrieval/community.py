@@ -46,9 +46,10 @@ from semrag.index.reader import (
     AsyncReads,
     AsyncVersion,
     CorpusReader,
-    CorpusReads,
-    CorpusSearch,
+    aquery_vector,
+    documents_read,
     overlapping_read,
+    query_vector,
     require,
 )
 from semrag.postprocess.stitch import covering_sentences
@@ -174,7 +175,7 @@ class CommunityRetriever(Params):
         k, tau_e, tau_d, max_entities = p["k"], p["tau_e"], p["tau_d"], p["max_entities"]
         window, top_communities, level = p["window"], p["top_communities"], p["level"]
         centrality_weight = p["centrality_weight"]
-        require(index, CorpusReads, CorpusSearch, by="CommunityRetriever")
+        require(index, CorpusReader, by="CommunityRetriever")
         self.index = index
         self.graph = p["graph"]
         self.strategy = p["strategy"]
@@ -196,7 +197,7 @@ class CommunityRetriever(Params):
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Top ``k`` results for ``query``."""
         k = check_k("CommunityRetriever", k, self.k)
-        q = self.index.embed_query(check_query("CommunityRetriever", query))
+        q = query_vector(self.index, check_query("CommunityRetriever", query))
         return self._run(q, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
@@ -210,7 +211,7 @@ class CommunityRetriever(Params):
         on the embedded index the search runs in one worker thread.
         """
         k = check_k("CommunityRetriever", k, self.k)
-        q = await self.index.aembed_query(check_query("CommunityRetriever", query))
+        q = await aquery_vector(self.index, check_query("CommunityRetriever", query))
         if not offers(self.index, AsyncReads):  # a lock held by one thread
             return await asyncio.to_thread(self._run, q, k)
         with reading(self.index, followers=True):
@@ -262,8 +263,8 @@ class CommunityRetriever(Params):
         ranked = _ranked(best)
         out: list[ScoredChunk] = []
         tokens = 0
-        for cid, (score, g_q, why) in ranked:
-            c = self.index.chunk(cid)
+        chunks = self.index.chunks_of([cid for cid, _ in ranked])
+        for c, (_, (score, g_q, why)) in zip(chunks, ranked, strict=True):
             if self.window is not None and out and tokens + c.token_count > self.window:
                 break
             prov = {"channel": "community", "mode": "local", "entities": why}
@@ -332,14 +333,13 @@ class CommunityRetriever(Params):
                         count[r] = count.get(r, 0) + 1
                 picked[comm.id] = sorted(count, key=lambda c: (-count[c], c))[: self.max_chunks]
             docs = sorted({d for chunks in picked.values() for d, _, _ in chunks})
-            yield _fetch_documents(self.index, docs)
+            records = yield documents_read(self.index, docs)
             for comm in todo:
                 found = []
                 for doc_id, start, end in sorted(picked[comm.id]):
-                    try:
-                        spans = self.index.sentences(doc_id)
-                    except KeyError:  # the graph still mentions a document the index lost
+                    if doc_id not in records:  # the graph still mentions a document the index lost
                         continue
+                    spans = records[doc_id].sentences
                     found.append((doc_id, *covering_sentences(spans, start, end)))
                 points[comm.id] = found
         return [points[c.id] for c in comms]
@@ -361,10 +361,10 @@ class CommunityRetriever(Params):
         points: dict[tuple[str, int], tuple[float, Any]] = {}
         index_version = yield from _current_version(self.index)
         runs = yield from self._sentence_runs(top, (graph_version, index_version))
-        yield _fetch_documents(self.index, sorted({d for found in runs for d, _, _ in found}))
+        records = yield documents_read(self.index, sorted({d for run in runs for d, _, _ in run}))
         for comm, found in zip(top, runs, strict=True):
             for doc_id, a, b in found:
-                sims = self.index.sentence_vectors(doc_id)[a:b] @ q
+                sims = records[doc_id].sentence_vectors[a:b] @ q
                 for j, s in enumerate(sims, start=a):
                     key = (doc_id, j)
                     if key not in points or points[key][0] < s:
@@ -372,8 +372,9 @@ class CommunityRetriever(Params):
         ranked = _ranked(points, k)
         out = []
         for (doc_id, j), (s, comm) in ranked:
-            span = self.index.sentences(doc_id)[j]
-            text = span.of(self.index.document(doc_id).text)
+            record = records[doc_id]
+            span = record.sentences[j]
+            text = span.of(record.doc.text)
             chunk = Chunk(
                 doc_id,
                 span.start,
@@ -383,7 +384,7 @@ class CommunityRetriever(Params):
                 index=j,
                 sentence_start=j,
                 sentence_end=j + 1,
-                metadata=self.index.document(doc_id).metadata,
+                metadata=record.doc.metadata,
             )
             prov = {
                 "channel": "community",
@@ -418,9 +419,3 @@ def _chunks_for(store: Any, entity_ids: list[str]) -> Call:
     return Call(
         store.chunks_for, (entity_ids,), twin=twin(store, AsyncGraphReads, lambda s: s.achunks_for)
     )
-
-
-def _fetch_documents(index: Any, doc_ids: list[str]) -> Call:
-    """The read that brings these documents in (one round trip on a database)."""
-    fetch = twin(index, AsyncReads, lambda r: r.afetch_documents)
-    return Call(index.fetch_documents, (doc_ids,), twin=fetch)

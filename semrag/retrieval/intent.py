@@ -76,10 +76,11 @@ from semrag.index.fusion import fuse_weighted, normalise_scores, normalise_weigh
 from semrag.index.reader import (
     AsyncReads,
     CorpusReader,
-    CorpusReads,
     CorpusSearch,
     HoldsRecords,
     KeptParts,
+    SimilarityGraphReads,
+    need,
     overlapping_read,
     require,
 )
@@ -244,8 +245,9 @@ class IntentAwareRetriever(Params):
         for intent in intent_weights or {}:
             if intent not in INTENTS:
                 raise ConfigError(f"unknown intent {intent!r}; intents are {INTENTS}")
-        require(index, CorpusReads, CorpusSearch, by="IntentAwareRetriever")
+        require(index, CorpusReader, by="IntentAwareRetriever")
         self.index = index
+        self._search = need(index, CorpusSearch, by="IntentAwareRetriever")
         self.k = k
         self.m = m
         self.llm = llm
@@ -276,7 +278,7 @@ class IntentAwareRetriever(Params):
 
             return SketchRetriever(self.index, graph, k=self.m)
         if extended == "ssg":
-            if self.index.ssg_config is None:
+            if need(self.index, SimilarityGraphReads, by="extended='ssg'").ssg_config is None:
                 raise ConfigError(
                     "extended='ssg' walks the semantic similarity graph, which this index does "
                     "not keep: build it with SemanticIndex(ssg=True) or call index.enable('ssg')"
@@ -453,7 +455,8 @@ class IntentAwareRetriever(Params):
         sparse = np.zeros(len(ids))
         if plan.sparse_queries:
             many = twin(index, AsyncReads, lambda r: r.asparse_scores_many)
-            scores = yield Call(index.sparse_scores_many, (plan.sparse_queries, ids), twin=many)
+            scored = self._search.sparse_scores_many
+            scores = yield Call(scored, (plan.sparse_queries, ids), twin=many)
             sparse = np.maximum(sparse, scores.max(0))
         extended = np.array([cands.extended.get(i, np.nan) for i in ids])
         raw = {"dense": dense, "sparse": sparse, "extended": extended}
@@ -472,6 +475,7 @@ class IntentAwareRetriever(Params):
         order = np.argsort(-final, kind="stable")[:k]
         meta = plan.to_metadata()
         hits = []
+        chunks = index.chunks_of([ids[top[j]] for j in order])
         for rank, j in enumerate(order):
             i = top[j]
             scores = {c: float(norm[c][i]) for c in CHANNELS}
@@ -485,7 +489,7 @@ class IntentAwareRetriever(Params):
                 "fused_rank": int(j),
                 "raw": {c: (None if np.isnan(raw[c][i]) else float(raw[c][i])) for c in CHANNELS},
             }
-            hits.append(ScoredChunk(index.chunk(ids[i]), float(final[j]), scores, (prov,)))
+            hits.append(ScoredChunk(chunks[rank], float(final[j]), scores, (prov,)))
         return hits
 
     def _candidates(
@@ -496,7 +500,7 @@ class IntentAwareRetriever(Params):
     ) -> Generator[Call | Together, Any, _Candidates]:
         index = self.index
         channels = Call(
-            index.search_channels,
+            self._search.search_channels,
             (vectors, list(plan.sparse_queries), self.n_candidates),
             twin=twin(index, AsyncReads, lambda r: r.asearch_channels),
         )

@@ -72,10 +72,10 @@ from semrag.index.parts.passages import (
 from semrag.index.reader import (
     AsyncReads,
     CorpusReader,
-    CorpusReads,
     CorpusSearch,
     HoldsRecords,
     KeptParts,
+    KeptPhrases,
     need,
     require,
 )
@@ -217,8 +217,9 @@ class PPRRetriever(Params):
     ) -> None:
         index = as_reader(index)
         p = self._check_params(locals())
-        require(index, CorpusReads, CorpusSearch, by="PPRRetriever")
+        require(index, CorpusReader, by="PPRRetriever")
         self.index = index
+        self._search = need(index, CorpusSearch, by="PPRRetriever")
         self.graph = graph
         self.k = p["k"]
         self.damping = float(p["damping"])
@@ -267,7 +268,8 @@ class PPRRetriever(Params):
         # With a knowledge graph, its read too: the graph at the index's version, never one
         # that has not applied the index's last change yet.
         with reading(self.index, followers=self.graph is not None):
-            return self._built.get((self.index.version, self._graph_version()), self._build)
+            version = self.index.current_version()
+            return self._built.get((version, self._graph_version()), self._build)
 
     async def _apassage_graph(self) -> PassageGraph:
         """Async twin of :meth:`passage_graph`.
@@ -286,16 +288,16 @@ class PPRRetriever(Params):
         """The knowledge graph's version (``None`` without one): a change of it alone counts."""
         return None if self.graph is None else self.graph.current_version()
 
-    def _kept_phrases(self) -> PassagePhrases | None:
+    def _kept_phrases(self) -> KeptPhrases | None:
         """The index's passage phrases when it keeps them with this retriever's settings."""
         if self.graph is not None or not offers(self.index, KeptParts):
             return None
-        part = self.index.parts.get("passages")
-        if part is not None and part.titles == self.titles:
+        part = need(self.index, KeptParts, by="PPRRetriever").parts.get("passages")
+        if isinstance(part, KeptPhrases) and part.titles == self.titles:
             return part
         return None
 
-    def _phrases(self) -> PassagePhrases:
+    def _phrases(self) -> KeptPhrases:
         """The passage phrases: the index's kept part, else derived for its retrievers."""
         kept = self._kept_phrases()
         if kept is not None:
@@ -320,20 +322,23 @@ class PPRRetriever(Params):
         entity_slots = np.asarray([reg.slot(e.id) for e in ents], np.int64)
         name_of_slot = {reg.slot(e.id): reg.name(e.name) for e in ents}
         by_chunk: dict[int, list[str]] = {}
-        for ent_id, refs in store.chunks_for([e.id for e in ents]).items():
-            for ref in refs:
-                for cid in self.index.overlapping_chunks(ref.doc_id, ref.start, ref.end):
-                    by_chunk.setdefault(cid, []).append(ent_id)
+        refs = store.chunks_for([e.id for e in ents])
+        mentions = [(e, (r.doc_id, r.start, r.end)) for e, found in refs.items() for r in found]
+        overlaps = self.index.overlapping_chunks_many([span for _, span in mentions])
+        for (ent_id, _), cids in zip(mentions, overlaps, strict=True):
+            for cid in cids:
+                by_chunk.setdefault(cid, []).append(ent_id)
         docs = []
         records = self._records()
         for doc_id in self.index.doc_ids:
             ids = records.chunk_ids(doc_id)
             per_chunk = [[reg.slot(e) for e in dict.fromkeys(by_chunk.get(c, []))] for c in ids]
             flat = [s for chunk in per_chunk for s in chunk]
-            chunks = self.index.chunks(doc_id)
+            record = records.indexed(doc_id)
+            chunks = list(record.chunks)
             docs.append(
                 DocPhrases(
-                    records.indexed(doc_id),
+                    record,
                     np.asarray(ids, np.int64),
                     chunks,
                     np.asarray([c.start for c in chunks], np.int64),
@@ -358,7 +363,7 @@ class PPRRetriever(Params):
             if self._registry_model is not self.index.embedder:  # the index has a new model
                 self._registry = NameRegistry(self.index.embedder.dim)
                 self._registry_model = self.index.embedder
-            version = self.index.version
+            version = self.index.current_version()
             docs, phrases, relations = self._phrases_from_graph()
         reg = self._registry
         reg.embed_new(self.index.embedder)
@@ -474,7 +479,9 @@ class PPRRetriever(Params):
         n = min(self.dense_seeds * chunks_each, g.chunk_ids.size)
         index = self.index
         return Call(
-            index.dense_search, (q, n), twin=twin(index, AsyncReads, lambda r: r.adense_search)
+            self._search.dense_search,
+            (q, n),
+            twin=twin(index, AsyncReads, lambda r: r.adense_search),
         )
 
     def _walk(

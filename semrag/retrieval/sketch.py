@@ -35,9 +35,9 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
@@ -64,11 +64,14 @@ from semrag.index.reader import (
     AsyncDenseSearch,
     AsyncReads,
     CorpusReader,
-    CorpusReads,
+    DenseReads,
     HoldsRecords,
+    KeptPieces,
     PieceReads,
+    aquery_vector,
     need,
     overlapping_read,
+    query_vector,
     require,
 )
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -121,28 +124,26 @@ class _Item:
     piece_of: int | None = None  # index chunk id a small piece came from
 
 
-class _ByChunkId:
-    """Keys: the index's chunk ids (the pieces of ``split=None`` are the chunks)."""
+_V = TypeVar("_V", covariant=True)
 
-    def __init__(self, index: CorpusReads, pieces: PieceReads) -> None:
+
+class _Lookup(Protocol[_V]):
+    """What the merge reads of the pieces and their parents: one by id."""
+
+    def __getitem__(self, key: int, /) -> _V: ...
+
+
+class _Chunks:
+    """The index's chunks by id (the pieces of ``split=None`` are the chunks)."""
+
+    def __init__(self, index: CorpusReader) -> None:
         self.index = index
-        self.dense = pieces.dense
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.dense.ids.tolist())
-
-    def __len__(self) -> int:
-        return len(self.dense)
-
-
-class _Chunks(_ByChunkId, Mapping[int, Chunk]):
-    """The index's chunks by id."""
 
     def __getitem__(self, cid: int) -> Chunk:
-        return self.index.chunk(cid)
+        return self.index.chunks_of([cid])[0]
 
 
-class _Same(_ByChunkId, Mapping[int, int]):
+class _Same:
     """Every chunk is its own parent."""
 
     def __getitem__(self, cid: int) -> int:
@@ -253,13 +254,13 @@ class SketchRetriever(Params):
             "SketchRetriever(..., split=None)"
         )
 
-    def _kept_pieces(self) -> Any:
+    def _kept_pieces(self) -> KeptPieces | None:
         """The reader's pieces when it keeps them with this retriever's split, or ``None``."""
         kept = self._piece_reads.piece_index
         return kept if kept is not None and kept.split == self.split else None
 
     # -- the small pieces ------------------------------------------------------------------------
-    def pieces(self) -> tuple[Mapping[int, Chunk], Mapping[int, int], Any]:
+    def pieces(self) -> tuple[_Lookup[Chunk], _Lookup[int], DenseReads]:
         """The small pieces searched by vector, the index chunk each came from, their index.
 
         Pieces and parents are keyed by the ids the dense index returns. They are the
@@ -273,16 +274,14 @@ class SketchRetriever(Params):
         """
         index, pieces = self.index, self._piece_reads
         if self.split is None:
-            return _Chunks(index, pieces), _Same(index, pieces), pieces.dense
+            return _Chunks(index), _Same(), pieces.dense
         kept = self._kept_pieces()
         if kept is None:  # derived from the records for every retriever over the index
             split, embedder = self.split, index.embedder
             kept = derived(
                 index,
                 ("pieces", split),
-                lambda records: PieceIndex(
-                    split, records.chunker.tokenizer, embedder, records.dense_kind
-                ),
+                lambda records: PieceIndex(split, index.tokenizer, embedder, records.dense_kind),
                 by="SketchRetriever",
                 why=self._no_pieces(),
             )
@@ -353,7 +352,7 @@ class SketchRetriever(Params):
         k = check_k("SketchRetriever", k, self.k)
         check_query("SketchRetriever", query)
         names = self._names(query)
-        q = self.index.embed_query(query)
+        q = query_vector(self.index, query)
         return self._merge(query, q, names, k)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
@@ -366,7 +365,7 @@ class SketchRetriever(Params):
         """
         k = check_k("SketchRetriever", k, self.k)
         check_query("SketchRetriever", query)
-        names, q = await asyncio.gather(self._anames(query), self.index.aembed_query(query))
+        names, q = await asyncio.gather(self._anames(query), aquery_vector(self.index, query))
         if not offers(self.index, AsyncReads):  # a lock held by one thread
             return await asyncio.to_thread(self._merge, query, q, names, k)
         with reading(self.index, followers=True):
@@ -429,8 +428,8 @@ class SketchRetriever(Params):
         ]
         found = yield overlapping_read(index, scoring)
         by_doc: dict[str, list[tuple[int, int, int]]] = {}  # (start, id, end), in doc order
-        for cid in {c for cids in found for c in cids}:
-            chunk = index.chunk(cid)
+        met = sorted({c for cids in found for c in cids})
+        for cid, chunk in zip(met, index.chunks_of(met), strict=True):
             by_doc.setdefault(chunk.doc_id, []).append((chunk.start, cid, chunk.end))
         for group in by_doc.values():
             group.sort()
@@ -447,7 +446,7 @@ class SketchRetriever(Params):
         }
         cids = [c for c, g in graph_score.items() if g > 0]
         if cids:
-            vecs = index.vectors_of(cids)
+            vecs, chunks = index.vectors_of(cids), index.chunks_of(cids)
             best = [self._sim(vecs[j], q, per_chunk[c], bridge_vec) for j, c in enumerate(cids)]
             order = sorted(
                 range(len(cids)), key=lambda j: -best[j] - self.graph_weight * graph_score[cids[j]]
@@ -459,7 +458,7 @@ class SketchRetriever(Params):
                     it = items[confirmed[cid]]
                     it.structured, it.graph, it.entities = True, graph_score[cid], per_chunk[cid]
                     continue
-                c = index.chunk(cid)
+                c = chunks[j]
                 items[(c.doc_id, c.start, c.end)] = _Item(
                     c, vecs[j], structured=True, graph=graph_score[cid], entities=per_chunk[cid]
                 )

@@ -67,10 +67,12 @@ from semrag._validation import (
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.index.reader import (
     CorpusReader,
-    QueryEmbedding,
     SimilarityGraphReads,
+    SimilarityGraphView,
     StepwiseGraphView,
-    require,
+    aquery_vector,
+    need,
+    query_vector,
 )
 from semrag.llm import LLM, extract_json, llm_failure, validate_json
 from semrag.retrieval._traversal import (
@@ -177,7 +179,7 @@ class SSGRetriever(Params):
 
     def __init__(
         self,
-        index: CorpusReader | ProvidesReader,
+        index: CorpusReader | SimilarityGraphReads | ProvidesReader,
         *,
         strategy: str = "query_traversal",
         k: int = 10,
@@ -190,7 +192,6 @@ class SSGRetriever(Params):
         on_llm_error: str = "fallback",
         **old_names: Any,
     ) -> None:
-        index = as_reader(index)
         given = renamed(
             "SSGRetriever",
             old_names,
@@ -201,13 +202,13 @@ class SSGRetriever(Params):
         p = self._check_params(given)
         if p["strategy"] == "llm_guided_traversal" and llm is None:
             raise ConfigError("llm_guided_traversal needs an llm")
-        require(index, QueryEmbedding, SimilarityGraphReads, by="SSGRetriever")
-        if index.ssg_config is None:
+        reader = need(as_reader(index), SimilarityGraphReads, by="SSGRetriever")
+        if reader.ssg_config is None:
             raise ConfigError(
                 "SSG retrieval needs the semantic similarity graph, which this index does not "
                 "keep: build it with SemanticIndex(ssg=True) or add it with index.enable('ssg')"
             )
-        self.index, self.llm, self.on_llm_error = index, llm, on_llm_error
+        self.index, self.llm, self.on_llm_error = reader, llm, on_llm_error
         self.strategy, self.k, self.max_sentences = p["strategy"], p["k"], p["max_sentences"]
         self.early_stop, self.early_stop_after = p["early_stop"], p["early_stop_after"]
         self.max_llm_calls, self.candidates_per_hop = p["max_llm_calls"], p["candidates_per_hop"]
@@ -222,7 +223,7 @@ class SSGRetriever(Params):
         the sentences that step added).
         """
         k = check_k("SSGRetriever", k, self.k)
-        q = self.index.embed_query(check_query("SSGRetriever", query))
+        q = query_vector(self.index, check_query("SSGRetriever", query))
         view = self.index.ssg_view()
         return self._results(q, self._drive(self._run(query, q, k, view), view), k, view)
 
@@ -256,7 +257,7 @@ class SSGRetriever(Params):
         never blocked.
         """
         k = check_k("SSGRetriever", k, self.k)
-        q = await self.index.aembed_query(check_query("SSGRetriever", query))
+        q = await aquery_vector(self.index, check_query("SSGRetriever", query))
         view = await asyncio.to_thread(self.index.ssg_view)
         traversal = await adrive(
             self._run(query, q, k, view), functools.partial(self._aanswer, view)
@@ -265,20 +266,24 @@ class SSGRetriever(Params):
 
     def traverse(self, query: str, *, k: int | None = None) -> Traversal:
         """The raw traversal (steps, stop reason, LLM calls) for ``query``."""
-        q = self.index.embed_query(check_query("SSGRetriever", query))
+        q = query_vector(self.index, check_query("SSGRetriever", query))
         k = check_k("SSGRetriever", k, self.k)
         view = self.index.ssg_view()
         return self._drive(self._run(query, q, k, view), view)
 
-    def _drive(self, gen: Traversing, view: Any) -> Traversal:
+    def _drive(self, gen: Traversing, view: SimilarityGraphView) -> Traversal:
         return drive(gen, functools.partial(self._answer, view))
 
-    def _answer(self, view: Any, ask: Any) -> Any:
+    def _answer(self, view: SimilarityGraphView, ask: object) -> object:
         """A prompt's reply, or the rows of a read the view asked for."""
-        return self._complete(ask) if isinstance(ask, str) else view.fetch(ask)
+        if isinstance(ask, str):
+            return self._complete(ask)
+        return need(view, StepwiseGraphView, by="SSGRetriever").fetch(ask)
 
-    async def _aanswer(self, view: Any, ask: Any) -> Any:
-        return await (self._acomplete(ask) if isinstance(ask, str) else view.afetch(ask))
+    async def _aanswer(self, view: SimilarityGraphView, ask: object) -> object:
+        if isinstance(ask, str):
+            return await self._acomplete(ask)
+        return await need(view, StepwiseGraphView, by="SSGRetriever").afetch(ask)
 
     def _complete(self, prompt: str) -> str | LLMFailed:
         assert self.llm is not None
@@ -307,7 +312,7 @@ class SSGRetriever(Params):
             after = 5 if self.strategy == "basic_retrieval" else 8
         return max_s, after
 
-    def _run(self, query: str, q: Floats, k: int, view: Any) -> Traversing:
+    def _run(self, query: str, q: Floats, k: int, view: SimilarityGraphView) -> Traversing:
         # An empty index shows as an anchor search that finds nothing (a view served from a
         # database learns its size with that search, not before it).
         ctx = Context(view, q)
@@ -543,7 +548,9 @@ class SSGRetriever(Params):
         return choice - 1 if 1 <= choice <= n else None
 
     # -- results --------------------------------------------------------------------------------
-    def _results(self, q: Floats, traversal: Traversal, k: int, view: Any) -> list[ScoredChunk]:
+    def _results(
+        self, q: Floats, traversal: Traversal, k: int, view: SimilarityGraphView
+    ) -> list[ScoredChunk]:
         """The visited nodes' sentences as distinct spans, best first.
 
         Overlapping or adjacent windows of one document are merged into one span, so no

@@ -33,15 +33,18 @@ from semrag.errors import ConfigError
 from semrag.index.reader import (
     AsyncReads,
     CorpusReader,
-    CorpusReads,
     CorpusSearch,
     HoldsRecords,
     KeptParts,
     PieceReads,
     SimilarityGraphReads,
+    aquery_vector,
     capabilities,
+    need,
+    query_vector,
     require,
 )
+from semrag.types import Chunk
 
 __all__ = ["ReaderReport", "check_reader"]
 
@@ -95,8 +98,9 @@ def check_reader(
 
     Args:
         reader: the reader to check: it must offer :class:`~semrag.index.reader.CorpusReader`
-            (reads, searches, the SSG view); its optional capabilities are checked too. An
-            index with a reader of its own (a ``SemanticIndex``) is checked by its reader.
+            and :class:`~semrag.index.reader.CorpusSearch`; its optional capabilities are
+            checked too. An index with a reader of its own (a ``SemanticIndex``) is checked
+            by its reader.
         queries: a few questions about its documents (at least one).
         k: hits asked of each search.
         max_documents: documents whose reads are checked (the first ones of ``doc_ids``).
@@ -107,24 +111,25 @@ def check_reader(
         A :class:`ReaderReport`.
 
     Raises:
-        MissingCapabilityError: the reader lacks part of :class:`CorpusReader`.
+        MissingCapabilityError: the reader lacks part of :class:`CorpusReader` or
+            :class:`CorpusSearch`.
         AssertionError: naming the first rule the reader breaks.
         ConfigError: no queries given.
     """
     if not queries or k < 1:
         raise ConfigError("check_reader needs at least one query and k >= 1")
     reader = as_reader(reader)
-    if reference is not None:
-        reference = as_reader(reference)
-    require(reader, CorpusReads, CorpusSearch, SimilarityGraphReads, by="check_reader")
+    require(reader, CorpusReader, by="check_reader")
+    search = need(reader, CorpusSearch, by="check_reader")
     rules = _Rules()
     docs = _check_corpus(reader, rules, max_documents)
     for query in queries:
-        _check_search(reader, rules, query, k)
-    _check_graph(reader, rules, queries[0], k)
-    _check_optional(reader, rules, docs)
+        _check_search(reader, search, rules, query, k)
+    if offers(reader, SimilarityGraphReads):
+        _check_graph(reader, rules, queries[0], k)
+    _check_optional(reader, rules, docs, queries[0], k)
     if reference is not None:
-        _check_against(reader, reference, rules, docs, queries, k)
+        _check_against(reader, as_reader(reference), rules, docs, queries, k)
     return ReaderReport(
         type(reader).__name__,
         tuple(c.__name__ for c in capabilities(reader)),
@@ -134,56 +139,56 @@ def check_reader(
     )
 
 
-def _check_corpus(reader: Any, rules: _Rules, max_documents: int) -> list[str]:
-    version = reader.version
-    rules.hold(
-        "version is an int, and current_version() is it", version == reader.current_version()
-    )
+def _chunks(reader: CorpusReader, doc_id: str, text: str) -> tuple[list[int], list[Chunk]]:
+    """The ids and chunks of a document: those overlapping its whole text."""
+    ids = reader.overlapping_chunks_many([(doc_id, 0, len(text))])[0]
+    return ids, reader.chunks_of(ids)
+
+
+def _check_corpus(reader: CorpusReader, rules: _Rules, max_documents: int) -> list[str]:
+    rules.hold("current_version() is an int", isinstance(reader.current_version(), int))
     doc_ids = list(reader.doc_ids)
     rules.hold("doc_ids are distinct strings", len(set(doc_ids)) == len(doc_ids))
-    rules.hold("len(reader) counts the documents", len(reader) == len(doc_ids))
-    rules.hold("an unknown id is not in the reader", uuid.uuid4().hex not in reader)
     docs = doc_ids[:max_documents]
-    rules.hold("every document id is in the reader", all(d in reader for d in docs))
+    unknown = uuid.uuid4().hex
+    rules.hold("documents() leaves an unknown id out", reader.documents([unknown]) == {})
     try:
-        reader.document(uuid.uuid4().hex)
+        reader.chunks_of([2**62])
     except KeyError:
-        rules.hold("an unknown document is a KeyError (NotIndexedError)", True)
+        rules.hold("an unknown chunk id is a KeyError (NotIndexedError)", True)
     else:
-        rules.hold("an unknown document is a KeyError (NotIndexedError)", False)
+        rules.hold("an unknown chunk id is a KeyError (NotIndexedError)", False)
     dim = int(reader.embedder.dim)
-    reader.fetch_documents(docs)
     with reader.read():
+        records = reader.documents(docs)
+        rules.hold("documents() gives every indexed id", sorted(records) == sorted(docs))
         for d in docs:
-            _check_document(reader, rules, d, dim)
+            _check_document(reader, rules, d, records[d], dim)
     return docs
 
 
-def _check_document(reader: Any, rules: _Rules, d: str, dim: int) -> None:
-    text = reader.document(d).text
-    spans = reader.sentences(d)
+def _check_document(reader: CorpusReader, rules: _Rules, d: str, record: Any, dim: int) -> None:
+    text = record.doc.text
+    rules.hold("a record is of its document", record.doc.id == d, d)
+    spans = list(record.sentences)
     rules.hold(
         "sentences are ordered spans of the text",
         all(0 <= s.start < s.end <= len(text) for s in spans)
         and all(a.end <= b.start for a, b in zip(spans, spans[1:], strict=False)),
         d,
     )
-    svec = np.asarray(reader.sentence_vectors(d))
+    svec = np.asarray(record.sentence_vectors)
     rules.hold("one sentence vector per sentence", svec.shape == (len(spans), dim), d)
-    chunks = reader.chunks(d)
+    rules.hold("themes are strings", all(isinstance(t, str) for t in record.themes), d)
+    ids, chunks = _chunks(reader, d, text)
     rules.hold(
         "a chunk's text is its span of the document",
         all(c.doc_id == d and text[c.start : c.end] == c.text for c in chunks),
         d,
     )
     rules.hold(
-        "chunks are in text order", [c.start for c in chunks] == sorted(c.start for c in chunks)
-    )
-    ids = reader.overlapping_chunks(d, 0, len(text))
-    rules.hold(
-        "the chunks overlapping the whole text are its chunks, by id",
-        [_span(reader.chunk(i)) for i in ids] == [_span(c) for c in chunks],
-        d,
+        "the chunks overlapping a text are in text order",
+        [c.start for c in chunks] == sorted(c.start for c in chunks),
     )
     many = reader.overlapping_chunks_many([(d, 0, len(text)), (d, 0, 0)])
     rules.hold("overlapping_chunks_many answers each span", list(many) == [list(ids), []], d)
@@ -202,61 +207,46 @@ def _check_document(reader: Any, rules: _Rules, d: str, dim: int) -> None:
         len(per_chunk) == len(ids) and all(np.asarray(v).shape[-1] == dim for v in per_chunk),
         d,
     )
-    rules.hold("themes are strings", all(isinstance(t, str) for t in reader.themes(d)), d)
 
 
-def _check_search(reader: Any, rules: _Rules, query: str, k: int) -> None:
-    q = np.asarray(reader.embed_query(query), np.float32)
+def _check_search(
+    reader: CorpusReader, search: CorpusSearch, rules: _Rules, query: str, k: int
+) -> None:
+    q = np.asarray(query_vector(reader, query), np.float32)
     rules.hold("a query vector is one unit row", q.ndim == 1 and abs(np.linalg.norm(q) - 1) < 1e-3)
-    aq = asyncio.run(reader.aembed_query(query))
-    rules.hold("aembed_query equals embed_query", np.allclose(aq, q, atol=1e-6))
+    aq = asyncio.run(aquery_vector(reader, query))
+    rules.hold("the embedder's aembed equals its embed", np.allclose(aq, q, atol=1e-6))
     with reader.read():
-        dense = reader.search(query, k)
-        rules.hold("search returns at most k hits", len(dense) <= k)
-        _descending(rules, "dense scores descend", dense)
-        rules.hold(
-            "search_vector of the query's vector equals search",
-            _hits(reader.search_vector(q, k)) == _hits(dense),
-            query,
-        )
-        ids, sparse_lists = reader.search_channels(q[None, :], [query], k)
-        ids = [int(i) for i in np.asarray(ids)[0] if i >= 0]
-        rules.hold(
-            "search_channels' dense ids are search's hits",
-            [_span(reader.chunk(i)) for i in ids] == [_span(h.chunk) for h in dense],
-            query,
-        )
+        scores, found = search.dense_search(q, k)
+        ids = [int(i) for i in np.asarray(found).reshape(-1) if i >= 0]
+        dense = np.asarray(scores, np.float64).reshape(-1)[: len(ids)]
+        rules.hold("dense_search returns at most k hits", len(ids) <= k)
+        _descending(rules, "dense scores descend", dense.tolist())
         cosines = np.asarray(reader.vectors_of(ids), np.float32) @ q if ids else np.zeros(0)
         rules.hold(
             "a dense score is the cosine of the query and the chunk's vector",
-            np.allclose(cosines, [h.score for h in dense], atol=_ATOL),
+            np.allclose(cosines, dense, atol=_ATOL),
             query,
         )
-        sparse = reader.search_sparse(query, k)
-        rules.hold("search_sparse returns at most k hits", len(sparse) <= k)
-        _descending(rules, "BM25 scores descend", sparse)
+        channel, sparse_lists = search.search_channels(q[None, :], [query], k)
+        rules.hold(
+            "search_channels' dense ids are dense_search's",
+            [int(i) for i in np.asarray(channel)[0] if i >= 0] == ids,
+            query,
+        )
         pairs = list(sparse_lists[0])
-        rules.hold(
-            "search_channels' BM25 hits are search_sparse's",
-            [_span(reader.chunk(i)) for i, _ in pairs] == [_span(h.chunk) for h in sparse]
-            and np.allclose([s for _, s in pairs], [h.score for h in sparse], atol=_ATOL),
-            query,
-        )
+        rules.hold("the BM25 channel returns at most k hits", len(pairs) <= k)
+        _descending(rules, "BM25 scores descend", [s for _, s in pairs])
         some = sorted({i for i, _ in pairs} | set(ids))
-        scores = np.asarray(reader.sparse_scores(query, some))
-        by_id = dict(zip(some, scores.tolist(), strict=True))
+        many = np.asarray(search.sparse_scores_many([query, query], some))
+        by_id = dict(zip(some, many[0].tolist(), strict=True)) if len(many) else {}
         rules.hold(
-            "sparse_scores are the BM25 hits' scores",
-            all(math.isclose(by_id[i], s, rel_tol=1e-4, abs_tol=_ATOL) for i, s in pairs),
+            "sparse_scores_many gives the BM25 hits' scores, one row per query",
+            many.shape == (2, len(some))
+            and np.allclose(many[0], many[1], atol=_ATOL)
+            and all(math.isclose(by_id[i], s, rel_tol=1e-4, abs_tol=_ATOL) for i, s in pairs),
             query,
         )
-        many = np.asarray(reader.sparse_scores_many([query, query], some))
-        rules.hold(
-            "sparse_scores_many stacks sparse_scores",
-            many.shape == (2, len(some)) and np.allclose(many[0], scores, atol=_ATOL),
-        )
-    found = asyncio.run(reader.asearch(query, k))
-    rules.hold("asearch equals search", _hits(found) == _hits(reader.search(query, k)), query)
 
 
 def _check_graph(reader: Any, rules: _Rules, query: str, k: int) -> None:
@@ -271,31 +261,29 @@ def _check_graph(reader: Any, rules: _Rules, query: str, k: int) -> None:
     from semrag.retrieval.ssg import SSGRetriever
 
     hits = SSGRetriever(reader, k=k).retrieve(query)
+    texts = {d: r.doc.text for d, r in reader.documents([h.chunk.doc_id for h in hits]).items()}
     rules.hold(
         "the SSG traversal returns sentences of the documents",
-        all(
-            h.chunk.text == reader.document(h.chunk.doc_id).text[h.chunk.start : h.chunk.end]
-            for h in hits
-        ),
+        all(h.chunk.text == texts[h.chunk.doc_id][h.chunk.start : h.chunk.end] for h in hits),
         query,
     )
 
 
-def _check_optional(reader: CorpusReader, rules: _Rules, docs: Sequence[str]) -> None:
+def _check_optional(
+    reader: CorpusReader, rules: _Rules, docs: Sequence[str], query: str, k: int
+) -> None:
     if offers(reader, AsyncReads):
-        version = asyncio.run(reader.acurrent_version())
-        rules.hold("acurrent_version equals current_version", version == reader.current_version())
+        _check_twins(reader, rules, docs, query, k)
     if offers(reader, KeptParts):
         rules.hold("parts is a mapping", isinstance(reader.parts, Mapping))
     if offers(reader, HoldsRecords):
-        for d in docs:
-            text = reader.document(d).text
+        for d, record in reader.documents(docs).items():
             rules.hold(
                 "indexed(d) is one record until d changes", reader.indexed(d) is reader.indexed(d)
             )
             rules.hold(
                 "chunk_ids are the ids of the document's chunks",
-                list(reader.chunk_ids(d)) == list(reader.overlapping_chunks(d, 0, len(text))),
+                list(reader.chunk_ids(d)) == _chunks(reader, d, record.doc.text)[0],
                 d,
             )
     if offers(reader, PieceReads) and reader.piece_index is not None:
@@ -305,8 +293,37 @@ def _check_optional(reader: CorpusReader, rules: _Rules, docs: Sequence[str]) ->
         )
 
 
+def _check_twins(reader: Any, rules: _Rules, docs: Sequence[str], query: str, k: int) -> None:
+    """Each awaited read answers as its blocking twin."""
+    q = query_vector(reader, query)
+    ids = [int(i) for i in reader.dense_search(q, k)[1] if i >= 0]
+    docs = docs[:3]
+    spans = [(d, 0, 10**9) for d in docs]
+
+    async def twins() -> list[tuple[str, bool]]:
+        with reader.read():
+            texts = {d: r.doc.text for d, r in (await reader.adocuments(docs)).items()}
+            over = await reader.aoverlapping_chunks_many(spans)
+            found = [int(i) for i in (await reader.adense_search(q, k))[1] if i >= 0]
+            sparse = await reader.asparse_scores_many([query], ids)
+            return [
+                ("acurrent_version", await reader.acurrent_version() == reader.current_version()),
+                ("adocuments", texts == {d: r.doc.text for d, r in reader.documents(docs).items()}),
+                ("achunks_of", await reader.achunks_of(ids) == reader.chunks_of(ids)),
+                ("aoverlapping_chunks_many", over == reader.overlapping_chunks_many(spans)),
+                ("adense_search", found == ids),
+                (
+                    "asparse_scores_many",
+                    np.allclose(sparse, reader.sparse_scores_many([query], ids), atol=_ATOL),
+                ),
+            ]
+
+    for name, ok in asyncio.run(twins()):
+        rules.hold(f"{name} answers as its blocking twin", ok)
+
+
 def _check_against(
-    reader: Any,
+    reader: CorpusReader,
     reference: CorpusReader,
     rules: _Rules,
     docs: Sequence[str],
@@ -318,32 +335,36 @@ def _check_against(
         sorted(reader.doc_ids) == sorted(reference.doc_ids),
     )
     with reader.read(), reference.read():
+        mine, theirs = reader.documents(docs), reference.documents(docs)
         for d in docs:
+            text = mine[d].doc.text
             rules.hold(
                 "each document, its sentences and chunks equal the reference's",
-                reader.document(d).text == reference.document(d).text
-                and reader.sentences(d) == reference.sentences(d)
-                and [_span(c) for c in reader.chunks(d)] == [_span(c) for c in reference.chunks(d)],
+                text == theirs[d].doc.text
+                and list(mine[d].sentences) == list(theirs[d].sentences)
+                and [_span(c) for c in _chunks(reader, d, text)[1]]
+                == [_span(c) for c in _chunks(reference, d, text)[1]],
                 d,
             )
+    search, ref_search = (
+        need(reader, CorpusSearch, by="check_reader"),
+        need(reference, CorpusSearch, by="check_reader"),
+    )
     for query in queries:
-        got, want = reader.search(query, k), reference.search(query, k)
+        q = query_vector(reference, query)
+        got, want = search.dense_search(q, k), ref_search.dense_search(q, k)
         rules.hold(
             "dense hits equal the reference's",
-            [_span(h.chunk) for h in got] == [_span(h.chunk) for h in want]
-            and np.allclose([h.score for h in got], [h.score for h in want], atol=_ATOL),
+            [_span(c) for c in reader.chunks_of([int(i) for i in got[1] if i >= 0])]
+            == [_span(c) for c in reference.chunks_of([int(i) for i in want[1] if i >= 0])]
+            and np.allclose(got[0][got[1] >= 0], want[0][want[1] >= 0], atol=_ATOL),
             query,
         )
 
 
-def _span(chunk: Any) -> tuple[str, int, int, str]:
+def _span(chunk: Chunk) -> tuple[str, int, int, str]:
     return (chunk.doc_id, chunk.start, chunk.end, chunk.text)
 
 
-def _hits(found: Sequence[Any]) -> list[tuple[str, int, int, float]]:
-    return [(h.chunk.doc_id, h.chunk.start, h.chunk.end, round(float(h.score), 4)) for h in found]
-
-
-def _descending(rules: _Rules, name: str, found: Sequence[Any]) -> None:
-    scores = [float(h.score) for h in found]
+def _descending(rules: _Rules, name: str, scores: Sequence[float]) -> None:
     rules.hold(name, all(a >= b - 1e-9 for a, b in zip(scores, scores[1:], strict=False)))

@@ -17,6 +17,7 @@ import pytest
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreUnavailableError
 from semrag.index import SSGConfig
+from semrag.index.reader import query_vector
 from semrag.postprocess import SPC
 from semrag.retrieval import IntentAwareRetriever, SSGRetriever
 from semrag.retrieval.ssg import ALGORITHMS
@@ -161,10 +162,11 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
         if bm25:
             overlaps.append(len(bm25 & lucene) / len(bm25))
     assert sum(overlaps) / len(overlaps) >= 0.8
-    for chunk in reader.chunks("d0"):
-        assert reader.document("d0").text[chunk.start : chunk.end] == chunk.text
-    assert reader.sentences("d0") == index.reader().sentences("d0")
-    assert (reader.sentence_vectors("d0") == index.reader().sentence_vectors("d0")).all()
+    d0 = reader.documents(["d0"])["d0"]
+    for chunk in reader.chunks_of(reader.overlapping_chunks_many([("d0", 0, 10**9)])[0]):
+        assert d0.doc.text[chunk.start : chunk.end] == chunk.text
+    assert d0.sentences == index.reader().sentences("d0")
+    assert (d0.sentence_vectors == index.reader().sentence_vectors("d0")).all()
 
     iar = IntentAwareRetriever(reader, k=3)  # no passages stored: no extended channel
     assert iar.extended is None
@@ -183,7 +185,7 @@ def test_the_reader_serves_dense_sparse_iar_and_spc_from_the_database(graph_stor
     assert sum(same) / len(same) >= 0.8
     result = SPC(reader).process("Where was Marie Curie born?", reader.search("Curie Warsaw", k=2))
     assert result.chunks and all(
-        reader.document(c.chunk.doc_id).text[c.chunk.start : c.chunk.end] == c.chunk.text
+        index.document(c.chunk.doc_id).text[c.chunk.start : c.chunk.end] == c.chunk.text
         for c in result.chunks
     )
 
@@ -205,7 +207,7 @@ def test_the_reader_checks_what_it_is_given(graph_store):
         )
     reader = Neo4jIndex(graph_store, embedder=embedder())
     with pytest.raises(KeyError):
-        reader.chunk(10**9)
+        reader.chunks_of([10**9])
     with pytest.raises(ConfigError):
         reader.search("   ")
     assert reader.search_sparse("AND OR ( [ the", k=2) is not None  # Lucene syntax is escaped
@@ -296,7 +298,7 @@ def test_the_look_ahead_fetches_the_hops_each_traversal_ranks_first(graph_store)
     checked = 0
     for query in QUERIES:
         view = reader.ssg_view()
-        q = np.asarray(reader.embed_query(query), np.float32).reshape(-1)
+        q = np.asarray(query_vector(reader, query), np.float32).reshape(-1)
         _, ids = view.run(view.search_steps(q, 1, pca=True, load=1))
         a = int(ids[0, 0])
         nodes, formula = next_hop_scores(view, q, a)  # a was loaded with the search
@@ -335,7 +337,7 @@ def test_the_look_ahead_follows_the_chain_a_greedy_traversal_walks(graph_store):
     outcomes = {RemoteView.follow: [], 0: []}
     for follow in outcomes:
         for query in [*QUERIES, "Which river flows by Memphis?", "Nobel Prize winner"]:
-            q = np.asarray(reader.embed_query(query), np.float32).reshape(-1)
+            q = np.asarray(query_vector(reader, query), np.float32).reshape(-1)
             for rule in ("average", "fulldim", "geometric"):
                 view = reader.ssg_view()
                 view.follow = follow
@@ -366,7 +368,7 @@ def test_the_anchor_search_sends_the_pca_only_when_it_changed(graph_store):
 
     emb = embedder()
     index, reader = stored_with_ssg(graph_store, emb)
-    q = np.asarray(reader.embed_query(QUERIES[0]), np.float32).reshape(-1)
+    q = np.asarray(query_vector(reader, QUERIES[0]), np.float32).reshape(-1)
 
     def anchor_search():
         view = reader.ssg_view()
@@ -481,15 +483,13 @@ async def test_the_readers_async_twins_leave_the_loop_free(graph_store, monkeypa
     monkeypatch.setattr(graph_store.session, "read_rows", no_sync_read)
     q = np.asarray(FakeEmbedder().embed(["bees"]))
     cases = {
-        "aembed_query": lambda: reader.aembed_query("bees"),
         "asearch": lambda: reader.asearch("bees", k=2),
-        "asearch_vector": lambda: reader.asearch_vector(q[0], k=2),
         "asearch_sparse": lambda: reader.asearch_sparse("bees", k=2),
         "asearch_channels": lambda: reader.asearch_channels(q, ["bees"], 3),
         "asparse_scores_many": lambda: reader.asparse_scores_many(["bees"], [0, 1, 2]),
         "asentence_vectors_of": lambda: reader.asentence_vectors_of([0, 1]),
         "aoverlapping_chunks_many": lambda: reader.aoverlapping_chunks_many([("d0", 0, 9)]),
-        "afetch_documents": lambda: reader.afetch_documents(["d0", "d1"]),
+        "adocuments": lambda: reader.adocuments(["d0", "d1"]),
         "acurrent_version": lambda: reader.acurrent_version(),
         "adense_search": lambda: reader.adense_search(q[0], 2),
         "achunks_of": lambda: reader.achunks_of([0, 1]),
@@ -759,13 +759,17 @@ def test_sketch_and_community_search_serve_from_the_database_with_the_graph_besi
     assert found > 20
     spans = [(c.doc_id, c.start, c.end - 1) for c in index.chunks()] + [("nowhere", 0, 5)]
     assert reader.overlapping_chunks_many(spans) == index.reader().overlapping_chunks_many(spans)
-    assert reader.overlapping_chunks_many(spans) == [reader.overlapping_chunks(*s) for s in spans]
+    assert reader.overlapping_chunks_many(spans) == [
+        reader.overlapping_chunks_many([s])[0] for s in spans
+    ]
     with reader.read():
         before = graph_store.reads
-        reader.fetch_documents([*index.doc_ids, "nowhere"])
+        records = reader.documents([*index.doc_ids, "nowhere"])
+        assert sorted(records) == sorted(index.doc_ids)
         for doc_id in index.doc_ids:
-            assert reader.document(doc_id) == index.document(doc_id)
-            assert reader.sentences(doc_id) == index.reader().sentences(doc_id)
+            assert records[doc_id].doc == index.document(doc_id)
+            assert records[doc_id].sentences == index.reader().sentences(doc_id)
+        assert reader.documents(index.doc_ids[:1])  # kept for the read: no second trip
         assert graph_store.reads - before == 1
     with pytest.raises(ConfigError, match="split=None"):
         SketchRetriever(reader, served, split=(50, 8)).retrieve("Memphis")

@@ -40,10 +40,10 @@ def test_the_reader_is_a_corpus_reader_and_a_live_view_of_its_index(index):
     before = reader.version
     index.add_documents([Document("ants", "Ants carry leaves.")])
     try:
-        assert reader.version > before and "ants" in reader and reader.chunks("ants")
+        assert reader.version > before and "ants" in reader.doc_ids and reader.chunks("ants")
     finally:
         index.delete("ants")
-    assert "ants" not in reader
+    assert "ants" not in reader.doc_ids and reader.documents(["ants"]) == {}
 
 
 @pytest.mark.parametrize("name", sorted(MOVED_TO_READER))

@@ -129,8 +129,7 @@ def test_split_none_searches_the_index_chunks_themselves():
     pieces, parents, dense = sketch.pieces()
     assert dense is index.reader().dense
     ids = index.reader().dense.ids.tolist()
-    assert sorted(pieces) == sorted(parents) == ids
-    assert all(pieces[i] == index.chunk(i) and parents[i] == i for i in ids)
+    assert ids and all(pieces[i] == index.chunk(i) and parents[i] == i for i in ids)
     chunks = {(c.doc_id, c.start, c.end) for c in index.chunks()}
     hits = sketch.retrieve("Which rockets fact is told?")
     assert hits and all((h.chunk.doc_id, h.chunk.start, h.chunk.end) in chunks for h in hits)

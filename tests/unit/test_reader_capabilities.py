@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import semrag.index.reader as reader_module
 from semrag import SemanticIndex
 from semrag.errors import ConfigError
 from semrag.index.reader import (
@@ -106,7 +107,6 @@ class _Narrow:
         self.embedder = index.embedder
         self.tokenizer = index.reader().tokenizer
         self.ssg_config = index.reader().ssg_config
-        self.version = index.version
 
     def current_version(self):
         return self._index.current_version()
@@ -114,23 +114,14 @@ class _Narrow:
     def read(self, *, followers=False):
         return self._index.read()
 
-    def __contains__(self, doc_id):
-        return doc_id in self._index
-
-    def __len__(self):
-        return len(self._index)
-
     @property
     def doc_ids(self):
         return self._index.doc_ids
 
 
 _FORWARDED = (
-    "document sentences sentence_vectors themes chunks chunk vectors_of sentence_vectors_of "
-    "overlapping_chunks overlapping_chunks_many fetch_documents embed_query aembed_query search "
-    "asearch dense_search search_vector search_sparse search_channels sparse_scores "
-    "sparse_scores_many "
-    "ssg_view"
+    "documents chunks_of vectors_of sentence_vectors_of overlapping_chunks_many dense_search "
+    "search_channels sparse_scores_many ssg_view"
 ).split()
 
 
@@ -147,21 +138,22 @@ def _narrow(index: SemanticIndex, *drop: str) -> _Narrow:
 
 def test_a_retriever_names_the_capability_a_reader_lacks_at_construction():
     index = _index()
-    reader = _narrow(index, "search_sparse")
-    with pytest.raises(MissingCapabilityError, match="CorpusSearch.*search_sparse") as err:
+    reader = _narrow(index, "sparse_scores_many")
+    with pytest.raises(MissingCapabilityError, match="CorpusSearch.*sparse_scores_many") as err:
         IntentAwareRetriever(reader)
-    assert err.value.capability is CorpusSearch and err.value.members == ("search_sparse",)
+    assert err.value.capability is CorpusSearch and err.value.members == ("sparse_scores_many",)
     assert isinstance(err.value, ConfigError)
+    with pytest.raises(MissingCapabilityError, match="CorpusSearch.*sparse_scores_many"):
+        PPRRetriever(reader)
+    with pytest.raises(MissingCapabilityError, match="CorpusReader.*chunks_of"):
+        PPRRetriever(_narrow(index, "chunks_of"))
+    # community search and the SSG walk search no chunks: they need no CorpusSearch
     from semrag.graph import KnowledgeGraph
 
-    graph = KnowledgeGraph.build(index)
-    for build in (PPRRetriever, lambda r: CommunityRetriever(r, graph)):
-        with pytest.raises(MissingCapabilityError, match="search_sparse"):
-            build(reader)
-    # the SSG walk searches no chunks: it needs the query's vector and the graph only
-    with pytest.raises(MissingCapabilityError, match="QueryEmbedding.*embed_query"):
-        SSGRetriever(_narrow(_index(ssg=True), "embed_query"))
-    assert SSGRetriever(_narrow(_index(ssg=True), "search_sparse")).retrieve(QUERIES[1])
+    assert CommunityRetriever(reader, KnowledgeGraph.build(index)).index is reader
+    with pytest.raises(MissingCapabilityError, match="SimilarityGraphReads.*ssg_view"):
+        SSGRetriever(_narrow(_index(ssg=True), "ssg_view"))
+    assert SSGRetriever(_narrow(_index(ssg=True), "sparse_scores_many")).retrieve(QUERIES[1])
 
 
 def test_ppr_over_a_reader_without_records_or_kept_phrases_fails_when_built():
@@ -207,18 +199,23 @@ def test_check_reader_passes_on_the_embedded_index_and_reports_what_it_offers():
 def test_check_reader_passes_on_a_third_party_reader_with_only_the_contract():
     index = _index()
     report = check_reader(_narrow(index), queries=QUERIES, reference=index)
-    want = {"CorpusReads", "QueryEmbedding", "CorpusSearch", "SimilarityGraphReads"}
+    want = {"CorpusReader", "CorpusSearch", "SimilarityGraphReads"}
     assert set(report.capabilities) == want
 
 
 @pytest.mark.parametrize(
     ("member", "broken", "rule"),
     [
-        ("search", lambda r, q, k=10: r._index.search(q, k)[::-1], "dense scores descend"),
         (
-            "chunks",
-            lambda r, d: [
-                c.__class__(c.doc_id, c.start, c.end, c.text + "!", 0) for c in r._index.chunks(d)
+            "dense_search",
+            lambda r, v, k: tuple(a[::-1] for a in r._index.dense_search(v, k)),
+            "dense scores descend",
+        ),
+        (
+            "chunks_of",
+            lambda r, ids: [
+                c.__class__(c.doc_id, c.start, c.end, c.text + "!", 0)
+                for c in r._index.chunks_of(ids)
             ],
             "a chunk's text is its span of the document",
         ),
@@ -228,9 +225,9 @@ def test_check_reader_passes_on_a_third_party_reader_with_only_the_contract():
             "unit length",
         ),
         (
-            "sparse_scores",
-            lambda r, q, ids: np.asarray(r._index.sparse_scores(q, ids)) + 1.0,
-            "sparse_scores are the BM25 hits' scores",
+            "sparse_scores_many",
+            lambda r, qs, ids: np.asarray(r._index.sparse_scores_many(qs, ids)) + 1.0,
+            "sparse_scores_many gives the BM25 hits' scores",
         ),
     ],
 )
@@ -242,7 +239,40 @@ def test_check_reader_fails_naming_the_rule_a_reader_breaks(member, broken, rule
 
 
 def test_check_reader_refuses_a_reader_without_the_contract():
-    with pytest.raises(MissingCapabilityError, match="CorpusReads"):
+    with pytest.raises(MissingCapabilityError, match="CorpusReader"):
         check_reader(object(), queries=QUERIES)
     with pytest.raises(ConfigError, match="at least one query"):
         check_reader(_index(), queries=[])
+
+
+def _members(protocol: type) -> dict[str, list[str]]:
+    """A protocol's members (its own and inherited) and the annotations each declares."""
+    found: dict[str, list[str]] = {}
+    for cls in protocol.__mro__:
+        if cls.__module__ != reader_module.__name__:
+            continue
+        for name, value in vars(cls).items():
+            if name.startswith("_") and name not in ("__len__", "__contains__", "__getitem__"):
+                continue
+            fn = value.fget if isinstance(value, property) else value
+            notes = list(getattr(fn, "__annotations__", {}).values())
+            found.setdefault(name, notes)
+        for name, note in vars(cls).get("__annotations__", {}).items():
+            found.setdefault(name, [note])
+    return found
+
+
+def test_every_reader_protocol_is_small_and_typed():
+    protocols = [
+        c
+        for c in vars(reader_module).values()
+        if isinstance(c, type)
+        and c.__module__ == reader_module.__name__
+        and getattr(c, "_is_protocol", False)
+    ]
+    assert CorpusReader in protocols and len(protocols) >= 8
+    for protocol in protocols:
+        members = _members(protocol)
+        assert 0 < len(members) <= 10, (protocol.__name__, sorted(members))
+        untyped = {n for n, a in members.items() if any("Any" in str(x) for x in a)}
+        assert untyped == set(), (protocol.__name__, untyped)

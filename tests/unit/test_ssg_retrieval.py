@@ -23,15 +23,23 @@ def padded(rows):
     return cols, vals
 
 
+class QueryEmbedder(FakeEmbedder):
+    """Every text is the hand-built query: the direction of the first axis."""
+
+    def _embed_batch(self, texts):
+        out = np.zeros((len(texts), self.dim), np.float32)
+        out[:, 0] = 1.0
+        return out
+
+
 class HandIndex:
     """A hand-built SSG: node i is sentence i; edges are given explicitly."""
 
     def __init__(self, sims_to_q, edges, node_doc=None, dim=8, seed=0):
         n = len(sims_to_q)
         rng = np.random.default_rng(seed)
-        self.embedder = FakeEmbedder(dim=dim)  # the reader contract names the query's model
-        self.q = np.zeros(dim, np.float32)
-        self.q[0] = 1.0
+        self.embedder = QueryEmbedder(dim=dim)  # the query's model: q for every query
+        self.q = self.embedder.embed(["q"])[0]
         vecs = []
         for s in sims_to_q:  # unit vectors with the requested cosine to q
             noise = rng.normal(size=dim - 1)
@@ -63,12 +71,6 @@ class HandIndex:
         self.node_index.add(np.arange(n), vectors)
         self.sentence_matrix = vectors
         self.text = " ".join(f"s{i}." for i in range(n))
-
-    def embed_query(self, query):
-        return self.q
-
-    async def aembed_query(self, query):
-        return self.q
 
     def sentence_location(self, s):
         start = self.text.index(f"s{s}.")
