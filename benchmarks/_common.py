@@ -15,6 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# Before anything imports a model: no hub, no tokenizer threads beside the benchmark's own.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
 import numpy as np
 
 DATA = Path(os.environ.get("SEMRAG_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -58,7 +58,7 @@ def chunk_tokens(n: int) -> list[list[str]]:
     raise AssertionError("recombined() does not end")
 
 
-def timed(fn, queries: list[str]) -> tuple[list[float], list]:  # noqa: ANN001
+def timed(fn, queries: list[str]) -> tuple[list[float], list]:
     """Per-query ms and answers of ``fn``."""
     times, answers = [], []
     for q in queries:
@@ -68,7 +68,7 @@ def timed(fn, queries: list[str]) -> tuple[list[float], list]:  # noqa: ANN001
     return times, answers
 
 
-def built(build):  # noqa: ANN001, ANN201
+def built(build):
     """``build()``'s result, its seconds, and the megabytes the result holds.
 
     The memory is traced (tracemalloc, which sees numpy's arrays too) in a first build
@@ -109,7 +109,7 @@ def run_size(n: int, args: argparse.Namespace) -> list[dict]:
 
     term_ids = [[vocab[t] for t in doc] for doc in tokens]
 
-    def peer_bm25s():  # noqa: ANN202
+    def peer_bm25s():
         retriever = bm25s.BM25(method="lucene", k1=lucene.k1, b=lucene.b)
         retriever.index((term_ids, vocab), show_progress=False)
         return retriever

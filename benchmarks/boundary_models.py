@@ -24,11 +24,8 @@ import sys
 import time
 from functools import partial
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+import numpy as np
+from _common import (
     BATCH,
     DATA,
     cached_semrag_embedder,
@@ -41,18 +38,18 @@ from _common import (  # noqa: E402
     table,
 )
 
-from semrag import MFCChunker, PSCChunker, SemanticChunker  # noqa: E402
-from semrag.chunking.boundary import shipped_weights  # noqa: E402
-from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval.datasets import (  # noqa: E402
+from semrag import MFCChunker, PSCChunker, SemanticChunker
+from semrag.chunking.boundary import shipped_weights
+from semrag.chunking.boundary.rules import BREAK_RULES, gap_breaks
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval.datasets import (
     read_choi,
     read_csabstruct,
     read_nicta,
     read_pubmedqa,
     read_squad_articles,
 )
-from semrag.eval.metrics import (  # noqa: E402
+from semrag.eval.metrics import (
     boundaries_from_offsets,
     boundary_f1,
     pk,

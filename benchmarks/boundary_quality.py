@@ -17,13 +17,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+import numpy as np
+from _common import (
     DATA,
     cached_semrag_embedder,
     chonkie_embeddings,
@@ -36,11 +32,11 @@ from _common import (  # noqa: E402
     table,
 )
 
-from semrag import SemanticChunker  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval.datasets import SectionedDocument, read_choi, read_squad_articles  # noqa: E402
-from semrag.eval.metrics import boundaries_from_offsets, pk, window_diff, word_starts  # noqa: E402
-from semrag.static_embedder import StaticEmbedder  # noqa: E402
+from semrag import SemanticChunker
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval.datasets import SectionedDocument, read_choi, read_squad_articles
+from semrag.eval.metrics import boundaries_from_offsets, pk, window_diff, word_starts
+from semrag.static_embedder import StaticEmbedder
 
 THRESHOLDS = [
     ("percentile", 95),

@@ -38,11 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+import numpy as np
+from _common import (
     DATA,
     STORE,
     cached_semrag_embedder,
@@ -55,7 +52,7 @@ from _common import (  # noqa: E402
     table,
 )
 
-from semrag.text import split_sentences  # noqa: E402
+from semrag.text import split_sentences
 
 BUDGETS = (1000, 4000)
 K = 5

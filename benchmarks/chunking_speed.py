@@ -12,12 +12,8 @@ and embed each one once. Each contestant runs once, after a warm-up on a short t
 from __future__ import annotations
 
 import argparse
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-from _common import (  # noqa: E402
+from _common import (
     BATCH,
     DATA,
     chonkie_embeddings,
@@ -30,10 +26,10 @@ from _common import (  # noqa: E402
     table,
 )
 
-from semrag import SemanticChunker  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval.datasets import read_squad_articles  # noqa: E402
-from semrag.text import split_sentences  # noqa: E402
+from semrag import SemanticChunker
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval.datasets import read_squad_articles
+from semrag.text import split_sentences
 
 
 def main() -> None:

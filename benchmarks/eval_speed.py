@@ -19,17 +19,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import random
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
+from _common import DATA, emit, header, need, table
 
-import numpy as np  # noqa: E402
-from _common import DATA, emit, header, need, table  # noqa: E402
-
-from semrag.text import split_sentences  # noqa: E402
+from semrag.text import split_sentences
 
 GOAL_SECONDS = 300.0
 

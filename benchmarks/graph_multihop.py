@@ -25,15 +25,11 @@ HeuristicGraphExtractor (no LLM), entity resolution and Leiden communities.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
+import numpy as np
 from _common import (
     BATCH,
     DATA,
@@ -45,14 +41,14 @@ from _common import (
     lc_embeddings,
     need,
     table,
-)  # noqa: E402
+)
 
-from semrag import SemanticIndex  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval.datasets import read_musique  # noqa: E402
-from semrag.graph import InMemoryGraphStore, KnowledgeGraph  # noqa: E402
-from semrag.neo4j import Neo4jGraphStore  # noqa: E402
-from semrag.retrieval import CommunityRetriever, SketchRetriever  # noqa: E402
+from semrag import SemanticIndex
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval.datasets import read_musique
+from semrag.graph import InMemoryGraphStore, KnowledgeGraph
+from semrag.neo4j import Neo4jGraphStore
+from semrag.retrieval import CommunityRetriever, SketchRetriever
 
 KS = MULTIHOP_KS
 TUNING = " ".join(

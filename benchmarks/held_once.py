@@ -31,7 +31,7 @@ from semrag.index import SSGConfig
 from semrag.retrieval import ALGORITHMS, IntentAwareRetriever
 
 
-def timed_ms(fn, queries: list[str]) -> list[float]:  # noqa: ANN001
+def timed_ms(fn, queries: list[str]) -> list[float]:
     """Milliseconds of each call of ``fn``, one query at a time."""
     times = []
     for q in queries:

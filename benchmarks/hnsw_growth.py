@@ -32,18 +32,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
+from _common import emit, header, table
+from hnsw_storage import K, chunk_vectors, exact_top, query_vectors
+from scale import cached_embedder
 
-import numpy as np  # noqa: E402
-from _common import emit, header, table  # noqa: E402
-from hnsw_storage import K, chunk_vectors, exact_top, query_vectors  # noqa: E402
-from scale import cached_embedder  # noqa: E402
-
-from semrag.index.parts.dense import DenseIndex  # noqa: E402
+from semrag.index.parts.dense import DenseIndex
 
 EF_SWEEP = (64, 128, 256, 512)
 NPROBE_SWEEP = (64, 128, 256, 512)
@@ -138,13 +134,13 @@ class Lists:
         return self.index.search(query, k)[1][0]
 
 
-def timed_build(vectors: np.ndarray, make) -> tuple[object, float]:  # noqa: ANN001
+def timed_build(vectors: np.ndarray, make) -> tuple[object, float]:
     t0 = time.perf_counter()
     built = make(vectors)
     return built, time.perf_counter() - t0
 
 
-def quality(built, queries: np.ndarray, truth: np.ndarray) -> list[dict]:  # noqa: ANN001
+def quality(built, queries: np.ndarray, truth: np.ndarray) -> list[dict]:
     """p50 ms of one query and recall@K of the exact top K, per search breadth."""
     rows = []
     for ef in built.breadths:

@@ -17,23 +17,19 @@ With ``SEMRAG_BENCH_CACHE`` set, the sentence vectors are those scale.py cached.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
+import scale
+from _common import emit, header, table
 
-import numpy as np  # noqa: E402
-import scale  # noqa: E402
-from _common import emit, header, table  # noqa: E402
-
-from semrag import SemanticIndex  # noqa: E402
-from semrag.index.parts.dense import DenseIndex  # noqa: E402
+from semrag import SemanticIndex
+from semrag.index.parts.dense import DenseIndex
 
 K = 10
 
 
-def chunk_vectors(target: int, embedder) -> np.ndarray:  # noqa: ANN001
+def chunk_vectors(target: int, embedder) -> np.ndarray:
     """The chunk vectors of the scale corpus's first ``target`` chunks (exact, float32)."""
     docs = scale.documents(target, embedder)
     index = SemanticIndex(embedder=embedder, chunk_vectors="mean", dense="flat")
@@ -41,7 +37,7 @@ def chunk_vectors(target: int, embedder) -> np.ndarray:  # noqa: ANN001
     return np.asarray(index.parts["dense"].vectors, np.float32)
 
 
-def query_vectors(n: int, embedder) -> np.ndarray:  # noqa: ANN001
+def query_vectors(n: int, embedder) -> np.ndarray:
     """``n`` lines of the corpus's sections, chosen with a fixed seed, as queries."""
     lines = [line for _, section in scale.sections() for line in section]
     pick = np.random.default_rng(7).choice(len(lines), size=n, replace=False)

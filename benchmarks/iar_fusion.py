@@ -31,11 +31,8 @@ from __future__ import annotations
 import argparse
 import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+import numpy as np
+from _common import (
     BATCH,
     DATA,
     emit,
@@ -46,11 +43,11 @@ from _common import (  # noqa: E402
     table,
 )
 
-from semrag import SemanticIndex  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval.datasets import read_musique, read_squad_questions  # noqa: E402
-from semrag.graph import KnowledgeGraph  # noqa: E402
-from semrag.retrieval import IntentAwareRetriever  # noqa: E402
+from semrag import SemanticIndex
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval.datasets import read_musique, read_squad_questions
+from semrag.graph import KnowledgeGraph
+from semrag.retrieval import IntentAwareRetriever
 
 KS = (2, 5, 10, 20)
 SQUAD_EVERY = 10

@@ -26,14 +26,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import re
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+import numpy as np
+from _common import (
     DATA,
     cached_semrag_embedder,
     chonkie_embeddings,
@@ -47,10 +43,10 @@ from _common import (  # noqa: E402
     table,
 )
 
-from semrag import SemanticChunker  # noqa: E402
-from semrag.eval.datasets import SectionedDocument, read_sectioned_text  # noqa: E402
-from semrag.eval.metrics import boundaries_from_offsets, pk, window_diff, word_starts  # noqa: E402
-from semrag.text import split_sentences  # noqa: E402
+from semrag import SemanticChunker
+from semrag.eval.datasets import SectionedDocument, read_sectioned_text
+from semrag.eval.metrics import boundaries_from_offsets, pk, window_diff, word_starts
+from semrag.text import split_sentences
 
 FOLDERS = ["lectures_ai_manual", "lectures_physics_manual"]
 _FINAL_STOP = re.compile(r"\s*[.?!]+\s*$")

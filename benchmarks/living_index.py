@@ -32,18 +32,15 @@ import statistics
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from _common import CORPUS_QUERIES as QUERIES
+from _common import DATA, emit, fresh, header, need, table
 
-from _common import CORPUS_QUERIES as QUERIES  # noqa: E402
-from _common import DATA, emit, fresh, header, need, table  # noqa: E402
-
-from semrag import Document, SemanticIndex, SSGRetriever  # noqa: E402
-from semrag.index import SSGConfig  # noqa: E402
-from semrag.index.parts.dense import DenseIndex  # noqa: E402
-from semrag.index.parts.live_ssg import LiveSSG  # noqa: E402
-from semrag.index.parts.sparse import BM25Index  # noqa: E402
-from semrag.retrieval import IntentAwareRetriever  # noqa: E402
+from semrag import Document, SemanticIndex, SSGRetriever
+from semrag.index import SSGConfig
+from semrag.index.parts.dense import DenseIndex
+from semrag.index.parts.live_ssg import LiveSSG
+from semrag.index.parts.sparse import BM25Index
+from semrag.retrieval import IntentAwareRetriever
 
 HOLD_OUT = 40
 EMBEDDERS = {

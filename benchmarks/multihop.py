@@ -48,15 +48,11 @@ import argparse
 import functools
 import gzip
 import json
-import os
 import random
 import re
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-from _common import (  # noqa: E402
+from _common import (
     BATCH,
     DATA,
     emit,
@@ -66,13 +62,13 @@ from _common import (  # noqa: E402
     query_latency,
     table,
 )
-from iar_fusion import build_index  # noqa: E402
+from iar_fusion import build_index
 
-from semrag import Document, SemanticIndex  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval import evaluate_retrievers  # noqa: E402
-from semrag.eval.datasets import MultiHopQuestion, read_musique, read_twowiki  # noqa: E402
-from semrag.retrieval import GraphRetriever, IntentAwareRetriever, PPRRetriever  # noqa: E402
+from semrag import Document, SemanticIndex
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval import evaluate_retrievers
+from semrag.eval.datasets import MultiHopQuestion, read_musique, read_twowiki
+from semrag.retrieval import GraphRetriever, IntentAwareRetriever, PPRRetriever
 
 KS = (1, 2, 5, 10, 20)
 CHUNKS = 40  # chunks asked of semrag retrievers, enough for 20 distinct paragraphs

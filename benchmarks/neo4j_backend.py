@@ -41,16 +41,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+import numpy as np
+from _common import (
     BATCH,
     DATA,
     distinct,
@@ -62,21 +58,21 @@ from _common import (  # noqa: E402
     need,
     table,
 )
-from iar_fusion import build_index  # noqa: E402
+from iar_fusion import build_index
 
-from semrag import Document, SemanticIndex  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval.datasets import read_twowiki  # noqa: E402
-from semrag.graph import KnowledgeGraph  # noqa: E402
-from semrag.neo4j import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore  # noqa: E402
-from semrag.retrieval import (  # noqa: E402
+from semrag import Document, SemanticIndex
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval.datasets import read_twowiki
+from semrag.graph import KnowledgeGraph
+from semrag.neo4j import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore
+from semrag.retrieval import (
     CommunityRetriever,
     GraphRetriever,
     IntentAwareRetriever,
     SketchRetriever,
     SSGRetriever,
 )
-from semrag.retrieval.ssg import ALGORITHMS  # noqa: E402
+from semrag.retrieval.ssg import ALGORITHMS
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 20

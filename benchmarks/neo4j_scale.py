@@ -36,23 +36,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
+from _common import emit, forget_answers, fresh, header, table
+from neo4j_backend import served_row, start_neo4j
+from scale import QUERIES, cached_embedder, distinct_counts, documents
 
-import numpy as np  # noqa: E402
-from _common import emit, forget_answers, fresh, header, table  # noqa: E402
-from neo4j_backend import served_row, start_neo4j  # noqa: E402
-from scale import QUERIES, cached_embedder, distinct_counts, documents  # noqa: E402
-
-from semrag import GraphRetriever, SemanticIndex  # noqa: E402
-from semrag.index.change import Change  # noqa: E402
-from semrag.neo4j import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore  # noqa: E402
-from semrag.retrieval import IntentAwareRetriever  # noqa: E402
+from semrag import GraphRetriever, SemanticIndex
+from semrag.index.change import Change
+from semrag.neo4j import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore
+from semrag.retrieval import IntentAwareRetriever
 
 K = 10
 
@@ -60,11 +56,11 @@ K = 10
 class TimedStore(Neo4jIndexStore):
     """A :class:`Neo4jIndexStore` that records the seconds of each write it makes."""
 
-    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.write_s: list[float] = []
 
-    def stage(self, change: Change):  # noqa: ANN201 - the write, timed
+    def stage(self, change: Change):
         write = super().stage(change)
 
         def timed() -> None:
@@ -109,7 +105,7 @@ def store_mb(home: Path) -> float:
     return sum(p.stat().st_size for p in home.rglob("*") if p.is_file()) / 2**20
 
 
-def retrievers(ix) -> dict:  # noqa: ANN001 - an index or a reader
+def retrievers(ix) -> dict:
     return {
         "dense": lambda q: ix.search(q, k=K),
         "BM25 (embedded) / Lucene (Neo4j)": lambda q: ix.search_sparse(q, k=K),
@@ -121,7 +117,7 @@ def retrievers(ix) -> dict:  # noqa: ANN001 - an index or a reader
     }
 
 
-def embedding_ms(emb, query: str) -> float:  # noqa: ANN001
+def embedding_ms(emb, query: str) -> float:
     """ms of embedding ``query`` with the model (its cache cleared first)."""
     emb.inner.clear_cache()
     t0 = time.perf_counter()
@@ -129,7 +125,7 @@ def embedding_ms(emb, query: str) -> float:  # noqa: ANN001
     return 1000 * (time.perf_counter() - t0)
 
 
-def alternating(here, there, queries: list[str], store, index, passes: int, emb):  # noqa: ANN001
+def alternating(here, there, queries: list[str], store, index, passes: int, emb):
     """Both backends' per-query ms and rankings, timed query by query in turn.
 
     Each query is embedded by the model (its own cache cleared; the searches read the

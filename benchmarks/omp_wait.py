@@ -28,11 +28,8 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import DATA, emit, header, need, table  # noqa: E402
+import numpy as np
+from _common import DATA, emit, header, need, table
 
 TWOWIKI = "twowiki/2wiki_dev500_agenticrag.json"
 POLICIES = {

@@ -26,13 +26,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from _common import DATA, emit, header, need, table
 
-from _common import DATA, emit, header, need, table  # noqa: E402
-
-from semrag import SemanticIndex  # noqa: E402
-from semrag.eval.datasets import read_twowiki  # noqa: E402
+from semrag import SemanticIndex
+from semrag.eval.datasets import read_twowiki
 
 QUERIES = ["Who directed the film?", "Where was the composer born?", "river in France"]
 

@@ -67,11 +67,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+import numpy as np
+from _common import (
     CORPUS_QUERIES,
     DATA,
     LEAD_INS,
@@ -84,19 +81,19 @@ from _common import (  # noqa: E402
     table,
 )
 
-from semrag import Chunk, Document, GraphRetriever, SemanticIndex, SSGRetriever  # noqa: E402
-from semrag.embeddings import BaseEmbedder  # noqa: E402
-from semrag.graph import KnowledgeGraph  # noqa: E402
-from semrag.index import SSGConfig  # noqa: E402
-from semrag.index.parts._distinct import row_hashes  # noqa: E402
-from semrag.retrieval import (  # noqa: E402
+from semrag import Chunk, Document, GraphRetriever, SemanticIndex, SSGRetriever
+from semrag.embeddings import BaseEmbedder
+from semrag.graph import KnowledgeGraph
+from semrag.index import SSGConfig
+from semrag.index.parts._distinct import row_hashes
+from semrag.retrieval import (
     ALGORITHMS,
     CommunityRetriever,
     IntentAwareRetriever,
     SketchRetriever,
 )
-from semrag.testing import FakeEmbedder  # noqa: E402
-from semrag.text.sentences import split_sentences  # noqa: E402
+from semrag.testing import FakeEmbedder
+from semrag.text.sentences import split_sentences
 
 QUERIES = [
     *CORPUS_QUERIES,
@@ -227,7 +224,7 @@ class SentenceCache(BaseEmbedder):
                 self.vectors = dict(zip(texts, z["vectors"], strict=True))
 
     @property
-    def tokenizer(self):  # noqa: ANN201 - the inner embedder's
+    def tokenizer(self):
         return self.inner.tokenizer
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
@@ -404,7 +401,7 @@ def timed_parts(
     for name, part in index.parts.items():
         stage = part.stage
 
-        def timed(change, _stage=stage, _name=name, **options):  # noqa: ANN001, ANN003, ANN202
+        def timed(change, _stage=stage, _name=name, **options):
             t0, model0 = time.perf_counter(), model_s()
             try:
                 return _stage(change, **options)  # (the dense part's placed=)
@@ -433,7 +430,7 @@ def embed_queries(index: SemanticIndex) -> float:
     return statistics.median(times[1:])
 
 
-def latency(fn, index: SemanticIndex, embedder: SentenceCache) -> tuple[float, float, float]:  # noqa: ANN001
+def latency(fn, index: SemanticIndex, embedder: SentenceCache) -> tuple[float, float, float]:
     """p50 / p95 ms of single calls, each on a query the index has not answered yet, and
     the mean ms of model calls a call makes.
 

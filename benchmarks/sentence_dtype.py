@@ -17,18 +17,14 @@ With ``SEMRAG_BENCH_CACHE`` set, the built indexes are reused (those of iar_fusi
 from __future__ import annotations
 
 import argparse
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
+from _common import BATCH, DATA, distinct, emit, evaluate_multihop, header, need, table
+from iar_fusion import build_index
+from multihop import CHUNKS, SETS
 
-import numpy as np  # noqa: E402
-from _common import BATCH, DATA, distinct, emit, evaluate_multihop, header, need, table  # noqa: E402
-from iar_fusion import build_index  # noqa: E402
-from multihop import CHUNKS, SETS  # noqa: E402
-
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.retrieval import IntentAwareRetriever  # noqa: E402
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.retrieval import IntentAwareRetriever
 
 K = 10
 

@@ -22,18 +22,14 @@ context tokens.
 from __future__ import annotations
 
 import argparse
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
+from _common import DATA, emit, header, need, table
 
-import numpy as np  # noqa: E402
-from _common import DATA, emit, header, need, table  # noqa: E402
-
-from semrag import SemanticChunker, SemanticIndex  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval.datasets import read_squad_questions  # noqa: E402
-from semrag.postprocess import SPC  # noqa: E402
+from semrag import SemanticChunker, SemanticIndex
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval.datasets import read_squad_questions
+from semrag.postprocess import SPC
 
 SIZES = (64, 128, 256)
 EVERY = 10

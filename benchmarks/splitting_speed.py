@@ -25,14 +25,10 @@ chonkie's ``RecursiveChunker``. ``--no-minilm`` leaves out the three MiniLM cont
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-from _common import (  # noqa: E402
+from _common import (
     chonkie_embeddings,
     emit,
     header,

@@ -22,14 +22,10 @@ float16 answers with the float32 ones (shared paragraphs in the top 10), and p50
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+import numpy as np
+from _common import (
     BATCH,
     DATA,
     distinct,
@@ -39,13 +35,13 @@ from _common import (  # noqa: E402
     need,
     table,
 )
-from multihop import SETS  # noqa: E402
-from scale import ssg_bytes, timed_parts  # noqa: E402
+from multihop import SETS
+from scale import ssg_bytes, timed_parts
 
-from semrag import SemanticIndex, SSGRetriever  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.index import SSGConfig  # noqa: E402
-from semrag.retrieval import ALGORITHMS  # noqa: E402
+from semrag import SemanticIndex, SSGRetriever
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.index import SSGConfig
+from semrag.retrieval import ALGORITHMS
 
 BUILDS = {
     "exact (flat, float32)": SSGConfig(knn="flat"),

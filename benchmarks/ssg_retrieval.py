@@ -15,10 +15,6 @@ offline.
 from __future__ import annotations
 
 import argparse
-import os
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from _common import (
     BATCH,
@@ -31,12 +27,12 @@ from _common import (
     lc_embeddings,
     need,
     table,
-)  # noqa: E402
+)
 
-from semrag import SemanticIndex, SSGRetriever  # noqa: E402
-from semrag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from semrag.eval.datasets import read_musique  # noqa: E402
-from semrag.retrieval import ALGORITHMS  # noqa: E402
+from semrag import SemanticIndex, SSGRetriever
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.eval.datasets import read_musique
+from semrag.retrieval import ALGORITHMS
 
 KS = MULTIHOP_KS
 
