@@ -343,13 +343,18 @@ class SSGRetriever(Params):
             rank = NEXT_HOP.get(self.strategy, "query")
             yield from ctx.view.load_steps([int(n) for n in nodes], rank=rank, visited=ctx.visited)
 
-    def _anchor(self, ctx: Context) -> _Reading[int]:
+    def _start(self, ctx: Context) -> _Reading[tuple[Traversal, int]]:
+        """The traversal with its anchor visited, and the anchor (``-1``: an empty index)."""
         pca = self.strategy == "triangulation_geometric_3d"
         _, ids = yield from self._search(ctx, 1, pca=pca)
         anchor = int(ids[0, 0])
-        if anchor >= 0:
-            yield from self._load(ctx, [anchor])
-        return anchor
+        if anchor < 0:
+            return Traversal(stop_reason="empty index"), anchor
+        yield from self._load(ctx, [anchor])
+        sim = ctx.node_sim(anchor)
+        return Traversal(
+            [Step(anchor, None, "anchor", float("nan"), sim, ctx.visit(anchor))]
+        ), anchor
 
     def _should_stop_early(self, ctx: Context, after: int, best_available: float) -> bool:
         return (
@@ -378,13 +383,9 @@ class SSGRetriever(Params):
 
     def _greedy(self, ctx: Context, max_s: int, after: int) -> _Reading[Traversal]:
         algo = self.strategy
-        anchor = yield from self._anchor(ctx)
+        t, anchor = yield from self._start(ctx)
         if anchor < 0:
-            return Traversal(stop_reason="empty index")
-        t = Traversal()
-        t.steps.append(
-            Step(anchor, None, "anchor", float("nan"), ctx.node_sim(anchor), ctx.visit(anchor))
-        )
+            return t
         current = anchor
         frontier = Frontier(ctx)
         last_edge = -np.inf
@@ -469,13 +470,9 @@ class SSGRetriever(Params):
         return t
 
     def _llm_guided(self, ctx: Context, query: str, max_s: int, after: int) -> Traversing:
-        anchor = yield from self._anchor(ctx)
+        t, anchor = yield from self._start(ctx)
         if anchor < 0:
-            return Traversal(stop_reason="empty index")
-        t = Traversal()
-        t.steps.append(
-            Step(anchor, None, "anchor", float("nan"), ctx.node_sim(anchor), ctx.visit(anchor))
-        )
+            return t
         frontier = Frontier(ctx)
         frontier.expand(anchor)
         while len(ctx.extracted) < max_s:
