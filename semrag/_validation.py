@@ -33,7 +33,7 @@ import inspect
 import math
 import numbers
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import numpy as np
@@ -358,14 +358,6 @@ class RenamedAttribute:
             stacklevel=2,
         )
         return getattr(obj, self.new)
-
-
-def positive_ints(names: Iterable[str], *, allow_none: bool = False) -> dict[str, list[Any]]:
-    """Constraints ``int >= 1`` (or ``None``) for several parameters at once."""
-    allowed: list[Any] = [Interval(numbers.Integral, 1, None)]
-    if allow_none:
-        allowed.append(None)
-    return {name: allowed for name in names}
 
 
 class Params:

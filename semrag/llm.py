@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from semrag.errors import ConfigError, LLMOutputError
@@ -210,6 +211,41 @@ async def acomplete_json(
     if problem:
         raise _fail(reply, problem, retries + 1)
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class LLMFailed:
+    """An LLM step that failed, in place of its reply, where a documented fallback follows."""
+
+    reason: str
+    """What went wrong (:func:`llm_failure`), for the fallback's note."""
+
+
+def ask_json(llm: LLM, prompt: str, schema: Mapping[str, Any], *, on_error: str) -> Any:
+    """:func:`complete_json`'s value, or :class:`LLMFailed` saying why it failed.
+
+    Every failure (an invalid reply, an exception from the model) is an ``LLMFailed`` with
+    ``on_error="fallback"``; with ``"raise"`` it propagates.
+    """
+    try:
+        return complete_json(llm, prompt, schema)
+    except Exception as exc:  # every LLM failure takes the documented path
+        return llm_failed(exc, on_error)
+
+
+async def aask_json(llm: LLM, prompt: str, schema: Mapping[str, Any], *, on_error: str) -> Any:
+    """Async twin of :func:`ask_json`."""
+    try:
+        return await acomplete_json(llm, prompt, schema)
+    except Exception as exc:  # every LLM failure takes the documented path
+        return llm_failed(exc, on_error)
+
+
+def llm_failed(exc: Exception, on_error: str) -> LLMFailed:
+    """``exc`` raised again (``on_error="raise"``), or an :class:`LLMFailed` saying why."""
+    if on_error == "raise":
+        raise exc
+    return LLMFailed(llm_failure(exc))
 
 
 def llm_failure(exc: BaseException) -> str:

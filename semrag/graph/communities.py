@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import networkx as nx
 
 from semrag._validation import Options, check_param
 from semrag.errors import ConfigError
 from semrag.graph.types import Community, Entity, Relation
-from semrag.llm import LLM, complete_json, llm_failure
+from semrag.llm import LLM, LLMFailed, ask_json
 
 __all__ = ["community_reports", "detect_communities", "report_text"]
 
@@ -268,12 +267,10 @@ def community_reports(
                     if r.source in by_id and r.target in by_id
                 ),
             )
-            try:
-                reply: Any = complete_json(llm, prompt, _REPORT_SCHEMA)
+            reply = ask_json(llm, prompt, _REPORT_SCHEMA, on_error=on_llm_error)
+            if isinstance(reply, LLMFailed):
+                notes.append(f"{c.id}: report: {reply.reason}; extractive report used")
+            else:
                 title, summary = reply["title"].strip() or title, reply["summary"].strip()
-            except Exception as exc:  # every LLM failure takes the documented path
-                if on_llm_error == "raise":
-                    raise
-                notes.append(f"{c.id}: report: {llm_failure(exc)}; extractive report used")
         out.append(Community(c.id, c.level, c.entity_ids, c.parent, summary, title, c.rank))
     return out, notes

@@ -30,7 +30,7 @@ import numpy as np
 from semrag._validation import INT, HasMethods, Interval, Options, validate_params
 from semrag.errors import ConfigError
 from semrag.graph.types import ChunkRef, Entity, Mention, Relation, entity_key
-from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
+from semrag.llm import LLM, acomplete_json, complete_json, llm_failed
 from semrag.text.phrases import entities as find_entities
 from semrag.text.phrases import key_phrases
 from semrag.text.sentences import split_sentences
@@ -383,9 +383,7 @@ class LLMGraphExtractor:
         return list(await asyncio.gather(*(one(c) for c in chunks)))
 
     def _failed(self, chunk: Chunk, exc: Exception) -> Extraction:
-        if self.on_error == "raise":
-            raise exc
-        why = llm_failure(exc)
+        why = llm_failed(exc, self.on_error).reason
         logger.warning("LLM extraction for %s: %s; heuristic used", chunk.doc_id, why)
         out = self.fallback.extract(chunk)
         out.notes.append(f"{chunk.doc_id}:{chunk.start}: {why}; heuristic used")

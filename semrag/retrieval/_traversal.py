@@ -138,13 +138,6 @@ class Frontier:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class LLMFailed:
-    """An LLM call that raised, in place of its reply (``on_llm_error="fallback"``)."""
-
-    reason: str
-
-
 def same_document(view: SimilarityGraphView, a: int, b: int) -> bool:
     return view.sentence_location(a)[0] == view.sentence_location(b)[0]
 

@@ -84,7 +84,7 @@ from semrag.index.reader import (
     overlapping_read,
     require,
 )
-from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
+from semrag.llm import LLM, LLMFailed, aask_json, ask_json
 from semrag.retrieval._query_plan import (
     CHANNELS,
     INTENT_WEIGHTS,
@@ -306,11 +306,8 @@ class IntentAwareRetriever(Params):
             return self._finish(
                 plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
             )
-        try:
-            reply = complete_json(self.llm, self._prompt(query), PLAN_SCHEMA)
-        except Exception as exc:  # noqa: BLE001 - every LLM failure takes the documented path
-            return self._llm_failed(query, exc)
-        return self._finish(self._from_llm(query, reply))
+        reply = ask_json(self.llm, self._prompt(query), PLAN_SCHEMA, on_error=self.on_llm_error)
+        return self._planned(query, reply)
 
     async def aplan(self, query: str) -> QueryPlan:
         """Async twin of :meth:`plan`."""
@@ -319,22 +316,20 @@ class IntentAwareRetriever(Params):
             return self._finish(
                 plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
             )
-        try:
-            reply = await acomplete_json(self.llm, self._prompt(query), PLAN_SCHEMA)
-        except Exception as exc:  # noqa: BLE001 - every LLM failure takes the documented path
-            return self._llm_failed(query, exc)
-        return self._finish(self._from_llm(query, reply))
+        prompt = self._prompt(query)
+        reply = await aask_json(self.llm, prompt, PLAN_SCHEMA, on_error=self.on_llm_error)
+        return self._planned(query, reply)
 
     def _prompt(self, query: str) -> str:
         return PLAN_PROMPT.format(query=query, n_para=self.max_paraphrases, n_kw=self.max_keywords)
 
-    def _llm_failed(self, query: str, exc: Exception) -> QueryPlan:
-        if self.on_llm_error == "raise":
-            raise exc
-        why = llm_failure(exc)
-        logger.warning("IAR: %s; using the rules instead", why)
+    def _planned(self, query: str, reply: Any) -> QueryPlan:
+        """The LLM's plan, or the rules' with a note of why the LLM step failed."""
+        if not isinstance(reply, LLMFailed):
+            return self._finish(self._from_llm(query, reply))
+        logger.warning("IAR: %s; using the rules instead", reply.reason)
         plan = plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
-        return self._finish(replace(plan, note=f"{why}; rules used"))
+        return self._finish(replace(plan, note=f"{reply.reason}; rules used"))
 
     def _from_llm(self, query: str, reply: Mapping[str, Any]) -> QueryPlan:
         source, note = "llm", ""

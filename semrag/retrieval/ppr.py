@@ -79,7 +79,7 @@ from semrag.index.reader import (
     need,
     require,
 )
-from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
+from semrag.llm import LLM, LLMFailed, aask_json, ask_json
 from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
 from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank
 from semrag.text.phrases import entities as find_entities
@@ -385,11 +385,10 @@ class PPRRetriever(Params):
         return [p.text for p in find_entities(query) if p.kind in ("entity", "quoted")]
 
     def _llm_entities(self, reply: Any, query: str) -> tuple[list[str], str]:
-        if isinstance(reply, dict):
-            names = [n for n in reply["entities"] if isinstance(n, str) and n.strip()]
-            return names, "llm"
-        note = f"LLM entity extraction failed ({reply}); used the rules"
-        return self._query_entities_by_rules(query), note
+        if isinstance(reply, LLMFailed):
+            note = f"LLM entity extraction failed ({reply.reason}); used the rules"
+            return self._query_entities_by_rules(query), note
+        return [n for n in reply["entities"] if isinstance(n, str) and n.strip()], "llm"
 
     def _entities_without_llm(self, query: str) -> tuple[list[str], str] | None:
         """The query's entities when no LLM is asked (seeds off, or no LLM given)."""
@@ -402,27 +401,16 @@ class PPRRetriever(Params):
     def _entities(self, query: str) -> tuple[list[str], str]:
         if (found := self._entities_without_llm(query)) is not None or self.llm is None:
             return found or ([], "off")
-        try:
-            reply: Any = complete_json(
-                self.llm, _NER_PROMPT.format(query=query), schema=_ENTITY_SCHEMA
-            )
-        except Exception as exc:  # every LLM failure takes the documented path
-            if self.on_llm_error == "raise":
-                raise
-            reply = llm_failure(exc)
-        return self._llm_entities(reply, query)
+        prompt, on_error = _NER_PROMPT.format(query=query), self.on_llm_error
+        return self._llm_entities(
+            ask_json(self.llm, prompt, _ENTITY_SCHEMA, on_error=on_error), query
+        )
 
     async def _aentities(self, query: str) -> tuple[list[str], str]:
         if (found := self._entities_without_llm(query)) is not None or self.llm is None:
             return found or ([], "off")
-        try:
-            reply: Any = await acomplete_json(
-                self.llm, _NER_PROMPT.format(query=query), schema=_ENTITY_SCHEMA
-            )
-        except Exception as exc:  # every LLM failure takes the documented path
-            if self.on_llm_error == "raise":
-                raise
-            reply = llm_failure(exc)
+        prompt, on_error = _NER_PROMPT.format(query=query), self.on_llm_error
+        reply = await aask_json(self.llm, prompt, _ENTITY_SCHEMA, on_error=on_error)
         return self._llm_entities(reply, query)
 
     @staticmethod

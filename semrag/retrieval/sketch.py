@@ -74,7 +74,7 @@ from semrag.index.reader import (
     query_vector,
     require,
 )
-from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
+from semrag.llm import LLM, LLMFailed, aask_json, ask_json
 from semrag.text.phrases import content_words, entities, key_phrases
 from semrag.types import Chunk, ScoredChunk
 
@@ -305,27 +305,23 @@ class SketchRetriever(Params):
         """The query's entity phrases: ``(fuzzy, exact, note)`` (LLM NER or the phrases)."""
         if self.llm is None:
             return *query_phrases(query), ""
-        try:
-            names = complete_json(self.llm, _NER_PROMPT.format(query=query), _NER_SCHEMA)[
-                "entities"
-            ]
-        except Exception as exc:  # every LLM failure takes the documented path
-            return self._ner_failed(query, exc)
-        return list(names), [], ""
+        prompt = _NER_PROMPT.format(query=query)
+        return self._named(
+            query, ask_json(self.llm, prompt, _NER_SCHEMA, on_error=self.on_llm_error)
+        )
 
     async def _anames(self, query: str) -> tuple[list[str], list[str], str]:
         if self.llm is None:
             return *query_phrases(query), ""
-        try:
-            reply = await acomplete_json(self.llm, _NER_PROMPT.format(query=query), _NER_SCHEMA)
-        except Exception as exc:  # every LLM failure takes the documented path
-            return self._ner_failed(query, exc)
-        return list(reply["entities"]), [], ""
+        prompt = _NER_PROMPT.format(query=query)
+        reply = await aask_json(self.llm, prompt, _NER_SCHEMA, on_error=self.on_llm_error)
+        return self._named(query, reply)
 
-    def _ner_failed(self, query: str, exc: Exception) -> tuple[list[str], list[str], str]:
-        if self.on_llm_error == "raise":
-            raise exc
-        return *query_phrases(query), f"NER: {llm_failure(exc)}; phrases used"
+    @staticmethod
+    def _named(query: str, reply: Any) -> tuple[list[str], list[str], str]:
+        if isinstance(reply, LLMFailed):
+            return *query_phrases(query), f"NER: {reply.reason}; phrases used"
+        return list(reply["entities"]), [], ""
 
     def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[str]:
         """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches."""

@@ -74,12 +74,11 @@ from semrag.index.reader import (
     need,
     query_vector,
 )
-from semrag.llm import LLM, extract_json, llm_failure, validate_json
+from semrag.llm import LLM, LLMFailed, extract_json, llm_failed, validate_json
 from semrag.retrieval._traversal import (
     NEXT_HOP,
     Context,
     Frontier,
-    LLMFailed,
     Step,
     Traversal,
     Traversing,
@@ -290,19 +289,14 @@ class SSGRetriever(Params):
         try:
             return self.llm.complete(prompt)
         except Exception as exc:  # every LLM failure takes the documented path
-            return self._llm_failed(exc)
+            return llm_failed(exc, self.on_llm_error)
 
     async def _acomplete(self, prompt: str) -> str | LLMFailed:
         assert self.llm is not None
         try:
             return await self.llm.acomplete(prompt)
         except Exception as exc:  # every LLM failure takes the documented path
-            return self._llm_failed(exc)
-
-    def _llm_failed(self, exc: Exception) -> LLMFailed:
-        if self.on_llm_error == "raise":
-            raise exc
-        return LLMFailed(llm_failure(exc))
+            return llm_failed(exc, self.on_llm_error)
 
     # -- engine -------------------------------------------------------------------------------
     def _limits(self, k: int) -> tuple[int, int]:

@@ -25,7 +25,7 @@ from semrag.index.ingest.prepared import PreparedDocument
 from semrag.index.ingest.presplit import place_chunks, whole_document_chunk
 from semrag.index.parts._ssg_view import mean_of, normalise
 from semrag.index.parts.ssg import SSGConfig, keyword_themes, window_ranges
-from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
+from semrag.llm import LLM, acomplete_json, complete_json, llm_failed
 from semrag.types import Chunk, Document, Span
 
 WHOLE = "whole"  # add_documents(split=False): each document is one chunk
@@ -261,9 +261,8 @@ class Ingestion:
         return computed
 
     def _theme_failed(self, doc: Document, exc: Exception) -> None:
-        if self.on_llm_error == "raise":
-            raise exc
-        self._notes.append(f"{doc.id}: themes: {llm_failure(exc)}; keyword themes used")
+        why = llm_failed(exc, self.on_llm_error).reason
+        self._notes.append(f"{doc.id}: themes: {why}; keyword themes used")
 
     def _merge_themes(
         self, block: list[Any], replies: list[Any], keywords: list[list[str]]

@@ -107,10 +107,6 @@ class SSGView:
         self._tokenizer = tokenizer
         self._dim = dim
 
-    def has_document(self, doc_id: str) -> bool:
-        """Whether ``doc_id`` is in this version."""
-        return doc_id in self._entries
-
     @property
     def node_index(self) -> NodeSearch | NodeANNSearch:
         """Search over this version's window nodes (ids = node numbers).
