@@ -94,8 +94,8 @@ def main() -> None:
         print(builds[-1], flush=True)
     exact = indexes["exact (flat, float32)"]
     want = inter_sets(exact)
-    exact_search = exact.ssg_view().node_index
-    qvecs = [exact.embed_query(q) for q in queries]
+    exact_search = exact.reader().ssg_view().node_index
+    qvecs = [exact.reader().embed_query(q) for q in queries]
     anchors = [set(exact_search.search(v, K)[1][0].tolist()) for v in qvecs]
     for row, index in zip(builds, indexes.values(), strict=True):
         row["inter lists: exact neighbours held"] = share_found(inter_sets(index), want)

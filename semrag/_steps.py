@@ -68,9 +68,10 @@ def twin(
 ) -> Callable[..., Awaitable[Any]] | None:
     """``pick(obj)``, the async twin of a read, when ``obj`` offers ``capability``; else ``None``.
 
-    A capability is a protocol of async twins (a database reader's): ``Call(index.search,
-    args, twin=twin(index, AsyncReads, lambda r: r.asearch))`` awaits the database where
-    there is one, and runs the blocking read in a worker thread where there is not.
+    A capability is a protocol of async twins (a database reader's):
+    ``Call(reader.chunks_of, (ids,), twin=twin(reader, AsyncReads, lambda r: r.achunks_of))``
+    awaits the database where there is one, and runs the blocking read in a worker thread
+    where there is not.
     """
     return pick(cast(_Cap, obj)) if offers(obj, capability) else None
 
