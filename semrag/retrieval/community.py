@@ -260,7 +260,7 @@ class CommunityRetriever(Params):
                     best[cid] = (score, float(g_q), [why])
                 else:
                     best[cid] = (max(old[0], score), old[1], [*old[2], why])
-        ranked = _ranked(best)
+        ranked = _ranked(best, k)  # each turn below keeps its chunk or stops
         out: list[ScoredChunk] = []
         tokens = 0
         chunks = self.index.chunks_of([cid for cid, _ in ranked])
@@ -272,8 +272,6 @@ class CommunityRetriever(Params):
                 ScoredChunk(c, score, {"dense": g_q, "entity": why[0]["sim_query"]}, (prov,))
             )
             tokens += c.token_count
-            if len(out) >= k:
-                break
         return out
 
     # -- global (eq. 5) ------------------------------------------------------------------------
