@@ -326,6 +326,10 @@ def sized_breaks(
     block = [False] * (n - 1) if blocked is None else np.asarray(blocked, dtype=bool).tolist()
     best = [0.0] + [-math.inf] * n
     start = [0] * (n + 1)
+    # ceiling[j]: the most any start at or before j brings before its size's cost. Past
+    # the target a chunk's cost only grows further back, so the scan stops where no
+    # earlier start can beat the best found (exact: it skips only losers)
+    ceiling = [0.0] + [-math.inf] * n
 
     def value(j: int, i: int) -> float:
         """Best value of sentences [0, i) whose last chunk is [j, i)."""
@@ -340,9 +344,11 @@ def sized_breaks(
             size = end - prefix[j]
             if size > max_tokens and j < i - 1:
                 break
+            over = weight * ((size - target) / target) ** 2
+            if size > target and ceiling[j] - over <= top:
+                break
             if j == 0 or not block[j - 1]:
-                gain = reward[j - 1] if j else 0.0
-                v = best[j] + gain - weight * ((size - target) / target) ** 2
+                v = best[j] + (reward[j - 1] if j else 0.0) - over
                 if v > top:
                     top, arg = v, j
             if j and force[j - 1]:
@@ -352,6 +358,7 @@ def sized_breaks(
             arg = i - 1
             top = value(arg, i)
         best[i], start[i] = top, arg
+        ceiling[i] = max(ceiling[i - 1], top + reward[i - 1]) if i < n else 0.0
     mask = np.zeros(n - 1, dtype=bool)
     i = n
     while i > 0:

@@ -104,17 +104,20 @@ def _objective(mask, tokens, rewards, target, cap):
 
 
 def test_sized_breaks_is_the_optimum_of_its_objective():
+    # Targets well under the cap and negative rewards: the scan's early stop (past the
+    # target, once no earlier start can win) must never skip the optimum.
     rng = np.random.default_rng(0)
-    for _ in range(30):
-        n = int(rng.integers(2, 8))
-        tokens = rng.integers(1, 30, size=n).tolist()
-        rewards = rng.random(n - 1)
-        args = (tokens, rewards, 25.0, 60)
+    for _ in range(80):
+        n = int(rng.integers(2, 10))
+        tokens = rng.integers(0, 30, size=n).tolist()
+        rewards = rng.uniform(-1.0, 2.0, n - 1)
+        target = float(rng.choice([5.0, 12.0, 25.0]))
+        args = (tokens, rewards, target, 60)
         best = max(
             _objective(np.array([(m >> g) & 1 for g in range(n - 1)], dtype=bool), *args)
             for m in range(2 ** (n - 1))
         )
-        got = sized_breaks(tokens, rewards, target=25.0, max_tokens=60, weight=1.0)
+        got = sized_breaks(tokens, rewards, target=target, max_tokens=60, weight=1.0)
         assert _objective(got, *args) == pytest.approx(best)
 
 
