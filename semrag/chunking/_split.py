@@ -123,45 +123,76 @@ def edge_corrected_distances_many(
     first_gap = np.cumsum(per_doc) - per_doc
     local = np.arange(int(per_doc.sum())) - first_gap[owner]  # each gap's index in its document
     at, size = starts[owner] + local, n[owner]  # the row before each gap; its document's size
-    padded = np.concatenate([vectors, np.zeros((1, vectors.shape[1]), vectors.dtype)])
-    b = buffer_size
+    runs = _Runs(vectors)
+    b, full = buffer_size, buffer_size + 1
     left = np.stack([at - np.minimum(local, b), at + 1], axis=1)
     right = np.stack([at + 1, at + 1 + np.minimum(b + 1, size - local - 1)], axis=1)
-    distances = cosine_distances(_short_means(padded, left), _short_means(padded, right))
+    sizes = np.minimum(left[:, 1] - left[:, 0], right[:, 1] - right[:, 0])
+    interior = np.flatnonzero(sizes == full)
+    edges = np.flatnonzero(sizes < full)
+    distances = np.empty(at.size, dtype=np.float32)
+    distances[interior] = runs.adjacent(full)[at[interior] - b]
+    distances[edges] = cosine_distances(runs.means(left[edges]), runs.means(right[edges]))
     if b > 0 and distances.size:
-        full = b + 1
-        sizes = np.minimum(left[:, 1] - left[:, 0], right[:, 1] - right[:, 0])
-        interior = np.flatnonzero(sizes == full)
         enough = np.bincount(owner[interior], minlength=len(rows)) >= 3
         med_full = _grouped_medians(distances[interior], owner[interior], len(rows))
-        for k in np.unique(sizes[sizes < full]).tolist():
-            med_k = _grouped_medians(
-                _equal_window_distances(padded, at[interior], k), owner[interior], len(rows)
-            )
+        for k in np.unique(sizes[edges]).tolist():
+            d_k = runs.adjacent(k)  # equal windows of k rows on either side
+            med_k = _grouped_medians(d_k[at[interior] - k + 1], owner[interior], len(rows))
             usable = enough & (med_k > 0)
             scale = np.ones(len(rows), dtype=np.float32)
             scale[usable] = (
                 med_full[usable].astype(np.float64) / med_k[usable].astype(np.float64)
             ).astype(np.float32)
             gaps = np.flatnonzero(sizes == k)
-            d_k = _equal_window_distances(padded, at[gaps], k)
-            distances[gaps] = np.minimum(d_k * scale[owner[gaps]], np.float32(2.0))
+            distances[gaps] = np.minimum(
+                d_k[at[gaps] - k + 1] * scale[owner[gaps]], np.float32(2.0)
+            )
     return np.split(distances, np.cumsum(per_doc)[:-1])
 
 
-def _short_means(padded: Floats, ranges: np.ndarray) -> Floats:
-    """Mean of the rows ``[a, b)`` for each range, summed row by row (windows are short).
+class _Runs:
+    """Means of short runs of consecutive rows (windows are short), built once per width.
 
-    ``padded`` ends with a zero row, which stands in for the rows a short window lacks.
-    Summed in float32: for windows of one or two rows the mean is the one the exact sum
-    rounds to (what a float64 prefix sum gives), and it reads a quarter of the memory.
+    The sums of every run of ``w`` rows take one pass over contiguous rows, summed row by
+    row in float32: for runs of one or two rows the mean is the one the exact sum rounds to
+    (what a float64 prefix sum gives), and it reads a quarter of the memory.
     """
-    width = ranges[:, 1] - ranges[:, 0]
-    out = np.zeros((len(ranges), padded.shape[1]), dtype=np.float32)
-    zero = padded.shape[0] - 1
-    for j in range(int(width.max(initial=0))):
-        out += padded[np.where(j < width, ranges[:, 0] + j, zero)]
-    return out / np.maximum(width, 1).astype(np.float32)[:, None]
+
+    def __init__(self, vectors: Floats) -> None:
+        self._means: dict[int, Floats] = {1: vectors}
+        self._sums: dict[int, Floats] = {1: vectors}
+        self._adjacent: dict[int, Floats] = {}
+
+    def means(self, ranges: np.ndarray) -> Floats:
+        """The mean of the rows ``[a, b)`` for each range (an empty range gives zeros)."""
+        width = ranges[:, 1] - ranges[:, 0]
+        out = np.zeros((len(ranges), self._sums[1].shape[1]), dtype=np.float32)
+        for w in np.unique(width[width > 0]).tolist():
+            which = np.flatnonzero(width == w)
+            out[which] = self._run_means(w)[ranges[which, 0]]
+        return out
+
+    def adjacent(self, w: int) -> Floats:
+        """``d[i]``: the cosine distance between the runs ``[i, i + w)`` and ``[i + w, i + 2w)``.
+
+        Over every row at once, documents' borders included (a caller reads the runs inside
+        one document): contiguous passes, no gather.
+        """
+        if w not in self._adjacent:
+            m = self._run_means(w)
+            self._adjacent[w] = cosine_distances(m[:-w], m[w:])
+        return self._adjacent[w]
+
+    def _run_means(self, w: int) -> Floats:
+        if w not in self._means:
+            self._means[w] = self._run_sums(w) / np.float32(w)
+        return self._means[w]
+
+    def _run_sums(self, w: int) -> Floats:
+        if w not in self._sums:
+            self._sums[w] = self._run_sums(w - 1)[:-1] + self._sums[1][w - 1 :]
+        return self._sums[w]
 
 
 def _grouped_medians(values: Floats, groups: np.ndarray, n_groups: int) -> Floats:
@@ -177,13 +208,6 @@ def _grouped_medians(values: Floats, groups: np.ndarray, n_groups: int) -> Float
     high = ordered[first[has] + counts[has] // 2]
     out[has] = (low + high) / np.float32(2)
     return out
-
-
-def _equal_window_distances(padded: Floats, at: np.ndarray, k: int) -> Floats:
-    """Cosine distance between the ``k`` rows up to ``at`` and the ``k`` rows after it."""
-    left = np.stack([at + 1 - k, at + 1], axis=1)
-    right = np.stack([at + 1, at + 1 + k], axis=1)
-    return cosine_distances(_short_means(padded, left), _short_means(padded, right))
 
 
 def cosine_distances(left: Floats, right: Floats) -> Floats:

@@ -303,12 +303,12 @@ def test_a_long_cjk_text_without_spaces_is_capped_without_a_model_tokenizer():
     check_chunks(text, chunks, max_tokens=256, count=lambda t: chunker.tokenizer.count([t])[0])
 
 
-def test_edge_corrected_distances_match_brute_force():
+@pytest.mark.parametrize("b", [1, 2, 3])
+def test_edge_corrected_distances_match_brute_force(b):
     from semrag.chunking._split import cosine_distances, edge_corrected_distances
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(b)
     vectors = rng.normal(size=(12, 8)).astype(np.float32)
-    b = 2
     got = edge_corrected_distances(vectors, b)
 
     def dist(lo, hi):
@@ -324,6 +324,24 @@ def test_edge_corrected_distances_match_brute_force():
         d_k = np.median([dist(range(i + 1 - k, i + 1), range(i + 1, i + 1 + k)) for i in interior])
         want = dist(range(g + 1 - k, g + 1), range(g + 1, g + 1 + k)) * d_full / d_k
         np.testing.assert_allclose(got[g], want, rtol=1e-4)
+
+
+@pytest.mark.parametrize("b", [0, 1, 2])
+def test_edge_corrected_distances_of_a_batch_read_each_document_alone(b):
+    # The batch reads every document's rows from one array: no window may reach into
+    # the next document's rows, whatever the sizes (none, one, two, many sentences).
+    from semrag.chunking._split import edge_corrected_distances, edge_corrected_distances_many
+
+    rng = np.random.default_rng(7)
+    sizes = [5, 0, 1, 2, 12, 3, 7, 1, 9]
+    vectors = rng.normal(size=(sum(sizes), 6)).astype(np.float32)
+    bounds = np.cumsum([0, *sizes]).tolist()
+    rows = list(zip(bounds, bounds[1:], strict=False))
+    got = edge_corrected_distances_many(vectors, rows, b)
+    for (lo, hi), d in zip(rows, got, strict=True):
+        alone = vectors[lo:hi].copy()  # nothing before or after it to read
+        want = edge_corrected_distances(alone, b) if hi - lo else np.zeros(0, np.float32)
+        np.testing.assert_array_equal(d, want)
 
 
 def test_edge_correction_removes_the_edge_bias():
