@@ -3,11 +3,12 @@
 One run, one process, the same documents: five development corpora of real documents
 (:func:`_common.splitting_corpora`: SQuAD articles, PubMedQA abstracts, Wikipedia articles,
 novels, lecture transcripts; 300,000 characters of each by default). Each contestant splits
-every document once after a warm-up on a short text; a contestant whose split takes under
-five seconds is timed in five passes, each pass timing every fast contestant in turn, and
-its best time kept (a single run of a fast splitter varies by a third on a shared machine,
-and a slow spell then falls on every contestant alike, not on one); the time is
-wall-clock on this machine, and the ratio is the contestant's time over LangChain's
+every document after a warm-up on a short text. The contestants without MiniLM are timed
+first, before anything loads torch, in five passes, each timing every one of them in turn,
+and each keeps its best time (a single run of a fast splitter varies by a third on a
+shared machine, and a slow spell then falls on all of them alike, not on one); the MiniLM
+contestants run once, after them. The time is wall-clock on this machine, and the ratio
+is the contestant's time over LangChain's
 ``RecursiveCharacterTextSplitter(400, 0)`` in the same run.
 
 Contestants: LangChain's recursive splitter on strings (``split_text``) and on documents
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from _common import (
     chonkie_embeddings,
@@ -39,11 +41,29 @@ from _common import (
     table,
 )
 
-REPEAT_UNDER = 5.0
-"""Contestants faster than this (seconds) are timed ``PASSES`` times and the best time kept."""
 PASSES = 5
-"""Timed passes over the fast contestants, each pass timing every one of them in turn."""
+"""Timed passes over the contestants without MiniLM, each timing every one of them in turn."""
 WARM = "The warm-up text has three sentences. It loads every code path.\n\nThen it ends."
+
+
+def timed(contestants: list[tuple[str, Any]], texts: list[str], passes: int) -> list[dict]:
+    """Each contestant's first run (with its memory), then ``passes - 1`` more, in turn.
+
+    A pass times every contestant once, one after another, so a slow spell of a shared
+    machine falls on all of them alike; each keeps its best time.
+    """
+    rows = []
+    for name, fn in contestants:
+        fn([WARM])
+        n_out, secs, mb = measure(lambda fn=fn: fn(texts))
+        rows.append({"contestant": name, "seconds": secs, "peak MB": mb, "chunks": n_out})
+        print(f"{name}: {secs:.3f}s (first run) {n_out} chunks", flush=True)
+    for _ in range(passes - 1):
+        for row, (_, fn) in zip(rows, contestants, strict=True):
+            start = time.perf_counter()
+            fn(texts)
+            row["seconds"] = min(row["seconds"], time.perf_counter() - start)
+    return rows
 
 
 def index_builds(texts: list[str]) -> list[dict]:
@@ -128,6 +148,8 @@ def main() -> None:
         ),
         ("chonkie RecursiveChunker", each(ChonkieRecursive().chunk)),
     ]
+    rows = timed(contestants, texts, PASSES)
+    torch_before = "torch" in sys.modules  # the fast contestants ran without torch loaded
     if not args.no_minilm:
         from langchain_experimental.text_splitter import SemanticChunker as LCSemantic
 
@@ -136,7 +158,7 @@ def main() -> None:
         minilm = SentenceTransformerEmbedder(cache_size=0)
         model = minilm.model
         on_minilm = SemanticChunker(minilm)
-        contestants += [
+        minilm_contestants = [
             (
                 "semrag SemanticChunker(MiniLM) (boundaries before)",
                 lambda batch: len(on_minilm.chunk_documents(batch)),
@@ -150,19 +172,7 @@ def main() -> None:
                 each(ChonkieSemantic(embedding_model=chonkie_embeddings(model)).chunk),
             ),
         ]
-    rows, fast = [], []
-    for name, fn in contestants:
-        fn([WARM])
-        n_out, secs, mb = measure(lambda fn=fn: fn(texts))
-        rows.append({"contestant": name, "seconds": secs, "peak MB": mb, "chunks": n_out})
-        if secs < REPEAT_UNDER:
-            fast.append((rows[-1], fn))
-        print(f"{name}: {secs:.3f}s (first run) {n_out} chunks", flush=True)
-    for _ in range(PASSES - 1):  # in turn: a slow spell of the machine falls on every one
-        for row, fn in fast:
-            start = time.perf_counter()
-            fn(texts)
-            row["seconds"] = min(row["seconds"], time.perf_counter() - start)
+        rows += timed(minilm_contestants, texts, 1)
     for r in rows:
         r["MB/s"] = n_chars / r["seconds"] / 1e6
         print(f"{r['contestant']}: {r['seconds']:.3f}s {r['MB/s']:.2f} MB/s", flush=True)
@@ -184,7 +194,10 @@ def main() -> None:
             "`x recursive`: the contestant's time over LangChain's "
             "`RecursiveCharacterTextSplitter(400, 0)` in the same run (lower is faster): its "
             "`split_documents` for the contestants that take and give LangChain documents, its "
-            "`split_text` for the others.",
+            "`split_text` for the others. The contestants without MiniLM were timed first, in "
+            f"{PASSES} passes each timing all of them in turn (the best kept), with torch "
+            f"{'already' if torch_before else 'not yet'} loaded; the MiniLM ones once, after "
+            "them.",
             "",
         ]
         + (
