@@ -105,6 +105,9 @@ _ODD_SPACES = re.compile("[\x0b\x0c\x1c-\x1f\x85\u2028\u2029]")
 _PUNCT = re.compile(f"[{_ASCII_PUNCT}]")
 _BERT_RUN = re.compile(f"[{_ASCII_PUNCT}]|[^{_ASCII_PUNCT}{_SPACES}]+")
 """BERT's finer units: every ASCII punctuation mark is a word of its own there."""
+_SEPARATOR = "\u3000"
+"""A space (never in a run) that closes each text when many are cut in one pass."""
+_RUN_OR_SEPARATOR = re.compile(f"{_SEPARATOR}|{_BERT_RUN.pattern}")
 
 
 _DELETED = re.compile(
@@ -311,26 +314,31 @@ class HuggingFaceTokenizer:
         (:meth:`_joined`). Only distinct texts reach the tokenizer.
         """
         whole = self._whole_pieces()
-        found = [whole.get(t.lower(), -1) if t.isascii() else -1 for t in texts]
-        hits = [i for i, f in enumerate(found) if f >= 0]
-        rest = [i for i, f in enumerate(found) if f < 0]
-        if not split:
-            left = self._joined([texts[i] for i in rest])
+        if "".join(texts).isascii():  # (a non-ASCII word may lower-case to an ASCII one)
+            found = list(map(whole.get, map(str.lower, texts), itertools.repeat(-1)))
         else:
+            found = [whole.get(t.lower(), -1) if t.isascii() else -1 for t in texts]
+        hits = [i for i, f in enumerate(found) if f >= 0]
+        rest_at = [i for i, f in enumerate(found) if f < 0]
+        rest = [texts[i] for i in rest_at]
+        if not split:
+            left = self._joined(rest)
+        else:  # every text's runs in one regex pass, each text closed by a separator
+            joined = _SEPARATOR.join([*rest, ""])
+            if joined.count(_SEPARATOR) != len(rest):  # a text holds one: a space there too
+                joined = _SEPARATOR.join([*(t.replace(_SEPARATOR, " ") for t in rest), ""])
             parts: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-            order: list[int] = []
-            sizes: list[int] = []
-            for i in rest:
-                cut = _BERT_RUN.findall(texts[i])
-                sizes.append(len(cut))
-                order += map(parts.__getitem__, cut)
-            left = _gather(self._looked_up(list(parts), split=False), order, sizes)
+            closed = parts[_SEPARATOR]  # unit 0: the end of a text
+            cut = np.fromiter(map(parts.__getitem__, _RUN_OR_SEPARATOR.findall(joined)), np.int64)
+            sizes = np.diff(np.flatnonzero(cut == closed), prepend=-1) - 1
+            inner = self._looked_up(list(parts)[1:], split=False)
+            left = _gather(inner, cut[cut != closed] - 1, sizes.tolist())
         units = Pieces(
             np.concatenate([np.asarray([found[i] for i in hits], np.int64), left.ids]),
             np.concatenate([np.ones(len(hits), np.int64), left.lengths]),
             [1] * len(hits) + left.counts,
         )
-        return _gather(units, np.argsort(hits + rest), [1] * len(texts))
+        return _gather(units, np.argsort(hits + rest_at), [1] * len(texts))
 
     def _whole_pieces(self) -> dict[str, int]:
         """BERT's vocabulary words that are a piece of their own (empty for other models).
