@@ -224,8 +224,9 @@ def _cut_points(text: str, lines: str) -> list[int]:
                 cuts.append(match.end())
         else:
             cuts.append(match.end())
-    for match in _HEADING_LINE.finditer(text):
-        cuts += (match.start(), match.end())
+    if "#" in text:  # (most texts have no heading line to look for)
+        for match in _HEADING_LINE.finditer(text):
+            cuts += (match.start(), match.end())
     return cuts
 
 
