@@ -16,6 +16,7 @@ from langchain_core.documents import Document as LCDocument
 from langchain_text_splitters import TextSplitter
 
 from langchain_semrag.embeddings import to_embedder
+from semrag._gc import paused_collector
 from semrag.chunking import (
     BoundaryChunker,
     ChunkingResult,
@@ -161,6 +162,7 @@ class _CoreTextSplitter(TextSplitter):
         ]
 
     @staticmethod
+    @paused_collector
     def _to_lc(core: list[Document], results: list[ChunkingResult]) -> list[LCDocument]:
         out: list[LCDocument] = []
         for doc, result in zip(core, results, strict=True):

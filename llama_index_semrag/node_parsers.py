@@ -17,6 +17,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index.core.schema import Document as LIDocument
 
 from llama_index_semrag.embeddings import to_embedder
+from semrag._gc import paused_collector
 from semrag.chunking import (
     BoundaryChunker,
     ChunkingResult,
@@ -111,6 +112,7 @@ class _CoreNodeParser(NodeParser):
             for n in nodes
         ]
 
+    @paused_collector
     def _to_nodes(self, nodes: Sequence[BaseNode], results: list[ChunkingResult]) -> list[BaseNode]:
         out: list[BaseNode] = []
         for parent, result in zip(nodes, results, strict=True):

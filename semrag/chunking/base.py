@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from semrag._gc import paused_collector
 from semrag._validation import Interval, validate_params
 from semrag.chunking._split import merge_small_segments, segments_from_breaks, split_with_overlap
 from semrag.embeddings import BaseEmbedder, CountingEmbedder, as_embedder
@@ -340,6 +341,7 @@ class BoundaryChunker:
         return normalize_sentence_spans(text, self.sentence_splitter(text))
 
     # -- pipeline -----------------------------------------------------------------------
+    @paused_collector
     def _prepare(
         self, docs: list[Document], sentences: Sequence[list[Span]] | None = None
     ) -> tuple[list[Prepared], tuple[Floats, list[tuple[int, int]]] | None]:
@@ -422,6 +424,7 @@ class BoundaryChunker:
                 bar.update(len(blocks[-1]))
         return np.concatenate(blocks)
 
+    @paused_collector
     def _finish(
         self, prepared: list[Prepared], vectors: Floats, owners: list[tuple[int, int]]
     ) -> list[ChunkingResult]:
