@@ -5,7 +5,9 @@ documents), none in a reference cycle: reference counting frees every one of the
 700 allocations still start a collection, and every few a full one walks every object
 the process holds: in a process with LangChain loaded that was a fifth of a 1.5 MB split
 (``benchmarks/splitting_speed.py``). :func:`collector_paused` turns the collector off for
-the batch and back on after it, as :mod:`timeit` does while it times.
+the batch and back on after it, as :mod:`timeit` does while it times. The switch is the
+process's: another thread's cyclic garbage waits for the end of the batch (reference
+counting still frees the rest as it goes).
 """
 
 from __future__ import annotations
