@@ -125,15 +125,13 @@ def edge_corrected_distances_many(
     at, size = starts[owner] + local, n[owner]  # the row before each gap; its document's size
     runs = _Runs(vectors)
     b, full = buffer_size, buffer_size + 1
-    left = np.stack([at - np.minimum(local, b), at + 1], axis=1)
-    right = np.stack([at + 1, at + 1 + np.minimum(b + 1, size - local - 1)], axis=1)
-    sizes = np.minimum(left[:, 1] - left[:, 0], right[:, 1] - right[:, 0])
+    # the shorter side's rows: up to b + 1 before each gap and after it, inside its document
+    sizes = np.minimum(np.minimum(local, b) + 1, np.minimum(b + 1, size - local - 1))
     interior = np.flatnonzero(sizes == full)
     edges = np.flatnonzero(sizes < full)
-    distances = np.empty(at.size, dtype=np.float32)
+    distances = np.empty(at.size, dtype=np.float32)  # (edges exist only when b > 0)
     distances[interior] = runs.adjacent(full)[at[interior] - b]
-    distances[edges] = cosine_distances(runs.means(left[edges]), runs.means(right[edges]))
-    if b > 0 and distances.size:
+    if edges.size:
         enough = np.bincount(owner[interior], minlength=len(rows)) >= 3
         med_full = _grouped_medians(distances[interior], owner[interior], len(rows))
         for k in np.unique(sizes[edges]).tolist():
@@ -152,7 +150,7 @@ def edge_corrected_distances_many(
 
 
 class _Runs:
-    """Means of short runs of consecutive rows (windows are short), built once per width.
+    """Distances between short runs of consecutive rows (windows are short), once per width.
 
     The sums of every run of ``w`` rows take one pass over contiguous rows, summed row by
     row in float32: for runs of one or two rows the mean is the one the exact sum rounds to
@@ -163,15 +161,6 @@ class _Runs:
         self._means: dict[int, Floats] = {1: vectors}
         self._sums: dict[int, Floats] = {1: vectors}
         self._adjacent: dict[int, Floats] = {}
-
-    def means(self, ranges: np.ndarray) -> Floats:
-        """The mean of the rows ``[a, b)`` for each range (an empty range gives zeros)."""
-        width = ranges[:, 1] - ranges[:, 0]
-        out = np.zeros((len(ranges), self._sums[1].shape[1]), dtype=np.float32)
-        for w in np.unique(width[width > 0]).tolist():
-            which = np.flatnonzero(width == w)
-            out[which] = self._run_means(w)[ranges[which, 0]]
-        return out
 
     def adjacent(self, w: int) -> Floats:
         """``d[i]``: the cosine distance between the runs ``[i, i + w)`` and ``[i + w, i + 2w)``.
