@@ -137,7 +137,7 @@ def _ends_latin_sentence(
     stop_start: int,
     end: int,
     caseless_text: bool = False,
-    lower_words: Callable[[], frozenset[str]] = frozenset,
+    in_lower_case: Callable[[str], bool] = lambda word: False,
 ) -> bool:
     """Decide whether a Latin stop ``text[stop_start:end]`` (plus closers) ends a sentence."""
     nxt = _next_word(text, end)
@@ -162,7 +162,7 @@ def _ends_latin_sentence(
     if key in _AMBIGUOUS or _DOTTED.match(word):
         following = nxt.strip(_OPENERS).rstrip(",;:.!?")
         return following.lower() in _OPENERS_WORDS or (
-            following[:1].isupper() and following.lower() in lower_words()
+            following[:1].isupper() and in_lower_case(following.lower())
         )
     return True
 
@@ -205,6 +205,29 @@ def is_line_structured(text: str) -> bool:
 
 
 _LOWER_WORD = re.compile(r"(?<![\w.])[a-z][a-z'’-]*\b")
+"""A word in lower case, as the ambiguous-abbreviation rule reads the text's words."""
+_WORD_OR_DOT = re.compile(r"[\w.]")
+_IN_WORD = frozenset("'’-")  # may join a lower-case word to the one before it
+
+
+def _used_in_lower_case(text: str, word: str) -> bool:
+    """Whether ``text`` holds ``word`` as one of its lower-case words (:data:`_LOWER_WORD`).
+
+    The same answer as finding all of the text's lower-case words and looking ``word`` up,
+    found by searching for ``word`` alone (one call in about a hundred texts asks, and the
+    search usually stops early). An occurrence that may sit inside a longer word joined by
+    an apostrophe or hyphen is left to the full scan.
+    """
+    at = text.find(word)
+    while at >= 0:
+        if at == 0 or not _WORD_OR_DOT.match(text, at - 1):
+            if at > 0 and text[at - 1] in _IN_WORD:
+                return word in _LOWER_WORD.findall(text)
+            found = _LOWER_WORD.match(text, at)
+            if found is not None and found.group() == word:
+                return True
+        at = text.find(word, at + 1)
+    return False
 
 
 def _cut_points(text: str, lines: str) -> list[int]:
@@ -212,15 +235,13 @@ def _cut_points(text: str, lines: str) -> list[int]:
     if lines == "always" or (lines == "auto" and is_line_structured(text)):
         cuts += [m.start() for m in re.finditer("\n", text)]
     caseless = not any(map(str.isupper, text))  # per character, in C
-    # The words the text uses in lower case, built once and only when an ambiguous
-    # abbreviation before a capitalised word asks (most texts never do).
-    lower_words = functools.cache(lambda: frozenset(_LOWER_WORD.findall(text)))
+    in_lower_case = functools.cache(functools.partial(_used_in_lower_case, text))
     for match in _CANDIDATE.finditer(text):
         token = match.group()
         if token[0] == "\n":
             cuts.append(match.start())
         elif token[0] in _LATIN_STOPS:
-            if _ends_latin_sentence(text, match.start(), match.end(), caseless, lower_words):
+            if _ends_latin_sentence(text, match.start(), match.end(), caseless, in_lower_case):
                 cuts.append(match.end())
         else:
             cuts.append(match.end())

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from semrag.errors import ConfigError
 from semrag.text import is_line_structured, normalize_sentence_spans, split_sentences
+from semrag.text.sentences import _LOWER_WORD, _used_in_lower_case
 from semrag.types import Span
 
 
@@ -162,3 +165,36 @@ def test_lines_option_overrides_the_rule():
 def test_punctuation_still_splits_inside_a_line_of_a_line_structured_text():
     text = "hello\nwell. That was quick\nbye now\nsee you"
     assert texts(text) == ["hello", "well.", "That was quick", "bye now", "see you"]
+
+
+@given(
+    st.text(alphabet="abcAB1_.'’- \n", max_size=60),
+    st.text(alphabet="abcAB'’-", min_size=1, max_size=5),
+)
+def test_a_word_is_used_in_lower_case_as_the_full_scan_finds_it(text, word):
+    """The search for one word answers as the set of all the text's lower-case words."""
+    word = word.lower()
+    assert _used_in_lower_case(text, word) == (word in _LOWER_WORD.findall(text))
+    for found in set(_LOWER_WORD.findall(text)):
+        assert _used_in_lower_case(text, found)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("He joined the Co. Smith ran it.", ["He joined the Co. Smith ran it."]),
+        (
+            "He joined the Co. Today was calm. Today's plan: today.",
+            ["He joined the Co.", "Today was calm.", "Today's plan: today."],
+        ),
+        # "paper" inside "rock-paper" is not a word of its own
+        (
+            "Made by Acme Inc. Paper won; rock-paper too.",
+            ["Made by Acme Inc. Paper won; rock-paper too."],
+        ),
+    ],
+)
+def test_an_ambiguous_abbreviation_ends_a_sentence_before_a_word_also_used_in_lower_case(
+    text, expected
+):
+    assert texts(text) == expected
