@@ -202,11 +202,11 @@ class StaticEmbedder(BaseEmbedder):
         found = tokenizer.pieces(list(words))
         sizes = np.asarray(per_text, dtype=np.int64)
         order = np.asarray(flat, dtype=np.int64)
-        counts = segment_sums(np.asarray(found.counts, dtype=np.float32)[:, None], order, sizes)[
-            :, 0
-        ]
+        per_word = np.asarray(found.counts, dtype=np.int64)[order]
+        running = np.concatenate([[0], np.cumsum(per_word)])  # tokens before each word
+        ends = np.cumsum(sizes)
         vectors = self._pooled(texts, found.ids, found.lengths, order, sizes)
-        return vectors, np.rint(counts).astype(np.int64).tolist()
+        return vectors, (running[ends] - running[ends - sizes]).tolist()
 
     def _pooled(
         self,

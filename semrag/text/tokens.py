@@ -13,6 +13,7 @@ convention, ``len`` by default: characters) or token-list function (LlamaIndex's
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence, Sized
@@ -131,9 +132,19 @@ def word_splitter(texts: Sequence[str]) -> Callable[[str], list[str]]:
         >>> word_splitter(["a\x1cb"])("a\x1cb c")
         ['a\x1cb', 'c']
     """
-    if any(_ODD_SPACES.search(t) for t in texts):
+    if any(map(_ODD_SPACES.search, texts)):
         return lambda text: [w for w in SPACE_RUN.split(text) if w]
     return str.split
+
+
+def _merged(first_at: list[int], first: Pieces, second_at: list[int], second: Pieces) -> Pieces:
+    """The texts of ``first`` at positions ``first_at`` and of ``second`` at ``second_at``."""
+    both = Pieces(
+        np.concatenate([first.ids, second.ids]),
+        np.concatenate([first.lengths, second.lengths]),
+        first.counts + second.counts,
+    )
+    return _gather(both, np.argsort(first_at + second_at), [1] * len(both.counts))
 
 
 def _gather(units: Pieces, order: Sequence[int] | np.ndarray, sizes: Sequence[int]) -> Pieces:
@@ -221,6 +232,7 @@ class HuggingFaceTokenizer:
             and bool(normalizer.lowercase)
         )
         self._whole: dict[str, int] | None = None  # see _whole_pieces
+        self._lower_cut: _HFTokenizer | None = None  # see _tokenized
 
     def _plain(self, text: str, ids: Sequence[int]) -> bool:
         """Whether each piece is one unit: no unknown token, no deleted character."""
@@ -314,15 +326,17 @@ class HuggingFaceTokenizer:
         (:meth:`_joined`). Only distinct texts reach the tokenizer.
         """
         whole = self._whole_pieces()
-        if "".join(texts).isascii():  # (a non-ASCII word may lower-case to an ASCII one)
-            found = list(map(whole.get, map(str.lower, texts), itertools.repeat(-1)))
-        else:
-            found = [whole.get(t.lower(), -1) if t.isascii() else -1 for t in texts]
+        found = list(map(whole.get, map(str.lower, texts), itertools.repeat(-1)))
+        if not "".join(texts).isascii():  # a non-ASCII word may lower-case to an ASCII one
+            for i in itertools.compress(
+                range(len(texts)), map(operator.not_, map(str.isascii, texts))
+            ):
+                found[i] = -1
         hits = [i for i, f in enumerate(found) if f >= 0]
         rest_at = [i for i, f in enumerate(found) if f < 0]
         rest = [texts[i] for i in rest_at]
         if not split:
-            left = self._joined(rest)
+            left = self._tokenized(rest)
         else:  # every text's runs in one regex pass, each text closed by a separator
             joined = _SEPARATOR.join([*rest, ""])
             if joined.count(_SEPARATOR) != len(rest):  # a text holds one: a space there too
@@ -333,12 +347,31 @@ class HuggingFaceTokenizer:
             sizes = np.diff(np.flatnonzero(cut == closed), prepend=-1) - 1
             inner = self._looked_up(list(parts)[1:], split=False)
             left = _gather(inner, cut[cut != closed] - 1, sizes.tolist())
-        units = Pieces(
-            np.concatenate([np.asarray([found[i] for i in hits], np.int64), left.ids]),
-            np.concatenate([np.ones(len(hits), np.int64), left.lengths]),
-            [1] * len(hits) + left.counts,
+        one_each = np.ones(len(hits), np.int64)
+        whole_words = Pieces(
+            np.asarray([found[i] for i in hits], np.int64), one_each, [1] * len(hits)
         )
-        return _gather(units, np.argsort(hits + rest_at), [1] * len(texts))
+        return _merged(hits, whole_words, rest_at, left)
+
+    def _tokenized(self, texts: list[str]) -> Pieces:
+        """:meth:`_joined` for BERT, the parts of ASCII letters and digits on a shortcut.
+
+        For those, BERT's normaliser and pre-tokenizer only lower-case and cut at spaces,
+        yet take as long as the word pieces themselves: a copy of the tokenizer that just
+        does that tokenizes them (the same pieces); the others go through the whole one.
+        """
+        plain = [t.isascii() and t.isalnum() for t in texts]
+        plain_at = list(itertools.compress(range(len(texts)), plain))
+        other_at = list(itertools.compress(range(len(texts)), map(operator.not_, plain)))
+        if self._lower_cut is None:
+            from tokenizers.normalizers import Lowercase
+            from tokenizers.pre_tokenizers import WhitespaceSplit
+
+            self._lower_cut = type(self._tok).from_str(self._tok.to_str())
+            self._lower_cut.normalizer = Lowercase()
+            self._lower_cut.pre_tokenizer = WhitespaceSplit()
+        plain_pieces = self._joined([texts[i] for i in plain_at], self._lower_cut)
+        return _merged(plain_at, plain_pieces, other_at, self._joined([texts[i] for i in other_at]))
 
     def _whole_pieces(self) -> dict[str, int]:
         """BERT's vocabulary words that are a piece of their own (empty for other models).
@@ -354,12 +387,16 @@ class HuggingFaceTokenizer:
             }
         return self._whole or {}
 
-    def _joined(self, texts: list[str]) -> Pieces:
-        """:meth:`pieces` for an additive tokenizer: one call into it, on the texts joined."""
+    def _joined(self, texts: list[str], tokenizer: _HFTokenizer | None = None) -> Pieces:
+        """:meth:`pieces` for an additive tokenizer: one call into it, on the texts joined.
+
+        ``tokenizer``: a stand-in for the model's own that gives the same pieces on these
+        texts (:meth:`_tokenized`); texts with unknown pieces are recounted by the model's.
+        """
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         starts = np.cumsum(lengths + 1) - (lengths + 1)  # each text, then one space
         joined = " ".join(texts)
-        encoding = self._tok.encode(joined, add_special_tokens=False)
+        encoding = (tokenizer or self._tok).encode(joined, add_special_tokens=False)
         ids = np.asarray(encoding.ids, dtype=np.int64)
         at = np.fromiter((a for a, _ in encoding.offsets), dtype=np.int64, count=ids.size)
         owner = np.searchsorted(starts, at, side="right") - 1

@@ -196,3 +196,16 @@ def test_pieces_of_the_joined_texts_are_each_texts_own(texts):
         own = static.model.tokenizer.encode(text, add_special_tokens=False).ids
         assert found.ids[at[i] : at[i + 1]].tolist() == own
     assert found.counts == tokenizer.count(texts)
+
+
+def test_words_of_letters_and_digits_take_the_shortcut_to_the_same_pieces():
+    """Unknown ASCII words skip BERT's normaliser and pre-tokenizer and get its pieces."""
+    static = StaticEmbedder()
+    words = ["Xylophonists", "zyzzyva42", "A" * 150, "naïve", "dance", "co-op", "QWERTYuiop"]
+    found = static.tokenizer.pieces(words)
+    at = np.cumsum([0, *found.lengths.tolist()])
+    for i, word in enumerate(words):
+        own = static.model.tokenizer.encode(word, add_special_tokens=False).ids
+        assert found.ids[at[i] : at[i + 1]].tolist() == own
+    assert found.counts == static.tokenizer.count(words)
+    assert found.counts[2] == 150 // 4 + 1  # over WordPiece's limit: one per 4 characters
