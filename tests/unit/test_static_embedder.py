@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semrag import SemanticChunker
+from semrag import SemanticChunker, static_embedder
 from semrag.errors import ConfigError
 from semrag.static_embedder import StaticEmbedder, packaged_static_path, segment_sums
 from semrag.testing import check_chunks
@@ -105,16 +106,26 @@ def test_embed_counted_equals_embed_and_count(texts):
         assert vectors.shape == (0, 256)
 
 
-@given(st.lists(st.integers(0, 5), max_size=12), st.integers(0, 2**31))
-def test_segment_sums_are_sums_of_consecutive_rows(sizes, seed):
+@pytest.mark.parametrize("parallel_rows", [0, 10**9])  # on two threads, on one
+@given(sizes=st.lists(st.integers(0, 5), max_size=12), seed=st.integers(0, 2**31))
+def test_segment_sums_are_sums_of_consecutive_rows(sizes, seed, parallel_rows):
     rng = np.random.default_rng(seed)
     rows = rng.standard_normal((7, 3)).astype(np.float32)
     index = rng.integers(0, 7, sum(sizes))
-    got = segment_sums(rows, index, np.asarray(sizes, dtype=np.int64))
+    with mock.patch.object(static_embedder, "_PARALLEL_ROWS", parallel_rows):
+        got = segment_sums(rows, index, np.asarray(sizes, dtype=np.int64))
     at = np.cumsum([0, *sizes])
     want = [rows[index[a:b]].sum(axis=0) for a, b in zip(at[:-1], at[1:], strict=True)]
     assert got.shape == (len(sizes), 3)
     assert np.allclose(got, np.array(want).reshape(len(sizes), 3), atol=1e-5)
+
+
+def test_an_error_on_the_second_thread_reaches_the_caller(monkeypatch):
+    monkeypatch.setattr(static_embedder, "_PARALLEL_ROWS", 0)
+    rows = np.eye(3, dtype=np.float32)
+    sizes = np.array([1, 2, 2], dtype=np.int64)  # the sums of size 2 run on the helper
+    with pytest.raises(IndexError):
+        segment_sums(rows, np.array([0, 1, 2, 9, 9]), sizes)
 
 
 def test_the_semantic_chunker_cuts_with_the_static_encoder_by_default():
