@@ -326,6 +326,31 @@ def evaluate_multihop(name: str, ranked_lists: list[list[str]], questions: Any) 
     return row
 
 
+def segmentation_scores(docs: list[Any], starts_per_doc: list[list[int]]) -> dict[str, float]:
+    """Predicted section starts (character offsets) against each document's gold ones.
+
+    Means over the documents of Pk, WindowDiff and boundary F1 (within 3 words), all over
+    word gaps, and of the number of starts predicted (``"starts"``).
+    """
+    from semrag.eval.metrics import (
+        boundaries_from_offsets,
+        boundary_f1,
+        pk,
+        window_diff,
+        word_starts,
+    )
+
+    rows = []
+    for doc, starts in zip(docs, starts_per_doc, strict=True):
+        words = word_starts(doc.text)
+        gold = boundaries_from_offsets(words, doc.section_starts)
+        hyp = boundaries_from_offsets(words, starts)
+        f1 = boundary_f1(gold, hyp, tolerance=3)[2]
+        rows.append((pk(gold, hyp), window_diff(gold, hyp), f1, len(starts)))
+    means = np.mean(np.array(rows, dtype=float).reshape(-1, 4), axis=0)
+    return dict(zip(("Pk", "WD", "F1", "starts"), means.tolist(), strict=True))
+
+
 def splitting_corpora(chars: int = 300_000) -> dict[str, list[str]]:
     """Five development corpora of real documents, the first ``chars`` characters of each.
 

@@ -35,6 +35,7 @@ from _common import (
     lc_embeddings,
     locate,
     need,
+    segmentation_scores,
     table,
 )
 
@@ -51,9 +52,7 @@ from semrag.eval.datasets import (
 )
 from semrag.eval.metrics import (
     boundaries_from_offsets,
-    boundary_f1,
     pk,
-    window_diff,
     word_starts,
 )
 
@@ -63,18 +62,6 @@ BIG = 100_000
 def fixed_size_starts(text: str, words_per_chunk: int) -> list[int]:
     ws = word_starts(text)
     return ws[::words_per_chunk]
-
-
-def quality(docs, starts_per_doc) -> dict:
-    pks, wds, f1s = [], [], []
-    for doc, starts in zip(docs, starts_per_doc, strict=True):
-        words = word_starts(doc.text)
-        gold = boundaries_from_offsets(words, doc.section_starts)
-        hyp = boundaries_from_offsets(words, starts)
-        pks.append(pk(gold, hyp))
-        wds.append(window_diff(gold, hyp))
-        f1s.append(boundary_f1(gold, hyp, tolerance=3)[2])
-    return {"Pk": float(np.mean(pks)), "WD": float(np.mean(wds)), "F1": float(np.mean(f1s))}
 
 
 SECTIONED = {
@@ -695,7 +682,9 @@ def main() -> None:
                     fixed_size_starts(t, mean_words) for t in texts
                 ]
             for name, starts in results.items():
-                rows.append({"data": set_name, "chunker": name, **quality(docs, starts)})
+                scores = segmentation_scores(docs, starts)
+                scores.pop("starts")
+                rows.append({"data": set_name, "chunker": name, **scores})
                 print(rows[-1], flush=True)
 
     # 2. Retrieval on PubMedQA.

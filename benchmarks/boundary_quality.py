@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import itertools
 
-import numpy as np
 from _common import (
     DATA,
     cached_semrag_embedder,
@@ -29,13 +28,13 @@ from _common import (
     li_embeddings,
     locate,
     need,
+    segmentation_scores,
     table,
 )
 
 from semrag import SemanticChunker
 from semrag.embeddings import SentenceTransformerEmbedder
-from semrag.eval.datasets import SectionedDocument, read_choi, read_squad_articles
-from semrag.eval.metrics import boundaries_from_offsets, pk, window_diff, word_starts
+from semrag.eval.datasets import read_choi, read_squad_articles
 from semrag.static_embedder import StaticEmbedder
 
 THRESHOLDS = [
@@ -50,17 +49,6 @@ THRESHOLDS = [
 ]
 _OURS = {"standard_deviation": "std"}
 BIG = 100_000
-
-
-def score(docs: list[SectionedDocument], starts_per_doc: list[list[int]]) -> tuple[float, float]:
-    pks, wds = [], []
-    for doc, starts in zip(docs, starts_per_doc, strict=True):
-        words = word_starts(doc.text)
-        gold = boundaries_from_offsets(words, doc.section_starts)
-        hyp = boundaries_from_offsets(words, starts)
-        pks.append(pk(gold, hyp))
-        wds.append(window_diff(gold, hyp))
-    return float(np.mean(pks)), float(np.mean(wds))
 
 
 def main() -> None:
@@ -90,7 +78,8 @@ def main() -> None:
     def record(family: str, setting: str, run) -> None:
         row = {"contestant": family, "setting": setting}
         for name, docs in sets.items():
-            row[f"{name} Pk"], row[f"{name} WD"] = score(docs, run(docs))
+            scores = segmentation_scores(docs, run(docs))
+            row[f"{name} Pk"], row[f"{name} WD"] = scores["Pk"], scores["WD"]
         row["mean Pk"] = (row["SQuAD Pk"] + row["Choi Pk"]) / 2
         results.append(row)
         print(

@@ -40,12 +40,12 @@ from _common import (
     load_model,
     locate,
     need,
+    segmentation_scores,
     table,
 )
 
 from semrag import SemanticChunker
 from semrag.eval.datasets import SectionedDocument, read_sectioned_text
-from semrag.eval.metrics import boundaries_from_offsets, pk, window_diff, word_starts
 from semrag.text import split_sentences
 
 FOLDERS = ["lectures_ai_manual", "lectures_physics_manual"]
@@ -71,18 +71,6 @@ def splitting_scores(docs: list[SectionedDocument], lines: str) -> dict[str, flo
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
     return {"precision": precision, "recall": recall}
-
-
-def topic_scores(docs: list[SectionedDocument], starts_per_doc: list[list[int]]) -> tuple:
-    pks, wds, counts = [], [], []
-    for doc, starts in zip(docs, starts_per_doc, strict=True):
-        words = word_starts(doc.text)
-        gold = boundaries_from_offsets(words, doc.section_starts)
-        hyp = boundaries_from_offsets(words, starts)
-        pks.append(pk(gold, hyp))
-        wds.append(window_diff(gold, hyp))
-        counts.append(len(starts))
-    return float(np.mean(pks)), float(np.mean(wds)), float(np.mean(counts))
 
 
 def main() -> None:
@@ -164,8 +152,9 @@ def main() -> None:
     for name, run in contestants:
         row = {"contestant": name}
         for set_name, docs in sets.items():
-            p, w, n = topic_scores(docs, run(docs))
-            row[f"{set_name} Pk"], row[f"{set_name} WD"], row[f"{set_name} chunks/doc"] = p, w, n
+            scores = segmentation_scores(docs, run(docs))
+            row[f"{set_name} Pk"], row[f"{set_name} WD"] = scores["Pk"], scores["WD"]
+            row[f"{set_name} chunks/doc"] = scores["starts"]
         topic_rows.append(row)
         print(row, flush=True)
 
