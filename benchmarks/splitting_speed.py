@@ -4,12 +4,13 @@ One run, one process, the same documents: five development corpora of real docum
 (:func:`_common.splitting_corpora`: SQuAD articles, PubMedQA abstracts, Wikipedia articles,
 novels, lecture transcripts; 300,000 characters of each by default). Each contestant splits
 every document after a warm-up on a short text. The contestants without MiniLM are timed
-first, before anything loads torch, in five passes, each timing every one of them in turn,
-and each keeps its best time (a single run of a fast splitter varies by a third on a
-shared machine, and a slow spell then falls on all of them alike, not on one); the MiniLM
-contestants run once, after them. The time is wall-clock on this machine, and the ratio
-is the contestant's time over LangChain's
-``RecursiveCharacterTextSplitter(400, 0)`` in the same run.
+first, before anything loads torch, in eleven passes, each timing every one of them in
+turn; a contestant's time is its median pass, and its ratio the median over the passes of
+its time over LangChain's ``RecursiveCharacterTextSplitter(400, 0)``'s in the same pass (a
+single run of a fast splitter varies by a third on a shared machine, the best of a few
+runs by a fifth; a slow spell falls on a whole pass, so the paired ratio holds). The
+MiniLM contestants run once, after them, against the recursive split's median. Times are
+wall-clock on this machine.
 
 Contestants: LangChain's recursive splitter on strings (``split_text``) and on documents
 (``split_documents``, the floor of the contestants that take documents); semrag's
@@ -27,6 +28,7 @@ chonkie's ``RecursiveChunker``. ``--no-minilm`` leaves out the three MiniLM cont
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from typing import Any
@@ -41,28 +43,29 @@ from _common import (
     table,
 )
 
-PASSES = 5
+PASSES = 11
 """Timed passes over the contestants without MiniLM, each timing every one of them in turn."""
 WARM = "The warm-up text has three sentences. It loads every code path.\n\nThen it ends."
 
 
 def timed(contestants: list[tuple[str, Any]], texts: list[str], passes: int) -> list[dict]:
-    """Each contestant's first run (with its memory), then ``passes - 1`` more, in turn.
+    """Each contestant's first run (with its memory), then ``passes`` timed passes.
 
     A pass times every contestant once, one after another, so a slow spell of a shared
-    machine falls on all of them alike; each keeps its best time.
+    machine falls on all of them alike. ``times`` holds each pass's time (with no pass, the
+    first run's).
     """
     rows = []
     for name, fn in contestants:
         fn([WARM])
         n_out, secs, mb = measure(lambda fn=fn: fn(texts))
-        rows.append({"contestant": name, "seconds": secs, "peak MB": mb, "chunks": n_out})
+        rows.append({"contestant": name, "times": [secs], "peak MB": mb, "chunks": n_out})
         print(f"{name}: {secs:.3f}s (first run) {n_out} chunks", flush=True)
-    for _ in range(passes - 1):
+    for p in range(passes):
         for row, (_, fn) in zip(rows, contestants, strict=True):
             start = time.perf_counter()
             fn(texts)
-            row["seconds"] = min(row["seconds"], time.perf_counter() - start)
+            row["times"][p:] = [time.perf_counter() - start]  # (the first pass replaces the run)
     return rows
 
 
@@ -173,13 +176,17 @@ def main() -> None:
             ),
         ]
         rows += timed(minilm_contestants, texts, 1)
-    for r in rows:
-        r["MB/s"] = n_chars / r["seconds"] / 1e6
-        print(f"{r['contestant']}: {r['seconds']:.3f}s {r['MB/s']:.2f} MB/s", flush=True)
-    floor, documents_floor = rows[0]["seconds"], rows[1]["seconds"]
+    floor, documents_floor = rows[0]["times"], rows[1]["times"]
     for r in rows:  # documents in and out are compared with the recursive split of documents
-        documents = "(LangChain documents)" in r["contestant"]
-        r["x recursive"] = r["seconds"] / (documents_floor if documents else floor)
+        base = documents_floor if "(LangChain documents)" in r["contestant"] else floor
+        r["seconds"] = statistics.median(r["times"])
+        r["MB/s"] = n_chars / r["seconds"] / 1e6
+        if len(r["times"]) == len(base):  # timed in the same passes: the median pass's ratio
+            paired = zip(r["times"], base, strict=True)
+            r["x recursive"] = statistics.median(t / b for t, b in paired)
+        else:
+            r["x recursive"] = r["seconds"] / statistics.median(base)
+        print(f"{r['contestant']}: {r['seconds']:.3f}s {r['x recursive']:.2f}x", flush=True)
     index_rows = index_builds(corpora["SQuAD"]) if args.index else []
     sizes = ", ".join(f"{k} {len(v)} documents" for k, v in corpora.items())
     report = "\n".join(
@@ -195,9 +202,10 @@ def main() -> None:
             "`RecursiveCharacterTextSplitter(400, 0)` in the same run (lower is faster): its "
             "`split_documents` for the contestants that take and give LangChain documents, its "
             "`split_text` for the others. The contestants without MiniLM were timed first, in "
-            f"{PASSES} passes each timing all of them in turn (the best kept), with torch "
-            f"{'already' if torch_before else 'not yet'} loaded; the MiniLM ones once, after "
-            "them.",
+            f"{PASSES} passes each timing all of them in turn, with torch "
+            f"{'already' if torch_before else 'not yet'} loaded: `seconds` is their median "
+            "pass, `x recursive` the median over the passes of the contestant's time over the "
+            "recursive split's in the same pass. The MiniLM ones ran once, after them.",
             "",
         ]
         + (
