@@ -231,6 +231,47 @@ def chonkie_embeddings(model: Any, *, cache: bool = False) -> Any:
     return Cached(model)
 
 
+class Shared:
+    """The shared model wrapped for semrag and each peer, all over one text -> vector store."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    @property
+    def semrag(self) -> Any:
+        return cached_semrag_embedder(self.model)
+
+    @property
+    def langchain(self) -> Any:
+        return lc_embeddings(self.model, cache=True)
+
+    @property
+    def llama_index(self) -> Any:
+        return li_embeddings(self.model, cache=True)
+
+    @property
+    def chonkie(self) -> Any:
+        return chonkie_embeddings(self.model, cache=True)
+
+
+ENSEMBLE = "LangChain EnsembleRetriever (RRF, equal weights)"
+
+
+def langchain_peers(docs: list[Any], model: Any, k: int) -> dict[str, Any]:
+    """LangChain's FAISS, BM25Retriever and their equal-weight RRF ensemble over ``docs``."""
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_community.retrievers import BM25Retriever
+    from langchain_community.vectorstores import FAISS
+
+    dense = FAISS.from_documents(docs, lc_embeddings(model)).as_retriever(search_kwargs={"k": k})
+    bm25 = BM25Retriever.from_documents(docs, k=k)
+    return {
+        "LangChain FAISS (dense)": dense,
+        "LangChain BM25Retriever": bm25,
+        ENSEMBLE: EnsembleRetriever(retrievers=[dense, bm25], weights=[0.5, 0.5]),
+    }
+
+
 def _rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

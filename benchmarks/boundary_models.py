@@ -25,19 +25,7 @@ import time
 from functools import partial
 
 import numpy as np
-from _common import (
-    BATCH,
-    DATA,
-    cached_semrag_embedder,
-    chonkie_embeddings,
-    emit,
-    header,
-    lc_embeddings,
-    locate,
-    need,
-    segmentation_scores,
-    table,
-)
+from _common import BATCH, DATA, Shared, emit, header, locate, need, segmentation_scores, table
 
 from semrag import MFCChunker, PSCChunker, SemanticChunker
 from semrag.chunking.boundary import shipped_weights
@@ -602,12 +590,12 @@ def main() -> None:
         sets = dev_used
     base = SentenceTransformerEmbedder(batch_size=BATCH)
     model = base.model
-    emb = cached_semrag_embedder(model)
+    emb = Shared(model).semrag
     tok = base.tokenizer
 
     from langchain_experimental.text_splitter import SemanticChunker as LCSemantic
 
-    lc_emb = lc_embeddings(model, cache=True)
+    lc_emb = Shared(model).langchain
     trained = {
         "PSC": (PSCChunker, args.psc_model),
         "MFC": (MFCChunker, args.mfc_model),
@@ -661,7 +649,7 @@ def main() -> None:
     if "quality" in args.parts:
         from chonkie import SemanticChunker as ChonkieSemantic
 
-        chonkie = ChonkieSemantic(embedding_model=chonkie_embeddings(model, cache=True))
+        chonkie = ChonkieSemantic(embedding_model=Shared(model).chonkie)
         for set_name, docs in sets.items():
             texts = [d.text for d in docs]
             mean_words = max(

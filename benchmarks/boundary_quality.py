@@ -18,19 +18,7 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from _common import (
-    DATA,
-    cached_semrag_embedder,
-    chonkie_embeddings,
-    emit,
-    header,
-    lc_embeddings,
-    li_embeddings,
-    locate,
-    need,
-    segmentation_scores,
-    table,
-)
+from _common import DATA, Shared, emit, header, locate, need, segmentation_scores, table
 
 from semrag import SemanticChunker
 from semrag.embeddings import SentenceTransformerEmbedder
@@ -66,7 +54,7 @@ def main() -> None:
         "Choi": read_choi(need(DATA / "choi_segmentation" / "choi.tar.gz"), every=args.choi_every),
     }
     model = SentenceTransformerEmbedder().model
-    ours_emb = cached_semrag_embedder(model)
+    ours_emb = Shared(model).semrag
 
     from chonkie import SemanticChunker as ChonkieSemantic
     from langchain_experimental.text_splitter import SemanticChunker as LCSemantic
@@ -137,7 +125,7 @@ def main() -> None:
             ],
         )
 
-    lc_emb = lc_embeddings(model, cache=True)
+    lc_emb = Shared(model).langchain
     for kind, amount in [] if args.defaults_only else THRESHOLDS:
         splitter = LCSemantic(
             lc_emb,
@@ -151,7 +139,7 @@ def main() -> None:
             lambda docs, s=splitter: [locate(d.text, s.split_text(d.text)) for d in docs],
         )
 
-    li_emb = li_embeddings(model, cache=True)
+    li_emb = Shared(model).llama_index
     for pct in () if args.defaults_only else (95, 90, 80, 70):
         parser = SemanticSplitterNodeParser(
             buffer_size=1, embed_model=li_emb, breakpoint_percentile_threshold=pct
@@ -171,7 +159,7 @@ def main() -> None:
             ],
         )
 
-    ch_emb = chonkie_embeddings(model, cache=True)
+    ch_emb = Shared(model).chonkie
     for thr in () if args.defaults_only else (0.8, 0.7, 0.6, 0.5):
         chunker = ChonkieSemantic(embedding_model=ch_emb, threshold=thr, chunk_size=BIG)
         record(

@@ -39,18 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from _common import (
-    DATA,
-    STORE,
-    cached_semrag_embedder,
-    chonkie_embeddings,
-    emit,
-    header,
-    lc_embeddings,
-    li_embeddings,
-    need,
-    table,
-)
+from _common import DATA, STORE, Shared, emit, header, need, table
 
 from semrag.text import split_sentences
 
@@ -172,8 +161,8 @@ def splitters(model: Any, only: list[str] | None, variants: list[str] = ()) -> d
     from langchain_semrag import MFCTextSplitter, PSCTextSplitter, SemanticTextSplitter
     from semrag.static_embedder import StaticEmbedder
 
-    lc_emb = lc_embeddings(model, cache=True)
-    ours = cached_semrag_embedder(model)
+    lc_emb = Shared(model).langchain
+    ours = Shared(model).semrag
 
     def chonkie(chunker: Any) -> Callable[[str], list[tuple[str, int]]]:
         return lambda text: [(c.text, c.start_index) for c in chunker.chunk(text)]
@@ -201,11 +190,11 @@ def splitters(model: Any, only: list[str] | None, variants: list[str] = ()) -> d
         "LangChain SemanticChunker": lambda: LCSemantic(lc_emb, add_start_index=True),
         "chonkie RecursiveChunker": lambda: chonkie(ChonkieRecursive()),
         "chonkie SemanticChunker": lambda: chonkie(
-            ChonkieSemantic(embedding_model=chonkie_embeddings(model, cache=True))
+            ChonkieSemantic(embedding_model=Shared(model).chonkie)
         ),
         "LlamaIndex SentenceSplitter": lambda: SentenceSplitter(),
         "LlamaIndex SemanticSplitter": lambda: SemanticSplitterNodeParser(
-            embed_model=li_embeddings(model, cache=True)
+            embed_model=Shared(model).llama_index
         ),
     }
     chosen = {
@@ -256,7 +245,7 @@ def main() -> None:
     model = SentenceTransformerEmbedder().model
     corpora = [squad(args.half, args.squad, args.per_article), pubmed(args.half, args.pubmed)]
     chosen = splitters(model, args.only, args.ours)
-    embedder = cached_semrag_embedder(model)
+    embedder = Shared(model).semrag
     tables = {c.name: evaluated(c, chosen, embedder) for c in corpora}
     rows: list[dict[str, Any]] = []
     for name in chosen:

@@ -38,7 +38,7 @@ from _common import (
     emit,
     evaluate_multihop,
     header,
-    lc_embeddings,
+    langchain_peers,
     need,
     table,
 )
@@ -188,19 +188,12 @@ def main() -> None:
                     questions,
                 )
             )
-            from langchain_community.retrievers import BM25Retriever
-            from langchain_community.vectorstores import FAISS
             from langchain_core.documents import Document as LCDocument
 
             lc_docs = [LCDocument(page_content=d.text, metadata={"pid": d.id}) for d in docs]
-            faiss_ret = FAISS.from_documents(lc_docs, lc_embeddings(emb.model)).as_retriever(
-                search_kwargs={"k": 20}
-            )
-            bm25 = BM25Retriever.from_documents(lc_docs, k=20)
-            for name, ret in (
-                ("LangChain FAISS (dense)", faiss_ret),
-                ("LangChain BM25Retriever", bm25),
-            ):
+            peers = langchain_peers(lc_docs, emb.model, 20)
+            for name in ("LangChain FAISS (dense)", "LangChain BM25Retriever"):
+                ret = peers[name]
                 lists = [distinct([d.metadata["pid"] for d in ret.invoke(q)]) for q in qtexts]
                 rows.append(evaluate_multihop(name, lists, questions))
             cols = ["retriever"] + [f"full@{k}" for k in KS] + [f"para@{k}" for k in KS]

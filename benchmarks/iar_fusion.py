@@ -32,16 +32,7 @@ import argparse
 import os
 
 import numpy as np
-from _common import (
-    BATCH,
-    DATA,
-    emit,
-    header,
-    lc_embeddings,
-    need,
-    query_latency,
-    table,
-)
+from _common import BATCH, DATA, ENSEMBLE, emit, header, langchain_peers, need, query_latency, table
 
 from semrag import SemanticIndex
 from semrag.embeddings import SentenceTransformerEmbedder
@@ -67,26 +58,12 @@ def build_index(name: str, docs, emb) -> SemanticIndex:
 
 
 def lc_peers(index: SemanticIndex, emb: SentenceTransformerEmbedder) -> dict:
-    from langchain_classic.retrievers import EnsembleRetriever
-    from langchain_community.retrievers import BM25Retriever
-    from langchain_community.vectorstores import FAISS
     from langchain_core.documents import Document as LCDocument
 
     docs = [
         LCDocument(c.text, metadata={"doc_id": c.doc_id, "start": c.start}) for c in index.chunks()
     ]
-    n = max(KS)
-    faiss_ret = FAISS.from_documents(docs, lc_embeddings(emb.model)).as_retriever(
-        search_kwargs={"k": n}
-    )
-    bm25 = BM25Retriever.from_documents(docs, k=n)
-    return {
-        "LangChain FAISS (dense)": faiss_ret,
-        "LangChain BM25Retriever": bm25,
-        "LangChain EnsembleRetriever (RRF, equal weights)": EnsembleRetriever(
-            retrievers=[faiss_ret, bm25], weights=[0.5, 0.5]
-        ),
-    }
+    return langchain_peers(docs, emb.model, max(KS))
 
 
 def systems(index: SemanticIndex) -> dict:
@@ -214,7 +191,7 @@ def latency(emb) -> str:
     index = build_index("squad", docs, emb)
     iar = IntentAwareRetriever(index, k=10)
     spc = SPC(index)
-    ensemble = lc_peers(index, emb)["LangChain EnsembleRetriever (RRF, equal weights)"]
+    ensemble = lc_peers(index, emb)[ENSEMBLE]
     hits_of = {q: iar.retrieve(q) for q in queries[:20]}  # warm-up (lazy builds, caches)
     emb.clear_cache()  # every system embeds its queries afresh
     rows = []

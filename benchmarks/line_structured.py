@@ -29,20 +29,7 @@ import functools
 import re
 
 import numpy as np
-from _common import (
-    DATA,
-    cached_semrag_embedder,
-    chonkie_embeddings,
-    emit,
-    header,
-    lc_embeddings,
-    li_embeddings,
-    load_model,
-    locate,
-    need,
-    segmentation_scores,
-    table,
-)
+from _common import DATA, Shared, emit, header, load_model, locate, need, segmentation_scores, table
 
 from semrag import SemanticChunker
 from semrag.eval.datasets import SectionedDocument, read_sectioned_text
@@ -94,7 +81,7 @@ def main() -> None:
             print(row, flush=True)
 
     model = load_model()
-    ours = cached_semrag_embedder(model)
+    ours = Shared(model).semrag
     from chonkie import SemanticChunker as ChonkieSemantic
     from langchain_experimental.text_splitter import SemanticChunker as LCSemantic
     from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -105,9 +92,9 @@ def main() -> None:
     never = SemanticChunker(
         ours, sentence_splitter=functools.partial(split_sentences, lines="never")
     )
-    lc = LCSemantic(lc_embeddings(model, cache=True))
-    li = SemanticSplitterNodeParser(embed_model=li_embeddings(model, cache=True))
-    ch = ChonkieSemantic(embedding_model=chonkie_embeddings(model, cache=True))
+    lc = LCSemantic(Shared(model).langchain)
+    li = SemanticSplitterNodeParser(embed_model=Shared(model).llama_index)
+    ch = ChonkieSemantic(embedding_model=Shared(model).chonkie)
 
     def by_chunker(chunker):
         return lambda docs: [

@@ -52,16 +52,7 @@ import random
 import re
 import time
 
-from _common import (
-    BATCH,
-    DATA,
-    emit,
-    header,
-    lc_embeddings,
-    need,
-    query_latency,
-    table,
-)
+from _common import BATCH, DATA, ENSEMBLE, emit, header, langchain_peers, need, query_latency, table
 from iar_fusion import build_index
 
 from semrag import Document, SemanticIndex
@@ -72,7 +63,6 @@ from semrag.retrieval import GraphRetriever, IntentAwareRetriever, PPRRetriever
 
 KS = (1, 2, 5, 10, 20)
 CHUNKS = 40  # chunks asked of semrag retrievers, enough for 20 distinct paragraphs
-ENSEMBLE = "LangChain EnsembleRetriever (RRF, equal weights)"
 FAISS = "LangChain FAISS (dense)"
 DEFAULT = "semrag GraphRetriever() (default: ppr)"
 # the grid of --parts fit: (passage_weight, similarity_weight)
@@ -147,22 +137,10 @@ def semrag_systems(index) -> dict:
 
 
 def lc_peers(docs, emb) -> dict:
-    from langchain_classic.retrievers import EnsembleRetriever
-    from langchain_community.retrievers import BM25Retriever
-    from langchain_community.vectorstores import FAISS
     from langchain_core.documents import Document as LCDocument
 
     lc_docs = [LCDocument(d.text, metadata={"doc_id": d.id}) for d in docs]
-    n = max(KS)
-    faiss_ret = FAISS.from_documents(lc_docs, lc_embeddings(emb.model)).as_retriever(
-        search_kwargs={"k": n}
-    )
-    bm25 = BM25Retriever.from_documents(lc_docs, k=n)
-    return {
-        "LangChain FAISS (dense)": faiss_ret,
-        "LangChain BM25Retriever": bm25,
-        ENSEMBLE: EnsembleRetriever(retrievers=[faiss_ret, bm25], weights=[0.5, 0.5]),
-    }
+    return langchain_peers(lc_docs, emb.model, max(KS))
 
 
 def _ids(search, query: str) -> list[str]:

@@ -25,16 +25,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import (
-    BATCH,
-    DATA,
-    distinct,
-    emit,
-    evaluate_multihop,
-    header,
-    need,
-    table,
-)
+from _common import BATCH, DATA, distinct, emit, evaluate_multihop, header, need, table
 from multihop import SETS
 from scale import ssg_bytes, timed_parts
 

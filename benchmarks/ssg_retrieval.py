@@ -24,7 +24,7 @@ from _common import (
     emit,
     evaluate_multihop,
     header,
-    lc_embeddings,
+    langchain_peers,
     need,
     table,
 )
@@ -78,21 +78,10 @@ def main() -> None:
     dense = [distinct([h.chunk.doc_id for h in index.search_vector(v, 60)]) for v in qvecs]
     rows.append(evaluate_multihop("semrag dense (SemanticIndex.search)", dense, questions))
 
-    from langchain_classic.retrievers import EnsembleRetriever
-    from langchain_community.retrievers import BM25Retriever
-    from langchain_community.vectorstores import FAISS
     from langchain_core.documents import Document as LCDocument
 
     lc_docs = [LCDocument(page_content=d.text, metadata={"pid": d.id}) for d in docs]
-    store = FAISS.from_documents(lc_docs, lc_embeddings(emb.model))
-    faiss_ret = store.as_retriever(search_kwargs={"k": 20})
-    bm25_ret = BM25Retriever.from_documents(lc_docs, k=20)
-    ensemble = EnsembleRetriever(retrievers=[faiss_ret, bm25_ret], weights=[0.5, 0.5])
-    for name, ret in (
-        ("LangChain FAISS (dense)", faiss_ret),
-        ("LangChain BM25Retriever", bm25_ret),
-        ("LangChain EnsembleRetriever (RRF, equal weights)", ensemble),
-    ):
+    for name, ret in langchain_peers(lc_docs, emb.model, 20).items():
         ranked = [distinct([d.metadata["pid"] for d in ret.invoke(q.question)]) for q in questions]
         rows.append(evaluate_multihop(name, ranked, questions))
         print(rows[-1], flush=True)

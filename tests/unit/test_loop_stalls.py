@@ -86,6 +86,20 @@ HOOKS = {
 }
 BRIDGES = {"_aembed_batch"}  # how an embedder bridge awaits the framework's model
 OURS = ("semrag", "langchain_semrag", "llama_index_semrag")
+
+
+def every_retriever(adapters: Any) -> tuple[Callable[[Any], Any], ...]:
+    """Makers of each retriever of an adapter package (LangChain's or LlamaIndex's)."""
+    return (
+        lambda e: adapters.SSGRetriever(index=e.index),
+        lambda e: adapters.IntentAwareRetriever(index=e.index),
+        lambda e: adapters.SketchRetriever(index=e.index, graph=e.kg),
+        lambda e: adapters.CommunityRetriever(index=e.index, graph=e.kg),
+        lambda e: adapters.GraphRetriever(index=e.index, graph=e.kg),
+        lambda e: adapters.RetrieveAndCheckRetriever(index=e.index, k=1),
+    )
+
+
 TEXTS = {
     "pm": "Prime Minister John Smith faced an inquiry into party funding. He then resigned "
     "after the investigation concluded. The election was held in June.",
@@ -413,15 +427,7 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: lcs.LangChainLLM(FakeListLLM(responses=["ok"])).acomplete("hi")
     ],
     "langchain_semrag.retrievers:_CoreRetriever._aget_relevant_documents": [
-        lambda e, make=make: lambda: make(e).ainvoke(e.query())
-        for make in (
-            lambda e: lcs.SSGRetriever(index=e.index),
-            lambda e: lcs.IntentAwareRetriever(index=e.index),
-            lambda e: lcs.SketchRetriever(index=e.index, graph=e.kg),
-            lambda e: lcs.CommunityRetriever(index=e.index, graph=e.kg),
-            lambda e: lcs.GraphRetriever(index=e.index, graph=e.kg),
-            lambda e: lcs.RetrieveAndCheckRetriever(index=e.index, k=1),
-        )
+        lambda e, make=make: lambda: make(e).ainvoke(e.query()) for make in every_retriever(lcs)
     ],
     "langchain_semrag.text_splitters:_CoreTextSplitter.acreate_documents": [
         lambda e: (
@@ -519,14 +525,7 @@ CASES: dict[str, list[Case]] = {
     ],
     "llama_index_semrag.retrievers:_CoreRetriever._aretrieve": [
         lambda e, make=make: lambda: make(e).aretrieve(QueryBundle(e.query()))
-        for make in (
-            lambda e: lis.SSGRetriever(index=e.index),
-            lambda e: lis.IntentAwareRetriever(index=e.index),
-            lambda e: lis.SketchRetriever(index=e.index, graph=e.kg),
-            lambda e: lis.CommunityRetriever(index=e.index, graph=e.kg),
-            lambda e: lis.GraphRetriever(index=e.index, graph=e.kg),
-            lambda e: lis.RetrieveAndCheckRetriever(index=e.index, k=1),
-        )
+        for make in every_retriever(lis)
     ],
     "llama_index_semrag.retrievers:_CoreRetriever.aretrieve": [
         lambda e: lambda: lis.GraphRetriever(index=e.index).aretrieve(e.query(), k=2),
