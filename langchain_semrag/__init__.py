@@ -8,10 +8,10 @@ splitter never imports torch.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from semrag._deps import lazy_names
+from semrag._version import __version__
 
 if TYPE_CHECKING:
     from langchain_semrag.compressors import SPCCompressor
@@ -55,11 +55,6 @@ _LAZY = {
     "VectorStoreClient": "langchain_semrag.vectorstores",
 }
 
-try:
-    __version__ = version("semrag")
-except PackageNotFoundError:  # pragma: no cover
-    __version__ = "0.0.0"
-
 __all__ = [
     "CommunityRetriever",
     "GraphRetriever",
@@ -81,8 +76,4 @@ __all__ = [
 ]
 
 
-__getattr__ = lazy_names(__name__, _LAZY)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)

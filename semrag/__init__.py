@@ -64,8 +64,4 @@ __all__ = [
 ]
 
 
-__getattr__ = lazy_names(__name__, _LAZY)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib import import_module
 from types import ModuleType
 from typing import Any
@@ -35,12 +35,15 @@ def import_part(module: str) -> ModuleType:
         raise
 
 
-def lazy_names(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
-    """The ``__getattr__`` of a package whose public names load on first use.
+def lazy_names(
+    package: str, names: Mapping[str, str], public: Sequence[str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of a package whose public names load on first use.
 
     ``names`` maps each name to the module that defines it; the first access imports that
     module (:func:`import_part`: a missing ``index`` package is a typed error naming the
     extra) and keeps the value in the package, so later accesses are plain lookups.
+    ``__dir__`` lists ``public`` (the package's ``__all__``).
     """
 
     def __getattr__(name: str) -> Any:
@@ -51,7 +54,10 @@ def lazy_names(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
         setattr(sys.modules[package], name, value)
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted(public)
+
+    return __getattr__, __dir__
 
 
 def quiet_openmp() -> None:
