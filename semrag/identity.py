@@ -3,29 +3,15 @@
 Every entry point (the chunkers and splitters, ``SemanticIndex.add_documents`` and
 ``add_chunks``, both adapters' vector stores, SPC) names a document by the same rule, so
 the id a splitter writes on its chunks is the id the index files them under and the id
-``delete`` takes:
+``delete`` takes: **an explicit id** (a framework's document id, else the metadata key
+``doc_id``), else **the source** (``metadata["source"]`` with the place inside it:
+``"report.pdf#page=3"``), else **the content** (``"sha256:"`` and 16 hex digits of the
+text's SHA-256). An id never depends on the position of a document in a call. The whole
+rule, for each framework's records, is in ``docs/identity.md``.
 
-1. **an explicit id**: a semrag ``Document.id``; LangChain ``Document.id``; LlamaIndex
-   ``Document.id_`` (a node's ``ref_doc_id``: the document it was cut from); else the
-   metadata key ``doc_id``;
-2. **the source**: ``metadata["source"]`` (what LangChain loaders write), with the place
-   inside it appended when a loader makes several documents of one file (``page``,
-   ``page_number``, ``row``, ``seq_num``) or a splitter several chunks (``start_index``):
-   ``"report.pdf#page=3"``; the metadata keeps ``source`` and ``page`` as they were. A
-   vector store's entry (a chunk stored as it is) with a source but no place gets its
-   content hash as the place (:func:`entry_id`), so the chunks of one file never share an
-   id;
-3. **the content**: ``"sha256:"`` and the first 16 hex digits of the SHA-256 of the text,
-   so the same text always gets the same id.
-
-An id never depends on the position of a document in a call. A chunk names its
-document by the id its splitter recorded (``semrag_doc_id``), else by its node's
-``ref_doc_id`` (LlamaIndex), else by rules 1-2 over its metadata.
-
-What happens when an id is already indexed is the caller's choice
-(:data:`ON_CONFLICT`): ``"error"`` (the default: nothing is changed and
-:class:`~semrag.errors.DocumentConflictError` names the ids), ``"replace"`` (the indexed
-document is replaced: an upsert) or ``"skip"`` (the new one is left out, with a note).
+What happens when an id is already indexed is the caller's choice (:data:`ON_CONFLICT`):
+``"error"`` (the default; :class:`~semrag.errors.DocumentConflictError` names the ids),
+``"replace"`` (an upsert) or ``"skip"`` (left out, with a note).
 """
 
 from __future__ import annotations

@@ -1,36 +1,19 @@
 """A :class:`~semrag.graph.GraphStore` on Neo4j 5 through the official ``neo4j`` driver.
 
-Schema (created idempotently, ``IF NOT EXISTS``):
+The schema (``(:Entity)-[:RELATES]->(:Entity)``, ``(:Entity)-[:MENTIONED_IN]->(:Chunk)``,
+communities; created idempotently) is in ``docs/neo4j.md``. Every statement is a constant
+string with ``$parameters``: entity names, relation types and LLM output only ever travel as
+parameters, and the relation type is a *property*, so no label is ever built from data.
+Writes are ``UNWIND $rows ... MERGE`` in batches of ``batch_size`` rows, each batch one
+managed transaction, retried by the driver on transient errors for up to
+``retry_seconds``. A server that is down, or refuses the credentials, raises
+:class:`~semrag.errors.StoreUnavailableError`.
 
-* ``(:Entity {id, name, type, description})`` with a uniqueness constraint on ``id`` and a
-  full-text index ``semrag_entity_names`` on ``name``; when written with the name's unit
-  vector, ``embedding`` (in the vector index ``semrag_entity_vectors``, made at the first
-  such write) and ``vec`` (the same as float32 bytes, what reads fetch); without one, the
-  label ``SemragUnembedded``;
-* ``(:Chunk {key, doc_id, start, end})`` with a uniqueness constraint on ``key`` and an
-  index on ``doc_id``; optionally a vector index ``semrag_chunk_vectors`` on ``embedding``;
-* ``(:Entity)-[:RELATES {type, evidence, weight}]->(:Entity)``: the relation type is a
-  *property*, so no label or type is ever built from data;
-* ``(:Entity)-[:MENTIONED_IN {count}]->(:Chunk)``;
-* ``(:Community {id, level, title, summary, rank, parent})`` and
-  ``(:Entity)-[:IN_COMMUNITY]->(:Community)``.
-
-Every statement is a constant string with ``$parameters``: entity names, relation types
-and LLM output only ever travel as parameters. Writes are ``UNWIND $rows ... MERGE`` in
-batches of ``batch_size`` rows, each batch one managed transaction (all of it or none),
-retried by the driver on transient errors for up to ``retry_seconds``. A server that is
-down, or refuses the credentials, raises :class:`~semrag.errors.StoreUnavailableError`.
-
-Async reads (``store.session.aread_rows``, and the ``a...`` twins built on it) go through the
-driver's asyncio API (``neo4j.AsyncGraphDatabase``): one async driver per store, running
-on the store's own I/O event loop (a daemon thread started at the first async read). A
-caller's loop awaits the answer and never blocks, any number of reads are in flight at
-once (bounded by the driver's connection pool, not by a thread pool), and one store
-serves every event loop of the process (an async driver is bound to the loop it runs
-on). :meth:`Neo4jGraphStore.close` stops it. The price, measured in
-``benchmarks/neo4j_backend.py``: the Python async driver decodes a large reply more slowly
-than the sync one (a few ms on a dense search's rows), so on a small machine the sync
-driver in worker threads (``async_driver=False``) can serve more queries per second.
+Async reads run on the driver's asyncio API, one async driver per store on the store's own
+I/O event loop (a daemon thread started at the first async read), so a caller's loop never
+blocks and one store serves every event loop of the process; on a small machine the sync
+driver in worker threads (``async_driver=False``) can serve more queries per second
+(``docs/neo4j-operations.md``). :meth:`Neo4jGraphStore.close` stops it.
 """
 
 from __future__ import annotations

@@ -1,55 +1,16 @@
 """The corpus of an index in Neo4j: written by the index's changes, read with no state in process.
 
-Two halves, one schema:
-
 * :class:`Neo4jIndexStore` follows a :class:`~semrag.SemanticIndex` (the writer process) and
-  writes every :class:`~semrag.index.change.Change` of it to Neo4j in **one transaction**
-  (batched ``UNWIND``; a change of more than ``max_transaction_rows`` rows goes in steps):
-  documents with their text and metadata, sentences with offsets and vectors, chunks with
-  text, offsets and vectors, the semantic similarity graph's window nodes and the edges
-  whose lists changed, and the theme bridges between documents.
-* :class:`Neo4jIndex` serves queries from that database alone: dense search through the
-  native vector index, sparse search through the full-text index, the similarity graph
-  node by node, chunks, documents, sentences and their vectors by id. It holds nothing of
-  the corpus, so any number of serving processes (or machines) read one database. It has
-  the read methods retrievers use, so IAR, every SSG algorithm, SKETCH (over the stored
-  pieces, or ``split=None``), community search (with ``KnowledgeGraph(store,
-  embedder=...)``) and SPC run on it unchanged.
+  writes each of its :class:`~semrag.index.change.Change` to Neo4j in **one transaction**
+  (batched ``UNWIND``; above ``max_transaction_rows`` rows, in steps marked ``writing``).
+* :class:`Neo4jIndex` serves queries from that database alone (native vector index,
+  full-text index, the similarity graph node by node), so any number of processes read one
+  database with IAR, every SSG algorithm, SKETCH, community search and SPC unchanged.
 
-Schema (created idempotently, ``IF NOT EXISTS``; labels apart from the knowledge graph's):
-
-* ``(:SemragDocument {id, text, metadata, themes, fingerprint, n_sentences, seq})``
-  (``seq``: the document's place in the index's order);
-* ``(:SemragChunk {id, doc_id, start, end, text, token_count, index, sentence_start,
-  sentence_end, metadata, embedding, vec, id_token})``, with the vector index
-  ``semrag_chunk_embedding`` (cosine) and the full-text index ``semrag_chunk_text`` (of
-  ``text`` and ``id_token``, the id as a word: :mod:`semrag.neo4j._text_index`);
-* ``(:SemragSentence {key, doc_id, i, start, end, text, vec})`` (``text`` runs to the next
-  sentence, so sentences concatenate to their document's text);
-* ``(:SemragWindow {key, doc_id, n, first, end, embedding, vec})`` (a window node of the
-  similarity graph: sentences ``first .. end - 1`` of its document), with the vector index
-  ``semrag_window_embedding``, and ``(:SemragWindow)-[:SIMILAR {score, kind}]->
-  (:SemragWindow)`` (``kind`` 0 within a document, 1 across documents);
-* ``(:SemragDocument)-[:THEME_BRIDGE {score}]->(:SemragDocument)``;
-* ``(:SemragPiece {key, doc_id, j, parent, start, end, text, token_count, index, embedding,
-  vec})``, with the vector index ``semrag_piece_embedding``: SKETCH's small pieces, when
-  the index keeps them (``SemanticIndex(pieces=...)``); ``parent`` is the chunk's id;
-* ``(:SemragIndexState {name})``: the index version the database holds, the vector
-  dimension, the embedder, the graph's config, size and PCA, and a digest of its edges.
-
-``embedding`` is the float list the vector indexes read; ``vec`` is the same vector as
-float32 bytes, which reads fetch (exact, and far cheaper to decode).
-
-**Crash safety.** A change is one transaction: a server that dies under it keeps the version
-before. The store then knows it is behind; the next change, or :meth:`Neo4jIndexStore.sync`,
-compares the documents' fingerprints and places and the edges it last wrote (checked against
-the stored digest) with the index and writes the difference: the database ends equal to a
-fresh build of the index's documents.
-
-**Sparse channel.** Neo4j's full-text index is Lucene's BM25 (``k1 = 1.2``, ``b = 0.75``, its
-standard analyzer: lower case, English stop words dropped) over the chunk text; semrag's
-:class:`~semrag.index.parts.sparse.BM25Index` is Okapi BM25 over its own tokens (no stop words,
-another idf floor). They rank alike, not identically (the contract test: a top-k overlap >= 0.8).
+The schema, crash safety (a store that is behind writes the difference at its next change or
+:meth:`Neo4jIndexStore.sync`) and how Lucene's BM25 differs from semrag's are in
+``docs/neo4j-operations.md``. ``embedding`` is the float list the vector indexes read;
+``vec`` is the same vector as float32 bytes, which reads fetch (exact, cheaper to decode).
 """
 
 from __future__ import annotations

@@ -6,46 +6,18 @@ sparse sub-queries ``P_s`` (keywords, entities, rare terms), and *weighted*: a p
 over its sub-queries (eqs. 6-7), the scores are normalised per channel and fused with
 ``w`` (eq. 8); the top ``m`` are refined to the top ``k``.
 
-Without an LLM, both steps are rules (:func:`plan_query`):
+Without an LLM both steps are rules (:func:`plan_query`, :func:`classify_intent`,
+:data:`INTENT_WEIGHTS`; the table of intents is in ``docs/retrievers.md``); the intent
+weights beat fixed equal weights on the multi-hop development sets and tie on SQuAD
+(``benchmarks/intent.py``). With an LLM, one JSON call returns paraphrases, keywords,
+intent and weights; an invalid reply (after one retry) falls back to the rules and says so
+in the metadata (or raises :class:`~semrag.errors.LLMOutputError` with
+``on_llm_error="raise"``).
 
-* ``P_d`` = the query, plus its content words with the question words removed (a
-  declarative form closer to how passages are written), when that differs.
-* ``P_s`` = all content words of the query as one keyword query, plus each entity
-  (capitalised run, quoted string, number) on its own, so a rare name is not drowned by
-  common words.
-* The intent decides ``w`` (:data:`INTENT_WEIGHTS`), by the first rule that fires:
-
-  ============  ======================================================  ==================
-  intent        rule                                                     w (dense, sparse,
-                                                                         extended)
-  ============  ======================================================  ==================
-  explanatory   opens with why / how (not how many/much/long/...) /      0.60, 0.15, 0.25
-                explain / describe / what causes ..., or asks for a
-                reason, cause, effect, difference or purpose
-  multi_hop     the question chains two or more relations (see           0.20, 0.20, 0.60
-                :func:`relation_hops`: "When was the director of film
-                X born?", "the country where ...", "X's successor", a
-                grandparent), or compares or joins two named things
-                ("X or Y", "both", "the same", "through X and Y")
-  entity        at least one entity, or a factoid question word (who,    0.35, 0.50, 0.15
-                when, where, which, how many ...)
-  general       none of the above                                        0.50, 0.30, 0.20
-  ============  ======================================================  ==================
-
-The intent weights were kept because they beat fixed equal weights on the multi-hop
-development sets (2WikiMultihopQA, MuSiQue: the ``multi_hop`` row leans on the graph
-channel), and tie with them on single-hop SQuAD (``benchmarks/multihop.py``,
-``benchmarks/intent.py``).
-
-With an LLM, one JSON call returns the paraphrases, the keywords, the intent and the
-weights; an invalid reply (after one retry) falls back to the rules and says so in the
-metadata (or raises :class:`~semrag.errors.LLMOutputError` with ``on_llm_error="raise"``).
-
-The *extended* channel is any retriever with ``retrieve``/``aretrieve`` returning
-:class:`~semrag.types.ScoredChunk`: SKETCH over the knowledge graph when ``graph=`` is
-given, else personalized PageRank over passages and entities
+The *extended* channel is any retriever with ``retrieve``/``aretrieve``: SKETCH over the
+knowledge graph when ``graph=`` is given, else personalized PageRank
 (:class:`~semrag.retrieval.PPRRetriever`); its hits are mapped onto the index's chunks by
-offsets. Its scores are normalised by rank (PageRank mass says little beyond the order).
+offsets and normalised by rank (PageRank mass says little beyond the order).
 """
 
 from __future__ import annotations
