@@ -42,10 +42,10 @@ from _common import (
     need,
     table,
 )
+from _datasets import read_musique
 
 from semrag import SemanticIndex
 from semrag.embeddings import SentenceTransformerEmbedder
-from semrag.eval.datasets import read_musique
 from semrag.graph import InMemoryGraphStore, KnowledgeGraph
 from semrag.neo4j import Neo4jGraphStore
 from semrag.retrieval import CommunityRetriever, SketchRetriever

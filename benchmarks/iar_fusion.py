@@ -33,10 +33,10 @@ import os
 
 import numpy as np
 from _common import BATCH, DATA, ENSEMBLE, emit, header, langchain_peers, need, query_latency, table
+from _datasets import read_musique, read_squad_questions
 
 from semrag import SemanticIndex
 from semrag.embeddings import SentenceTransformerEmbedder
-from semrag.eval.datasets import read_musique, read_squad_questions
 from semrag.graph import KnowledgeGraph
 from semrag.retrieval import IntentAwareRetriever
 

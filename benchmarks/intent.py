@@ -19,13 +19,9 @@ import argparse
 import collections
 
 from _common import DATA, emit, header, need, table
+from _datasets import read_musique, read_squad_questions, read_twowiki
 
-from semrag.eval.datasets import (
-    read_musique,
-    read_pubmedqa,
-    read_squad_questions,
-    read_twowiki,
-)
+from semrag.eval.datasets import read_pubmedqa
 from semrag.retrieval import classify_intent
 
 INTENTS = ("entity", "explanatory", "multi_hop", "general")

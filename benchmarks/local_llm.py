@@ -25,11 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 from _common import DATA, emit, header, need
+from _datasets import read_twowiki
 
 import langchain_semrag as lcs
 from semrag import SemanticIndex
 from semrag.errors import LLMOutputError
-from semrag.eval.datasets import read_twowiki
 from semrag.graph import KnowledgeGraph, LLMGraphExtractor
 from semrag.local_llm import TransformersLLM
 from semrag.postprocess import SPC

@@ -53,12 +53,12 @@ import re
 import time
 
 from _common import BATCH, DATA, ENSEMBLE, emit, header, langchain_peers, need, query_latency, table
+from _datasets import MultiHopQuestion, read_musique, read_twowiki
 from iar_fusion import build_index
 
 from semrag import Document, SemanticIndex
 from semrag.embeddings import SentenceTransformerEmbedder
 from semrag.eval import evaluate_retrievers
-from semrag.eval.datasets import MultiHopQuestion, read_musique, read_twowiki
 from semrag.retrieval import GraphRetriever, IntentAwareRetriever, PPRRetriever
 
 KS = (1, 2, 5, 10, 20)

@@ -58,11 +58,11 @@ from _common import (
     need,
     table,
 )
+from _datasets import read_twowiki
 from iar_fusion import build_index
 
 from semrag import Document, SemanticIndex
 from semrag.embeddings import SentenceTransformerEmbedder
-from semrag.eval.datasets import read_twowiki
 from semrag.graph import KnowledgeGraph
 from semrag.neo4j import Neo4jGraphStore, Neo4jIndex, Neo4jIndexStore
 from semrag.retrieval import (

@@ -43,8 +43,9 @@ def child(n_chunks: int, n_queries: int) -> dict[str, float]:
     """The measurements of one process (its ``OMP_WAIT_POLICY`` set by the parent)."""
     if "OMP_WAIT_POLICY" not in os.environ:  # OpenMP's default: torch loads before semrag
         import torch  # noqa: F401  (semrag would set PASSIVE before torch's runtime read it)
+    from _datasets import read_twowiki
+
     from semrag.embeddings import SentenceTransformerEmbedder
-    from semrag.eval.datasets import read_twowiki
     from semrag.index.parts.dense import DenseIndex
 
     docs, questions = read_twowiki(need(DATA / TWOWIKI))

@@ -27,9 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA, emit, header, need, table
+from _datasets import read_twowiki
 
 from semrag import SemanticIndex
-from semrag.eval.datasets import read_twowiki
 
 QUERIES = ["Who directed the film?", "Where was the composer born?", "river in France"]
 

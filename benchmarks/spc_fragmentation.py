@@ -25,10 +25,10 @@ import argparse
 
 import numpy as np
 from _common import DATA, emit, header, need, table
+from _datasets import read_squad_questions
 
 from semrag import SemanticChunker, SemanticIndex
 from semrag.embeddings import SentenceTransformerEmbedder
-from semrag.eval.datasets import read_squad_questions
 from semrag.postprocess import SPC
 
 SIZES = (64, 128, 256)

@@ -28,10 +28,10 @@ from _common import (
     need,
     table,
 )
+from _datasets import read_musique
 
 from semrag import SemanticIndex, SSGRetriever
 from semrag.embeddings import SentenceTransformerEmbedder
-from semrag.eval.datasets import read_musique
 from semrag.retrieval import ALGORITHMS
 
 KS = MULTIHOP_KS

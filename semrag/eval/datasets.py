@@ -1,4 +1,4 @@
-"""Readers for the sectioned data sets used by the benchmarks (../shared/data).
+"""Readers for the sectioned data sets that train and measure the boundary models.
 
 Each sectioned reader returns :class:`SectionedDocument` records: human-authored sections
 of sentences, the text they make joined with single spaces, and where each section starts.
@@ -17,22 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from semrag.errors import ConfigError
-from semrag.types import Document
 
 __all__ = [
-    "MultiHopQuestion",
     "PubMedQAItem",
     "SectionedDocument",
     "read_choi",
     "read_csabstruct",
-    "read_musique",
+    "open_data",
     "read_nicta",
     "read_pubmedqa",
     "read_sectioned_text",
-    "SquadQuestion",
     "read_squad_articles",
-    "read_squad_questions",
-    "read_twowiki",
 ]
 
 
@@ -112,7 +107,13 @@ def _need(path: Path) -> Path:
     return path
 
 
-def _open_text(path: Path) -> Any:
+def open_data(path: str | Path) -> Any:
+    """A data file opened as text (gzip-compressed when its name ends in ``.gz``).
+
+    Raises:
+        ConfigError: if there is no such file.
+    """
+    path = _need(Path(path))
     return (
         gzip.open(path, "rt", encoding="utf-8")
         if path.suffix == ".gz"
@@ -126,62 +127,9 @@ def read_squad_articles(path: str | Path) -> list[SectionedDocument]:
     Args:
         path: ``dev-v1.1.json`` or ``dev-v1.1.json.gz``.
     """
-    with _open_text(_need(Path(path))) as f:
+    with open_data(path) as f:
         data = json.load(f)["data"]
     return [_sectioned(a["title"], [_split(p["context"]) for p in a["paragraphs"]]) for a in data]
-
-
-@dataclass(frozen=True, slots=True)
-class SquadQuestion:
-    """A SQuAD question with its gold answers located in its article's text."""
-
-    id: str
-    """Question id."""
-    question: str
-    """The question text."""
-    doc_id: str
-    """Id of the article (its title)."""
-    answers: tuple[tuple[int, int], ...]
-    """``(start, end)`` of each gold answer in the article's :class:`Document` text."""
-    answer_texts: tuple[str, ...]
-    """The gold answer strings."""
-
-
-def read_squad_questions(
-    path: str | Path, *, articles: int | None = None
-) -> tuple[list[Document], list[SquadQuestion]]:
-    """SQuAD v1.1 articles as documents (paragraphs joined by blank lines) and their questions.
-
-    Answer offsets are moved from the paragraph into the article, so
-    ``doc.text[start:end]`` is the answer text for every gold answer.
-
-    Args:
-        path: ``dev-v1.1.json`` or ``dev-v1.1.json.gz``.
-        articles: keep the first ``articles`` articles only.
-    """
-    from semrag.types import Document
-
-    with _open_text(_need(Path(path))) as f:
-        data = json.load(f)["data"][:articles]
-    docs: list[Document] = []
-    questions: list[SquadQuestion] = []
-    for article in data:
-        parts, pos = [], 0
-        for para in article["paragraphs"]:
-            context = para["context"]
-            for qa in para["qas"]:
-                spans = tuple(
-                    (pos + a["answer_start"], pos + a["answer_start"] + len(a["text"]))
-                    for a in qa["answers"]
-                )
-                texts = tuple(a["text"] for a in qa["answers"])
-                questions.append(
-                    SquadQuestion(qa["id"], qa["question"], article["title"], spans, texts)
-                )
-            parts.append(context)
-            pos += len(context) + 2
-        docs.append(Document(article["title"], "\n\n".join(parts)))
-    return docs, questions
 
 
 def _choi_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
@@ -280,7 +228,7 @@ def read_nicta(path: str | Path) -> list[SectionedDocument]:
         if doc_id and sentences:
             docs.append(_sectioned(doc_id, _runs(labels, sentences)))
 
-    with _open_text(_need(Path(path))) as f:
+    with open_data(path) as f:
         for line in f:
             line = line.rstrip("\n")
             if line.startswith("###"):
@@ -301,7 +249,7 @@ def read_csabstruct(path: str | Path) -> list[SectionedDocument]:
     (``"line-N"``), unique within the file.
     """
     docs = []
-    with _open_text(_need(Path(path))) as f:
+    with open_data(path) as f:
         for number, line in enumerate(f):
             if line.strip():
                 r = json.loads(line)
@@ -326,7 +274,7 @@ class PubMedQAItem:
 
 def read_pubmedqa(path: str | Path) -> list[PubMedQAItem]:
     """PubMedQA PQA-L: abstracts whose labelled contexts are sections, with their questions."""
-    with _open_text(_need(Path(path))) as f:
+    with open_data(path) as f:
         data = json.load(f)
     items = []
     for pmid, r in data.items():
@@ -340,79 +288,3 @@ def read_pubmedqa(path: str | Path) -> list[PubMedQAItem]:
             )
         )
     return items
-
-
-@dataclass(frozen=True, slots=True)
-class MultiHopQuestion:
-    """A question with the ids of the paragraphs that support its answer."""
-
-    id: str
-    """Question id."""
-    question: str
-    """The question text."""
-    supporting: tuple[str, ...]
-    """Ids of the supporting paragraphs (documents)."""
-    answer: str
-    """The gold answer."""
-    kind: str = ""
-    """The question's type as its data set names it (MuSiQue ``2hop``/``3hop``/``4hop``;
-    2Wiki ``compositional``, ``comparison``, ``bridge_comparison``, ``inference``)."""
-
-
-def _paragraph_document(docs: dict[str, Document], title: str, body: str) -> str:
-    """Add a title + paragraph document to ``docs`` (once) and return its id."""
-    import hashlib
-
-    text = f"{title}\n\n{body}"
-    pid = hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
-    docs.setdefault(pid, Document(pid, text, {"title": title}))
-    return pid
-
-
-def read_musique(path: str | Path) -> tuple[list[Document], list[MultiHopQuestion]]:
-    """MuSiQue-Ans: the corpus (all paragraphs of all questions, deduplicated) and questions.
-
-    Each paragraph becomes a :class:`~semrag.types.Document` whose text is the title, a
-    blank line and the paragraph (so the title is a sentence of its own); its id is a hash
-    of title and text, so a paragraph shared by two questions is one document.
-    """
-    with _open_text(_need(Path(path))) as f:
-        data = json.load(f)
-    docs: dict[str, Document] = {}
-    questions: list[MultiHopQuestion] = []
-    for q in data:
-        support = []
-        for para in q["paragraphs"]:
-            pid = _paragraph_document(docs, para["title"], para["paragraph_text"])
-            if para["is_supporting"]:
-                support.append(pid)
-        kind = q["id"].split("__", 1)[0] if "__" in q["id"] else ""
-        questions.append(
-            MultiHopQuestion(q["id"], q["question"], tuple(support), q["answer"], kind)
-        )
-    return list(docs.values()), questions
-
-
-def read_twowiki(path: str | Path) -> tuple[list[Document], list[MultiHopQuestion]]:
-    """2WikiMultihopQA (original format): the corpus and the questions.
-
-    Like :func:`read_musique`: every context paragraph (title, a blank line, its sentences
-    joined by spaces) is one document, deduplicated by a hash of its text; a question's
-    supporting paragraphs are the context paragraphs whose titles its supporting facts
-    name, and :attr:`MultiHopQuestion.kind` is its ``type``.
-    """
-    with _open_text(_need(Path(path))) as f:
-        data = json.load(f)
-    docs: dict[str, Document] = {}
-    questions: list[MultiHopQuestion] = []
-    for q in data:
-        gold = {title for title, _ in q["supporting_facts"]}
-        support = []
-        for title, sentences in q["context"]:
-            pid = _paragraph_document(docs, title, " ".join(sentences))
-            if title in gold and pid not in support:
-                support.append(pid)
-        questions.append(
-            MultiHopQuestion(q["_id"], q["question"], tuple(support), q["answer"], q["type"])
-        )
-    return list(docs.values()), questions
