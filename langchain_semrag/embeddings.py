@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.language_models.llms import LLM as LCBaseLLM
 from langchain_core.messages import BaseMessage
 
+from semrag._validation import check_query
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
 
@@ -74,8 +75,8 @@ class SemragEmbeddings(Embeddings):
         return self.embedder.embed(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        """Vector of one query."""
-        return self.embedder.embed([text])[0].tolist()
+        """Vector of one query (empty, whitespace or invalid Unicode: ``ConfigError``)."""
+        return self.embedder.embed([check_query("SemragEmbeddings", text)])[0].tolist()
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """Async twin of :meth:`embed_documents` (off the event loop)."""
@@ -83,7 +84,7 @@ class SemragEmbeddings(Embeddings):
 
     async def aembed_query(self, text: str) -> list[float]:
         """Async twin of :meth:`embed_query`."""
-        return (await self.embedder.aembed([text]))[0].tolist()
+        return (await self.embedder.aembed([check_query("SemragEmbeddings", text)]))[0].tolist()
 
     def __repr__(self) -> str:
         return f"SemragEmbeddings({self.embedder!r})"

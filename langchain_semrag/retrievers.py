@@ -7,7 +7,7 @@ offsets, scores and provenance in metadata (:func:`to_lc_documents`).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -15,15 +15,16 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, PrivateAttr, model_validator
+from pydantic import ConfigDict, PrivateAttr, create_model
 
 from langchain_semrag.embeddings import to_llm
-from semrag._validation import renamed
+from semrag._validation import check_keywords, renamed
+from semrag.errors import ConfigError
 from semrag.postprocess import SPC
 from semrag.retrieval import CommunityRetriever as CoreCommunityRetriever
 from semrag.retrieval import GraphRetriever as CoreGraphRetriever
 from semrag.retrieval import IntentAwareRetriever as CoreIntentAwareRetriever
-from semrag.retrieval import RetrieveAndCheck
+from semrag.retrieval import RetrieveAndCheck, construct, parameters
 from semrag.retrieval import SketchRetriever as CoreSketchRetriever
 from semrag.retrieval import SSGRetriever as CoreSSGRetriever
 from semrag.types import ScoredChunk
@@ -54,31 +55,50 @@ def to_lc_documents(hits: list[ScoredChunk]) -> list[LCDocument]:
 
 
 class _CoreRetriever(BaseRetriever):
-    """Shared plumbing: build the core retriever once, translate its results."""
+    """Shared plumbing: check the arguments, build the core retriever once, translate results.
+
+    Every argument is checked by the core retriever (an invalid one raises semrag's
+    ``ConfigError``, never a pydantic error); only the arguments given are passed on, so
+    the core's defaults apply to the rest.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    k: int = 10
+    k: Any = 10
+    options: dict[str, Any] = {}
+    """More keyword arguments of the core retriever (the way to pass them before 0.3)."""
     _core: Any = PrivateAttr()
+    _core_class: ClassVar[type | None] = None
     _renamed: ClassVar[dict[str, str]] = {}  # a field's old name -> its name (until 0.4)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        """Fields given by their old names, moved to the new ones (with a warning)."""
-        if not isinstance(data, dict) or not cls._renamed:
-            return data
-        old = {name: data[name] for name in cls._renamed if name in data}
-        rest = {name: value for name, value in data.items() if name not in old}
-        defaults = {name: cls.model_fields[name].default for name in cls._renamed.values()}
-        return renamed(cls.__name__, old, rest, cls._renamed, defaults)
-
-    def model_post_init(self, __context: Any) -> None:
-        """Build the core retriever (validates the arguments)."""
+    def __init__(self, **data: Any) -> None:
+        name = type(self).__name__
+        old = {n: data.pop(n) for n in self._renamed if n in data}
+        if old:
+            defaults = {n: type(self).model_fields[n].default for n in self._renamed.values()}
+            data = renamed(name, old, data, self._renamed, defaults)
+        fields = type(self).model_fields
+        extra = {n: data.pop(n) for n in list(data) if n not in fields}
+        if self._core_class is None:  # no core class of its own: nothing to pass extras to
+            check_keywords(f"{name}()", [n for n in fields if n != "options"], [*extra, *data])
+        data["options"] = {**data.get("options", {}), **extra}
+        if both := sorted(set(data["options"]) & set(data)):
+            raise ConfigError(f"{name}: {both[0]} is given twice (as a field and in options)")
+        super().__init__(**data)
         self._core = self._build()
 
+    def _given(self) -> dict[str, Any]:
+        """The core retriever's arguments this object was given (``llm`` made a semrag LLM)."""
+        names = {p.name for p in parameters(self._core_class)} if self._core_class else set()
+        given = {n: getattr(self, n) for n in self.model_fields_set if n in names}
+        given.update(self.options)
+        if "llm" in given:
+            given["llm"] = to_llm(given["llm"])
+        return given
+
     def _build(self) -> Any:
-        raise NotImplementedError
+        assert self._core_class is not None
+        return construct(self._core_class, **{"k": self.k, **self._given()})
 
     def _k(self, k: int | None) -> int | None:
         """The ``k`` handed to the core: the call's, else the retriever's."""
@@ -99,54 +119,44 @@ class _CoreRetriever(BaseRetriever):
         return to_lc_documents(await self._core.aretrieve(query, k=self._k(k)))
 
 
-class SSGRetriever(_CoreRetriever):
+def _declaring(core: type) -> type[_CoreRetriever]:
+    """A base whose fields are every parameter of ``core``: same names, same defaults.
+
+    Declared once, in the core's signature (:func:`semrag.retrieval.parameters`); the
+    fields are untyped for pydantic, so the core checks every value.
+    """
+    fields: dict[str, Any] = {
+        p.name: (Any, ... if p.default is p.empty else p.default) for p in parameters(core)
+    }
+    base = create_model(  # type: ignore[call-overload]
+        f"_{core.__name__}Fields", __base__=_CoreRetriever, __module__=__name__, **fields
+    )
+    base._core_class = core
+    return cast(type[_CoreRetriever], base)
+
+
+class SSGRetriever(_declaring(CoreSSGRetriever)):  # type: ignore[misc]
     """Semantic-similarity-graph traversal (Lester) as a LangChain retriever.
 
-    Args:
-        index: a :class:`semrag.SemanticIndex` with its graph.
-        strategy: one of ``semrag.retrieval.ALGORITHMS`` (``algorithm=`` before 0.3, still
-            accepted with a ``DeprecationWarning`` until 0.4).
-        k: documents returned; ``invoke(query, k=...)`` overrides it per call.
-        options: more keyword arguments of :class:`semrag.SSGRetriever`
-            (``max_sentences``, ``early_stop``, ``llm``, ``max_llm_calls``, ...).
+    Takes every parameter of :class:`semrag.retrieval.SSGRetriever` under the same name
+    and default (``index``, ``strategy``, ``k``, ``max_sentences``, ``early_stop``,
+    ``llm``, ``max_llm_calls``, ...); ``llm`` may be a LangChain model. ``algorithm=`` is
+    the old name of ``strategy`` (a ``DeprecationWarning`` until 0.4);
+    ``invoke(query, k=...)`` overrides ``k`` per call.
     """
 
-    index: Any
-    strategy: str = "query_traversal"
-    options: dict[str, Any] = {}
     _renamed: ClassVar[dict[str, str]] = {"algorithm": "strategy"}
 
-    def _build(self) -> Any:
-        options = {**self.options, "llm": to_llm(self.options.get("llm"))}
-        return CoreSSGRetriever(self.index, strategy=self.strategy, k=self.k, **options)
 
-
-class IntentAwareRetriever(_CoreRetriever):
+class IntentAwareRetriever(_declaring(CoreIntentAwareRetriever)):  # type: ignore[misc]
     """Intent-aware hybrid retrieval (dense + BM25 + graph, per-query weights; InSemRAG).
 
-    Each document's metadata holds the query's plan (``semrag_provenance[0]``: intent,
-    weights, sub-queries) and its per-channel scores (``semrag_channels``).
-
-    Args:
-        index: a :class:`semrag.SemanticIndex`.
-        k: documents returned; ``invoke(query, k=...)`` overrides it per call.
-        m: candidates kept after fusion, before refinement.
-        llm: a LangChain chat model or LLM (or a semrag LLM) for query enrichment and
-            weights; without one, the documented rules decide.
-        graph: a :class:`semrag.graph.KnowledgeGraph`: SKETCH becomes the extended channel.
-        options: more keyword arguments of :class:`semrag.retrieval.IntentAwareRetriever`.
+    Takes every parameter of :class:`semrag.retrieval.IntentAwareRetriever` under the same
+    name and default (``index``, ``k``, ``m``, ``llm``, ``graph``, ``weights``, ...);
+    ``llm`` may be a LangChain model. Each document's metadata holds the query's plan
+    (``semrag_provenance[0]``: intent, weights, sub-queries) and its per-channel scores
+    (``semrag_channels``).
     """
-
-    index: Any
-    m: int = 20
-    llm: Any = None
-    graph: Any = None
-    options: dict[str, Any] = {}
-
-    def _build(self) -> Any:
-        return CoreIntentAwareRetriever(
-            self.index, k=self.k, m=self.m, llm=to_llm(self.llm), graph=self.graph, **self.options
-        )
 
 
 class RetrieveAndCheckRetriever(_CoreRetriever):
@@ -165,7 +175,7 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
 
     index: Any
     llm: Any = None
-    max_rounds: int = 3
+    max_rounds: Any = 3
     retriever_options: dict[str, Any] = {}
     spc_options: dict[str, Any] = {}
 
@@ -183,83 +193,45 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
         return k
 
 
-class SketchRetriever(_CoreRetriever):
+class SketchRetriever(_declaring(CoreSketchRetriever)):  # type: ignore[misc]
     """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
 
-    Each document's ``semrag_provenance[0]`` says which side found it (``structured``,
-    ``unstructured`` or ``both``), through which entities, and the facts among them.
-
-    Args:
-        index: a :class:`semrag.SemanticIndex`.
-        graph: the :class:`semrag.graph.KnowledgeGraph` built from it.
-        k: documents returned; ``invoke(query, k=...)`` overrides it per call.
-        llm: a LangChain model (or semrag LLM) for query NER.
-        options: more keyword arguments of :class:`semrag.retrieval.SketchRetriever`.
+    Takes every parameter of :class:`semrag.retrieval.SketchRetriever` under the same name
+    and default (``index``, ``graph``, ``k``, ``depth``, ``llm``, ``split``, ...); ``llm``
+    may be a LangChain model. Each document's ``semrag_provenance[0]`` says which side
+    found it (``structured``, ``unstructured`` or ``both``), through which entities, and
+    the facts among them.
     """
 
-    index: Any
-    graph: Any
-    llm: Any = None
-    options: dict[str, Any] = {}
 
-    def _build(self) -> Any:
-        return CoreSketchRetriever(
-            self.index, self.graph, k=self.k, llm=to_llm(self.llm), **self.options
-        )
-
-
-class CommunityRetriever(_CoreRetriever):
+class CommunityRetriever(_declaring(CoreCommunityRetriever)):  # type: ignore[misc]
     """SemRAG community search: ``strategy="local"`` (eq. 4) or ``"global"`` (eq. 5).
 
-    Local: entities similar to the query, then their chunks. Global: community reports,
-    then their sentences.
-
-    Args:
-        index: a :class:`semrag.SemanticIndex`.
-        graph: the :class:`semrag.graph.KnowledgeGraph` (with communities for global).
-        strategy: ``"local"`` or ``"global"`` (``mode=`` before 0.3, still accepted with a
-            ``DeprecationWarning`` until 0.4).
-        k: documents returned.
-        options: more keyword arguments of :class:`semrag.retrieval.CommunityRetriever`.
+    Takes every parameter of :class:`semrag.retrieval.CommunityRetriever` under the same
+    name and default (``index``, ``graph``, ``strategy``, ``k``, ``tau_e``, ``tau_d``,
+    ...). ``mode=`` is the old name of ``strategy`` (a ``DeprecationWarning`` until 0.4).
     """
 
-    index: Any
-    graph: Any
-    strategy: str = "local"
-    options: dict[str, Any] = {}
     _renamed: ClassVar[dict[str, str]] = {"mode": "strategy"}
 
-    def _build(self) -> Any:
-        return CoreCommunityRetriever(
-            self.index, self.graph, strategy=self.strategy, k=self.k, **self.options
-        )
 
-
-class GraphRetriever(_CoreRetriever):
+class GraphRetriever(_declaring(CoreGraphRetriever)):  # type: ignore[misc]
     """Every graph strategy behind one retriever.
 
-    Strategies: ``"ppr"`` (the default: personalized PageRank over passages and entities,
-    the best multi-hop strategy on the development sets), ``"sketch"``, ``"local"``,
-    ``"global"`` or ``"ssg:<algorithm>"``.
+    Strategies: ``"ppr"`` (the default: personalized PageRank over passages and entities),
+    ``"sketch"``, ``"local"``, ``"global"`` or ``"ssg:<algorithm>"``. Takes every
+    parameter of :class:`semrag.retrieval.GraphRetriever` and of the default strategy's
+    :class:`semrag.retrieval.PPRRetriever` under the same name and default (``index``,
+    ``graph``, ``strategy``, ``k``, ``per_passage``, ``damping``, ``llm``, ...); another
+    strategy's parameters are taken as keywords too (``max_sentences=`` for
+    ``"ssg:..."``), and one the strategy does not take is a ``ConfigError``.
 
-    Args:
-        index: a :class:`semrag.SemanticIndex`.
-        graph: the :class:`semrag.graph.KnowledgeGraph` (not needed for ``ppr`` and
-            ``ssg:*``).
-        strategy: the strategy.
-        k: documents returned.
-        options: more keyword arguments of the retriever the strategy selects.
+    Examples:
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.testing import FakeEmbedder
+        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index.add_documents([Document("a", "Bees dance. Bees make honey.")])
+        >>> retriever = GraphRetriever(index=index, k=2, per_passage=2)
+        >>> [d.metadata["doc_id"] for d in retriever.invoke("bees")]
+        ['a']
     """
-
-    index: Any
-    graph: Any = None
-    strategy: str = "ppr"
-    options: dict[str, Any] = {}
-
-    def _build(self) -> Any:
-        options = dict(self.options)
-        if "llm" in options:
-            options["llm"] = to_llm(options["llm"])
-        return CoreGraphRetriever(
-            self.index, self.graph, strategy=self.strategy, k=self.k, **options
-        )

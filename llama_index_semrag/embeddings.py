@@ -11,6 +11,7 @@ from llama_index.core.llms import LLM as LIBaseLLM
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 
+from semrag._validation import check_query
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.llm import LLM as CoreLLM
@@ -97,7 +98,7 @@ class SemragEmbedding(BaseEmbedding):
         return "SemragEmbedding"
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._embedder.embed([query])[0].tolist()
+        return self._embedder.embed([check_query("SemragEmbedding", query)])[0].tolist()
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._embedder.embed([text])[0].tolist()
@@ -106,7 +107,7 @@ class SemragEmbedding(BaseEmbedding):
         return self._embedder.embed(texts).tolist()
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return (await self._embedder.aembed([query]))[0].tolist()
+        return (await self._embedder.aembed([check_query("SemragEmbedding", query)]))[0].tolist()
 
     async def _aget_text_embedding(self, text: str) -> list[float]:
         return (await self._embedder.aembed([text]))[0].tolist()

@@ -6,8 +6,9 @@ exact offsets, scores and provenance in metadata (:func:`to_nodes`).
 
 from __future__ import annotations
 
+import inspect
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ClassVar
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import (
@@ -24,7 +25,7 @@ from semrag.postprocess import SPC
 from semrag.retrieval import CommunityRetriever as CoreCommunityRetriever
 from semrag.retrieval import GraphRetriever as CoreGraphRetriever
 from semrag.retrieval import IntentAwareRetriever as CoreIntentAwareRetriever
-from semrag.retrieval import RetrieveAndCheck
+from semrag.retrieval import RetrieveAndCheck, construct, parameters
 from semrag.retrieval import SketchRetriever as CoreSketchRetriever
 from semrag.retrieval import SSGRetriever as CoreSSGRetriever
 from semrag.types import ScoredChunk
@@ -76,13 +77,30 @@ _CALL_K: ContextVar[int | None] = ContextVar("semrag_call_k", default=None)
 
 
 class _CoreRetriever(BaseRetriever):
-    """Shared plumbing: the core retriever is built by the subclass's ``__init__``.
+    """Shared plumbing: the core retriever is built from the keyword arguments given.
 
-    ``retrieve`` / ``aretrieve`` take ``k=`` for one call (the constructor's ``k`` otherwise);
-    the value travels in a context variable, so concurrent calls never see each other's.
+    A subclass names its core class (``_core_class``); it takes every parameter of that
+    class under the same name and default (:func:`semrag.retrieval.parameters`, which is
+    also its ``inspect.signature``), passes on those given, and the core checks them (an
+    invalid one raises semrag's ``ConfigError``). ``retrieve`` / ``aretrieve`` take ``k=``
+    for one call (the constructor's ``k`` otherwise); the value travels in a context
+    variable, so concurrent calls never see each other's.
     """
 
     _core: Any
+    _core_class: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_core_class" in cls.__dict__:  # its signature is the core's, keyword-only
+            params = [p.replace(kind=p.KEYWORD_ONLY) for p in parameters(cls._core_class)]
+            cls.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+
+    def __init__(self, **params: Any) -> None:
+        if "llm" in params:
+            params["llm"] = to_llm(params["llm"])
+        self._core = construct(self._core_class, **params)
+        super().__init__()
 
     def retrieve(
         self, str_or_query_bundle: QueryType, *, k: int | None = None
@@ -114,51 +132,25 @@ class _CoreRetriever(BaseRetriever):
 class SSGRetriever(_CoreRetriever):
     """Semantic-similarity-graph traversal (Lester) as a LlamaIndex retriever.
 
-    Works inside a ``RetrieverQueryEngine``; ``aretrieve`` is truly asynchronous.
-
-    Args:
-        index: a :class:`semrag.SemanticIndex` with its graph.
-        strategy: one of ``semrag.retrieval.ALGORITHMS`` (``algorithm=`` before 0.3, still
-            accepted with a ``DeprecationWarning`` until 0.4).
-        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
-        **options: more keyword arguments of :class:`semrag.SSGRetriever` (``llm`` may
-            be a LlamaIndex LLM).
+    Takes every parameter of :class:`semrag.retrieval.SSGRetriever` by keyword, under the
+    same name and default (``index``, ``strategy``, ``k``, ``max_sentences``, ``llm``,
+    ...; ``llm`` may be a LlamaIndex LLM). Works inside a ``RetrieverQueryEngine``;
+    ``aretrieve`` is truly asynchronous; ``retrieve(query, k=...)`` overrides ``k`` for one
+    call. ``algorithm=`` is the old name of ``strategy`` (until 0.4).
     """
 
-    def __init__(
-        self, *, index: Any, strategy: str = "query_traversal", k: int = 10, **options: Any
-    ) -> None:
-        options["llm"] = to_llm(options.get("llm"))
-        self._core = CoreSSGRetriever(index, strategy=strategy, k=k, **options)
-        super().__init__()
+    _core_class = CoreSSGRetriever
 
 
 class IntentAwareRetriever(_CoreRetriever):
     """Intent-aware hybrid retrieval (dense + BM25 + graph, per-query weights; InSemRAG).
 
-    Args:
-        index: a :class:`semrag.SemanticIndex`.
-        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
-        m: candidates kept after fusion, before refinement.
-        llm: a LlamaIndex LLM (or semrag LLM) for query enrichment and weights.
-        graph: a :class:`semrag.graph.KnowledgeGraph`: SKETCH becomes the extended channel.
-        **options: more keyword arguments of :class:`semrag.retrieval.IntentAwareRetriever`.
+    Takes every parameter of :class:`semrag.retrieval.IntentAwareRetriever` by keyword,
+    under the same name and default (``index``, ``k``, ``m``, ``llm``, ``graph``, ...;
+    ``llm`` may be a LlamaIndex LLM).
     """
 
-    def __init__(
-        self,
-        *,
-        index: Any,
-        k: int = 10,
-        m: int = 20,
-        llm: Any = None,
-        graph: Any = None,
-        **options: Any,
-    ) -> None:
-        self._core = CoreIntentAwareRetriever(
-            index, k=k, m=m, llm=to_llm(llm), graph=graph, **options
-        )
-        super().__init__()
+    _core_class = CoreIntentAwareRetriever
 
 
 class RetrieveAndCheckRetriever(_CoreRetriever):
@@ -187,78 +179,40 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
         retriever = CoreIntentAwareRetriever(index, k=k, llm=llm, **(retriever_options or {}))
         spc = SPC(index, k=k, llm=llm, **(spc_options or {}))
         self._core = RetrieveAndCheck(retriever, spc, max_rounds)
-        super().__init__()
+        BaseRetriever.__init__(self)
 
 
 class SketchRetriever(_CoreRetriever):
     """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
 
-    Args:
-        index: a :class:`semrag.SemanticIndex`.
-        graph: the :class:`semrag.graph.KnowledgeGraph` built from it.
-        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
-        llm: a LlamaIndex LLM (or semrag LLM) for query NER.
-        **options: more keyword arguments of :class:`semrag.retrieval.SketchRetriever`.
+    Takes every parameter of :class:`semrag.retrieval.SketchRetriever` by keyword, under
+    the same name and default (``index``, ``graph``, ``k``, ``depth``, ``llm``, ...).
     """
 
-    def __init__(
-        self, *, index: Any, graph: Any = None, k: int = 10, llm: Any = None, **options: Any
-    ) -> None:
-        self._core = CoreSketchRetriever(index, graph, k=k, llm=to_llm(llm), **options)
-        super().__init__()
+    _core_class = CoreSketchRetriever
 
 
 class CommunityRetriever(_CoreRetriever):
     """SemRAG community search, ``strategy="local"`` (eq. 4) or ``"global"`` (eq. 5).
 
-    Args:
-        index: a :class:`semrag.SemanticIndex`.
-        graph: the :class:`semrag.graph.KnowledgeGraph`.
-        strategy: ``"local"`` or ``"global"`` (``mode=`` before 0.3, still accepted with a
-            ``DeprecationWarning`` until 0.4).
-        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
-        **options: more keyword arguments of :class:`semrag.retrieval.CommunityRetriever`.
+    Takes every parameter of :class:`semrag.retrieval.CommunityRetriever` by keyword,
+    under the same name and default (``index``, ``graph``, ``strategy``, ``k``, ``tau_e``,
+    ...). ``mode=`` is the old name of ``strategy`` (until 0.4).
     """
 
-    def __init__(
-        self,
-        *,
-        index: Any,
-        graph: Any = None,
-        strategy: str = "local",
-        k: int = 10,
-        **options: Any,
-    ) -> None:
-        self._core = CoreCommunityRetriever(index, graph, strategy=strategy, k=k, **options)
-        super().__init__()
+    _core_class = CoreCommunityRetriever
 
 
 class GraphRetriever(_CoreRetriever):
     """Every graph strategy behind one retriever.
 
-    Strategies: ``"ppr"`` (the default: personalized PageRank over passages and entities,
-    the best multi-hop strategy on the development sets), ``"sketch"``, ``"local"``,
-    ``"global"`` or ``"ssg:<algorithm>"``.
-
-    Args:
-        index: a :class:`semrag.SemanticIndex`.
-        graph: the :class:`semrag.graph.KnowledgeGraph` (not needed for ``ppr`` and
-            ``ssg:*``).
-        strategy: the strategy.
-        k: nodes returned; ``retrieve(query, k=...)`` overrides it for one call.
-        **options: more keyword arguments of the retriever the strategy selects.
+    Strategies: ``"ppr"`` (the default: personalized PageRank over passages and entities),
+    ``"sketch"``, ``"local"``, ``"global"`` or ``"ssg:<algorithm>"``. Takes every
+    parameter of :class:`semrag.retrieval.GraphRetriever` and of the default strategy's
+    :class:`semrag.retrieval.PPRRetriever` by keyword, under the same name and default
+    (``index``, ``graph``, ``strategy``, ``k``, ``per_passage``, ``llm``, ...); another
+    strategy's parameters too (``max_sentences=`` for ``"ssg:..."``), and one the strategy
+    does not take is a ``ConfigError``.
     """
 
-    def __init__(
-        self,
-        *,
-        index: Any,
-        graph: Any = None,
-        strategy: str = "ppr",
-        k: int = 10,
-        **options: Any,
-    ) -> None:
-        if "llm" in options:
-            options["llm"] = to_llm(options["llm"])
-        self._core = CoreGraphRetriever(index, graph, strategy=strategy, k=k, **options)
-        super().__init__()
+    _core_class = CoreGraphRetriever

@@ -39,6 +39,7 @@ from llama_index.core.vector_stores.types import (
 
 from llama_index_semrag.embeddings import to_embedder
 from semrag import SemanticIndex
+from semrag._validation import check_query
 from semrag.errors import ConfigError
 from semrag.identity import chunk_document_id
 from semrag.index.ingest.presplit import NODE_KEY, remove_pieces, upsert_pieces
@@ -247,10 +248,12 @@ class SemanticVectorStore(BasePydanticVectorStore):
         """The ``similarity_top_k`` best nodes for ``query`` (see the class docs for modes).
 
         Raises:
-            ConfigError: for a mode the store does not serve, or a query with neither
-                text nor vector.
+            ConfigError: for a mode the store does not serve, a query with neither text
+                nor vector, or a query text that is empty, whitespace or not valid Unicode.
         """
         k = query.similarity_top_k
+        if query.query_str is not None:  # an empty or broken query is refused, as elsewhere
+            check_query("SemanticVectorStore.query", query.query_str)
         if query.mode in _SPARSE:
             if not query.query_str:
                 raise ConfigError(f"a {query.mode.value} query needs query_str")

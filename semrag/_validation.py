@@ -28,13 +28,14 @@ from the same declaration.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import math
 import numbers
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Protocol, TypeVar, cast
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, NoReturn, Protocol, TypeVar, cast
 
 import numpy as np
 from typing_extensions import TypeIs
@@ -266,17 +267,63 @@ def check_k(owner: str, k: Any, default: int) -> int:
 
 
 def check_query(owner: str, query: Any) -> str:
-    """A query must be a string with at least one non-whitespace character.
+    """A query must be a string with at least one non-whitespace character, valid Unicode.
+
+    Checked at every entry point before any encoder runs: a lone surrogate (what a bad
+    decode leaves) cannot be encoded as UTF-8, and a tokenizer would fail on it many frames
+    deep.
 
     Raises:
         TypeError: when it is not a ``str`` (as a ``ConfigError``, which is both).
-        ConfigError: when it is empty or whitespace only.
+        ConfigError: when it is empty or whitespace only, or holds a lone surrogate.
+
+    Examples:
+        >>> try:
+        ...     check_query("X", "bees " + chr(0xD800) + " dance")
+        ... except ConfigError as e:
+        ...     print(str(e)[:42])
+        X: query holds a lone surrogate at charact
     """
     if not isinstance(query, str):
         raise ConfigError(f"{owner}: query must be a str, got {type(query).__name__}")
     if not query.strip():
         raise ConfigError(f"{owner}: query is empty; there is nothing to retrieve for it")
+    if not query.isascii():
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ConfigError(
+                f"{owner}: query holds a lone surrogate at character {exc.start} (not valid "
+                "Unicode: decode the text with errors='replace' first)"
+            ) from None
     return query
+
+
+def check_keywords(owner: str, accepted: Collection[str], given: Iterable[str]) -> None:
+    """Every name in ``given`` must be one of ``accepted`` (a constructor's keywords).
+
+    Raises:
+        ConfigError: naming the first unknown keyword, the closest accepted one when a
+            name is a likely typo, and what is accepted otherwise. (A ``ConfigError`` is a
+            ``TypeError`` too, what Python raises for an unknown keyword.)
+
+    Examples:
+        >>> try:
+        ...     check_keywords("R()", ["k", "per_passage"], ["per_pasage"])
+        ... except ConfigError as e:
+        ...     print(str(e).split("(")[-1])
+        did you mean 'per_passage'?)
+    """
+    for name in given:
+        if name not in accepted:
+            unknown_keyword(owner, accepted, name)
+
+
+def unknown_keyword(owner: str, accepted: Collection[str], name: str) -> NoReturn:
+    """Raise the ``ConfigError`` of :func:`check_keywords` for ``name``."""
+    close = difflib.get_close_matches(name, list(accepted), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(sorted(accepted))}"
+    raise ConfigError(f"{owner} got an unexpected keyword argument {name!r} ({hint})")
 
 
 REMOVED_IN = "0.4"
@@ -314,7 +361,7 @@ def renamed(
     for old, value in old_names.items():
         new = renames.get(old)
         if new is None:
-            raise TypeError(f"{owner}() got an unexpected keyword argument {old!r}")
+            unknown_keyword(f"{owner}()", [*values, *renames], old)
         if new in out and not _same(out[new], defaults.get(new)):
             raise ConfigError(f"{owner}: give {new}= only ({old}= is its old name)")
         warnings.warn(

@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._steps import Call, twin
-from semrag._validation import missing_members, offers
+from semrag._validation import check_query, missing_members, offers
 from semrag.embeddings import Embedder
 from semrag.errors import ConfigError
 from semrag.text.tokens import Tokenizer
@@ -298,17 +298,13 @@ class SimilarityGraphReads(Protocol):
 
 
 def query_vector(reader: CorpusReader | SimilarityGraphReads, query: str) -> Floats:
-    """The query's vector, by the model that embedded the index."""
-    if not isinstance(query, str):
-        raise ConfigError(f"query must be str, got {type(query).__name__}")
-    return reader.embedder.embed([query])[0]
+    """The query's vector, by the model that embedded the index (checked: :func:`check_query`)."""
+    return reader.embedder.embed([check_query("query", query)])[0]
 
 
 async def aquery_vector(reader: CorpusReader | SimilarityGraphReads, query: str) -> Floats:
     """Async twin of :func:`query_vector` (the embedder's own ``aembed``)."""
-    if not isinstance(query, str):
-        raise ConfigError(f"query must be str, got {type(query).__name__}")
-    return (await reader.embedder.aembed([query]))[0]
+    return (await reader.embedder.aembed([check_query("query", query)]))[0]
 
 
 # -- optional capabilities --------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from semrag.retrieval.check import CheckResult, RetrieveAndCheck
 from semrag.retrieval.community import CommunityRetriever
-from semrag.retrieval.graph import STRATEGIES, GraphRetriever
+from semrag.retrieval.graph import STRATEGIES, GraphRetriever, construct, parameters
 from semrag.retrieval.intent import (
     INTENT_WEIGHTS,
     INTENTS,
@@ -38,6 +38,8 @@ __all__ = [
     "SketchRetriever",
     "Traversal",
     "classify_intent",
+    "construct",
+    "parameters",
     "personalized_pagerank",
     "plan_query",
 ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import inspect
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from semrag._rwlock import ProvidesReader, as_reader
-from semrag._validation import Options, check_param
+from semrag._validation import Options, check_keywords, check_param
 from semrag.errors import ConfigError
 from semrag.index.reader import CorpusReader
 from semrag.retrieval.community import CommunityRetriever
@@ -16,10 +17,61 @@ from semrag.types import ScoredChunk
 
 if TYPE_CHECKING:
     from semrag.graph.knowledge import KnowledgeGraph
-__all__ = ["STRATEGIES", "GraphRetriever"]
+__all__ = ["STRATEGIES", "GraphRetriever", "construct", "parameters"]
 
 STRATEGIES = ("ppr", "sketch", "local", "global", *(f"ssg:{a}" for a in ALGORITHMS))
 """Every value ``strategy`` accepts."""
+
+_CHOSEN: dict[str, type] = {
+    "ppr": PPRRetriever,
+    "sketch": SketchRetriever,
+    "local": CommunityRetriever,
+    "global": CommunityRetriever,
+    "ssg": SSGRetriever,
+}
+"""The retriever class each strategy (its part before ``:``) builds."""
+
+
+def _named(cls: type) -> list[inspect.Parameter]:
+    return [
+        p
+        for p in inspect.signature(cls).parameters.values()
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+
+
+_R = TypeVar("_R")
+
+
+def construct(retriever: type[_R], /, **kwargs: Any) -> _R:
+    """``retriever(**kwargs)``, where an unknown keyword is a ``ConfigError`` (with a hint).
+
+    What both adapters build their core retriever with. A class with a ``**`` catch-all
+    (old spellings, a strategy's options) checks its keywords itself.
+    """
+    params = inspect.signature(retriever).parameters.values()
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        check_keywords(f"{retriever.__name__}()", [p.name for p in params], kwargs)
+    return retriever(**kwargs)
+
+
+def parameters(retriever: type) -> tuple[inspect.Parameter, ...]:
+    """The parameters a retriever class takes: what both adapters declare, with its defaults.
+
+    A class's own named parameters (a ``**`` catch-all for old spellings left out); for
+    :class:`GraphRetriever`, also those of the retriever its default strategy builds
+    (:class:`PPRRetriever`), which it forwards. The adapters take each under the same
+    name, with the same default and meaning.
+
+    Examples:
+        >>> [p.name for p in parameters(GraphRetriever)][:5]
+        ['index', 'graph', 'strategy', 'k', 'damping']
+    """
+    own = _named(retriever)
+    if retriever is GraphRetriever:
+        names = {p.name for p in own}
+        own += [p for p in _named(PPRRetriever) if p.name not in names]
+    return tuple(own)
 
 
 class GraphRetriever:
@@ -55,6 +107,9 @@ class GraphRetriever:
     ) -> None:
         index = as_reader(index)
         strategy = check_param("GraphRetriever", "strategy", strategy, [Options(*STRATEGIES)])
+        chosen = _CHOSEN[strategy.split(":")[0]]
+        accepted = {p.name for p in _named(chosen)} - {"index", "graph", "strategy", "k"}
+        check_keywords(f"GraphRetriever(strategy={strategy!r})", accepted, options)
         self.strategy = strategy
         if strategy.startswith("ssg:"):
             self.retriever: Any = SSGRetriever(index, strategy=strategy[4:], k=k, **options)

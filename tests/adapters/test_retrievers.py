@@ -43,7 +43,7 @@ class TestLangChainSSGRetrieverStandard(RetrieversIntegrationTests):
     def retriever_constructor_params(self):
         return {
             "index": shared_index(),
-            "algorithm": "query_traversal",
+            "strategy": "query_traversal",
             "options": {"max_sentences": 40, "early_stop": False},
         }
 
@@ -163,16 +163,14 @@ def test_both_frameworks_answer_alike_from_a_float16_graph():
 
 def test_both_frameworks_name_the_capability_a_reader_lacks_when_built():
     # a third party's reader with the contract only: no records, no kept passage phrases
-    import pydantic
-
     import langchain_semrag as lcs
     import llama_index_semrag as lis
     from semrag.index.reader import MissingCapabilityError
     from tests.unit.test_reader_capabilities import QUERIES, _index, _narrow
 
     reader = _narrow(_index())
-    with pytest.raises(pydantic.ValidationError, match="HoldsRecords.*passages=True"):
-        lcs.GraphRetriever(index=reader)  # LangChain's own error type at construction
+    with pytest.raises(MissingCapabilityError, match="HoldsRecords.*passages=True"):
+        lcs.GraphRetriever(index=reader)  # semrag's error, never one pydantic wraps
     with pytest.raises(MissingCapabilityError, match="HoldsRecords.*passages=True"):
         lis.GraphRetriever(index=reader)
     # what the reader offers serves: IAR with no graph channel, in both frameworks
