@@ -233,8 +233,13 @@ class SemanticVectorStore(VectorStore):
         return self.max_marginal_relevance_search_by_vector(vector, k, fetch_k, lambda_mult, filter)
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        """Cosine similarity in [-1, 1] mapped to a relevance in [0, 1]: ``(1 + s) / 2``."""
-        return lambda score: (1.0 + score) / 2.0
+        """The cosine similarity itself as the relevance, below 0 counted as 0.
+
+        What a cosine store's relevance is (``1 - cosine distance``, as Chroma's; a
+        LlamaIndex ``VectorStoreIndex`` score), and what every semrag retriever's hits carry
+        as their score, so one threshold means one thing across them.
+        """
+        return lambda score: min(max(score, 0.0), 1.0)
 
     @classmethod
     def from_texts(

@@ -3,15 +3,16 @@
 :class:`~semrag.retrieval.PPRRetriever` walks passages (documents or sections); a hit is
 a chunk. :func:`rank` scores each candidate chunk by its passage's PageRank mass times
 ``exp(similarity_weight * (cosine - 1))`` of the chunk and the query (at most its mass)
-and keeps at most
-``per_passage`` per passage; :func:`as_hits` writes the trail of each (hop, entity, the
-passage it came from).
+and keeps at most ``per_passage`` per passage: that score orders the hits.
+:func:`as_hits` writes the trail of each (hop, entity, the passage it came from, the
+walk's score) and gives each hit its *relevance* as its score: the chunk's cosine with the
+query in [0, 1], what a vector store's relevance threshold reads.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy.typing as npt
 from semrag.index.parts._passage_graph import PassageGraph
 from semrag.types import Chunk, ScoredChunk
 
-__all__ = ["Walk", "as_hits", "dense_passages", "rank"]
+__all__ = ["Walk", "as_hits", "dense_passages", "rank", "similarities"]
 
 Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
@@ -39,6 +40,8 @@ class Walk(NamedTuple):
     """Passage node -> its best chunk's dense score, best first."""
     dense_chunks: dict[int, float]
     """Chunk position -> its dense score, best first."""
+    similarity: dict[int, float]
+    """Chunk position -> its cosine with the query, for every ranked hit."""
 
 
 def dense_passages(
@@ -71,7 +74,7 @@ def rank(
     k: int,
     *,
     similarity_weight: float,
-    per_passage: int,
+    per_passage: int | None,
 ) -> list[tuple[int, int, float]]:
     """The ``k`` hits: chunks by passage mass times ``exp(similarity_weight * (cos - 1))``.
 
@@ -93,8 +96,9 @@ def rank(
 
     nodes = g.node_of.passages(np.fromiter(dense_chunks, np.int64, len(dense_chunks)))
     candidates = dict(zip(dense_chunks, nodes.tolist(), strict=True))
+    limit = k if per_passage is None else per_passage
     for node in top:
-        for pos in sorted(g.positions_of(node), key=in_passage)[:per_passage]:
+        for pos in sorted(g.positions_of(node), key=in_passage)[:limit]:
             candidates.setdefault(pos, node)
     scored = [
         (node, pos, float(passage[node]) * math.exp(weight * (dense_chunks.get(pos, floor) - 1.0)))
@@ -105,7 +109,7 @@ def rank(
     taken: dict[int, int] = {}
     ranked = []
     for hit in scored:
-        if taken.get(hit[0], 0) < per_passage:
+        if taken.get(hit[0], 0) < limit:
             taken[hit[0]] = taken.get(hit[0], 0) + 1
             ranked.append(hit)
             if len(ranked) == k:
@@ -124,7 +128,7 @@ def as_hits(
     """The ranked chunks as hits (``chunks``: those at their positions), with trails."""
     if walk is None:
         return []
-    ranked, passage, phrase_mass, linked, dense, dense_chunks = walk
+    ranked, passage, phrase_mass, linked, dense, dense_chunks, similarity = walk
     first_chunk: dict[int, Chunk] = {}
     for (node, _, _), chunk in zip(ranked, chunks, strict=True):
         first_chunk.setdefault(node, chunk)
@@ -158,6 +162,7 @@ def as_hits(
             "channel": "graph",
             "strategy": "ppr",
             **trail,
+            "walk_score": score,
             "query_entities": list(names),
             "entity_source": how,
             "index_version": g.version,
@@ -165,5 +170,22 @@ def as_hits(
         channel = {"graph": float(passage[node])}
         if pos in dense_chunks:
             channel["dense"] = dense_chunks[pos]
-        hits.append(ScoredChunk(chunk, score, channel, (provenance,)))
+        relevance = min(max(similarity[pos], 0.0), 1.0)
+        hits.append(ScoredChunk(chunk, relevance, channel, (provenance,)))
     return hits
+
+
+def similarities(
+    g: PassageGraph,
+    ranked: list[tuple[int, int, float]],
+    dense_chunks: Mapping[int, float],
+    vectors_of: Callable[[Sequence[int]], Floats],
+    query: Floats,
+) -> dict[int, float]:
+    """Each ranked hit's cosine with the query: the dense search's, else from its vector."""
+    found = {pos: dense_chunks[pos] for _, pos, _ in ranked if pos in dense_chunks}
+    missing = [pos for _, pos, _ in ranked if pos not in found]
+    if missing:
+        vectors = vectors_of(g.chunk_ids[np.asarray(missing, np.int64)].tolist())
+        found.update(zip(missing, (vectors @ query).tolist(), strict=True))
+    return found

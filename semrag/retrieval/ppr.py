@@ -22,13 +22,19 @@ by default:
   With ``llm=`` an LLM names the query's entities (JSON), with the rules as the fallback.
 * **Walk**: personalized PageRank with restart probability ``1 - damping`` over the
   weighted, undirected graph.
-* **Hits**: chunks, each scored by its passage's PageRank mass times ``exp(
+* **Hits**: chunks, ranked by their passage's PageRank mass times ``exp(
   similarity_weight * (cosine - 1))`` of the chunk and the query (at most the mass).
   HippoRAG ranks by mass alone; the walk then loses to plain dense search on questions
   that name everything they need: the similarity keeps what dense search is sure of. A
   passage gives its chunks the dense search ranks first, then the one mentioning the
   phrases the walk reached most; at most ``per_passage`` hits per passage (1: the first
   ``k`` hits are ``k`` passages).
+
+Each hit's ``score`` is its *relevance*: the chunk's cosine with the query, clipped to
+[0, 1], the number a vector store's relevance threshold reads (LlamaIndex's
+``similarity_cutoff``, a LangChain relevance threshold), so a threshold keeps what it keeps
+over dense search. The order is the walk's; its score is the provenance's ``walk_score``
+and the passage's mass is ``channel_scores["graph"]``.
 
 Every result is a distinct chunk of the index with exact offsets, and its provenance says
 how the walk reached it: ``hop`` 0 for a passage the query found itself (it names a query
@@ -81,7 +87,7 @@ from semrag.index.reader import (
 )
 from semrag.llm import LLM, LLMFailed, aask_json, ask_json
 from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
-from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank
+from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank, similarities
 from semrag.text.phrases import entities as find_entities
 from semrag.types import ScoredChunk
 
@@ -191,7 +197,7 @@ class PPRRetriever(Params):
         "llm": [HasMethods("complete", "acomplete"), None],
         "on_llm_error": [Options("fallback", "raise")],
         "similarity_weight": [Interval(numbers.Real, 0.0, None)],
-        "per_passage": [Interval(numbers.Integral, 1, None)],
+        "per_passage": [Interval(numbers.Integral, 1, None), None],
     }
 
     def __init__(
@@ -213,7 +219,7 @@ class PPRRetriever(Params):
         llm: LLM | None = None,
         on_llm_error: str = "fallback",
         similarity_weight: float = 10.0,
-        per_passage: int = 1,
+        per_passage: int | None = 1,
     ) -> None:
         index = as_reader(index)
         p = self._check_params(locals())
@@ -505,7 +511,10 @@ class PPRRetriever(Params):
             similarity_weight=self.similarity_weight,
             per_passage=self.per_passage,
         )
-        return Walk(ranked, passage, scores[g.n_passages :], linked, dense, dense_chunks)
+        similarity = similarities(g, ranked, dense_chunks, self.index.vectors_of, vectors[0])
+        return Walk(
+            ranked, passage, scores[g.n_passages :], linked, dense, dense_chunks, similarity
+        )
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """The ``k`` chunks with the most PageRank mass for ``query``."""

@@ -50,7 +50,8 @@ async def test_llama_index_graph_retriever_defaults_to_ppr_sync_and_async():
     assert [n.node.metadata["doc_id"] for n in nodes] == ["film", "quill"]
     anodes = await r.aretrieve(QueryBundle(QUESTION))
     assert [n.node.metadata["doc_id"] for n in anodes] == ["film", "quill"]
-    assert nodes[0].score >= nodes[1].score > 0
+    walk = [n.node.metadata["semrag_provenance"][0]["walk_score"] for n in nodes]
+    assert walk[0] >= walk[1] > 0 and all(0.0 <= n.score <= 1.0 for n in nodes)
 
 
 def test_llama_index_mock_llm_reply_is_not_json_and_the_rules_take_over():

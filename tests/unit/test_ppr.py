@@ -178,7 +178,8 @@ def test_two_hop_passage_is_reached_through_the_entity(index):
     assert first["hop"] == 0 and first["link"] == "query_entity"
     assert "The Glass Harbour" in first["entities"]
     assert second["hop"] == 1 and second["via"] == "Marta Quill" and second["from"] == "film"
-    assert hits[0].score >= hits[1].score > 0
+    walk = [h.provenance[0]["walk_score"] for h in hits]
+    assert walk[0] >= walk[1] > 0
 
 
 def test_without_entity_seeds_the_second_hop_is_not_found(index):
@@ -399,16 +400,20 @@ def test_hits_rank_by_passage_mass_times_the_exponential_of_their_similarity(
     idx = _fine_index()
     hits = PPRRetriever(idx, k=k, similarity_weight=weight, per_passage=per_passage).retrieve(query)
     assert len(hits) <= k
-    scores = [h.score for h in hits]
+    scores = [h.provenance[0]["walk_score"] for h in hits]
     assert scores == sorted(scores, reverse=True)
     docs = [h.chunk.doc_id for h in hits]  # each document is one passage here
     assert all(docs.count(d) <= per_passage for d in docs)
-    for h in hits:
+    q = idx.embedder.embed([query])[0]
+    for h, walk in zip(hits, scores, strict=True):
         mass = h.channel_scores["graph"]
-        assert 0 < h.score <= mass  # the factor exp(w * (cos - 1)) is at most 1
+        assert 0 < walk <= mass  # the factor exp(w * (cos - 1)) is at most 1
+        sim = float(idx.embedder.embed([h.chunk.text])[0] @ q)
         if "dense" in h.channel_scores:  # a chunk the dense search found: its own similarity
-            sim = h.channel_scores["dense"]
-            assert h.score == pytest.approx(mass * np.exp(weight * (sim - 1.0)))
+            assert h.channel_scores["dense"] == pytest.approx(sim, abs=1e-5)
+            assert walk == pytest.approx(mass * np.exp(weight * (sim - 1.0)))
+        # the hit's score is its relevance: its cosine with the query, in [0, 1]
+        assert h.score == pytest.approx(min(max(sim, 0.0), 1.0), abs=1e-5)
 
 
 _FINE: list[SemanticIndex] = []
@@ -423,7 +428,9 @@ def _fine_index() -> SemanticIndex:
 def test_without_the_similarity_weight_hits_rank_by_the_walks_mass_alone():
     idx = _indexed(6)
     hits = PPRRetriever(idx, k=5, similarity_weight=0.0).retrieve(QUESTION)
-    assert [h.score for h in hits] == [h.channel_scores["graph"] for h in hits]
+    assert [h.provenance[0]["walk_score"] for h in hits] == [
+        h.channel_scores["graph"] for h in hits
+    ]
 
 
 def test_a_long_document_is_cut_into_sections_of_chunks():
