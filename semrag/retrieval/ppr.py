@@ -27,8 +27,8 @@ by default:
   HippoRAG ranks by mass alone; the walk then loses to plain dense search on questions
   that name everything they need: the similarity keeps what dense search is sure of. A
   passage gives its chunks the dense search ranks first, then the one mentioning the
-  phrases the walk reached most; at most ``per_passage`` hits per passage (1: the first
-  ``k`` hits are ``k`` passages).
+  phrases the walk reached most; at most ``per_passage`` hits per passage (no limit by
+  default; 1: the first ``k`` hits are ``k`` passages).
 
 Each hit's ``score`` is its *relevance*: the chunk's cosine with the query, clipped to
 [0, 1], the number a vector store's relevance threshold reads (LlamaIndex's
@@ -162,10 +162,13 @@ class PPRRetriever(Params):
             check (SQuAD paragraphs) is within one question of dense search at every
             rank, the one 2Wiki scores best, checked on MuSiQue (see
             ``docs/retrievers.md``).
-        per_passage: at most this many hits from one passage (1: the first ``k`` hits are
-            ``k`` distinct passages). More lets a long document's section give a second
-            chunk: single-hop questions over whole articles, scored by the answer's
-            sentence, need 3 to equal dense search at recall@5 and @10.
+        per_passage: at most this many hits from one passage (``None``, the default: no
+            limit). A limit of 1 makes the first ``k`` hits ``k`` distinct passages (the
+            default before 0.3): on long documents, where a passage is a ~2,000-character
+            section, it keeps a section's second chunk out of the context, and the walk
+            fell below plain dense search at every context budget (``benchmarks/
+            corpus_shapes.py``); without a limit it is above dense search on every corpus
+            shape there, with the same multi-hop ``R@k``.
 
     Examples:
         >>> from semrag import Document, SemanticIndex
@@ -219,7 +222,7 @@ class PPRRetriever(Params):
         llm: LLM | None = None,
         on_llm_error: str = "fallback",
         similarity_weight: float = 10.0,
-        per_passage: int | None = 1,
+        per_passage: int | None = None,
     ) -> None:
         index = as_reader(index)
         p = self._check_params(locals())

@@ -100,7 +100,10 @@ def test_a_documented_parameter_is_taken_by_name_and_reaches_the_core(framework,
         ({"per_passage": 0}, "per_passage=0 is not allowed"),
         ({"per_pasage": 3}, "did you mean 'per_passage'"),
         ({"strategy": "pagerank"}, "strategy='pagerank' is not allowed"),
-        ({"strategy": "ssg:query_traversal", "damping": 0.5}, "unexpected keyword .damping"),
+        (
+            {"strategy": "ssg:query_traversal", "damping": 0.5},
+            "unexpected keyword argument .damping",
+        ),
         ({"damping": 1.5}, "damping=1.5 is not allowed"),
     ],
 )

@@ -62,12 +62,12 @@ def test_llama_index_mock_llm_reply_is_not_json_and_the_rules_take_over():
     assert [n.node.metadata["doc_id"] for n in nodes] == ["film", "quill"]
 
 
-def test_both_adapters_rank_as_the_core_distinct_passages_unless_asked_otherwise():
+def test_both_adapters_rank_as_the_core_one_hit_a_passage_when_asked():
     from semrag.retrieval import GraphRetriever
     from tests.unit.test_ppr import _fine_index
 
     index = _fine_index()  # documents cut into several chunks each
-    for options in ({}, {"per_passage": 3, "similarity_weight": 2.0}):
+    for options in ({"per_passage": 1}, {"per_passage": 3, "similarity_weight": 2.0}):
         core = GraphRetriever(index, k=6, **options).retrieve(QUESTION)
         want = [(h.chunk.doc_id, h.chunk.start) for h in core]
         lc = langchain_semrag.GraphRetriever(index=index, k=6, options=options).invoke(QUESTION)
@@ -75,4 +75,4 @@ def test_both_adapters_rank_as_the_core_distinct_passages_unless_asked_otherwise
         assert [(d.metadata["doc_id"], d.metadata["start_index"]) for d in lc] == want
         assert [(n.node.metadata["doc_id"], n.node.start_char_idx) for n in li] == want
         docs = [d for d, _ in want]
-        assert (len(set(docs)) == len(docs)) == (not options)
+        assert (len(set(docs)) == len(docs)) == (options["per_passage"] == 1)

@@ -358,17 +358,20 @@ def test_the_walk_does_not_depend_on_how_finely_the_chunker_cuts():
 
     assert edges(g_fine) == edges(g_coarse)
     assert g_fine.transition.nnz == g_coarse.transition.nnz
-    walk = {"passage_weight": 0.0, "k": 5}  # entity seeds alone: the graph decides
+    # entity seeds alone: the graph decides; one hit a passage, so the passages compare
+    walk = {"passage_weight": 0.0, "k": 5, "per_passage": 1}
     found = [
         [h.chunk.doc_id for h in PPRRetriever(i, **walk).retrieve(QUESTION)] for i in (fine, coarse)
     ]
     assert found[0] == found[1] and found[0][:2] == ["film", "quill"]
 
 
-def test_the_first_k_hits_are_distinct_passages_unless_asked_otherwise():
+def test_a_passage_gives_as_many_hits_as_per_passage_allows():
     idx = _indexed(6)
-    hits = PPRRetriever(idx, k=4).retrieve(QUESTION)
+    hits = PPRRetriever(idx, k=4, per_passage=1).retrieve(QUESTION)
     assert len({h.chunk.doc_id for h in hits}) == len(hits) == 4
+    unlimited = [h.chunk.doc_id for h in PPRRetriever(idx, k=6).retrieve(QUESTION)]  # default
+    assert max(unlimited.count(d) for d in unlimited) > 3
     more = PPRRetriever(idx, k=6, per_passage=3).retrieve(QUESTION)
     per_doc = [h.chunk.doc_id for h in more]
     assert max(per_doc.count(d) for d in per_doc) > 1
@@ -446,3 +449,66 @@ def test_a_long_document_is_cut_into_sections_of_chunks():
             assert starts[b] - starts[a] >= SECTION_CHARS  # and ends only when out of it
     assert section_starts(np.array([0, 10, 500], np.int64)).tolist() == [0]
     assert section_starts(np.zeros(0, np.int64)).tolist() == []
+
+
+def _long_articles() -> tuple[SemanticIndex, list[tuple[str, str, list[tuple[int, int]]]]]:
+    """Three long articles of sections; each question names two sentences of one section."""
+    import random
+
+    from semrag.chunking import SemanticChunker
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(600)]
+    docs, questions = [], []
+    for d, topic in enumerate(["harbour", "glacier", "orchard"]):
+        parts, pos = [topic.title()], len(topic) + 2
+        for p in range(12):
+            spans, sentences, at = [], [], pos
+            for line in range(4):  # each sentence its own rare words: a question can name them
+                sentence = f"The {topic} {' '.join(rng.sample(words, 3))} part {p} line {line}."
+                sentences.append(sentence)
+                spans.append((at, at + len(sentence), sentence.split()[2:4]))
+                at += len(sentence) + 1
+            for a, b in ((0, 2), (1, 3)):  # the answer is in two chunks of the section
+                query = " ".join([*spans[a][2], *spans[b][2]])
+                questions.append((query, f"d{d}", [spans[a][:2], spans[b][:2]]))
+            parts.append(" ".join(sentences))
+            pos += len(parts[-1]) + 2
+        docs.append(Document(f"d{d}", "\n\n".join(parts), {"title": topic.title()}))
+    emb = FakeEmbedder()
+    idx = SemanticIndex(embedder=emb, chunker=SemanticChunker(emb, target_tokens=12))
+    idx.add_documents(docs)
+    return idx, questions
+
+
+def test_on_long_documents_the_default_is_not_below_dense_search_at_any_budget():
+    # Long documents are cut into ~2,000-character sections (passages) of many chunks: the
+    # default takes as many chunks of a section as the walk ranks, so it keeps the chunks
+    # dense search puts in the context; one hit a passage (the earlier default) did not.
+    idx, questions = _long_articles()
+    default = PPRRetriever(idx, k=40)
+    one_each = PPRRetriever(idx, k=40, per_passage=1)
+
+    def recall(hits, doc, refs, budget):
+        got, spent = 0, 0
+        for h in hits:
+            length = min(h.chunk.end - h.chunk.start, budget - spent)
+            for start, end in refs if h.chunk.doc_id == doc else ():
+                got += max(0, min(end, h.chunk.start + length) - max(start, h.chunk.start))
+            spent += length
+            if spent >= budget:
+                break
+        return got / sum(end - start for start, end in refs)
+
+    for budget in (200, 400, 800):
+        scores: dict[str, list[float]] = {"dense": [], "default": [], "one": []}
+        for q, doc, refs in questions:
+            for name, hits in (
+                ("dense", idx.search(q, 40)),
+                ("default", default.retrieve(q)),
+                ("one", one_each.retrieve(q)),
+            ):
+                scores[name].append(recall(hits, doc, refs, budget))
+        mean = {name: float(np.mean(v)) for name, v in scores.items()}
+        assert mean["default"] >= mean["dense"] - 0.01, (budget, mean)
+        assert mean["one"] < mean["dense"] - 0.05, (budget, mean)  # what the old default lost
