@@ -294,7 +294,8 @@ def run_shape(shape: Shape, model: Any, only: str | None) -> tuple[list[dict[str
     chunks = sum(len(reader.chunk_ids(d.id)) for d in shape.docs)
     note = (
         f"{shape.name}: {len(shape.docs)} documents, {chunks} default chunks, "
-        f"{len(shape.questions)} questions; index built in {build:.0f} s"
+        f"{len(shape.questions)} questions; index built in {build:.0f} s (vectors from the "
+        "run's shared text -> vector store when an earlier shape or run embedded them)"
     )
     return out, note
 
@@ -362,7 +363,9 @@ def main() -> None:
     intro = (
         "Each system's hits, in its own order, fill the budget (characters); recall is the "
         "share of the reference excerpt's characters inside it. R@k: the share of the gold "
-        "paragraphs among the first k distinct documents."
+        "paragraphs among the first k distinct documents. p50 ms: per query after three "
+        "warm-up queries, with every system's query vectors from one shared cache, so it "
+        "times the retrieval work, not the encoder."
     )
     report = "\n".join(
         [header("Corpus shapes: every retriever at equal context budgets", data), "", intro, ""]
