@@ -58,6 +58,10 @@ class SPCCompressor(BaseDocumentCompressor):
             default the packaged MiniLM.
         llm: a LangChain model (or semrag LLM) for the LLM steps.
         k: documents kept.
+        context: the context budget the result fills (SPC's ``context``): the hits
+            first, then the sentences around them that are worth the most, in ``unit``
+            (``"chars"`` or ``"tokens"``). ``None``: each damaged hit repaired in place.
+        unit: what ``context`` counts.
         options: more keyword arguments of :class:`semrag.postprocess.SPC`.
     """
 
@@ -67,7 +71,9 @@ class SPCCompressor(BaseDocumentCompressor):
     sources: Any = None
     embeddings: Any = None
     llm: Any = None
-    k: int = 10
+    k: Any = 10
+    context: Any = None
+    unit: Any = "chars"
     options: dict[str, Any] = {}
     _core: SPC = PrivateAttr()
 
@@ -79,6 +85,8 @@ class SPCCompressor(BaseDocumentCompressor):
             llm=to_llm(self.llm),
             sources=self.sources,
             embedder=to_embedder(self.embeddings),
+            context=self.context,
+            unit=self.unit,
             **self.options,
         )
 
@@ -99,7 +107,7 @@ class SPCCompressor(BaseDocumentCompressor):
 def _to_docs(result: SPCResult) -> list[LCDocument]:
     docs = to_lc_documents(result.chunks)
     report = result.to_metadata()
-    for doc, action in zip(docs, result.actions, strict=True):
+    for doc, action in zip(docs, result.chunk_actions, strict=True):
         doc.metadata["semrag_spc"] = action.to_metadata()
         doc.metadata["semrag_coverage"] = report
     return docs

@@ -50,6 +50,10 @@ class SPCPostprocessor(BaseNodePostprocessor):
             default the packaged MiniLM.
         llm: a LlamaIndex LLM (or semrag LLM) for the LLM steps.
         k: nodes kept.
+        context: the context budget the result fills (SPC's ``context``): the hits
+            first, then the sentences around them that are worth the most, in ``unit``
+            (``"chars"`` or ``"tokens"``). ``None``: each damaged hit repaired in place.
+        unit: what ``context`` counts.
         options: more keyword arguments of :class:`semrag.postprocess.SPC`.
     """
 
@@ -57,7 +61,9 @@ class SPCPostprocessor(BaseNodePostprocessor):
     sources: Any = None
     embed_model: Any = None
     llm: Any = None
-    k: int = 10
+    k: Any = 10
+    context: Any = None
+    unit: Any = "chars"
     options: dict[str, Any] = {}
     _core: SPC = PrivateAttr()
 
@@ -69,6 +75,8 @@ class SPCPostprocessor(BaseNodePostprocessor):
             llm=to_llm(self.llm),
             sources=self.sources,
             embedder=to_embedder(self.embed_model),
+            context=self.context,
+            unit=self.unit,
             **self.options,
         )
 
@@ -99,7 +107,7 @@ def _query_of(query_bundle: QueryBundle | None) -> str:
 def _to_nodes(result: SPCResult) -> list[NodeWithScore]:
     nodes = to_nodes(result.chunks)
     report = result.to_metadata()
-    for item, action in zip(nodes, result.actions, strict=True):
+    for item, action in zip(nodes, result.chunk_actions, strict=True):
         item.node.metadata["semrag_spc"] = action.to_metadata()
         item.node.metadata["semrag_coverage"] = report
     return nodes

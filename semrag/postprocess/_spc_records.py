@@ -54,17 +54,27 @@ class SPCResult:
     chunks: list[ScoredChunk]
     """The refined, repaired chunks, best first."""
     actions: list[Repair]
-    """One entry per kept chunk, aligned with :attr:`chunks`."""
+    """One entry per kept hit. Without a context budget, aligned with :attr:`chunks`; with
+    one (``SPC(context=...)``), in the context's order: each region's hits (``"merged"``
+    after the first), then the hits left out (``"over_budget"``)."""
     missing: list[str]
     """Key elements whose support is below ``epsilon``."""
     coverage: dict[str, float] = field(default_factory=dict)
     """Support score of every key element."""
     follow_up_queries: list[str] = field(default_factory=list)
-    """One query per missing element."""
+    """A query per missing element, less those asking for the same words as an earlier one."""
     llm_calls: int = 0
     """LLM calls made."""
     notes: list[str] = field(default_factory=list)
     """LLM fallbacks and other remarks."""
+    by_chunk: list[Repair] | None = None
+    """With a context budget: the action of each of :attr:`chunks` (a region's first hit's);
+    ``None``: :attr:`actions` is aligned with :attr:`chunks`."""
+
+    @property
+    def chunk_actions(self) -> list[Repair]:
+        """What was done to each chunk of :attr:`chunks`, aligned with it."""
+        return self.actions if self.by_chunk is None else self.by_chunk
 
     @property
     def repaired(self) -> list[Repair]:

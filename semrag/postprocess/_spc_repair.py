@@ -11,11 +11,12 @@ import numpy as np
 from semrag.errors import LLMOutputError
 from semrag.postprocess._spc_records import Repair, Source
 from semrag.postprocess._spc_sources import SourceLookup
+from semrag.postprocess.budget import SentenceMap, allocate
 from semrag.postprocess.coverage import (
     unsupported_words,
 )
 from semrag.postprocess.detect import Completeness, assess
-from semrag.postprocess.stitch import best_window, covering_sentences
+from semrag.postprocess.stitch import covering_sentences
 from semrag.text.phrases import content_words
 from semrag.types import Chunk, ScoredChunk
 
@@ -23,14 +24,12 @@ from semrag.types import Chunk, ScoredChunk
 def repair_plan(
     hit: ScoredChunk,
     found: Completeness,
-    q: np.ndarray,
     lookup: SourceLookup,
     *,
     delta: float,
     neighbours: int,
     budget: int | None,
     tokenizer: Any,
-    embedder: Any,
     keep_stitched: bool,
 ) -> RepairPlan:
     """What SPC does to one retrieved chunk: nothing, or its repair from its source.
@@ -47,12 +46,10 @@ def repair_plan(
     return plan_repair(
         chunk,
         found,
-        q,
         source,
         neighbours=neighbours,
         budget=budget if budget is not None else max(2 * chunk.token_count, 64),
         tokenizer=tokenizer,
-        embedder=embedder,
         keep_stitched=keep_stitched,
     )
 
@@ -190,64 +187,208 @@ class RepairPlan:
 def plan_repair(
     chunk: Chunk,
     found: Completeness,
-    q: np.ndarray,
     source: Source,
     *,
     neighbours: int,
     budget: int,
     tokenizer: Any,
-    embedder: Any,
     keep_stitched: bool = False,
 ) -> RepairPlan:
-    """The repair of a damaged chunk from its source: whole sentences, then the best window.
+    """The repair of a damaged chunk from its source: it grows, it never moves or trims.
 
-    The chunk's covering sentences grow while a cut signal stays at an edge (at most
-    ``neighbours`` times per side); then the window of at most ``budget`` tokens among
-    ``neighbours`` more sentences each side that is most relevant to ``q`` (the sentence
-    vectors the index keeps, else ``embedder``'s) is kept, cut to the budget if one
-    sentence alone exceeds it.
+    The chunk's covering sentences (whole sentences: a cut one is completed) grow by one
+    sentence on a side while a cut signal stays at that edge, at most ``neighbours`` times
+    per side and while the result keeps within ``budget`` tokens (the covering sentences
+    are kept whatever they hold). The result always contains the chunk's own span.
     """
     spans = source.sentences
     ra, rb = covering_sentences(spans, chunk.start, chunk.end)
-    if not found.signals:  # an LLM said "damaged" without saying where: both sides
-        ra, rb = max(0, ra - 1), min(len(spans), rb + 1)
+
+    def tokens(a: int, b: int) -> int:
+        return int(tokenizer.count([source.text[spans[a].start : spans[b - 1].end]])[0])
+
+    if not found.signals and tokens(max(0, ra - 1), min(len(spans), rb + 1)) <= budget:
+        ra, rb = max(0, ra - 1), min(len(spans), rb + 1)  # an LLM said "damaged": both sides
     for _ in range(max(1, neighbours)):
         core = source.text[spans[ra].start : spans[rb - 1].end]
         sides = assess(core, starts_sentence=True, ends_sentence=True).sides
         grow_a = "start" in sides and ra > 0
         grow_b = "end" in sides and rb < len(spans)
-        if not (grow_a or grow_b):
+        if not (grow_a or grow_b) or tokens(ra - grow_a, rb + grow_b) > budget:
             break
         ra, rb = ra - grow_a, rb + grow_b
-    lo, hi = max(0, ra - neighbours), min(len(spans), rb + neighbours)
-    texts = [spans[i].of(source.text) for i in range(lo, hi)]
-    tokens = tokenizer.count(texts)
-    vecs = source.vectors[lo:hi] if source.vectors is not None else embedder.embed(texts)
-    relevance = np.asarray(vecs, dtype=np.float64) @ q
-    wa, wb = best_window(tokens, relevance, (ra - lo, rb - lo), budget)
-    start, end = spans[lo + wa].start, spans[lo + wb - 1].end
-    note = ""
-    if sum(tokens[wa:wb]) > budget:
-        start, end = cut_to_budget(source.text, start, end, budget, tokenizer)
-        note = "cut to the budget"
+    start, end = min(spans[ra].start, chunk.start), max(spans[rb - 1].end, chunk.end)
     action = "repaired" if (start, end) != (chunk.start, chunk.end) else "unchanged"
     stitched = None
     if keep_stitched and action == "repaired":
+        lo, hi = max(0, ra - neighbours), min(len(spans), rb + neighbours)
         stitched = source.text[spans[lo].start : spans[hi - 1].end]
     return RepairPlan(
         action,
         (start, end),
         budget=budget,
-        note=note,
         method="extractive",
         stitched=stitched,
         source_text=source.text,
     )
 
 
-def cut_to_budget(text: str, start: int, end: int, budget: int, tokenizer: Any) -> tuple[int, int]:
-    """``(start, end)`` cut after its first ``budget`` tokens (unchanged if it holds fewer)."""
-    offsets = tokenizer.offsets(text[start:end])
-    if len(offsets) <= budget:
-        return start, end
-    return start, start + offsets[budget - 1][1]
+def budgeted(
+    kept: list[ScoredChunk],
+    found: list[Completeness],
+    values: list[float],
+    q: np.ndarray,
+    lookup: SourceLookup,
+    *,
+    delta: float,
+    budget: int,
+    cost_of: Callable[[str], int],
+    embedder: Any,
+    decay: float,
+) -> tuple[list[ScoredChunk], list[Repair], list[Repair]]:
+    """The hits as one context of at most ``budget`` (:func:`~semrag.postprocess.budget.allocate`).
+
+    ``cost_of(text)`` is what a text spends (characters or tokens). A hit whose source
+    cannot be read (or whose text is not at its offsets) is kept as it is and cannot grow.
+    Each result is a region of its source: one or more hits (their spans whole) and the
+    sentences chosen around them; ``action`` is ``"intact"`` (the hit alone),
+    ``"repaired"`` (a damaged hit grown), ``"expanded"`` (an intact one grown),
+    ``"merged"`` (inside another hit's region: no result of its own) or why its source
+    was unavailable. Returns the chunks, every hit's action, and each chunk's.
+    """
+    texts: dict[str, str] = {}
+    maps: dict[str, SentenceMap] = {}
+    spans: list[tuple[str, int, int]] = []
+    why: list[str] = []
+    for rank, hit in enumerate(kept):
+        source, reason = lookup.source(hit.chunk)
+        chunk = hit.chunk
+        if source is None:  # kept as it is, under a key of its own
+            key = f"\0{rank}"
+            texts[key] = chunk.text
+            spans.append((key, 0, len(chunk.text)))
+        else:
+            texts.setdefault(chunk.doc_id, source.text)
+            if chunk.doc_id not in maps:
+                maps[chunk.doc_id] = _sentence_map(source, q, embedder)
+            spans.append((chunk.doc_id, chunk.start, chunk.end))
+        why.append(reason)
+    asks = [
+        (c.damaged(delta) and "start" in c.sides, c.damaged(delta) and "end" in c.sides)
+        for c in found
+    ]
+    costs: dict[tuple[str, int, int], int] = {}
+
+    def cost(doc_id: str, start: int, end: int) -> int:
+        key = (doc_id, start, end)
+        if key not in costs:
+            costs[key] = cost_of(texts[doc_id][start:end])
+        return costs[key]
+
+    regions = [  # a hit cut at the budget ends on a character, not on whitespace
+        replace(r, end=len(texts[r.doc_id][: r.end].rstrip()))
+        for r in allocate(spans, values, maps.get, asks, budget, cost, decay=decay)
+    ]
+    chunks: list[ScoredChunk] = []
+    actions: dict[int, Repair] = {}
+    for region in regions:
+        owner = kept[region.hits[0]]
+        source_text = texts[region.doc_id]
+        beyond = np.ones(region.end - region.start, dtype=bool)
+        for r in region.hits:  # what the region holds beyond its hits' own text
+            _, a, b = spans[r]
+            beyond[max(a - region.start, 0) : max(b - region.start, 0)] = False
+        extra = "".join(
+            c for c, out in zip(source_text[region.start : region.end], beyond, strict=True) if out
+        )
+        grown = bool(extra.strip())
+        cut = any(spans[r][2] > region.end for r in region.hits)  # the last hit, at the budget
+        chunk = owner.chunk
+        if region.doc_id in maps:
+            sentences = maps[region.doc_id]
+            first = int(np.searchsorted(sentences.ends, region.start, side="right"))
+            last = int(np.searchsorted(sentences.starts, region.end, side="left"))
+            chunk = replace(
+                chunk,
+                start=region.start,
+                end=region.end,
+                text=source_text[region.start : region.end],
+                token_count=cost(region.doc_id, region.start, region.end),
+                sentence_start=first,
+                sentence_end=last,
+            )
+        elif region.end < len(chunk.text):  # a hit without a source, cut at the budget
+            end = chunk.end - len(chunk.text) + region.end if chunk.has_offsets else chunk.end
+            chunk = replace(chunk, text=chunk.text[: region.end], end=end)
+            cut = True
+        for n, rank in enumerate(region.hits):
+            hit, comp = kept[rank], found[rank]
+            action = why[rank] or (
+                "merged"
+                if n
+                else "cut_at_budget"
+                if cut and not grown
+                else ("repaired" if comp.damaged(delta) else "expanded")
+                if grown
+                else "intact"
+            )
+            actions[rank] = Repair(
+                hit.chunk.doc_id,
+                (hit.chunk.start, hit.chunk.end),
+                (chunk.start, chunk.end),
+                comp.to_metadata(),
+                action,
+                "extractive" if grown else "",
+                None,
+                f"inside the region of hit {region.hits[0]}" if n else "",
+            )
+        prov = {
+            "step": "spc",
+            **actions[region.hits[0]].to_metadata(),
+            "hits": [[kept[r].chunk.start, kept[r].chunk.end] for r in region.hits],
+            "exact": True,
+        }
+        chunks.append(
+            replace(
+                owner,
+                chunk=chunk,
+                channel_scores={
+                    **owner.channel_scores,
+                    "completeness": found[region.hits[0]].score,
+                },
+                provenance=(*owner.provenance, prov),
+            )
+        )
+    dropped = [
+        Repair(
+            kept[r].chunk.doc_id,
+            (kept[r].chunk.start, kept[r].chunk.end),
+            (kept[r].chunk.start, kept[r].chunk.end),
+            found[r].to_metadata(),
+            "over_budget",
+            "",
+            None,
+            "no room left in the context",
+        )
+        for r in range(len(kept))
+        if r not in actions
+    ]
+    ordered = [actions[r] for region in regions for r in region.hits]
+    return chunks, ordered + dropped, [actions[region.hits[0]] for region in regions]
+
+
+def _sentence_map(source: Source, q: np.ndarray, embedder: Any) -> SentenceMap:
+    """The source's sentences and their cosine with the query: what an extension is worth.
+
+    The index's sentence vectors, else ``embedder``'s.
+    """
+    spans = source.sentences
+    if source.vectors is not None:
+        vectors = np.asarray(source.vectors, np.float32)
+    else:
+        vectors = np.asarray(embedder.embed([s.of(source.text) for s in spans]), np.float32)
+    return SentenceMap(
+        np.asarray([s.start for s in spans], np.int64),
+        np.asarray([s.end for s in spans], np.int64),
+        (vectors @ np.asarray(q, np.float32)).astype(np.float64),
+    )

@@ -26,7 +26,13 @@ import numpy.typing as npt
 
 from semrag.text.phrases import content_words, entities, key_phrases
 
-__all__ = ["follow_up_query", "key_elements", "lexical_support", "support_scores"]
+__all__ = [
+    "distinct_queries",
+    "follow_up_query",
+    "key_elements",
+    "lexical_support",
+    "support_scores",
+]
 
 
 def key_elements(query: str, *, max_elements: int = 8) -> list[str]:
@@ -162,3 +168,24 @@ def follow_up_query(element: str, query: str, covered: Sequence[str] = ()) -> st
     words = [w for w in content_words(query) if w not in element.lower() and w not in done]
     context = others or words
     return " ".join([element, *context]).strip()
+
+
+def distinct_queries(queries: Sequence[str]) -> list[str]:
+    """``queries`` without those that ask for the same words as an earlier one.
+
+    Follow-ups built from one query's words are often its words in another order
+    (``'type required model'``, ``'required type model'``): a retriever answers them alike,
+    so only the first is kept.
+
+    Examples:
+        >>> distinct_queries(["type required model", "required type model", "Sexy Back"])
+        ['type required model', 'Sexy Back']
+    """
+    seen: set[frozenset[str]] = set()
+    out = []
+    for q in queries:
+        key = frozenset(_stem(w) for w in re.findall(r"\w+", q.lower()))
+        if key and key not in seen:
+            seen.add(key)
+            out.append(q)
+    return out

@@ -10,13 +10,19 @@ report of what it did:
    (:func:`semrag.postprocess.detect.assess`, or an LLM rating); below ``delta`` (0.5) the
    chunk is damaged.
 3. **Repair**: back to the source document through the chunk's offsets (the
-   :class:`SemanticIndex`'s documents, or ``sources``); the chunk's sentences plus the
-   sentence before (a start-side signal) or after (an end-side signal) must stay, and up to
-   ``neighbours`` sentences each side may join; then compress to ``budget`` tokens. Without
-   an LLM compression is extractive and contiguous (:func:`~semrag.postprocess.stitch.best_window`,
-   by query similarity), so the repaired chunk is an exact span of the source; with an LLM
-   the stitched text is rewritten (``exact: False`` in its provenance). A chunk whose source
-   is not available is kept as it is, and the report says so: SPC never invents neighbours.
+   :class:`SemanticIndex`'s documents, or ``sources``). A repair *grows* a hit, it never
+   moves or trims it (the result contains the hit's own span). With ``context=`` (a budget
+   of characters or tokens: what the prompt gets) the hits fill one context: each hit's own
+   text first, in order, then the sentences around the hits that are worth the most
+   (completing a cut sentence or the one a damage signal asks for is worth as much as the
+   hit; a sentence further away, its own relevance or the hit's times 0.9 per sentence),
+   never pushing out a later hit worth more; regions of one document that touch merge, so
+   no character is counted twice (:func:`~semrag.postprocess.budget.allocate`). Without a
+   budget each damaged hit is grown to whole sentences, and by a sentence on a side a cut
+   signal stays at (at most ``neighbours`` per side, within ``budget`` tokens). With an
+   LLM the stitched text may be rewritten (``exact: False`` in its provenance). A chunk
+   whose source is not available is kept as it is, and the report says so: SPC never
+   invents neighbours.
 4. **Coverage audit**: the query's key information elements
    (:func:`~semrag.postprocess.coverage.key_elements`, or the LLM's), each scored against
    the evidence sentences (:func:`~semrag.postprocess.coverage.support_scores`, or an LLM
@@ -45,6 +51,7 @@ from semrag.embeddings import as_embedder
 from semrag.errors import LLMOutputError
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.postprocess.coverage import (
+    distinct_queries,
     follow_up_query,
     key_elements,
     support_scores,
@@ -70,7 +77,12 @@ from semrag.postprocess._spc_prompts import (
     REFINE_SCHEMA,
 )
 from semrag.postprocess._spc_records import Ask, Repair, SPCResult
-from semrag.postprocess._spc_repair import apply_llm_compression, assemble, repair_plan
+from semrag.postprocess._spc_repair import (
+    apply_llm_compression,
+    assemble,
+    budgeted,
+    repair_plan,
+)
 from semrag.postprocess._spc_sources import SourceLookup
 
 __all__ = ["SPC", "Repair", "SPCResult"]
@@ -78,6 +90,10 @@ __all__ = ["SPC", "Repair", "SPCResult"]
 logger = logging.getLogger(__name__)
 
 Sources = Mapping[str, str] | Callable[[str], "str | None"]
+
+DECAY = 0.9
+"""How a hit's context is valued beyond its own relevance (see
+:func:`~semrag.postprocess.budget.allocate`)."""
 
 
 class SPC(Params):
@@ -90,8 +106,9 @@ class SPC(Params):
         k: chunks kept by refinement.
         delta: damage threshold on the completeness score.
         epsilon: coverage threshold on element support.
-        budget: most tokens in a repaired chunk; default twice the chunk's tokens, at
-            least 64.
+        budget: most tokens a repair grows a chunk to without ``context`` (a chunk's own
+            whole sentences are kept whatever they hold); default twice the chunk's
+            tokens, at least 64.
         neighbours: sentences on each side of a damaged chunk that may join it.
         llm: an :class:`~semrag.llm.LLM` for refinement, damage scoring, compression and
             the audit; without one every step is rule-based.
@@ -106,6 +123,13 @@ class SPC(Params):
         audit: run the coverage audit.
         max_concurrency: LLM calls in flight at once in :meth:`aprocess`.
         on_llm_error: ``"fallback"`` (rule-based step, noted) or ``"raise"``.
+        context: the context budget: the most the result holds, in ``unit``s (the
+            prompt's share for evidence). The hits and the best sentences around them
+            fill it (see the module docs); ``None``: no shared budget, each damaged hit
+            repaired in place (the 0.2 behaviour, less its trims). On the development
+            sets the budget is what makes SPC beat a neighbour window
+            (``benchmarks/context_repair.py``, docs/spc.md).
+        unit: ``"chars"`` or ``"tokens"`` (counted by ``tokenizer``).
 
     Examples:
         >>> from semrag import Document, SemanticIndex
@@ -134,6 +158,8 @@ class SPC(Params):
         "audit": [bool],
         "max_concurrency": [Interval(numbers.Integral, 1, None)],
         "on_llm_error": [Options("fallback", "raise")],
+        "context": [Interval(numbers.Integral, 1, None), None],
+        "unit": [Options("chars", "tokens")],
     }
 
     def __init__(
@@ -153,6 +179,8 @@ class SPC(Params):
         audit: bool = True,
         max_concurrency: int = 8,
         on_llm_error: str = "fallback",
+        context: int | None = None,
+        unit: str = "chars",
     ) -> None:
         p = self._check_params(locals())
         k, delta, epsilon, budget = p["k"], p["delta"], p["epsilon"], p["budget"]
@@ -180,6 +208,12 @@ class SPC(Params):
         self.audit = audit
         self.max_concurrency = max_concurrency
         self.on_llm_error = on_llm_error
+        self.context = p["context"]
+        self.unit = unit
+
+    def _cost_of(self, text: str) -> int:
+        """What ``text`` spends of the context: its characters, or its tokens."""
+        return len(text) if self.unit == "chars" else int(self.tokenizer.count([text])[0])
 
     # -- public -------------------------------------------------------------------------------
     def process(
@@ -304,17 +338,32 @@ class SPC(Params):
                     found.append(c)
                 else:
                     found.append(Completeness(float(r["score"]), c.signals, "llm"))
+        if self.context is not None:  # one budget for the whole context
+            chunks, actions, by_chunk = budgeted(
+                kept,
+                found,
+                self._relevance(q, kept).tolist(),
+                q,
+                lookup,
+                delta=self.delta,
+                budget=self.context,
+                cost_of=self._cost_of,
+                embedder=self.embedder,
+                decay=DECAY,
+            )
+            result = SPCResult(chunks, actions, [], llm_calls=calls, notes=notes, by_chunk=by_chunk)
+            if audit:
+                yield from self._audit(query, result)
+            return result
         plans = [
             repair_plan(
                 h,
                 c,
-                q,
                 lookup,
                 delta=self.delta,
                 neighbours=self.neighbours,
                 budget=self.budget,
                 tokenizer=self.tokenizer,
-                embedder=self.embedder,
                 keep_stitched=self.llm is not None,
             )
             for h, c in zip(kept, found, strict=True)
@@ -345,6 +394,17 @@ class SPC(Params):
     def _refine_rules(self, q: np.ndarray, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         if not self.refine or len(hits) <= 1:
             return hits[: self.k]
+        score = self._relevance(q, hits)
+        order = np.argsort(-score, kind="stable")[: self.k]
+        return [
+            replace(hits[i], channel_scores={**hits[i].channel_scores, "refine": float(score[i])})
+            for i in order
+        ]
+
+    def _relevance(self, q: np.ndarray, hits: list[ScoredChunk]) -> np.ndarray:
+        """Each hit's relevance: the mean of its and its best sentence's cosine with ``q``."""
+        if not hits:
+            return np.zeros(0)
         chunk_vecs: list[np.ndarray | None] = [self._stored_chunk_vector(h.chunk) for h in hits]
         todo_chunks = [i for i, v in enumerate(chunk_vecs) if v is None]
         if todo_chunks:
@@ -368,12 +428,7 @@ class SPC(Params):
             for i, sents in todo:
                 best_sentence[i] = float(sims[pos : pos + len(sents)].max())
                 pos += len(sents)
-        score = (chunk_sim + np.asarray(best_sentence)) / 2
-        order = np.argsort(-score, kind="stable")[: self.k]
-        return [
-            replace(hits[i], channel_scores={**hits[i].channel_scores, "refine": float(score[i])})
-            for i in order
-        ]
+        return np.asarray((chunk_sim + np.asarray(best_sentence)) / 2)
 
     def _stored_chunk_vector(self, chunk: Chunk) -> np.ndarray | None:
         """The index's vector of ``chunk`` when it is one of the index's chunks."""
@@ -465,10 +520,8 @@ class SPC(Params):
         result.coverage = dict(zip(elements, scores, strict=True))
         result.missing = [e for e, s in result.coverage.items() if s < self.epsilon]
         covered = [e for e, s in result.coverage.items() if s >= self.epsilon]
-        if len(follow) == len(elements):
-            by_element = dict(zip(elements, follow, strict=True))
-            result.follow_up_queries = [
-                by_element[e] or follow_up_query(e, query, covered) for e in result.missing
-            ]
-        else:
-            result.follow_up_queries = [follow_up_query(e, query, covered) for e in result.missing]
+        by_element = (
+            dict(zip(elements, follow, strict=True)) if len(follow) == len(elements) else {}
+        )
+        asked = [by_element.get(e) or follow_up_query(e, query, covered) for e in result.missing]
+        result.follow_up_queries = distinct_queries(asked)

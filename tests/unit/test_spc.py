@@ -113,19 +113,20 @@ def test_cut_chunk_is_extended_to_whole_sentences(index):
 
 
 @pytest.mark.parametrize("budget", [8, 12, 20, 40])
-def test_compression_stays_within_budget(index, budget):
+def test_a_repair_grows_within_its_budget_and_never_trims_the_hit(index, budget):
     tok = WhitespaceTokenizer()
+    hit = hit_of(
+        TEXT, "He then announced his resignation shortly after the investigation concluded."
+    )
     result = SPC(index, budget=budget, tokenizer=tok, audit=False).process(
-        "Why did he resign?",
-        [
-            hit_of(
-                TEXT, "He then announced his resignation shortly after the investigation concluded."
-            )
-        ],
+        "Why did he resign?", [hit]
     )
     chunk = result.chunks[0].chunk
-    assert tok.count([chunk.text])[0] <= budget
+    assert chunk.start <= hit.chunk.start and hit.chunk.end <= chunk.end  # it only grows
     assert TEXT[chunk.start : chunk.end] == chunk.text
+    own = tok.count([hit.chunk.text])[0]  # a whole sentence: what a repair may not cut
+    assert tok.count([chunk.text])[0] <= max(budget, own)
+    assert (chunk.end - chunk.start > len(hit.chunk.text)) == (budget >= 20)
 
 
 def test_intact_chunks_are_left_alone(index):
@@ -369,16 +370,8 @@ def test_plan_repair_is_a_pure_step_from_a_damaged_chunk_to_whole_sentences():
     found = assess(chunk.text, starts_sentence=False, ends_sentence=False)
     emb = FakeEmbedder()
     source = Source(text, spans, emb.embed([s.of(text) for s in spans]))
-    q = emb.embed(["how do bees tell the hive"])[0].astype(np.float64)
     plan = plan_repair(
-        chunk,
-        found,
-        q,
-        source,
-        neighbours=1,
-        budget=64,
-        tokenizer=WhitespaceTokenizer(),
-        embedder=emb,
+        chunk, found, source, neighbours=1, budget=64, tokenizer=WhitespaceTokenizer()
     )
     assert isinstance(plan, RepairPlan) and plan.action == "repaired"
     assert (
@@ -389,13 +382,47 @@ def test_plan_repair_is_a_pure_step_from_a_damaged_chunk_to_whole_sentences():
     again = plan_repair(
         chunk,
         found,
-        q,
         source,
         neighbours=1,
         budget=5,
         tokenizer=WhitespaceTokenizer(),
-        embedder=emb,
         keep_stitched=True,
     )
-    assert len(text[again.span[0] : again.span[1]].split()) <= 5  # within the budget
+    # a budget below the chunk's own sentences: they are kept whole, nothing more is added
+    assert text[again.span[0] : again.span[1]] == text[plan.span[0] : plan.span[1]]
     assert again.budget == 5 and (again.stitched is not None) == (again.action == "repaired")
+
+
+def test_the_audits_follow_up_queries_are_distinct_questions_not_word_permutations():
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents([Document("a", "Bees dance. Rockets burn fuel to reach orbit.")])
+    hit = index.search("bees", 1)
+    result = SPC(index, refine=False).process("What type of model is required?", hit)
+    assert result.missing  # nothing in the evidence names a model
+    words = [frozenset(q.lower().split()) for q in result.follow_up_queries]
+    assert len(words) == len(set(words)) >= 1
+
+
+def test_a_context_budget_puts_each_hit_first_and_grows_it_by_what_it_is_worth():
+    emb = FakeEmbedder()
+    text = (
+        "Jane Smith led the inquiry into the harbour. She resigned in May after the report. "
+        "The report named three officials. Rain fell on the harbour all week."
+    )
+    index = SemanticIndex(embedder=emb)
+    index.add_documents([Document("a", text)])
+    start = text.index("resigned")
+    cut = ScoredChunk(Chunk("a", start, start + 20, text[start : start + 20], 4), 1.0)
+    other = hit_of(text, "Rain fell on the harbour all week.", doc_id="a")
+    query = "Who resigned in May?"
+    small = SPC(index, context=60, audit=False, refine=False).process(query, [cut, other])
+    # the cut sentence is completed before anything else: it is the hit's own thought
+    assert small.chunks[0].chunk.text.startswith("She resigned in May")
+    assert small.actions[0].action in ("expanded", "repaired")
+    assert (
+        small.actions[0].after[0] <= cut.chunk.start and cut.chunk.end <= small.actions[0].after[1]
+    )
+    assert sum(len(c.chunk.text) for c in small.chunks) <= 60
+    big = SPC(index, context=len(text), audit=False, refine=False).process(query, [cut, other])
+    assert [c.chunk.text for c in big.chunks] == [text]  # every hit, merged: nothing twice
+    assert [a.action for a in big.actions][1] == "merged"
