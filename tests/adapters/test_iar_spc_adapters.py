@@ -324,3 +324,49 @@ def test_spc_without_an_embedder_uses_the_packaged_model_in_both_frameworks():
         [NodeWithScore(node=damaged, score=0.5)], query_str="Why did John Smith resign?"
     )
     assert out.node.metadata["semrag_spc"]["action"] == "repaired"
+
+
+async def test_a_context_budget_through_both_frameworks_over_their_own_retrievers():
+    """SPC(context=) after a LangChain vector store (doc_id + start_index) and after a
+    LlamaIndex retriever (start_char_idx): sync and async alike, within the budget, every
+    hit whole, what was added in the metadata."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from llama_index.core import VectorStoreIndex
+
+    emb = FakeEmbedder()
+    split = RecursiveCharacterTextSplitter(chunk_size=60, chunk_overlap=0, add_start_index=True)
+    chunks = split.split_documents([LCDocument(TEXT, metadata={"doc_id": "news"})])
+    store = InMemoryVectorStore(langchain_semrag.SemragEmbeddings(emb))
+    store.add_documents(chunks)
+    compressor = langchain_semrag.SPCCompressor(sources={"news": TEXT}, embeddings=emb, context=200)
+    retriever = ContextualCompressionRetriever(
+        base_compressor=compressor, base_retriever=store.as_retriever(search_kwargs={"k": 4})
+    )
+    query = "Why did John Smith resign?"
+    docs = retriever.invoke(query)
+    assert docs == await retriever.ainvoke(query)
+    assert sum(len(d.page_content) for d in docs) <= 200
+    for d in docs:
+        start = d.metadata["start_index"]
+        assert TEXT[start : start + len(d.page_content)] == d.page_content
+        spc = d.metadata["semrag_spc"]
+        before, after = spc["before"], spc["after"]
+        if spc["action"] != "cut_at_budget":  # only the last hit may be cut, at the budget
+            assert after[0] <= before[0] and before[1] <= after[1]  # grown, never trimmed
+
+    index = VectorStoreIndex.from_documents(
+        [LIDocument(text=TEXT, id_="news")],
+        embed_model=llama_index_semrag.SemragEmbedding(emb),
+        transformations=[SentenceSplitter(chunk_size=24, chunk_overlap=0)],
+    )
+    post = llama_index_semrag.SPCPostprocessor(
+        sources={"news": TEXT}, embed_model=emb, context=40, unit="tokens"
+    )
+    nodes = index.as_retriever(similarity_top_k=3).retrieve(query)
+    out = post.postprocess_nodes(nodes, query_str=query)
+    aout = await post.apostprocess_nodes(nodes, query_str=query)
+    assert [n.node.get_content() for n in out] == [n.node.get_content() for n in aout]
+    assert sum(len(n.node.get_content().split()) for n in out) <= 40
+    for n in out:
+        assert TEXT[n.node.start_char_idx : n.node.end_char_idx] == n.node.get_content()

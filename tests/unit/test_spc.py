@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import numpy as np
 import pytest
 
 from semrag import Document, SemanticIndex
