@@ -90,7 +90,8 @@ class _CoreRetriever(BaseRetriever):
     def _given(self) -> dict[str, Any]:
         """The core retriever's arguments this object was given (``llm`` made a semrag LLM)."""
         names = {p.name for p in parameters(self._core_class)} if self._core_class else set()
-        given = {n: getattr(self, n) for n in self.model_fields_set if n in names}
+        fields = vars(self)  # pydantic keeps the field values here
+        given = {n: fields[n] for n in self.model_fields_set if n in names}
         given.update(self.options)
         if "llm" in given:
             given["llm"] = to_llm(given["llm"])

@@ -402,7 +402,7 @@ class TestLangChainCommunityRetrieverStandard(RetrieversIntegrationTests):
         return {
             "index": index,
             "graph": kg,
-            "mode": "local",
+            "strategy": "local",
             "options": {"tau_e": -1.0, "tau_d": -1.0},  # every entity and chunk qualifies
         }
 

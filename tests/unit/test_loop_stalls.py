@@ -3,7 +3,9 @@
 Each method runs with slow fakes (an embedder and an LLM whose sync calls block for
 ``DELAY`` seconds, as real models do) while a ticker task measures the longest gap
 between its ticks; a sync call or CPU work on the loop shows up as a gap of at least
-``DELAY``. The set of async methods is found by introspection of the public packages, so
+``DELAY``. The limit is ``MAX_STALL``; on a busy machine it is calibrated in the same run
+against the same wait done off the loop, never above ``0.6 * DELAY``, so a timed limit
+cannot fail for load alone while a blocking call still does. The set of async methods is found by introspection of the public packages, so
 a new async method without a case here fails :func:`test_every_async_method_has_a_case`.
 """
 
@@ -604,15 +606,21 @@ def test_every_async_method_has_a_case():
 async def test_async_method_never_blocks_the_loop(env, key, i):
     make = CASES[key][i](env)
     stall = await longest_stall(make)
-    assert stall < MAX_STALL, f"{key} (case {i}) stalled the event loop for {stall * 1000:.0f} ms"
+    limit = MAX_STALL
+    if stall >= limit:  # a busy machine or a blocking call: what does a wait off the loop see?
+        baseline = await longest_stall(lambda: asyncio.to_thread(time.sleep, DELAY))
+        # calibrated in the same run; a blocking call stalls for DELAY, above this cap
+        limit = max(MAX_STALL, min(baseline + MAX_STALL, DELAY * 0.6))
+    assert stall < limit, f"{key} (case {i}) stalled the event loop for {stall * 1000:.0f} ms"
 
 
 async def test_the_harness_sees_a_blocking_call():
-    # The measurement itself must be able to fail: a sync model call on the loop is caught.
+    # The measurement itself must be able to fail: a sync model call on the loop is caught,
+    # and it stalls above the calibrated limit's cap (DELAY * 0.6) whatever the load.
     async def blocking() -> None:
         SlowEmbedder().embed(["blocks the loop"])
 
-    assert await longest_stall(blocking) >= DELAY * 0.9
+    assert await longest_stall(blocking) >= DELAY * 0.9 > DELAY * 0.6
 
 
 def test_slow_llm_replies_are_not_json():
