@@ -121,7 +121,10 @@ class SPC(Params):
             embedder's, or whitespace).
         refine: ``True`` to rescore and cut to ``k``; ``False`` keeps the given order
             (still cut to ``k``).
-        audit: run the coverage audit.
+        audit: run the coverage audit on every call (off by default: without an LLM it
+            changes no evidence and, re-queried by :class:`~semrag.retrieval.RetrieveAndCheck`,
+            it helped only where the budget had room, ``benchmarks/context_repair.py
+            --audit``; ``process(..., audit=True)`` runs it for one call).
         max_concurrency: LLM calls in flight at once in :meth:`aprocess`.
         on_llm_error: ``"fallback"`` (rule-based step, noted) or ``"raise"``.
         context: the context budget: the most the result holds, in ``unit``s (the
@@ -177,7 +180,7 @@ class SPC(Params):
         embedder: Any = None,
         tokenizer: Any = None,
         refine: bool = True,
-        audit: bool = True,
+        audit: bool = False,
         max_concurrency: int = 8,
         on_llm_error: str = "fallback",
         context: int | None = None,

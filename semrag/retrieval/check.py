@@ -123,7 +123,7 @@ class RetrieveAndCheck(Params):
     def run(self, query: str) -> CheckResult:
         """Run the loop for ``query``."""
         check_query("RetrieveAndCheck", query)
-        first = self.spc.process(query, self.retriever.retrieve(query))
+        first = self.spc.process(query, self.retriever.retrieve(query), audit=True)
         state = self._start(query, first)
         while self._continue(state):
             follow = state.report.follow_up_queries if state.report else []
@@ -139,7 +139,7 @@ class RetrieveAndCheck(Params):
     async def arun(self, query: str) -> CheckResult:
         """Async twin of :meth:`run`; a round's follow-up queries run concurrently."""
         check_query("RetrieveAndCheck", query)
-        first = await self.spc.aprocess(query, await self.retriever.aretrieve(query))
+        first = await self.spc.aprocess(query, await self.retriever.aretrieve(query), audit=True)
         state = self._start(query, first)
         while self._continue(state):
             follow = state.report.follow_up_queries if state.report else []

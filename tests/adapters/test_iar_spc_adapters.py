@@ -104,7 +104,9 @@ def test_langchain_spc_compressor_in_contextual_compression_retriever():
             return [damaged_lc_doc(doc_id="pm")]
 
     retriever = ContextualCompressionRetriever(
-        base_compressor=langchain_semrag.SPCCompressor(index=shared_index()),
+        base_compressor=langchain_semrag.SPCCompressor(
+            index=shared_index(), options={"audit": True}
+        ),
         base_retriever=Fixed(),
     )
     (doc,) = retriever.invoke("Why did John Smith resign?")
@@ -136,7 +138,7 @@ def test_langchain_spc_compressor_with_fake_llm():
         json.dumps({"scores": [0.9]}),
     ]
     compressor = langchain_semrag.SPCCompressor(
-        index=shared_index(), llm=FakeListLLM(responses=replies)
+        index=shared_index(), llm=FakeListLLM(responses=replies), options={"audit": True}
     )
     (doc,) = compressor.compress_documents([damaged_lc_doc(doc_id="pm")], "Why did he resign?")
     assert doc.page_content == "John Smith resigned after the inquiry."

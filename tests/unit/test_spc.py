@@ -193,7 +193,9 @@ def test_contained_chunks_are_dropped(index):
 # -- coverage audit ----------------------------------------------------------------------
 def test_audit_flags_an_absent_element_and_passes_a_present_one(index):
     hits = [hit_of(TEXT, "The election was held in June.")]
-    result = SPC(index).process("When was the election held, and who won Wimbledon?", hits)
+    result = SPC(index, audit=True).process(
+        "When was the election held, and who won Wimbledon?", hits
+    )
     assert result.coverage["election held"] >= 0.6
     assert "Wimbledon" in result.missing and "election held" not in result.missing
     assert any("Wimbledon" in q for q in result.follow_up_queries)
@@ -239,7 +241,7 @@ def test_llm_path_end_to_end(index):
             TEXT, "He then announced his resignation shortly after the investigation concluded."
         ),
     ]
-    result = SPC(index, llm=llm).process("Why did John Smith resign?", hits)
+    result = SPC(index, llm=llm, audit=True).process("Why did John Smith resign?", hits)
     assert result.chunks[0].chunk.text == "John Smith resigned after the funding inquiry concluded."
     assert result.chunks[0].provenance[-1]["exact"] is False
     assert result.actions[0].method == "llm"
@@ -254,7 +256,7 @@ def test_malformed_llm_replies_fall_back_and_are_noted(index):
     hits = [
         hit_of(TEXT, "He then announced his resignation shortly after the investigation concluded.")
     ]
-    result = SPC(index, llm=llm).process("Why did John Smith resign?", hits)
+    result = SPC(index, llm=llm, audit=True).process("Why did John Smith resign?", hits)
     assert result.actions[0].action == "repaired" and result.actions[0].method == "extractive"
     assert result.actions[0].completeness["source"] == "heuristic"
     assert any("damage" in n for n in result.notes)
@@ -294,7 +296,7 @@ def test_async_equals_sync(index, with_llm):
             TEXT, "He then announced his resignation shortly after the investigation concluded."
         ),
     ]
-    make = lambda: SPC(index, llm=FakeLLM(_script) if with_llm else None)  # noqa: E731
+    make = lambda: SPC(index, llm=FakeLLM(_script) if with_llm else None, audit=True)  # noqa: E731
     sync = make().process("Why did John Smith resign?", hits)
     async_ = asyncio.run(make().aprocess("Why did John Smith resign?", hits))
     assert [h.chunk for h in sync.chunks] == [h.chunk for h in async_.chunks]
@@ -396,7 +398,7 @@ def test_the_audits_follow_up_queries_are_distinct_questions_not_word_permutatio
     index = SemanticIndex(embedder=FakeEmbedder())
     index.add_documents([Document("a", "Bees dance. Rockets burn fuel to reach orbit.")])
     hit = index.search("bees", 1)
-    result = SPC(index, refine=False).process("What type of model is required?", hit)
+    result = SPC(index, refine=False, audit=True).process("What type of model is required?", hit)
     assert result.missing  # nothing in the evidence names a model
     words = [frozenset(q.lower().split()) for q in result.follow_up_queries]
     assert len(words) == len(set(words)) >= 1
