@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from semrag._deps import lazy_names, quiet_openmp
+from semrag._deps import lazy_names
 from semrag._version import __version__
 from semrag.errors import ConfigError, DocumentConflictError, SemragError
 from semrag.types import Chunk, Document, ScoredChunk
-
-quiet_openmp()  # before anything loads torch's OpenMP runtime (see semrag._deps)
 
 if TYPE_CHECKING:
     from semrag.chunking import SemanticChunker

@@ -69,8 +69,9 @@ def quiet_openmp() -> None:
     then wait for the cores. Measured on 2 cores (``benchmarks/omp_wait.py``): a query
     (the model, then an exact search of 20,279 vectors) 0.68x the time, batch embedding
     0.95x the throughput. The runtime reads the variable once, when it loads (with torch),
-    so this runs when semrag is imported: a process that imported torch first keeps the
-    policy it started with, and an explicit ``OMP_WAIT_POLICY`` is left as it is.
+    so this runs just before semrag's MiniLM encoder imports its model (and torch), never
+    when semrag is imported: a process that imported torch first (or a boundary model)
+    keeps the policy it started with, and an explicit ``OMP_WAIT_POLICY`` is left as it is.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from semrag._deps import quiet_openmp
 from semrag.errors import ConfigError, EmbeddingError, missing_dependency
 from semrag.text.tokens import HuggingFaceTokenizer, Tokenizer
 
@@ -435,6 +436,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
             with _MODELS_LOCK:
                 model = _MODELS.get((path, self.device))
                 if model is None:
+                    quiet_openmp()  # before torch's OpenMP runtime loads (semrag._deps)
                     try:
                         from sentence_transformers import SentenceTransformer
                     except ImportError as exc:  # pragma: no cover - the index extra

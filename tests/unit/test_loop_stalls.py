@@ -5,8 +5,9 @@ Each method runs with slow fakes (an embedder and an LLM whose sync calls block 
 between its ticks; a sync call or CPU work on the loop shows up as a gap of at least
 ``DELAY``. The limit is ``MAX_STALL``; on a busy machine it is calibrated in the same run
 against the same wait done off the loop, never above ``0.6 * DELAY``, so a timed limit
-cannot fail for load alone while a blocking call still does. The set of async methods is found by introspection of the public packages, so
-a new async method without a case here fails :func:`test_every_async_method_has_a_case`.
+cannot fail for load alone while a blocking call still does. The set of async methods is
+found by introspection of the public packages, so a new async method without a case here
+fails :func:`test_every_async_method_has_a_case`.
 """
 
 from __future__ import annotations
