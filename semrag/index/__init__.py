@@ -10,19 +10,19 @@
 * :mod:`semrag.index.storage`: the on-disk format, save and load;
 * :mod:`~semrag.index.search` and :mod:`~semrag.index.fusion`: searches of one version;
 * :mod:`~semrag.index.reader`: the reader contract retrievers declare what they need from.
+
+The module paths of 0.2 (``semrag.index.dense``, ``semrag.index.persist``, ...) are small
+modules that warn and hold the moved module's names (:mod:`semrag.index._moved`), until 0.4.
 """
 
 from __future__ import annotations
 
-from semrag.index._moved import install as _install_moved
 from semrag.index.index_reader import IndexReader
 from semrag.index.parts.dense import DenseIndex
 from semrag.index.parts.pieces import PieceIndex
 from semrag.index.parts.sparse import BM25Index, bm25_tokenize
 from semrag.index.parts.ssg import SemanticSimilarityGraph, SSGConfig
 from semrag.index.semantic_index import SemanticIndex
-
-_install_moved()  # the module paths before the folders (semrag.index.dense, ...)
 
 __all__ = [
     "BM25Index",

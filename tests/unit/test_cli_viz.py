@@ -82,13 +82,14 @@ def test_import_semrag_is_light():
 
 
 @pytest.mark.model
-def test_importing_semrag_leaves_the_environment_and_the_encoder_quiets_openmp():
+def test_importing_semrag_leaves_the_environment_and_import_hooks_and_the_encoder_quiets_openmp():
     import os
 
     code = (
-        "import os; before = dict(os.environ); "
+        "import os, sys; before = dict(os.environ), list(sys.meta_path); "
         "import semrag, semrag.index, semrag.retrieval, semrag.postprocess; "
-        "assert dict(os.environ) == before, 'import semrag changed os.environ'; "
+        "assert dict(os.environ) == before[0], 'import semrag changed os.environ'; "
+        "assert sys.meta_path == before[1], 'import semrag added an import hook'; "
         "from semrag.embeddings import SentenceTransformerEmbedder; "
         "SentenceTransformerEmbedder().embed(['x']); import torch; "
         "a = torch.ones(64, 64); (a @ a).sum().item(); print(os.environ['OMP_WAIT_POLICY'])"
