@@ -12,7 +12,7 @@
 * :mod:`~semrag.index.reader`: the reader contract retrievers declare what they need from.
 
 The module paths of 0.2 (``semrag.index.dense``, ``semrag.index.persist``, ...) are small
-modules that warn and hold the moved module's names (:mod:`semrag.index._moved`), until 0.4.
+modules that warn and hold the moved module's names (:mod:`semrag._moved`), until 0.4.
 """
 
 from __future__ import annotations

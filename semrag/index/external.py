@@ -1,5 +1,5 @@
 """Moved to :mod:`semrag.index.parts.external` in 0.3; this path warns and goes in 0.4."""
 
-from semrag.index._moved import reexport
+from semrag._moved import reexport
 
 reexport(__name__, globals())

@@ -89,12 +89,12 @@ def test_an_id_the_index_does_not_hold_is_a_typed_key_error():
         index.chunk(10**6)
 
 
-@pytest.mark.parametrize("old", sorted(__import__("semrag.index._moved").index._moved.MOVED))
+@pytest.mark.parametrize("old", sorted(__import__("semrag._moved")._moved.MOVED))
 def test_a_moved_module_imports_by_its_old_path_with_a_warning(old):
     import importlib
     import sys
 
-    from semrag.index._moved import MOVED
+    from semrag._moved import MOVED
 
     sys.modules.pop(old, None)
     new = importlib.import_module(MOVED[old])

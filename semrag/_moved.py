@@ -1,5 +1,8 @@
 """The module paths of ``semrag.index`` before its parts, ingestion and storage had folders.
 
+(Here, not in ``semrag.index``: the test configuration reads :data:`MOVED` without
+importing the index, which needs the ``index`` extra.)
+
 ``import semrag.index.dense`` (and the other public modules that moved in 0.3) still works
 until 0.4: each old path is a small module of its own that warns (``DeprecationWarning``)
 and holds the same objects as the new one (``semrag.index.parts.dense``), so
