@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semrag import Document, SemanticIndex
-from semrag.errors import ConfigError
+from semrag.errors import ConfigError, LLMOutputError
 from semrag.eval.metrics import multihop_recall
 from semrag.graph import KnowledgeGraph
 from semrag.retrieval import GraphRetriever, PPRRetriever, personalized_pagerank
@@ -225,7 +225,7 @@ def test_llm_names_the_entities_and_bad_json_falls_back(index):
     hits = PPRRetriever(index, k=2, llm=bad).retrieve(QUESTION)
     assert "failed" in hits[0].provenance[0]["entity_source"]
     assert [h.chunk.doc_id for h in hits] == ["film", "quill"]
-    with pytest.raises(Exception, match="invalid|JSON|json"):
+    with pytest.raises(LLMOutputError, match="invalid|JSON|json"):
         PPRRetriever(index, llm=FakeLLM(["no"], cycle=True), on_llm_error="raise").retrieve(
             QUESTION
         )
