@@ -150,6 +150,19 @@ def load_model() -> Any:
 STORE: dict[str, np.ndarray] = {}
 
 
+def load_store(path: str | None) -> None:
+    """Fill :data:`STORE` from a file an earlier run kept (``--cache``), if there is one."""
+    if path and os.path.exists(path):
+        with np.load(path, allow_pickle=False) as z:
+            STORE.update(zip(z["texts"].tolist(), z["vectors"], strict=True))
+
+
+def save_store(path: str | None) -> None:
+    """Keep :data:`STORE` in ``path`` (``--cache``) for the next run."""
+    if path and STORE:
+        np.savez(path, texts=np.array(list(STORE)), vectors=np.stack(list(STORE.values())))
+
+
 def encode_cached(model: Any, texts: list[str]) -> list[np.ndarray]:
     todo = [t for t in dict.fromkeys(texts) if t not in STORE]
     if todo:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import random
 import sys
 from collections.abc import Callable
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from _common import DATA, STORE, Shared, emit, header, need, table
+from _common import DATA, Shared, emit, header, load_store, need, save_store, table
 
 from semrag.text import split_sentences
 
@@ -236,9 +235,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--cache", default=None, help="keep the text -> vector store in this file")
     args = ap.parse_args()
-    if args.cache and os.path.exists(args.cache):
-        with np.load(args.cache, allow_pickle=False) as z:
-            STORE.update(zip(z["texts"].tolist(), z["vectors"], strict=True))
+    load_store(args.cache)
 
     from semrag.embeddings import SentenceTransformerEmbedder
 
@@ -300,8 +297,7 @@ def main() -> None:
         ]
     )
     emit(report, args.out)
-    if args.cache:
-        np.savez(args.cache, texts=np.array(list(STORE)), vectors=np.stack(list(STORE.values())))
+    save_store(args.cache)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"data": data, "command": " ".join(sys.argv), "rows": rows}, f, indent=1)

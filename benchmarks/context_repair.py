@@ -42,14 +42,22 @@ extra retrievals the loop made and ms per query.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _common import STORE, Shared, emit, header, lc_embeddings, li_embeddings, table
+from _common import (
+    Shared,
+    emit,
+    header,
+    lc_embeddings,
+    li_embeddings,
+    load_store,
+    save_store,
+    table,
+)
 from corpus_shapes import Question, Shape, abstracts, long_articles
 
 from semrag import SemanticChunker, SemanticIndex
@@ -403,9 +411,7 @@ def main() -> None:
     ap.add_argument("--audit", action="store_true", help="RetrieveAndCheck on MuSiQue only")
     args = ap.parse_args()
     DECAYS.extend(args.decays)
-    if args.cache and os.path.exists(args.cache):
-        with np.load(args.cache, allow_pickle=False) as z:
-            STORE.update(zip(z["texts"].tolist(), z["vectors"], strict=True))
+    load_store(args.cache)
     from semrag.embeddings import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder().model
@@ -428,10 +434,7 @@ def main() -> None:
                 f"(95% paired bootstrap):\n\n{table(rows[1:], diffs)}\n"
             )
             print(reports[-1], flush=True)
-            if args.cache:
-                np.savez(
-                    args.cache, texts=np.array(list(STORE)), vectors=np.stack(list(STORE.values()))
-                )
+            save_store(args.cache)
     data = (
         "development data only: SQuAD v1.1 dev (even articles, whole), PubMedQA PQA-L (even "
         "abstracts); all-MiniLM-L6-v2 (packaged) for every system"

@@ -37,9 +37,6 @@ paired bootstrap interval (``semrag.eval``'s).
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import os
 import random
 import re
 import time
@@ -47,15 +44,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import chunk_retrieval
 import numpy as np
-from _common import DATA, STORE, Shared, emit, header, lc_embeddings, need, table
+from _common import DATA, Shared, emit, header, lc_embeddings, load_store, need, save_store, table
 from _datasets import read_musique, read_twowiki
 
 from semrag import Document, SemanticIndex
 from semrag.eval.chunking import _covered
 from semrag.eval.verdict import paired_bootstrap
 from semrag.retrieval import GraphRetriever, IntentAwareRetriever
-from semrag.text import split_sentences
 
 BUDGETS = (1000, 2000, 4000)
 KS = (1, 2, 5, 10)
@@ -82,45 +79,21 @@ class Shape:
 
 
 # -- the shapes ---------------------------------------------------------------------------
+def _whole(corpus: Any, name: str, prefix: str) -> Shape:
+    """One of the chunking benchmark's corpora (:mod:`chunk_retrieval`) as a shape."""
+    docs = [Document(f"{prefix}{i}", t) for i, t in enumerate(corpus.texts)]
+    questions = [Question(q.text, ((q.doc, *q.reference),), (q.doc,)) for q in corpus.questions]
+    return Shape(name, docs, questions, False)
+
+
 def long_articles(limit: int, per_article: int) -> Shape:
-    with gzip.open(need(DATA / "squad_dev" / "dev-v1.1.json.gz"), "rt", encoding="utf-8") as f:
-        articles = json.load(f)["data"][0::2][:limit]
-    rng = random.Random(0)
-    docs, questions = [], []
-    for article in articles:
-        title = article["title"].replace("_", " ")
-        parts, located, pos = [title], [], len(title) + 2
-        for para in article["paragraphs"]:
-            for qa in para["qas"]:
-                located.append((qa["question"], pos + qa["answers"][0]["answer_start"]))
-            parts.append(para["context"])
-            pos += len(para["context"]) + 2
-        text = "\n\n".join(parts)
-        sentences = split_sentences(text)
-        starts = [s.start for s in sentences]
-        d = len(docs)
-        for q, at in rng.sample(located, min(per_article, len(located))):
-            s = sentences[int(np.searchsorted(starts, at, side="right")) - 1]
-            questions.append(Question(q, ((d, s.start, s.end),), (d,)))
-        docs.append(Document(f"squad{d}", text, {"title": title}))
-    return Shape("long articles (SQuAD)", docs, questions, False)
+    return _whole(
+        chunk_retrieval.squad("dev", limit, per_article), "long articles (SQuAD)", "squad"
+    )
 
 
 def abstracts(limit: int) -> Shape:
-    with gzip.open(need(DATA / "pubmedqa" / "ori_pqal.json.gz"), "rt", encoding="utf-8") as f:
-        data = json.load(f)
-    docs, questions = [], []
-    for pmid in sorted(data)[0::2][:limit]:
-        item = data[pmid]
-        parts = [
-            f"{lab.title()}\n{c}" for lab, c in zip(item["LABELS"], item["CONTEXTS"], strict=True)
-        ]
-        head = "\n\n".join(parts) + "\n\nConclusions\n"
-        text = head + item["LONG_ANSWER"]
-        d = len(docs)
-        questions.append(Question(item["QUESTION"], ((d, len(head), len(text)),), (d,)))
-        docs.append(Document(f"pubmed{pmid}", text))
-    return Shape("abstracts (PubMedQA)", docs, questions, False)
+    return _whole(chunk_retrieval.pubmed("dev", limit), "abstracts (PubMedQA)", "pubmed")
 
 
 def sectioned(limit: int, per_doc: int) -> Shape:
@@ -317,9 +290,7 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="keep the text -> vector store in this file")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    if args.cache and os.path.exists(args.cache):
-        with np.load(args.cache, allow_pickle=False) as z:
-            STORE.update(zip(z["texts"].tolist(), z["vectors"], strict=True))
+    load_store(args.cache)
 
     from semrag.embeddings import SentenceTransformerEmbedder
 
@@ -351,10 +322,7 @@ def main() -> None:
             f"{table(rows[1:], diffs)}\n"
         )
         print(reports[-1], flush=True)
-        if args.cache:
-            np.savez(
-                args.cache, texts=np.array(list(STORE)), vectors=np.stack(list(STORE.values()))
-            )
+        save_store(args.cache)
     data = (
         "development data only: SQuAD v1.1 dev (even articles), PubMedQA PQA-L (even "
         "abstracts), sectioned_text Wikipedia (even documents), 2WikiMultihopQA dev, "
