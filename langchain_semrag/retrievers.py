@@ -27,7 +27,7 @@ from semrag.retrieval import IntentAwareRetriever as CoreIntentAwareRetriever
 from semrag.retrieval import RetrieveAndCheck, construct, parameters
 from semrag.retrieval import SketchRetriever as CoreSketchRetriever
 from semrag.retrieval import SSGRetriever as CoreSSGRetriever
-from semrag.types import ScoredChunk
+from semrag.types import Retriever, ScoredChunk
 
 __all__ = [
     "CommunityRetriever",
@@ -67,7 +67,7 @@ class _CoreRetriever(BaseRetriever):
     k: Any = 10
     options: dict[str, Any] = {}
     """More keyword arguments of the core retriever (the way to pass them before 0.3)."""
-    _core: Any = PrivateAttr()
+    _core: Retriever = PrivateAttr()
     _core_class: ClassVar[type | None] = None
     _renamed: ClassVar[dict[str, str]] = {}  # a field's old name -> its name (until 0.4)
 

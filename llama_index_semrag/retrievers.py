@@ -28,7 +28,7 @@ from semrag.retrieval import IntentAwareRetriever as CoreIntentAwareRetriever
 from semrag.retrieval import RetrieveAndCheck, construct, parameters
 from semrag.retrieval import SketchRetriever as CoreSketchRetriever
 from semrag.retrieval import SSGRetriever as CoreSSGRetriever
-from semrag.types import ScoredChunk
+from semrag.types import Retriever, ScoredChunk
 
 __all__ = [
     "CommunityRetriever",
@@ -87,7 +87,7 @@ class _CoreRetriever(BaseRetriever):
     variable, so concurrent calls never see each other's.
     """
 
-    _core: Any
+    _core: Retriever
     _core_class: ClassVar[type]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from semrag.errors import ConfigError
 
@@ -18,6 +18,7 @@ __all__ = [
     "Chunk",
     "Document",
     "MetadataFilter",
+    "Retriever",
     "ScoredChunk",
     "Span",
     "as_filter",
@@ -184,6 +185,24 @@ class ScoredChunk:
             "semrag_channels": dict(self.channel_scores),
             "semrag_provenance": [dict(p) for p in self.provenance],
         }
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """What every semrag retriever is: hits for a query, and an async twin.
+
+    What :class:`~semrag.retrieval.GraphRetriever` holds, what
+    :class:`~semrag.retrieval.RetrieveAndCheck` and IAR's extended channel take, and what
+    both adapters wrap; a retriever of your own that has these two methods fits all three.
+    """
+
+    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """The best ``k`` hits for ``query`` (the retriever's own ``k`` when ``None``)."""
+        ...
+
+    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
+        """Async twin of :meth:`retrieve` (it never blocks the event loop)."""
+        ...
 
 
 MetadataFilter = Callable[[Mapping[str, Any]], bool] | Mapping[str, Any]

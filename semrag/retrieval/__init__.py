@@ -20,6 +20,7 @@ from semrag.retrieval.ppr import (
 )
 from semrag.retrieval.sketch import SketchRetriever
 from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever, Traversal
+from semrag.types import Retriever
 
 __all__ = [
     "ALGORITHMS",
@@ -34,6 +35,7 @@ __all__ = [
     "PassageGraph",
     "QueryPlan",
     "RetrieveAndCheck",
+    "Retriever",
     "SSGRetriever",
     "SketchRetriever",
     "Traversal",

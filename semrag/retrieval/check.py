@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from semrag._validation import HasMethods, Interval, Params, check_k, check_query
 from semrag.postprocess.spc import SPC, SPCResult
-from semrag.types import ScoredChunk
+from semrag.types import Retriever, ScoredChunk
 
 __all__ = ["CheckResult", "RetrieveAndCheck", "Round"]
 
@@ -102,7 +102,7 @@ class RetrieveAndCheck(Params):
     }
 
     def __init__(
-        self, retriever: Any, spc: SPC, max_rounds: int = 3, *, follow_up_k: int = 3
+        self, retriever: Retriever, spc: SPC, max_rounds: int = 3, *, follow_up_k: int = 3
     ) -> None:
         p = self._check_params(locals())
         self.retriever = retriever

@@ -13,7 +13,7 @@ from semrag.retrieval.community import CommunityRetriever
 from semrag.retrieval.ppr import PPRRetriever
 from semrag.retrieval.sketch import SketchRetriever
 from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever
-from semrag.types import ScoredChunk
+from semrag.types import Retriever, ScoredChunk
 
 if TYPE_CHECKING:
     from semrag.graph.knowledge import KnowledgeGraph
@@ -112,7 +112,7 @@ class GraphRetriever:
         check_keywords(f"GraphRetriever(strategy={strategy!r})", accepted, options)
         self.strategy = strategy
         if strategy.startswith("ssg:"):
-            self.retriever: Any = SSGRetriever(index, strategy=strategy[4:], k=k, **options)
+            self.retriever: Retriever = SSGRetriever(index, strategy=strategy[4:], k=k, **options)
             return
         if strategy == "ppr":
             self.retriever = PPRRetriever(index, graph, k=k, **options)

@@ -27,7 +27,7 @@ import logging
 import numbers
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -68,7 +68,7 @@ from semrag.retrieval._query_plan import (
     plan_query,
     relation_hops,
 )
-from semrag.types import ScoredChunk
+from semrag.types import Retriever, ScoredChunk
 
 if TYPE_CHECKING:
     from semrag.graph.knowledge import KnowledgeGraph
@@ -86,17 +86,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@runtime_checkable
-class ExtendedChannel(Protocol):
-    """What IAR asks of its extended channel: a retriever with an async twin."""
-
-    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """The best chunks for ``query``."""
-        ...
-
-    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve`."""
-        ...
+ExtendedChannel = Retriever
+"""What IAR asks of its extended channel: a :class:`~semrag.types.Retriever`."""
 
 
 def default_extended(index: CorpusReader, graph: Any) -> str | None:

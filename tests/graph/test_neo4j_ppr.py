@@ -74,9 +74,7 @@ def ranking(hits):
 
 def trails(hits):
     """The provenance of each hit, less the walk's score (compared to float precision)."""
-    return [
-        [{k: v for k, v in p.items() if k != "walk_score"} for p in h.provenance] for h in hits
-    ]
+    return [[{k: v for k, v in p.items() if k != "walk_score"} for p in h.provenance] for h in hits]
 
 
 def test_ppr_from_the_database_ranks_as_the_embedded_walk(graph_store):

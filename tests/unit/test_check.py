@@ -120,3 +120,22 @@ def test_follow_ups_leave_out_what_the_evidence_already_covers(index):
         "What did Ada Lovelace write, and how do honey bees dance?"
     )
     assert {h.chunk.doc_id for h in result.chunks} == {"ada", "bees"}
+
+
+def test_a_retriever_of_ones_own_is_a_retriever_the_loop_and_iar_take(index):
+    from semrag.postprocess import SPC
+    from semrag.retrieval import IntentAwareRetriever, RetrieveAndCheck, Retriever
+
+    class Mine:  # a user's retriever: two methods, no base class
+        def retrieve(self, query, *, k=None):
+            return index.search(query, k or 3)
+
+        async def aretrieve(self, query, *, k=None):
+            return self.retrieve(query, k=k)
+
+    mine = Mine()
+    assert isinstance(mine, Retriever) and not isinstance(object(), Retriever)
+    result = RetrieveAndCheck(mine, SPC(index), max_rounds=2).run("Who designed the engine?")
+    assert result.chunks and result.rounds[0].queries == ("Who designed the engine?",)
+    hits = IntentAwareRetriever(index, k=2, extended=mine).retrieve("Who designed the engine?")
+    assert hits and all("extended" in h.channel_scores for h in hits[:1])
