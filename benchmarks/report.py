@@ -46,7 +46,7 @@ TOPICS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("Trained boundary chunkers (PSC, MFC)", ("boundary_models",)),
     ("Corpus shapes: the front door against a vector store", ("corpus_shapes",)),
-    ("Multi-hop retrieval", ("multihop", "intent")),
+    ("Multi-hop retrieval", ("multihop", "edge_families", "intent")),
     ("Intent-aware retrieval and SPC", ("context_repair", "iar_fusion", "spc_fragmentation")),
     ("Semantic similarity graph (SSG)", ("ssg_retrieval", "ssg_scaling", "ssg_float16")),
     ("Knowledge graph, SKETCH and community search", ("graph_multihop",)),
