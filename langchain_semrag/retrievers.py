@@ -170,6 +170,7 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
             unless the call passes ``k=`` to cut it.
         llm: a LangChain model (or semrag LLM) used by both IAR and SPC.
         max_rounds: rounds of the loop.
+        follow_up_k: repaired chunks each follow-up query may add.
         retriever_options: keyword arguments of the core ``IntentAwareRetriever``.
         spc_options: keyword arguments of :class:`semrag.postprocess.SPC`.
     """
@@ -177,6 +178,7 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
     index: Any
     llm: Any = None
     max_rounds: Any = 3
+    follow_up_k: Any = 3
     retriever_options: dict[str, Any] = {}
     spc_options: dict[str, Any] = {}
 
@@ -186,7 +188,7 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
             self.index, k=self.k, llm=llm, **self.retriever_options
         )
         spc = SPC(self.index, k=self.k, llm=llm, **self.spc_options)
-        return RetrieveAndCheck(retriever, spc, self.max_rounds)
+        return RetrieveAndCheck(retriever, spc, self.max_rounds, follow_up_k=self.follow_up_k)
 
     def _k(self, k: int | None) -> int | None:
         # Round 1 already holds k chunks: the loop's added evidence is the point, so all of

@@ -161,6 +161,7 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
         k: results per retrieval and chunks kept by SPC.
         llm: a LlamaIndex LLM (or semrag LLM) used by both IAR and SPC.
         max_rounds: rounds of the loop.
+        follow_up_k: repaired chunks each follow-up query may add.
         retriever_options: keyword arguments of the core ``IntentAwareRetriever``.
         spc_options: keyword arguments of :class:`semrag.postprocess.SPC`.
     """
@@ -172,13 +173,14 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
         k: int = 10,
         llm: Any = None,
         max_rounds: int = 3,
+        follow_up_k: int = 3,
         retriever_options: dict[str, Any] | None = None,
         spc_options: dict[str, Any] | None = None,
     ) -> None:
         llm = to_llm(llm)
         retriever = CoreIntentAwareRetriever(index, k=k, llm=llm, **(retriever_options or {}))
         spc = SPC(index, k=k, llm=llm, **(spc_options or {}))
-        self._core = RetrieveAndCheck(retriever, spc, max_rounds)
+        self._core = RetrieveAndCheck(retriever, spc, max_rounds, follow_up_k=follow_up_k)
         BaseRetriever.__init__(self)
 
 

@@ -242,3 +242,15 @@ def test_the_langchain_store_relevance_is_the_cosine_a_threshold_reads(index):
         search_type="similarity_score_threshold", search_kwargs={"score_threshold": 0.3, "k": 4}
     ).invoke(query)
     assert [d.page_content for d in kept] == [d.page_content for d, s in scored if s >= 0.3]
+
+
+@pytest.mark.parametrize("framework", [lcs, lis], ids=["langchain", "llama_index"])
+def test_the_loop_takes_every_parameter_of_retrieve_and_check(framework, index):
+    from semrag.retrieval import RetrieveAndCheck
+
+    own = {p.name for p in parameters(RetrieveAndCheck)} - {"retriever", "spc"}
+    r = framework.RetrieveAndCheckRetriever(index=index, max_rounds=2, follow_up_k=1)
+    assert (r._core.max_rounds, r._core.follow_up_k) == (2, 1)
+    assert own <= set(inspect.signature(framework.RetrieveAndCheckRetriever).parameters)
+    with pytest.raises(ConfigError, match="max_rounds=0 is not allowed"):
+        framework.RetrieveAndCheckRetriever(index=index, max_rounds=0)
