@@ -133,7 +133,9 @@ class SPC(Params):
             repaired in place (the 0.2 behaviour, less its trims). On the development
             sets the budget is what makes SPC beat a neighbour window
             (``benchmarks/context_repair.py``, docs/spc.md).
-        unit: ``"chars"`` or ``"tokens"`` (counted by ``tokenizer``).
+        unit: ``"chars"`` or ``"tokens"`` (counted by ``tokenizer``). With a context budget
+            an LLM still refines and rates damage; nothing is rewritten (every result is an
+            exact span of its source).
 
     Examples:
         >>> from semrag import Document, SemanticIndex
