@@ -257,7 +257,7 @@ def budgeted(
     was unavailable. Returns the chunks, every hit's action, and each chunk's.
     """
     texts: dict[str, str] = {}
-    maps: dict[str, SentenceMap] = {}
+    sources: dict[str, Source] = {}
     spans: list[tuple[str, int, int]] = []
     why: list[str] = []
     for rank, hit in enumerate(kept):
@@ -269,10 +269,10 @@ def budgeted(
             spans.append((key, 0, len(chunk.text)))
         else:
             texts.setdefault(chunk.doc_id, source.text)
-            if chunk.doc_id not in maps:
-                maps[chunk.doc_id] = _sentence_map(source, q, embedder)
+            sources.setdefault(chunk.doc_id, source)
             spans.append((chunk.doc_id, chunk.start, chunk.end))
         why.append(reason)
+    maps = _sentence_maps(sources, spans, q, embedder)
     asks = [
         (c.damaged(delta) and "start" in c.sides, c.damaged(delta) and "end" in c.sides)
         for c in found
@@ -377,18 +377,44 @@ def budgeted(
     return chunks, ordered + dropped, [actions[region.hits[0]] for region in regions]
 
 
-def _sentence_map(source: Source, q: np.ndarray, embedder: Any) -> SentenceMap:
-    """The source's sentences and their cosine with the query: what an extension is worth.
+NEAR = 8
+"""Sentences each side of a hit whose relevance is computed when a source has no vectors."""
 
-    The index's sentence vectors, else ``embedder``'s.
+
+def _sentence_maps(
+    sources: dict[str, Source],
+    spans: list[tuple[str, int, int]],
+    q: np.ndarray,
+    embedder: Any,
+) -> dict[str, SentenceMap]:
+    """Each source's sentences and their cosine with the query: what an extension is worth.
+
+    From the index's sentence vectors; a source without them (``sources=``) has only the
+    sentences within :data:`NEAR` of its hits embedded, all documents in one call (the
+    others are unknown, ``-inf``: only a hit's decayed value can bring them in).
     """
-    spans = source.sentences
-    if source.vectors is not None:
-        vectors = np.asarray(source.vectors, np.float32)
-    else:
-        vectors = np.asarray(embedder.embed([s.of(source.text) for s in spans]), np.float32)
-    return SentenceMap(
-        np.asarray([s.start for s in spans], np.int64),
-        np.asarray([s.end for s in spans], np.int64),
-        (vectors @ np.asarray(q, np.float32)).astype(np.float64),
-    )
+    maps: dict[str, SentenceMap] = {}
+    todo: list[tuple[str, int]] = []
+    for doc_id, source in sources.items():
+        sentences = source.sentences
+        relevance = np.full(len(sentences), -np.inf)
+        if source.vectors is not None:
+            relevance = np.asarray(source.vectors, np.float32) @ np.asarray(q, np.float32)
+        else:
+            near: set[int] = set()
+            for d, start, end in spans:
+                if d == doc_id:
+                    a, b = covering_sentences(sentences, start, end)
+                    near.update(range(max(0, a - NEAR), min(len(sentences), b + NEAR)))
+            todo += [(doc_id, i) for i in sorted(near)]
+        maps[doc_id] = SentenceMap(
+            np.asarray([s.start for s in sentences], np.int64),
+            np.asarray([s.end for s in sentences], np.int64),
+            np.asarray(relevance, np.float64),
+        )
+    if todo:
+        texts = [sources[d].sentences[i].of(sources[d].text) for d, i in todo]
+        sims = np.asarray(embedder.embed(texts), np.float32) @ np.asarray(q, np.float32)
+        for (doc_id, i), sim in zip(todo, sims.tolist(), strict=True):
+            maps[doc_id].relevance[i] = sim
+    return maps

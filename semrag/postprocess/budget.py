@@ -35,7 +35,8 @@ Cost = Callable[[str, int, int], int]
 
 @dataclass(frozen=True, slots=True)
 class SentenceMap:
-    """A document's sentences: sorted ``starts`` / ``ends`` and each one's query relevance."""
+    """A document's sentences: sorted ``starts`` / ``ends`` and each one's query relevance
+    (``-inf``: not computed; such a sentence joins only through a hit's decayed value)."""
 
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
@@ -169,6 +170,8 @@ def _best_extension(
                 k = doc.after(own_start) if before else doc.before(own_end)
                 away = abs((k if k is not None else j) - j)
                 value = max(value, values[owner] * decay**away)
+            if not np.isfinite(value):  # a sentence whose relevance was not computed
+                continue
             if best is None or value > best[0]:
                 best = (value, i, lo, hi)
     return best

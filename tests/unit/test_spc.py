@@ -427,3 +427,19 @@ def test_a_context_budget_puts_each_hit_first_and_grows_it_by_what_it_is_worth()
     big = SPC(index, context=len(text), audit=False, refine=False).process(query, [cut, other])
     assert [c.chunk.text for c in big.chunks] == [text]  # every hit, merged: nothing twice
     assert [a.action for a in big.actions][1] == "merged"
+
+
+def test_a_context_budget_over_sources_embeds_only_the_sentences_near_the_hits():
+    from tests.counting import CountingEmbedder
+
+    emb = CountingEmbedder()
+    text = " ".join(f"Sentence {i} talks about topic {i} at length." for i in range(400))
+    start = text.index("Sentence 200 ")
+    hit = ScoredChunk(Chunk("long", start, start + 30, text[start : start + 30], 6), 1.0)
+    spc = SPC(sources={"long": text}, embedder=emb, context=400, refine=False)
+    result = spc.process("What does sentence 200 talk about?", [hit])
+    sentences = [t for t in emb.embedded if t.startswith("Sentence ")]
+    assert 0 < len(sentences) <= 2 * 8 + 2  # the hit's sentences and 8 each side, not 400
+    (out,) = result.chunks
+    assert out.chunk.start <= start and start + 30 <= out.chunk.end
+    assert text[out.chunk.start : out.chunk.end] == out.chunk.text and len(out.chunk.text) <= 400
