@@ -143,7 +143,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Remove the document ``ref_doc_id`` and all its nodes (absent: nothing happens)."""
-        self._index.delete_many([ref_doc_id])
+        self._index.delete([ref_doc_id])
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Async twin of :meth:`delete` (off the event loop)."""
@@ -165,7 +165,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
         left, emptied = remove_pieces(self._index.chunks(), gone, NODE_KEY)
         if left:
             self._index.add_chunks(left, on_conflict="replace")
-        self._index.delete_many(emptied)
+        self._index.delete(emptied)
 
     async def adelete_nodes(
         self,
@@ -178,7 +178,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
 
     def clear(self) -> None:
         """Remove every node."""
-        self._index.delete_many(self._index.doc_ids)
+        self._index.delete(self._index.doc_ids)
 
     async def aclear(self) -> None:
         """Async twin of :meth:`clear`."""

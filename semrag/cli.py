@@ -141,7 +141,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         chunker, embedder, ssg=args.ssg, passages=True, show_progress=args.progress
     )
     index.add_documents(docs)
-    out = index.save(args.out)
+    out = index.save(args.out, overwrite=True)  # a build from the sources replaces a save
     n_chunks = len(index.chunks())
     print(f"indexed {len(docs)} documents, {n_chunks} chunks -> {out}")
     if args.graph != "none":

@@ -14,6 +14,7 @@ mean "you passed a bad value" also derive from the matching builtin, so callers'
       + EmbeddingError                    an embedder returned the wrong shape or non-finite values
       + StoreError
       |  - StoreUnavailableError          a graph store cannot be reached
+      |  - SaveConflictError              another writer saved the directory since this one read it
       + LLMError
          - LLMOutputError (ValueError)    an LLM reply that is not the JSON asked for
 """
@@ -30,6 +31,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFittedError",
     "NotIndexedError",
+    "SaveConflictError",
     "SemragError",
     "StoreError",
     "StoreUnavailableError",
@@ -76,6 +78,24 @@ class StoreError(SemragError):
 
 class StoreUnavailableError(StoreError):
     """A store cannot be reached (server down, wrong address or credentials)."""
+
+
+class SaveConflictError(StoreError):
+    """A save would publish over a version of the directory that its writer never saw.
+
+    Another process (or another index) saved the directory since this index was loaded
+    from it or last saved it; nothing was published. Load the directory again, apply the
+    changes again and save, or save with ``overwrite=True`` to replace it.
+
+    Attributes:
+        current: the version the directory publishes now.
+        base: the version the refused save was based on (``None``: none of it).
+    """
+
+    def __init__(self, message: str, *, current: int, base: int | None) -> None:
+        super().__init__(message)
+        self.current = current
+        self.base = base
 
 
 class LLMError(SemragError):

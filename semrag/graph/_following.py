@@ -29,7 +29,7 @@ from semrag.graph._graph_rows import (
 from semrag.graph.extract import merge_extractions
 from semrag.graph.ledger import GraphDiff, GraphLedger
 from semrag.graph.types import Entity, EntityNameSearch
-from semrag.index.storage.persist import atomic_directory, read_manifest
+from semrag.index.storage.persist import Saved, atomic_directory, load_saved
 
 if TYPE_CHECKING:
     from semrag.index.change import Change, IndexedDocument
@@ -169,7 +169,8 @@ class GraphFollower:
 
         manifest = {"kind": LEDGER_KIND, "format_version": 1, "library_version": __version__}
         spelled, vectors = self.ledger.name_vectors()
-        with atomic_directory(directory, manifest) as tmp:
+        with atomic_directory(directory, manifest) as draft:
+            tmp = draft.folder
             (tmp / "ledger.json").write_text(
                 json.dumps(self.ledger.to_json(), ensure_ascii=False), encoding="utf-8"
             )
@@ -192,18 +193,23 @@ class GraphFollower:
         """
         from semrag._version import __version__
 
-        directory = Path(directory)
-        read_manifest(directory, kind=LEDGER_KIND, format_version=1, library_version=__version__)
-        try:
-            data = json.loads((directory / "ledger.json").read_text(encoding="utf-8"))
-            names = None
-            if (directory / "names.json").exists():  # older saves: names are embedded again
-                spelled = json.loads((directory / "names.json").read_text(encoding="utf-8"))
-                names = (spelled, np.load(directory / "names.npy", allow_pickle=False))
-            ledger = GraphLedger.from_json(data, embedder, names)
-            settings = None
-            if (directory / "communities.json").exists():
-                settings = json.loads((directory / "communities.json").read_text("utf-8"))
-        except (KeyError, TypeError, ValueError, OSError) as exc:
-            raise StoreError(f"{directory} does not hold a consistent ledger ({exc})") from exc
+        def read(saved: Saved) -> tuple[GraphLedger, dict[str, Any] | None]:
+            folder = saved.folder
+            try:
+                data = json.loads((folder / "ledger.json").read_text(encoding="utf-8"))
+                names = None
+                if (folder / "names.json").exists():  # older saves: names are embedded again
+                    spelled = json.loads((folder / "names.json").read_text(encoding="utf-8"))
+                    names = (spelled, np.load(folder / "names.npy", allow_pickle=False))
+                ledger = GraphLedger.from_json(data, embedder, names)
+                settings = None
+                if (folder / "communities.json").exists():
+                    settings = json.loads((folder / "communities.json").read_text("utf-8"))
+            except (KeyError, TypeError, ValueError, OSError) as exc:
+                raise StoreError(f"{folder} does not hold a consistent ledger ({exc})") from exc
+            return ledger, settings
+
+        ledger, settings = load_saved(
+            directory, read, kind=LEDGER_KIND, format_version=1, library_version=__version__
+        )
         return cls(store, embedder, ledger, extractor), settings

@@ -23,7 +23,7 @@ from semrag.graph.types import (
     Subgraph,
     entity_key,
 )
-from semrag.index.storage.persist import atomic_directory, read_manifest
+from semrag.index.storage.persist import Saved, atomic_directory, load_saved
 
 __all__ = ["InMemoryGraphStore"]
 
@@ -418,7 +418,8 @@ class InMemoryGraphStore:
             "format_version": _FORMAT,
             "library_version": __version__,
         }
-        with atomic_directory(directory, manifest) as tmp:
+        with atomic_directory(directory, manifest) as draft:
+            tmp = draft.folder
             for name, rows in data.items():
                 (tmp / f"{name}.json").write_text(json.dumps(rows, ensure_ascii=False), "utf-8")
             if report_vectors is not None:
@@ -430,13 +431,18 @@ class InMemoryGraphStore:
         """Load a store written by :meth:`save` (checksums verified)."""
         from semrag._version import __version__
 
-        directory = Path(directory)
-        read_manifest(
-            directory, kind="graph_store", format_version=_FORMAT, library_version=__version__
+        return load_saved(
+            directory,
+            cls._read,
+            kind="graph_store",
+            format_version=_FORMAT,
+            library_version=__version__,
         )
 
+    @classmethod
+    def _read(cls, saved: Saved) -> InMemoryGraphStore:
         def rows(name: str) -> list[dict]:
-            return json.loads((directory / f"{name}.json").read_text("utf-8"))
+            return json.loads((saved.folder / f"{name}.json").read_text("utf-8"))
 
         store = cls()
         store.upsert(
@@ -447,7 +453,7 @@ class InMemoryGraphStore:
                 for r in rows("mentions")
             ],
         )
-        vectors = directory / "report_vectors.npy"
+        vectors = saved.folder / "report_vectors.npy"
         store.write_communities(
             [Community(**{**r, "entity_ids": tuple(r["entity_ids"])}) for r in rows("communities")],
             report_vectors=np.load(vectors, allow_pickle=False) if vectors.exists() else None,

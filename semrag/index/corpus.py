@@ -302,15 +302,20 @@ class Corpus:
             raise failed
         return change
 
-    def restore(self, records: Sequence[IndexedDocument], next_id: int) -> None:
-        """Hold the records of a saved index (a fresh corpus: version 1, or 0 when empty)."""
+    def restore(
+        self, records: Sequence[IndexedDocument], next_id: int, version: int | None = None
+    ) -> None:
+        """Hold the records of a saved index, at the version it was saved at.
+
+        Saves before the version was recorded restore as version 1 (0 when empty).
+        """
         if self._entries or self._version:
             raise ConfigError("restore() fills a fresh corpus only")
         for e in records:
             self._entries[e.id] = e
             self._chunk_by_id.update(zip(e.chunk_ids, e.chunks, strict=True))
         self._next_id = int(next_id)
-        self._version = 1 if records else 0
+        self._version = int(version) if version is not None else 1 if records else 0
 
 
 def _run_all(writes: Sequence[Callable[[], None]]) -> Exception | None:

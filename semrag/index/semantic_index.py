@@ -67,7 +67,7 @@ from semrag.index.parts.pieces import PieceIndex, check_split
 from semrag.index.parts.sparse import IDF_VARIANTS, BM25Index
 from semrag.index.parts.ssg import SSGConfig
 from semrag.index.search import IndexSearch
-from semrag.index.storage.persist import read_manifest
+from semrag.index.storage.persist import ANY_BASE, Saved, current_generation, load_saved
 from semrag.index.storage.saved import FORMAT_VERSION, KIND, restore, save_index, saved_options
 from semrag.llm import LLM
 from semrag.static_embedder import StaticEmbedder
@@ -208,6 +208,8 @@ class SemanticIndex:
             },
         )
         self.notes: list[str] = []
+        self._generations: dict[Path, int] = {}  # saved directory -> the version it holds of us
+        self._home: Path | None = None  # the directory loaded from or last saved to
         model: BaseEmbedder = (
             chunker.embedder
             if embedder is None
@@ -609,11 +611,10 @@ class SemanticIndex:
         """Async twin of :meth:`delete` (the commit runs in a worker thread)."""
         return await asyncio.to_thread(self.delete, ids)
 
-    def delete_many(self, doc_ids: Iterable[str]) -> int:
-        """Remove several documents in one change; returns how many were indexed.
+    def _delete_many(self, doc_ids: Iterable[str]) -> int:
+        """``delete_many`` of 0.2 (deprecated: :meth:`delete` takes a list of ids).
 
-        Absent ids are ignored (the vector stores' ``delete`` semantics; :meth:`delete`
-        reports them).
+        Removes several documents in one change; returns how many were indexed.
         """
         if isinstance(doc_ids, str):
             raise ConfigError("pass a list of document ids, or use delete() for one")
@@ -959,13 +960,84 @@ class SemanticIndex:
                     return
 
     # -- saving ---------------------------------------------------------------------------
-    def save(self, directory: str | Path) -> Path:
-        """Write the index to ``directory`` atomically (a versioned format, no pickle).
+    def save(self, directory: str | Path, *, overwrite: bool = False) -> Path:
+        """Publish the index as ``directory``'s next version, atomically (no pickle).
 
-        A crash during the write leaves the previous save intact (or nothing), never a
-        directory that loads with missing or corrupt parts.
+        The files are written beside the current version, then published by one atomic
+        step (:mod:`semrag.index.storage.persist`): processes loading ``directory``
+        meanwhile get the old or the new version whole, never an error, and a crash at
+        any moment leaves the last published version. Old versions are removed once no
+        load can still be reading them.
+
+        One writer at a time: a save publishes only over the version this index was
+        loaded from or last saved to ``directory`` (or into a directory holding no save),
+        so two processes writing one directory never lose each other's changes silently.
+
+        Args:
+            directory: the saved directory (created when missing).
+            overwrite: replace whatever version ``directory`` publishes (a rebuild that
+                supersedes it) instead of refusing one this index never saw.
+
+        Raises:
+            SaveConflictError: if ``directory`` publishes a version this index was not
+                loaded from and did not save (another writer saved since): load it again,
+                apply the changes again and save, or pass ``overwrite=True``.
+            StoreError: if the directory cannot be written.
+
+        Examples:
+            >>> import tempfile
+            >>> from semrag import SemanticIndex
+            >>> from semrag.testing import FakeEmbedder
+            >>> index = SemanticIndex(embedder=FakeEmbedder(dim=32))
+            >>> index.add_documents(["Bees dance.", "Rockets fly."])
+            >>> folder = tempfile.mkdtemp()
+            >>> _ = index.save(folder)
+            >>> _ = index.save(folder)  # its own save: the next version
+            >>> loaded = SemanticIndex.load(folder, embedder=FakeEmbedder(dim=32))
+            >>> loaded.version == index.version, loaded.refresh()  # nothing newer saved
+            (True, False)
         """
-        return save_index(self._reader, directory)
+        directory = Path(directory)
+        key = directory.resolve()
+        base = ANY_BASE if overwrite else self._generations.get(key)
+        generation = save_index(self._reader, directory, base)
+        self._generations[key], self._home = generation, directory
+        return directory
+
+    def refresh(self) -> bool:
+        """Move to the newest save of the directory this index was loaded from (or saved to).
+
+        For a serving process that follows an ingestion job: it reads one small file, and
+        when the directory publishes a newer version than the one this index holds, that
+        version is loaded (with this index's embedder and chunker) and swapped in as one
+        change; readers go on answering from the old version meanwhile and never see a
+        mix. Changes made in this process and not saved are replaced.
+
+        Returns:
+            Whether a newer version was loaded.
+
+        Raises:
+            ConfigError: for an index never loaded or saved, or one whose vectors are in
+                the user's vector store (load it again instead).
+            StoreError: if the newer save is damaged (the index stays as it was).
+        """
+        if self._home is None:
+            raise ConfigError(
+                "refresh() follows the directory an index was loaded from; "
+                "this one was never loaded or saved"
+            )
+        if self._dense_kind == StoreBackedDense.kind:
+            raise ConfigError("an index over your vector store refreshes by loading it again")
+        home = self._home
+        if current_generation(home) == self._generations[home.resolve()]:
+            return False
+        newer = SemanticIndex.load(
+            home, embedder=self.embedder, chunker=self.chunker, theme_llm=self._ingestion.theme_llm
+        )
+        with self._corpus.writer():
+            self._adopt(newer)
+        self._generations[home.resolve()] = newer._generations[home.resolve()]
+        return True
 
     @classmethod
     def load(
@@ -978,7 +1050,11 @@ class SemanticIndex:
         dense: VectorClient | None = None,
         allow_embedder_mismatch: bool = False,
     ) -> SemanticIndex:
-        """Load an index written by :meth:`save`.
+        """Load the version of an index that ``directory`` publishes now (see :meth:`save`).
+
+        The load reads one published version whole, however many saves overlap it, and
+        never writes; the index reports the :attr:`version` it was saved at, and
+        :meth:`refresh` follows later saves.
 
         The save records the fingerprint of the model that made its vectors
         (:mod:`semrag.fingerprint`); the embedder must be that model (another model of the
@@ -1007,43 +1083,61 @@ class SemanticIndex:
         from semrag._version import __version__
 
         directory = Path(directory)
-        m = read_manifest(
-            directory, kind=KIND, format_version=FORMAT_VERSION, library_version=__version__
+
+        def read(saved: Saved) -> SemanticIndex:
+            index = cls(
+                chunker, embedder, theme_llm=theme_llm, **saved_options(saved.manifest, dense)
+            )
+            index._restore(directory, saved, dense, allow_embedder_mismatch)
+            return index
+
+        return load_saved(
+            directory, read, kind=KIND, format_version=FORMAT_VERSION, library_version=__version__
         )
+
+    def _restore(
+        self, directory: Path, saved: Saved, dense: VectorClient | None, allow_mismatch: bool
+    ) -> None:
+        """Fill this fresh index from the ``saved`` version of ``directory`` (see :meth:`load`)."""
+        m = saved.manifest
         try:
-            index = cls(chunker, embedder, theme_llm=theme_llm, **saved_options(m, dense))
-            index._adopt_fingerprint(
+            self._adopt_fingerprint(
                 m.get("fingerprint"),
                 dim=int(m["dim"]),
                 name=str(m["embedder"]),
                 what=f"the index saved in {directory}",
-                allow_mismatch=allow_embedder_mismatch,
+                allow_mismatch=allow_mismatch,
             )
             restore(
-                directory,
+                saved.folder,
                 m,
-                index._corpus,
-                index._part_set,
-                embedder=index.embedder,
-                tokenizer=index.chunker.tokenizer,
-                sentence_dtype=index._ingestion.sentence_dtype,
+                self._corpus,
+                self._part_set,
+                embedder=self.embedder,
+                tokenizer=self.chunker.tokenizer,
+                sentence_dtype=self._ingestion.sentence_dtype,
                 client=dense,
             )
-            index._publish_view()
-            index._share_vectors(())
+            self._publish_view()
+            self._share_vectors(())
         except (KeyError, IndexError, TypeError, ValueError, OSError, StoreError) as exc:
             if isinstance(exc, ConfigError):
                 raise
             raise StoreError(
-                f"{directory} does not hold a consistent index ({type(exc).__name__}: {exc}); "
-                "it was edited or written by something else"
+                f"{saved.folder} does not hold a consistent index ({type(exc).__name__}: "
+                f"{exc}); it was edited or written by something else"
             ) from exc
-        return index
+        self._generations[directory.resolve()] = saved.generation
+        self._home = directory
 
     if not TYPE_CHECKING:  # the names that moved in 0.3 still answer, with a warning
 
         def __getattr__(self, name: str) -> Any:
-            if name in MOVED_TO_READER:
+            why = "what retrievers read is on the index's reader"
+            if name == "delete_many":
+                where, value = "delete(ids)", lambda: self._delete_many
+                why = "delete takes a list of ids"
+            elif name in MOVED_TO_READER:
                 where, value = f"reader().{name}", lambda: getattr(self._reader, name)
             elif name in MOVED_TO_VIEW:
                 attr = MOVED_TO_VIEW[name]
@@ -1052,8 +1146,8 @@ class SemanticIndex:
             else:
                 raise AttributeError(f"'SemanticIndex' object has no attribute {name!r}")
             warnings.warn(
-                f"SemanticIndex.{name} moved to index.{where} in semrag 0.3 (what retrievers "
-                "read is on the index's reader); the old name goes in 0.4",
+                f"SemanticIndex.{name} moved to index.{where} in semrag 0.3 ({why}); "
+                "the old name goes in 0.4",
                 DeprecationWarning,
                 stacklevel=2,
             )

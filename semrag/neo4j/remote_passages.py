@@ -11,7 +11,9 @@ each change: only the changed documents' mentions and their new names.
 page in the index's order, and the vectors of the names they use, and assembles the same
 arrays the embedded part does (:func:`~semrag.index.parts._passage_graph.assemble`: no phrase is
 found and no name embedded). The walk then runs in process over them, so its ranking is the
-embedded one's; the chunks of a query's hits are fetched in one round trip. What a serving
+embedded one's; the chunks of a query's hits are fetched in one round trip. A later version
+reads only the documents written or removed since (a serving process follows a writer by
+delta, not by reading the graph again). What a serving
 process holds is therefore the graph's arrays (passage and phrase numbers, the transition
 matrix, one vector per phrase spelling), not the corpus.
 """
@@ -28,7 +30,7 @@ from semrag.errors import StoreError
 from semrag.index.parts._passage_graph import PassageGraph, graph_for
 from semrag.index.parts.passages import DocPhrases, NameRegistry
 from semrag.neo4j._cypher import from_bytes
-from semrag.neo4j._index_cypher import NAME_VECTORS, PASSAGE_ROWS
+from semrag.neo4j._index_cypher import FINGERPRINTS, NAME_VECTORS, PASSAGE_ROWS
 from semrag.types import Chunk
 
 __all__ = ["RemoteChunks", "RemotePassages"]
@@ -91,13 +93,21 @@ class RemotePassages:
         """The stored version the phrases were read at."""
         self.reads = 0
         """How many times the stored phrases were read (once per version a query met)."""
+        self.documents_read = 0
+        """How many documents' phrases were read in all (a new version reads its changes)."""
         self._docs: dict[str, DocPhrases] = {}
+        self._seqs: dict[str, int] = {}
         self._graph: PassageGraph | None = None
         self._lock = threading.Lock()
 
     # -- reading --------------------------------------------------------------------------
     def _fetch(self) -> None:
-        """Read every document's mentions and their names' vectors, at one stored version.
+        """Follow the stored index to its current version, reading only what changed.
+
+        A writer gives every document it writes the next ``seq``; so the documents above
+        the last ``seq`` read are the new and replaced ones, and the stored ids tell the
+        removed ones. Everything else is kept from the last read. A read that races a
+        change (a row deleted under it) is read again.
 
         Raises:
             StoreError: if the database kept changing under five reads in a row, or a
@@ -105,17 +115,41 @@ class RemotePassages:
         """
         for _ in range(_RETRIES):
             before = self.reader.current_version()
-            docs, registry = self._read_rows()
+            try:
+                docs, seqs = self._read_changes()
+            except (TypeError, KeyError, ValueError) as exc:  # a row a change removed
+                if self.reader.current_version() == before:
+                    raise StoreError(f"the stored passage graph is damaged ({exc})") from exc
+                continue
             if self.reader.current_version() == before:
-                self._docs, self.registry, self.version = docs, registry, before
+                self._docs, self._seqs, self.version = docs, seqs, before
                 self.reads += 1
                 return
         raise StoreError("the stored index changed during each of 5 reads of its passage graph")
 
-    def _read_rows(self) -> tuple[dict[str, DocPhrases], NameRegistry]:
-        reg = NameRegistry(self.reader.embedder.dim)
+    def _read_changes(self) -> tuple[dict[str, DocPhrases], dict[str, int]]:
+        session = self.reader.store.session
+        docs, seqs = dict(self._docs), dict(self._seqs)
+        last = max(seqs.values(), default=-1)
+        if docs:
+            stored = {r["id"]: int(r["seq"]) for r in session.read_rows(FINGERPRINTS)}
+            if any(seq <= last and seqs.get(i) != seq for i, seq in stored.items()):
+                docs, seqs, last = {}, {}, -1  # rewritten from scratch: read it all
+            for gone in [d for d in docs if d not in stored]:
+                del docs[gone], seqs[gone]
+        fresh, fresh_seqs = self._read_rows(last)
+        for doc_id, phrases in fresh.items():
+            docs.pop(doc_id, None)  # a replaced document moves to the end, as in the index
+            docs[doc_id] = phrases
+        seqs.update(fresh_seqs)
+        self._read_name_vectors()
+        return docs, seqs
+
+    def _read_rows(self, after: int) -> tuple[dict[str, DocPhrases], dict[str, int]]:
+        """The phrases of the documents written after ``after``, and their ``seq``."""
+        reg = self.registry  # it only grows: names of an abandoned read stay unused
         docs: dict[str, DocPhrases] = {}
-        after = -1
+        seqs: dict[str, int] = {}
         while True:
             rows = self.reader.store.session.read_rows(PASSAGE_ROWS, after=after, n=self.page)
             if not rows:
@@ -125,6 +159,7 @@ class RemotePassages:
                 chunks = by_doc.setdefault(r["doc"], [])
                 if r["id"] is not None:
                     chunks.append((int(r["id"]), int(r["start"]), sorted(r["found"])))
+                seqs[r["doc"]] = int(r["seq"])
                 after = max(after, int(r["seq"]))
             for doc_id, chunks in by_doc.items():
                 slots = [reg.slot(key) for *_, found in chunks for _, key, _ in found]
@@ -140,17 +175,23 @@ class RemotePassages:
                 )
             if len(by_doc) < self.page:
                 break
+        self.documents_read += len(docs)
+        return docs, seqs
+
+    def _read_name_vectors(self) -> None:
+        """Read the vectors of the names registered since the last read."""
+        reg = self.registry
+        new = reg.names[reg.vectors.n :]
         vectors: dict[str, np.ndarray] = {}
-        for lo in range(0, len(reg.names), 10_000):
-            batch = reg.names[lo : lo + 10_000]
+        for lo in range(0, len(new), 10_000):
+            batch = new[lo : lo + 10_000]
             for r in self.reader.store.session.read_rows(NAME_VECTORS, names=batch):
                 vectors[r["name"]] = from_bytes(r["vec"])
-        missing = [n for n in reg.names if n not in vectors]
+        missing = [n for n in new if n not in vectors]
         if missing:
             raise StoreError(f"the stored phrase names {missing[:3]} have no vectors")
-        if reg.names:
-            reg.vectors.append(np.stack([vectors[n] for n in reg.names]).astype(np.float32))
-        return docs, reg
+        if new:
+            reg.vectors.append(np.stack([vectors[n] for n in new]).astype(np.float32))
 
     # -- the part, as PPRRetriever reads it -----------------------------------------------
     def graph(

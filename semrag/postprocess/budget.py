@@ -35,8 +35,11 @@ Cost = Callable[[str, int, int], int]
 
 @dataclass(frozen=True, slots=True)
 class SentenceMap:
-    """A document's sentences: sorted ``starts`` / ``ends`` and each one's query relevance
-    (``-inf``: not computed; such a sentence joins only through a hit's decayed value)."""
+    """A document's sentences and each one's relevance to the query.
+
+    ``starts`` / ``ends`` are sorted; a relevance of ``-inf`` was not computed (such a
+    sentence joins only through a hit's decayed value).
+    """
 
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]

@@ -45,7 +45,7 @@ def changes(index: SemanticIndex) -> None:
     index.add_documents(
         [Document("d0", TEXTS[0] + " The hive is warm in winter.")], on_conflict="replace"
     )
-    index.delete_many(["d5", "m0"])
+    index.delete(["d5", "m0"])
 
 
 def fresh_dump(index: SemanticIndex, store) -> dict:

@@ -145,17 +145,22 @@ def test_a_serving_process_reads_the_graph_once_and_builds_nothing(graph_store, 
     IntentAwareRetriever(reader, k=5).retrieve(QUESTIONS[1])
     assert part.reads == 1
 
-    # a change the writer makes is read by the next query, and only once
+    # a change the writer makes is read by the next query, only once, and only its documents
+    read = part.documents_read
     index.add_documents(
         [Document("late", "Zed Young\nZed Young was born in Lyon.", {"title": "Zed Young"})]
     )
     hits = retriever.retrieve("Where was Zed Young born?")
     assert part.reads == 2 and part.version == index.version
+    assert part.documents_read - read == 1
     assert "late" in {h.chunk.doc_id for h in hits}
+    moved = Document("p1", "Carl Dunn\nCarl Dunn was born in Quito.", {"title": "Carl Dunn"})
+    index.add_documents([moved], on_conflict="replace")
     index.delete("late")
-    assert ranking(retriever.retrieve(QUESTIONS[0])) == ranking(
-        GraphRetriever(index, k=5).retrieve(QUESTIONS[0])
-    )
+    for q in QUESTIONS:  # the delta-read graph ranks as the embedded one
+        want = GraphRetriever(index, k=5).retrieve(q)
+        assert ranking(retriever.retrieve(q)) == ranking(want), q
+    assert part.documents_read - read == 2  # the replaced document; a delete reads none
 
 
 def test_iar_on_the_database_fuses_the_walk_as_its_extended_channel(graph_store):
@@ -318,3 +323,42 @@ async def test_both_frameworks_serve_the_walk_from_the_database(graph_store):
         assert got_async == got
         spans[name] = got
     assert spans["here"] == spans["there"] and spans["here"][0]
+
+
+def test_a_passage_read_that_races_a_delete_is_read_again_or_a_store_error(
+    graph_store, monkeypatch
+):
+    # A row a concurrent delete removed comes back with nulls (its seq among them); the
+    # read is retried when the stored version moved meanwhile, and a StoreError when it did
+    # not: never the raw TypeError of int(None).
+    from semrag.errors import StoreError
+    from semrag.neo4j import Neo4jIndex
+    from semrag.neo4j._index_cypher import PASSAGE_ROWS
+
+    index, _, _ = written(graph_store)
+    reader = Neo4jIndex(graph_store, embedder=CountingEmbedder())
+    part = reader.parts["passages"]
+    session = graph_store.session
+    real_rows, real_version = session.read_rows, reader.current_version
+    damaged = {"left": 1}
+    moved = {"by": 0}
+
+    def racing(query, **params):
+        rows = real_rows(query, **params)
+        if query == PASSAGE_ROWS and damaged["left"] and rows:
+            damaged["left"] -= 1
+            moved["by"] += 1  # the writer committed while this page was read
+            rows = [{**rows[0], "seq": None}, *rows[1:]]
+        return rows
+
+    monkeypatch.setattr(session, "read_rows", racing)
+    monkeypatch.setattr(reader, "current_version", lambda: real_version() + moved["by"])
+    hits = GraphRetriever(reader, k=5).retrieve(QUESTIONS[0])
+    assert ranking(hits) == ranking(GraphRetriever(index, k=5).retrieve(QUESTIONS[0]))
+    assert part.reads == 1 and damaged["left"] == 0
+
+    damaged["left"] = 1
+    stale = Neo4jIndex(graph_store, embedder=CountingEmbedder())
+    monkeypatch.setattr(stale, "current_version", real_version)  # nothing moved: damage
+    with pytest.raises(StoreError, match="damaged"):
+        GraphRetriever(stale, k=5).retrieve(QUESTIONS[0])

@@ -140,7 +140,7 @@ def test_neo4j_dense_channel_round_trips_and_checks_dimensions(neo4j, tmp_path):
         Neo4jVectorClient(store, DIM + 1)  # the database's index has DIM
     with pytest.raises(ConfigError, match="dimension"):
         client.search([0.0] * (DIM + 1), 3)
-    index.delete_many(index.doc_ids)
+    index.delete(index.doc_ids)
     assert client.search(emb.embed(["bees"])[0], 10) == []  # deletes reached the store
 
 

@@ -166,7 +166,7 @@ def test_split_false_indexes_each_document_whole():
     assert_exact(index)
 
 
-def test_filtered_search_is_exact_and_delete_many_is_one_change():
+def test_filtered_search_is_exact_and_a_delete_of_many_is_one_change():
     index = fresh()
     index.add_documents(
         [Document(f"d{i}", f"Bees number {i} dance.", {"even": i % 2 == 0}) for i in range(10)],
@@ -184,10 +184,12 @@ def test_filtered_search_is_exact_and_delete_many_is_one_change():
     assert sorted(h.chunk.doc_id for h in odd) == [f"d{i}" for i in (1, 3, 5, 7, 9)]
     assert index.search("bees", k=3, filter={"even": "no"}) == []
     version = index.version
-    assert index.delete_many(["d0", "d1", "missing"]) == 2
+    assert index.delete(["d0", "d1", "missing"]) is False  # one id was not indexed
     assert index.version == version + 1
     assert "d0" not in index and len(index) == 8
-    with pytest.raises(TypeError):
+    with pytest.warns(DeprecationWarning, match=r"delete_many moved to index.delete\(ids\)"):
+        assert index.delete_many(["d2", "missing"]) == 1
+    with pytest.raises(TypeError), pytest.warns(DeprecationWarning):
         index.delete_many("d2")
 
 

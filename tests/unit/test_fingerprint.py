@@ -16,6 +16,7 @@ from semrag.fingerprint import (
     EmbedderFingerprint,
     check_embedder,
 )
+from semrag.index.storage.persist import saved_folder
 from semrag.testing import FakeEmbedder
 from tests.counting import OtherFake
 
@@ -135,7 +136,7 @@ def test_the_override_loads_notes_it_and_keeps_the_saved_fingerprint(tmp_path):
 
 def test_the_manifest_records_the_model_by_name_without_a_path(tmp_path):
     built(tmp_path, FakeEmbedder(dim=32))
-    m = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    m = json.loads((saved_folder(tmp_path / "idx") / "manifest.json").read_text())
     assert m["embedder"] == "FakeEmbedder(dim=32)"
     assert EmbedderFingerprint.from_dict(m["fingerprint"]).matches(
         EmbedderFingerprint.of(FakeEmbedder(dim=32))

@@ -13,6 +13,7 @@ from semrag import Document, SemanticChunker, SemanticIndex
 from semrag.errors import ConfigError, DocumentConflictError, EmbeddingError, StoreError
 from semrag.index import BM25Index, DenseIndex, SSGConfig
 from semrag.index.storage import persist
+from semrag.index.storage.persist import saved_folder
 from semrag.testing import FakeEmbedder, FakeLLM
 
 CATS = "The cat sat on the mat. The cat chased a mouse. The cat slept in the sun."
@@ -425,9 +426,9 @@ def test_load_checks_dimension_and_format(tmp_path):
     make_index().save(tmp_path / "idx")
     with pytest.raises(ConfigError, match="256-dimensional"):
         SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=32))
-    m = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    m = json.loads((saved_folder(tmp_path / "idx") / "manifest.json").read_text())
     m["format_version"] = 99
-    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(m))
+    (saved_folder(tmp_path / "idx") / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(ConfigError, match="upgrade"):
         SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder())
     with pytest.raises(ConfigError, match="no saved"):
@@ -436,7 +437,7 @@ def test_load_checks_dimension_and_format(tmp_path):
 
 def test_corrupt_file_is_detected(tmp_path):
     make_index().save(tmp_path / "idx")
-    with open(tmp_path / "idx" / "documents.jsonl", "a") as f:
+    with open(saved_folder(tmp_path / "idx") / "documents.jsonl", "a") as f:
         f.write("garbage\n")
     with pytest.raises(StoreError, match="corrupt"):
         SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder())
@@ -463,7 +464,9 @@ def test_crash_before_manifest_is_not_loadable(tmp_path, monkeypatch):
     monkeypatch.setattr(persist, "_fsync_dir", lambda p: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         make_index().save(tmp_path / "idx")
-    assert not (tmp_path / "idx").exists()
+    assert [p.name for p in (tmp_path / "idx").iterdir()] == []  # nothing published or left
+    with pytest.raises(ConfigError, match="no saved"):
+        SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder())
 
 
 async def test_async_add_and_search_equal_sync():

@@ -27,6 +27,7 @@ from semrag.errors import StoreError
 from semrag.index import SSGConfig
 from semrag.index.change import Change, IndexedDocument
 from semrag.index.parts.live_ssg import LiveSSG
+from semrag.index.storage.persist import saved_folder
 from semrag.testing import FakeEmbedder
 from tests.unit.test_living_index import indexed_document
 
@@ -296,7 +297,7 @@ def test_semantic_index_keeps_the_approximate_graph_through_changes_and_saves(tm
     graph = back.reader().ssg_view().graph
     assert graph.doc_ids == ["t1", "t2", "t3"]
     assert (graph.csr()[3] == 1).any()  # inter-document edges exist
-    (tmp_path / "idx" / "ssg_ann_dead.npy").write_bytes(b"\x93NUMPY broken")
+    (saved_folder(tmp_path / "idx") / "ssg_ann_dead.npy").write_bytes(b"\x93NUMPY broken")
     with pytest.raises(StoreError):
         SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=32))
 
@@ -364,7 +365,7 @@ def test_a_node_index_saved_in_another_dtype_is_a_typed_error(tmp_path):
     index = SemanticIndex(embedder=FakeEmbedder(dim=32), ssg=cfg)
     index.add_documents([Document(f"t{i}", t) for i, t in enumerate(TEXTS)])
     index.save(tmp_path / "idx")
-    manifest = tmp_path / "idx" / "manifest.json"
+    manifest = saved_folder(tmp_path / "idx") / "manifest.json"
     m = json.loads(manifest.read_text())
     m["ssg"]["vector_dtype"] = "float32"  # the manifest now disagrees with ssg_ann.faiss
     manifest.write_text(json.dumps(m))

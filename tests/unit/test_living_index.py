@@ -33,6 +33,7 @@ from semrag.index.change import Change, IndexedDocument, IndexPart
 from semrag.index.parts.knn import merge_top, top_neighbours
 from semrag.index.parts.live_ssg import LiveSSG
 from semrag.index.parts.ssg import window_ranges
+from semrag.index.storage.persist import saved_folder
 from semrag.retrieval import (
     ALGORITHMS,
     CommunityRetriever,
@@ -445,7 +446,7 @@ class LivingIndex(RuleBasedStateMachine):
         """Move to the other model: the graph, which embeds names, is built again after."""
         self.kg.detach()
         with pytest.raises(EmbedderMismatchError):  # its save names the old model
-            self.index.save(self.tmp / "before")
+            self.index.save(self.tmp / "before", overwrite=True)
             SemanticIndex.load(self.tmp / "before", embedder=MODELS[1 - self.model](dim=32))
         self.model = 1 - self.model
         self.index.reembed(MODELS[self.model](dim=32))
@@ -833,7 +834,7 @@ def test_a_saved_graph_resumes_following_and_catches_up(tmp_path):
     assert graph_table(resumed) == fresh_table()
     loaded.delete("s2")  # and it follows from here on
     assert graph_table(resumed) == fresh_table()
-    (tmp_path / "ledger" / "ledger.json").write_text("{}", encoding="utf-8")
+    (saved_folder(tmp_path / "ledger") / "ledger.json").write_text("{}", encoding="utf-8")
     with pytest.raises(StoreError):  # a damaged ledger is a typed error
         KnowledgeGraph.resume(loaded, InMemoryGraphStore(), tmp_path / "ledger")
 
@@ -896,7 +897,7 @@ def test_entity_vectors_are_kept_per_change_and_saved_with_the_ledger(tmp_path):
     assert_entity_vectors(plain, embedder, new)
     plain.detach()
 
-    np.save(tmp_path / "ledger" / "names.npy", np.zeros((2, 5)))  # a damaged save
+    np.save(saved_folder(tmp_path / "ledger") / "names.npy", np.zeros((2, 5)))  # damaged
     with pytest.raises(StoreError):
         KnowledgeGraph.resume(index, InMemoryGraphStore(), tmp_path / "ledger")
 

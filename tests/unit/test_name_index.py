@@ -17,6 +17,7 @@ from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreError
 from semrag.graph import KnowledgeGraph
 from semrag.graph._name_index import NameIndex
+from semrag.index.storage.persist import saved_folder
 from semrag.testing import FakeEmbedder
 
 DIM = 32
@@ -118,14 +119,18 @@ def test_the_name_search_is_saved_with_the_ledger_and_checked(tmp_path):
     index.add_documents([Document("s0", STORIES[0])])
     kg = KnowledgeGraph.build(index, communities=False, name_search="hnsw")
     kg.save_ledger(tmp_path / "ledger")
-    data = json.loads((tmp_path / "ledger" / "ledger.json").read_text(encoding="utf-8"))
+    data = json.loads(
+        (saved_folder(tmp_path / "ledger") / "ledger.json").read_text(encoding="utf-8")
+    )
     assert data["name_search"] == "hnsw"
     kg.detach()
     back = KnowledgeGraph.resume(index, kg.store, tmp_path / "ledger")
     assert back.held_bytes()["their HNSW index"] > 0
     back.detach()
     data["name_search"] = "fuzzy"
-    (tmp_path / "ledger" / "ledger.json").write_text(json.dumps(data), encoding="utf-8")
+    (saved_folder(tmp_path / "ledger") / "ledger.json").write_text(
+        json.dumps(data), encoding="utf-8"
+    )
     with pytest.raises(StoreError):
         KnowledgeGraph.resume(index, kg.store, tmp_path / "ledger")
     with pytest.raises(ConfigError, match="name_search"):

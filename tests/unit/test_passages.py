@@ -15,7 +15,7 @@ import semrag.retrieval.ppr as ppr_module
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreError
 from semrag.fingerprint import PROBE_TEXTS
-from semrag.index.storage.persist import _sha256
+from semrag.index.storage.persist import _sha256, saved_folder
 from semrag.retrieval import PPRRetriever
 from semrag.testing import FakeEmbedder
 from tests.unit.test_ppr import DOCS, QUESTION
@@ -35,6 +35,10 @@ class CountingEmbedder(FakeEmbedder):
     def _embed_batch(self, texts):
         self.batches.append(list(texts))
         return super()._embed_batch(texts)
+
+
+def ix(tmp_path):
+    return saved_folder(tmp_path / "ix")
 
 
 def ranked(index: SemanticIndex, **options) -> list[list[tuple[str, int, float]]]:
@@ -118,13 +122,11 @@ def test_a_loaded_index_answers_its_first_query_without_finding_a_phrase_or_asse
     index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
     want = ranked(index)
     index.save(tmp_path / "ix")
-    assert json.loads((tmp_path / "ix" / "manifest.json").read_text())["passages"] == {
-        "titles": True
-    }
+    assert json.loads((ix(tmp_path) / "manifest.json").read_text())["passages"] == {"titles": True}
     emb = CountingEmbedder()
     loaded = SemanticIndex.load(tmp_path / "ix", embedder=emb)
 
-    assert (tmp_path / "ix" / "passage_graph.npz").exists()  # the graph a query assembled
+    assert (ix(tmp_path) / "passage_graph.npz").exists()  # the graph a query assembled
 
     def no_rebuild(*args, **kwargs):
         raise AssertionError("a passage's phrases were found again")
@@ -163,7 +165,7 @@ def test_enable_builds_the_part_on_a_populated_index_and_it_follows(tmp_path):
 def test_an_index_without_the_part_saves_and_loads_without_it(tmp_path):
     index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
     index.save(tmp_path / "ix")
-    assert not (tmp_path / "ix" / "passages.npz").exists()
+    assert not (ix(tmp_path) / "passages.npz").exists()
     loaded = SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
     assert "passages" not in loaded.parts and ranked(loaded) == ranked(index)
 
@@ -171,12 +173,12 @@ def test_an_index_without_the_part_saves_and_loads_without_it(tmp_path):
 def test_phrases_that_do_not_match_the_index_are_refused(tmp_path):
     index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
     index.save(tmp_path / "ix")
-    arrays = dict(np.load(tmp_path / "ix" / "passages.npz"))
+    arrays = dict(np.load(ix(tmp_path) / "passages.npz"))
     arrays["counts"] = arrays["counts"][:-1]
-    np.savez(tmp_path / "ix" / "passages.npz", **arrays)
-    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
-    manifest["files"]["passages.npz"] = _sha256(tmp_path / "ix" / "passages.npz")  # no checksum
-    (tmp_path / "ix" / "manifest.json").write_text(json.dumps(manifest))  # error: a real mismatch
+    np.savez(ix(tmp_path) / "passages.npz", **arrays)
+    manifest = json.loads((ix(tmp_path) / "manifest.json").read_text())
+    manifest["files"]["passages.npz"] = _sha256(ix(tmp_path) / "passages.npz")  # no checksum
+    (ix(tmp_path) / "manifest.json").write_text(json.dumps(manifest))  # error: a real mismatch
     with pytest.raises(StoreError, match="passage phrases"):
         SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
 
@@ -190,7 +192,7 @@ def test_kept_phrases_after_any_changes_equal_a_fresh_build(steps):
     index = SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True)
     for doc_id, text in steps:  # None deletes
         if text is None:
-            index.delete_many([doc_id])
+            index.delete([doc_id])
         else:
             index.add_documents([Document(doc_id, text)], on_conflict="replace")
     fresh = SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True)

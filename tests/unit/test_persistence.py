@@ -1,15 +1,14 @@
-"""Saves: every damaged save is a typed error at load; a kill at any step of a save leaves
-the old or the new save, and load finds it; HNSW indexes round-trip."""
+"""Saves: every damaged save is a typed error at load; a 0.2 save loads; a load overtaken by
+saves reads the current version; a reader follows newer saves; HNSW indexes round-trip.
+
+(Several processes and kills: tests/processes/test_shared_directory.py.)"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import signal
-import subprocess
-import sys
-import textwrap
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +16,12 @@ import pytest
 
 from semrag import Document, SemanticChunker, SemanticIndex
 from semrag.errors import ConfigError, StoreError
+from semrag.index import semantic_index as semantic_index_mod
+from semrag.index.storage import persist
+from semrag.index.storage import saved as saved_mod
+from semrag.index.storage.persist import saved_folder
 from semrag.testing import FakeEmbedder
 
-STEPS = ["files_written", "manifest_written", "old_moved_aside", "new_moved_in", "cleaned"]
 DOCS = {
     "cats": "The cat sat on the mat. The cat chased a mouse.",
     "dogs": "The dog barked at the mailman. The dog chased a ball.",
@@ -40,14 +42,14 @@ def load(path: Path) -> SemanticIndex:
 
 
 def edit_manifest(path: Path, change) -> None:
-    manifest_path = path / "manifest.json"
+    manifest_path = saved_folder(path) / "manifest.json"
     m = json.loads(manifest_path.read_text())
     change(m)
     manifest_path.write_text(json.dumps(m))
 
 
 def rehash(path: Path, name: str) -> None:
-    digest = hashlib.sha256((path / name).read_bytes()).hexdigest()
+    digest = hashlib.sha256((saved_folder(path) / name).read_bytes()).hexdigest()
     edit_manifest(path, lambda m: m["files"].__setitem__(name, digest))
 
 
@@ -73,7 +75,7 @@ def rehash(path: Path, name: str) -> None:
 )
 def test_a_damaged_manifest_or_file_is_a_typed_error(tmp_path, damage, error, message):
     make_index().save(tmp_path / "idx")
-    damage(tmp_path / "idx")
+    damage(saved_folder(tmp_path / "idx"))
     with pytest.raises(error, match=message):
         load(tmp_path / "idx")
 
@@ -81,8 +83,10 @@ def test_a_damaged_manifest_or_file_is_a_typed_error(tmp_path, damage, error, me
 def test_a_hand_edited_consistent_looking_save_fails_at_load_not_at_search(tmp_path):
     path = tmp_path / "idx"
     make_index().save(path)
-    lines = (path / "documents.jsonl").read_text().splitlines(keepends=True)
-    (path / "documents.jsonl").write_text("".join(lines[1:]))  # one document line dropped
+    lines = (saved_folder(path) / "documents.jsonl").read_text().splitlines(keepends=True)
+    (saved_folder(path) / "documents.jsonl").write_text(
+        "".join(lines[1:])
+    )  # one document line dropped
     rehash(path, "documents.jsonl")  # and the checksum fixed up by hand
     with pytest.raises(StoreError, match="consistent index"):
         load(path)
@@ -99,72 +103,64 @@ def test_hnsw_index_round_trips(tmp_path):
     index = make_index(dense="hnsw")
     before = [(h.chunk, round(h.score, 5)) for h in index.search("dog ball", k=3)]
     index.save(tmp_path / "idx")
-    assert (tmp_path / "idx" / "dense.faiss").exists()
+    assert (saved_folder(tmp_path / "idx") / "dense.faiss").exists()
     loaded = load(tmp_path / "idx")
     assert [(h.chunk, round(h.score, 5)) for h in loaded.search("dog ball", k=3)] == before
     loaded.add_documents([Document("birds", "Birds sing at dawn. Birds fly south.")])
     assert loaded.search("birds sing", k=1)[0].chunk.doc_id == "birds"
 
 
-KILLER = textwrap.dedent(
-    """
-    import os, signal, sys
-    from semrag import Document, SemanticChunker, SemanticIndex
-    from semrag.index.storage import persist
-    from semrag.testing import FakeEmbedder
-
-    path, step = sys.argv[1], sys.argv[2]
-    emb = FakeEmbedder()
-    index = SemanticIndex.load(path, embedder=emb)
-    index.add_documents([Document("birds", "Birds sing at dawn. Birds fly south.")])
-
-    def die(name):
-        if name == step:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    persist._step = die
-    index.save(path)
-    """
-)
-
-
-@pytest.mark.parametrize("step", STEPS)
-def test_a_kill_at_any_step_of_save_leaves_a_loadable_save(tmp_path, step):
-    path = tmp_path / "idx"
-    make_index().save(path)
-    proc = subprocess.run(
-        [sys.executable, "-c", KILLER, str(path), step],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-    loaded = load(path)
-    old, new = sorted(DOCS), sorted([*DOCS, "birds"])
-    assert sorted(loaded.doc_ids) in (old, new)
-    if STEPS.index(step) >= STEPS.index("old_moved_aside"):
-        assert sorted(loaded.doc_ids) == new  # the new save was complete: it wins
-    else:
-        assert sorted(loaded.doc_ids) == old
-    assert [h.chunk.doc_id for h in loaded.search("cat mouse", k=1)] == ["cats"]
-    leftovers = [p for p in os.listdir(tmp_path) if p.startswith(".idx")]
-    assert leftovers == [], "load must clean up a dead writer's leftovers"
-
-
-def test_leftovers_of_a_running_writer_are_left_alone(tmp_path):
-    path = tmp_path / "idx"
-    make_index().save(path)
-    busy = tmp_path / f".idx.tmp-{os.getpid()}-inprogress"
-    busy.mkdir()
-    load(path)
-    assert busy.exists()
-
-
-def test_vectors_survive_a_recovered_save(tmp_path):
+def test_a_save_of_semrag_0_2_loads_and_the_next_save_moves_it(tmp_path):
     path = tmp_path / "idx"
     index = make_index()
     index.save(path)
-    os.replace(path, tmp_path / ".idx.old-999999999-x")  # as if killed between the renames
+    for f in saved_folder(path).iterdir():  # the 0.2 layout: the files in the directory
+        os.replace(f, path / f.name)
+    shutil.rmtree(path / "v1")
+    (path / "CURRENT").unlink()
+    assert persist.current_generation(path) == 0
     loaded = load(path)
     np.testing.assert_array_equal(loaded.reader().dense.vectors, index.reader().dense.vectors)
+    loaded.save(path)
+    assert sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) == ["CURRENT", "v1"]
+    assert sorted(load(path).doc_ids) == sorted(DOCS)
+
+
+def test_a_load_whose_version_is_removed_under_it_reads_the_current_one(tmp_path, monkeypatch):
+    path = tmp_path / "idx"
+    index = make_index()
+    index.save(path)
+    writer = load(path)
+    writer.add_documents([Document("birds", "Birds sing at dawn.")])
+    monkeypatch.setattr(persist, "GRACE_S", 0.0)
+    monkeypatch.setattr(persist, "KEEP", 1)
+    real = saved_mod.restore
+
+    def overtaken(folder, *args, **kwargs):  # a writer publishes and collects mid-load
+        if folder.name == "v1":
+            writer.save(path)
+            assert not folder.exists()
+        return real(folder, *args, **kwargs)
+
+    monkeypatch.setattr(semantic_index_mod, "restore", overtaken)
+    loaded = load(path)
+    assert (loaded.version, sorted(loaded.doc_ids)) == (writer.version, sorted([*DOCS, "birds"]))
+
+
+def test_a_loaded_index_reports_its_saved_version_and_follows_newer_saves(tmp_path):
+    path = tmp_path / "idx"
+    writer = make_index()
+    writer.save(path)
+    reader = load(path)
+    assert reader.version == writer.version
+    assert reader.refresh() is False
+    writer.add_documents([Document("birds", "Birds sing at dawn. Birds fly south.")])
+    writer.delete("cats")
+    writer.save(path)
+    assert persist.current_generation(path) == 2
+    assert reader.refresh() is True
+    assert sorted(reader.doc_ids) == ["birds", "dogs"]
+    assert reader.refresh() is False
+    assert [h.chunk.doc_id for h in reader.search("birds sing", k=1)] == ["birds"]
+    with pytest.raises(ConfigError, match="never loaded or saved"):
+        make_index().refresh()

@@ -10,6 +10,7 @@ from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, StoreError
 from semrag.graph import KnowledgeGraph
 from semrag.index.parts.pieces import PieceIndex
+from semrag.index.storage.persist import saved_folder
 from semrag.retrieval import SketchRetriever
 from semrag.testing import FakeEmbedder
 from tests.unit.test_living_index import RecordingEmbedder
@@ -111,7 +112,9 @@ def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
     )  # and it follows on
     assert table(loaded.reader().piece_index) == table(fresh_pieces(loaded))
 
-    (tmp_path / "index" / "pieces.json").write_text('{"split": [12, 3], "rows": [[0]]}')
+    (saved_folder(tmp_path / "index") / "pieces.json").write_text(
+        '{"split": [12, 3], "rows": [[0]]}'
+    )
     with pytest.raises(StoreError):
         SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder(dim=32))
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from semrag import SemanticChunker, static_embedder
 from semrag.errors import ConfigError
+from semrag.index.storage.persist import saved_folder
 from semrag.static_embedder import StaticEmbedder, packaged_static_path, segment_sums
 from semrag.testing import check_chunks
 from semrag.text.tokens import HuggingFaceTokenizer
@@ -188,7 +189,7 @@ def test_the_index_keeps_minilm_vectors_and_records_which_encoder_cut(tmp_path, 
     index = SemanticIndex(SemanticChunker())
     assert index.embedder.model_name == "all-MiniLM-L6-v2" and index.embedder.dim == 384
     index.add_documents([TEXT])
-    manifest = json.loads((index.save(tmp_path / "ix") / "manifest.json").read_text())
+    manifest = json.loads((saved_folder(index.save(tmp_path / "ix")) / "manifest.json").read_text())
     cut = EmbedderFingerprint.from_dict(manifest["boundaries"])
     assert cut.name == "static-minilm" and cut.matches(EmbedderFingerprint.of(StaticEmbedder()))
     assert not cut.matches(EmbedderFingerprint.of(minilm))

@@ -54,6 +54,7 @@ def manifest(index: IndexReader) -> dict[str, Any]:
         "chunk_vectors": index.chunk_vectors,
         "sentence_dtype": index.sentence_dtype,
         "next_id": index.corpus.next_id,
+        "version": index.corpus.version,
         "pieces": (
             None
             if (kept := parts.pieces) is None
@@ -63,10 +64,15 @@ def manifest(index: IndexReader) -> dict[str, Any]:
     }
 
 
-def save_index(index: IndexReader, directory: str | Path) -> Path:
-    """Write ``index`` to ``directory`` atomically (see :meth:`SemanticIndex.save`)."""
+def save_index(index: IndexReader, directory: str | Path, base: int | None) -> int:
+    """Publish ``index`` as ``directory``'s next version (see :meth:`SemanticIndex.save`).
+
+    Returns:
+        The number of the published version.
+    """
     corpus = index.corpus
-    with corpus.writer(), atomic_directory(directory, manifest(index)) as tmp:
+    with corpus.writer(), atomic_directory(directory, manifest(index), base=base) as draft:
+        tmp = draft.folder
         entries = corpus.records()
         with open(tmp / "documents.jsonl", "w", encoding="utf-8") as f:
             for e in entries:
@@ -82,7 +88,8 @@ def save_index(index: IndexReader, directory: str | Path) -> Path:
         with corpus.read():
             for part in index.parts.values():
                 part.save(tmp)
-    return Path(directory)
+    assert draft.generation is not None  # published
+    return draft.generation
 
 
 def _record(e: IndexedDocument) -> dict[str, Any]:
@@ -110,9 +117,13 @@ def saved_options(m: dict[str, Any], client: VectorClient | None) -> dict[str, A
     Raises:
         ConfigError: if ``client`` is given for an index saved without a vector store, or
             missing for one saved with it.
+        StoreError: if the manifest lacks the settings.
     """
-    ssg_cfg = SSGConfig(**m["ssg"]) if m["ssg"] else None
-    external = m["dense"]["kind"] == StoreBackedDense.kind
+    try:
+        ssg_cfg = SSGConfig(**m["ssg"]) if m["ssg"] else None
+        external = m["dense"]["kind"] == StoreBackedDense.kind
+    except (KeyError, TypeError) as exc:
+        raise StoreError(f"the manifest lacks or mangles {exc}: the save is corrupt") from exc
     if external != (client is not None):
         raise ConfigError(
             "this index keeps its vectors in a vector store: pass it as dense="
@@ -201,7 +212,7 @@ def restore(
         s_pos += len(spans)
         n_pos += len(ranges)
         entries.append(entry)
-    corpus.restore(entries, next_id)
+    corpus.restore(entries, next_id, m.get("version"))
     held = corpus.records()
     if m.get("pieces"):
         pieces = PieceIndex.load(
