@@ -51,6 +51,7 @@ TOPICS: list[tuple[str, tuple[str, ...]]] = [
     ("Semantic similarity graph (SSG)", ("ssg_retrieval", "ssg_scaling", "ssg_float16")),
     ("Knowledge graph, SKETCH and community search", ("graph_multihop",)),
     ("The living index", ("living_index",)),
+    ("Several processes, one saved index", ("shared_directory",)),
     ("Scale", ("scale", "hnsw_storage", "hnsw_growth", "bm25_scale", "sentence_dtype")),
     ("Neo4j", ("neo4j_backend", "neo4j_scale")),
     ("Ingestion on Ray", ("ray_ingest",)),
