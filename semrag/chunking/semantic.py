@@ -97,8 +97,8 @@ class SemanticChunker(BoundaryChunker):
             the packaged static encoder (:class:`~semrag.static_embedder.StaticEmbedder`,
             no torch) for sized chunks, the default; the packaged all-MiniLM-L6-v2 with
             ``target_tokens=None`` (the paper's rule), whose boundaries it places better
-            (``semrag[index]``). Pass ``SentenceTransformerEmbedder()`` for MiniLM
-            boundaries with sized chunks. Both load on first use, offline.
+            (``semrag[index]``). Pass ``MiniLMEmbedder()`` (:mod:`semrag.minilm`) for
+            MiniLM boundaries with sized chunks. Both load on first use, offline.
         buffer_size: sentences of context on each side of a gap (SemRAG's ``b``; the
             paper found 5 best on news and 12 on Wikipedia).
         window: ``"split"`` (default) compares ``s[i-b..i]`` with ``s[i+1..i+1+b]``, which

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from semrag._progress import bar as progress_bar
 from semrag.embeddings import BaseEmbedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.eval.bridges import first
@@ -67,7 +68,7 @@ def evaluate_splitters(
     embedder: Any = None,
     budgets: Sequence[int] = (1000, 4000),
     k: int = 5,
-    show_progress: bool = False,
+    show_progress: bool | None = None,
     baseline: str | None = None,
     difference: float = 0.02,
     resamples: int = 2000,
@@ -87,7 +88,7 @@ def evaluate_splitters(
             all-MiniLM-L6-v2.
         budgets: context budgets, in characters.
         k: the chunk count of the ``@k`` columns.
-        show_progress: a progress bar over the splitters.
+        show_progress: a progress bar over the splitters (``None``: on a terminal, outside CI).
         baseline: the splitter the others are judged against (default: the first).
         difference: the smallest difference worth telling apart; a warning says when the
             questions are too few for it (and how many would do).
@@ -136,7 +137,7 @@ def evaluate_splitters(
     )
     meters = dict(meters or {})
     chunks: dict[str, list[list[tuple[int, int]]]] = {}
-    bar = _bar(len(splitters), show_progress)
+    bar = progress_bar(len(splitters), "Evaluating splitters", "splitter", show_progress)
     for name, splitter in splitters.items():
         split = as_splitter(splitter)
         split(_WARM_UP)  # load its model outside the timing: split seconds are the work's
@@ -258,11 +259,3 @@ def _covered(spans: Sequence[tuple[int, int, int]], refs: Sequence[tuple[int, in
                     got[a - lo : b - lo] = True
         total += int((wanted & got).sum())
     return total
-
-
-def _bar(total: int, show: bool) -> Any:
-    if not show:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="Evaluating splitters", unit="splitter")

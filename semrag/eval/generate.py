@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from semrag._progress import bar as progress_bar
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.eval.bridges import first
 from semrag.eval.questions import EvalQuestion, Excerpt
@@ -102,7 +103,7 @@ def generate_questions(
     passage_chars: int = 1200,
     min_excerpt_chars: int = 20,
     max_overlap: float = 0.8,
-    show_progress: bool = False,
+    show_progress: bool | None = None,
 ) -> Generated:
     """Ask ``llm`` for up to ``n`` questions about ``documents`` (see the module docs).
 
@@ -117,7 +118,7 @@ def generate_questions(
         passage_chars: about how much text each prompt shows (whole sentences).
         min_excerpt_chars: shorter excerpts are dropped (a word or two occurs anywhere).
         max_overlap: a question whose words overlap a kept one's this much is dropped.
-        show_progress: a progress bar over the calls.
+        show_progress: a progress bar over the calls (``None``: on a terminal, outside CI).
 
     Raises:
         ConfigError: on no documents, ``n`` below 1, or an ``llm`` that is not a model.
@@ -132,7 +133,7 @@ def generate_questions(
     weights = [len(d.text) for d in docs]
     out = Generated()
     seen: list[set[str]] = []
-    bar = _bar(cap, show_progress)
+    bar = progress_bar(cap, "Generating questions", "call", show_progress)
     while len(out.questions) < n and counting.calls < cap:
         doc = rng.choices(docs, weights=weights)[0]
         lo, hi = _passage(doc.text, rng, passage_chars)
@@ -239,11 +240,3 @@ def _as_llm(obj: Any) -> LLM:
         f"{type(obj).__name__} is not an LLM semrag can call: give a semrag LLM (complete / "
         "acomplete), a LangChain or a LlamaIndex model (with its adapter installed)"
     )
-
-
-def _bar(total: int, show: bool) -> Any:
-    if not show:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="Generating questions", unit="call")

@@ -139,8 +139,8 @@ class IndexReader:
         return self._settings().on_llm_error
 
     @property
-    def show_progress(self) -> bool:
-        """Whether the index's long builds show a progress bar."""
+    def show_progress(self) -> bool | None:
+        """Whether the index's long builds show a progress bar (``None``: when it helps)."""
         return self._settings().show_progress
 
     @property

@@ -148,7 +148,9 @@ class SemanticIndex:
             score moves by 6e-5 at most and IAR's top 10 do not change) or
             ``"float32"``. With an SSG its rows are the sentence vectors and
             ``SSGConfig(vector_dtype=...)`` decides (leave this out).
-        show_progress: progress bars on long builds.
+        show_progress: progress bars on long builds and re-embeddings; ``None`` (the
+            default): on a terminal or in a notebook once the work has run two seconds,
+            never in CI (``CI`` set) or with ``SEMRAG_PROGRESS=0``.
 
     Attributes:
         notes: every fallback taken while indexing, with its reason.
@@ -177,7 +179,7 @@ class SemanticIndex:
         pieces: tuple[int, int] | None = None,
         passages: bool = False,
         sentence_dtype: str | None = None,
-        show_progress: bool = False,
+        show_progress: bool | None = None,
     ) -> None:
         from semrag.chunking.semantic import SemanticChunker
 
@@ -194,7 +196,7 @@ class SemanticIndex:
                 "on_llm_error": [Options("fallback", "raise")],
                 "passages": [bool],
                 "sentence_dtype": [Options("float16", "float32"), None],
-                "show_progress": [bool],
+                "show_progress": [bool, None],
             },
             {
                 "dense": dense,
@@ -284,13 +286,13 @@ class SemanticIndex:
         return self._ingestion.chunker
 
     @property
-    def show_progress(self) -> bool:
-        """Whether long builds show a progress bar."""
+    def show_progress(self) -> bool | None:
+        """Whether long builds show a progress bar (``None``: on a terminal, outside CI)."""
         return self._ingestion.show_progress
 
     @show_progress.setter
-    def show_progress(self, value: bool) -> None:
-        self._ingestion.show_progress = bool(value)
+    def show_progress(self, value: bool | None) -> None:
+        self._ingestion.show_progress = None if value is None else bool(value)
 
     @property
     def fingerprint(self) -> EmbedderFingerprint:

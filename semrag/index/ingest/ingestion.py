@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
+from semrag._progress import bar
 from semrag._steps import Call, call, drive
 from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder
@@ -54,7 +55,9 @@ class Ingestion:
         theme_llm: names document themes; ``None`` for keyword themes.
         on_llm_error: ``"fallback"`` (keyword themes, noted) or ``"raise"``.
         sentence_dtype: how sentence vectors are held without a graph.
-        show_progress: a progress bar over the documents.
+        show_progress: a progress bar over the documents (``None``: on a terminal or in a
+            notebook, for work of more than two seconds, outside CI; see
+            :mod:`semrag._progress`).
         notes: where fallbacks are recorded (the index's :attr:`notes`).
     """
 
@@ -68,7 +71,7 @@ class Ingestion:
         theme_llm: LLM | None,
         on_llm_error: str,
         sentence_dtype: str,
-        show_progress: bool,
+        show_progress: bool | None,
         notes: list[str],
     ) -> None:
         self.embedder = embedder
@@ -278,11 +281,7 @@ class Ingestion:
         return [t.strip() for t in reply["themes"] if t.strip()][:n]
 
     def _progress(self, total: int) -> Any:
-        if not self.show_progress:
-            return None
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc="Indexing", unit="doc")
+        return bar(total, "Indexing", "doc", self.show_progress)
 
     def validate(self, documents: Iterable[Any]) -> list[Document]:
         """The documents as :class:`Document` objects, checked before anything is embedded.

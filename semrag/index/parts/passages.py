@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
+from semrag._progress import over
 from semrag.errors import StoreError
 from semrag.index.change import Change, IndexedDocument, differences
 from semrag.index.parts._passage_graph import (
@@ -255,7 +256,8 @@ class PassagePhrases:
     def _staged(
         self, added: Sequence[IndexedDocument], removed: Sequence[str], version: int
     ) -> Callable[[], None]:
-        found = [doc_phrases(d, self.registry, titles=self.titles) for d in added]
+        docs = over(added, len(added), "Passage phrases", "doc", None)
+        found = [doc_phrases(d, self.registry, titles=self.titles) for d in docs]
         self.registry.embed_new(self.embedder)
 
         def publish() -> None:

@@ -1,0 +1,207 @@
+"""What building the default index costs, stage by stage, against one pass of its encoder.
+
+Corpus: whole SQuAD dev articles (../shared/data/squad_dev) up to ``--chars`` characters.
+In one process, on the same text:
+
+* ``SemanticIndex()`` (the defaults: the numpy MiniLM, ``SemanticChunker()``) builds the
+  index; the stages are timed by wrapping the chunker's and the embedder's calls (the
+  commit is what is left: the dense, BM25 and passage parts);
+* the same build with sentence-transformers' MiniLM (torch) as its embedder;
+* one pass of each encoder over the index's chunk texts (batch 64);
+* LangChain's ``InMemoryVectorStore.from_documents`` and LlamaIndex's ``VectorStoreIndex``
+  over the same chunks, embedding with sentence-transformers' MiniLM.
+
+The ratio that matters is the build against one pass of sentence-transformers' MiniLM over
+its chunks (what a user pays for a plain vector store).
+
+Usage: python benchmarks/index_build.py [--out F] [--chars N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import time
+from collections import defaultdict
+from typing import Any
+
+from _common import BATCH, DATA, emit, header, lc_embeddings, li_embeddings, load_model, need, table
+
+from semrag import Document, SemanticIndex
+from semrag.embeddings import SentenceTransformerEmbedder
+from semrag.minilm import MiniLMEmbedder
+
+
+def articles(chars: int) -> list[Document]:
+    with gzip.open(need(DATA / "squad_dev" / "dev-v1.1.json.gz"), "rt", encoding="utf-8") as f:
+        data = json.load(f)["data"]
+    docs, total = [], 0
+    for a in data:
+        text = "\n\n".join(p["context"] for p in a["paragraphs"])
+        docs.append(Document(a["title"], text, {"title": a["title"]}))
+        total += len(text)
+        if total >= chars:
+            break
+    return docs
+
+
+class Stages:
+    """Wall time per stage, by wrapping an object's methods on the instance."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.texts: dict[str, int] = defaultdict(int)
+
+    def wrap(self, obj: Any, method: str, name: Any) -> None:
+        real = getattr(obj, method)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            label = name(args) if callable(name) else name
+            t = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - t
+                if args and isinstance(args[0], list):
+                    self.texts[label] += len(args[0])
+
+        setattr(obj, method, timed)
+
+
+def build(docs: list[Document], embedder: Any) -> tuple[SemanticIndex, float, Stages]:
+    """Build ``SemanticIndex(embedder=...)`` over ``docs``, timing its stages.
+
+    Per block of documents the index embeds the sentences, the chunker places the
+    boundaries (its own embedder calls, served from the sentences' cache, count there), then
+    the chunks and themes not embedded yet are embedded.
+    """
+    stages = Stages()
+    index = SemanticIndex(embedder=embedder, show_progress=False)
+    state = {"calls": 0, "chunking": False}
+
+    def which(args: tuple) -> str:
+        if state["chunking"]:
+            return "(inside the chunker)"
+        state["calls"] += 1
+        return "embed sentences" if state["calls"] % 2 else "embed chunks + themes"
+
+    chunk = index.chunker.chunk_with_stats
+
+    def chunking(*args: Any, **kwargs: Any) -> Any:
+        state["chunking"] = True
+        try:
+            return chunk(*args, **kwargs)
+        finally:
+            state["chunking"] = False
+
+    index.chunker.chunk_with_stats = chunking
+    stages.wrap(embedder, "embed", which)
+    stages.wrap(index.chunker, "chunk_with_stats", "chunk (boundaries)")
+    stages.wrap(index.chunker, "sentences", "split sentences")
+    t = time.perf_counter()
+    index.add_documents(docs)
+    total = time.perf_counter() - t
+    stages.seconds.pop("(inside the chunker)", None)
+    return index, total, stages
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out")
+    ap.add_argument("--chars", type=int, default=1_000_000)
+    args = ap.parse_args()
+    docs = articles(args.chars)
+    model = load_model()
+    model.encode(["warm up"])
+    numpy_minilm = MiniLMEmbedder(cache_size=0)
+    numpy_minilm.embed(["warm up"])
+
+    index, ours, stages = build(docs, MiniLMEmbedder())
+    texts = [c.text for c in index.chunks()]
+    torch_index, torch_build, torch_stages = build(docs, SentenceTransformerEmbedder())
+
+    t = time.perf_counter()
+    model.encode(texts, batch_size=BATCH, normalize_embeddings=True)
+    st_pass = time.perf_counter() - t
+    t = time.perf_counter()
+    numpy_minilm.embed(texts)
+    np_pass = time.perf_counter() - t
+
+    from langchain_core.documents import Document as LCDocument
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    t = time.perf_counter()
+    InMemoryVectorStore.from_documents([LCDocument(x) for x in texts], lc_embeddings(model))
+    lc = time.perf_counter() - t
+    t = time.perf_counter()
+    VectorStoreIndex([TextNode(text=x) for x in texts], embed_model=li_embeddings(model))
+    li = time.perf_counter() - t
+
+    chars = sum(len(d.text) for d in docs)
+    report = header(
+        "Building the default index against one pass of its encoder",
+        f"{len(docs)} SQuAD dev articles whole ({chars / 1e6:.2f} MB), {len(texts)} chunks of "
+        f"SemanticIndex()'s default chunker; encoders: the numpy MiniLM (semrag's default) "
+        f"and sentence-transformers' MiniLM (torch, CPU); batch 64",
+    )
+    rows = []
+    for name, st in (("numpy MiniLM", stages), ("sentence-transformers", torch_stages)):
+        total = ours if st is stages else torch_build
+        accounted = sum(st.seconds.values())
+        for label in (
+            "split sentences",
+            "embed sentences",
+            "chunk (boundaries)",
+            "embed chunks + themes",
+        ):
+            rows.append(
+                {
+                    "encoder": name,
+                    "stage": label,
+                    "texts": st.texts.get(label, ""),
+                    "seconds": st.seconds.get(label, 0.0),
+                    "share": st.seconds.get(label, 0.0) / total,
+                }
+            )
+        rows.append(
+            {
+                "encoder": name,
+                "stage": "commit and the rest",
+                "texts": "",
+                "seconds": total - accounted,
+                "share": (total - accounted) / total,
+            }
+        )
+        rows.append(
+            {
+                "encoder": name,
+                "stage": "**build**",
+                "texts": len(texts),
+                "seconds": total,
+                "share": 1.0,
+            }
+        )
+    report += "\n" + table(rows, ["encoder", "stage", "texts", "seconds", "share"]) + "\n"
+    ratio = [
+        ("SemanticIndex() build (numpy MiniLM)", ours),
+        ("SemanticIndex(embedder=SentenceTransformerEmbedder()) build", torch_build),
+        ("one pass over the chunks: sentence-transformers MiniLM", st_pass),
+        ("one pass over the chunks: numpy MiniLM", np_pass),
+        ("LangChain InMemoryVectorStore.from_documents (ST MiniLM)", lc),
+        ("LlamaIndex VectorStoreIndex (ST MiniLM)", li),
+    ]
+    report += (
+        table(
+            [{"run": r, "seconds": s, "x one ST pass": s / st_pass} for r, s in ratio],
+            ["run", "seconds", "x one ST pass"],
+        )
+        + "\n"
+    )
+    emit(report, args.out)
+
+
+if __name__ == "__main__":
+    main()
