@@ -7,7 +7,7 @@ In one process, on the same text:
   index; the stages are timed by wrapping the chunker's and the embedder's calls (the
   commit is what is left: the dense, BM25 and passage parts);
 * the same build with sentence-transformers' MiniLM (torch) as its embedder;
-* one pass of each encoder over the index's chunk texts (batch 64);
+* one pass of each encoder over the index's chunk texts (each at its default batch size);
 * LangChain's ``InMemoryVectorStore.from_documents`` and LlamaIndex's ``VectorStoreIndex``
   over the same chunks, embedding with sentence-transformers' MiniLM.
 
@@ -145,7 +145,8 @@ def main() -> None:
         "Building the default index against one pass of its encoder",
         f"{len(docs)} SQuAD dev articles whole ({chars / 1e6:.2f} MB), {len(texts)} chunks of "
         f"SemanticIndex()'s default chunker; encoders: the numpy MiniLM (semrag's default) "
-        f"and sentence-transformers' MiniLM (torch, CPU); batch 64",
+        f"and sentence-transformers' MiniLM (torch, CPU), each at its default batch size "
+        f"(8 and 64)",
     )
     rows = []
     for name, st in (("numpy MiniLM", stages), ("sentence-transformers", torch_stages)):

@@ -143,13 +143,17 @@ def render(record: dict[str, Any], level: int = 3) -> str:
 
 
 def commit() -> str:
-    """The commit the run measured (``-dirty`` when the tree had changes)."""
+    """The commit the run measured (``-dirty`` when the tree had changes).
+
+    What earlier runs wrote (``RESULTS.md``, ``results/``) is not a change of the code.
+    """
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
         ).stdout.strip()
+        outputs = [":(exclude,top)benchmarks/RESULTS.md", ":(exclude,top)benchmarks/results"]
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ":/", *outputs],
             capture_output=True,
             text=True,
             cwd=HERE,
