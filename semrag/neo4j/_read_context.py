@@ -132,7 +132,8 @@ class ReadContext:
         missing = sorted({int(i) for i in ids} - known.keys())
         if missing:
             for r in (yield Ask(CHUNKS, {"ids": missing})):
-                known[int(r["id"])] = (chunk_from_row(r), from_bytes(r["vec"]))
+                if r["id"] is not None and r["start"] is not None:  # else deleted under us
+                    known[int(r["id"])] = (chunk_from_row(r), from_bytes(r["vec"]))
         unknown = [int(i) for i in ids if int(i) not in known]
         if unknown:
             raise NotIndexedError(f"chunk ids not in the index: {unknown[:5]}")

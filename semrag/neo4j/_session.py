@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import re
 import threading
-from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from semrag._steps import Done, adrive, advance, drive
-from semrag.errors import ConfigError, StoreError, StoreUnavailableError, missing_dependency
+from semrag.errors import (
+    ConfigError,
+    SemragError,
+    StoreError,
+    StoreUnavailableError,
+    missing_dependency,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +93,19 @@ def _lockstep(steps: Sequence[Steps[Any]]) -> Steps[list[Any]]:
 _Result = TypeVar("_Result")
 _Owner = TypeVar("_Owner")
 _Args = ParamSpec("_Args")
+
+
+@contextlib.contextmanager
+def _raced_rows() -> Iterator[None]:
+    """A row that a concurrent write emptied under a read is a :class:`StoreError`."""
+    try:
+        yield
+    except (TypeError, KeyError) as exc:
+        if isinstance(exc, SemragError):
+            raise
+        raise StoreError(
+            f"a stored row changed under the read (a concurrent write?): {exc!r}; read again"
+        ) from exc
 
 
 def read_pair(
@@ -242,12 +262,19 @@ class Neo4jSession:
         return self._call(run)
 
     def run_steps(self, steps: Steps[_Result]) -> _Result:
-        """Drive read steps with blocking reads."""
-        return drive(steps, lambda ask: self.read_rows(ask.query, **ask.params))
+        """Drive read steps with blocking reads.
+
+        Raises:
+            StoreError: when a row a concurrent write removed or changed under the read
+                cannot be decoded (a ``null`` where a value was), never the raw error.
+        """
+        with _raced_rows():
+            return drive(steps, lambda ask: self.read_rows(ask.query, **ask.params))
 
     async def arun_steps(self, steps: Steps[_Result]) -> _Result:
         """Drive read steps with the async driver (the steps run in worker threads)."""
-        return await adrive(steps, lambda ask: self.aread_rows(ask.query, **ask.params))
+        with _raced_rows():
+            return await adrive(steps, lambda ask: self.aread_rows(ask.query, **ask.params))
 
     def run_together(self, steps: Sequence[Steps[Any]]) -> list[Any]:
         """Reads that do not depend on each other, in one round trip per step they take.

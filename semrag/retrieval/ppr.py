@@ -66,7 +66,7 @@ from semrag._validation import (
     offers,
 )
 from semrag._versioned import Versioned
-from semrag.errors import ConfigError
+from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index.derived import derived
 from semrag.index.parts._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
 from semrag.index.parts.passages import (
@@ -101,6 +101,8 @@ Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
 
 _NO_HITS: tuple[Floats, Ints] = (np.zeros(0, np.float32), np.zeros(0, np.int64))
+_RACES = 3
+"""Walks a query gets when a writer's new versions remove its chunks under each one."""
 
 
 _NO_PHRASES = (
@@ -520,27 +522,56 @@ class PPRRetriever(Params):
         )
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """The ``k`` chunks with the most PageRank mass for ``query``."""
+        """The ``k`` chunks with the most PageRank mass for ``query``.
+
+        Over a database a writer changes (:class:`~semrag.neo4j.Neo4jIndex`), a walk whose
+        chunks a newer version removed is walked again on that version.
+        """
         k = check_k("PPRRetriever", k, self.k)
         query = check_query("PPRRetriever", query)
         names, how = self._entities(query)
-        g = self.passage_graph()
-        texts = self._to_embed(g, query, names)
-        vectors = np.asarray(self.index.embedder.embed(texts), dtype=np.float32)
-        found = call(self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
-        walk = self._walk(g, texts, vectors, names, found, k)
-        chunks = chunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk is not None else []
-        return as_hits(g, walk, chunks, names, how, k)
+        for attempt in range(_RACES):
+            g = self.passage_graph()
+            try:
+                texts = self._to_embed(g, query, names)
+                vectors = np.asarray(self.index.embedder.embed(texts), dtype=np.float32)
+                found = call(self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
+                walk = self._walk(g, texts, vectors, names, found, k)
+                chunks = chunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
+                return as_hits(g, walk, chunks, names, how, k)
+            except NotIndexedError as exc:
+                self._raced(g, attempt, exc)
+        raise AssertionError("unreachable")  # _raced raises on the last attempt
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve` (LLM awaited, CPU work in a worker thread)."""
         k = check_k("PPRRetriever", k, self.k)
         query = check_query("PPRRetriever", query)
         names, how = await self._aentities(query)
-        g = await self._apassage_graph()
-        texts = self._to_embed(g, query, names)
-        vectors = np.asarray(await self.index.embedder.aembed(texts), dtype=np.float32)
-        found = await acall(self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
-        walk = await asyncio.to_thread(self._walk, g, texts, vectors, names, found, k)
-        chunks = await achunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
-        return as_hits(g, walk, chunks, names, how, k)
+        for attempt in range(_RACES):
+            g = await self._apassage_graph()
+            try:
+                texts = self._to_embed(g, query, names)
+                vectors = np.asarray(await self.index.embedder.aembed(texts), dtype=np.float32)
+                found = await acall(self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
+                walk = await asyncio.to_thread(self._walk, g, texts, vectors, names, found, k)
+                chunks = await achunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
+                return as_hits(g, walk, chunks, names, how, k)
+            except NotIndexedError as exc:
+                self._raced(g, attempt, exc)
+        raise AssertionError("unreachable")  # _raced raises on the last attempt
+
+    def _raced(self, g: PassageGraph, attempt: int, exc: NotIndexedError) -> None:
+        """After a walk's chunk went missing: return to walk again, or raise.
+
+        Raises:
+            NotIndexedError: when the reader is still at the graph's version (the chunk
+                is really not there).
+            StoreError: when a newer version removed chunks under each of the attempts.
+        """
+        if self.index.current_version() == g.version:
+            raise exc
+        if attempt + 1 == _RACES:
+            raise StoreError(
+                f"the index changed under each of {_RACES} walks (a writer is busy); try again"
+            ) from None
