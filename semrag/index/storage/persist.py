@@ -323,6 +323,8 @@ def _collect(target: Path, current: int) -> None:
     for path in target.iterdir():
         if path.name.startswith(".tmp-") and not _writer_alive(path):
             shutil.rmtree(path, ignore_errors=True)
+        elif path.name.startswith(f".{POINTER}."):  # a pointer a killed writer never moved
+            path.unlink(missing_ok=True)
 
 
 def _saved_ns(folder: Path) -> int:
