@@ -530,7 +530,8 @@ class PPRRetriever(Params):
         k = check_k("PPRRetriever", k, self.k)
         query = check_query("PPRRetriever", query)
         names, how = self._entities(query)
-        for attempt in range(_RACES):
+        attempt = 0
+        while True:  # _raced raises on the last attempt
             g = self.passage_graph()
             try:
                 texts = self._to_embed(g, query, names)
@@ -541,14 +542,15 @@ class PPRRetriever(Params):
                 return as_hits(g, walk, chunks, names, how, k)
             except NotIndexedError as exc:
                 self._raced(g, attempt, exc)
-        raise AssertionError("unreachable")  # _raced raises on the last attempt
+                attempt += 1
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve` (LLM awaited, CPU work in a worker thread)."""
         k = check_k("PPRRetriever", k, self.k)
         query = check_query("PPRRetriever", query)
         names, how = await self._aentities(query)
-        for attempt in range(_RACES):
+        attempt = 0
+        while True:  # _raced raises on the last attempt
             g = await self._apassage_graph()
             try:
                 texts = self._to_embed(g, query, names)
@@ -559,7 +561,7 @@ class PPRRetriever(Params):
                 return as_hits(g, walk, chunks, names, how, k)
             except NotIndexedError as exc:
                 self._raced(g, attempt, exc)
-        raise AssertionError("unreachable")  # _raced raises on the last attempt
+                attempt += 1
 
     def _raced(self, g: PassageGraph, attempt: int, exc: NotIndexedError) -> None:
         """After a walk's chunk went missing: return to walk again, or raise.

@@ -512,3 +512,46 @@ def test_on_long_documents_the_default_is_not_below_dense_search_at_any_budget()
         mean = {name: float(np.mean(v)) for name, v in scores.items()}
         assert mean["default"] >= mean["dense"] - 0.01, (budget, mean)
         assert mean["one"] < mean["dense"] - 0.05, (budget, mean)  # what the old default lost
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_walk_whose_chunks_a_newer_version_removed_is_walked_again(monkeypatch, asynchronous):
+    # What a serving process over a database meets when a writer commits between the walk
+    # and the chunk fetch (tests/graph/test_neo4j_processes.py does it with real processes).
+    from semrag.errors import NotIndexedError, StoreError
+    from semrag.retrieval import ppr
+
+    emb = FakeEmbedder()
+    index = SemanticIndex(embedder=emb, passages=True)
+    index.add_documents([Document(f"d{i}", f"Topic {i}\nBees number {i} dance.") for i in range(4)])
+    retriever = PPRRetriever(index, k=2)
+    want = [h.chunk for h in retriever.retrieve("bees dance")]
+    real, areal = ppr.chunks_at, ppr.achunks_at
+    misses = {"left": 1, "moves": True}
+
+    def missing(g, nodes):
+        if misses["left"]:
+            misses["left"] -= 1
+            if misses["moves"]:  # a writer committed: the next walk is on a new version
+                index.add_documents([Document(f"x{misses['left']}", "Ants march.")])
+            raise NotIndexedError("chunk ids not in the index: [0]")
+        return real(g, nodes)
+
+    async def amissing(g, nodes):
+        missing(g, nodes) if misses["left"] else None
+        return await areal(g, nodes)
+
+    monkeypatch.setattr(ppr, "chunks_at", missing)
+    monkeypatch.setattr(ppr, "achunks_at", amissing)
+
+    def run():
+        q = "bees dance"
+        return asyncio.run(retriever.aretrieve(q)) if asynchronous else retriever.retrieve(q)
+
+    assert [h.chunk for h in run()] == want  # walked again on the new version
+    misses.update(left=1, moves=False)  # the same version: the chunk is really not there
+    with pytest.raises(NotIndexedError, match="not in the index"):
+        run()
+    misses.update(left=10, moves=True)  # a new version under every walk
+    with pytest.raises(StoreError, match="changed under each of 3 walks"):
+        run()
