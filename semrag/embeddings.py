@@ -47,6 +47,7 @@ __all__ = [
     "CountingEmbedder",
     "Embedder",
     "LocalModelEmbedder",
+    "PoolsSpans",
     "SentenceTransformerEmbedder",
     "as_embedder",
     "check_embeddings",
@@ -84,6 +85,26 @@ class CountingEmbedder(Protocol):
 
     def embed_counted(self, texts: Sequence[str]) -> tuple[Vectors, list[int]]:
         """The vectors of ``texts`` (as ``embed``) and each text's token count."""
+        ...
+
+
+@runtime_checkable
+class PoolsSpans(Protocol):
+    """An embedder that also pools spans of each text from the same forward pass.
+
+    So an index reads its sentence vectors off its chunks' pass (late chunking).
+    """
+
+    def embed_pooled(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """The vectors of ``texts`` (as ``embed``) and, per text, of its character ``spans``."""
+        ...
+
+    async def aembed_pooled(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """Async twin of :meth:`embed_pooled`."""
         ...
 
 

@@ -20,8 +20,10 @@ sentence-transformers does; the matrix products run in numpy's BLAS (its threads
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,10 @@ class _Bert:
 
     def encode(self, ids: npt.NDArray[np.int64], mask: F32) -> F32:
         """Mean-pooled, L2-normalised vectors of a padded batch (``ids``, ``mask``: (B, L))."""
+        return _mean_normalised(self.states(ids, mask), mask)
+
+    def states(self, ids: npt.NDArray[np.int64], mask: F32) -> F32:
+        """The last layer's word-piece vectors of a padded batch, shape (B, L, dim)."""
         b, n = ids.shape
         x = self.words[ids] + self.positions[:n] + self.token_type
         x = _layer_norm(x.reshape(b * n, -1), self.ln_g, self.ln_b)
@@ -140,10 +146,46 @@ class _Bert:
             down = _affine(up, layer.down_w, layer.down_b)
             down += x
             x = _layer_norm(down, layer.ln2_g, layer.ln2_b)
-        x = x.reshape(b, n, dim)
-        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)[:, None]
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+        return x.reshape(b, n, dim)
+
+
+def _mean_normalised(states: F32, mask: F32) -> F32:
+    """The mean of each text's word-piece vectors under ``mask``, L2-normalised."""
+    pooled = (states * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)[:, None]
+    return _normalised(pooled)
+
+
+def _normalised(x: F32) -> F32:
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return (x / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+def _pool_spans(
+    states: F32, encoding: Any, spans: Sequence[tuple[int, int]]
+) -> tuple[F32, list[int]]:
+    """Each span's mean word-piece vector from one text's ``states``, and the spans missed.
+
+    A span is missed when it holds no word piece the model read: blank, or past the
+    model's cut (the caller embeds those alone).
+    """
+    offsets = np.asarray(encoding.offsets, np.int64).reshape(-1, 2)
+    real = np.flatnonzero(
+        np.asarray(encoding.attention_mask, bool) & ~np.asarray(encoding.special_tokens_mask, bool)
+    )
+    starts, ends = offsets[real, 0], offsets[real, 1]
+    sums = np.zeros((len(real) + 1, states.shape[-1]), np.float64)
+    np.cumsum(states[real], axis=0, out=sums[1:])
+    cut = ends[-1] if len(real) and encoding.overflowing else None
+    out = np.zeros((len(spans), states.shape[-1]), np.float32)
+    missed = []
+    for k, (a, b) in enumerate(spans):
+        lo = int(np.searchsorted(starts, a, "left"))
+        hi = int(np.searchsorted(ends, b, "right"))
+        if hi <= lo or (cut is not None and b > cut):
+            missed.append(k)
+        else:
+            out[k] = sums[hi] - sums[lo]
+    return _normalised(out), missed
 
 
 def _affine(x: F32, weight: F32, bias: F32) -> F32:
@@ -293,6 +335,58 @@ class MiniLMEmbedder(LocalModelEmbedder):
             mask = np.asarray([e.attention_mask for e in encoded], np.float32)
             out[rows] = model.encode(ids, mask)
         return out
+
+    def embed_pooled(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[F32, list[F32]]:
+        """The vectors of ``texts`` and of spans of them, from one forward pass (late chunking).
+
+        A text's vector is exactly :meth:`embed`'s. A span's is the mean of the last layer's
+        vectors of the word pieces inside it, read in the context of the whole text, then
+        L2-normalised (as Günther et al., *Late Chunking*, 2024, pool a chunk of a long
+        document); a span holding no word piece the model read (blank, or past its
+        :attr:`max_seq_length` cut) is embedded alone instead. Nothing here is cached.
+
+        Args:
+            texts: the texts to read.
+            spans: per text, ``(start, end)`` character offsets into it.
+
+        Returns:
+            ``(vectors, pooled)``: an array ``(len(texts), dim)`` and, per text, an array
+            ``(len(spans[i]), dim)``; all rows unit-norm.
+
+        Raises:
+            ConfigError: if ``spans`` does not hold one list per text.
+        """
+        texts = list(texts)
+        if len(spans) != len(texts):
+            raise ConfigError(f"{len(spans)} span lists for {len(texts)} texts")
+        model, encoder = self._loaded()
+        out = np.empty((len(texts), model.words.shape[1]), np.float32)
+        pooled: list[F32] = [out[:0]] * len(texts)
+        missed: list[tuple[int, int]] = []
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for lo in range(0, len(texts), self.batch_size):
+            rows = order[lo : lo + self.batch_size]
+            encoded = encoder.encode_batch([texts[i] for i in rows])
+            ids = np.asarray([e.ids for e in encoded], np.int64)
+            mask = np.asarray([e.attention_mask for e in encoded], np.float32)
+            states = model.states(ids, mask)
+            out[rows] = _mean_normalised(states, mask)
+            for j, row in enumerate(rows.tolist()):
+                pooled[row], gaps = _pool_spans(states[j], encoded[j], spans[row])
+                missed += [(row, k) for k in gaps]
+        if missed:
+            alone = self.embed([texts[i][slice(*spans[i][k])] for i, k in missed])
+            for (i, k), vec in zip(missed, alone, strict=True):
+                pooled[i][k] = vec
+        return out, pooled
+
+    async def aembed_pooled(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[F32, list[F32]]:
+        """Async twin of :meth:`embed_pooled` (the pass runs in a worker thread)."""
+        return await asyncio.to_thread(self.embed_pooled, texts, spans)
 
     def __repr__(self) -> str:
         return (

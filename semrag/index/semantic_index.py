@@ -97,10 +97,14 @@ class SemanticIndex:
     """Everything the retrievers search, built once and kept in step.
 
     Args:
-        chunker: any semrag chunker; default ``SemanticChunker(embedder)``: boundaries from
-            the index's own encoder, whose sentence vectors the index computes anyway (IAR,
-            SPC, community search and the SSG compare them with query vectors), so cutting
-            costs no second pass (``benchmarks/splitting_speed.py --index``).
+        chunker: any semrag chunker; default ``SemanticChunker()``: boundaries from the
+            packaged static encoder (the splitter's default; boundary quality equal to
+            MiniLM's in ``benchmarks/boundary_quality.py``), so the index's encoder reads
+            each chunk once: with an embedder that pools spans
+            (:class:`~semrag.embeddings.PoolsSpans`, as the default MiniLM does) the
+            sentence vectors (which IAR, SPC, community search and the SSG compare with
+            query vectors) are read off the chunks' pass (late chunking) instead of
+            embedding every sentence again (``benchmarks/index_build.py``).
         embedder: the embedder for sentences, chunks and queries; default the chunker's,
             or the packaged all-MiniLM-L6-v2. A chunker on the static boundary encoder
             (``SemanticChunker()``) cuts; it never makes the index's vectors by default.
@@ -234,7 +238,7 @@ class SemanticIndex:
             )
         self._ingestion = Ingestion(
             model,
-            chunker if chunker is not None else SemanticChunker(model),
+            chunker if chunker is not None else SemanticChunker(),
             ssg_config=ssg_config,
             chunk_vectors=chunk_vectors,
             theme_llm=theme_llm,

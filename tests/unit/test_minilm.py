@@ -84,3 +84,90 @@ def test_a_directory_without_the_model_files_is_a_config_error(tmp_path):
         MiniLMEmbedder(str(tmp_path)).embed(["a"])
     with pytest.raises(ConfigError, match="batch_size"):
         MiniLMEmbedder(batch_size=0)
+
+
+# -- late chunking: span vectors from the same pass ----------------------------------------
+def _states_mean(model: MiniLMEmbedder, text: str, a: int, b: int) -> np.ndarray:
+    """A span's pooled vector computed the long way: every word piece's offsets checked."""
+    bert, encoder = model._loaded()
+    (enc,) = encoder.encode_batch([text])
+    states = bert.states(np.asarray([enc.ids]), np.asarray([enc.attention_mask], np.float32))[0]
+    pieces = zip(enc.offsets, enc.special_tokens_mask, strict=True)
+    inside = [i for i, ((s, e), special) in enumerate(pieces) if not special and a <= s < e <= b]
+    v = states[inside].mean(axis=0)
+    return v / np.linalg.norm(v)
+
+
+def test_pooled_texts_are_embed_and_spans_are_their_word_pieces_mean(numpy_minilm):
+    text = TEXTS[1] + " " + TEXTS[7]
+    spans = [(0, len(TEXTS[1])), (len(TEXTS[1]) + 1, len(text)), (4, 11)]
+    vectors, pooled = numpy_minilm.embed_pooled([text, "a cat"], [spans, []])
+    np.testing.assert_allclose(vectors, numpy_minilm.embed([text, "a cat"]), atol=2e-5)
+    assert pooled[0].shape == (3, 384) and pooled[1].shape == (0, 384)
+    for row, (a, b) in zip(pooled[0], spans, strict=True):
+        np.testing.assert_allclose(row, _states_mean(numpy_minilm, text, a, b), atol=2e-5)
+    # read in context, a sentence's vector is near its own (not equal: the context counts)
+    alone = numpy_minilm.embed([text[a:b] for a, b in spans[:2]])
+    assert ((pooled[0][:2] * alone).sum(axis=1) > 0.6).all()
+
+
+def test_spans_past_the_cut_or_blank_are_embedded_alone(numpy_minilm):
+    long = TEXTS[4]  # past the 256 word pieces the model reads
+    tail = (len(long) - 60, len(long))
+    blank = TEXTS[5].index("    ")
+    spans = [tail, (blank, blank + 3)]
+    _, (pooled, _) = numpy_minilm.embed_pooled([long, TEXTS[5]], [[tail], []])
+    np.testing.assert_allclose(pooled[0], numpy_minilm.embed([long[slice(*tail)]])[0], atol=2e-5)
+    _, (blanks,) = numpy_minilm.embed_pooled([TEXTS[5]], [spans[1:]])
+    np.testing.assert_allclose(blanks[0], numpy_minilm.embed(["   "])[0], atol=2e-5)
+
+
+def test_pooled_async_twin_and_a_wrong_span_count(numpy_minilm):
+    import asyncio
+
+    texts, spans = TEXTS[:3], [[(0, 5)], [(4, 20)], []]
+    sync = numpy_minilm.embed_pooled(texts, spans)
+    twin = asyncio.run(numpy_minilm.aembed_pooled(texts, spans))
+    np.testing.assert_array_equal(sync[0], twin[0])
+    for a, b in zip(sync[1], twin[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ConfigError, match="2 span lists for 3 texts"):
+        numpy_minilm.embed_pooled(texts, spans[:2])
+
+
+def test_the_default_index_embeds_each_chunk_once_and_pools_its_sentences(numpy_minilm):
+    """No sentence is embedded apart from its chunk; every sentence gets a unit vector."""
+    calls: list[int] = []
+    model = MiniLMEmbedder(cache_size=0)
+    real = model.embed
+
+    def counted(texts):
+        calls.append(len(texts))
+        return real(texts)
+
+    model.embed = counted
+    index = SemanticIndex(embedder=model, show_progress=False)
+    run_on = " ".join(f"item{i} and" for i in range(200))  # one sentence over the token cap
+    doc = Document("d", " ".join(TEXTS[1:3] + TEXTS[6:]) + "\n\n" + run_on + "\n\n" + TEXTS[4])
+    index.add_documents([doc])
+    record = index.reader().documents(["d"])["d"]
+    vecs = np.asarray(record.sentence_vectors, np.float32)
+    assert len(vecs) == len(record.sentences) > 5
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=2e-3)  # float16 rows
+    chunks = index.chunks("d")
+    assert calls == []  # one embed_pooled call; nothing embedded apart
+    # a sentence no chunk holds whole (the token cap cut it) is read alone, in that call
+    whole = {
+        i
+        for c in chunks
+        for i, s in enumerate(record.sentences)
+        if c.start <= s.start and s.end <= c.end
+    }
+    (cut,) = set(range(len(record.sentences))) - whole
+    alone = real([record.sentences[cut].of(doc.text)])[0]
+    np.testing.assert_allclose(vecs[cut], alone, atol=2e-3)
+    # a sentence's vector is its chunk's word pieces' mean
+    c = next(c for c in chunks if c.sentence_end - c.sentence_start > 1)
+    s = record.sentences[c.sentence_start]
+    expected = _states_mean(model, c.text, s.start - c.start, s.end - c.start)
+    np.testing.assert_allclose(vecs[c.sentence_start], expected, atol=2e-3)

@@ -8,11 +8,12 @@ import threading
 import numpy as np
 import pytest
 
-from semrag import Document, SemanticIndex
+from semrag import Document, SemanticChunker, SemanticIndex
 from semrag.errors import ConfigError, EmbedderMismatchError, EmbeddingError
 from semrag.graph import KnowledgeGraph
 from semrag.index import SSGConfig
 from semrag.retrieval import PPRRetriever, SketchRetriever, SSGRetriever
+from semrag.static_embedder import StaticEmbedder
 from semrag.testing import FakeEmbedder
 from tests.counting import OtherFake
 
@@ -82,12 +83,21 @@ def test_a_reembedded_index_answers_as_a_fresh_build_with_the_new_model(tmp_path
     assert answers(index) == answers(fresh) != before
     assert index.version == version + 1
     assert index.fingerprint.name == "OtherFake(dim=48)" and index.embedder.dim == 48
-    assert index.chunker.embedder is index.embedder  # later adds chunk with the new model
+    assert isinstance(index.chunker.embedder, StaticEmbedder)  # later adds cut as before
     index.save(tmp_path / "idx")
     with pytest.raises(EmbedderMismatchError):
         SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=48))
     loaded = SemanticIndex.load(tmp_path / "idx", embedder=OtherFake(dim=48))
     assert answers(loaded) == answers(fresh)
+
+
+def test_a_chunker_on_the_old_model_is_copied_with_the_new_one():
+    model = FakeEmbedder(dim=32)
+    index = SemanticIndex(embedder=model, chunker=SemanticChunker(model))
+    index.add_documents(DOCS)
+    index.reembed(OtherFake(dim=48))
+    assert index.chunker.embedder is index.embedder  # later adds cut with the new model
+    assert isinstance(index.chunker, SemanticChunker)
 
 
 def test_the_async_twin_gives_the_same_index():

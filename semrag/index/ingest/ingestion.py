@@ -15,10 +15,12 @@ from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from semrag._progress import bar
 from semrag._steps import Call, call, drive
 from semrag.chunking.base import BoundaryChunker
-from semrag.embeddings import BaseEmbedder
+from semrag.embeddings import BaseEmbedder, PoolsSpans
 from semrag.errors import ConfigError, DocumentConflictError
 from semrag.identity import as_documents
 from semrag.index.change import Floats, IndexedDocument
@@ -136,9 +138,12 @@ class Ingestion:
         block: list[tuple[Document, list[Span]]],
         chunk_lists: list[list[Chunk]],
         themes: list[list[str]],
-    ) -> list[str]:
+    ) -> tuple[list[str], list[int]]:
+        """What the block's second call embeds, and where each document's chunks start in it."""
         texts: list[str] = []
+        firsts: list[int] = []
         for (doc, spans), chunks, theme in zip(block, chunk_lists, themes, strict=True):
+            firsts.append(len(texts))
             if self.chunk_vectors == "embed":
                 embedding_text = getattr(self.chunker, "embedding_text", None)
                 texts += [embedding_text(c) if embedding_text else c.text for c in chunks]
@@ -146,7 +151,65 @@ class Ingestion:
                 ranges = window_ranges(len(spans), self.ssg_config.window, self.ssg_config.step)
                 texts += [doc.text[spans[a].start : spans[b - 1].end] for a, b in ranges]
             texts.append(", ".join(theme) if theme else doc.text[:500])
-        return texts
+        return texts, firsts
+
+    @property
+    def pools_sentences(self) -> bool:
+        """Whether sentence vectors are read off the chunks' pass (late chunking).
+
+        So when the embedder pools spans (:class:`~semrag.embeddings.PoolsSpans`), chunks
+        are embedded whole, and the chunker does not cut on this embedder's sentence
+        vectors (those it would need before the chunks exist).
+        """
+        return (
+            isinstance(self.embedder, PoolsSpans)
+            and self.chunk_vectors == "embed"
+            and self.chunker.embedder is not self.embedder
+        )
+
+    def _pooled_pass(
+        self,
+        block: list[tuple[Document, list[Span]]],
+        chunk_lists: list[list[Chunk]],
+        texts: list[str],
+        firsts: list[int],
+    ) -> Generator[Call, Any, tuple[Floats, Floats]]:
+        """The second call's vectors and the block's sentence vectors, from one pass.
+
+        Each sentence is pooled inside the first chunk that holds it whole; a sentence no
+        chunk holds whole (cut by the token cap) is embedded alone, in the same call.
+        """
+        spans: list[list[tuple[int, int]]] = [[] for _ in texts]
+        owners: list[tuple[int, int]] = []  # per sentence: (text, span), or (its own text, -1)
+        alone: list[str] = []
+        for (doc, sentences), chunks, first in zip(block, chunk_lists, firsts, strict=True):
+            owner: list[tuple[int, int] | None] = [None] * len(sentences)
+            for t, c in enumerate(chunks, start=first):
+                shift = len(texts[t]) - len(c.text)  # a heading path in front of the text
+                if shift < 0 or not texts[t].endswith(c.text):
+                    continue
+                for i in range(c.sentence_start, c.sentence_end):
+                    s = sentences[i]
+                    if owner[i] is None and c.start <= s.start and s.end <= c.end:
+                        owner[i] = (t, len(spans[t]))
+                        spans[t].append((s.start - c.start + shift, s.end - c.start + shift))
+            for i, o in enumerate(owner):
+                if o is None:
+                    o = (len(texts) + len(alone), -1)
+                    alone.append(sentences[i].of(doc.text))
+                owners.append(o)
+        embedder = self.embedder
+        assert isinstance(embedder, PoolsSpans)  # pools_sentences
+        vectors, pooled = yield Call(
+            embedder.embed_pooled,
+            (texts + alone, spans + [[] for _ in alone]),
+            twin=embedder.aembed_pooled,
+        )
+        dim = self.embedder.dim
+        sentence_vectors = np.zeros((len(owners), dim), np.float32)
+        for row, (t, k) in enumerate(owners):
+            sentence_vectors[row] = vectors[t] if k < 0 else pooled[t][k]
+        return vectors[: len(texts)], sentence_vectors
 
     def _vectors_of_block(
         self,
@@ -225,10 +288,12 @@ class Ingestion:
         computed: list[PreparedDocument] = []
         if kept is not None:
             given = {d.id: kept[d.id].chunks for d in docs}
+        pools = self.pools_sentences
         for block in self._blocks(docs, kept):
-            sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
             embedder = self.embedder
-            svecs = yield Call(embedder.embed, (sentence_texts,), twin=embedder.aembed)
+            if not pools:
+                sentence_texts = [s.of(d.text) for d, spans in block for s in spans]
+                svecs = yield Call(embedder.embed, (sentence_texts,), twin=embedder.aembed)
             chunk_lists = self._chunk_lists(block, given)
             if chunk_lists is None:
                 docs_of_block = [d for d, _ in block]
@@ -254,8 +319,11 @@ class Ingestion:
                         self._theme_failed(d, reply)  # raises, or notes the fallback
                         replies[i] = None
                 themes = self._merge_themes(block, replies, themes)
-            texts = self._second_pass_texts(block, chunk_lists, themes)
-            second = yield Call(embedder.embed, (texts,), twin=embedder.aembed)
+            texts, firsts = self._second_pass_texts(block, chunk_lists, themes)
+            if pools:
+                second, svecs = yield from self._pooled_pass(block, chunk_lists, texts, firsts)
+            else:
+                second = yield Call(embedder.embed, (texts,), twin=embedder.aembed)
             computed += self._vectors_of_block(block, svecs, chunk_lists, themes, second)
             if bar is not None:
                 bar.update(len(block))
