@@ -193,8 +193,9 @@ def test_the_index_keeps_minilm_vectors_and_records_which_encoder_cut(tmp_path, 
     cut = EmbedderFingerprint.from_dict(manifest["boundaries"])
     assert cut.name == "static-minilm" and cut.matches(EmbedderFingerprint.of(StaticEmbedder()))
     assert not cut.matches(EmbedderFingerprint.of(minilm))
-    default = SemanticIndex()  # the default index cuts with its own encoder
-    assert default.chunker.embedder is default.embedder
+    default = SemanticIndex()  # the default index cuts on the static boundaries too
+    assert isinstance(default.chunker.embedder, StaticEmbedder)
+    assert default.embedder.model_name == "all-MiniLM-L6-v2"
 
 
 @given(st.lists(_TEXT, max_size=8))
