@@ -45,6 +45,7 @@ from semrag.types import Document
 
 if TYPE_CHECKING:
     from semrag.graph import KnowledgeGraph
+    from semrag.neo4j import Neo4jGraphStore
 
 __all__ = ["main"]
 
@@ -174,7 +175,7 @@ def _load_llm(spec: str | None) -> LLM:
     return obj
 
 
-def _neo4j_store(args: argparse.Namespace, info: dict | None = None) -> object:
+def _neo4j_store(args: argparse.Namespace, info: dict | None = None) -> Neo4jGraphStore:
     import os
 
     from semrag.neo4j import Neo4jGraphStore
@@ -202,12 +203,12 @@ def _build_graph(args: argparse.Namespace, index: object, out: Path) -> None:
     store = InMemoryGraphStore() if args.graph == "memory" else _neo4j_store(args)
     kg = KnowledgeGraph.build(index, extractor=extractor, store=store, show_progress=args.progress)
     counts = kg.store.counts()
-    if args.graph == "memory":
-        store.save(out / "graph")  # type: ignore[attr-defined]
+    if isinstance(store, InMemoryGraphStore):
+        store.save(out / "graph")
     else:
         info = {"uri": args.neo4j_uri, "user": args.neo4j_user, "database": args.neo4j_database}
         (out / "graph.json").write_text(json.dumps(info), encoding="utf-8")
-        store.close()  # type: ignore[attr-defined]
+        store.close()
     print(
         f"graph ({args.graph}): {counts['entities']} entities, {counts['relations']} relations, "
         f"{counts['communities']} communities"

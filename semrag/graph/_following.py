@@ -28,7 +28,7 @@ from semrag.graph._graph_rows import (
 )
 from semrag.graph.extract import merge_extractions
 from semrag.graph.ledger import GraphDiff, GraphLedger
-from semrag.graph.types import Entity, EntityNameSearch
+from semrag.graph.types import Entity, EntityNameSearch, GraphStore
 from semrag.index.storage.persist import Saved, atomic_directory, load_saved
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ Extracted = tuple[list[tuple[str, DocColumns]], list[str]]
 
 
 def stored_vectors(
-    store: Any,
+    store: GraphStore,
     embedder: Any,
     entities: Sequence[Entity],
     known: GraphLedger | None = None,
@@ -78,7 +78,7 @@ class GraphFollower:
 
     def __init__(
         self,
-        store: Any,
+        store: GraphStore,
         embedder: Any,
         ledger: GraphLedger,
         extractor: Any,
@@ -183,7 +183,7 @@ class GraphFollower:
 
     @classmethod
     def load(
-        cls, directory: str | Path, store: Any, embedder: Any, extractor: Any
+        cls, directory: str | Path, store: GraphStore, embedder: Any, extractor: Any
     ) -> tuple[GraphFollower, dict[str, Any] | None]:
         """A follower from a :meth:`save`, and the saved community settings (or ``None``).
 

@@ -38,9 +38,12 @@ from semrag.graph.types import (
     Community,
     Entity,
     EntityNameSearch,
+    GraphReads,
     GraphStore,
+    GraphWrites,
     ReportReads,
 )
+from semrag.index.reader import require
 from semrag.llm import LLM
 from semrag.types import Chunk
 
@@ -65,7 +68,9 @@ class KnowledgeGraph:
     reading; it does not follow the index.
 
     Args:
-        store: where the graph lives (default a new :class:`InMemoryGraphStore`).
+        store: where the graph lives (default a new :class:`InMemoryGraphStore`): a
+            :class:`GraphReads` and :class:`GraphWrites` (a :class:`MissingCapabilityError`
+            names what a store lacks).
         index: the :class:`~semrag.index.SemanticIndex` whose chunks the graph describes
             (its embedder embeds entity names).
         embedder: embedder for entity names when there is no index.
@@ -80,7 +85,11 @@ class KnowledgeGraph:
         ['Ada Lovelace', 'Charles Babbage', 'London']
     """
 
-    def __init__(self, store: Any = None, *, index: Any = None, embedder: Any = None) -> None:
+    def __init__(
+        self, store: GraphStore | None = None, *, index: Any = None, embedder: Any = None
+    ) -> None:
+        if store is not None:
+            require(store, GraphReads, GraphWrites, by="KnowledgeGraph", what="store")
         self.store: GraphStore = store if store is not None else InMemoryGraphStore()
         self.index = index
         if embedder is None and index is not None:
@@ -108,7 +117,7 @@ class KnowledgeGraph:
         index: Any,
         *,
         extractor: Any = None,
-        store: Any = None,
+        store: GraphStore | None = None,
         resolve: bool = True,
         resolution_threshold: float = RESOLUTION_THRESHOLD,
         name_search: str = "auto",
@@ -173,7 +182,7 @@ class KnowledgeGraph:
         index: Any,
         *,
         extractor: Any = None,
-        store: Any = None,
+        store: GraphStore | None = None,
         resolve: bool = True,
         resolution_threshold: float = RESOLUTION_THRESHOLD,
         name_search: str = "auto",
@@ -236,10 +245,7 @@ class KnowledgeGraph:
         ledger = None if self._follower is None else self._follower.ledger
         vectors = stored_vectors(self.store, self.embedder, extraction.entities, ledger)
         self.store.upsert(
-            extraction.entities,
-            extraction.relations,
-            extraction.mentions,
-            **vectors_kwarg(vectors),
+            extraction.entities, extraction.relations, extraction.mentions, **vectors_kwarg(vectors)
         )
         self.timings["write_s"] = time.perf_counter() - t0
         self.notes.extend(extraction.notes)
@@ -262,12 +268,9 @@ class KnowledgeGraph:
 
     # -- following an index -----------------------------------------------------------------
     def _follow(self, index: Any, ledger: GraphLedger, extractor: Any, show_progress: bool) -> None:
+        store, embedder = self.store, self.embedder
         self._follower = GraphFollower(
-            self.store,
-            self.embedder,
-            ledger,
-            extractor or HeuristicGraphExtractor(),
-            show_progress=show_progress,
+            store, embedder, ledger, extractor, show_progress=show_progress
         )
         if not self.store.counts().get("entities"):  # entity vectors kept from the start
             self._rows = EntityRows(self.embedder.dim)
@@ -299,7 +302,7 @@ class KnowledgeGraph:
 
     @classmethod
     def resume(
-        cls, index: Any, store: Any, ledger: str | Path, *, extractor: Any = None
+        cls, index: Any, store: GraphStore, ledger: str | Path, *, extractor: Any = None
     ) -> KnowledgeGraph:
         """Reopen a saved graph over ``index`` and follow it again.
 
@@ -531,12 +534,9 @@ class KnowledgeGraph:
                 self._rows.update((), self.store.entities(), self._follower.name_vector)
             return self._rows.read(self.embedder)
         ents = self.store.entities()
-        vecs = (
-            self.embedder.embed([e.name for e in ents])
-            if ents
-            else np.zeros((0, self.embedder.dim), np.float32)
-        )
-        return ents, np.asarray(vecs, dtype=np.float32)
+        if not ents:
+            return ents, np.zeros((0, self.embedder.dim), np.float32)
+        return ents, np.asarray(self.embedder.embed([e.name for e in ents]), np.float32)
 
     def search_entities(
         self, vector: np.ndarray, n: int, *, keep: int | None = None

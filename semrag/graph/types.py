@@ -21,7 +21,9 @@ __all__ = [
     "Entity",
     "ChangeStamped",
     "EntityNameSearch",
+    "GraphReads",
     "GraphStore",
+    "GraphWrites",
     "ReportReads",
     "Mention",
     "Relation",
@@ -152,29 +154,18 @@ class Community:
 
 
 @runtime_checkable
-class GraphStore(Protocol):
-    """Where a knowledge graph lives.
+class GraphReads(Protocol):
+    """What retrievers read of a knowledge graph's store (SKETCH, community search, PPR).
 
-    Implemented by :class:`~semrag.graph.InMemoryGraphStore` and
-    :class:`~semrag.neo4j.Neo4jGraphStore`, which pass one contract test suite.
-
-    A store that reads over a network may add async twins of its query-time reads
-    (``alookup``, ``aexpand``, ``achunks_for``, as :class:`~semrag.neo4j.Neo4jGraphStore`
-    does); the async retrievers await them, and run a store's blocking method in a worker
-    thread where it has none.
+    Ten members. :meth:`expand` is a neighbourhood and its chunks in one round trip; both
+    stores also keep ``neighbourhood`` alone. A store that reads over a network may add
+    async twins of its query-time reads (:class:`AsyncGraphReads`, as
+    :class:`~semrag.neo4j.Neo4jGraphStore` does); the async retrievers await them, and run
+    a store's blocking read in a worker thread where it has none.
     """
 
     supports_fulltext: bool
     """Whether :meth:`find_entities` uses a real full-text index."""
-
-    def upsert(
-        self,
-        entities: Iterable[Entity] = (),
-        relations: Iterable[Relation] = (),
-        mentions: Iterable[Mention] = (),
-    ) -> None:
-        """Insert or update records (idempotent, batched)."""
-        ...
 
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         """The entities with these ids (absent ids are skipped)."""
@@ -192,16 +183,6 @@ class GraphStore(Protocol):
         self, names: Sequence[str], *, fuzzy: bool = True, limit: int = 10
     ) -> list[Entity]:
         """Entities whose names match ``names`` (exact key first, then fuzzy)."""
-        ...
-
-    def neighbourhood(
-        self, entity_ids: Sequence[str], *, depth: int = 1, limit: int = 200
-    ) -> Subgraph:
-        """Entities within ``depth`` hops of the seeds and the relations among them."""
-        ...
-
-    def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
-        """Chunks mentioning each entity."""
         ...
 
     def lookup(
@@ -222,7 +203,7 @@ class GraphStore(Protocol):
         limit: int = 200,
         max_chunks: int | None = None,
     ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
-        """:meth:`neighbourhood` and :meth:`chunks_for` of its entities, at once.
+        """The seeds' neighbourhood within ``depth`` hops and its entities' chunks, at once.
 
         ``max_chunks``: an entity mentioned in more chunks than this is left out of the
         second dict (its chunks are not read; every other entity of the neighbourhood
@@ -231,8 +212,30 @@ class GraphStore(Protocol):
         """
         ...
 
-    def delete_document(self, doc_id: str) -> int:
-        """Remove a document's chunks and mentions, and entities left with no mention."""
+    def chunks_for(self, entity_ids: Sequence[str]) -> dict[str, list[ChunkRef]]:
+        """Chunks mentioning each entity."""
+        ...
+
+    def read_communities(self, level: int | None = None) -> list[Community]:
+        """Stored communities (of one level)."""
+        ...
+
+    def counts(self) -> Mapping[str, int]:
+        """Numbers of entities, relations, chunks, mentions and communities."""
+        ...
+
+
+@runtime_checkable
+class GraphWrites(Protocol):
+    """How a knowledge graph writes its store (building, following an index, communities)."""
+
+    def upsert(
+        self,
+        entities: Iterable[Entity] = (),
+        relations: Iterable[Relation] = (),
+        mentions: Iterable[Mention] = (),
+    ) -> None:
+        """Insert or update records (idempotent, batched)."""
         ...
 
     def update(
@@ -253,21 +256,27 @@ class GraphStore(Protocol):
         """
         ...
 
+    def delete_document(self, doc_id: str) -> int:
+        """Remove a document's chunks and mentions, and entities left with no mention."""
+        ...
+
     def write_communities(self, communities: Sequence[Community]) -> None:
         """Replace the stored communities."""
-        ...
-
-    def read_communities(self, level: int | None = None) -> list[Community]:
-        """Stored communities (of one level)."""
-        ...
-
-    def counts(self) -> Mapping[str, int]:
-        """Numbers of entities, relations, chunks, mentions and communities."""
         ...
 
     def clear(self) -> None:
         """Delete everything."""
         ...
+
+
+@runtime_checkable
+class GraphStore(GraphReads, GraphWrites, Protocol):
+    """Where a knowledge graph lives: its reads and its writes.
+
+    Implemented by :class:`~semrag.graph.InMemoryGraphStore` and
+    :class:`~semrag.neo4j.Neo4jGraphStore`, which pass one contract test suite;
+    :func:`semrag.testing.check_store` checks a store of your own.
+    """
 
 
 # -- optional capabilities of a store (checked with semrag._validation.offers) ---------------

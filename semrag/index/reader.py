@@ -518,7 +518,7 @@ class StepwiseGraphView(Protocol):
 
 
 class MissingCapabilityError(ConfigError):
-    """A reader lacks a capability a retriever needs (the message names it).
+    """A reader (or graph store) lacks a capability its user needs (the message names it).
 
     Attributes:
         capability: the missing protocol (e.g. :class:`HoldsRecords`).
@@ -553,8 +553,8 @@ def need(reader: object, capability: type[_P], *, by: str, why: str = "") -> _P:
     return cast(_P, reader)
 
 
-def require(reader: object, *needed: type, by: str, why: str = "") -> None:
-    """Fail unless ``reader`` offers every capability in ``needed``.
+def require(reader: object, *needed: type, by: str, why: str = "", what: str = "reader") -> None:
+    """Fail unless ``reader`` (or a store: ``what``) offers every capability in ``needed``.
 
     The check looks at the reader's class and instance attributes (it reads no property,
     so it costs no round trip on a database reader).
@@ -566,7 +566,7 @@ def require(reader: object, *needed: type, by: str, why: str = "") -> None:
         missing = missing_members(reader, capability)
         if missing:
             raise MissingCapabilityError(
-                f"{by} needs a reader with {capability.__name__} "
+                f"{by} needs a {what} with {capability.__name__} "
                 f"({', '.join(missing)} missing on {type(reader).__name__})"
                 + (f": {why}" if why else ""),
                 capability,

@@ -42,10 +42,10 @@ from semrag.neo4j._cypher import (
 )
 from semrag.neo4j._session import Ask, Neo4jSession, Steps, read_pair
 
-__all__ = ["GraphReads"]
+__all__ = ["CypherGraphReads"]
 
 
-class GraphReads:
+class CypherGraphReads:
     """The reads of :class:`~semrag.neo4j.Neo4jGraphStore`, over the store's session.
 
     Args:

@@ -68,7 +68,7 @@ from semrag.neo4j._cypher import (
     to_bytes,
     tokens_text,
 )
-from semrag.neo4j._graph_reads import GraphReads
+from semrag.neo4j._graph_reads import CypherGraphReads
 from semrag.neo4j._session import Ask, Neo4jSession, Steps
 
 
@@ -98,7 +98,7 @@ class Neo4jGraphStore:
     ``neighbourhood``, ``chunks_for``, ``search_entities``, ``read_communities``,
     ``read_reports``, ``counts``, and the async twins ``alookup``, ``aexpand``,
     ``achunks_for``, ``asearch_entities``): the methods of its
-    :class:`~semrag.neo4j._graph_reads.GraphReads` on the store's session, each written
+    :class:`~semrag.neo4j._graph_reads.CypherGraphReads` on the store's session, each written
     once as steps (``read_steps`` runs them together with other reads).
 
     Raises:
@@ -137,10 +137,10 @@ class Neo4jGraphStore:
         )
         """The connection every semrag class on this store talks through (its one error
         map: see :class:`~semrag.neo4j._session.Neo4jSession`)."""
-        reads = GraphReads(
+        reads = CypherGraphReads(
             self.session, fuzzy_cutoff=fuzzy_cutoff, fuzzy_candidates=fuzzy_candidates
         )
-        # the reads are GraphReads' own methods (documented there), taken as they are
+        # the reads are CypherGraphReads' own methods (documented there), taken as they are
         self.read_steps = reads.read_steps
         self.get_entities, self.entities, self.relations = (
             reads.get_entities,

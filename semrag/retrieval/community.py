@@ -41,7 +41,7 @@ from semrag._validation import (
 from semrag._versioned import Versioned
 from semrag.errors import ConfigError
 from semrag.graph.communities import report_text
-from semrag.graph.types import AsyncGraphReads, ReportReads
+from semrag.graph.types import AsyncGraphReads, GraphReads, ReportReads
 from semrag.index.reader import (
     AsyncReads,
     AsyncVersion,
@@ -412,7 +412,7 @@ def _current_version(source: Any) -> _Reads[Any]:
     return (yield Call(source.current_version, twin=version))
 
 
-def _chunks_for(store: Any, entity_ids: list[str]) -> Call:
+def _chunks_for(store: GraphReads, entity_ids: list[str]) -> Call:
     """The read of the chunks mentioning each entity (awaited on a database's store)."""
     return Call(
         store.chunks_for, (entity_ids,), twin=twin(store, AsyncGraphReads, lambda s: s.achunks_for)

@@ -5,7 +5,8 @@
 * :class:`FakeLLM` replays scripted replies and records the prompts it was sent.
 * :func:`check_chunker` asserts the invariants every semrag chunker must keep.
 * :func:`check_reader` checks the reader contract the retrievers rely on (a third
-  party's reader over another database proves itself with it).
+  party's reader over another database proves itself with it); :func:`check_store`
+  checks a knowledge graph's store likewise.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from semrag.testing.checks import check_chunker, check_chunks
 from semrag.testing.fakes import FakeEmbedder, FakeLLM, boundary_model_for
 from semrag.testing.readers import ReaderReport, check_reader
+from semrag.testing.stores import check_store
 
 __all__ = [
     "FakeEmbedder",
@@ -22,4 +24,5 @@ __all__ = [
     "check_chunker",
     "check_chunks",
     "check_reader",
+    "check_store",
 ]

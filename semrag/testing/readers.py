@@ -73,7 +73,7 @@ class ReaderReport:
         )
 
 
-class _Rules:
+class Rules:
     """Collects the names of the rules checked; fails on the first broken one."""
 
     def __init__(self) -> None:
@@ -121,7 +121,7 @@ def check_reader(
     reader = as_reader(reader)
     require(reader, CorpusReader, by="check_reader")
     search = need(reader, CorpusSearch, by="check_reader")
-    rules = _Rules()
+    rules = Rules()
     docs = _check_corpus(reader, rules, max_documents)
     for query in queries:
         _check_search(reader, search, rules, query, k)
@@ -145,7 +145,7 @@ def _chunks(reader: CorpusReader, doc_id: str, text: str) -> tuple[list[int], li
     return ids, reader.chunks_of(ids)
 
 
-def _check_corpus(reader: CorpusReader, rules: _Rules, max_documents: int) -> list[str]:
+def _check_corpus(reader: CorpusReader, rules: Rules, max_documents: int) -> list[str]:
     rules.hold("current_version() is an int", isinstance(reader.current_version(), int))
     doc_ids = list(reader.doc_ids)
     rules.hold("doc_ids are distinct strings", len(set(doc_ids)) == len(doc_ids))
@@ -167,7 +167,7 @@ def _check_corpus(reader: CorpusReader, rules: _Rules, max_documents: int) -> li
     return docs
 
 
-def _check_document(reader: CorpusReader, rules: _Rules, d: str, record: Any, dim: int) -> None:
+def _check_document(reader: CorpusReader, rules: Rules, d: str, record: Any, dim: int) -> None:
     text = record.doc.text
     rules.hold("a record is of its document", record.doc.id == d, d)
     spans = list(record.sentences)
@@ -210,7 +210,7 @@ def _check_document(reader: CorpusReader, rules: _Rules, d: str, record: Any, di
 
 
 def _check_search(
-    reader: CorpusReader, search: CorpusSearch, rules: _Rules, query: str, k: int
+    reader: CorpusReader, search: CorpusSearch, rules: Rules, query: str, k: int
 ) -> None:
     q = np.asarray(query_vector(reader, query), np.float32)
     rules.hold("a query vector is one unit row", q.ndim == 1 and abs(np.linalg.norm(q) - 1) < 1e-3)
@@ -249,7 +249,7 @@ def _check_search(
         )
 
 
-def _check_graph(reader: Any, rules: _Rules, query: str, k: int) -> None:
+def _check_graph(reader: Any, rules: Rules, query: str, k: int) -> None:
     if reader.ssg_config is None:
         try:
             reader.ssg_view()
@@ -270,7 +270,7 @@ def _check_graph(reader: Any, rules: _Rules, query: str, k: int) -> None:
 
 
 def _check_optional(
-    reader: CorpusReader, rules: _Rules, docs: Sequence[str], query: str, k: int
+    reader: CorpusReader, rules: Rules, docs: Sequence[str], query: str, k: int
 ) -> None:
     if offers(reader, AsyncReads):
         _check_twins(reader, rules, docs, query, k)
@@ -293,7 +293,7 @@ def _check_optional(
         )
 
 
-def _check_twins(reader: Any, rules: _Rules, docs: Sequence[str], query: str, k: int) -> None:
+def _check_twins(reader: Any, rules: Rules, docs: Sequence[str], query: str, k: int) -> None:
     """Each awaited read answers as its blocking twin."""
     q = query_vector(reader, query)
     ids = [int(i) for i in reader.dense_search(q, k)[1] if i >= 0]
@@ -325,7 +325,7 @@ def _check_twins(reader: Any, rules: _Rules, docs: Sequence[str], query: str, k:
 def _check_against(
     reader: CorpusReader,
     reference: CorpusReader,
-    rules: _Rules,
+    rules: Rules,
     docs: Sequence[str],
     queries: Sequence[str],
     k: int,
@@ -366,5 +366,5 @@ def _span(chunk: Chunk) -> tuple[str, int, int, str]:
     return (chunk.doc_id, chunk.start, chunk.end, chunk.text)
 
 
-def _descending(rules: _Rules, name: str, scores: Sequence[float]) -> None:
+def _descending(rules: Rules, name: str, scores: Sequence[float]) -> None:
     rules.hold(name, all(a >= b - 1e-9 for a, b in zip(scores, scores[1:], strict=False)))

@@ -13,12 +13,17 @@ from semrag.graph import (
     ChunkRef,
     Community,
     Entity,
+    GraphReads,
     GraphStore,
+    GraphWrites,
     InMemoryGraphStore,
+    KnowledgeGraph,
     Mention,
     Relation,
 )
+from semrag.index.reader import MissingCapabilityError
 from semrag.neo4j import Neo4jGraphStore
+from semrag.testing import check_store
 
 NEO4J = pytest.param(
     "neo4j", marks=[pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
@@ -499,3 +504,40 @@ def test_name_lookup_means_the_same_on_every_store(neo4j_server):
             assert neo.reads == before + 1
     finally:
         neo.close()
+
+
+def test_the_store_keeps_the_contract_check_store_states(store):
+    """``semrag.testing.check_store``, what a third party's store proves itself with."""
+    rules = check_store(store)
+    assert "expand gives the neighbourhood's chunks" in rules and len(rules) == len(set(rules))
+    assert not any(store.counts().values())  # it cleans up after itself
+    assert isinstance(store, GraphReads) and isinstance(store, GraphWrites)
+
+
+def test_check_store_names_the_rule_a_store_breaks():
+    class ForgetsRelations(InMemoryGraphStore):
+        def relations(self):
+            return super().relations()[:1]
+
+    with pytest.raises(AssertionError, match="relations\\(\\) are the written ones"):
+        check_store(ForgetsRelations())
+
+    with pytest.raises(MissingCapabilityError, match="GraphReads.*expand"):
+        check_store(type("Partial", (), {"counts": lambda self: {}})())
+    full = InMemoryGraphStore()
+    full.upsert([Entity.of("Ada")])
+    with pytest.raises(ConfigError, match="give it an empty one"):
+        check_store(full)
+
+
+def test_a_knowledge_graph_refuses_a_store_that_cannot_be_written():
+    class ReadOnly:
+        supports_fulltext = False
+
+    for name in GraphReads.__dict__:
+        if not name.startswith("_") and callable(getattr(GraphReads, name)):
+            setattr(ReadOnly, name, getattr(InMemoryGraphStore, name))
+    with pytest.raises(
+        MissingCapabilityError, match="KnowledgeGraph needs a store with GraphWrites"
+    ):
+        KnowledgeGraph(ReadOnly())

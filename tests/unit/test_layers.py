@@ -61,6 +61,35 @@ def test_no_module_is_over_600_lines():
     assert long == {}
 
 
+def _protocol_members(cls: ast.ClassDef) -> set[str]:
+    """The members a ``Protocol`` class declares in its own body (public ones)."""
+    names = {s.name for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    names |= {
+        s.target.id
+        for s in cls.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+    }
+    return {n for n in names if not n.startswith("_") or n in ("__contains__", "__len__")}
+
+
+def test_every_protocol_declares_at_most_ten_members():
+    """A capability a reader or store implements is small; bigger ones are unions of them."""
+
+    def is_protocol(base: ast.expr) -> bool:
+        return (isinstance(base, ast.Name) and base.id == "Protocol") or (
+            isinstance(base, ast.Attribute) and base.attr == "Protocol"
+        )
+
+    sizes = {
+        f"{p.relative_to(ROOT)}:{node.name}": len(_protocol_members(node))
+        for p in modules()
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and any(is_protocol(b) for b in node.bases)
+    }
+    assert sizes["semrag/graph/types.py:GraphReads"] == 10  # the check sees the store split
+    assert {k: n for k, n in sizes.items() if n > 10} == {}
+
+
 def test_a_facade_delegates():
     """Every method of a facade is short: the work is in the objects it holds.
 
