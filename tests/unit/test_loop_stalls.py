@@ -46,6 +46,7 @@ from semrag.chunking.boundary import PSCChunker
 from semrag.graph import HeuristicGraphExtractor, KnowledgeGraph, LLMGraphExtractor
 from semrag.index.reader import aquery_vector
 from semrag.llm import acomplete_json
+from semrag.minilm import MiniLMEmbedder
 from semrag.postprocess import SPC
 from semrag.retrieval import (
     CommunityRetriever,
@@ -67,13 +68,14 @@ PUBLIC = [
     "semrag.postprocess",
     "semrag.graph",
     "semrag.neo4j",
-    "semrag.neo4j._graph_reads",  # Neo4jGraphStore's reads are GraphReads' own methods
+    "semrag.neo4j._graph_reads",  # Neo4jGraphStore's reads are CypherGraphReads' own methods
     "semrag.neo4j._stored",  # and Neo4jIndex's document and chunk reads these classes'
     "semrag.index",
     "semrag.index.reader",  # what retrievers share over a reader (aquery_vector)
     "semrag.chunking",
     "semrag.chunking.boundary",
     "semrag.embeddings",
+    "semrag.minilm",
     "semrag.llm",
     "langchain_semrag",
     "llama_index_semrag",
@@ -227,6 +229,13 @@ def env() -> Env:
     return Env(index, kg, big)
 
 
+@functools.cache
+def warm_minilm() -> MiniLMEmbedder:
+    model = MiniLMEmbedder(cache_size=0)
+    model.embed_pooled(["warm up"], [[(0, 4)]])
+    return model
+
+
 async def longest_stall(make: Callable[[], Awaitable[Any]]) -> float:
     # A full garbage collection of this large test process can pause every thread for a
     # few hundred ms; that is the process, not a blocking call, so the heap that exists is
@@ -289,6 +298,15 @@ CASES: dict[str, list[Case]] = {
     ],
     "semrag.chunking.base:BoundaryChunker.achunk_with_stats": [
         lambda e: lambda: SemanticChunker(SlowEmbedder()).achunk_with_stats(list(TEXTS.values()))
+    ],
+    "semrag.minilm:MiniLMEmbedder.aembed_pooled": [
+        # the real model, loaded first (reading tokenizer.json holds the GIL once): 48
+        # chunks take longer than DELAY, all of it off the loop
+        lambda e: (
+            lambda model=warm_minilm(): model.aembed_pooled(
+                [f"{TEXTS['pm']} {e.query()}"] * 48, [[(0, 20)]] * 48
+            )
+        )
     ],
     "semrag.embeddings:BaseEmbedder.aembed": [
         lambda e: lambda: SlowEmbedder().aembed(["one", "two"])
@@ -583,7 +601,7 @@ ELSEWHERE = (
     | {
         # they await the store's session (store.session.aread_rows, arun_steps,
         # arun_together): every async read of every class on Neo4j goes through it
-        f"semrag.neo4j._graph_reads:GraphReads.{name}": "tests/graph/test_neo4j_index.py"
+        f"semrag.neo4j._graph_reads:CypherGraphReads.{name}": "tests/graph/test_neo4j_index.py"
         "::test_the_readers_async_twins_leave_the_loop_free"
         for name in ("alookup", "aexpand", "achunks_for", "asearch_entities")
     }
