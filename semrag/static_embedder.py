@@ -48,6 +48,7 @@ STATIC_MODEL_NAME = "static-minilm"
 """The packaged static model's name (its directory under ``semrag/weights``)."""
 
 _MODELS: dict[str, StaticModel] = {}  # one loaded table per directory, shared by instances
+_TOKENIZERS: dict[str, HuggingFaceTokenizer] = {}  # and one word-piece counter
 _MODELS_LOCK = threading.Lock()
 _PARALLEL_ROWS = 50_000
 """Rows from which :func:`segment_sums` sums on two cores (a few pages of text)."""
@@ -159,7 +160,11 @@ class StaticEmbedder(BaseEmbedder):
     def tokenizer(self) -> HuggingFaceTokenizer:
         """The model's word pieces (MiniLM's, for the packaged model)."""
         if self._tokenizer is None:
-            self._tokenizer = HuggingFaceTokenizer(self.model.tokenizer, name=self.model_name)
+            model, path = self.model, self.path
+            with _MODELS_LOCK:  # one per model: building it reads the whole vocabulary
+                if path not in _TOKENIZERS:
+                    _TOKENIZERS[path] = HuggingFaceTokenizer(model.tokenizer, name=self.model_name)
+                self._tokenizer = _TOKENIZERS[path]
         return self._tokenizer
 
     @property

@@ -236,6 +236,10 @@ def warm_minilm() -> MiniLMEmbedder:
     return model
 
 
+def pooled_pass(e: Env, model: MiniLMEmbedder) -> Callable[[], Awaitable[Any]]:
+    return lambda: model.aembed_pooled([f"{TEXTS['pm']} {e.query()}"] * 48, [[(0, 20)]] * 48)
+
+
 async def longest_stall(make: Callable[[], Awaitable[Any]]) -> float:
     # A full garbage collection of this large test process can pause every thread for a
     # few hundred ms; that is the process, not a blocking call, so the heap that exists is
@@ -302,11 +306,7 @@ CASES: dict[str, list[Case]] = {
     "semrag.minilm:MiniLMEmbedder.aembed_pooled": [
         # the real model, loaded first (reading tokenizer.json holds the GIL once): 48
         # chunks take longer than DELAY, all of it off the loop
-        lambda e: (
-            lambda model=warm_minilm(): model.aembed_pooled(
-                [f"{TEXTS['pm']} {e.query()}"] * 48, [[(0, 20)]] * 48
-            )
-        )
+        lambda e: pooled_pass(e, warm_minilm())
     ],
     "semrag.embeddings:BaseEmbedder.aembed": [
         lambda e: lambda: SlowEmbedder().aembed(["one", "two"])
