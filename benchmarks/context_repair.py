@@ -63,6 +63,7 @@ from corpus_shapes import Question, Shape, abstracts, long_articles
 from semrag import SemanticChunker, SemanticIndex
 from semrag.eval.chunking import _covered
 from semrag.eval.verdict import paired_bootstrap
+from semrag.minilm import MiniLMEmbedder
 from semrag.postprocess import SPC
 
 BUDGETS = (1000, 2000, 4000)
@@ -277,6 +278,21 @@ def bigger_chunks(shape: Shape, model: Any, kind: str, pos: dict[str, int]) -> C
     return run
 
 
+def pooled_spc(shape: Shape, kind: str, pos: dict[str, int]) -> Callable:
+    """SPC over the index a user builds by default: the numpy MiniLM, whose sentence
+    vectors are pooled from the chunks' pass (the other SPC rows read sentences embedded
+    apart); the same chunks, so the same hits."""
+    index = SemanticIndex(embedder=MiniLMEmbedder(), chunker=chunker(kind, 64))
+    index.add_documents(shape.docs)
+    by_budget = {b: SPC(index, k=K, audit=False, context=b) for b in BUDGETS}
+
+    def run(q: Question, hits: list[Any], budget: int) -> list[Span]:
+        done = by_budget[budget].process(q.text, hits).chunks
+        return [(pos[h.chunk.doc_id], h.chunk.start, h.chunk.end) for h in done]
+
+    return run
+
+
 def chunker(kind: str, tokens: int) -> SemanticChunker:
     if kind == "default":
         return SemanticChunker() if tokens == 64 else SemanticChunker(target_tokens=tokens)
@@ -290,6 +306,9 @@ def run_setting(shape: Shape, kind: str, model: Any, only: str | None) -> tuple[
     pos = {d.id: i for i, d in enumerate(shape.docs)}
     systems = semrag_systems(index, pos)
     peers: dict[str, Callable[[], Callable]] = {
+        "  variant: sentence vectors pooled from the chunks (the default index)": lambda: (
+            pooled_spc(shape, kind, pos)
+        ),
         "PrevNext (LlamaIndex, 1 each side)": lambda: prev_next(index, pos),
         "sentence window 3 (LlamaIndex)": lambda: sentence_window(shape, model),
         "AutoMerging 2048/512/128 (LlamaIndex)": lambda: auto_merging(shape, model),
