@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._validation import check_k, check_query
+from semrag.chunking.semantic import SemanticChunker
 from semrag.embeddings import as_embedder
 from semrag.errors import ConfigError
 from semrag.index.parts.ssg import SSGConfig
@@ -43,7 +44,6 @@ from semrag.neo4j._stored import StoredCorpus
 from semrag.neo4j.graph_store import Neo4jGraphStore
 from semrag.neo4j.remote_passages import RemotePassages
 from semrag.neo4j.remote_ssg import RemoteView
-from semrag.text.tokens import WhitespaceTokenizer
 from semrag.types import ScoredChunk
 
 if TYPE_CHECKING:
@@ -93,8 +93,9 @@ class Neo4jIndex:
         embedder: embeds queries; ``None`` for the packaged MiniLM. It must be the model
             that embedded the stored index (checked by its fingerprint, see
             :mod:`semrag.fingerprint`).
-        tokenizer: counts tokens for SPC's budgets (default: the embedder's tokenizer, as
-            the index's chunker counts by default).
+        tokenizer: counts the tokens of chunks made here (SSG windows) and for SPC's
+            budgets; default: what ``SemanticIndex()``'s default chunker counts with (MiniLM's
+            word pieces, through the static boundary model).
         oversample: candidates asked of the (approximate) vector indexes per result, for
             the first 20 results (chunks for dense search, windows for an SSG anchor);
             semrag scores them exactly, so the top ``k`` equal an exact search's unless the
@@ -130,7 +131,7 @@ class Neo4jIndex:
         self.store = store
         self.name = name
         self.embedder = as_embedder(embedder)
-        self.tokenizer = tokenizer or self.embedder.tokenizer or WhitespaceTokenizer()
+        self.tokenizer = tokenizer or SemanticChunker().tokenizer
         self.oversample, self.min_candidates = int(oversample), int(min_candidates)
         state = read_state(store, name)
         if state.get("version") is None:

@@ -157,7 +157,9 @@ def test_a_prepared_batch_is_named_records_that_pickle_and_are_checked_on_commit
     broken = dataclasses.replace(batch, documents=(short, *batch.documents[1:]))
     with pytest.raises(ConfigError, match="'d00': chunk_vectors has shape"):
         writer.add_prepared(broken)
-    stranger = dataclasses.replace(first, chunks=[dataclasses.replace(first.chunks[0], doc_id="x")])
+    stranger = dataclasses.replace(
+        first, chunks=[dataclasses.replace(c, doc_id="x") for c in first.chunks]
+    )
     with pytest.raises(ConfigError, match="chunks of another document"):
         writer.add_prepared(dataclasses.replace(batch, documents=(stranger,)))
     old = PreparedBatch(batch.settings, batch.documents, format=1)
