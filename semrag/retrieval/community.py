@@ -159,7 +159,7 @@ class CommunityRetriever(Params):
         centrality_weight: float = 0.2,
         level: int | None = None,
         max_chunks: int | None = 64,
-        **old_names: Any,
+        **old_names: object,
     ) -> None:
         index = as_reader(index)
         given = renamed(

@@ -222,7 +222,7 @@ class SketchRetriever(Params):
         token_budget: int | None = None,
         max_facts: int = 20,
         on_llm_error: str = "fallback",
-        **old_names: Any,
+        **old_names: object,
     ) -> None:
         index = as_reader(index)
         p = self._check_params(

@@ -189,7 +189,7 @@ class SSGRetriever(Params):
         max_llm_calls: int = 8,
         candidates_per_hop: int = 5,
         on_llm_error: str = "fallback",
-        **old_names: Any,
+        **old_names: object,
     ) -> None:
         given = renamed(
             "SSGRetriever",
