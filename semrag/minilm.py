@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,6 @@ class _Bert:
             tuple(layers),
             int(config["num_attention_heads"]),
         )
-
-    def encode(self, ids: npt.NDArray[np.int64], mask: F32) -> F32:
-        """Mean-pooled, L2-normalised vectors of a padded batch (``ids``, ``mask``: (B, L))."""
-        return _mean_normalised(self.states(ids, mask), mask)
 
     def states(self, ids: npt.NDArray[np.int64], mask: F32) -> F32:
         """The last layer's word-piece vectors of a padded batch, shape (B, L, dim)."""
@@ -320,9 +316,21 @@ class MiniLMEmbedder(LocalModelEmbedder):
         return 512
 
     def _embed_batch(self, texts: list[str]) -> Any:
+        out = np.empty((len(texts), self.dim), np.float32)
+        for rows, _, states, mask in self._passes(texts):
+            out[rows] = _mean_normalised(states, mask)
+        return out
+
+    def _passes(
+        self, texts: list[str]
+    ) -> Iterator[tuple[npt.NDArray[np.intp], list[Any], F32, F32]]:
+        """The forward passes over ``texts``: length-sorted batches padded to their longest.
+
+        Yields each batch's rows (positions in ``texts``), encodings, last-layer states and
+        attention mask.
+        """
         model, encoder = self._loaded()
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        out = np.empty((len(texts), model.words.shape[1]), np.float32)
         starts = range(0, len(texts), self.batch_size)
         if self.show_progress and len(texts) > self.batch_size:
             from tqdm.auto import tqdm
@@ -333,8 +341,7 @@ class MiniLMEmbedder(LocalModelEmbedder):
             encoded = encoder.encode_batch([texts[i] for i in rows])
             ids = np.asarray([e.ids for e in encoded], np.int64)
             mask = np.asarray([e.attention_mask for e in encoded], np.float32)
-            out[rows] = model.encode(ids, mask)
-        return out
+            yield rows, encoded, model.states(ids, mask), mask
 
     def embed_pooled(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
@@ -361,17 +368,10 @@ class MiniLMEmbedder(LocalModelEmbedder):
         texts = list(texts)
         if len(spans) != len(texts):
             raise ConfigError(f"{len(spans)} span lists for {len(texts)} texts")
-        model, encoder = self._loaded()
-        out = np.empty((len(texts), model.words.shape[1]), np.float32)
+        out = np.empty((len(texts), self.dim), np.float32)
         pooled: list[F32] = [out[:0]] * len(texts)
         missed: list[tuple[int, int]] = []
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        for lo in range(0, len(texts), self.batch_size):
-            rows = order[lo : lo + self.batch_size]
-            encoded = encoder.encode_batch([texts[i] for i in rows])
-            ids = np.asarray([e.ids for e in encoded], np.int64)
-            mask = np.asarray([e.attention_mask for e in encoded], np.float32)
-            states = model.states(ids, mask)
+        for rows, encoded, states, mask in self._passes(texts):
             out[rows] = _mean_normalised(states, mask)
             for j, row in enumerate(rows.tolist()):
                 pooled[row], gaps = _pool_spans(states[j], encoded[j], spans[row])
