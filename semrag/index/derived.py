@@ -35,7 +35,8 @@ class Derivable(Protocol):
     """A part that can be brought to a reader's documents from their records."""
 
     embedder: Any
-    """The embedder its vectors are of (a reader that moves to another model starts afresh)."""
+    """The embedder its vectors are of (a reader that moves to another model starts afresh);
+    ``None`` when they are not the reader's (the passage phrases' names: a new model keeps them)."""
 
     def sync(self, live: Sequence[IndexedDocument], version: int) -> None:
         """Bring the part to the documents ``live`` (in the reader's order) at ``version``."""
@@ -99,7 +100,7 @@ def derived(
     # Lock order: the reader's read first, then the part's lock (a change waits for both).
     with reading(reader), slot.lock:
         part: D | None = slot.part
-        if part is None or part.embedder is not reader.embedder:  # new, or reembedded
+        if part is None or part.embedder not in (None, reader.embedder):  # new, or reembedded
             part = slot.part = make(records)
             slot.version = None
         version = reader.current_version()

@@ -264,7 +264,7 @@ class SemanticIndex:
                 self.embedder,
                 self._dense_kind,
             ),
-            passages=PassagePhrases(self.embedder) if passages else None,
+            passages=PassagePhrases() if passages else None,
         )
         self._search = IndexSearch(self._corpus, self._part_set)
         self._fingerprint: EmbedderFingerprint | None = None  # see the fingerprint property

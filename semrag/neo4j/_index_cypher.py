@@ -32,7 +32,6 @@ SCHEMA = (
     "CREATE INDEX semrag_piece_doc_id IF NOT EXISTS FOR (p:SemragPiece) ON (p.doc_id)",
     "CREATE CONSTRAINT semrag_phrase_key IF NOT EXISTS "
     "FOR (p:SemragPhrase) REQUIRE p.key IS UNIQUE",
-    "CREATE CONSTRAINT semrag_name_text IF NOT EXISTS FOR (n:SemragName) REQUIRE n.name IS UNIQUE",
     "CREATE INDEX semrag_document_seq IF NOT EXISTS FOR (d:SemragDocument) ON (d.seq)",
 )
 VECTOR_INDEXES = tuple(
@@ -125,13 +124,12 @@ ALL_EDGES_DROP = (
 )
 CLEAR = (
     "MATCH (n) WHERE n:SemragDocument OR n:SemragChunk OR n:SemragSentence OR n:SemragWindow "
-    "OR n:SemragPiece OR n:SemragPhrase OR n:SemragName OR n:SemragIndexState "
+    "OR n:SemragPiece OR n:SemragPhrase OR n:SemragName OR n:SemragIndexState "  # Name: before 0.4
     "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
 )
 # -- the passage graph's phrases (the index's ``passages`` part) -------------------------------
 # A chunk's phrases in its order: (:SemragChunk)-[:MENTIONS {i, name}]->(:SemragPhrase {key});
-# ``name`` is the spelling there; each spelling's vector is on (:SemragName {name, vec}).
-MERGE_NAMES = "UNWIND $rows AS r MERGE (n:SemragName {name: r.name}) ON CREATE SET n.vec = r.vec"
+# ``name`` is the spelling there (its vector is embedded where the graph is read).
 CREATE_MENTIONS = (
     "UNWIND $rows AS r MATCH (c:SemragChunk {id: r.id}) "
     "UNWIND range(0, size(r.keys) - 1) AS i "
@@ -148,9 +146,6 @@ PASSAGE_ROWS = (
     "WITH d, c, collect(CASE WHEN m IS NULL THEN null ELSE [m.i, p.key, m.name] END) AS found "
     "RETURN d.seq AS seq, d.id AS doc, c.id AS id, c.index AS index, c.start AS start, found "
     "ORDER BY seq, index"
-)
-NAME_VECTORS = (
-    "UNWIND $names AS name MATCH (n:SemragName {name: name}) RETURN n.name AS name, n.vec AS vec"
 )
 DUMP_MENTIONS = (
     "MATCH (c:SemragChunk)-[m:MENTIONS]->(p:SemragPhrase) "

@@ -52,7 +52,6 @@ from semrag.neo4j._index_cypher import (
     DUMP_WINDOWS,
     FINGERPRINTS,
     MARK_WRITING,
-    MERGE_NAMES,
     SCHEMA,
     STATE,
     UPSERT_CHUNKS,
@@ -358,7 +357,7 @@ class Neo4jIndexStore:
             if titles == self._passages_written
             else [d for d in self._followed.doc_ids if d not in gone]
         )
-        mentions, names = self._phrase_rows([*change.added_ids, *again])
+        mentions = self._mention_rows([*change.added_ids, *again])
         # the added documents' mentions go with their documents (a step that lands holds
         # both); those of documents written before go after every document
         mentions_again = [m for m in mentions if m["doc_id"] not in added_ids]
@@ -376,7 +375,6 @@ class Neo4jIndexStore:
 
         steps: list[list[Statement]] = batches(DELETE_DOCS, "ids", sorted(gone))
         steps += batches(DROP_MENTIONS, "ids", again)
-        steps += batches(MERGE_NAMES, "rows", names)
         parts = (chunks, sentences, windows, pieces, mentions)
         for group in by_document(docs, parts, self.max_transaction_rows):
             steps.append(
@@ -468,36 +466,28 @@ class Neo4jIndexStore:
         part = self._followed.parts.get("passages")
         return bool(part.titles) if isinstance(part, PassagePhrases) else None
 
-    def _phrase_rows(
-        self, doc_ids: Sequence[str]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The mention rows (per chunk) and name rows (with vectors) of these documents."""
+    def _mention_rows(self, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The mention rows (per chunk: phrase keys and spellings) of these documents."""
         part = self._followed.parts.get("passages")
         if not isinstance(part, PassagePhrases) or not doc_ids:
-            return [], []
+            return []
         reg = part.registry
         mentions: list[dict[str, Any]] = []
-        name_ids: dict[int, None] = {}
         for doc_id in doc_ids:
             found = part.of(doc_id)
             at = 0
             for cid, n in zip(found.chunk_ids.tolist(), found.counts.tolist(), strict=True):
                 if n:
-                    slots = found.slots[at : at + n].tolist()
-                    spelled = found.names[at : at + n].tolist()
-                    name_ids.update(dict.fromkeys(spelled))
                     mentions.append(
                         {
                             "id": cid,
                             "doc_id": doc_id,
-                            "keys": [reg.keys[j] for j in slots],
-                            "names": [reg.names[j] for j in spelled],
+                            "keys": [reg.keys[j] for j in found.slots[at : at + n].tolist()],
+                            "names": [reg.names[j] for j in found.names[at : at + n].tolist()],
                         }
                     )
                 at += n
-        vectors = reg.vectors.view
-        names = [{"name": reg.names[j], "vec": vectors[j]} for j in name_ids]
-        return mentions, names
+        return mentions
 
     def _graph(self) -> SemanticSimilarityGraph | None:
         return self._followed.ssg_view().graph if self._followed.ssg_config else None

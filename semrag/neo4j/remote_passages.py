@@ -3,14 +3,14 @@
 :class:`~semrag.neo4j.Neo4jIndexStore` writes the index's ``passages`` part (when the writing
 index keeps one: ``SemanticIndex(passages=True)``, ``index.enable("passages")``, or any
 ``GraphRetriever()`` over it) as mention edges, ``(:SemragChunk)-[:MENTIONS {i, name}]->
-(:SemragPhrase {key})``, and each spelling's vector on ``(:SemragName {name, vec})``, with
-each change: only the changed documents' mentions and their new names.
+(:SemragPhrase {key})``, with each change: only the changed documents' mentions.
 
 :class:`RemotePassages` is the part as a :class:`~semrag.neo4j.Neo4jIndex` offers it
 (``reader.parts["passages"]``): the first PPR query of a version reads the mentions, page by
-page in the index's order, and the vectors of the names they use, and assembles the same
-arrays the embedded part does (:func:`~semrag.index.parts._passage_graph.assemble`: no phrase is
-found and no name embedded). The walk then runs in process over them, so its ranking is the
+page in the index's order, embeds the new spellings they use (the packaged static model,
+:data:`~semrag.index.parts.passages.NAMES`: a name's vector depends on the name alone) and
+assembles the same arrays the embedded part does
+(:func:`~semrag.index.parts._passage_graph.assemble`: no phrase is found). The walk then runs in process over them, so its ranking is the
 embedded one's; the chunks of a query's hits are fetched in one round trip. A later version
 reads only the documents written or removed since (a serving process follows a writer by
 delta, not by reading the graph again). What a serving
@@ -29,8 +29,7 @@ import numpy as np
 from semrag.errors import StoreError
 from semrag.index.parts._passage_graph import PassageGraph, graph_for
 from semrag.index.parts.passages import DocPhrases, NameRegistry
-from semrag.neo4j._cypher import from_bytes
-from semrag.neo4j._index_cypher import FINGERPRINTS, NAME_VECTORS, PASSAGE_ROWS
+from semrag.neo4j._index_cypher import FINGERPRINTS, PASSAGE_ROWS
 from semrag.types import Chunk
 
 __all__ = ["RemoteChunks", "RemotePassages"]
@@ -88,7 +87,7 @@ class RemotePassages:
         self.reader = reader
         self.titles = bool(titles)
         self.page = int(page)
-        self.registry = NameRegistry(reader.embedder.dim)
+        self.registry = NameRegistry()
         self.version: int | None = None
         """The stored version the phrases were read at."""
         self.reads = 0
@@ -142,7 +141,7 @@ class RemotePassages:
             docs.pop(doc_id, None)  # a replaced document moves to the end, as in the index
             docs[doc_id] = phrases
         seqs.update(fresh_seqs)
-        self._read_name_vectors()
+        self.registry.embed_new()
         return docs, seqs
 
     def _read_rows(self, after: int) -> tuple[dict[str, DocPhrases], dict[str, int]]:
@@ -177,21 +176,6 @@ class RemotePassages:
                 break
         self.documents_read += len(docs)
         return docs, seqs
-
-    def _read_name_vectors(self) -> None:
-        """Read the vectors of the names registered since the last read."""
-        reg = self.registry
-        new = reg.names[reg.vectors.n :]
-        vectors: dict[str, np.ndarray] = {}
-        for lo in range(0, len(new), 10_000):
-            batch = new[lo : lo + 10_000]
-            for r in self.reader.store.session.read_rows(NAME_VECTORS, names=batch):
-                vectors[r["name"]] = from_bytes(r["vec"])
-        missing = [n for n in new if n not in vectors]
-        if missing:
-            raise StoreError(f"the stored phrase names {missing[:3]} have no vectors")
-        if new:
-            reg.vectors.append(np.stack([vectors[n] for n in new]).astype(np.float32))
 
     # -- the part, as PPRRetriever reads it -----------------------------------------------
     def graph(

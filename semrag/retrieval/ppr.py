@@ -70,6 +70,7 @@ from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index.derived import derived
 from semrag.index.parts._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
 from semrag.index.parts.passages import (
+    NAMES,
     DocPhrases,
     NameRegistry,
     PassagePhrases,
@@ -250,8 +251,7 @@ class PPRRetriever(Params):
         self._built: Versioned[PassageGraph] = Versioned()  # by (index, graph) version
         # The knowledge graph's names (graph=), kept across versions, so a change costs the
         # new names only: a name's vector never changes.
-        self._registry = NameRegistry(index.embedder.dim)
-        self._registry_model = index.embedder  # whose vectors it holds (see reembed)
+        self._registry = NameRegistry()
         if not offers(index, HoldsRecords) and self._kept_phrases() is None:
             self._records()  # the reader can give this retriever no phrases: say so now
 
@@ -313,11 +313,11 @@ class PPRRetriever(Params):
         kept = self._kept_phrases()
         if kept is not None:
             return kept
-        embedder, titles = self.index.embedder, self.titles
+        titles = self.titles
         return derived(
             self.index,
             ("passages", titles),
-            lambda _records: PassagePhrases(embedder, titles=titles),
+            lambda _records: PassagePhrases(titles=titles),
             by="PPRRetriever",
             why=_NO_PHRASES,
         )
@@ -371,13 +371,10 @@ class PPRRetriever(Params):
                     synonym_k=self.synonym_k,
                     synonym_threshold=self.synonym_threshold,
                 )
-            if self._registry_model is not self.index.embedder:  # the index has a new model
-                self._registry = NameRegistry(self.index.embedder.dim)
-                self._registry_model = self.index.embedder
             version = self.index.current_version()
             docs, phrases, relations = self._phrases_from_graph()
         reg = self._registry
-        reg.embed_new(self.index.embedder)
+        reg.embed_new()
         g = assemble(
             version,
             docs,
@@ -388,7 +385,7 @@ class PPRRetriever(Params):
             synonym_threshold=self.synonym_threshold,
         )
         if len(reg.names) > 2 * len(g.names) + 1024:  # mostly names no longer in the graph
-            self._registry = NameRegistry(self.index.embedder.dim)
+            self._registry = NameRegistry()
         return g
 
     # -- query ----------------------------------------------------------------------------
@@ -425,9 +422,9 @@ class PPRRetriever(Params):
         return self._llm_entities(reply, query)
 
     @staticmethod
-    def _to_embed(g: PassageGraph, query: str, names: Sequence[str]) -> list[str]:
-        """The query and the entity names with no exact phrase node (one embedding batch)."""
-        return [query, *dict.fromkeys(n for n in names if phrase_key(n) not in g.keys)]
+    def _to_embed(g: PassageGraph, names: Sequence[str]) -> list[str]:
+        """The entity names with no exact phrase node (embedded by :data:`NAMES`)."""
+        return list(dict.fromkeys(n for n in names if phrase_key(n) not in g.keys))
 
     def _seeds(
         self,
@@ -486,16 +483,19 @@ class PPRRetriever(Params):
     def _walk(
         self,
         g: PassageGraph,
-        texts: list[str],
-        vectors: Floats,
+        q: Floats,
+        by_name: dict[str, Floats],
         names: list[str],
         found: tuple[Floats, Ints],
         k: int,
     ) -> Walk | None:
-        """Seed and walk: the ``k`` passages ranked first (``None``: nothing seeded)."""
+        """Seed and walk: the ``k`` passages ranked first (``None``: nothing seeded).
+
+        ``q``: the query's vector; ``by_name``: the vectors of the names with no exact
+        phrase node.
+        """
         if g.n_passages == 0:
             return None
-        by_name = dict(zip(texts[1:], np.asarray(vectors[1:], dtype=np.float32), strict=True))
         dense, dense_chunks = dense_passages(g, found, self.dense_seeds)
         seeds, linked = self._seeds(g, dense, names, by_name)
         if not seeds.any():
@@ -516,7 +516,7 @@ class PPRRetriever(Params):
             similarity_weight=self.similarity_weight,
             per_passage=self.per_passage,
         )
-        similarity = similarities(g, ranked, dense_chunks, self.index.vectors_of, vectors[0])
+        similarity = similarities(g, ranked, dense_chunks, self.index.vectors_of, q)
         return Walk(
             ranked, passage, scores[g.n_passages :], linked, dense, dense_chunks, similarity
         )
@@ -534,10 +534,11 @@ class PPRRetriever(Params):
         while True:  # _raced raises on the last attempt
             g = self.passage_graph()
             try:
-                texts = self._to_embed(g, query, names)
-                vectors = np.asarray(self.index.embedder.embed(texts), dtype=np.float32)
-                found = call(self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
-                walk = self._walk(g, texts, vectors, names, found, k)
+                q = np.asarray(self.index.embedder.embed([query]), dtype=np.float32)[0]
+                texts = self._to_embed(g, names)
+                by_name = dict(zip(texts, NAMES.embed(texts), strict=True))
+                found = call(self._dense(g, q)) if g.n_passages else _NO_HITS
+                walk = self._walk(g, q, by_name, names, found, k)
                 chunks = chunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
                 return as_hits(g, walk, chunks, names, how, k)
             except NotIndexedError as exc:
@@ -553,10 +554,11 @@ class PPRRetriever(Params):
         while True:  # _raced raises on the last attempt
             g = await self._apassage_graph()
             try:
-                texts = self._to_embed(g, query, names)
-                vectors = np.asarray(await self.index.embedder.aembed(texts), dtype=np.float32)
-                found = await acall(self._dense(g, vectors[0])) if g.n_passages else _NO_HITS
-                walk = await asyncio.to_thread(self._walk, g, texts, vectors, names, found, k)
+                q = np.asarray(await self.index.embedder.aembed([query]), dtype=np.float32)[0]
+                texts = self._to_embed(g, names)
+                by_name = dict(zip(texts, await NAMES.aembed(texts), strict=True))
+                found = await acall(self._dense(g, q)) if g.n_passages else _NO_HITS
+                walk = await asyncio.to_thread(self._walk, g, q, by_name, names, found, k)
                 chunks = await achunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
                 return as_hits(g, walk, chunks, names, how, k)
             except NotIndexedError as exc:

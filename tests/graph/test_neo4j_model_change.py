@@ -152,7 +152,7 @@ def test_a_server_killed_in_a_large_change_comes_back_with_one_version_whole(
     before = served(index)
     assert served(Neo4jIndex(store, embedder=old)) == before
 
-    kill_after(store, own_server, 6, monkeypatch)  # a few statements into the re-embedding
+    kill_after(store, own_server, 3, monkeypatch)  # a few statements into the re-embedding
     with pytest.raises(StoreUnavailableError):
         index.reembed(new)  # the index moves on; the database is cut off mid-write
     assert own_server.process is None

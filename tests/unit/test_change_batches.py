@@ -26,6 +26,7 @@ from semrag.index import BM25Index, DenseIndex, bm25_tokenize
 from semrag.index.change import Change, IndexedDocument
 from semrag.index.parts.passages import NameRegistry
 from semrag.index.parts.sparse import numbered_blocks
+from semrag.static_embedder import StaticEmbedder
 from semrag.testing import FakeEmbedder
 
 DIM = 8
@@ -156,21 +157,23 @@ def test_new_phrase_names_are_embedded_a_block_at_a_time_into_rows_reserved_once
     monkeypatch.setattr(passages_module, "_EMBED_BLOCK", 3)
     calls: list[int] = []
 
-    class Counting(FakeEmbedder):
-        def _embed_batch(self, texts):
-            calls.append(len(texts))
-            return super()._embed_batch(texts)
+    names = passages_module.NAMES
+    embed = names.embed
 
-    embedder = Counting(dim=8)
-    registry = NameRegistry(8)
+    def counting(texts):
+        calls.append(len(texts))
+        return embed(texts)
+
+    monkeypatch.setattr(names, "embed", counting)
+    registry = NameRegistry()
     for i in range(10):
         registry.name(f"Name {i}")
     buffer_before = registry.vectors.buf
-    assert registry.embed_new(embedder) == 10
+    assert registry.embed_new() == 10
     assert max(calls) <= 3 and sum(calls) == 10
     assert registry.vectors.buf.shape[0] == 64  # one buffer: no copy while it filled
     assert registry.vectors.buf is not buffer_before
-    assert np.allclose(registry.vectors.view, FakeEmbedder(dim=8).embed(registry.names))
+    assert np.allclose(registry.vectors.view, StaticEmbedder().embed(registry.names), atol=1e-6)
 
 
 def test_bm25_takes_token_lists_as_its_own_tokenizer_makes_them():

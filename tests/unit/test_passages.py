@@ -100,11 +100,11 @@ def test_derived_phrases_start_afresh_for_a_new_model_and_after_much_churn():
     index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False))
     assert len(ranked(index)) == len(QUERIES)  # derived with the first model
     index.reembed(FakeEmbedder(dim=128))
-    derived_anew = ranked(index)  # names of 256 dimensions would not link a 128-d query
+    derived_anew = ranked(index)  # the query is 128-d now; names keep the static model's vectors
     index.enable("passages")
     assert derived_anew == ranked(index)
     # a registry of names no document holds any more is dropped, not kept growing
-    part = passages_module.PassagePhrases(FakeEmbedder())
+    part = passages_module.PassagePhrases()
     docs = [Document(f"d{i}", f"Name{i} Alpha met Name{i} Beta in Town{i}.") for i in range(400)]
     churn = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
     for doc in docs:
@@ -181,6 +181,28 @@ def test_phrases_that_do_not_match_the_index_are_refused(tmp_path):
     (ix(tmp_path) / "manifest.json").write_text(json.dumps(manifest))  # error: a real mismatch
     with pytest.raises(StoreError, match="passage phrases"):
         SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
+
+
+def test_name_vectors_of_an_earlier_model_are_embedded_again_on_load(tmp_path):
+    index = changed(SemanticIndex(embedder=FakeEmbedder(), ssg=False, passages=True))
+    want = ranked(index)
+    index.save(tmp_path / "ix")
+    folder = ix(tmp_path)
+    meta = json.loads((folder / "passages.json").read_text())
+    del meta["names_model"]  # as saved before 0.4: the index embedder's vectors
+    (folder / "passages.json").write_text(json.dumps(meta))
+    arrays = dict(np.load(folder / "passages.npz"))
+    arrays["vectors"] = FakeEmbedder().embed(meta["names"])
+    np.savez(folder / "passages.npz", **arrays)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for name in ("passages.json", "passages.npz"):
+        manifest["files"][name] = _sha256(folder / name)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    loaded = SemanticIndex.load(tmp_path / "ix", embedder=FakeEmbedder())
+    vectors = loaded.parts["passages"].registry.vectors.view
+    assert vectors.shape == (len(meta["names"]), passages_module.NAMES.dim)
+    assert np.allclose(vectors, passages_module.NAMES.embed(meta["names"]), atol=1e-6)
+    assert ranked(loaded) == want
 
 
 texts = st.sampled_from([d.text for d in [*DOCS, *MORE]])

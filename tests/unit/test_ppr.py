@@ -15,6 +15,7 @@ from semrag.errors import ConfigError, LLMOutputError
 from semrag.eval.metrics import multihop_recall
 from semrag.graph import KnowledgeGraph
 from semrag.retrieval import GraphRetriever, PPRRetriever, personalized_pagerank
+from semrag.index.parts.passages import NAMES
 from semrag.retrieval.ppr import local_pagerank
 from semrag.testing import FakeEmbedder, FakeLLM
 
@@ -315,7 +316,7 @@ def test_a_graph_kept_across_changes_equals_one_built_fresh(steps, synonym_k):
         for name in ("Marta Quill", "Porto"):
             want = [j for j, n in enumerate(g.names) if n.lower() == name.lower()]
             if want:  # a name is its own nearest phrase
-                assert g.nearest_phrases(idx.embedder.embed([name])[0], 1)[1].tolist() == want
+                assert g.nearest_phrases(NAMES.embed([name])[0], 1)[1].tolist() == want
         hits = kept.retrieve(QUESTION, k=5)
         assert [(h.chunk.doc_id, h.score) for h in hits] == [
             (h.chunk.doc_id, h.score) for h in fresh.retrieve(QUESTION, k=5)

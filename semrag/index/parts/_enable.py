@@ -42,7 +42,7 @@ def new_part(
 ) -> PassagePhrases | PieceIndex:
     """An empty ``"passages"`` or ``"pieces"`` part (staged with every record next)."""
     if part == "passages":
-        return PassagePhrases(embedder)
+        return PassagePhrases()
     return PieceIndex(check_split("SemanticIndex.enable", split), tokenizer, embedder, dense_kind)
 
 

@@ -225,7 +225,7 @@ def restore(
         )
         parts.keep("pieces", pieces, replace=True)
     if m.get("passages"):
-        phrases = PassagePhrases.load(directory, held, embedder=embedder, version=corpus.version)
+        phrases = PassagePhrases.load(directory, held, version=corpus.version)
         parts.keep("passages", phrases, replace=True)
     if m["ssg"]:
         graph = _ssg_from_saved(directory, SSGConfig(**m["ssg"]), held, embedder.dim, nvecs, svecs)
