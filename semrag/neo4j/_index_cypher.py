@@ -128,22 +128,25 @@ CLEAR = (
     "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
 )
 # -- the passage graph's phrases (the index's ``passages`` part) -------------------------------
-# A chunk's phrases in its order: (:SemragChunk)-[:MENTIONS {i, name}]->(:SemragPhrase {key});
-# ``name`` is the spelling there (its vector is embedded where the graph is read).
+# A chunk's phrases in its order: (:SemragChunk)-[:MENTIONS {i, name, title}]->
+# (:SemragPhrase {key}); ``name`` is the spelling there (its vector is embedded where the
+# graph is read), ``title`` whether the key is the document's title.
 CREATE_MENTIONS = (
     "UNWIND $rows AS r MATCH (c:SemragChunk {id: r.id}) "
     "UNWIND range(0, size(r.keys) - 1) AS i "
     "MERGE (p:SemragPhrase {key: r.keys[i]}) "
-    "CREATE (c)-[:MENTIONS {i: i, name: r.names[i]}]->(p)"
+    "CREATE (c)-[:MENTIONS {i: i, name: r.names[i], title: r.titles[i]}]->(p)"
 )
 DROP_MENTIONS = "UNWIND $ids AS id MATCH (:SemragChunk {doc_id: id})-[m:MENTIONS]->() DELETE m"
 # The next ``$n`` documents after seq ``$after`` (the index's order), each chunk with its
-# mentions as [i, key, name] (unordered: sorted by i when read).
+# mentions as [i, key, name, title] (unordered: sorted by i when read; title: the key is the
+# document's title, null in a database written before 0.4).
 PASSAGE_ROWS = (
     "MATCH (d:SemragDocument) WHERE d.seq > $after WITH d ORDER BY d.seq LIMIT $n "
     "OPTIONAL MATCH (c:SemragChunk {doc_id: d.id}) "
     "OPTIONAL MATCH (c)-[m:MENTIONS]->(p:SemragPhrase) "
-    "WITH d, c, collect(CASE WHEN m IS NULL THEN null ELSE [m.i, p.key, m.name] END) AS found "
+    "WITH d, c, collect(CASE WHEN m IS NULL THEN null ELSE [m.i, p.key, m.name, m.title] END) "
+    "AS found "
     "RETURN d.seq AS seq, d.id AS doc, c.id AS id, c.index AS index, c.start AS start, found "
     "ORDER BY seq, index"
 )

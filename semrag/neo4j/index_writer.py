@@ -484,6 +484,7 @@ class Neo4jIndexStore:
                             "doc_id": doc_id,
                             "keys": [reg.keys[j] for j in found.slots[at : at + n].tolist()],
                             "names": [reg.names[j] for j in found.names[at : at + n].tolist()],
+                            "titles": [j == found.title for j in found.slots[at : at + n].tolist()],
                         }
                     )
                 at += n

@@ -2,20 +2,20 @@
 
 :class:`~semrag.neo4j.Neo4jIndexStore` writes the index's ``passages`` part (when the writing
 index keeps one: ``SemanticIndex(passages=True)``, ``index.enable("passages")``, or any
-``GraphRetriever()`` over it) as mention edges, ``(:SemragChunk)-[:MENTIONS {i, name}]->
-(:SemragPhrase {key})``, with each change: only the changed documents' mentions.
+``GraphRetriever()`` over it) as mention edges, ``(:SemragChunk)-[:MENTIONS {i, name,
+title}]->(:SemragPhrase {key})``, with each change: only the changed documents' mentions.
 
 :class:`RemotePassages` is the part as a :class:`~semrag.neo4j.Neo4jIndex` offers it
 (``reader.parts["passages"]``): the first PPR query of a version reads the mentions, page by
 page in the index's order, embeds the new spellings they use (the packaged static model,
 :data:`~semrag.index.parts.passages.NAMES`: a name's vector depends on the name alone) and
 assembles the same arrays the embedded part does
-(:func:`~semrag.index.parts._passage_graph.assemble`: no phrase is found). The walk then runs in process over them, so its ranking is the
-embedded one's; the chunks of a query's hits are fetched in one round trip. A later version
-reads only the documents written or removed since (a serving process follows a writer by
-delta, not by reading the graph again). What a serving
-process holds is therefore the graph's arrays (passage and phrase numbers, the transition
-matrix, one vector per phrase spelling), not the corpus.
+(:func:`~semrag.index.parts._passage_graph.assemble`: no phrase is found). The walk then
+runs in process over them, so its ranking is the embedded one's; the chunks of a query's
+hits are fetched in one round trip. A later version reads only the documents written or
+removed since (a serving process follows a writer by delta, not by reading the graph
+again). What a serving process holds is therefore the graph's arrays (passage and phrase
+numbers, the transition matrix, one vector per phrase spelling), not the corpus.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from semrag.errors import StoreError
-from semrag.index.parts._passage_graph import PassageGraph, graph_for
+from semrag.index.parts._passage_graph import TITLE_WEIGHT, PassageGraph, graph_for
 from semrag.index.parts.passages import DocPhrases, NameRegistry
 from semrag.neo4j._index_cypher import FINGERPRINTS, PASSAGE_ROWS
 from semrag.types import Chunk
@@ -161,8 +161,9 @@ class RemotePassages:
                 seqs[r["doc"]] = int(r["seq"])
                 after = max(after, int(r["seq"]))
             for doc_id, chunks in by_doc.items():
-                slots = [reg.slot(key) for *_, found in chunks for _, key, _ in found]
-                names = [reg.name(name) for *_, found in chunks for _, _, name in found]
+                slots = [reg.slot(key) for *_, found in chunks for _, key, _, _ in found]
+                names = [reg.name(name) for *_, found in chunks for _, _, name, _ in found]
+                title = [reg.slot(k) for *_, found in chunks for _, k, _, t in found if t]
                 docs[doc_id] = DocPhrases(
                     None,
                     np.asarray([c for c, _, _ in chunks], np.int64),
@@ -171,6 +172,7 @@ class RemotePassages:
                     np.asarray([len(found) for *_, found in chunks], np.int64),
                     np.asarray(slots, np.int64),
                     np.asarray(names, np.int64),
+                    title[0] if title else -1,
                 )
             if len(by_doc) < self.page:
                 break
@@ -179,7 +181,12 @@ class RemotePassages:
 
     # -- the part, as PPRRetriever reads it -----------------------------------------------
     def graph(
-        self, doc_ids: Sequence[str] = (), *, synonym_k: int = 0, synonym_threshold: float = 0.8
+        self,
+        doc_ids: Sequence[str] = (),
+        *,
+        synonym_k: int = 0,
+        synonym_threshold: float = 0.8,
+        title_weight: float = TITLE_WEIGHT,
     ) -> PassageGraph:
         """The passage graph of the stored version (read and assembled on its first use).
 
@@ -200,6 +207,7 @@ class RemotePassages:
                 self.registry,
                 synonym_k=synonym_k,
                 synonym_threshold=synonym_threshold,
+                title_weight=title_weight,
                 chunks=RemoteChunks(self.reader, chunk_ids),
             )
             return g

@@ -68,7 +68,13 @@ from semrag._validation import (
 from semrag._versioned import Versioned
 from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index.derived import derived
-from semrag.index.parts._passage_graph import PassageGraph, achunks_at, assemble, chunks_at
+from semrag.index.parts._passage_graph import (
+    TITLE_WEIGHT,
+    PassageGraph,
+    achunks_at,
+    assemble,
+    chunks_at,
+)
 from semrag.index.parts.passages import (
     NAMES,
     DocPhrases,
@@ -156,6 +162,10 @@ class PPRRetriever(Params):
         synonym_k: most synonym edges per phrase (0: none).
         entity_seeds: seed the walk with the query's entities (off: dense seeds only).
         titles: a document's title is a phrase of each of its passages.
+        title_weight: weight of the edges between passages and a title phrase (every
+            other passage edge weighs 1): a passage that names another's title leads to it
+            (see :data:`~semrag.index.parts._passage_graph.TITLE_WEIGHT` for how the
+            default was chosen; 1: unweighted, as HippoRAG).
         llm: optional LLM naming the query's entities (the rules are the fallback).
         on_llm_error: ``"fallback"`` (rules, noted in the provenance) or ``"raise"``.
         similarity_weight: how much a chunk's own similarity to the query counts beside
@@ -200,6 +210,7 @@ class PPRRetriever(Params):
         "synonym_k": [Interval(numbers.Integral, 0, None)],
         "entity_seeds": [bool],
         "titles": [bool],
+        "title_weight": [Interval(numbers.Real, 0.0, None, closed="neither")],
         "llm": [HasMethods("complete", "acomplete"), None],
         "on_llm_error": [Options("fallback", "raise")],
         "similarity_weight": [Interval(numbers.Real, 0.0, None)],
@@ -222,6 +233,7 @@ class PPRRetriever(Params):
         synonym_k: int = 0,
         entity_seeds: bool = True,
         titles: bool = True,
+        title_weight: float = TITLE_WEIGHT,
         llm: LLM | None = None,
         on_llm_error: str = "fallback",
         similarity_weight: float = 10.0,
@@ -244,6 +256,7 @@ class PPRRetriever(Params):
         self.synonym_k = p["synonym_k"]
         self.entity_seeds = p["entity_seeds"]
         self.titles = p["titles"]
+        self.title_weight = float(p["title_weight"])
         self.llm = llm
         self.on_llm_error = on_llm_error
         self.similarity_weight = float(p["similarity_weight"])
@@ -370,6 +383,7 @@ class PPRRetriever(Params):
                     self.index.doc_ids,
                     synonym_k=self.synonym_k,
                     synonym_threshold=self.synonym_threshold,
+                    title_weight=self.title_weight,
                 )
             version = self.index.current_version()
             docs, phrases, relations = self._phrases_from_graph()

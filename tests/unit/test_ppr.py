@@ -14,8 +14,8 @@ from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError, LLMOutputError
 from semrag.eval.metrics import multihop_recall
 from semrag.graph import KnowledgeGraph
-from semrag.retrieval import GraphRetriever, PPRRetriever, personalized_pagerank
 from semrag.index.parts.passages import NAMES
+from semrag.retrieval import GraphRetriever, PPRRetriever, personalized_pagerank
 from semrag.retrieval.ppr import local_pagerank
 from semrag.testing import FakeEmbedder, FakeLLM
 

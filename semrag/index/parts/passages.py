@@ -37,6 +37,7 @@ from semrag.errors import StoreError
 from semrag.index.change import Change, IndexedDocument, differences
 from semrag.index.parts._passage_graph import (
     GRAPH_FILE,
+    TITLE_WEIGHT,
     PassageGraph,
     graph_for,
     load_graph,
@@ -85,6 +86,8 @@ class DocPhrases:
     """The phrases' key slots (:attr:`NameRegistry.slot_of`), chunk by chunk."""
     names: Ints
     """The name id of each (the spelling in that chunk)."""
+    title: int = -1
+    """The slot of the document's title phrase (``-1``: none)."""
 
 
 class NameRegistry:
@@ -186,6 +189,7 @@ def doc_phrases(record: IndexedDocument, registry: NameRegistry, *, titles: bool
         np.asarray(counts, np.int64),
         np.asarray(slots, np.int64),
         np.asarray(names, np.int64),
+        registry.slot(phrase_key(title)) if title else -1,
     )
 
 
@@ -215,14 +219,19 @@ class PassagePhrases:
         self._graph_lock = threading.Lock()
 
     def graph(
-        self, doc_ids: Sequence[str], *, synonym_k: int = 0, synonym_threshold: float = 0.8
+        self,
+        doc_ids: Sequence[str],
+        *,
+        synonym_k: int = 0,
+        synonym_threshold: float = 0.8,
+        title_weight: float = TITLE_WEIGHT,
     ) -> PassageGraph:
         """The passage graph of the current version (no relations).
 
         ``doc_ids``: the index's documents in its order (read under the index's read
-        lock, so they are of :attr:`version`). Without synonym edges (the default), it is
-        assembled at most once per version and shared by every retriever, and saved with
-        the part; with them (``synonym_k > 0``), assembled for the caller to keep.
+        lock, so they are of :attr:`version`). With the default edges, it is assembled at
+        most once per version and shared by every retriever, and saved with the part; with
+        others (``synonym_k > 0``, another ``title_weight``), assembled for the caller.
         """
         docs = [self._docs[d] for d in doc_ids]
         with self._graph_lock:
@@ -233,6 +242,7 @@ class PassagePhrases:
                 self.registry,
                 synonym_k=synonym_k,
                 synonym_threshold=synonym_threshold,
+                title_weight=title_weight,
             )
             return g
 
@@ -314,6 +324,7 @@ class PassagePhrases:
             counts=np.concatenate([empty, *(d.counts for d in docs)]),
             slots=np.concatenate([empty, *(d.slots for d in docs)]),
             names=np.concatenate([empty, *(d.names for d in docs)]),
+            titles=np.asarray([d.title for d in docs], np.int64),
             vectors=reg.vectors.view,
         )
         files = ["passages.json", "passages.npz"]
@@ -362,8 +373,9 @@ class PassagePhrases:
         if sorted(meta["docs"]) != sorted(by_id):
             raise StoreError(f"{directory}: the passage phrases name other documents")
         counts, slots, names = arrays["counts"], arrays["slots"], arrays["names"]
+        titles = arrays["titles"].tolist() if "titles" in arrays else None  # before 0.4: found
         at_chunk = at_phrase = 0
-        for doc_id in meta["docs"]:
+        for at_doc, doc_id in enumerate(meta["docs"]):
             record = by_id[doc_id]
             n = len(record.chunk_ids)
             mine = counts[at_chunk : at_chunk + n]
@@ -378,6 +390,9 @@ class PassagePhrases:
                 np.asarray(mine, np.int64),
                 np.asarray(slots[at_phrase : at_phrase + m], np.int64),
                 np.asarray(names[at_phrase : at_phrase + m], np.int64),
+                reg.slot_of.get(phrase_key(title_of(record.doc)) if out.titles else "", -1)
+                if titles is None
+                else int(titles[at_doc]),
             )
             at_chunk, at_phrase = at_chunk + n, at_phrase + m
         out._held = at_phrase
