@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         RetrieveAndCheckRetriever,
         SketchRetriever,
         SSGRetriever,
+        retriever_for,
     )
     from langchain_semrag.text_splitters import (
         MFCTextSplitter,
@@ -52,6 +53,7 @@ _LAZY = {
     "SemragEmbeddings": "langchain_semrag.embeddings",
     "SemragLLM": "langchain_semrag.embeddings",
     "SketchRetriever": "langchain_semrag.retrievers",
+    "retriever_for": "langchain_semrag.retrievers",
     "VectorStoreClient": "langchain_semrag.vectorstores",
 }
 
@@ -73,6 +75,7 @@ __all__ = [
     "SemanticVectorStore",
     "VectorStoreClient",
     "__version__",
+    "retriever_for",
 ]
 
 

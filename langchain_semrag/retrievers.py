@@ -36,6 +36,7 @@ __all__ = [
     "RetrieveAndCheckRetriever",
     "SSGRetriever",
     "SketchRetriever",
+    "retriever_for",
     "to_lc_documents",
 ]
 
@@ -120,20 +121,38 @@ class _CoreRetriever(BaseRetriever):
         return to_lc_documents(await self._core.aretrieve(query, k=self._k(k)))
 
 
-def _declaring(core: type) -> type[_CoreRetriever]:
-    """A base whose fields are every parameter of ``core``: same names, same defaults.
+def retriever_for(core: type) -> type[BaseRetriever]:
+    """A LangChain retriever class over a semrag retriever class (yours, or one of ours).
 
-    Declared once, in the core's signature (:func:`semrag.retrieval.parameters`); the
-    fields are untyped for pydantic, so the core checks every value.
+    Its fields are every parameter of ``core``, same names, same defaults (declared once,
+    in the core's signature: :func:`semrag.retrieval.parameters`); they are untyped for
+    pydantic, so the core checks every value. ``invoke`` / ``ainvoke`` return LangChain
+    documents with exact offsets, scores and provenance (:func:`to_lc_documents`), and
+    ``invoke(query, k=...)`` overrides ``k`` for one call. Every retriever class of this
+    module is made this way.
+
+    Examples:
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.retrieval import PPRRetriever
+        >>> from semrag.testing import FakeEmbedder
+        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index.add_documents([Document("a", "Bees dance. Bees make honey.")])
+        >>> PPR = retriever_for(PPRRetriever)
+        >>> [d.metadata["doc_id"] for d in PPR(index=index, k=1).invoke("bees")]
+        ['a']
     """
     fields: dict[str, Any] = {
         p.name: (Any, ... if p.default is p.empty else p.default) for p in parameters(core)
     }
-    base = create_model(  # type: ignore[call-overload]
-        f"_{core.__name__}Fields", __base__=_CoreRetriever, __module__=__name__, **fields
+    made = create_model(  # type: ignore[call-overload]
+        core.__name__, __base__=_CoreRetriever, __module__=__name__, **fields
     )
-    base._core_class = core
-    return cast(type[_CoreRetriever], base)
+    made._core_class = core
+    return cast(type[BaseRetriever], made)
+
+
+def _declaring(core: type) -> type[_CoreRetriever]:
+    return cast(type[_CoreRetriever], retriever_for(core))
 
 
 class SSGRetriever(_declaring(CoreSSGRetriever)):  # type: ignore[misc]

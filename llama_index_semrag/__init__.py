@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         RetrieveAndCheckRetriever,
         SketchRetriever,
         SSGRetriever,
+        retriever_for,
     )
     from llama_index_semrag.vector_stores import SemanticVectorStore, VectorStoreClient
 
@@ -48,6 +49,7 @@ _LAZY = {
     "SemragEmbedding": "llama_index_semrag.embeddings",
     "SemragLLM": "llama_index_semrag.embeddings",
     "SketchRetriever": "llama_index_semrag.retrievers",
+    "retriever_for": "llama_index_semrag.retrievers",
     "VectorStoreClient": "llama_index_semrag.vector_stores",
 }
 
@@ -69,6 +71,7 @@ __all__ = [
     "SemanticVectorStore",
     "VectorStoreClient",
     "__version__",
+    "retriever_for",
 ]
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "RetrieveAndCheckRetriever",
     "SSGRetriever",
     "SketchRetriever",
+    "retriever_for",
     "to_nodes",
 ]
 
@@ -127,6 +128,33 @@ class _CoreRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return to_nodes(await self._core.aretrieve(query_bundle.query_str, k=_CALL_K.get()))
+
+
+def retriever_for(core: type) -> type[BaseRetriever]:
+    """A LlamaIndex retriever class over a semrag retriever class (yours, or one of ours).
+
+    It takes every parameter of ``core`` by keyword, same names and defaults (its
+    ``inspect.signature`` is the core's), and returns scored ``TextNode``s with exact
+    offsets, scores and provenance (:func:`to_nodes`); ``retrieve(query, k=...)``
+    overrides ``k`` for one call, and ``aretrieve`` is the core's async twin. Every
+    retriever class of this module but ``RetrieveAndCheckRetriever`` is made this way.
+
+    Examples:
+        >>> from semrag import Document, SemanticIndex
+        >>> from semrag.retrieval import PPRRetriever
+        >>> from semrag.testing import FakeEmbedder
+        >>> index = SemanticIndex(embedder=FakeEmbedder())
+        >>> index.add_documents([Document("a", "Bees dance. Bees make honey.")])
+        >>> PPR = retriever_for(PPRRetriever)
+        >>> [n.node.metadata["doc_id"] for n in PPR(index=index, k=1).retrieve("bees")]
+        ['a']
+    """
+    doc = f"{core.__name__} as a LlamaIndex retriever (see :func:`retriever_for`)."
+    return type(
+        core.__name__,
+        (_CoreRetriever,),
+        {"_core_class": core, "__module__": __name__, "__doc__": doc},
+    )
 
 
 class SSGRetriever(_CoreRetriever):

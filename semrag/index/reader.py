@@ -406,9 +406,14 @@ class KeptPhrases(Protocol):
         ...
 
     def graph(
-        self, doc_ids: Sequence[str], *, synonym_k: int = 0, synonym_threshold: float = 0.8
+        self,
+        doc_ids: Sequence[str],
+        *,
+        synonym_k: int = 0,
+        synonym_threshold: float = 0.8,
+        title_weight: float = ...,
     ) -> PassageGraph:
-        """The passage graph of the kept version."""
+        """The passage graph of the kept version (title edges weighing ``title_weight``)."""
         ...
 
 

@@ -20,6 +20,7 @@ from semrag.retrieval.ppr import (
 )
 from semrag.retrieval.sketch import SketchRetriever
 from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever, Traversal
+from semrag.retrieval.strategies import Strategy, register
 from semrag.types import Retriever
 
 __all__ = [
@@ -38,10 +39,12 @@ __all__ = [
     "Retriever",
     "SSGRetriever",
     "SketchRetriever",
+    "Strategy",
     "Traversal",
     "classify_intent",
     "construct",
     "parameters",
     "personalized_pagerank",
     "plan_query",
+    "register",
 ]

@@ -18,23 +18,19 @@ Every result's provenance names the entities (local) or the community and its re
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
-from semrag._rwlock import ProvidesReader, as_reader, reading
-from semrag._steps import Call, acall, adrive, call, drive, twin
+from semrag._rwlock import ProvidesReader, as_reader
+from semrag._steps import Call, call, drive, twin
 from semrag._validation import (
     INT,
     REAL,
     Interval,
     Options,
-    Params,
     RenamedAttribute,
-    check_k,
-    check_query,
     offers,
     renamed,
 )
@@ -43,16 +39,14 @@ from semrag.errors import ConfigError
 from semrag.graph.communities import report_text
 from semrag.graph.types import AsyncGraphReads, GraphReads, ReportReads
 from semrag.index.reader import (
-    AsyncReads,
     AsyncVersion,
     CorpusReader,
-    aquery_vector,
     documents_read,
     overlapping_read,
-    query_vector,
-    require,
 )
 from semrag.postprocess.stitch import covering_sentences
+from semrag.retrieval.base import IndexRetriever
+from semrag.retrieval.strategies import register
 from semrag.types import Chunk, ScoredChunk
 
 if TYPE_CHECKING:
@@ -104,7 +98,9 @@ def _ranked(scored: dict[Any, tuple[Any, ...]], k: int | None = None) -> list[tu
     return out if k is None else out[:k]
 
 
-class CommunityRetriever(Params):
+@register("global", needs_graph=True, strategy="global")
+@register("local", needs_graph=True, strategy="local")
+class CommunityRetriever(IndexRetriever):
     """Local or global community search (SemRAG §3.2.3).
 
     Args:
@@ -128,6 +124,7 @@ class CommunityRetriever(Params):
 
     kg = RenamedAttribute("graph")
     mode = RenamedAttribute("strategy")
+    follows_graph = True  # the index and its graph at one version
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "index": [object],
@@ -175,11 +172,9 @@ class CommunityRetriever(Params):
         k, tau_e, tau_d, max_entities = p["k"], p["tau_e"], p["tau_d"], p["max_entities"]
         window, top_communities, level = p["window"], p["top_communities"], p["level"]
         centrality_weight = p["centrality_weight"]
-        require(index, CorpusReader, by="CommunityRetriever")
-        self.index = index
+        super().__init__(index, k=k)
         self.graph = p["graph"]
         self.strategy = p["strategy"]
-        self.k = k
         self.tau_e = tau_e
         self.tau_d = tau_d
         self.max_entities = max_entities
@@ -194,35 +189,13 @@ class CommunityRetriever(Params):
         self._points: Versioned[dict[str, list[tuple[str, int, int]]]] = Versioned()
         """Community -> its sentence runs, by the versions of the index and the graph."""
 
-    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Top ``k`` results for ``query``."""
-        k = check_k("CommunityRetriever", k, self.k)
-        q = query_vector(self.index, check_query("CommunityRetriever", query))
-        return self._run(q, k)
+    def steps(self, query: str, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
+        """The search, asking for the reads that may be round trips (:class:`Call`).
 
-    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve`.
-
-        On an index with async reads (:class:`~semrag.index.reader.AsyncReads`, e.g.
-        :class:`~semrag.neo4j.Neo4jIndex`) each round trip is awaited (on a Neo4j store's
-        async driver) and only the scoring runs in worker threads, as does the first
-        global query after a change, which reads the reports (embedding them where the store
-        keeps no vectors), and local search over a graph whose names are embedded here;
-        on the embedded index the search runs in one worker thread.
+        Over a Neo4j store each read is awaited by ``aretrieve`` and only the scoring runs
+        in worker threads, as does the first global query after a change, which reads the
+        reports (embedding them where the store keeps no vectors).
         """
-        k = check_k("CommunityRetriever", k, self.k)
-        q = await aquery_vector(self.index, check_query("CommunityRetriever", query))
-        if not offers(self.index, AsyncReads):  # a lock held by one thread
-            return await asyncio.to_thread(self._run, q, k)
-        with reading(self.index, followers=True):
-            return await adrive(self._steps(q, k), acall)
-
-    def _run(self, q: np.ndarray, k: int) -> list[ScoredChunk]:
-        with reading(self.index, followers=True):  # index and graph at one version
-            return drive(self._steps(q, k), call)
-
-    def _steps(self, q: np.ndarray, k: int) -> _Reads[list[ScoredChunk]]:
-        """The search, asking for the reads that may be round trips (:class:`Call`)."""
         if self.strategy == "local":
             return (yield from self._local(q, k))
         return (yield from self._global(q, k))

@@ -6,39 +6,17 @@ import inspect
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from semrag._rwlock import ProvidesReader, as_reader
-from semrag._validation import Options, check_keywords, check_param
-from semrag.errors import ConfigError
+from semrag._validation import check_keywords
 from semrag.index.reader import CorpusReader
-from semrag.retrieval.community import CommunityRetriever
+from semrag.retrieval import community, sketch, ssg  # noqa: F401 - their strategies register
 from semrag.retrieval.ppr import PPRRetriever
-from semrag.retrieval.sketch import SketchRetriever
-from semrag.retrieval.ssg import ALGORITHMS, SSGRetriever
+from semrag.retrieval.strategies import STRATEGIES, named_parameters
+from semrag.retrieval.strategies import strategy as strategy_named
 from semrag.types import Retriever, ScoredChunk
 
 if TYPE_CHECKING:
     from semrag.graph.knowledge import KnowledgeGraph
 __all__ = ["STRATEGIES", "GraphRetriever", "construct", "parameters"]
-
-STRATEGIES = ("ppr", "sketch", "local", "global", *(f"ssg:{a}" for a in ALGORITHMS))
-"""Every value ``strategy`` accepts."""
-
-_CHOSEN: dict[str, type] = {
-    "ppr": PPRRetriever,
-    "sketch": SketchRetriever,
-    "local": CommunityRetriever,
-    "global": CommunityRetriever,
-    "ssg": SSGRetriever,
-}
-"""The retriever class each strategy (its part before ``:``) builds."""
-
-
-def _named(cls: type) -> list[inspect.Parameter]:
-    return [
-        p
-        for p in inspect.signature(cls).parameters.values()
-        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-    ]
-
 
 _R = TypeVar("_R")
 
@@ -67,10 +45,10 @@ def parameters(retriever: type) -> tuple[inspect.Parameter, ...]:
         >>> [p.name for p in parameters(GraphRetriever)][:5]
         ['index', 'graph', 'strategy', 'k', 'damping']
     """
-    own = _named(retriever)
+    own = named_parameters(retriever)
     if retriever is GraphRetriever:
         names = {p.name for p in own}
-        own += [p for p in _named(PPRRetriever) if p.name not in names]
+        own += [p for p in named_parameters(PPRRetriever) if p.name not in names]
     return tuple(own)
 
 
@@ -105,24 +83,10 @@ class GraphRetriever:
         k: int = 10,
         **options: Any,
     ) -> None:
-        index = as_reader(index)
-        strategy = check_param("GraphRetriever", "strategy", strategy, [Options(*STRATEGIES)])
-        chosen = _CHOSEN[strategy.split(":")[0]]
-        accepted = {p.name for p in _named(chosen)} - {"index", "graph", "strategy", "k"}
-        check_keywords(f"GraphRetriever(strategy={strategy!r})", accepted, options)
+        chosen = strategy_named(strategy)
+        check_keywords(f"GraphRetriever(strategy={strategy!r})", chosen.options(), options)
         self.strategy = strategy
-        if strategy.startswith("ssg:"):
-            self.retriever: Retriever = SSGRetriever(index, strategy=strategy[4:], k=k, **options)
-            return
-        if strategy == "ppr":
-            self.retriever = PPRRetriever(index, graph, k=k, **options)
-            return
-        if graph is None:
-            raise ConfigError(f"strategy {strategy!r} needs a KnowledgeGraph (graph=...)")
-        if strategy == "sketch":
-            self.retriever = SketchRetriever(index, graph, k=k, **options)
-        else:
-            self.retriever = CommunityRetriever(index, graph, strategy=strategy, k=k, **options)
+        self.retriever: Retriever = chosen.build(as_reader(index), graph, k, options)
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """The chosen retriever's results."""

@@ -95,6 +95,7 @@ from semrag.index.reader import (
 from semrag.llm import LLM, LLMFailed, aask_json, ask_json
 from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
 from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank, similarities
+from semrag.retrieval.strategies import register
 from semrag.text.phrases import entities as find_entities
 from semrag.types import ScoredChunk
 
@@ -132,6 +133,7 @@ Question: {query}
 JSON:"""
 
 
+@register("ppr")
 class PPRRetriever(Params):
     r"""Multi-hop retrieval: personalized PageRank over passages and entities (HippoRAG-style).
 

@@ -75,6 +75,7 @@ from semrag.index.reader import (
     require,
 )
 from semrag.llm import LLM, LLMFailed, aask_json, ask_json
+from semrag.retrieval.strategies import register
 from semrag.text.phrases import content_words, entities, key_phrases
 from semrag.types import Chunk, ScoredChunk
 
@@ -150,6 +151,7 @@ class _Same:
         return cid
 
 
+@register("sketch", needs_graph=True)
 class SketchRetriever(Params):
     """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
 

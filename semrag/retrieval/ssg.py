@@ -86,6 +86,7 @@ from semrag.retrieval._traversal import (
     same_document,
     sentence_entry,
 )
+from semrag.retrieval.strategies import register
 from semrag.types import ScoredChunk
 
 __all__ = ["ALGORITHMS", "SSGRetriever", "Step", "Traversal"]
@@ -593,3 +594,7 @@ class SSGRetriever(Params):
             hits.append(ScoredChunk(chunk, best["node_score"], scores, tuple(provenance)))
         hits.sort(key=lambda h: -h.score)
         return hits[:k]
+
+
+for _algorithm in ALGORITHMS:  # GraphRetriever(strategy="ssg:<algorithm>")
+    register(f"ssg:{_algorithm}", strategy=_algorithm)(SSGRetriever)

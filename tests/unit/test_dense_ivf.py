@@ -75,8 +75,14 @@ def test_scanning_every_list_and_candidate_is_exact_search(sizes, removed, seed)
     queries = unit_rows(6, seed + 99)
     (s_ivf, i_ivf), (s_flat, i_flat) = ivf.search(queries, 10), flat.search(queries, 10)
     assert ivf.approximate == (len(ivf) >= MIN_IVF_ROWS)
-    assert i_ivf.tolist() == i_flat.tolist()
     assert np.allclose(s_ivf, s_flat, atol=1e-5)
+    for a, b, sims in zip(i_ivf.tolist(), i_flat.tolist(), s_flat, strict=True):
+        # the same ids in the same order; two rows whose scores tie (a few float32 steps
+        # apart, summed in another order) may come in either order
+        tie_group = np.r_[0, np.cumsum(np.diff(sims) < -1e-5)]
+        for g in np.unique(tie_group)[:-1]:  # the last group may be cut by k
+            at = np.flatnonzero(tie_group == g)
+            assert sorted(a[j] for j in at) == sorted(b[j] for j in at)
 
 
 def test_a_narrow_search_still_finds_most_of_the_exact_top_ten():

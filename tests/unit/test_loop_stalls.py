@@ -42,6 +42,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 import langchain_semrag as lcs
 import llama_index_semrag as lis
 from semrag import Document, SemanticChunker, SemanticIndex
+from semrag._steps import Call
 from semrag.chunking.boundary import PSCChunker
 from semrag.graph import HeuristicGraphExtractor, KnowledgeGraph, LLMGraphExtractor
 from semrag.index.reader import aquery_vector
@@ -57,6 +58,7 @@ from semrag.retrieval import (
     SketchRetriever,
     SSGRetriever,
 )
+from semrag.retrieval.base import IndexRetriever
 from semrag.testing import FakeEmbedder, boundary_model_for
 from semrag.types import Chunk, ScoredChunk
 
@@ -289,6 +291,17 @@ def fresh_graph_change(env: Env) -> SemanticIndex:
 
 # Each case: sync set-up (not measured), returning the awaitable factory that is measured.
 Case = Callable[[Env], Callable[[], Awaitable[Any]]]
+
+
+class _Nearest(IndexRetriever):
+    """A retriever written on the base alone: its steps read the nearest chunks."""
+
+    def steps(self, query, q, k):
+        sims, ids = yield Call(self.index.dense_search, (q, k))
+        chunks = yield Call(self.index.chunks_of, (ids.tolist(),))
+        return [ScoredChunk(c, float(s)) for c, s in zip(chunks, sims, strict=True)]
+
+
 CASES: dict[str, list[Case]] = {
     "semrag.chunking.base:BoundaryChunker.achunk": [
         lambda e: lambda: SemanticChunker(SlowEmbedder()).achunk(TEXTS["pm"] + " x" * e.counter)
@@ -387,7 +400,8 @@ CASES: dict[str, list[Case]] = {
             )
         )
     ],
-    "semrag.retrieval.community:CommunityRetriever.aretrieve": [
+    "semrag.retrieval.base:IndexRetriever.aretrieve": [
+        lambda e: lambda: _Nearest(e.index, k=2).aretrieve(e.query()),
         lambda e: lambda: CommunityRetriever(e.index, e.kg, strategy="local").aretrieve(e.query()),
         lambda e: lambda: CommunityRetriever(e.index, e.kg, strategy="global").aretrieve(e.query()),
     ],

@@ -1,0 +1,125 @@
+"""A retriever defined in this file alone works in the core and in both frameworks.
+
+It is written on :class:`semrag.retrieval.base.IndexRetriever` (its steps only) and
+registered once (:func:`semrag.retrieval.register`): ``GraphRetriever(strategy=...)``
+builds it in the core, in LangChain and in LlamaIndex, sync and async, and
+``retriever_for`` makes it a class of either framework. Nothing else names it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import numbers
+
+import pytest
+from langchain_core.documents import Document as LCDocument
+
+import langchain_semrag as lcs
+import llama_index_semrag as lis
+from semrag import Document, SemanticIndex
+from semrag._steps import Call
+from semrag._validation import Interval
+from semrag.errors import ConfigError
+from semrag.retrieval import STRATEGIES, GraphRetriever, register
+from semrag.retrieval.base import IndexRetriever
+from semrag.testing import FakeEmbedder
+from semrag.types import ScoredChunk
+
+
+@register("test:shared_words")
+class SharedWords(IndexRetriever):
+    """Dense candidates re-ranked by the query words they share (ties: similarity)."""
+
+    _parameter_constraints = {
+        "index": [object],
+        "k": [Interval(numbers.Integral, 1, None)],
+        "min_shared": [Interval(numbers.Integral, 0, None)],
+    }
+
+    def __init__(self, index, *, k: int = 10, min_shared: int = 1) -> None:
+        p = self._check_params(locals())
+        super().__init__(index, k=p["k"])
+        self.min_shared = p["min_shared"]
+
+    def steps(self, query, q, k):
+        sims, ids = yield Call(self.index.dense_search, (q, 20))
+        chunks = yield Call(self.index.chunks_of, (ids.tolist(),))
+        words = set(query.lower().split())
+        scored = [
+            (len(words & set(c.text.lower().rstrip(".").split())), float(s), c)
+            for c, s in zip(chunks, sims, strict=True)
+        ]
+        kept = sorted((t for t in scored if t[0] >= self.min_shared), key=lambda t: t[:2])
+        return [ScoredChunk(c, s, provenance=({"shared": n},)) for n, s, c in kept[::-1][:k]]
+
+
+TEXTS = {
+    "bees": "Bees dance to show flowers. Honey bees make honey in the hive.",
+    "rockets": "Rockets burn fuel. The first stage falls away after two minutes.",
+}
+
+
+@pytest.fixture(scope="module")
+def index() -> SemanticIndex:
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents([Document(d, t) for d, t in TEXTS.items()])
+    return index
+
+
+def core_hits(index, **options):
+    return SharedWords(index, **options).retrieve("honey bees hive", k=2)
+
+
+def test_the_registered_strategy_is_listed_and_built_by_the_front_door(index):
+    assert "test:shared_words" in STRATEGIES
+    front = GraphRetriever(index, strategy="test:shared_words", min_shared=2)
+    assert isinstance(front.retriever, SharedWords) and front.retriever.min_shared == 2
+    want = core_hits(index, min_shared=2)
+    assert want and {h.chunk.doc_id for h in want} == {"bees"}
+    assert front.retrieve("honey bees hive", k=2) == want
+    assert asyncio.run(front.aretrieve("honey bees hive", k=2)) == want
+    with pytest.raises(ConfigError, match="damping"):  # another strategy's parameter
+        GraphRetriever(index, strategy="test:shared_words", damping=0.5)
+    with pytest.raises(ConfigError, match="min_shared"):  # checked by the class
+        GraphRetriever(index, strategy="test:shared_words", min_shared=-1)
+
+
+def test_a_name_is_one_class_s(index):
+    class Other(SharedWords):
+        pass
+
+    with pytest.raises(ConfigError, match="SharedWords"):
+        register("test:shared_words")(Other)
+    assert register("test:shared_words")(SharedWords) is SharedWords  # again: the same
+
+
+def test_langchain_builds_it_by_strategy_and_as_a_class_of_its_own(index):
+    want = [h.chunk.text for h in core_hits(index, min_shared=2)]
+    by_strategy = lcs.GraphRetriever(index=index, strategy="test:shared_words", min_shared=2)
+    docs = by_strategy.invoke("honey bees hive", k=2)
+    assert all(isinstance(d, LCDocument) for d in docs)
+    assert [d.page_content for d in docs] == want
+    assert [d.metadata["semrag_provenance"][0]["shared"] for d in docs] == [3, 2][: len(docs)]
+    Shared = lcs.retriever_for(SharedWords)
+    assert {"index", "k", "min_shared"} <= set(Shared.model_fields)
+    own = Shared(index=index, min_shared=2)
+    assert [d.page_content for d in own.invoke("honey bees hive", k=2)] == want
+    assert [d.page_content for d in asyncio.run(own.ainvoke("honey bees hive", k=2))] == want
+    with pytest.raises(ConfigError, match="min_shared"):
+        Shared(index=index, min_shared=-1)
+
+
+def test_llama_index_builds_it_by_strategy_and_as_a_class_of_its_own(index):
+    want = [h.chunk.text for h in core_hits(index, min_shared=2)]
+    by_strategy = lis.GraphRetriever(index=index, strategy="test:shared_words", min_shared=2)
+    assert [n.node.get_content() for n in by_strategy.retrieve("honey bees hive", k=2)] == want
+    Shared = lis.retriever_for(SharedWords)
+    params = inspect.signature(Shared).parameters
+    assert params["min_shared"].default == 1 and params["min_shared"].kind is params["k"].kind
+    own = Shared(index=index, min_shared=2)
+    assert [n.node.get_content() for n in own.retrieve("honey bees hive", k=2)] == want
+    nodes = asyncio.run(own.aretrieve("honey bees hive", k=2))
+    assert [n.node.get_content() for n in nodes] == want
+    with pytest.raises(ConfigError, match="min_shared"):
+        Shared(index=index, min_shared=-1)
