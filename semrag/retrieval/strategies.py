@@ -62,8 +62,9 @@ class Strategy:
         }
 
     def build(self, index: Any, graph: Any, k: int, options: Mapping[str, Any]) -> Any:
-        """The retriever, over ``index`` (and ``graph`` where the class takes one: one
-        graph can be handed to every strategy, and those that read none leave it).
+        """The retriever, over ``index`` (and ``graph`` where the class takes one).
+
+        One graph can be handed to every strategy; those that read none leave it.
 
         Raises:
             ConfigError: if the strategy needs a graph and has none.
