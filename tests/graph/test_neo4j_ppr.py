@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from semrag import Document, SemanticIndex
 from semrag.index.reader import MissingCapabilityError
-from semrag.retrieval import GraphRetriever, IntentAwareRetriever
+from semrag.retrieval import GraphRetriever, IntentAwareRetriever, PPRRetriever
 from tests.counting import CountingEmbedder
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.enable_socket]
@@ -89,6 +90,11 @@ def test_ppr_from_the_database_ranks_as_the_embedded_walk(graph_store):
         assert walks == pytest.approx([h.provenance[0]["walk_score"] for h in want], rel=1e-6)
     hits = there.retrieve(QUESTIONS[0], k=4)
     assert {"p0", "cMemphis"} <= {h.chunk.doc_id for h in hits}  # both hops
+    # the title edges are weighted there as here (the mentions carry the title flag)
+    served, own = PPRRetriever(reader).passage_graph(), PPRRetriever(index).passage_graph()
+    assert np.array_equal(served.degree, own.degree)
+    unweighted = PPRRetriever(index, title_weight=1.0).passage_graph()
+    assert not np.array_equal(unweighted.degree, own.degree)
 
 
 def test_the_walks_dense_seeds_bring_ids_and_scores_only(graph_store, monkeypatch):

@@ -38,6 +38,18 @@ def index() -> SemanticIndex:
     return idx
 
 
+def test_the_edges_of_a_title_phrase_weigh_title_weight(index):
+    weighted = PPRRetriever(index, title_weight=6.0).passage_graph()
+    plain = PPRRetriever(index, title_weight=1.0).passage_graph()
+    node = {key: weighted.n_passages + weighted.keys[key] for key in ("marta quill", "lisbon")}
+    # "Marta Quill" is a title (of "quill", and named by "film"): both its edges weigh 6
+    assert plain.degree[node["marta quill"]] == 2
+    assert weighted.degree[node["marta quill"]] == 12
+    assert weighted.degree[node["lisbon"]] == plain.degree[node["lisbon"]] == 1  # no title
+    with pytest.raises(ConfigError, match="title_weight"):
+        PPRRetriever(index, title_weight=0)
+
+
 def test_pagerank_matches_the_linear_solution():
     adj = np.array([[0, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 1], [0, 0, 1, 0]], dtype=float)
     t = adj / adj.sum(axis=0)
