@@ -30,7 +30,9 @@ from semrag._validation import Interval, Params, check_k, check_param, check_que
 from semrag.index.reader import AsyncReads, CorpusReader, aquery_vector, query_vector, require
 from semrag.types import ScoredChunk
 
-__all__ = ["IndexRetriever", "Steps"]
+__all__ = ["Call", "IndexRetriever", "Interval", "Steps", "Together"]
+# Call and Together (the reads a step asks for) and Interval (a parameter's constraint)
+# are what a retriever of your own needs besides the base: importable from here.
 
 Steps = Generator[Call | Together, Any, list[ScoredChunk]]
 """What :meth:`IndexRetriever.steps` is: reads asked, their replies sent back, hits returned."""
@@ -45,7 +47,6 @@ class IndexRetriever(Params, metaclass=ABCMeta):
 
     Examples:
         >>> from semrag import Document, SemanticIndex
-        >>> from semrag._steps import Call
         >>> from semrag.testing import FakeEmbedder
         >>> from semrag.types import ScoredChunk
         >>> class Nearest(IndexRetriever):

@@ -18,11 +18,9 @@ from langchain_core.documents import Document as LCDocument
 import langchain_semrag as lcs
 import llama_index_semrag as lis
 from semrag import Document, SemanticIndex
-from semrag._steps import Call
-from semrag._validation import Interval
 from semrag.errors import ConfigError
 from semrag.retrieval import STRATEGIES, GraphRetriever, register
-from semrag.retrieval.base import IndexRetriever
+from semrag.retrieval.base import Call, IndexRetriever, Interval
 from semrag.testing import FakeEmbedder
 from semrag.types import ScoredChunk
 

@@ -42,7 +42,6 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 import langchain_semrag as lcs
 import llama_index_semrag as lis
 from semrag import Document, SemanticChunker, SemanticIndex
-from semrag._steps import Call
 from semrag.chunking.boundary import PSCChunker
 from semrag.graph import HeuristicGraphExtractor, KnowledgeGraph, LLMGraphExtractor
 from semrag.index.reader import aquery_vector
@@ -58,7 +57,7 @@ from semrag.retrieval import (
     SketchRetriever,
     SSGRetriever,
 )
-from semrag.retrieval.base import IndexRetriever
+from semrag.retrieval.base import Call, IndexRetriever
 from semrag.testing import FakeEmbedder, boundary_model_for
 from semrag.types import Chunk, ScoredChunk
 
