@@ -151,11 +151,7 @@ def retriever_for(core: type) -> type[BaseRetriever]:
     return cast(type[BaseRetriever], made)
 
 
-def _declaring(core: type) -> type[_CoreRetriever]:
-    return cast(type[_CoreRetriever], retriever_for(core))
-
-
-class SSGRetriever(_declaring(CoreSSGRetriever)):  # type: ignore[misc]
+class SSGRetriever(retriever_for(CoreSSGRetriever)):  # type: ignore[misc]
     """Semantic-similarity-graph traversal (Lester) as a LangChain retriever.
 
     Takes every parameter of :class:`semrag.retrieval.SSGRetriever` under the same name
@@ -168,7 +164,7 @@ class SSGRetriever(_declaring(CoreSSGRetriever)):  # type: ignore[misc]
     _renamed: ClassVar[dict[str, str]] = {"algorithm": "strategy"}
 
 
-class IntentAwareRetriever(_declaring(CoreIntentAwareRetriever)):  # type: ignore[misc]
+class IntentAwareRetriever(retriever_for(CoreIntentAwareRetriever)):  # type: ignore[misc]
     """Intent-aware hybrid retrieval (dense + BM25 + graph, per-query weights; InSemRAG).
 
     Takes every parameter of :class:`semrag.retrieval.IntentAwareRetriever` under the same
@@ -215,7 +211,7 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
         return k
 
 
-class SketchRetriever(_declaring(CoreSketchRetriever)):  # type: ignore[misc]
+class SketchRetriever(retriever_for(CoreSketchRetriever)):  # type: ignore[misc]
     """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
 
     Takes every parameter of :class:`semrag.retrieval.SketchRetriever` under the same name
@@ -226,7 +222,7 @@ class SketchRetriever(_declaring(CoreSketchRetriever)):  # type: ignore[misc]
     """
 
 
-class CommunityRetriever(_declaring(CoreCommunityRetriever)):  # type: ignore[misc]
+class CommunityRetriever(retriever_for(CoreCommunityRetriever)):  # type: ignore[misc]
     """SemRAG community search: ``strategy="local"`` (eq. 4) or ``"global"`` (eq. 5).
 
     Takes every parameter of :class:`semrag.retrieval.CommunityRetriever` under the same
@@ -237,7 +233,7 @@ class CommunityRetriever(_declaring(CoreCommunityRetriever)):  # type: ignore[mi
     _renamed: ClassVar[dict[str, str]] = {"mode": "strategy"}
 
 
-class GraphRetriever(_declaring(CoreGraphRetriever)):  # type: ignore[misc]
+class GraphRetriever(retriever_for(CoreGraphRetriever)):  # type: ignore[misc]
     """Every graph strategy behind one retriever.
 
     Strategies: ``"ppr"`` (the default: personalized PageRank over passages and entities),
