@@ -136,8 +136,8 @@ def retriever_for(core: type) -> type[BaseRetriever]:
     It takes every parameter of ``core`` by keyword, same names and defaults (its
     ``inspect.signature`` is the core's), and returns scored ``TextNode``s with exact
     offsets, scores and provenance (:func:`to_nodes`); ``retrieve(query, k=...)``
-    overrides ``k`` for one call, and ``aretrieve`` is the core's async twin. Every
-    retriever class of this module but ``RetrieveAndCheckRetriever`` is made this way.
+    overrides ``k`` for one call, and ``aretrieve`` is the core's async twin. It is what
+    the built-in classes of this module are: a subclass naming its core class.
 
     Examples:
         >>> from semrag import Document, SemanticIndex
