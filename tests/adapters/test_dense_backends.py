@@ -176,7 +176,7 @@ def test_a_failing_store_leaves_the_index_as_it_was():
     with pytest.raises(StoreError, match="store down"):
         index.add_documents([Document("a", "Bees dance.")])
     assert len(index) == 0 and index.search("bees", k=3) == []
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SemanticIndex: dense="):
         SemanticIndex(embedder=embedder(), dense=object(), ssg=True)
 
 

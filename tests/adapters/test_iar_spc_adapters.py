@@ -188,7 +188,7 @@ async def test_llama_index_spc_postprocessor_on_foreign_nodes():
         [NodeWithScore(node=damaged, score=0.5)], query_str="Why did John Smith resign?"
     )
     assert aout.node.get_content() == out.node.get_content()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="SPCPostprocessor needs the query"):
         post.postprocess_nodes([NodeWithScore(node=damaged, score=0.5)])
 
 

@@ -44,7 +44,9 @@ def test_langchain_store_names_entries_by_source_and_upserts_only_with_ids():
     ]
     ids = store.add_documents(splits)
     assert ids == ["chess.txt#start_index=0", f"bees.txt#{content_id(BEES)}"]
-    with pytest.raises(DocumentConflictError):  # the same run again: refused, not doubled
+    with pytest.raises(
+        DocumentConflictError, match="2 document id"
+    ):  # the same run again: refused, not doubled
         store.add_documents(splits)
     assert len(store.index) == 2
     store.add_documents([LCDocument("Rooks castle.", id=ids[0], metadata={"source": "c"})])
@@ -58,7 +60,7 @@ def test_langchain_store_async_flow():
     async def flow() -> langchain_semrag.SemanticVectorStore:
         store = lc_store()
         await store.aadd_documents([LCDocument(CHESS, metadata={"source": "chess.txt"})])
-        with pytest.raises(DocumentConflictError):
+        with pytest.raises(DocumentConflictError, match="1 document id"):
             await store.aadd_documents([LCDocument(CHESS, metadata={"source": "chess.txt"})])
         await store.aadd_documents([LCDocument(BEES, id="bees")])
         await store.adelete(["bees"])

@@ -106,12 +106,12 @@ def test_bad_langchain_embeddings_raise_embedding_error():
         SemanticTextSplitter(embeddings=Short(), buffer_size=0).split_text(f"{CATS} {STOCKS}")
     bridge = LangChainEmbedder(BagOfWords())
     assert bridge.embed(["a b"]).shape == (1, 64)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="expected a LangChain Embeddings, got object"):
         LangChainEmbedder(object())  # type: ignore[arg-type]
 
 
 def test_unknown_option_raises():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="SemanticChunker.__init__"):
         SemanticTextSplitter(embeddings=FakeEmbedder(), chunk_sise=3)
 
 
@@ -126,14 +126,14 @@ def test_llm_bridge_drives_the_json_path(model_cls):
 
 async def test_llm_bridge_malformed_json_raises():
     llm = LangChainLLM(FakeListChatModel(responses=["not json", '{"wrong": 1}']))
-    with pytest.raises(LLMOutputError):
+    with pytest.raises(LLMOutputError, match="LLM reply failed validation after 2"):
         complete_json(llm, "Capital?", SCHEMA)
     allm = LangChainLLM(FakeListChatModel(responses=['```json\n{"answer": "Rome"}\n```']))
     assert await allm.acomplete("x") == '```json\n{"answer": "Rome"}\n```'
 
 
 def test_llm_bridge_rejects_non_models():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="expected a LangChain language model, got str"):
         LangChainLLM("gpt")  # type: ignore[arg-type]
 
 

@@ -88,7 +88,7 @@ def test_bad_llama_index_embeddings_raise():
 
 
 def test_unknown_option_raises():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="SemanticChunker.__init__"):
         SemanticNodeParser(embed_model=FakeEmbedder(), chunk_sise=3)
 
 
@@ -101,10 +101,10 @@ async def test_llm_bridge_with_mock_llm():
     prompt = 'Reply with exactly {"answer": "Paris"}'
     assert complete_json(llm, prompt, SCHEMA) == {"answer": "Paris"}
     assert await acomplete_json(llm, prompt, SCHEMA) == {"answer": "Paris"}
-    with pytest.raises(LLMOutputError):
+    with pytest.raises(LLMOutputError, match="LLM reply failed validation after 2"):
         complete_json(llm, "Reply with nothing useful", SCHEMA)
 
 
 def test_llm_bridge_rejects_non_models():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="expected a LlamaIndex LLM, got object"):
         LlamaIndexLLM(object())  # type: ignore[arg-type]

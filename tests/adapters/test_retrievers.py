@@ -65,9 +65,9 @@ def test_langchain_documents_carry_offsets_and_provenance():
 
 
 def test_langchain_rejects_unknown_fields_and_options():
-    with pytest.raises(Exception):  # noqa: B017 - pydantic's ValidationError
+    with pytest.raises(Exception, match="SSGRetriever"):  # noqa: B017 - pydantic's ValidationError
         langchain_semrag.SSGRetriever(index=shared_index(), kk=3)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="SSGRetriever"):
         langchain_semrag.SSGRetriever(index=shared_index(), options={"max_sentnces": 3})
 
 

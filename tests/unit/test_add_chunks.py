@@ -189,7 +189,10 @@ def test_filtered_search_is_exact_and_a_delete_of_many_is_one_change():
     assert "d0" not in index and len(index) == 8
     with pytest.warns(DeprecationWarning, match=r"delete_many moved to index.delete\(ids\)"):
         assert index.delete_many(["d2", "missing"]) == 1
-    with pytest.raises(TypeError), pytest.warns(DeprecationWarning):
+    with (
+        pytest.raises(TypeError, match="pass a list of document ids, or use delete"),
+        pytest.warns(DeprecationWarning),
+    ):
         index.delete_many("d2")
 
 

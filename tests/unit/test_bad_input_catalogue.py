@@ -251,5 +251,5 @@ def test_unusable_llm_weights_are_replaced_and_said(weights):
     )
     plan = IntentAwareRetriever(index(), llm=FakeLLM([nan], cycle=True)).plan("bees?")
     assert plan.source in ("llm+rule_weights", "rules") and plan.note
-    with pytest.raises(LLMOutputError):
+    with pytest.raises(LLMOutputError, match="the LLM's channel weights are unusable:"):
         IntentAwareRetriever(index(), llm=llm, on_llm_error="raise").plan("bees?")

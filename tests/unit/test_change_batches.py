@@ -182,5 +182,5 @@ def test_bm25_takes_token_lists_as_its_own_tokenizer_makes_them():
     by_text.add([0, 1, 2], texts)
     by_tokens.add_tokens([0, 1, 2], [bm25_tokenize(t) for t in texts])
     assert by_tokens.search("bees orbit", k=3) == by_text.search("bees orbit", k=3)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="ids and token lists differ in length"):
         by_tokens.add_tokens([3, 4], [["one"]])

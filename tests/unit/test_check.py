@@ -101,9 +101,9 @@ def test_async_equals_sync(index):
 
 def test_bad_arguments(index):
     spc = SPC(index)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="RetrieveAndCheck: max_rounds=0 is not"):
         RetrieveAndCheck(IntentAwareRetriever(index), spc, max_rounds=0)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="RetrieveAndCheck: retriever="):
         RetrieveAndCheck(object(), spc)
 
 

@@ -112,12 +112,14 @@ def test_a_staged_version_reads_its_rows_before_any_reader_does(kind):
     view = np.asarray(staged.rows_view(np.arange(22, 25)), np.float32)
     rounded = more if kind == "flat" else more.astype(np.float16).astype(np.float32)
     np.testing.assert_array_equal(view, rounded[2:5])
-    with pytest.raises(NotIndexedError):  # not published: readers see the version before
+    with pytest.raises(
+        NotIndexedError, match="ids not in the index:"
+    ):  # not published: readers see the version before
         index.vectors_of([22])
     assert len(index) == 20
     staged()
     np.testing.assert_array_equal(index.vectors_of(np.arange(22, 25)), view)
-    with pytest.raises(NotIndexedError):
+    with pytest.raises(NotIndexedError, match="ids not in the index:"):
         staged.rows_view([30])
 
 

@@ -114,7 +114,7 @@ def test_a_bad_threshold_or_kind_is_refused():
         DenseIndex(DIM, kind="annoy")
     with pytest.raises(ConfigError, match="'ivf' or 'hnsw'"):
         DenseIndex(DIM, kind="auto", approximate="annoy")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SemanticIndex: dense='annoy' is not allowed;"):
         SemanticIndex(embedder=FakeEmbedder(), dense="annoy")
 
 

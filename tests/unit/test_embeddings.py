@@ -114,12 +114,12 @@ def test_cache_disabled():
 
 
 def test_negative_cache_size_is_config_error():
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="cache_size must be >= 0, got -1"):
         Scripted(ones(3), cache_size=-1)
 
 
 def test_non_str_items_raise_type_error():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="texts must be str, got int"):
         FakeEmbedder().embed(["a", 3])  # type: ignore[list-item]
     with pytest.raises(TypeError):
         FakeEmbedder().embed("a single string")
@@ -164,7 +164,7 @@ def test_as_embedder_wraps_protocol_objects_and_validates():
             return [[1.0, float("nan")] for _ in texts]
 
     wrapped = as_embedder(Plain())
-    with pytest.raises(EmbeddingError):
+    with pytest.raises(EmbeddingError, match="Plain returned NaN or inf in 1 of 1 vectors;"):
         wrapped.embed(["x"])
     with pytest.raises(TypeError, match="not an Embedder"):
         as_embedder(object())

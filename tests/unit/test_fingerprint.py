@@ -93,7 +93,7 @@ def test_minilm_in_float16_matches_itself_and_no_other_384d_model(minilm):
 
 def test_check_embedder_names_both_models_and_the_ways_out():
     stored = EmbedderFingerprint.of(FakeEmbedder(dim=32))
-    with pytest.raises(EmbedderMismatchError) as err:
+    with pytest.raises(EmbedderMismatchError, match="the index in x/ was embedded with") as err:
         check_embedder(stored, OtherFake(dim=32), what="the index in x/")
     msg = str(err.value)
     assert "FakeEmbedder(dim=32)" in msg and "OtherFake(dim=32)" in msg
@@ -130,7 +130,9 @@ def test_the_override_loads_notes_it_and_keeps_the_saved_fingerprint(tmp_path):
     assert any("allow_embedder_mismatch" in n for n in index.notes)
     assert index.fingerprint.name == "FakeEmbedder(dim=32)"  # the vectors' model
     index.save(tmp_path / "again")
-    with pytest.raises(EmbedderMismatchError):  # still refused without the override
+    with pytest.raises(
+        EmbedderMismatchError, match="the index saved in"
+    ):  # still refused without the override
         SemanticIndex.load(tmp_path / "again", embedder=OtherFake(dim=32))
 
 

@@ -111,7 +111,7 @@ def test_the_splitters_ids_are_the_ids_the_index_files_chunks_under():
     assert sorted(index.doc_ids) == ["bees.txt", "chess.txt"]
     assert index.document("bees.txt").text == BEES
     assert all(c.metadata["source"] == c.doc_id for c in index.chunks())
-    with pytest.raises(DocumentConflictError):
+    with pytest.raises(DocumentConflictError, match="2 document id"):
         index.add_chunks(chunks, documents=docs)
     index.add_chunks(chunks, documents=docs, on_conflict="replace")
     assert len(index) == 2
@@ -121,7 +121,7 @@ def test_async_twins_follow_the_same_rule():
     async def flow() -> SemanticIndex:
         index = fresh()
         await index.aadd_documents(loaded(("chess.txt", CHESS)))
-        with pytest.raises(DocumentConflictError):
+        with pytest.raises(DocumentConflictError, match="1 document id"):
             await index.aadd_documents(loaded(("chess.txt", BEES)))
         await index.aadd_documents(loaded(("bees.txt", BEES)))
         assert await index.adelete(["chess.txt", "x"]) is False
@@ -166,7 +166,7 @@ def test_ids_never_depend_on_the_position_in_a_call(specs, random):
     random.shuffle(shuffled)
     index = fresh()
     if len(set(named.values())) < len(docs):  # a true collision: refused, nothing indexed
-        with pytest.raises(DocumentConflictError):
+        with pytest.raises(DocumentConflictError, match="one call names 1 document id"):
             index.add_documents(shuffled)
         assert len(index) == 0
         return

@@ -120,7 +120,7 @@ def test_a_prepared_batch_commits_without_embedding_and_checks_its_settings():
     alone = SemanticIndex(embedder=FakeEmbedder())
     alone.add_documents(corpus(6))
     assert [c.text for c in writer.chunks()] == [c.text for c in alone.chunks()]
-    with pytest.raises(DocumentConflictError):
+    with pytest.raises(DocumentConflictError, match="6 document id"):
         writer.add_prepared(batch)  # the same ids again
     writer.add_prepared(batch, on_conflict="skip")
     assert len(writer) == 6

@@ -213,7 +213,7 @@ def test_the_node_index_holds_the_node_rows_once(dtype):
     np.testing.assert_array_equal(rows[mask], copy[mask])
     np.testing.assert_array_equal(rows[:, 1], copy[:, 1])
     assert rows[np.zeros(0, np.int64)].shape == (0, DIM)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match="index 70 is out of bounds for axis 0 with"):
         rows[len(rows)]
     # a published version's rows stay as they were while later changes grow the storage
     storage = faiss.downcast_index(graph.storage)

@@ -445,7 +445,9 @@ class LivingIndex(RuleBasedStateMachine):
     def reembed(self):
         """Move to the other model: the graph, which embeds names, is built again after."""
         self.kg.detach()
-        with pytest.raises(EmbedderMismatchError):  # its save names the old model
+        with pytest.raises(
+            EmbedderMismatchError, match="the index saved in"
+        ):  # its save names the old model
             self.index.save(self.tmp / "before", overwrite=True)
             SemanticIndex.load(self.tmp / "before", embedder=MODELS[1 - self.model](dim=32))
         self.model = 1 - self.model
@@ -979,7 +981,7 @@ def test_a_failing_follower_does_not_keep_the_change_from_the_others():
         index.add_documents([Document("a", "Bees make honey.")])
     assert seen == [1] and index.version == 1 and index.doc_ids == ["a"]
     index.follow(Down())  # a second failure is a note on the first
-    with pytest.raises(StoreError) as raised:
+    with pytest.raises(StoreError, match="graph store down") as raised:
         index.delete("a")
     assert seen == [1, 2] and "another follower failed too" in " ".join(raised.value.__notes__)
 
@@ -1097,7 +1099,7 @@ def test_the_async_build_takes_the_sync_builds_arguments_and_builds_the_same_gra
     assert "extracting" in capsys.readouterr().err  # the progress bar
     assert graph_table(built) == graph_table(sync)
     assert community_table(built) == community_table(sync)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="KnowledgeGraph._build_steps"):
         asyncio.run(KnowledgeGraph.abuild(index, no_such_option=1))
     sync.detach()
     built.detach()

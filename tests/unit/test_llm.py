@@ -39,7 +39,7 @@ def test_extract_json_tolerates_fences_and_prose(reply):
 
 
 def test_extract_json_raises_without_json():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no JSON value found in the reply"):
         extract_json("no json here {")
 
 
@@ -59,7 +59,7 @@ def test_validate_json_names_the_violation(value, message):
 
 
 def test_validate_json_unknown_type_is_config_error():
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="unsupported schema type 'decimal' at"):
         validate_json(1, {"type": "decimal"})
 
 
@@ -78,7 +78,7 @@ def test_complete_json_retries_once_with_the_error():
 
 def test_complete_json_raises_after_retry():
     llm = FakeLLM(["not json", "still not json"])
-    with pytest.raises(LLMOutputError) as info:
+    with pytest.raises(LLMOutputError, match="LLM reply failed validation after 2") as info:
         complete_json(llm, "extract", SCHEMA)
     assert info.value.reply == "still not json"
     assert "no JSON value" in info.value.problem
@@ -89,7 +89,7 @@ async def test_acomplete_json_matches_sync():
     llm = FakeLLM(["oops", GOOD])
     value = await acomplete_json(llm, "extract", SCHEMA)
     assert value == extract_json(GOOD)
-    with pytest.raises(LLMOutputError):
+    with pytest.raises(LLMOutputError, match="LLM reply failed validation after 2"):
         await acomplete_json(FakeLLM(["{}", "{}"]), "extract", SCHEMA)
 
 

@@ -27,9 +27,9 @@ def test_window_diff_counts_extra_boundaries_pk_does_not():
 
 def test_default_k_and_errors():
     assert default_k([0, 0, 0, 1, 0, 0, 0]) == 2
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="reference has 2 gaps, hypothesis 3"):
         pk([0, 1], [0, 1, 0])
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="k must be >= 1, got 0"):
         window_diff([0, 1], [0, 1], k=0)
 
 

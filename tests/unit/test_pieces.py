@@ -121,7 +121,7 @@ def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
 
 @pytest.mark.parametrize("split", [(4, 1), (12, 7), (12,), "12"])
 def test_a_bad_split_is_a_config_error(split):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SemanticIndex: split"):
         SemanticIndex(embedder=FakeEmbedder(dim=32), pieces=split)
 
 

@@ -49,7 +49,7 @@ def test_a_bad_part_or_split_is_refused():
     index = SemanticIndex(embedder=FakeEmbedder(dim=32))
     with pytest.raises(ConfigError, match="'passages', 'pieces' and 'ssg'"):
         index.enable("ssg-ish")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SemanticIndex.enable: split"):
         index.enable("pieces", split=(4, 9))  # overlap larger than a piece
     assert index.reader().piece_index is None
 

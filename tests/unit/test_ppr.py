@@ -258,11 +258,11 @@ def test_graph_retriever_defaults_to_ppr(index):
 
 
 def test_bad_parameters_and_queries_raise(index):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="PPRRetriever: damping=1.0 is not allowed;"):
         PPRRetriever(index, damping=1.0)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="PPRRetriever: k=0 is not allowed; expected"):
         PPRRetriever(index, k=0)
-    with pytest.raises((ConfigError, ValueError)):
+    with pytest.raises((ConfigError, ValueError), match="PPRRetriever: query is empty; there is"):
         PPRRetriever(index).retrieve("   ")
 
 
@@ -273,9 +273,9 @@ def test_empty_index_returns_nothing():
 def test_multihop_recall_counts_distinct_documents():
     assert multihop_recall(["a", "a", "b"], ["a", "b"], 2) == (1.0, 1.0)
     assert multihop_recall(["a", "c", "b"], ["a", "b"], 2) == (0.0, 0.5)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="a question needs at least one gold document"):
         multihop_recall(["a"], [], 1)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="k must be >= 1, got 0"):
         multihop_recall(["a"], ["a"], 0)
 
 

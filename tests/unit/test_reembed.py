@@ -85,7 +85,7 @@ def test_a_reembedded_index_answers_as_a_fresh_build_with_the_new_model(tmp_path
     assert index.fingerprint.name == "OtherFake(dim=48)" and index.embedder.dim == 48
     assert isinstance(index.chunker.embedder, StaticEmbedder)  # later adds cut as before
     index.save(tmp_path / "idx")
-    with pytest.raises(EmbedderMismatchError):
+    with pytest.raises(EmbedderMismatchError, match="the index saved in"):
         SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=48))
     loaded = SemanticIndex.load(tmp_path / "idx", embedder=OtherFake(dim=48))
     assert answers(loaded) == answers(fresh)
@@ -117,7 +117,7 @@ def test_a_failure_leaves_the_old_index_whole():
 
     index = filled()
     before, version, fp = answers(index), index.version, index.fingerprint
-    with pytest.raises((EmbeddingError, RuntimeError)):
+    with pytest.raises((EmbeddingError, RuntimeError), match="the model server went away"):
         index.reembed(Failing(dim=32))
     assert (index.version, index.fingerprint) == (version, fp)
     assert isinstance(index.embedder, FakeEmbedder) and answers(index) == before

@@ -145,20 +145,20 @@ def test_default_overlap_follows_small_caps():
     ],
 )
 def test_bad_configuration_raises_config_error(kwargs):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SemanticChunker:"):
         SemanticChunker(FakeEmbedder(), **kwargs)
 
 
 def test_unknown_keyword_raises_type_error():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="SemanticChunker.__init__"):
         SemanticChunker(FakeEmbedder(), chunk_sise=512)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize("bad", [b"bytes", None, 42])
 def test_non_str_text_raises_type_error(bad):
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="text must be str, got"):
         chunker().chunk(bad)  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="documents must be semrag Documents, str, or"):
         chunker().chunk_documents([bad])  # type: ignore[list-item]
 
 

@@ -71,7 +71,7 @@ def test_offsets_keep_original_whitespace():
 
 
 def test_non_str_raises_type_error():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="text must be str, got bytes"):
         split_sentences(b"bytes")  # type: ignore[arg-type]
 
 
@@ -83,9 +83,9 @@ def test_normalize_keeps_text_a_custom_splitter_skipped():
 
 
 def test_normalize_rejects_bad_spans():
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="sentence splitter returned span"):
         normalize_sentence_spans("abc", [(0, 10)])
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="sentence splitter returned overlapping or"):
         normalize_sentence_spans("abc def", [(4, 7), (0, 3)])
 
 

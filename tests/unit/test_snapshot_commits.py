@@ -248,7 +248,7 @@ def test_a_change_that_fails_while_staged_changes_nothing():
 
     LiveSSG.apply = failing
     try:
-        with pytest.raises(MemoryError):
+        with pytest.raises(MemoryError, match="no room for the graph"):
             index.add_documents([Document("b", "Stocks fell sharply.")])
     finally:
         LiveSSG.apply = apply

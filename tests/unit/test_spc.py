@@ -262,7 +262,7 @@ def test_malformed_llm_replies_fall_back_and_are_noted(index):
     assert any("damage" in n for n in result.notes)
     assert any("compress" in n for n in result.notes)
     assert any("audit" in n for n in result.notes)
-    with pytest.raises(LLMOutputError):
+    with pytest.raises(LLMOutputError, match="LLM reply failed validation after 2"):
         SPC(index, llm=FakeLLM(["x"], cycle=True), on_llm_error="raise").process("Why?", hits)
 
 
@@ -304,13 +304,13 @@ def test_async_equals_sync(index, with_llm):
 
 
 def test_bad_arguments(index):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SPC: k=0 is not allowed; expected an int in"):
         SPC(index, k=0)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SPC: delta=2 is not allowed; expected a"):
         SPC(index, delta=2)
     # no index and no embedder: the packaged MiniLM, as the splitters use (loaded on use)
     assert type(SPC().embedder).__name__ == "MiniLMEmbedder"  # the default, torch-free
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="SPC: query must be a str, got NoneType"):
         SPC(index).process(None, [])
     assert SPC(index).process("anything", []).chunks == []
 

@@ -36,7 +36,7 @@ def test_window_bounds_split_never_shares_a_sentence():
 def test_window_bounds_degenerate():
     left, right = window_bounds(1, 3, "split")
     assert left.shape == (0, 2) and right.shape == (0, 2)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="window must be 'centered' or 'split', got"):
         window_bounds(3, 1, "diagonal")
 
 
@@ -219,7 +219,7 @@ def test_split_without_overlap_tiles():
 
 
 def test_split_overlap_must_be_below_cap():
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="overlap_tokens must be smaller than"):
         _split("a b c", 2, 2)
 
 

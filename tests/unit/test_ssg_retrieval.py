@@ -216,14 +216,14 @@ async def test_llm_guided_async_equals_sync():
 
 def test_configuration_errors():
     idx = HandIndex([0.9, 0.1], [(0, 1, 0.5)])
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SSGRetriever: strategy='dfs' is not allowed;"):
         SSGRetriever(idx, strategy="dfs")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="llm_guided_traversal needs an llm"):
         SSGRetriever(idx, strategy="llm_guided_traversal")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SSGRetriever: k=0 is not allowed; expected"):
         SSGRetriever(idx, k=0)
     no_graph = SemanticIndex(embedder=FakeEmbedder(), ssg=False)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="SSG retrieval needs the semantic similarity"):
         SSGRetriever(no_graph)
 
 

@@ -125,7 +125,7 @@ def test_an_error_on_the_second_thread_reaches_the_caller(monkeypatch):
     monkeypatch.setattr(static_embedder, "_PARALLEL_ROWS", 0)
     rows = np.eye(3, dtype=np.float32)
     sizes = np.array([1, 2, 2], dtype=np.int64)  # the sums of size 2 run on the helper
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 0 with"):
         segment_sums(rows, np.array([0, 1, 2, 9, 9]), sizes)
 
 

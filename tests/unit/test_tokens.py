@@ -42,7 +42,7 @@ def test_minilm_counts_beyond_model_max_length(minilm_tokenizer):
 
 
 def test_hf_tokenizer_rejects_other_objects():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="HuggingFaceTokenizer needs a"):
         HuggingFaceTokenizer(object())
 
 
