@@ -480,9 +480,11 @@ class IntentAwareRetriever(Params):
         for hits in sparse_hits:
             pool.update((i, None) for i, _ in hits)
         cands = _Candidates()
-        for hit, ids in zip(ext, covered, strict=True):  # one read for every hit's chunks
+        # the extended channel counts by its order, not its hits' scores: a walk's order is
+        # its ranking, while its hits' scores are their relevance (the cosine with the query)
+        for rank, ids in enumerate(covered):  # one read for every hit's chunks
             for i in ids:
-                cands.extended[i] = max(cands.extended.get(i, -np.inf), hit.score)
+                cands.extended[i] = max(cands.extended.get(i, -np.inf), -float(rank))
                 pool[i] = None
         cands.ids = list(pool)
         return cands

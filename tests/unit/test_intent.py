@@ -14,6 +14,7 @@ from semrag.index.fusion import fuse_rrf, fuse_weighted, normalise_scores, norma
 from semrag.retrieval import IntentAwareRetriever, classify_intent, plan_query
 from semrag.testing import FakeEmbedder, FakeLLM
 from semrag.text.phrases import content_words, entities, key_phrases
+from semrag.types import ScoredChunk
 
 CORPUS = [
     Document("paris", "Paris is the capital of France. The Eiffel Tower stands in Paris."),
@@ -28,6 +29,27 @@ def index():
     idx = SemanticIndex(embedder=FakeEmbedder(), ssg=True)
     idx.add_documents(CORPUS)
     return idx
+
+
+def test_the_extended_channel_counts_by_its_order_not_its_hits_scores(index):
+    # a walk ranks by its own order; its hits' scores are relevances (cosines), which would
+    # make the channel a second dense search
+    firsts = {}
+    for c in index.chunks():
+        firsts.setdefault(c.doc_id, c)
+    chunks = list(firsts.values())[:3]
+
+    class Ordered:
+        def retrieve(self, query, *, k=None):
+            return [ScoredChunk(c, s) for c, s in zip(chunks, (0.1, 0.5, 0.9), strict=True)]
+
+        async def aretrieve(self, query, *, k=None):
+            return self.retrieve(query, k=k)
+
+    weights = {"dense": 0.0, "sparse": 0.0, "extended": 1.0}
+    iar = IntentAwareRetriever(index, extended=Ordered(), weights=weights, k=3, refine="none")
+    assert [h.chunk for h in iar.retrieve("anything at all")] == chunks
+    assert [h.chunk for h in asyncio.run(iar.aretrieve("anything at all"))] == chunks
 
 
 # -- phrases -----------------------------------------------------------------------------
