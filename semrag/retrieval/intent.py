@@ -17,7 +17,9 @@ in the metadata (or raises :class:`~semrag.errors.LLMOutputError` with
 The *extended* channel is any retriever with ``retrieve``/``aretrieve``: SKETCH over the
 knowledge graph when ``graph=`` is given, else personalized PageRank
 (:class:`~semrag.retrieval.PPRRetriever`); its hits are mapped onto the index's chunks by
-offsets and normalised by rank (PageRank mass says little beyond the order).
+offsets and count by their order (PageRank mass says little beyond the order, and a hit's
+``score`` is its relevance, the cosine with the query, which would make the channel a
+second dense search).
 """
 
 from __future__ import annotations

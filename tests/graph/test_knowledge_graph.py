@@ -173,7 +173,7 @@ def test_llm_extraction_malformed_json_falls_back_or_raises():
     out = ex.extract(chunk_of(text))
     assert {e.name for e in out.entities} == {"Ada Lovelace", "Charles Babbage"}
     assert out.notes and "heuristic used" in out.notes[0]
-    with pytest.raises(LLMOutputError):
+    with pytest.raises(LLMOutputError, match="LLM reply failed validation after 2"):
         LLMGraphExtractor(FakeLLM(["nope"], cycle=True), on_error="raise").extract(chunk_of(text))
 
 
@@ -214,7 +214,7 @@ def test_entity_resolution_merges_close_names():
     out = resolve_entities(ext, vecs, threshold=0.95)
     assert {e.id for e in out.entities} == {"justin timberlake", "memphis"}
     assert out.relations[0].source == "justin timberlake"
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="2 vectors for 3 entities"):
         resolve_entities(ext, vecs[:2])
 
 
@@ -357,10 +357,10 @@ def test_community_local_and_global():
     assert [h.chunk for h in ghits] == [
         h.chunk for h in asyncio.run(glob.aretrieve("honey bees dance"))
     ]
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="CommunityRetriever: strategy='nope' is not"):
         CommunityRetriever(index, kg, strategy="nope")
     empty = KnowledgeGraph(InMemoryGraphStore(), index=index)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="global search needs communities: build the"):
         CommunityRetriever(index, empty, strategy="global").retrieve("x")
 
 
@@ -369,9 +369,9 @@ def test_graph_retriever_front_door():
     for strategy in ("sketch", "local", "global", "ssg:query_traversal"):
         r = GraphRetriever(index, kg, strategy=strategy, k=2)
         assert r.retrieve("Justin Timberlake born"), strategy
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="GraphRetriever: strategy='magic' is not"):
         GraphRetriever(index, kg, strategy="magic")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="strategy 'sketch' needs a KnowledgeGraph"):
         GraphRetriever(index, None, strategy="sketch")
 
 

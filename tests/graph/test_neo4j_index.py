@@ -96,7 +96,7 @@ def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, 
         return real(work, write=write)
 
     monkeypatch.setattr(graph_store.session, "transact", down)
-    with pytest.raises(StoreUnavailableError):
+    with pytest.raises(StoreUnavailableError, match="Neo4j is unavailable"):
         index.delete("d1")  # the index publishes; the database keeps the version before
     monkeypatch.setattr(graph_store.session, "transact", real)
     assert writer.counts()["documents"] == len(LONG)  # nothing half-written
@@ -108,7 +108,7 @@ def test_a_failed_write_is_repaired_by_the_next_change_and_by_sync(graph_store, 
     )
     index2.add_documents([Document("a", TEXTS[0])])
     monkeypatch.setattr(graph_store.session, "transact", down)
-    with pytest.raises(StoreUnavailableError):
+    with pytest.raises(StoreUnavailableError, match="Neo4j is unavailable"):
         index2.add_documents([Document("b", TEXTS[1])])
     monkeypatch.setattr(graph_store.session, "transact", real)
     change = writer.sync()
@@ -206,9 +206,9 @@ def test_the_reader_checks_what_it_is_given(graph_store):
             SemanticIndex(embedder=FakeEmbedder(dim=8), ssg=True), graph_store
         )
     reader = Neo4jIndex(graph_store, embedder=embedder())
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="chunk ids not in the index:"):
         reader.chunks_of([10**9])
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="Neo4jIndex.search: query is empty; there is"):
         reader.search("   ")
     assert reader.search_sparse("AND OR ( [ the", k=2) is not None  # Lucene syntax is escaped
     with pytest.raises(ConfigError, match="JSON"):
@@ -968,7 +968,7 @@ def test_a_bulk_write_of_name_vectors_rebuilds_their_index_and_readers_wait_it_o
         real(query, rows)
 
     monkeypatch.setattr(graph_store.session, "write_batches", fails_on_vectors)
-    with pytest.raises(StoreUnavailableError):
+    with pytest.raises(StoreUnavailableError, match="connection lost"):
         graph_store.update(entities=ents, entity_vectors=vecs)
     assert graph_store.search_entities(vecs[0], 1) is None  # no index: rank in process
     monkeypatch.setattr(graph_store.session, "write_batches", real)
@@ -1115,7 +1115,7 @@ def test_a_large_change_goes_in_steps_and_a_failure_halfway_is_repaired(graph_st
         return real(work, write=write)
 
     monkeypatch.setattr(graph_store.session, "transact", counted)
-    with pytest.raises(StoreUnavailableError):
+    with pytest.raises(StoreUnavailableError, match="Neo4j is unavailable"):
         index.add_documents([Document(f"d{i}", t) for i, t in enumerate(LONG)])
     assert 0 < writer.counts()["documents"] < len(LONG)  # the steps before the failure landed
     monkeypatch.setattr(graph_store.session, "transact", real)
@@ -1123,7 +1123,7 @@ def test_a_large_change_goes_in_steps_and_a_failure_halfway_is_repaired(graph_st
     assert writer.dump() == fresh_dump(index, graph_store)
     index.delete("d3")  # the store follows on, in steps again
     assert writer.dump() == fresh_dump(index, graph_store)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="max_transaction_rows must be >= 1, got 0"):
         Neo4jIndexStore(graph_store, max_transaction_rows=0)
 
 

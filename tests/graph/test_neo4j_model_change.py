@@ -77,7 +77,7 @@ def test_a_reembed_goes_through_the_store_and_the_database_serves_the_new_model(
     index = filled(FakeEmbedder(dim=32))
     writer = Neo4jIndexStore.for_index(index, graph_store)
     index.reembed(OtherFake(dim=32))  # one change, written as any change
-    with pytest.raises(EmbedderMismatchError):
+    with pytest.raises(EmbedderMismatchError, match="the index 'index' in Neo4jGraphStore"):
         Neo4jIndex(graph_store, embedder=FakeEmbedder(dim=32))
     reader = Neo4jIndex(graph_store, embedder=OtherFake(dim=32))
     assert reader.version == index.version and served(reader) == served(index)
@@ -169,7 +169,7 @@ def test_a_server_killed_in_a_large_change_comes_back_with_one_version_whole(
         reader = Neo4jIndex(store, embedder=old)
         assert reader.version == index.version - 1
         assert served(reader) == before
-        with pytest.raises(EmbedderMismatchError):
+        with pytest.raises(EmbedderMismatchError, match="the index 'index' in Neo4jGraphStore"):
             Neo4jIndex(store, embedder=new)
     # the writer attached again writes what is missing: the index's version, whole
     writer = Neo4jIndexStore.for_index(index, store, max_transaction_rows=rows)

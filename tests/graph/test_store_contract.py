@@ -360,7 +360,7 @@ def test_schema_is_idempotent_and_vector_index_works(neo4j_server):
         found = store.search_chunk_vectors([0.9, 0.1, 0.0], k=1)
         time.sleep(0.2)
     assert found and found[0][0] == refs[0]
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="vector of dimension 2; the index has 3"):
         store.upsert_chunk_vectors(refs[:1], [[1.0, 0.0]])
     store.clear()
     store.close()

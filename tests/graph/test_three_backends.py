@@ -170,7 +170,7 @@ def test_a_server_killed_mid_change_then_the_change_rerun_equals_a_fresh_build(n
     more = [Document(f"m{i}", t) for i, t in enumerate(MORE)]
     neo4j_server.kill()
     try:
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="the vector store failed to take 2 entries:"):
             index.add_documents(more)
         assert sorted(index.doc_ids) == sorted(f"d{i}" for i in range(len(TEXTS)))
         with warnings.catch_warnings(record=True) as caught:
