@@ -158,7 +158,9 @@ class PPRRetriever(Params):
             query's similarity in every hit's score, stronger dense seeds only hold the
             walk near the passages dense search finds anyway).
         dense_seeds: how many dense hits seed the walk.
-        link_threshold: least cosine for linking a query entity to a phrase by its vector.
+        link_threshold: least cosine for linking a query entity to a phrase by its vector
+            (names are embedded by the packaged static model,
+            :data:`~semrag.index.parts.passages.NAMES`, not by the index's embedder).
         link_k: phrase nodes linked per query entity by vector.
         synonym_threshold: least cosine between two phrase names for a synonym edge.
         synonym_k: most synonym edges per phrase (0: none).
