@@ -51,6 +51,51 @@ def test_vectors_are_unit_length_in_order_and_independent_of_the_batch(numpy_min
     np.testing.assert_allclose(vecs, alone, atol=2e-5)
 
 
+def test_passes_side_by_side_give_the_vectors_of_one_pass_at_a_time(numpy_minilm):
+    spans = [[(0, len(t) // 2), (len(t) // 2, len(t))] for t in TEXTS]
+    serial = MiniLMEmbedder(cache_size=0, batch_size=3, threads=1)
+    parallel = MiniLMEmbedder(cache_size=0, batch_size=3, threads=3)
+    assert (serial.threads, parallel.threads) == (1, 3)
+    one, one_pooled = serial.embed_pooled(TEXTS, spans)
+    many, many_pooled = parallel.embed_pooled(TEXTS, spans)
+    np.testing.assert_allclose(many, one, atol=1e-6)
+    for a, b in zip(many_pooled, one_pooled, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    np.testing.assert_allclose(parallel.embed(TEXTS), many, atol=1e-6)
+
+
+def test_blas_is_held_to_one_thread_while_passes_run_and_given_back_after():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from semrag.minilm import _ONE_BLAS_THREAD, _side_by_side
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    if not blas_threads():
+        pytest.skip("numpy here reports no BLAS to threadpoolctl")
+    with threadpool_limits(3, user_api="blas"):
+        with _ONE_BLAS_THREAD.held():  # a second embedder enters while the first runs
+            seen = list(_side_by_side(lambda i: (i, blas_threads()), range(7), workers=2))
+            assert blas_threads() == {1}  # the other still runs: not given back yet
+        assert seen == [(i, {1}) for i in range(7)]
+        assert blas_threads() == {3}
+
+        def fails(i: int) -> int:
+            if i == 3:
+                raise ValueError("pass 3 failed")
+            return i
+
+        with pytest.raises(ValueError, match="pass 3 failed"):
+            list(_side_by_side(fails, range(7), workers=2))
+        assert blas_threads() == {3}
+
+
+def test_threads_below_one_is_a_config_error():
+    with pytest.raises(ConfigError, match="threads must be >= 1"):
+        MiniLMEmbedder(threads=0)
+
+
 def test_vectors_equal_sentence_transformers(numpy_minilm):
     pytest.importorskip("sentence_transformers", reason="the comparison needs torch")
     from semrag.embeddings import SentenceTransformerEmbedder
