@@ -45,6 +45,7 @@ from semrag.types import Document
 
 if TYPE_CHECKING:
     from semrag.graph import KnowledgeGraph
+    from semrag.index import SemanticIndex
     from semrag.neo4j import Neo4jGraphStore
 
 __all__ = ["main"]
@@ -190,7 +191,7 @@ def _neo4j_store(args: argparse.Namespace, info: dict | None = None) -> Neo4jGra
     )
 
 
-def _build_graph(args: argparse.Namespace, index: object, out: Path) -> None:
+def _build_graph(args: argparse.Namespace, index: SemanticIndex, out: Path) -> None:
     from semrag.graph import HeuristicGraphExtractor, InMemoryGraphStore, KnowledgeGraph
     from semrag.graph.extract import LLMGraphExtractor
 
@@ -215,7 +216,7 @@ def _build_graph(args: argparse.Namespace, index: object, out: Path) -> None:
     )
 
 
-def _open_graph(args: argparse.Namespace, index: object) -> KnowledgeGraph:
+def _open_graph(args: argparse.Namespace, index: SemanticIndex) -> KnowledgeGraph:
     from semrag.graph import InMemoryGraphStore, KnowledgeGraph
 
     root = Path(args.index)

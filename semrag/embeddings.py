@@ -361,7 +361,7 @@ class _CheckedEmbedder(BaseEmbedder):
         return f"_CheckedEmbedder({self.inner!r})"
 
 
-def as_embedder(obj: Any = None) -> BaseEmbedder:
+def as_embedder(obj: Embedder | None = None) -> BaseEmbedder:
     """Return a validated, cached embedder for ``obj``.
 
     Args:

@@ -26,12 +26,13 @@ from semrag.graph._graph_rows import (
     progress_over,
     vectors_kwarg,
 )
-from semrag.graph.extract import merge_extractions
+from semrag.graph.extract import GraphExtractor, merge_extractions
 from semrag.graph.ledger import GraphDiff, GraphLedger
 from semrag.graph.types import Entity, EntityNameSearch, GraphStore
 from semrag.index.storage.persist import Saved, atomic_directory, load_saved
 
 if TYPE_CHECKING:
+    from semrag.embeddings import Embedder
     from semrag.index.change import Change, IndexedDocument
 
 Extracted = tuple[list[tuple[str, DocColumns]], list[str]]
@@ -40,7 +41,7 @@ Extracted = tuple[list[tuple[str, DocColumns]], list[str]]
 
 def stored_vectors(
     store: GraphStore,
-    embedder: Any,
+    embedder: Embedder | None,
     entities: Sequence[Entity],
     known: GraphLedger | None = None,
 ) -> np.ndarray | None:
@@ -79,9 +80,9 @@ class GraphFollower:
     def __init__(
         self,
         store: GraphStore,
-        embedder: Any,
+        embedder: Embedder,
         ledger: GraphLedger,
-        extractor: Any,
+        extractor: GraphExtractor,
         *,
         show_progress: bool = False,
     ) -> None:
@@ -183,7 +184,7 @@ class GraphFollower:
 
     @classmethod
     def load(
-        cls, directory: str | Path, store: GraphStore, embedder: Any, extractor: Any
+        cls, directory: str | Path, store: GraphStore, embedder: Embedder, extractor: GraphExtractor
     ) -> tuple[GraphFollower, dict[str, Any] | None]:
         """A follower from a :meth:`save`, and the saved community settings (or ``None``).
 

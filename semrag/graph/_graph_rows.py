@@ -13,7 +13,6 @@ import numpy as np
 from semrag._buffers import GrowingRows
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.graph.types import Entity
-from semrag.types import Chunk
 
 if TYPE_CHECKING:
     from semrag.index.change import IndexedDocument
@@ -115,25 +114,6 @@ def progress_over(items: Sequence[Any], show: bool, desc: str) -> Iterable[Any]:
     from tqdm.auto import tqdm
 
     return tqdm(items, desc=desc, unit="chunk")
-
-
-class Prefetch:
-    """An LLM extractor's replies fetched ahead: concurrently when asked async.
-
-    Only an extractor that caches its replies (``_cached``, the LLM extractor's) gains from
-    it; the sync build extracts chunk by chunk as it goes.
-    """
-
-    def __init__(self, extractor: Any) -> None:
-        self.extractor = extractor
-
-    def prefetch(self, chunks: Sequence[Chunk]) -> None:
-        """Nothing to do: the build asks the extractor itself."""
-
-    async def aprefetch(self, chunks: Sequence[Chunk]) -> None:
-        many = getattr(self.extractor, "aextract_many", None)
-        if many is not None and hasattr(self.extractor, "_cached"):
-            await many(chunks)
 
 
 def check_build(

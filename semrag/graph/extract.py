@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from semrag.types import Chunk
 
 __all__ = [
     "Extraction",
+    "GraphExtractor",
     "HeuristicGraphExtractor",
     "LLMGraphExtractor",
     "merge_extractions",
@@ -45,6 +46,18 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class GraphExtractor(Protocol):
+    """What a knowledge graph asks of an extractor: one chunk's graph, and a look ahead."""
+
+    def extract(self, chunk: Chunk) -> Extraction:
+        """The chunk's entities, relations and mentions."""
+        ...
+
+    async def aprefetch(self, chunks: Sequence[Chunk]) -> None:
+        """Fetch ahead, concurrently, what :meth:`extract` will need for ``chunks``."""
+        ...
 
 
 @dataclass(slots=True)
@@ -199,6 +212,9 @@ class HeuristicGraphExtractor:
     async def aextract_many(self, chunks: Sequence[Chunk]) -> list[Extraction]:
         """Async twin of :meth:`extract_many`: all chunks in one worker thread."""
         return await asyncio.to_thread(self.extract_many, chunks)
+
+    async def aprefetch(self, chunks: Sequence[Chunk]) -> None:
+        """Nothing: the heuristics read the text as :meth:`extract` goes."""
 
     def _sentence_entities(self, sentence: str) -> list[Entity]:
         found = []
@@ -381,6 +397,10 @@ class LLMGraphExtractor:
                 return await self.aextract(c)
 
         return list(await asyncio.gather(*(one(c) for c in chunks)))
+
+    async def aprefetch(self, chunks: Sequence[Chunk]) -> None:
+        """Ask the LLM about ``chunks`` concurrently, so that :meth:`extract` finds its replies."""
+        await self.aextract_many(chunks)
 
     def _failed(self, chunk: Chunk, exc: Exception) -> Extraction:
         why = llm_failed(exc, self.on_error).reason

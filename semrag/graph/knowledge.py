@@ -16,7 +16,7 @@ from semrag._validation import offers
 from semrag._versioned import Versioned
 from semrag.errors import ConfigError
 from semrag.graph._following import Extracted, GraphFollower, stored_vectors
-from semrag.graph._graph_rows import EntityRows, Prefetch, check_build, vectors_kwarg
+from semrag.graph._graph_rows import EntityRows, check_build, vectors_kwarg
 from semrag.graph.communities import (
     community_reports,
     detect_communities,
@@ -25,6 +25,7 @@ from semrag.graph.communities import (
 )
 from semrag.graph.extract import (
     Extraction,
+    GraphExtractor,
     HeuristicGraphExtractor,
     graph_documents_extraction,
     merge_extractions,
@@ -48,7 +49,9 @@ from semrag.llm import LLM
 from semrag.types import Chunk
 
 if TYPE_CHECKING:
+    from semrag.embeddings import Embedder
     from semrag.index.change import Change, IndexedDocument
+    from semrag.index.semantic_index import SemanticIndex
 
 __all__ = ["RESOLUTION_THRESHOLD", "KnowledgeGraph"]
 
@@ -86,7 +89,11 @@ class KnowledgeGraph:
     """
 
     def __init__(
-        self, store: GraphStore | None = None, *, index: Any = None, embedder: Any = None
+        self,
+        store: GraphStore | None = None,
+        *,
+        index: SemanticIndex | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         if store is not None:
             require(store, GraphReads, GraphWrites, by="KnowledgeGraph", what="store")
@@ -114,9 +121,9 @@ class KnowledgeGraph:
     @classmethod
     def build(
         cls,
-        index: Any,
+        index: SemanticIndex,
         *,
-        extractor: Any = None,
+        extractor: GraphExtractor | None = None,
         store: GraphStore | None = None,
         resolve: bool = True,
         resolution_threshold: float = RESOLUTION_THRESHOLD,
@@ -167,7 +174,7 @@ class KnowledgeGraph:
         return drive(steps, call)
 
     @classmethod
-    async def abuild(cls, index: Any, **options: Any) -> KnowledgeGraph:
+    async def abuild(cls, index: SemanticIndex, **options: Any) -> KnowledgeGraph:
         """Async twin of :meth:`build` (the same arguments).
 
         An LLM extractor's calls run concurrently (up to its limit) before the graph is
@@ -179,9 +186,9 @@ class KnowledgeGraph:
     @classmethod
     def _build_steps(
         cls,
-        index: Any,
+        index: SemanticIndex,
         *,
-        extractor: Any = None,
+        extractor: GraphExtractor | None = None,
         store: GraphStore | None = None,
         resolve: bool = True,
         resolution_threshold: float = RESOLUTION_THRESHOLD,
@@ -203,8 +210,7 @@ class KnowledgeGraph:
         )
         kg = cls(store, index=index)
         extractor = extractor or HeuristicGraphExtractor()
-        ahead = Prefetch(extractor)
-        yield Call(ahead.prefetch, (index.chunks(),), twin=ahead.aprefetch)
+        yield Call(_read_as_extracted, (index.chunks(),), twin=extractor.aprefetch)
         kg._follow(
             index,
             GraphLedger(
@@ -223,7 +229,11 @@ class KnowledgeGraph:
         return kg
 
     def add_chunks(
-        self, chunks: Sequence[Chunk], extractor: Any = None, *, resolve: bool = True
+        self,
+        chunks: Sequence[Chunk],
+        extractor: GraphExtractor | None = None,
+        *,
+        resolve: bool = True,
     ) -> None:
         """Extract and add the graph of more chunks (communities are not recomputed).
 
@@ -243,9 +253,9 @@ class KnowledgeGraph:
             self.timings["resolve_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         ledger = None if self._follower is None else self._follower.ledger
-        vectors = stored_vectors(self.store, self.embedder, extraction.entities, ledger)
+        stored = stored_vectors(self.store, self.embedder, extraction.entities, ledger)
         self.store.upsert(
-            extraction.entities, extraction.relations, extraction.mentions, **vectors_kwarg(vectors)
+            extraction.entities, extraction.relations, extraction.mentions, **vectors_kwarg(stored)
         )
         self.timings["write_s"] = time.perf_counter() - t0
         self.notes.extend(extraction.notes)
@@ -267,13 +277,19 @@ class KnowledgeGraph:
         return n
 
     # -- following an index -----------------------------------------------------------------
-    def _follow(self, index: Any, ledger: GraphLedger, extractor: Any, show_progress: bool) -> None:
-        store, embedder = self.store, self.embedder
+    def _follow(
+        self,
+        index: SemanticIndex,
+        ledger: GraphLedger,
+        extractor: GraphExtractor,
+        show_progress: bool,
+    ) -> None:
+        embedder = index.embedder
         self._follower = GraphFollower(
-            store, embedder, ledger, extractor, show_progress=show_progress
+            self.store, embedder, ledger, extractor, show_progress=show_progress
         )
         if not self.store.counts().get("entities"):  # entity vectors kept from the start
-            self._rows = EntityRows(self.embedder.dim)
+            self._rows = EntityRows(embedder.dim)
         index.follow(self, replay=True)
         self._follower.show_progress = False
 
@@ -302,7 +318,12 @@ class KnowledgeGraph:
 
     @classmethod
     def resume(
-        cls, index: Any, store: GraphStore, ledger: str | Path, *, extractor: Any = None
+        cls,
+        index: SemanticIndex,
+        store: GraphStore,
+        ledger: str | Path,
+        *,
+        extractor: GraphExtractor | None = None,
     ) -> KnowledgeGraph:
         """Reopen a saved graph over ``index`` and follow it again.
 
@@ -320,7 +341,7 @@ class KnowledgeGraph:
         """
         kg = cls(store, index=index)
         follower, settings = GraphFollower.load(
-            ledger, kg.store, kg.embedder, extractor or HeuristicGraphExtractor()
+            ledger, kg.store, index.embedder, extractor or HeuristicGraphExtractor()
         )
         kg._follower = follower
         caught_up: list[Change] = []
@@ -343,8 +364,8 @@ class KnowledgeGraph:
     @property
     def following(self) -> bool:
         """Whether the graph follows its index (every change of the index reaches it)."""
-        following = self._follower is not None and self.index is not None
-        return following and self.index.reader().follows(self)
+        index = self.index
+        return self._follower is not None and index is not None and index.reader().follows(self)
 
     def detach(self) -> None:
         """Stop following the index: later changes of the index no longer reach the graph."""
@@ -598,3 +619,7 @@ class KnowledgeGraph:
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph(store={self.store!r})"
+
+
+def _read_as_extracted(chunks: Sequence[Chunk]) -> None:
+    """A sync build fetches nothing ahead: the extractor reads each chunk as it goes."""

@@ -32,6 +32,7 @@ from semrag.types import Chunk, Document, Span
 __all__ = [
     "Change",
     "EmbedsNames",
+    "Follower",
     "IndexPart",
     "IndexedDocument",
     "RecordRows",
@@ -283,6 +284,18 @@ def differences(
     removed = [d for d, record in held.items() if now.get(d) is not record]
     gone = set(removed)
     return [d for d in live if d.id not in held or d.id in gone], removed
+
+
+@runtime_checkable
+class Follower(Protocol):
+    """What follows an index: each change, after the index's own parts have applied it.
+
+    A knowledge graph or a database writer (:meth:`SemanticIndex.follow
+    <semrag.SemanticIndex.follow>`).
+    """
+
+    def apply(self, change: Change) -> None:
+        """Bring the follower up to ``change.version``."""
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from semrag._rwlock import RWLock
 from semrag.errors import ConfigError, NotIndexedError
-from semrag.index.change import Change, IndexedDocument, IndexPart
+from semrag.index.change import Change, Follower, IndexedDocument
 from semrag.types import Chunk
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Corpus:
         self._chunk_spans: dict[str, _Spans] = {}
         self._next_id = 0
         self._version = 0
-        self._followers: list[IndexPart] = []
+        self._followers: list[Follower] = []
         self._lock = RWLock()  # readers of the records and parts; a swap writes
         self._follow_lock = RWLock()  # readers of the followers too; their write
         self._commit_lock = threading.RLock()  # one writer at a time
@@ -183,7 +183,7 @@ class Corpus:
     # -- followers ----------------------------------------------------------------------------
     def follow(
         self,
-        part: IndexPart,
+        part: Follower,
         *,
         replay: bool | Callable[[list[IndexedDocument], int], Change] = False,
     ) -> None:
@@ -202,7 +202,7 @@ class Corpus:
             self._followers.append(part)
 
     @property
-    def followers(self) -> tuple[IndexPart, ...]:
+    def followers(self) -> tuple[Follower, ...]:
         """The parts that get the changes after the index's own, in the order they came."""
         return tuple(self._followers)
 
@@ -210,7 +210,7 @@ class Corpus:
         """Whether ``part`` gets the changes."""
         return any(p is part for p in self._followers)
 
-    def unfollow(self, part: IndexPart) -> bool:
+    def unfollow(self, part: Follower) -> bool:
         """Stop giving changes to ``part``; ``False`` if it was not following."""
         with self._commit_lock:
             for i, p in enumerate(self._followers):
@@ -344,7 +344,7 @@ class _Stages(Protocol):
     def stage(self, change: Change) -> Callable[[], None]: ...
 
 
-def _staged(part: IndexPart, change: Change) -> Callable[[], None]:
+def _staged(part: Follower, change: Change) -> Callable[[], None]:
     """``part.stage(change)`` for a follower that stages, else a function that applies it."""
     if isinstance(part, _Stages):
         return part.stage(change)

@@ -34,7 +34,7 @@ from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError
 from semrag.fingerprint import EmbedderFingerprint
-from semrag.index.change import Floats, IndexedDocument, IndexPart, StagedPart
+from semrag.index.change import Floats, Follower, IndexedDocument, StagedPart
 from semrag.index.corpus import Corpus
 from semrag.index.derived import DerivedParts
 from semrag.index.parts._ssg_view import SSGView
@@ -167,7 +167,7 @@ class IndexReader:
         return self.corpus.can_commit()
 
     @property
-    def followers(self) -> tuple[IndexPart, ...]:
+    def followers(self) -> tuple[Follower, ...]:
         """The parts that get the index's changes after its own."""
         return self.corpus.followers
 

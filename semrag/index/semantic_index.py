@@ -43,8 +43,8 @@ from semrag.index._reembed import shadow_options
 from semrag.index.change import (
     Change,
     Floats,
+    Follower,
     IndexedDocument,
-    IndexPart,
     StagedPart,
     StoresParts,
 )
@@ -784,7 +784,7 @@ class SemanticIndex:
     # -- versions: followers, reads, the one place the index changes ---------------------
     def follow(
         self,
-        part: IndexPart,
+        part: Follower,
         *,
         replay: bool | Callable[[list[IndexedDocument], int], Change] = False,
     ) -> None:
@@ -798,7 +798,7 @@ class SemanticIndex:
         """
         self._corpus.follow(part, replay=replay)
 
-    def unfollow(self, part: IndexPart) -> bool:
+    def unfollow(self, part: Follower) -> bool:
         """Stop giving changes to ``part``; ``False`` if it was not following."""
         return self._corpus.unfollow(part)
 

@@ -47,7 +47,7 @@ import numpy as np
 from semrag._rwlock import ProvidesReader, as_reader
 from semrag._steps import adrive, drive
 from semrag._validation import HasMethods, Interval, Options, Params, check_query
-from semrag.embeddings import as_embedder
+from semrag.embeddings import Embedder, as_embedder
 from semrag.errors import LLMOutputError
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
 from semrag.postprocess.coverage import (
@@ -59,7 +59,7 @@ from semrag.postprocess.coverage import (
 from semrag.postprocess.detect import Completeness, assess, sentence_edges
 from semrag.postprocess.stitch import covering_sentences
 from semrag.text.sentences import split_sentences
-from semrag.text.tokens import WhitespaceTokenizer
+from semrag.text.tokens import Tokenizer, WhitespaceTokenizer, as_tokenizer
 from semrag.types import Chunk, ScoredChunk, Span
 
 if TYPE_CHECKING:  # postprocess is below index: the protocol is only a type here
@@ -117,7 +117,8 @@ class SPC(Params):
             not in ``index``.
         embedder: embedder for queries, sentences and elements; default the index's, or
             the packaged MiniLM (the splitters' default too) when there is no index.
-        tokenizer: token counter for budgets; default the index chunker's (or the
+        tokenizer: token counter for budgets (a :class:`~semrag.text.tokens.Tokenizer` or a
+            length function such as ``len``); default the index chunker's (or the
             embedder's, or whitespace).
         refine: ``True`` to rescore and cut to ``k``; ``False`` keeps the given order
             (still cut to ``k``).
@@ -179,8 +180,8 @@ class SPC(Params):
         neighbours: int = 2,
         llm: LLM | None = None,
         sources: Sources | None = None,
-        embedder: Any = None,
-        tokenizer: Any = None,
+        embedder: Embedder | None = None,
+        tokenizer: Tokenizer | Callable[[str], Any] | None = None,
         refine: bool = True,
         audit: bool = False,
         max_concurrency: int = 8,
@@ -203,13 +204,11 @@ class SPC(Params):
         if embedder is None and self.index is not None:
             embedder = self.index.embedder  # a BaseEmbedder is kept as it is
         self.embedder = as_embedder(embedder)  # None: the packaged MiniLM, loaded on use
-        if tokenizer is None:
-            tokenizer = (
-                self.index.tokenizer
-                if self.index is not None
-                else self.embedder.tokenizer or WhitespaceTokenizer()
-            )
-        self.tokenizer = tokenizer
+        self.tokenizer: Tokenizer = as_tokenizer(tokenizer) or (
+            self.index.tokenizer
+            if self.index is not None
+            else self.embedder.tokenizer or WhitespaceTokenizer()
+        )
         self.refine = refine
         self.audit = audit
         self.max_concurrency = max_concurrency

@@ -473,7 +473,7 @@ class LengthFunctionTokenizer:
         return f"LengthFunctionTokenizer({self.name})"
 
 
-def as_tokenizer(tokenizer: Any) -> Tokenizer | None:
+def as_tokenizer(tokenizer: Tokenizer | Callable[[str], Any] | None) -> Tokenizer | None:
     """Accept a :class:`Tokenizer`, a length function or token-list function, or ``None``.
 
     A plain callable (``len``, ``lambda t: len(enc.encode(t))``, LlamaIndex's

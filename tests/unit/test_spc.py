@@ -111,6 +111,14 @@ def test_cut_chunk_is_extended_to_whole_sentences(index):
     assert result.chunks[0].chunk.text == "The election was held in June."
 
 
+def test_a_length_function_is_a_tokenizer_for_a_token_budget(index):
+    hit = hit_of(TEXT, "He then announced")
+    spc = SPC(index, tokenizer=len, context=120, unit="tokens", audit=False)
+    assert spc.tokenizer.count(["four"]) == [4]  # len: one token a character
+    result = spc.process("Why did he resign?", [hit])
+    assert sum(len(c.chunk.text) for c in result.chunks) <= 120
+
+
 @pytest.mark.parametrize("budget", [8, 12, 20, 40])
 def test_a_repair_grows_within_its_budget_and_never_trims_the_hit(index, budget):
     tok = WhitespaceTokenizer()
