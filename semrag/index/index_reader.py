@@ -233,9 +233,6 @@ class IndexReader:
         """:meth:`overlapping_chunks` of each ``(doc_id, start, end)``."""
         return [self.corpus.overlapping_chunks(d, a, b) for d, a, b in spans]
 
-    def fetch_documents(self, doc_ids: Sequence[str]) -> None:
-        """Nothing to fetch: the documents are in memory (a server reader fetches them)."""
-
     # -- vectors and scores -----------------------------------------------------------
     def embed_query(self, query: str) -> Floats:
         """The query's vector (:func:`~semrag.index.reader.query_vector`)."""

@@ -77,7 +77,7 @@ __all__ = ["SSGView", "SemanticIndex"]
 
 MOVED_TO_READER = frozenset(
     """aembed_query can_commit chunk_ids chunk_vectors corpus current_version dense dense_kind
-    dense_search embed_query fetch_documents followers follows indexed on_llm_error
+    dense_search embed_query followers follows indexed on_llm_error
     overlapping_chunks overlapping_chunks_many part_set piece_index search_channels sentence_dtype
     sentence_vectors sentence_vectors_of sentences sparse sparse_scores sparse_scores_many
     ssg_config ssg_view theme_llm themes tokenizer vectors_of""".split()
