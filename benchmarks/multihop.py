@@ -114,6 +114,9 @@ def semrag_systems(index) -> dict:
             index, k=CHUNKS, damping=0.5, synonym_k=10
         ),
         "  ablation: no title phrases": PPRRetriever(index, k=CHUNKS, titles=False),
+        "  ablation: no title following (follow_titles=False)": PPRRetriever(
+            index, k=CHUNKS, follow_titles=False
+        ),
         "  ablation: title edges unweighted (title_weight=1)": PPRRetriever(
             index, k=CHUNKS, title_weight=1.0
         ),

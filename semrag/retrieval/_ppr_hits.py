@@ -3,7 +3,8 @@
 :class:`~semrag.retrieval.PPRRetriever` walks passages (documents or sections); a hit is
 a chunk. :func:`rank` scores each candidate chunk by its passage's PageRank mass times
 ``exp(similarity_weight * (cosine - 1))`` of the chunk and the query (at most its mass)
-and keeps at most ``per_passage`` per passage: that score orders the hits.
+and keeps at most ``per_passage`` per passage: that score orders the hits, and
+:func:`follow_titles` then moves behind each passage the passage whose title it names.
 :func:`as_hits` writes the trail of each (hop, entity, the passage it came from, the
 walk's score) and gives each hit its *relevance* as its score: the chunk's cosine with the
 query in [0, 1], what a vector store's relevance threshold reads.
@@ -21,7 +22,7 @@ import numpy.typing as npt
 from semrag.index.parts._passage_graph import PassageGraph
 from semrag.types import Chunk, ScoredChunk
 
-__all__ = ["Walk", "as_hits", "dense_passages", "rank", "similarities"]
+__all__ = ["Walk", "as_hits", "dense_passages", "follow_titles", "rank", "similarities"]
 
 Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
@@ -42,6 +43,8 @@ class Walk(NamedTuple):
     """Chunk position -> its dense score, best first."""
     similarity: dict[int, float]
     """Chunk position -> its cosine with the query, for every ranked hit."""
+    followed: Mapping[int, int] = {}
+    """Passage node -> the passage whose title link moved it up (:func:`follow_titles`)."""
 
 
 def dense_passages(
@@ -117,6 +120,45 @@ def rank(
     return ranked
 
 
+def follow_titles(g: PassageGraph, walk: Walk, chunks: Sequence[Chunk]) -> tuple[Walk, list[Chunk]]:
+    """The hits with, behind each passage's first hit, the first passage whose title it names.
+
+    Going down the ranking, a passage's first hit is followed by the first hit of the
+    best-ranked passage not yet placed whose document title it names (among its phrases,
+    or in the text of its hits): the bridge of a two-hop question right behind the
+    passage that names it (title mentions are the most precise edges of the graph:
+    RESULTS "Edge families"). Hits are only reordered, none is dropped or added.
+    ``chunks`` are the hits' chunks; the walk's ``followed`` says which passage named
+    each one moved.
+    """
+    ranked = walk.ranked
+    first: dict[int, int] = {}
+    text: dict[int, list[str]] = {}
+    for i, ((node, _, _), chunk) in enumerate(zip(ranked, chunks, strict=True)):
+        first.setdefault(node, i)
+        text.setdefault(node, []).append(chunk.text)
+    placed: set[int] = set()
+    followed: dict[int, int] = {}
+    followed_at: set[int] = set()  # the hits placed behind the passage that named them
+    order: list[int] = []
+    for i, (node, _, _) in enumerate(ranked):
+        if i in followed_at:
+            continue
+        order.append(i)
+        if first[node] != i:
+            continue
+        placed.add(node)
+        rest = [m for m in first if m not in placed]
+        links = g.title_links(node, rest, " ".join(text[node]))
+        if links:
+            placed.add(links[0])
+            followed[links[0]] = node
+            order.append(first[links[0]])
+            followed_at.add(first[links[0]])
+    moved = walk._replace(ranked=[ranked[i] for i in order], followed=followed)
+    return moved, [chunks[i] for i in order]
+
+
 def as_hits(
     g: PassageGraph,
     walk: Walk | None,
@@ -128,7 +170,7 @@ def as_hits(
     """The ranked chunks as hits (``chunks``: those at their positions), with trails."""
     if walk is None:
         return []
-    ranked, passage, phrase_mass, linked, dense, dense_chunks, similarity = walk
+    ranked, passage, phrase_mass, linked, dense, dense_chunks, similarity, _ = walk
     first_chunk: dict[int, Chunk] = {}
     for (node, _, _), chunk in zip(ranked, chunks, strict=True):
         first_chunk.setdefault(node, chunk)
@@ -143,8 +185,17 @@ def as_hits(
     for (node, pos, score), chunk in zip(ranked, chunks, strict=True):
         phrases = g.passage_phrases[node]
         seeded = [g.names[j] for j in phrases.tolist() if j in linked]
-        if seeded or dense_rank.get(node, k) < k:
-            trail: dict[str, Any] = {
+        trail: dict[str, Any]
+        if node in walk.followed and not seeded:
+            title = int(g.passage_title[node])
+            trail = {
+                "hop": 1,
+                "link": "title",
+                "via": g.names[title],
+                "from": first_chunk[walk.followed[node]].doc_id,
+            }
+        elif seeded or dense_rank.get(node, k) < k:
+            trail = {
                 "hop": 0,
                 "link": "query_entity" if seeded else "dense",
                 "entities": seeded,

@@ -16,6 +16,7 @@ from semrag.eval.metrics import multihop_recall
 from semrag.graph import KnowledgeGraph
 from semrag.index.parts.passages import NAMES
 from semrag.retrieval import GraphRetriever, PPRRetriever, personalized_pagerank
+from semrag.retrieval._ppr_hits import Walk, follow_titles
 from semrag.retrieval.ppr import local_pagerank
 from semrag.testing import FakeEmbedder, FakeLLM
 
@@ -36,6 +37,58 @@ def index() -> SemanticIndex:
     idx = SemanticIndex(embedder=FakeEmbedder())
     idx.add_documents(DOCS)
     return idx
+
+
+def _first_hits(g, nodes: list[int]) -> list[tuple[int, int, float]]:
+    return [(n, g.positions_of(n)[0], 1.0 - i / 10) for i, n in enumerate(nodes)]
+
+
+def _follow(g, hits):
+    walk = Walk(hits, np.zeros(0), np.zeros(0), {}, {}, {}, {})
+    moved, chunks = follow_titles(g, walk, [g.chunks[pos] for _, pos, _ in hits])
+    assert chunks == [g.chunks[pos] for _, pos, _ in moved.ranked]  # the chunks move along
+    return moved.ranked, moved.followed
+
+
+def test_a_passage_is_followed_by_the_passage_whose_title_it_names(index):
+    g = PPRRetriever(index).passage_graph()
+    film, quill, stocks, rockets, bees = range(5)  # passages in index order
+    assert g.title_links(film, [stocks, quill, bees]) == [quill]  # "... by Marta Quill."
+    assert g.title_links(quill, [film, stocks]) == []  # her passage names no title
+    # a title of several words no phrase rule picked out, in the passage's text as spelled
+    assert g.title_links(rockets, [bees, stocks]) == []
+    assert g.title_links(rockets, [bees, stocks], "Bees shook the Stock markets.") == [stocks]
+    assert g.title_links(rockets, [stocks], "the stock markets") == []  # not as spelled
+    assert g.title_links(bees, [bees], "Stock markets. Bees") == []  # never its own title
+    ranked, followed = _follow(g, _first_hits(g, [film, stocks, rockets, quill, bees]))
+    assert [node for node, _, _ in ranked] == [film, quill, stocks, rockets, bees]
+    assert followed == {quill: film}
+
+
+@settings(max_examples=40, deadline=None)
+@given(order=st.permutations(range(5)), cut=st.integers(1, 5))
+def test_following_titles_only_reorders_and_puts_a_link_behind_its_namer(index, order, cut):
+    g = PPRRetriever(index).passage_graph()
+    hits = _first_hits(g, list(order)[:cut])
+    ranked, followed = _follow(g, hits)
+    assert sorted(ranked) == sorted(hits)
+    nodes = [node for node, _, _ in ranked]
+    for moved, namer in followed.items():
+        assert nodes.index(moved) == nodes.index(namer) + 1
+        assert g.title_links(namer, [moved]) == [moved]
+        assert order.index(moved) > order.index(namer)  # it came later, never earlier
+
+
+def test_a_hit_moved_by_a_title_says_so(index):
+    hits = PPRRetriever(index, k=5).retrieve(QUESTION)
+    assert [h.chunk.doc_id for h in hits][:2] == ["film", "quill"]
+    trail = hits[1].provenance[0]
+    assert (trail["hop"], trail["link"], trail["from"], trail["via"]) == (
+        1,
+        "title",
+        "film",
+        "Marta Quill",
+    )
 
 
 def test_the_edges_of_a_title_phrase_weigh_title_weight(index):
@@ -414,7 +467,9 @@ def test_hits_rank_by_passage_mass_times_the_exponential_of_their_similarity(
     weight, per_passage, k, query
 ):
     idx = _fine_index()
-    hits = PPRRetriever(idx, k=k, similarity_weight=weight, per_passage=per_passage).retrieve(query)
+    hits = PPRRetriever(
+        idx, k=k, similarity_weight=weight, per_passage=per_passage, follow_titles=False
+    ).retrieve(query)
     assert len(hits) <= k
     scores = [h.provenance[0]["walk_score"] for h in hits]
     assert scores == sorted(scores, reverse=True)

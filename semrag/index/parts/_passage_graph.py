@@ -194,6 +194,26 @@ class PassageGraph:
     """How many synonym edges were added."""
     phrase_slots: Ints
     """The registry's key slot of each phrase (what :attr:`keys` numbers)."""
+    passage_title: Ints
+    """The phrase number of each passage's document title (``-1``: none)."""
+
+    def title_links(self, node: int, among: Sequence[int], text: str = "") -> list[int]:
+        """The passages of ``among`` whose document title passage ``node`` names, in order.
+
+        Named: the title is one of the passage's phrases, or a title of several words
+        occurs in ``text`` as spelled (the passage's text, where the caller has it: it
+        finds titles no phrase rule picks out; a one-word title is too often a common word
+        there, and on the single-hop check it displaced answers). A passage of the same
+        title (another section of the document) is no link.
+        """
+        titles = self.passage_title[np.asarray(among, np.int64)]
+        own = self.passage_title[node]
+        hit = (titles >= 0) & (titles != own) & np.isin(titles, self.passage_phrases[node])
+        if text:
+            for i in np.flatnonzero((titles >= 0) & (titles != own) & ~hit).tolist():
+                name = self.names[int(titles[i])]
+                hit[i] = " " in name and name in text
+        return [m for m, h in zip(among, hit.tolist(), strict=True) if h]
 
     @property
     def n_passages(self) -> int:
@@ -313,7 +333,15 @@ def assemble(
         phrase_name_ids=name_ids,
         synonym_edges=n_syn,
         phrase_slots=order,
+        passage_title=_passage_titles(docs, number_of_slot),
     )
+
+
+def _passage_titles(docs: Sequence[DocPhrases], number_of_slot: Ints) -> Ints:
+    """Each passage's title phrase number: its document's title, on every section of it."""
+    titles = [int(number_of_slot[d.title]) if d.title >= 0 else -1 for d in docs]
+    sections = [section_starts(d.starts).size for d in docs]
+    return np.repeat(np.asarray(titles, np.int64), np.asarray(sections, np.int64))
 
 
 def _passage_ptr(docs: Sequence[DocPhrases]) -> Ints:
@@ -486,4 +514,5 @@ def load_graph(
         phrase_name_ids=name_ids,
         synonym_edges=int(a["synonym_edges"]),
         phrase_slots=slots,
+        passage_title=_passage_titles(docs, number_of_slot),
     )
