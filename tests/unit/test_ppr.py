@@ -65,6 +65,21 @@ def test_a_passage_is_followed_by_the_passage_whose_title_it_names(index):
     assert followed == {quill: film}
 
 
+def test_a_title_several_documents_carry_is_a_label_and_no_link():
+    idx = SemanticIndex(embedder=FakeEmbedder())
+    idx.add_documents(
+        [
+            Document("a", "Background\n\nAspirin lowers fever. See the Glass Harbour Trial."),
+            Document("b", "Background\n\nIbuprofen lowers pain."),
+            Document("c", "Glass Harbour Trial\n\nA trial of aspirin in Background cases."),
+        ]
+    )
+    g = PPRRetriever(idx).passage_graph()
+    assert g.passage_title[0] == g.passage_title[1] == -1
+    assert g.title_links(2, [0, 1], "A trial of aspirin in Background cases.") == []
+    assert g.title_links(0, [1, 2], "See the Glass Harbour Trial.") == [2]
+
+
 @settings(max_examples=40, deadline=None)
 @given(order=st.permutations(range(5)), cut=st.integers(1, 5))
 def test_following_titles_only_reorders_and_puts_a_link_behind_its_namer(index, order, cut):

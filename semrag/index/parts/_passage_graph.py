@@ -195,7 +195,8 @@ class PassageGraph:
     phrase_slots: Ints
     """The registry's key slot of each phrase (what :attr:`keys` numbers)."""
     passage_title: Ints
-    """The phrase number of each passage's document title (``-1``: none)."""
+    """The phrase number of each passage's document title (``-1``: none, or a title other
+    documents carry too)."""
 
     def title_links(self, node: int, among: Sequence[int], text: str = "") -> list[int]:
         """The passages of ``among`` whose document title passage ``node`` names, in order.
@@ -338,10 +339,18 @@ def assemble(
 
 
 def _passage_titles(docs: Sequence[DocPhrases], number_of_slot: Ints) -> Ints:
-    """Each passage's title phrase number: its document's title, on every section of it."""
-    titles = [int(number_of_slot[d.title]) if d.title >= 0 else -1 for d in docs]
+    """Each passage's title phrase number: its document's title, on every section of it.
+
+    ``-1`` where the document has no title, or shares it with another document: a title
+    that several documents carry ("Background", an article's paragraphs) labels them; it
+    does not name one.
+    """
+    titles = np.asarray([number_of_slot[d.title] if d.title >= 0 else -1 for d in docs], np.int64)
+    titled = titles[titles >= 0]
+    shared = np.unique(titled)[np.bincount(np.unique(titled, return_inverse=True)[1]) > 1]
+    titles[np.isin(titles, shared)] = -1
     sections = [section_starts(d.starts).size for d in docs]
-    return np.repeat(np.asarray(titles, np.int64), np.asarray(sections, np.int64))
+    return np.repeat(titles, np.asarray(sections, np.int64))
 
 
 def _passage_ptr(docs: Sequence[DocPhrases]) -> Ints:
