@@ -179,8 +179,8 @@ class PPRRetriever(Params):
             default was chosen; 1: unweighted, as HippoRAG).
         follow_titles: behind each passage in the ranking, the best-ranked passage whose
             document title it names (:func:`~semrag.retrieval._ppr_hits.follow_titles`):
-            on 2WikiMultihopQA dev R@2 0.69 -> 0.76, R@5 0.89 -> 0.92, MuSiQue the same
-            or higher, the single-hop check within 2 questions of 500 (``benchmarks/
+            on 2WikiMultihopQA dev R@2 0.69 -> 0.75, R@5 0.89 -> 0.92, MuSiQue the same
+            or higher, the single-hop check unchanged (``benchmarks/
             multihop.py``, ablation "no title following"). Titles are the documents'
             ``title`` metadata or their title lines (see ``titles``).
         llm: optional LLM naming the query's entities (the rules are the fallback).
