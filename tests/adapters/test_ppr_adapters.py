@@ -76,3 +76,27 @@ def test_both_adapters_rank_as_the_core_one_hit_a_passage_when_asked():
         assert [(n.node.metadata["doc_id"], n.node.start_char_idx) for n in li] == want
         docs = [d for d, _ in want]
         assert (len(set(docs)) == len(docs)) == (options["per_passage"] == 1)
+
+
+def test_both_adapters_take_follow_titles_and_say_which_hit_a_title_moved():
+    lc = {
+        follow: langchain_semrag.GraphRetriever(index=shared_index(), k=2, follow_titles=follow)
+        for follow in (True, False)
+    }
+    li = {
+        follow: llama_index_semrag.GraphRetriever(index=shared_index(), k=2, follow_titles=follow)
+        for follow in (True, False)
+    }
+    for follow in (True, False):
+        docs = lc[follow].invoke(QUESTION)
+        nodes = li[follow].retrieve(QUESTION)
+        links = {
+            d.metadata["semrag_provenance"][0]["link"]
+            for d in docs
+            if d.metadata["doc_id"] == "quill"
+        } | {
+            n.node.metadata["semrag_provenance"][0]["link"]
+            for n in nodes
+            if n.node.metadata["doc_id"] == "quill"
+        }
+        assert links == ({"title"} if follow else {"entity"})
