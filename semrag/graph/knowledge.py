@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -158,20 +159,7 @@ class KnowledgeGraph:
         Raises:
             ConfigError: for a parameter outside what is allowed.
         """
-        steps = cls._build_steps(
-            index,
-            extractor=extractor,
-            store=store,
-            resolve=resolve,
-            resolution_threshold=resolution_threshold,
-            name_search=name_search,
-            communities=communities,
-            community_levels=community_levels,
-            community_algorithm=community_algorithm,
-            community_llm=community_llm,
-            show_progress=show_progress,
-        )
-        return drive(steps, call)
+        return drive(cls._build_steps(dict(locals())), call)
 
     @classmethod
     async def abuild(cls, index: SemanticIndex, **options: Any) -> KnowledgeGraph:
@@ -180,51 +168,40 @@ class KnowledgeGraph:
         An LLM extractor's calls run concurrently (up to its limit) before the graph is
         built from their replies; the rest runs in a worker thread.
         """
-        steps = cls._build_steps(index, **options)
-        return await adrive(steps, acall)
+        try:
+            given = inspect.signature(cls.build).bind(index, **options)
+        except TypeError as exc:
+            raise TypeError(f"KnowledgeGraph.abuild: {exc} (it takes build's arguments)") from None
+        given.apply_defaults()
+        return await adrive(cls._build_steps(given.arguments), acall)
 
     @classmethod
-    def _build_steps(
-        cls,
-        index: SemanticIndex,
-        *,
-        extractor: GraphExtractor | None = None,
-        store: GraphStore | None = None,
-        resolve: bool = True,
-        resolution_threshold: float = RESOLUTION_THRESHOLD,
-        name_search: str = "auto",
-        communities: bool = True,
-        community_levels: int = 2,
-        community_algorithm: str = "auto",
-        community_llm: LLM | None = None,
-        show_progress: bool = False,
-    ) -> Generator[Call, Any, KnowledgeGraph]:
+    def _build_steps(cls, a: dict[str, Any]) -> Generator[Call, Any, KnowledgeGraph]:
         """:meth:`build`, written once: it yields the extraction the async driver runs ahead."""
         check_build(
-            resolve,
-            resolution_threshold,
-            name_search,
-            communities,
-            community_levels,
-            community_algorithm,
+            a["resolve"],
+            a["resolution_threshold"],
+            a["name_search"],
+            a["communities"],
+            a["community_levels"],
+            a["community_algorithm"],
         )
-        kg = cls(store, index=index)
-        extractor = extractor or HeuristicGraphExtractor()
-        yield Call(_read_as_extracted, (index.chunks(),), twin=extractor.aprefetch)
-        kg._follow(
-            index,
-            GraphLedger(
-                kg.embedder,
-                resolve=resolve,
-                threshold=resolution_threshold,
-                name_search=name_search,
-            ),
-            extractor,
-            show_progress,
+        index = a["index"]
+        kg = cls(a["store"], index=index)
+        extractor = a["extractor"] or HeuristicGraphExtractor()
+        yield Call(lambda _chunks: None, (index.chunks(),), twin=extractor.aprefetch)
+        ledger = GraphLedger(
+            kg.embedder,
+            resolve=a["resolve"],
+            threshold=a["resolution_threshold"],
+            name_search=a["name_search"],
         )
-        if communities:
+        kg._follow(index, ledger, extractor, a["show_progress"])
+        if a["communities"]:
             kg.build_communities(
-                levels=community_levels, algorithm=community_algorithm, llm=community_llm
+                levels=a["community_levels"],
+                algorithm=a["community_algorithm"],
+                llm=a["community_llm"],
             )
         return kg
 
@@ -619,7 +596,3 @@ class KnowledgeGraph:
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph(store={self.store!r})"
-
-
-def _read_as_extracted(chunks: Sequence[Chunk]) -> None:
-    """A sync build fetches nothing ahead: the extractor reads each chunk as it goes."""

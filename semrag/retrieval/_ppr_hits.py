@@ -166,10 +166,17 @@ def as_hits(
     names: list[str],
     how: str,
     k: int,
+    *,
+    follow: bool = False,
 ) -> list[ScoredChunk]:
-    """The ranked chunks as hits (``chunks``: those at their positions), with trails."""
+    """The ranked chunks as hits (``chunks``: those at their positions), with trails.
+
+    ``follow``: title links followed first (:func:`follow_titles`).
+    """
     if walk is None:
         return []
+    if follow:
+        walk, chunks = follow_titles(g, walk, chunks)
     ranked, passage, phrase_mass, linked, dense, dense_chunks, similarity, _ = walk
     first_chunk: dict[int, Chunk] = {}
     for (node, _, _), chunk in zip(ranked, chunks, strict=True):

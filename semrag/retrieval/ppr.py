@@ -28,19 +28,15 @@ by default:
   that name everything they need: the similarity keeps what dense search is sure of. A
   passage gives its chunks the dense search ranks first, then the one mentioning the
   phrases the walk reached most; at most ``per_passage`` hits per passage (no limit by
-  default; 1: the first ``k`` hits are ``k`` passages).
+  default; 1: the first ``k`` hits are ``k`` passages). Then each passage is followed by
+  the best-ranked passage whose title it names (``follow_titles``).
 
-Each hit's ``score`` is its *relevance*: the chunk's cosine with the query, clipped to
-[0, 1], the number a vector store's relevance threshold reads (LlamaIndex's
-``similarity_cutoff``, a LangChain relevance threshold), so a threshold keeps what it keeps
-over dense search. The order is the walk's; its score is the provenance's ``walk_score``
-and the passage's mass is ``channel_scores["graph"]``.
-
-Every result is a distinct chunk of the index with exact offsets, and its provenance says
-how the walk reached it: ``hop`` 0 for a passage the query found itself (it names a query
-entity, ``link="query_entity"``, or it is among the top ``k`` dense passages,
-``link="dense"``), ``hop`` 1 for a passage reached through an entity (``via``) from a
-higher-ranked passage (``from``).
+Each hit's ``score`` is its *relevance* (the chunk's cosine with the query in [0, 1], what
+a vector store's threshold reads); the walk's score is the provenance's ``walk_score``, the
+passage's mass ``channel_scores["graph"]``. Each hit is a distinct chunk with exact offsets;
+its provenance says how the walk reached it: ``hop`` 0 (``link`` ``"query_entity"`` or
+``"dense"``), ``hop`` 1 through an entity (``via``) from a passage (``from``), or moved
+behind the passage that names its title (``link="title"``).
 """
 
 from __future__ import annotations
@@ -94,17 +90,10 @@ from semrag.index.reader import (
 )
 from semrag.llm import LLM, LLMFailed, aask_json, ask_json
 from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
-from semrag.retrieval._ppr_hits import (
-    Walk,
-    as_hits,
-    dense_passages,
-    follow_titles,
-    rank,
-    similarities,
-)
+from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank, similarities
 from semrag.retrieval.strategies import register
 from semrag.text.phrases import entities as find_entities
-from semrag.types import Chunk, ScoredChunk
+from semrag.types import ScoredChunk
 
 if TYPE_CHECKING:
     from semrag.graph.knowledge import KnowledgeGraph
@@ -178,11 +167,8 @@ class PPRRetriever(Params):
             (see :data:`~semrag.index.parts._passage_graph.TITLE_WEIGHT` for how the
             default was chosen; 1: unweighted, as HippoRAG).
         follow_titles: behind each passage in the ranking, the best-ranked passage whose
-            document title it names (:func:`~semrag.retrieval._ppr_hits.follow_titles`):
-            on 2WikiMultihopQA dev R@2 0.69 -> 0.75, R@5 0.89 -> 0.92, MuSiQue the same
-            or higher, the single-hop check unchanged (``benchmarks/
-            multihop.py``, ablation "no title following"). Titles are the documents'
-            ``title`` metadata or their title lines (see ``titles``).
+            title it names (:func:`~semrag.retrieval._ppr_hits.follow_titles`; 2Wiki dev
+            R@2 0.69 -> 0.75, the single-hop check unchanged: ``benchmarks/multihop.py``).
         llm: optional LLM naming the query's entities (the rules are the fallback).
         on_llm_error: ``"fallback"`` (rules, noted in the provenance) or ``"raise"``.
         similarity_weight: how much a chunk's own similarity to the query counts beside
@@ -316,12 +302,7 @@ class PPRRetriever(Params):
             return self._built.get((version, self._graph_version()), self._build)
 
     async def _apassage_graph(self) -> PassageGraph:
-        """Async twin of :meth:`passage_graph`.
-
-        Over a reader with an async version read (a database), the graph of a version it
-        has already built is found by awaiting that read alone; building (or reading) one
-        runs in a worker thread.
-        """
+        """Async twin of :meth:`passage_graph` (a built version found by an awaited read)."""
         if offers(self.index, AsyncReads) and self.graph is None:
             built = self._built.peek((await self.index.acurrent_version(), None))
             if built is not None:
@@ -574,7 +555,7 @@ class PPRRetriever(Params):
                 found = call(self._dense(g, q)) if g.n_passages else _NO_HITS
                 walk = self._walk(g, q, by_name, names, found, k)
                 chunks = chunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
-                return self._hits(g, walk, chunks, names, how, k)
+                return as_hits(g, walk, chunks, names, how, k, follow=self.follow_titles)
             except NotIndexedError as exc:
                 self._raced(g, attempt, exc)
                 attempt += 1
@@ -594,24 +575,10 @@ class PPRRetriever(Params):
                 found = await acall(self._dense(g, q)) if g.n_passages else _NO_HITS
                 walk = await asyncio.to_thread(self._walk, g, q, by_name, names, found, k)
                 chunks = await achunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
-                return self._hits(g, walk, chunks, names, how, k)
+                return as_hits(g, walk, chunks, names, how, k, follow=self.follow_titles)
             except NotIndexedError as exc:
                 self._raced(g, attempt, exc)
                 attempt += 1
-
-    def _hits(
-        self,
-        g: PassageGraph,
-        walk: Walk | None,
-        chunks: list[Chunk],
-        names: list[str],
-        how: str,
-        k: int,
-    ) -> list[ScoredChunk]:
-        """The walk's hits, with title links followed when asked (:func:`follow_titles`)."""
-        if walk is not None and self.follow_titles:
-            walk, chunks = follow_titles(g, walk, chunks)
-        return as_hits(g, walk, chunks, names, how, k)
 
     def _raced(self, g: PassageGraph, attempt: int, exc: NotIndexedError) -> None:
         """After a walk's chunk went missing: return to walk again, or raise.

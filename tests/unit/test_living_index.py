@@ -1099,7 +1099,7 @@ def test_the_async_build_takes_the_sync_builds_arguments_and_builds_the_same_gra
     assert "extracting" in capsys.readouterr().err  # the progress bar
     assert graph_table(built) == graph_table(sync)
     assert community_table(built) == community_table(sync)
-    with pytest.raises(TypeError, match="KnowledgeGraph._build_steps"):
+    with pytest.raises(TypeError, match="KnowledgeGraph.abuild: .*no_such_option"):
         asyncio.run(KnowledgeGraph.abuild(index, no_such_option=1))
     sync.detach()
     built.detach()

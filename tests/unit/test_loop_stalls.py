@@ -338,6 +338,12 @@ CASES: dict[str, list[Case]] = {
     "semrag.graph.extract:LLMGraphExtractor.aextract_many": [
         lambda e: lambda: LLMGraphExtractor(SlowLLM()).aextract_many(e.index.chunks())
     ],
+    "semrag.graph.extract:HeuristicGraphExtractor.aprefetch": [
+        lambda e: lambda: HeuristicGraphExtractor().aprefetch(e.big.chunks())
+    ],
+    "semrag.graph.extract:LLMGraphExtractor.aprefetch": [
+        lambda e: lambda: LLMGraphExtractor(SlowLLM()).aprefetch(e.index.chunks())
+    ],
     "semrag.graph.knowledge:KnowledgeGraph.acurrent_version": [
         lambda e: lambda: e.kg.acurrent_version(),
     ],
