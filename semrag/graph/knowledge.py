@@ -171,7 +171,7 @@ class KnowledgeGraph:
         try:
             given = inspect.signature(cls.build).bind(index, **options)
         except TypeError as exc:
-            raise TypeError(f"KnowledgeGraph.abuild: {exc} (it takes build's arguments)") from None
+            raise ConfigError(f"KnowledgeGraph.abuild: {exc} (it takes build's)") from None
         given.apply_defaults()
         return await adrive(cls._build_steps(given.arguments), acall)
 
