@@ -346,9 +346,8 @@ def _passage_titles(docs: Sequence[DocPhrases], number_of_slot: Ints) -> Ints:
     does not name one.
     """
     titles = np.asarray([number_of_slot[d.title] if d.title >= 0 else -1 for d in docs], np.int64)
-    titled = titles[titles >= 0]
-    shared = np.unique(titled)[np.bincount(np.unique(titled, return_inverse=True)[1]) > 1]
-    titles[np.isin(titles, shared)] = -1
+    values, counts = np.unique(titles[titles >= 0], return_counts=True)
+    titles[np.isin(titles, values[counts > 1])] = -1
     sections = [section_starts(d.starts).size for d in docs]
     return np.repeat(titles, np.asarray(sections, np.int64))
 
