@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy.typing as npt
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseLanguageModel
@@ -11,8 +12,9 @@ from langchain_core.language_models.llms import LLM as LCBaseLLM
 from langchain_core.messages import BaseMessage
 
 from semrag._validation import check_query
-from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.embeddings import BaseEmbedder, Embedder, as_embedder
 from semrag.errors import ConfigError
+from semrag.llm import LLM
 
 __all__ = ["LangChainEmbedder", "LangChainLLM", "SemragEmbeddings", "SemragLLM", "to_embedder"]
 
@@ -32,10 +34,10 @@ class LangChainEmbedder(BaseEmbedder):
         self.embeddings = embeddings
         self.name = type(embeddings).__name__
 
-    def _embed_batch(self, texts: list[str]) -> Any:
+    def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
         return self.embeddings.embed_documents(texts)
 
-    async def _aembed_batch(self, texts: list[str]) -> Any:
+    async def _aembed_batch(self, texts: list[str]) -> npt.ArrayLike:
         return await self.embeddings.aembed_documents(texts)
 
     @property
@@ -67,7 +69,7 @@ class SemragEmbeddings(Embeddings):
         8
     """
 
-    def __init__(self, embedder: Any = None) -> None:
+    def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder = as_embedder(embedder)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -90,7 +92,7 @@ class SemragEmbeddings(Embeddings):
         return f"SemragEmbeddings({self.embedder!r})"
 
 
-def to_embedder(obj: Any) -> Any:
+def to_embedder(obj: Embeddings | Embedder | None) -> Embedder | None:
     """The core embedder for ``obj``.
 
     :class:`SemragEmbeddings` is unwrapped, any other LangChain ``Embeddings`` wrapped, and
@@ -156,7 +158,7 @@ class SemragLLM(LCBaseLLM):
         'hello'
     """
 
-    llm: Any
+    llm: Any  # a semrag LLM (a pydantic field: a Protocol has no schema)
 
     @property
     def _llm_type(self) -> str:
@@ -181,7 +183,7 @@ class SemragLLM(LCBaseLLM):
         return _cut_at_stop(await self.llm.acomplete(prompt), stop)
 
 
-def to_llm(obj: Any) -> Any:
+def to_llm(obj: BaseLanguageModel | LLM | None) -> LLM | None:
     """Wrap a LangChain language model (a :class:`SemragLLM` is unwrapped); pass semrag LLMs."""
     if isinstance(obj, SemragLLM):
         return obj.llm

@@ -17,7 +17,7 @@ from langchain_core.vectorstores import VectorStore
 
 from langchain_semrag.embeddings import SemragEmbeddings, to_embedder
 from semrag import Document, SemanticIndex
-from semrag.embeddings import as_embedder
+from semrag.embeddings import Vectors, as_embedder
 from semrag.errors import ConfigError
 from semrag.fingerprint import check_embedder
 from semrag.identity import OnConflict, entry_id
@@ -307,7 +307,7 @@ class VectorStoreClient:
         self,
         ids: Sequence[str],
         texts: Sequence[str],
-        vectors: Any,
+        vectors: Vectors,
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
         """Add (or replace) entries; semrag's vectors where the store takes them."""
@@ -325,7 +325,7 @@ class VectorStoreClient:
         """Remove entries."""
         self.store.delete(list(ids))
 
-    def search(self, vector: Any, k: int) -> list[str]:
+    def search(self, vector: Vectors, k: int) -> list[str]:
         """Ids of the ``k`` entries nearest ``vector``."""
         docs = self.store.similarity_search_by_vector([float(x) for x in vector], k=k)
         return [str(d.id or d.metadata["semrag_chunk_id"]) for d in docs]

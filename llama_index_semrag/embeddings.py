@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import numpy.typing as npt
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import LLM as LIBaseLLM
@@ -12,7 +13,7 @@ from llama_index.core.llms import CompletionResponse, CompletionResponseGen, Cus
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from semrag._validation import check_query
-from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.embeddings import BaseEmbedder, Embedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.llm import LLM as CoreLLM
 
@@ -36,10 +37,10 @@ class LlamaIndexEmbedder(BaseEmbedder):
         self.embed_model = embed_model
         self.name = type(embed_model).__name__
 
-    def _embed_batch(self, texts: list[str]) -> Any:
+    def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
         return self.embed_model.get_text_embedding_batch(texts)
 
-    async def _aembed_batch(self, texts: list[str]) -> Any:
+    async def _aembed_batch(self, texts: list[str]) -> npt.ArrayLike:
         # BaseEmbedding's default async path calls the sync single-text method once per
         # text on the event loop; only a model that overrides an async method is awaited.
         if _has_native_async(self.embed_model):
@@ -82,7 +83,7 @@ class SemragEmbedding(BaseEmbedding):
 
     _embedder: BaseEmbedder = PrivateAttr()
 
-    def __init__(self, embedder: Any = None, **kwargs: Any) -> None:
+    def __init__(self, embedder: Embedder | None = None, **kwargs: Any) -> None:
         core = as_embedder(embedder)
         super().__init__(model_name=core.name, **kwargs)
         self._embedder = core
@@ -116,7 +117,7 @@ class SemragEmbedding(BaseEmbedding):
         return (await self._embedder.aembed(texts)).tolist()
 
 
-def to_embedder(obj: Any) -> Any:
+def to_embedder(obj: BaseEmbedding | Embedder | None) -> Embedder | None:
     """The core embedder for ``obj``.
 
     :class:`SemragEmbedding` is unwrapped, any other LlamaIndex ``BaseEmbedding`` wrapped,
@@ -166,7 +167,7 @@ class SemragLLM(CustomLLM):
         'hello'
     """
 
-    _llm: Any = PrivateAttr()
+    _llm: CoreLLM = PrivateAttr()
 
     def __init__(self, llm: Any, **kwargs: Any) -> None:
         if not isinstance(llm, CoreLLM):
@@ -177,7 +178,7 @@ class SemragLLM(CustomLLM):
         self._llm = llm
 
     @property
-    def llm(self) -> Any:
+    def llm(self) -> CoreLLM:
         """The semrag LLM."""
         return self._llm
 
@@ -207,7 +208,7 @@ class SemragLLM(CustomLLM):
         yield CompletionResponse(text=text, delta=text)
 
 
-def to_llm(obj: Any) -> Any:
+def to_llm(obj: LIBaseLLM | CoreLLM | None) -> CoreLLM | None:
     """Wrap a LlamaIndex LLM (a :class:`SemragLLM` is unwrapped); pass semrag LLMs through."""
     if isinstance(obj, SemragLLM):
         return obj.llm

@@ -8,10 +8,14 @@ recompute them with ``str.find``). Nodes get SOURCE, PREVIOUS and NEXT relations
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.node_parser import NodeParser
+from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.node_parser.node_utils import build_nodes_from_splits
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index.core.schema import Document as LIDocument
@@ -25,8 +29,13 @@ from semrag.chunking import (
     framework_cap_arguments,
     framework_threshold_arguments,
 )
+from semrag.embeddings import Embedder
 from semrag.errors import ConfigError
+from semrag.text.tokens import Tokenizer
 from semrag.types import HEADINGS_KEY, Document
+
+if TYPE_CHECKING:
+    from semrag.chunking.boundary.models import PairModel
 
 __all__ = ["MFCNodeParser", "PSCNodeParser", "SemanticNodeParser", "core_chunker"]
 
@@ -180,19 +189,19 @@ class SemanticNodeParser(_CoreNodeParser):
 
     def __init__(
         self,
-        embed_model: Any = None,
+        embed_model: BaseEmbedding | Embedder | None = None,
         *,
         chunk_size: int | None = None,
         chunk_overlap: int | None = None,
-        tokenizer: Any = None,
+        tokenizer: Tokenizer | None = None,
         include_metadata: bool = True,
         include_prev_next_rel: bool = True,
-        callback_manager: Any = None,
-        id_func: Any = None,
+        callback_manager: CallbackManager | None = None,
+        id_func: IdFuncCallable | None = None,
         separator: str | None = None,
         paragraph_separator: str | None = None,
         secondary_chunking_regex: str | None = None,
-        chunking_tokenizer_fn: Any = None,
+        chunking_tokenizer_fn: Callable[[str], list[str]] | None = None,
         breakpoint_percentile_threshold: float | None = None,
         **chunker_args: Any,
     ) -> None:
@@ -240,20 +249,20 @@ class _PairModelNodeParser(_CoreNodeParser):
 
     def __init__(
         self,
-        embed_model: Any = None,
+        embed_model: BaseEmbedding | Embedder | None = None,
         *,
-        model: Any = None,
+        model: str | Path | PairModel | None = None,
         chunk_size: int | None = None,
         chunk_overlap: int | None = None,
-        tokenizer: Any = None,
+        tokenizer: Tokenizer | None = None,
         include_metadata: bool = True,
         include_prev_next_rel: bool = True,
-        callback_manager: Any = None,
-        id_func: Any = None,
+        callback_manager: CallbackManager | None = None,
+        id_func: IdFuncCallable | None = None,
         separator: str | None = None,
         paragraph_separator: str | None = None,
         secondary_chunking_regex: str | None = None,
-        chunking_tokenizer_fn: Any = None,
+        chunking_tokenizer_fn: Callable[[str], list[str]] | None = None,
         **chunker_args: Any,
     ) -> None:
         from semrag.chunking.boundary import MFCChunker, PSCChunker
@@ -299,6 +308,6 @@ class MFCNodeParser(_PairModelNodeParser):
         return "SemragMFCNodeParser"
 
 
-def core_chunker(obj: Any) -> BoundaryChunker | None:
+def core_chunker(obj: object) -> BoundaryChunker | None:
     """The semrag chunker behind one of this package's splitters (``None`` for any other)."""
     return obj.chunker if isinstance(obj, _CoreNodeParser) else None

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+from fsspec import AbstractFileSystem
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import (
     BaseNode,
@@ -40,6 +42,7 @@ from llama_index.core.vector_stores.types import (
 from llama_index_semrag.embeddings import to_embedder
 from semrag import SemanticIndex
 from semrag._validation import check_query
+from semrag.embeddings import Embedder, Vectors
 from semrag.errors import ConfigError
 from semrag.identity import chunk_document_id
 from semrag.index.ingest.presplit import NODE_KEY, remove_pieces, upsert_pieces
@@ -99,7 +102,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
 
     def __init__(
         self,
-        embed_model: Any = None,
+        embed_model: BaseEmbedding | Embedder | None = None,
         *,
         index: SemanticIndex | None = None,
         **index_kwargs: Any,
@@ -185,7 +188,7 @@ class SemanticVectorStore(BasePydanticVectorStore):
         await asyncio.to_thread(self.clear)
 
     # -- persistence ----------------------------------------------------------------------
-    def persist(self, persist_path: str, fs: Any = None) -> None:
+    def persist(self, persist_path: str, fs: AbstractFileSystem | None = None) -> None:
         """Save the index (``StorageContext.persist`` calls this with its file name).
 
         The index is a directory beside LlamaIndex's files: ``persist_path`` without its
@@ -199,7 +202,10 @@ class SemanticVectorStore(BasePydanticVectorStore):
 
     @classmethod
     def from_persist_path(
-        cls, persist_path: str, embed_model: Any = None, fs: Any = None
+        cls,
+        persist_path: str,
+        embed_model: BaseEmbedding | Embedder | None = None,
+        fs: AbstractFileSystem | None = None,
     ) -> SemanticVectorStore:
         """The store saved at ``persist_path`` (as :meth:`persist` was given it).
 
@@ -215,8 +221,8 @@ class SemanticVectorStore(BasePydanticVectorStore):
         cls,
         persist_dir: str = DEFAULT_PERSIST_DIR,
         namespace: str = DEFAULT_VECTOR_STORE,
-        embed_model: Any = None,
-        fs: Any = None,
+        embed_model: BaseEmbedding | Embedder | None = None,
+        fs: AbstractFileSystem | None = None,
     ) -> SemanticVectorStore:
         """The store that ``storage_context.persist(persist_dir)`` saved (one namespace)."""
         path = Path(persist_dir) / f"{namespace}{NAMESPACE_SEP}{DEFAULT_PERSIST_FNAME}"
@@ -352,7 +358,7 @@ def _index_dir(persist_path: str) -> Path:
     return path.with_suffix("") if path.suffix == ".json" else path
 
 
-def _check_local(fs: Any) -> None:
+def _check_local(fs: AbstractFileSystem | None) -> None:
     if fs is not None and "file" not in (getattr(fs, "protocol", None) or ()):
         raise ConfigError(
             f"SemanticVectorStore saves to the local filesystem only, not {fs!r}; persist "
@@ -391,7 +397,7 @@ class VectorStoreClient:
         self,
         ids: Sequence[str],
         texts: Sequence[str],
-        vectors: Any,
+        vectors: Vectors,
         metadatas: Sequence[Mapping[str, Any]],
     ) -> None:
         """Add (or replace) entries with semrag's vectors."""
@@ -412,7 +418,7 @@ class VectorStoreClient:
         for i in ids:
             self.store.delete(i)
 
-    def search(self, vector: Any, k: int) -> list[str]:
+    def search(self, vector: Vectors, k: int) -> list[str]:
         """Ids of the ``k`` entries nearest ``vector``."""
         query = VectorStoreQuery(query_embedding=[float(x) for x in vector], similarity_top_k=k)
         result = self.store.query(query)

@@ -101,7 +101,7 @@ def stored_dtype(graph: Any, dim: int, *, storage: Any = None) -> np.dtype[Any]:
     raise ConfigError(f"an HNSW graph stores {width} bytes a row, not {dim} float values")
 
 
-def insert_rows(index: Any, vectors: Any, block: int = 1 << 16) -> None:
+def insert_rows(index: Any, vectors: np.ndarray | StoredRows, block: int = 1 << 16) -> None:
     """Insert rows into a FAISS index as float32, a block at a time.
 
     So float16 rows, or rows read from another index (:class:`StoredRows`), are never

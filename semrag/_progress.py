@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from tqdm.auto import tqdm
 
 __all__ = ["bar", "wanted"]
 
@@ -31,7 +34,7 @@ def wanted(show_progress: bool | None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)()) or "ipykernel" in sys.modules
 
 
-def bar(total: int, desc: str, unit: str, show_progress: bool | None) -> Any:
+def bar(total: int, desc: str, unit: str, show_progress: bool | None) -> tqdm | None:
     """A tqdm bar over ``total`` items, or ``None`` when none is wanted."""
     if not wanted(show_progress):
         return None

@@ -113,7 +113,7 @@ def _preview(text: str, limit: int = 40) -> str:
 
 
 def check_embeddings(
-    raw: Any,
+    raw: object,
     texts: Sequence[str],
     *,
     expected_dim: int | None,
@@ -222,11 +222,11 @@ class BaseEmbedder:
         self._lock = threading.Lock()
 
     # -- to implement -------------------------------------------------------------------
-    def _embed_batch(self, texts: list[str]) -> Any:
+    def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
         """Embed unique, uncached texts; return an array-like of shape ``(n, dim)``."""
         raise NotImplementedError
 
-    async def _aembed_batch(self, texts: list[str]) -> Any:
+    async def _aembed_batch(self, texts: list[str]) -> npt.ArrayLike:
         """Async twin of :meth:`_embed_batch`; by default runs it in a worker thread."""
         return await asyncio.to_thread(self._embed_batch, texts)
 
@@ -304,7 +304,7 @@ class BaseEmbedder:
             self._misses += len(missing)
         return found, list(missing)
 
-    def _store(self, found: dict[str, Vectors], missing: list[str], raw: Any) -> None:
+    def _store(self, found: dict[str, Vectors], missing: list[str], raw: npt.ArrayLike) -> None:
         vecs = check_embeddings(raw, missing, expected_dim=self._dim, source=self.name)
         if self._dim is None:
             self._dim = int(vecs.shape[1])
@@ -338,15 +338,15 @@ class BaseEmbedder:
 class _CheckedEmbedder(BaseEmbedder):
     """Wraps any object with ``embed`` (and maybe ``aembed``) in cache and validation."""
 
-    def __init__(self, inner: Any, *, cache_size: int = 10_000) -> None:
+    def __init__(self, inner: Embedder, *, cache_size: int = 10_000) -> None:
         super().__init__(cache_size=cache_size, dim=None)
         self.inner = inner
         self.name = type(inner).__name__
 
-    def _embed_batch(self, texts: list[str]) -> Any:
+    def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
         return self.inner.embed(texts)
 
-    async def _aembed_batch(self, texts: list[str]) -> Any:
+    async def _aembed_batch(self, texts: list[str]) -> npt.ArrayLike:
         aembed = getattr(self.inner, "aembed", None)
         if aembed is not None:
             return await aembed(texts)
@@ -567,7 +567,7 @@ class SentenceTransformerEmbedder(LocalModelEmbedder):
             raise ConfigError(f"{self.name} does not say how many word pieces it reads")
         return int(length)
 
-    def _embed_batch(self, texts: list[str]) -> Any:
+    def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
         return self.model.encode(
             texts,
             batch_size=self.batch_size,

@@ -66,11 +66,11 @@ def content_id(text: str) -> str:
     return f"sha256:{digest[:16]}"
 
 
-def _present(value: Any) -> bool:
+def _present(value: object) -> bool:
     return value is not None and value != ""
 
 
-def explicit_id(obj: Any = None, metadata: Mapping[str, Any] | None = None) -> str | None:
+def explicit_id(obj: object = None, metadata: Mapping[str, Any] | None = None) -> str | None:
     """Rule 1: the id the caller gave, or ``None``.
 
     ``obj`` is a framework document (``id`` / ``id_``) or ``None``; ``metadata["doc_id"]``
@@ -111,7 +111,7 @@ def source_id(metadata: Mapping[str, Any], *, chunk_places: bool = True) -> str 
     return str(source) + ("#" + "&".join(places) if places else "")
 
 
-def document_id(text: str, metadata: Mapping[str, Any] | None = None, obj: Any = None) -> str:
+def document_id(text: str, metadata: Mapping[str, Any] | None = None, obj: object = None) -> str:
     """The id of a whole document under the rule (explicit id, source, content).
 
     Examples:
@@ -126,7 +126,7 @@ def document_id(text: str, metadata: Mapping[str, Any] | None = None, obj: Any =
     return explicit_id(obj, meta) or source_id(meta) or content_id(text)
 
 
-def entry_id(text: str, metadata: Mapping[str, Any] | None = None, obj: Any = None) -> str:
+def entry_id(text: str, metadata: Mapping[str, Any] | None = None, obj: object = None) -> str:
     """The id of a vector store's entry (a chunk stored as it is).
 
     :func:`document_id`, with the content hash as the place of an entry that has a source
@@ -179,7 +179,7 @@ def check_on_conflict(value: Any) -> OnConflict:
     return value
 
 
-def _framework_document(d: Any) -> Document | None:
+def _framework_document(d: object) -> Document | None:
     """A LangChain or LlamaIndex document (duck-typed: the core imports neither), or None.
 
     LangChain: ``page_content`` and ``metadata``; LlamaIndex documents and nodes:

@@ -381,7 +381,7 @@ class MiniLMEmbedder(LocalModelEmbedder):
             return int(json.loads(config.read_text(encoding="utf-8"))["max_seq_length"])
         return 512
 
-    def _embed_batch(self, texts: list[str]) -> Any:
+    def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
         out = np.empty((len(texts), self.dim), np.float32)
         for rows, _, states, mask in self._passes(texts):
             out[rows] = _mean_normalised(states, mask)

@@ -179,7 +179,7 @@ class StaticEmbedder(BaseEmbedder):
         digest = hashlib.sha256((Path(self.path) / "model.safetensors").read_bytes())
         return digest.hexdigest()[:16]
 
-    def _embed_batch(self, texts: list[str]) -> Any:
+    def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
         return self.model.encode(
             texts, max_length=None, use_multiprocessing=False, batch_size=max(1, len(texts))
         )

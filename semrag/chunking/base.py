@@ -31,7 +31,7 @@ import numpy.typing as npt
 from semrag._gc import paused_collector
 from semrag._validation import Interval, validate_params
 from semrag.chunking._split import merge_small_segments, segments_from_breaks, split_with_overlap
-from semrag.embeddings import BaseEmbedder, CountingEmbedder, as_embedder
+from semrag.embeddings import BaseEmbedder, CountingEmbedder, Embedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.identity import as_documents, content_id
 from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
@@ -160,7 +160,7 @@ class BoundaryChunker:
 
     def __init__(
         self,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         *,
         max_tokens: int = 1024,
         overlap_tokens: int | None = None,
@@ -228,7 +228,7 @@ class BoundaryChunker:
             self._tokenizer_arg = self.embedder.tokenizer or WhitespaceTokenizer()
         return self._tokenizer_arg
 
-    def with_embedder(self, embedder: Any) -> BoundaryChunker:
+    def with_embedder(self, embedder: Embedder) -> BoundaryChunker:
         """A copy of this chunker that embeds with ``embedder`` (the same settings).
 
         The token counter goes with the model when it was the old embedder's own; one

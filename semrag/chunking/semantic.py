@@ -24,7 +24,7 @@ from semrag.chunking._split import (
     window_bounds,
 )
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, Prepared
-from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.embeddings import BaseEmbedder, Embedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.static_embedder import StaticEmbedder
 from semrag.text.sentences import SentenceSplitter
@@ -179,7 +179,7 @@ class SemanticChunker(BoundaryChunker):
 
     def __init__(
         self,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         *,
         buffer_size: int = 1,
         window: str = "split",

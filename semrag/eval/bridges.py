@@ -43,16 +43,16 @@ class Piece(Protocol):
 class Bridge(Protocol):
     """Turns a framework's objects into the evaluation's (``None``: not this framework's)."""
 
-    def splitter(self, obj: Any) -> Callable[[str], Sequence[Piece]] | None:
+    def splitter(self, obj: object) -> Callable[[str], Sequence[Piece]] | None:
         """A function from a text to its chunks."""
 
-    def retriever(self, obj: Any) -> Callable[[str], list[str]] | None:
+    def retriever(self, obj: object) -> Callable[[str], list[str]] | None:
         """A function from a question to the ids of the documents found, best first."""
 
-    def embedder(self, obj: Any) -> BaseEmbedder | None:
+    def embedder(self, obj: object) -> BaseEmbedder | None:
         """A semrag embedder over the framework's embedding model."""
 
-    def llm(self, obj: Any) -> LLM | None:
+    def llm(self, obj: object) -> LLM | None:
         """A semrag LLM over the framework's language model."""
 
 
@@ -68,7 +68,7 @@ def bridges() -> tuple[Bridge, ...]:
     return tuple(found)
 
 
-def first(method: str, obj: Any) -> Any:
+def first(method: str, obj: object) -> Any:
     """What the first bridge that knows ``obj`` makes of it with ``method`` (or ``None``)."""
     for bridge in bridges():
         made = getattr(bridge, method)(obj)

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._progress import bar as progress_bar
-from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.embeddings import BaseEmbedder, Embedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.eval.bridges import first
 from semrag.eval.checks import (
@@ -65,7 +65,7 @@ def evaluate_splitters(
     questions: Sequence[EvalQuestion],
     splitters: Mapping[str, Any],
     *,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     budgets: Sequence[int] = (1000, 4000),
     k: int = 5,
     show_progress: bool | None = None,

@@ -18,11 +18,11 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from semrag.embeddings import Vectors, as_embedder
+from semrag.embeddings import Embedder, Vectors, as_embedder
 from semrag.llm import LLM
 
 __all__ = ["Meter", "MeteredEmbedder", "MeteredLLM", "latency_columns", "spent"]
@@ -44,7 +44,7 @@ class MeteredEmbedder:
         embedder: a semrag embedder or anything :func:`~semrag.embeddings.as_embedder` takes.
     """
 
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self.inner = as_embedder(embedder)
         self.calls = self.texts = self.chars = 0
 

@@ -230,7 +230,7 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def _as_llm(obj: Any) -> LLM:
+def _as_llm(obj: object) -> LLM:
     bridged = first("llm", obj)  # first: a LlamaIndex LLM has complete() too
     if bridged is not None:
         return bridged

@@ -53,7 +53,7 @@ class Corpus(Protocol):
         ...
 
 
-def as_retriever(obj: Any) -> Callable[[str], list[str]]:
+def as_retriever(obj: object) -> Callable[[str], list[str]]:
     """A function from a question to the ids of the documents found, best first.
 
     Takes a semrag retriever, a LangChain ``BaseRetriever`` or a LlamaIndex retriever

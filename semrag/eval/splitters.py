@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from semrag.errors import ConfigError
 from semrag.eval.bridges import Piece, first
@@ -71,7 +71,7 @@ class Chunker(Protocol):
 SplitFunction = Callable[[str], Sequence[Piece]]
 
 
-def as_splitter(obj: Any) -> SplitFunction:
+def as_splitter(obj: object) -> SplitFunction:
     """A function from a text to its chunks, for ``obj``.
 
     Raises:
@@ -92,7 +92,7 @@ def as_splitter(obj: Any) -> SplitFunction:
     )
 
 
-def _piece(x: Any) -> Piece:
+def _piece(x: object) -> Piece:
     if isinstance(x, str):
         return Split(x)
     if isinstance(x, Chunk):

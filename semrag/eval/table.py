@@ -123,7 +123,7 @@ class ResultTable:
         return self.to_markdown()
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

@@ -15,6 +15,7 @@ from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.graph.types import Entity
 
 if TYPE_CHECKING:
+    from semrag.embeddings import Embedder
     from semrag.index.change import IndexedDocument
 
 
@@ -78,7 +79,7 @@ class EntityRows:
         if fresh:
             self.vectors.append(np.asarray(fresh, np.float32))
 
-    def read(self, embedder: Any) -> tuple[list[Entity], np.ndarray]:
+    def read(self, embedder: Embedder) -> tuple[list[Entity], np.ndarray]:
         """Every live entity and its vector: embeds the rows still without one, compacts."""
         if self.todo:
             rows = sorted(self.todo)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag.embeddings import Embedder
 from semrag.errors import StoreError
 from semrag.graph._doc_columns import DocColumns
 from semrag.graph._name_index import NameIndex
@@ -84,7 +85,12 @@ class GraphLedger:
     """
 
     def __init__(
-        self, embedder: Any, *, resolve: bool, threshold: float, name_search: str = "auto"
+        self,
+        embedder: Embedder | None,
+        *,
+        resolve: bool,
+        threshold: float,
+        name_search: str = "auto",
     ) -> None:
         self.embedder = embedder
         self.resolve = resolve and embedder is not None
@@ -148,7 +154,7 @@ class GraphLedger:
     def from_json(
         cls,
         data: dict[str, Any],
-        embedder: Any,
+        embedder: Embedder | None,
         names: tuple[list[list[str]], np.ndarray] | None = None,
     ) -> GraphLedger:
         """Rebuild a ledger written by :meth:`to_json`.
@@ -246,13 +252,14 @@ class GraphLedger:
         return diff
 
     def _embed_new(self, keys: list[str]) -> None:
-        if not self.resolve:
+        embedder = self.embedder
+        if not self.resolve or embedder is None:
             return
         new = sorted(k for k in keys if k not in self._names)
         if not new:
             return
         names = [self._spelling(k).name for k in new]
-        vectors = np.empty((len(new), self.embedder.dim))
+        vectors = np.empty((len(new), embedder.dim))
         todo = []
         for i, (key, name) in enumerate(zip(new, names, strict=True)):
             saved = self._saved.get(key)
@@ -261,7 +268,7 @@ class GraphLedger:
             else:
                 todo.append(i)
         if todo:
-            made = np.asarray(self.embedder.embed([names[i] for i in todo]), dtype=np.float64)
+            made = np.asarray(embedder.embed([names[i] for i in todo]), dtype=np.float64)
             norms = np.linalg.norm(made, axis=1, keepdims=True)
             vectors[todo] = np.divide(made, norms, out=np.zeros_like(made), where=norms > 0)
         self._names.add(new, vectors)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from semrag.errors import ConfigError
 from semrag.graph._small_sets import SmallSets
@@ -201,7 +202,7 @@ class InMemoryGraphStore:
                 self._by_token.discard(t, eid)
 
     def write_communities(
-        self, communities: Sequence[Community], *, report_vectors: Any = None
+        self, communities: Sequence[Community], *, report_vectors: npt.ArrayLike | None = None
     ) -> None:
         """Replace the stored communities (and their reports' vectors, one row each, if given).
 

@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 __all__ = [
     "ChunkRef",
     "Community",
@@ -289,7 +292,7 @@ class ReportReads(Protocol):
         ...
 
     def write_communities(
-        self, communities: Sequence[Community], *, report_vectors: Any = None
+        self, communities: Sequence[Community], *, report_vectors: npt.ArrayLike | None = None
     ) -> None:
         """Replace the stored communities, with their reports' vectors (one row each)."""
         ...
@@ -299,7 +302,9 @@ class ReportReads(Protocol):
 class EntityNameSearch(Protocol):
     """A store with a vector index over the entity names (a database's)."""
 
-    def search_entities(self, vector: Any, n: int, *, keep: int | None = None) -> Any:
+    def search_entities(
+        self, vector: npt.ArrayLike, n: int, *, keep: int | None = None
+    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
         """The ``n`` entities whose names are nearest ``vector``, with their vectors."""
         ...
 
@@ -312,7 +317,9 @@ class AsyncGraphReads(Protocol):
         """Async twin of ``chunks_for``."""
         ...
 
-    async def asearch_entities(self, vector: Any, n: int, *, keep: int | None = None) -> Any:
+    async def asearch_entities(
+        self, vector: npt.ArrayLike, n: int, *, keep: int | None = None
+    ) -> tuple[list[Entity], np.ndarray, list[Entity]] | None:
         """Async twin of :meth:`EntityNameSearch.search_entities`."""
         ...
 
@@ -333,7 +340,7 @@ class AsyncGraphReads(Protocol):
         depth: int = 1,
         limit: int = 200,
         max_chunks: int | None = None,
-    ) -> Any:
+    ) -> tuple[Subgraph, dict[str, list[ChunkRef]]]:
         """Async twin of ``expand``."""
         ...
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from semrag.chunking.base import BoundaryChunker
-from semrag.embeddings import as_embedder
+from semrag.embeddings import Embedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.index.change import EmbedsNames
 from semrag.index.index_reader import IndexReader
@@ -22,7 +22,7 @@ from semrag.index.parts.sparse import BM25Index
 
 
 def shadow_options(
-    index: IndexReader, embedder: Any, chunker: BoundaryChunker | None
+    index: IndexReader, embedder: Embedder, chunker: BoundaryChunker | None
 ) -> tuple[dict[str, Any], DenseIndex, BM25Index]:
     """How to make an empty index as ``index`` is, with another embedder (what reembed fills).
 

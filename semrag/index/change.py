@@ -22,11 +22,12 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from semrag.embeddings import Embedder
 from semrag.types import Chunk, Document, Span
 
 __all__ = [
@@ -352,4 +353,4 @@ class EmbedsNames(Protocol):
     which therefore refuses while such a follower has an ``embedder``.
     """
 
-    embedder: Any
+    embedder: Embedder

@@ -23,6 +23,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from semrag._rwlock import reading
+from semrag.embeddings import Embedder
 from semrag.index.change import IndexedDocument
 from semrag.index.reader import CorpusReader, HoldsRecords, need
 
@@ -34,9 +35,14 @@ logger = logging.getLogger(__name__)
 class Derivable(Protocol):
     """A part that can be brought to a reader's documents from their records."""
 
-    embedder: Any
-    """The embedder its vectors are of (a reader that moves to another model starts afresh);
-    ``None`` when they are not the reader's (the passage phrases' names: a new model keeps them)."""
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder its vectors are of; ``None`` when they are not the reader's.
+
+        A reader that moves to another model starts such a part afresh; the passage
+        phrases' names have no vectors of the reader's, so a new model keeps them.
+        """
+        ...
 
     def sync(self, live: Sequence[IndexedDocument], version: int) -> None:
         """Bring the part to the documents ``live`` (in the reader's order) at ``version``."""

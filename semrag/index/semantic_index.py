@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from semrag._steps import Call, acall, adrive, call, drive
 from semrag._validation import HasMethods, Options, check_query, validate_params
 from semrag.chunking.base import BoundaryChunker
-from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.embeddings import BaseEmbedder, Embedder, as_embedder
 from semrag.errors import ConfigError, DocumentConflictError, StoreError
 from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
 from semrag.identity import OnConflict, check_on_conflict
@@ -172,7 +172,7 @@ class SemanticIndex:
     def __init__(
         self,
         chunker: BoundaryChunker | None = None,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         *,
         ssg: SSGConfig | bool = False,
         dense: str | VectorClient = "auto",
@@ -875,7 +875,7 @@ class SemanticIndex:
     # -- the model ------------------------------------------------------------------------
     def reembed(
         self,
-        embedder: Any,
+        embedder: Embedder,
         *,
         chunker: BoundaryChunker | None = None,
         show_progress: bool | None = None,
@@ -925,7 +925,7 @@ class SemanticIndex:
 
     async def areembed(
         self,
-        embedder: Any,
+        embedder: Embedder,
         *,
         chunker: BoundaryChunker | None = None,
         show_progress: bool | None = None,
@@ -935,7 +935,7 @@ class SemanticIndex:
         await adrive(steps, acall)
 
     def _reembedding(
-        self, embedder: Any, chunker: BoundaryChunker | None, show_progress: bool | None
+        self, embedder: Embedder, chunker: BoundaryChunker | None, show_progress: bool | None
     ) -> Generator[Call, Any, None]:
         """``reembed``, written once: it yields the new embedder's work.
 
@@ -1050,7 +1050,7 @@ class SemanticIndex:
         cls,
         directory: str | Path,
         *,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         chunker: BoundaryChunker | None = None,
         theme_llm: LLM | None = None,
         dense: VectorClient | None = None,

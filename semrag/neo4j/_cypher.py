@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from semrag.errors import ConfigError
 from semrag.graph.names import name_tokens
@@ -281,7 +282,7 @@ def from_bytes(b: bytes) -> np.ndarray:
     return np.frombuffer(b, dtype="<f4")
 
 
-def checked_vectors(vectors: Any, n: int, name: str, per: str) -> np.ndarray:
+def checked_vectors(vectors: npt.ArrayLike, n: int, name: str, per: str) -> np.ndarray:
     """``vectors`` as float32 rows, one per record (``n``), all finite (else ConfigError)."""
     arr = np.asarray(vectors, dtype=np.float32)
     if arr.ndim != 2 or len(arr) != n:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from semrag.errors import ConfigError
 from semrag.graph.names import best_matches, lookup_tokens, per_name, rank_matches
@@ -257,7 +258,7 @@ class CypherGraphReads:
     chunks_for, achunks_for = read_pair(_chunks_for_steps, lambda r: r._session)
 
     def _search_entities_steps(
-        self, vector: Any, n: int, *, keep: int | None = None, most: int = 1024
+        self, vector: npt.ArrayLike, n: int, *, keep: int | None = None, most: int = 1024
     ) -> Steps[tuple[list[Entity], np.ndarray, list[Entity]] | None]:
         """The ``n`` entities whose name vectors are nearest ``vector``, with those vectors.
 

@@ -34,6 +34,7 @@ from semrag.types import Chunk
 
 if TYPE_CHECKING:
     from semrag.neo4j.graph_store import Neo4jGraphStore
+    from semrag.text.tokens import Tokenizer
 
 _Result = TypeVar("_Result")
 # what each context's read() keeps, by id(context): see ReadContext.read
@@ -60,7 +61,7 @@ class ReadContext:
         store: Neo4jGraphStore,
         name: str,
         dim: int,
-        tokenizer: Any,
+        tokenizer: Tokenizer,
         *,
         oversample: int,
         min_candidates: int,

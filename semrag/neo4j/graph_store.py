@@ -21,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy.typing as npt
+
+from semrag.embeddings import Vectors
 from semrag.errors import ConfigError
 from semrag.graph.types import (
     ChunkRef,
@@ -193,7 +196,7 @@ class Neo4jGraphStore:
         relations: Iterable[Relation] = (),
         mentions: Iterable[Mention] = (),
         *,
-        entity_vectors: Any = None,
+        entity_vectors: npt.ArrayLike | None = None,
     ) -> None:
         """Insert or update records with batched ``UNWIND ... MERGE``.
 
@@ -236,7 +239,7 @@ class Neo4jGraphStore:
         entities: Sequence[Entity] = (),
         relations: Sequence[Relation] = (),
         mentions: Sequence[Mention] = (),
-        entity_vectors: Any = None,
+        entity_vectors: npt.ArrayLike | None = None,
     ) -> None:
         """Apply one change of the graph in one transaction: the drops, then the upserts.
 
@@ -276,7 +279,7 @@ class Neo4jGraphStore:
         self._write_entity_vectors(*vector_rows)
 
     def _entity_vector_rows(
-        self, entities: Sequence[Entity], vectors: Any
+        self, entities: Sequence[Entity], vectors: npt.ArrayLike | None
     ) -> tuple[list[dict[str, Any]], int]:
         """Rows that set the entities' name vectors, and their dimension (checked)."""
         if vectors is None:
@@ -333,7 +336,7 @@ class Neo4jGraphStore:
         return self.session.transact(work, write=True)
 
     def write_communities(
-        self, communities: Sequence[Community], *, report_vectors: Any = None
+        self, communities: Sequence[Community], *, report_vectors: npt.ArrayLike | None = None
     ) -> None:
         """Replace the stored communities.
 
@@ -394,7 +397,7 @@ class Neo4jGraphStore:
         self.session.run_batched(CLEAR)
         self.session.write_rows(DROP_ENTITY_INDEX)  # its vectors went with the entities
 
-    def upsert_chunk_vectors(self, chunks: Sequence[ChunkRef], vectors: Any) -> None:
+    def upsert_chunk_vectors(self, chunks: Sequence[ChunkRef], vectors: Vectors) -> None:
         """Store chunk embeddings for the vector index (needs ``vector_dimensions``)."""
         if not self.vector_dimensions:
             raise ConfigError("create the store with vector_dimensions=... to store vectors")

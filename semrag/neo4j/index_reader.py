@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from semrag._validation import check_k, check_query
 from semrag.chunking.semantic import SemanticChunker
-from semrag.embeddings import as_embedder
+from semrag.embeddings import Embedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.index.parts.ssg import SSGConfig
 from semrag.index.reader import aquery_vector, query_vector
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         PieceReads,
         SimilarityGraphReads,
     )
+    from semrag.text.tokens import Tokenizer
 
 _CLAUSES = 1000  # words and id tokens in one Lucene query (it allows 1,024 clauses)
 
@@ -117,8 +118,8 @@ class Neo4jIndex:
         self,
         store: Neo4jGraphStore,
         *,
-        embedder: Any = None,
-        tokenizer: Any = None,
+        embedder: Embedder | None = None,
+        tokenizer: Tokenizer | None = None,
         oversample: int = 10,
         min_candidates: int = 100,
         name: str = STATE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from semrag.embeddings import Vectors
 from semrag.errors import ConfigError
 from semrag.neo4j._cypher import (
     DENSE_CLEAR,
@@ -72,7 +73,7 @@ class Neo4jVectorClient:
         self,
         ids: Sequence[str],
         texts: Sequence[str],
-        vectors: Any,
+        vectors: Vectors,
         metadatas: Sequence[Mapping[str, Any]],
     ) -> None:
         """Store (or replace) these entries, ``store.session.batch_size`` per transaction."""
@@ -90,7 +91,7 @@ class Neo4jVectorClient:
         """Remove these entries (absent ids are ignored)."""
         self.store.session.write_batches(DENSE_DELETE, [str(i) for i in ids])
 
-    def search(self, vector: Any, k: int) -> list[str]:
+    def search(self, vector: Vectors, k: int) -> list[str]:
         """Candidate ids near ``vector``, best first: ``oversample * k`` (one read).
 
         At least ``k`` and ``min_candidates`` of them; the caller scores them exactly.

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from semrag.embeddings import Embedder
 from semrag.errors import LLMOutputError
 from semrag.postprocess._spc_records import Repair, Source
 from semrag.postprocess._spc_sources import SourceLookup
@@ -18,6 +19,7 @@ from semrag.postprocess.coverage import (
 from semrag.postprocess.detect import Completeness, assess
 from semrag.postprocess.stitch import covering_sentences
 from semrag.text.phrases import content_words
+from semrag.text.tokens import Tokenizer
 from semrag.types import Chunk, ScoredChunk
 
 
@@ -29,7 +31,7 @@ def repair_plan(
     delta: float,
     neighbours: int,
     budget: int | None,
-    tokenizer: Any,
+    tokenizer: Tokenizer,
     keep_stitched: bool,
 ) -> RepairPlan:
     """What SPC does to one retrieved chunk: nothing, or its repair from its source.
@@ -54,7 +56,9 @@ def repair_plan(
     )
 
 
-def apply_llm_compression(plan: RepairPlan, reply: Any, notes: list[str], tokenizer: Any) -> None:
+def apply_llm_compression(
+    plan: RepairPlan, reply: Any, notes: list[str], tokenizer: Tokenizer
+) -> None:
     """Take an LLM's compression of the plan's window if it keeps to the budget and source."""
     if isinstance(reply, LLMOutputError):
         notes.append("compress: LLM reply invalid; extractive repair kept")
@@ -79,7 +83,7 @@ def assemble(
     plans: list[RepairPlan],
     lookup: SourceLookup,
     *,
-    tokenizer: Any,
+    tokenizer: Tokenizer,
     rate: Callable[[Chunk], Completeness],
 ) -> tuple[list[ScoredChunk], list[Repair]]:
     """The chunks as repaired (``rate`` scores a repaired one again) and what was done."""
@@ -191,7 +195,7 @@ def plan_repair(
     *,
     neighbours: int,
     budget: int,
-    tokenizer: Any,
+    tokenizer: Tokenizer,
     keep_stitched: bool = False,
 ) -> RepairPlan:
     """The repair of a damaged chunk from its source: it grows, it never moves or trims.
@@ -243,7 +247,7 @@ def budgeted(
     delta: float,
     budget: int,
     cost_of: Callable[[str], int],
-    embedder: Any,
+    embedder: Embedder,
     decay: float,
 ) -> tuple[list[ScoredChunk], list[Repair], list[Repair]]:
     """The hits as one context of at most ``budget`` (:func:`~semrag.postprocess.budget.allocate`).
@@ -385,7 +389,7 @@ def _sentence_maps(
     sources: dict[str, Source],
     spans: list[tuple[str, int, int]],
     q: np.ndarray,
-    embedder: Any,
+    embedder: Embedder,
 ) -> dict[str, SentenceMap]:
     """Each source's sentences and their cosine with the query: what an extension is worth.
 

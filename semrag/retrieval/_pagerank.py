@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 Floats = npt.NDArray[np.float32]
 Ints = npt.NDArray[np.int64]
 
 
 def personalized_pagerank(
-    transition: Any,
+    transition: sp.csr_matrix,
     seeds: npt.NDArray[np.float64],
     damping: float,
     *,
@@ -50,7 +53,7 @@ def personalized_pagerank(
 
 
 def local_pagerank(
-    transition: Any,
+    transition: sp.csr_matrix,
     degree: npt.NDArray[np.float64],
     seeds: npt.NDArray[np.float64],
     damping: float,

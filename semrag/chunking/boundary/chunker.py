@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import numbers
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from semrag._validation import Interval, check_param
 from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, Prepared
 from semrag.chunking.boundary.rules import check_rule, gap_breaks
+from semrag.embeddings import Embedder
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.tokens import Tokenizer
+
+if TYPE_CHECKING:
+    from semrag.chunking.boundary.models import PairModel
 
 __all__ = ["MFCChunker", "PSCChunker", "PairModelChunker", "shipped_weights"]
 
@@ -58,9 +62,9 @@ class PairModelChunker(BoundaryChunker):
 
     def __init__(
         self,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         *,
-        model: str | Path | Any = None,
+        model: str | Path | PairModel | None = None,
         threshold: float | None = None,
         rule: str | None = None,
         max_tokens: int = 1024,
@@ -88,18 +92,17 @@ class PairModelChunker(BoundaryChunker):
             )
         self._threshold = threshold
         self._rule_arg = rule if rule is None else check_rule(rule, type(self).__name__)
-        self._model_arg = model
-        self._model: Any = None
+        self._model: PairModel | None = None
         if model is None:
             if self.preset is None:
                 raise ConfigError("PairModelChunker needs model= (a directory or a loaded model)")
             model = shipped_weights(self.preset)
         if isinstance(model, (str, Path)) and not Path(model).is_dir():
             raise ConfigError(f"no boundary model directory at {model}")
-        self._model_arg = model
+        self._model_arg: str | Path | PairModel = model
 
     @property
-    def model(self) -> Any:
+    def model(self) -> PairModel:
         """The pair model, loaded on first use and checked against the embedder.
 
         Raises:

@@ -40,7 +40,7 @@ import numpy.typing as npt
 import torch
 
 from semrag.chunking.boundary.rules import check_rule
-from semrag.embeddings import BaseEmbedder, as_embedder
+from semrag.embeddings import BaseEmbedder, Embedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.fingerprint import MIN_PROBE_COSINE, PROBE_TEXTS, EmbedderFingerprint
 
@@ -150,7 +150,7 @@ class PairModel(torch.nn.Module):
         pairs: PairSet | Sequence[tuple[str, str]],
         labels: Sequence[float] | None = None,
         *,
-        embedder: Any,
+        embedder: BaseEmbedder,
         dev: PairSet | Sequence[tuple[str, str]] | None = None,
         dev_labels: Sequence[float] | None = None,
         config: TrainConfig | None = None,
@@ -216,7 +216,7 @@ class PairModel(torch.nn.Module):
         pairs: Sequence[tuple[str, str]] | npt.ArrayLike,
         right: npt.ArrayLike | None = None,
         *,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         batch_size: int = 4096,
     ) -> npt.NDArray[np.float32]:
         """p(same section) for each pair (CPU, no gradients).
@@ -236,7 +236,7 @@ class PairModel(torch.nn.Module):
             if embedder is None:
                 raise ConfigError("predict_proba on text pairs needs embedder=")
             self.check_encoder(embedder)
-            texts = [t for pair in pairs for t in pair]  # type: ignore[union-attr]
+            texts = [str(t) for pair in pairs for t in pair]  # type: ignore[union-attr]
             vectors = np.asarray(embedder.embed(texts), dtype=np.float32).reshape(-1, 2, self.dim)
             left, right_ = vectors[:, 0], vectors[:, 1]
         else:
@@ -264,7 +264,7 @@ class PairModel(torch.nn.Module):
         self.train(was_training)
         return out
 
-    def check_encoder(self, embedder: Any) -> None:
+    def check_encoder(self, embedder: Embedder) -> None:
         """Raise unless ``embedder`` is the encoder the weights were trained on.
 
         Accepted: the same weights fingerprint, or probe embeddings within cosine 0.99 of

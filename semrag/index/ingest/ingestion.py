@@ -413,7 +413,7 @@ class _ThemeAsker:
         )
 
 
-def id_list(ids: Any) -> list[str]:
+def id_list(ids: object) -> list[str]:
     """``ids`` (one id or an iterable of ids) as a list of strings.
 
     Raises:

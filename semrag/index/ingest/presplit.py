@@ -63,7 +63,7 @@ class PieceOfText:
     metadata: dict[str, Any]
 
 
-def _int_or_none(value: Any) -> int | None:
+def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 

@@ -131,7 +131,9 @@ class ApproximateRows:
             sample = np.concatenate([sample, more[pick[first.size :] - rows.shape[0]]])
         return layout.empty(self.dim, sample), layout
 
-    def placed(self, state: DistinctRows, layout: Layout, vectors: Any, *, locked: bool) -> Ints:
+    def placed(
+        self, state: DistinctRows, layout: Layout, vectors: np.ndarray | StoredRows, *, locked: bool
+    ) -> Ints:
         """The stored rows of ``vectors`` (the next rows); inserts the ones the graph lacks.
 
         ``locked``: insert under the lock searches share (the graph is being read).

@@ -18,6 +18,7 @@ from semrag.index.parts._ssg_view import mean_of
 from semrag.index.parts.passages import PassagePhrases
 from semrag.index.parts.pieces import PieceIndex, check_split
 from semrag.index.parts.ssg import SSGConfig, window_ranges
+from semrag.text.tokens import Tokenizer
 
 ENABLED = ("passages", "pieces", "ssg")
 """The parts :meth:`~semrag.SemanticIndex.enable` builds."""
@@ -37,7 +38,7 @@ def new_part(
     split: tuple[int, int],
     *,
     embedder: BaseEmbedder,
-    tokenizer: Any,
+    tokenizer: Tokenizer,
     dense_kind: str,
 ) -> PassagePhrases | PieceIndex:
     """An empty ``"passages"`` or ``"pieces"`` part (staged with every record next)."""

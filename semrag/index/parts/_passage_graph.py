@@ -26,6 +26,8 @@ from semrag.index._top_k import top_k
 from semrag.types import Chunk
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
+
     from semrag.index.parts.passages import DocPhrases, NameRegistry
 
 Floats = npt.NDArray[np.float32]
@@ -180,7 +182,7 @@ class PassageGraph:
     """Phrase numbers each passage mentions (those of its chunks, each once, ascending)."""
     df: npt.NDArray[np.float64]
     """Passages mentioning each phrase (at least 1)."""
-    transition: Any
+    transition: sp.csr_matrix
     """Column-stochastic transition matrix over all nodes (scipy CSR, for fast products)."""
     degree: npt.NDArray[np.float64]
     """Weighted degree of each node (the undirected adjacency's column sums)."""

@@ -14,6 +14,7 @@ from semrag.errors import ConfigError
 from semrag.index._top_k import top_k
 from semrag.index.change import Floats, IndexedDocument
 from semrag.index.parts.ssg import SemanticSimilarityGraph
+from semrag.text.tokens import Tokenizer
 from semrag.types import Chunk, Span
 
 
@@ -95,7 +96,7 @@ class SSGView:
         entries: Mapping[str, IndexedDocument],
         sentence_matrix: Floats,
         sentence_offsets: Sequence[int],
-        tokenizer: Any,
+        tokenizer: Tokenizer,
         dim: int,
     ) -> None:
         self.version = version

@@ -308,7 +308,7 @@ class DenseIndex:
         return self.staged_batches(change.removed_chunk_ids(), batches, rows=rows, placed=placed)
 
     def staged(
-        self, removed: Sequence[int] | Ints, ids: Sequence[int] | Ints, vectors: Any
+        self, removed: Sequence[int] | Ints, ids: Sequence[int] | Ints, vectors: npt.ArrayLike
     ) -> StagedVersion:
         """Stage the version without ``removed`` and with ``ids``; returns its publisher.
 

@@ -19,6 +19,7 @@ from semrag.index.parts.live_ssg import LiveSSG
 from semrag.index.parts.passages import PassagePhrases
 from semrag.index.parts.pieces import PieceIndex
 from semrag.index.parts.sparse import BM25Index
+from semrag.text.tokens import Tokenizer
 
 __all__ = ["PartSet"]
 
@@ -179,7 +180,7 @@ class PartSet:
         self._shared = tuple(weakref.ref(b) for b in buffers)
 
     def publish_view(
-        self, version: int, by_id: Mapping[str, IndexedDocument], tokenizer: Any
+        self, version: int, by_id: Mapping[str, IndexedDocument], tokenizer: Tokenizer
     ) -> None:
         """Make the graph of this version the one readers take (nothing without a graph)."""
         ssg = self.ssg

@@ -34,9 +34,11 @@ import numpy.typing as npt
 
 from semrag._validation import INT, Interval, check_param
 from semrag.chunking._split import split_with_overlap
+from semrag.embeddings import Embedder
 from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index.change import Change, IndexedDocument, differences
 from semrag.index.parts.dense import DenseIndex
+from semrag.text.tokens import Tokenizer
 from semrag.types import Chunk, Span
 
 __all__ = ["PieceIndex", "check_split"]
@@ -139,7 +141,9 @@ class PieceIndex:
             vector store's).
     """
 
-    def __init__(self, split: tuple[int, int], tokenizer: Any, embedder: Any, kind: str) -> None:
+    def __init__(
+        self, split: tuple[int, int], tokenizer: Tokenizer, embedder: Embedder, kind: str
+    ) -> None:
         self.split = check_split("PieceIndex", split)
         self.tokenizer = tokenizer
         self.embedder = embedder
@@ -308,8 +312,8 @@ class PieceIndex:
         directory: Path,
         documents: Sequence[IndexedDocument],
         *,
-        tokenizer: Any,
-        embedder: Any,
+        tokenizer: Tokenizer,
+        embedder: Embedder,
         config: dict[str, Any],
         version: int = 0,
     ) -> PieceIndex:

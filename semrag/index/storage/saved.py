@@ -28,6 +28,7 @@ from semrag.index.parts.pieces import PieceIndex
 from semrag.index.parts.sparse import BM25Index
 from semrag.index.parts.ssg import SSGConfig
 from semrag.index.storage.persist import atomic_directory
+from semrag.text.tokens import Tokenizer
 from semrag.types import Chunk, Document, Span
 
 FORMAT_VERSION = 3  # 3: the embedder's fingerprint; 2: the graph's neighbour lists (1 is rebuilt)
@@ -147,7 +148,7 @@ def restore(
     parts: PartSet,
     *,
     embedder: BaseEmbedder,
-    tokenizer: Any,
+    tokenizer: Tokenizer,
     sentence_dtype: str,
     client: VectorClient | None,
 ) -> None:
