@@ -306,7 +306,7 @@ def budgeted(
             c for c, out in zip(source_text[region.start : region.end], beyond, strict=True) if out
         )
         grown = bool(extra.strip())
-        cut = any(spans[r][2] > region.end for r in region.hits)  # the last hit, at the budget
+        cut = {r for r in region.hits if spans[r][2] > region.end}  # the last hit, at the budget
         chunk = owner.chunk
         if region.doc_id in maps:
             sentences = maps[region.doc_id]
@@ -324,14 +324,14 @@ def budgeted(
         elif region.end < len(chunk.text):  # a hit without a source, cut at the budget
             end = chunk.end - len(chunk.text) + region.end if chunk.has_offsets else chunk.end
             chunk = replace(chunk, text=chunk.text[: region.end], end=end)
-            cut = True
+            cut = {region.hits[0]}
         for n, rank in enumerate(region.hits):
             hit, comp = kept[rank], found[rank]
-            action = why[rank] or (
-                "merged"
+            action = why[rank] or (  # a hit not whole in its region says so, merged or not
+                "cut_at_budget"
+                if rank in cut
+                else "merged"
                 if n
-                else "cut_at_budget"
-                if cut and not grown
                 else ("repaired" if comp.damaged(delta) else "expanded")
                 if grown
                 else "intact"
