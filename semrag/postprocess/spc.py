@@ -96,6 +96,13 @@ DECAY = 0.8
 :func:`~semrag.postprocess.budget.allocate`): chosen on the development sets of
 ``benchmarks/context_repair.py`` (0, 0.8, 0.9, 0.95 compared)."""
 
+_TIE = 1e-3  # cosines this close are a tie (float16 vectors, another search's rounding)
+
+
+def _by_rank(relevance: np.ndarray) -> np.ndarray:
+    """Each hit's value in the budget: at least that of any hit its retriever ranked below it."""
+    return np.maximum.accumulate(relevance[::-1])[::-1] if relevance.size else relevance
+
 
 class SPC(Params):
     """Semantic-preserving chunk repair and coverage audit (InSemRAG §3.2.2).
@@ -121,7 +128,11 @@ class SPC(Params):
             length function such as ``len``); default the index chunker's (or the
             embedder's, or whitespace).
         refine: ``True`` to rescore and cut to ``k``; ``False`` keeps the given order
-            (still cut to ``k``).
+            (still cut to ``k``). Without an LLM the rescoring (each hit's cosine with the
+            query, averaged with its best sentence's) reorders only hits that come ranked
+            by that cosine, a dense search: another order (a graph walk, fused channels,
+            a reranker, another embedding model) is the retriever's judgement and is
+            kept, since cosine with the query cannot see a second hop.
         audit: run the coverage audit on every call (off by default: without an LLM it
             changes no evidence and, re-queried by :class:`~semrag.retrieval.RetrieveAndCheck`,
             it helped only where the budget had room, ``benchmarks/context_repair.py
@@ -347,7 +358,7 @@ class SPC(Params):
             chunks, actions, by_chunk = budgeted(
                 kept,
                 found,
-                self._relevance(q, kept).tolist(),
+                _by_rank(self._relevance(q, kept)).tolist(),
                 q,
                 lookup,
                 delta=self.delta,
@@ -399,8 +410,11 @@ class SPC(Params):
     def _refine_rules(self, q: np.ndarray, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         if not self.refine or len(hits) <= 1:
             return hits[: self.k]
-        score = self._relevance(q, hits)
-        order = np.argsort(-score, kind="stable")[: self.k]
+        similarity, score = self._similarities(q, hits)
+        # a retriever that ranked by this similarity (a dense search) is refined by its best
+        # sentences; any other order (a graph walk, fused channels, a reranker) is kept
+        ranked = bool(np.all(np.diff(similarity) <= _TIE))
+        order = (np.argsort(-score, kind="stable") if ranked else np.arange(len(hits)))[: self.k]
         return [
             replace(hits[i], channel_scores={**hits[i].channel_scores, "refine": float(score[i])})
             for i in order
@@ -408,8 +422,14 @@ class SPC(Params):
 
     def _relevance(self, q: np.ndarray, hits: list[ScoredChunk]) -> np.ndarray:
         """Each hit's relevance: the mean of its and its best sentence's cosine with ``q``."""
+        return self._similarities(q, hits)[1]
+
+    def _similarities(
+        self, q: np.ndarray, hits: list[ScoredChunk]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each hit's cosine with ``q``, and its relevance (see :meth:`_relevance`)."""
         if not hits:
-            return np.zeros(0)
+            return np.zeros(0), np.zeros(0)
         chunk_vecs: list[np.ndarray | None] = [self._stored_chunk_vector(h.chunk) for h in hits]
         todo_chunks = [i for i, v in enumerate(chunk_vecs) if v is None]
         if todo_chunks:
@@ -433,7 +453,7 @@ class SPC(Params):
             for i, sents in todo:
                 best_sentence[i] = float(sims[pos : pos + len(sents)].max())
                 pos += len(sents)
-        return np.asarray((chunk_sim + np.asarray(best_sentence)) / 2)
+        return chunk_sim, np.asarray((chunk_sim + np.asarray(best_sentence)) / 2)
 
     def _stored_chunk_vector(self, chunk: Chunk) -> np.ndarray | None:
         """The index's vector of ``chunk`` when it is one of the index's chunks."""

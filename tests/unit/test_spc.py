@@ -177,14 +177,14 @@ def test_chunks_without_offsets_are_located_when_unique(index):
     assert result.actions[0].action == "repaired"
 
 
-def test_refine_keeps_top_k_by_query_similarity(index):
-    hits = [
-        hit_of("Bees make honey in hives.", "Bees make honey in hives.", "other", 9.0),
-        hit_of(TEXT, "The election was held in June.", score=1.0),
-    ]
-    result = SPC(index, k=1, audit=False).process("When was the election held?", hits)
-    assert [h.chunk.doc_id for h in result.chunks] == ["pm"]
-    assert "refine" in result.chunks[0].channel_scores
+def test_refine_keeps_an_order_that_is_not_the_query_similarity(index):
+    query = "When was the election held?"
+    dense = index.search(query, 4)
+    # a graph walk's order (a second hop need not resemble the query): kept, cut to k
+    walked = [dense[-1], *dense[:-1]]
+    kept = SPC(index, k=2, audit=False).process(query, walked)
+    assert [a.before for a in kept.actions] == [(h.chunk.start, h.chunk.end) for h in walked[:2]]
+    assert all("refine" in h.channel_scores for h in kept.chunks)
 
 
 def test_contained_chunks_are_dropped(index):
