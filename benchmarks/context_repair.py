@@ -393,15 +393,15 @@ def audit_table(model: Any, limit: int) -> str:
         repaired = {b: spc.process(q.text, single).chunks for b, spc in budgeted.items()}
         t_spc = (time.perf_counter() - t) / len(BUDGETS)
         for name, hits_at, took in (
-            ("one retrieval (IAR)", lambda _b: single, t_single),
-            (spc_name, repaired.__getitem__, t_single + t_spc),
-            ("RetrieveAndCheck", lambda _b: checked.chunks, t_loop),
+            ("one retrieval (IAR)", dict.fromkeys(BUDGETS, single), t_single),
+            (spc_name, repaired, t_single + t_spc),
+            ("RetrieveAndCheck", dict.fromkeys(BUDGETS, checked.chunks), t_loop),
         ):
             total = _covered(q.references, q.references)
             row = rows[name]
             row.setdefault("ms", []).append(1000 * took)
             for budget in BUDGETS:
-                spans = [(pos[h.chunk.doc_id], h.chunk.start, h.chunk.end) for h in hits_at(budget)]
+                spans = [(pos[h.chunk.doc_id], h.chunk.start, h.chunk.end) for h in hits_at[budget]]
                 context = fill(spans, budget)
                 row.setdefault(f"recall {budget}", []).append(
                     _covered(context, q.references) / total
