@@ -372,3 +372,26 @@ async def test_a_context_budget_through_both_frameworks_over_their_own_retriever
     assert sum(len(n.node.get_content().split()) for n in out) <= 40
     for n in out:
         assert TEXT[n.node.start_char_idx : n.node.end_char_idx] == n.node.get_content()
+
+
+def test_spc_keeps_a_retrievers_own_order_in_both_frameworks():
+    """A graph walk's order is not the query's cosine: SPC keeps it (cut to k) in both."""
+    from langchain_semrag.retrievers import to_lc_documents
+    from llama_index_semrag.retrievers import to_nodes
+
+    index, query = shared_index(), "When was the election held?"
+    walked = list(reversed(index.search(query, 3)))  # least similar first
+    want = [(h.chunk.doc_id, h.chunk.start) for h in walked[:2]]
+    lc = langchain_semrag.SPCCompressor(index=index, k=2)
+    docs = lc.compress_documents(to_lc_documents(walked), query)
+    got = [
+        (d.metadata["semrag_spc"]["doc_id"], d.metadata["semrag_spc"]["before"][0]) for d in docs
+    ]
+    assert got == want
+    li = llama_index_semrag.SPCPostprocessor(index=index, k=2)
+    nodes = li.postprocess_nodes(to_nodes(walked), query_str=query)
+    got = [
+        (n.node.metadata["semrag_spc"]["doc_id"], n.node.metadata["semrag_spc"]["before"][0])
+        for n in nodes
+    ]
+    assert got == want
