@@ -4,7 +4,8 @@
 gets. It is a greedy choice among two kinds of step, each valued by its cosine with the
 query (the numbers dense search ranks by):
 
-* **take the next hit** (in the retriever's order): its own span, valued by its relevance;
+* **take the next hit** (in the retriever's order): its own span, valued by its relevance,
+  or by the best of the hits ranked below it when that is more (the retriever's order stands);
 * **extend a region** already in the context by the sentence just before or after it,
   valued by that sentence's relevance; completing a sentence the region cuts, or the
   sentence a damaged side asks for (an opening pronoun, a dangling enumeration: what
@@ -81,7 +82,9 @@ def allocate(
 
     Args:
         spans: each hit's ``(doc_id, start, end)``, in the retriever's order.
-        values: each hit's relevance to the query.
+        values: each hit's relevance to the query. A hit is worth at least any hit ranked
+            below it (its retriever judged it the better one), so a second hop that does
+            not resemble the query is not passed over for the first hop's context.
         sentences: a document's :class:`SentenceMap` (``None``: its hits cannot grow).
         asks: per hit, whether a damage signal asks for the sentence before it, after it.
         budget: what the context may spend, in ``cost``'s unit.
@@ -108,6 +111,7 @@ def allocate(
     def spent(regions: list[Region]) -> int:
         return sum(cost(r.doc_id, r.start, r.end) for r in regions)
 
+    values = np.maximum.accumulate(np.asarray(values, dtype=np.float64)[::-1])[::-1].tolist()
     regions: list[Region] = []
     taken = 0
     blocked: set[tuple[str, int, int]] = set()

@@ -99,11 +99,6 @@ DECAY = 0.8
 _TIE = 1e-3  # cosines this close are a tie (float16 vectors, another search's rounding)
 
 
-def _by_rank(relevance: np.ndarray) -> np.ndarray:
-    """Each hit's value in the budget: at least that of any hit its retriever ranked below it."""
-    return np.maximum.accumulate(relevance[::-1])[::-1] if relevance.size else relevance
-
-
 class SPC(Params):
     """Semantic-preserving chunk repair and coverage audit (InSemRAG §3.2.2).
 
@@ -358,7 +353,7 @@ class SPC(Params):
             chunks, actions, by_chunk = budgeted(
                 kept,
                 found,
-                _by_rank(self._relevance(q, kept)).tolist(),
+                self._relevance(q, kept).tolist(),
                 q,
                 lookup,
                 delta=self.delta,

@@ -128,3 +128,20 @@ def test_spc_with_a_context_budget_returns_exact_spans_that_contain_their_hits(c
         if a.action in ("intact", "expanded", "repaired", "merged"):
             assert a.after[0] <= a.before[0] and a.before[1] <= a.after[1]
     assert sum(a.action == "cut_at_budget" for a in result.actions) <= 1
+
+
+def test_a_hit_is_worth_what_the_hits_ranked_below_it_are():
+    # hit 0 in doc "a" (a relevant sentence after it); hit 1, a second hop in doc "b" that
+    # does not resemble the query, ranked above hit 2, which does
+    a = SentenceMap(np.array([0, 10]), np.array([9, 19]), np.array([0.9, 0.6]))
+    spans = [("a", 0, 9), ("b", 0, 9), ("c", 0, 9)]
+    regions = allocate(
+        spans,
+        [0.9, 0.1, 0.7],
+        {"a": a}.get,
+        [(False, False)] * 3,
+        27,
+        lambda d, s, e: e - s,
+    )
+    # the second hop is worth the 0.7 of the hit below it: taken before a's 0.6 sentence
+    assert [(r.doc_id, r.start, r.end) for r in regions] == [("a", 0, 9), ("b", 0, 9), ("c", 0, 9)]
