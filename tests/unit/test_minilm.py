@@ -64,6 +64,22 @@ def test_passes_side_by_side_give_the_vectors_of_one_pass_at_a_time(numpy_minilm
     np.testing.assert_allclose(parallel.embed(TEXTS), many, atol=1e-6)
 
 
+def test_a_batch_holds_texts_of_like_word_piece_counts_whatever_their_characters():
+    # Equal characters, unequal word pieces: "word " is one piece, "x;" two. Sorted by
+    # characters alone, every batch of 8 would mix them and pad the short texts 5-fold.
+    short = [f"word{i % 10} " * 10 for i in range(12)]
+    long = [f"{i % 10};" * 30 for i in range(12)]
+    texts = [t for pair in zip(short, long, strict=True) for t in pair]
+    assert {len(t) for t in texts} == {60}
+    emb = MiniLMEmbedder(cache_size=0, batch_size=4, threads=1)
+    batches = list(emb._passes(texts))
+    assert sorted(i for rows, *_ in batches for i in rows.tolist()) == list(range(len(texts)))
+    for rows, encoded, states, mask in batches:
+        assert {len(e.ids) for e in encoded} == {mask.shape[1]}  # nothing padded
+        assert {i % 2 for i in rows.tolist()} in ({0}, {1})
+        assert states.shape[:2] == mask.shape
+
+
 def test_blas_is_held_to_one_thread_while_passes_run_and_given_back_after():
     from threadpoolctl import threadpool_info, threadpool_limits
 
