@@ -20,7 +20,7 @@ by word pieces (sorting by characters alone, as sentence-transformers does, pads
 of 8 default chunks by a fifth: computed and thrown away). Batches run side by side, one
 per core, each on one BLAS thread: a forward pass is half matrix products (BLAS) and half
 element-wise numpy work (one thread), so passes in parallel keep both cores busy where one
-pass over a threaded BLAS leaves one idle (1.5x on 2 cores, RESULTS "Building the index").
+pass over a threaded BLAS leaves one idle (1.3x on 2 cores, RESULTS "Building the index").
 """
 
 from __future__ import annotations
