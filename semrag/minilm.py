@@ -18,9 +18,10 @@ Texts are embedded in batches of similar word-piece counts, each padded to its l
 text: sorted by characters, then, a window of texts at a time, tokenized once and sorted
 by word pieces (sorting by characters alone, as sentence-transformers does, pads a batch
 of 8 default chunks by a fifth: computed and thrown away). Batches run side by side, one
-per core, each on one BLAS thread: a forward pass is half matrix products (BLAS) and half
-element-wise numpy work (one thread), so passes in parallel keep both cores busy where one
-pass over a threaded BLAS leaves one idle (1.3x on 2 cores, RESULTS "Building the index").
+per core, each on one BLAS thread: element-wise numpy work runs on one thread and a small
+batch's matrix products gain little from a second BLAS thread, so passes in parallel keep
+both cores busy where one pass over a threaded BLAS leaves a core idle part of the time
+(1.3x on 2 cores, RESULTS "Building the index").
 """
 
 from __future__ import annotations
