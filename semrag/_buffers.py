@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 from semrag._deps import faiss as _faiss
+from semrag._rwlock import RWLock
 from semrag.errors import ConfigError
 
-__all__ = ["HNSW_DTYPES", "GrowingRows", "StoredRows", "hnsw_graph", "insert_rows", "stored_dtype"]
+__all__ = [
+    "HNSW_DTYPES",
+    "FaissIndex",
+    "GrowingRows",
+    "StoredRows",
+    "hnsw_graph",
+    "insert_rows",
+    "stored_dtype",
+]
 
 Floats = npt.NDArray[np.floating]
+FaissIndex: TypeAlias = Any
+"""A ``faiss.Index`` (FAISS ships no type hints)."""
 
 
 class GrowingRows:
@@ -60,7 +71,7 @@ class GrowingRows:
 HNSW_DTYPES = ("float16", "float32")  # what an HNSW graph stores its rows as
 
 
-def hnsw_graph(dim: int, m: int, ef_construction: int, dtype: str) -> Any:
+def hnsw_graph(dim: int, m: int, ef_construction: int, dtype: str) -> FaissIndex:
     """An empty FAISS HNSW graph over inner products that stores its rows as ``dtype``.
 
     ``"float32"``: ``IndexHNSWFlat``. ``"float16"``: ``IndexHNSWSQ`` with FAISS's fp16
@@ -83,7 +94,9 @@ def hnsw_graph(dim: int, m: int, ef_construction: int, dtype: str) -> Any:
     return graph
 
 
-def stored_dtype(graph: Any, dim: int, *, storage: Any = None) -> np.dtype[Any]:
+def stored_dtype(
+    graph: FaissIndex, dim: int, *, storage: FaissIndex | None = None
+) -> np.dtype[Any]:
     """The type ``graph`` (an HNSW graph of ``dim`` values a row) stores each value as.
 
     Read from the graph itself, so a graph saved before float16 storage loads as the
@@ -101,7 +114,7 @@ def stored_dtype(graph: Any, dim: int, *, storage: Any = None) -> np.dtype[Any]:
     raise ConfigError(f"an HNSW graph stores {width} bytes a row, not {dim} float values")
 
 
-def insert_rows(index: Any, vectors: np.ndarray | StoredRows, block: int = 1 << 16) -> None:
+def insert_rows(index: FaissIndex, vectors: np.ndarray | StoredRows, block: int = 1 << 16) -> None:
     """Insert rows into a FAISS index as float32, a block at a time.
 
     So float16 rows, or rows read from another index (:class:`StoredRows`), are never
@@ -138,14 +151,14 @@ class StoredRows:
 
     def __init__(
         self,
-        index: Any,
-        lock: Any,
+        index: FaissIndex,
+        lock: RWLock,
         serials: npt.NDArray[np.int64],
         dtype: Any,
         dim: int,
         _seen: list[Any] | None = None,
         *,
-        storage: Any = None,
+        storage: FaissIndex | None = None,
     ) -> None:
         self.index, self.lock, self.dim = index, lock, dim
         self.dtype = np.dtype(dtype)

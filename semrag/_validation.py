@@ -94,7 +94,7 @@ class Interval:
             raise ConfigError(f"closed must be both, left, right or neither, got {closed!r}")
         self.kind, self.left, self.right, self.closed = kind, left, right, closed
 
-    def normalize(self, value: Any) -> Any:
+    def normalize(self, value: object) -> Any:
         """The value as ``int`` / ``float`` if it lies in the interval, else ``_REJECT``."""
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
             return _REJECT
@@ -121,10 +121,10 @@ class Interval:
 class Options:
     """One of a fixed set of values (compared with ``==``; strings must match exactly)."""
 
-    def __init__(self, *values: Any) -> None:
+    def __init__(self, *values: object) -> None:
         self.values = values
 
-    def normalize(self, value: Any) -> Any:
+    def normalize(self, value: object) -> Any:
         """The value if it is one of the options, else ``_REJECT``."""
         for option in self.values:
             if type(value) is type(option) and value == option:
@@ -141,7 +141,7 @@ class HasMethods:
     def __init__(self, *names: str) -> None:
         self.names = names
 
-    def normalize(self, value: Any) -> Any:
+    def normalize(self, value: object) -> Any:
         """The value if it has every method, else ``_REJECT``."""
         ok = all(callable(getattr(value, n, None)) for n in self.names)
         return value if ok else _REJECT
@@ -187,7 +187,7 @@ class _Reject:
 _REJECT = _Reject()
 
 
-def _describe(constraint: Any) -> str:
+def _describe(constraint: object) -> str:
     if constraint is object:
         return "any object"
     if constraint is None:
@@ -201,7 +201,7 @@ def _describe(constraint: Any) -> str:
     return str(constraint)
 
 
-def _normalize(value: Any, constraint: Any) -> Any:
+def _normalize(value: object, constraint: object) -> Any:
     if constraint is None:
         return None if value is None else _REJECT
     if constraint is bool:
@@ -217,7 +217,7 @@ def _normalize(value: Any, constraint: Any) -> Any:
     raise ConfigError(f"unknown constraint {constraint!r}")
 
 
-def check_param(owner: str, name: str, value: Any, constraints: Sequence[Any]) -> Any:
+def check_param(owner: str, name: str, value: object, constraints: Sequence[Any]) -> Any:
     """Check one value against its constraints and return it normalised.
 
     Raises:
@@ -257,7 +257,7 @@ def validate_params(
 _K = [Interval(numbers.Integral, 1, None)]
 
 
-def check_k(owner: str, k: Any, default: int) -> int:
+def check_k(owner: str, k: object, default: int) -> int:
     """A per-call ``k``: ``None`` means ``default``; otherwise an int >= 1.
 
     Raises:
@@ -266,7 +266,7 @@ def check_k(owner: str, k: Any, default: int) -> int:
     return default if k is None else check_param(owner, "k", k, _K)
 
 
-def check_query(owner: str, query: Any) -> str:
+def check_query(owner: str, query: object) -> str:
     """A query must be a string with at least one non-whitespace character, valid Unicode.
 
     Checked at every entry point before any encoder runs: a lone surrogate (what a bad
@@ -395,7 +395,7 @@ class RenamedAttribute:
     def __set_name__(self, owner: type, name: str) -> None:
         self.old = name
 
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
         if obj is None:
             return self
         warnings.warn(
@@ -475,7 +475,7 @@ class Params:
         return f"{type(self).__name__}({', '.join(shown)})"
 
 
-def _same(value: Any, default: Any) -> bool:
+def _same(value: object, default: object) -> bool:
     if value is default:
         return True
     if isinstance(value, (bool, int, float, str, tuple, type(None))):
@@ -483,7 +483,7 @@ def _same(value: Any, default: Any) -> bool:
     return False
 
 
-def _brief(value: Any) -> str:
+def _brief(value: object) -> str:
     """A value as ``repr`` shows it: plain values in full, objects by their class."""
     if isinstance(value, (bool, int, float, str, tuple, type(None))):
         return repr(value)

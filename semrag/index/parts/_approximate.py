@@ -21,11 +21,12 @@ in how a search finds candidates:
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
-from semrag._buffers import hnsw_graph
+from semrag._buffers import FaissIndex, hnsw_graph
 from semrag._deps import faiss as _faiss
 from semrag.errors import ConfigError
 
@@ -38,6 +39,10 @@ __all__ = [
     "ListsLayout",
     "layout_of_saved",
 ]
+
+Floats = npt.NDArray[np.floating]
+Bitmap = npt.NDArray[np.uint8]
+"""One bit a stored row, packed (``np.packbits``): the rows a search may return."""
 
 MIN_LIST_ROWS = 39
 """Training rows per list FAISS asks for (fewer: it warns that its k-means is underfed)."""
@@ -61,15 +66,15 @@ class Layout(Protocol):
         """The rows it trains on, at most (a sample of the rows)."""
         ...
 
-    def empty(self, dim: int, sample: Any) -> Any:
+    def empty(self, dim: int, sample: Floats) -> FaissIndex:
         """A new FAISS index for rows like ``sample`` (what it trains on, if it trains)."""
         ...
 
-    def params(self, bitmap: Any, k: int) -> Any:
+    def params(self, bitmap: Bitmap, k: int) -> FaissIndex:
         """FAISS search parameters: search ``k`` hits among the serials ``bitmap`` marks."""
         ...
 
-    def storage(self, index: Any) -> Any:
+    def storage(self, index: FaissIndex) -> FaissIndex:
         """The FAISS index within ``index`` whose codes are its rows, one after another."""
         ...
 
@@ -84,18 +89,18 @@ class GraphLayout:
         self.m, self.ef_construction = m, ef_construction
         self.ef_search, self.dtype = ef_search, dtype
 
-    def empty(self, dim: int, sample: Any) -> Any:  # noqa: ARG002 - a graph trains nothing
+    def empty(self, dim: int, sample: Floats) -> FaissIndex:  # noqa: ARG002 - a graph trains nothing
         graph = hnsw_graph(dim, self.m, self.ef_construction, self.dtype)
         graph.hnsw.efSearch = self.ef_search
         return graph
 
-    def params(self, bitmap: Any, k: int) -> Any:
+    def params(self, bitmap: Bitmap, k: int) -> FaissIndex:
         faiss = _faiss()
         return faiss.SearchParametersHNSW(
             sel=faiss.IDSelectorBitmap(bitmap), efSearch=max(self.ef_search, k)
         )
 
-    def storage(self, index: Any) -> Any:
+    def storage(self, index: FaissIndex) -> FaissIndex:
         return _faiss().downcast_index(index.storage)
 
 
@@ -125,7 +130,7 @@ class ListsLayout:
     def train_rows(self) -> int:
         return max(TRAIN_ROWS, self.lists * _TRAIN_PER_LIST)
 
-    def empty(self, dim: int, sample: Any) -> Any:
+    def empty(self, dim: int, sample: Floats) -> FaissIndex:
         if dim % 4:
             raise ConfigError(f"an inverted file codes 4 values a sub-vector, not dim {dim}")
         rows = int(sample.shape[0])
@@ -140,17 +145,17 @@ class ListsLayout:
         index.train(np.ascontiguousarray(sample, np.float32))
         return index
 
-    def params(self, bitmap: Any, k: int) -> Any:
+    def params(self, bitmap: Bitmap, k: int) -> FaissIndex:
         faiss = _faiss()
         lists = faiss.SearchParametersIVF(nprobe=self.nprobe, sel=faiss.IDSelectorBitmap(bitmap))
         factor = max(1.0, min(float(self.refine), MOST_RERANKED / max(k, 1)))
         return faiss.IndexRefineSearchParameters(k_factor=factor, base_index_params=lists)
 
-    def storage(self, index: Any) -> Any:
+    def storage(self, index: FaissIndex) -> FaissIndex:
         return _faiss().downcast_index(index.refine_index)
 
 
-def layout_of_saved(index: Any, graph: GraphLayout, lists: ListsLayout) -> Layout | None:
+def layout_of_saved(index: FaissIndex, graph: GraphLayout, lists: ListsLayout) -> Layout | None:
     """Which of the two layouts a FAISS index read from a save is (``None``: neither).
 
     (A save of the second format wrapped its HNSW graph in an id map: neither.)

@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag._buffers import StoredRows, insert_rows, stored_dtype
+from semrag._buffers import FaissIndex, StoredRows, insert_rows, stored_dtype
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import StoreError
@@ -32,6 +31,7 @@ __all__ = ["ApproximateRows"]
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
+Dead = npt.NDArray[np.bool_] | None  # rows removed since the last compaction
 
 _BLOCK = 1 << 16  # rows placed in a graph at a time
 
@@ -70,7 +70,7 @@ class ApproximateRows:
         return v.distinct.rows_of(found, top, k, v.n, v.dead)
 
     def version(
-        self, base: DenseVersion | None, ids: Ints, new: Any, dead: Any, live: int
+        self, base: DenseVersion | None, ids: Ints, new: Floats | StoredRows, dead: Dead, live: int
     ) -> DenseVersion:
         """The version whose rows are ``base``'s then ``new``, their vectors in a graph.
 
@@ -116,7 +116,9 @@ class ApproximateRows:
         v = DenseVersion(ids, rows, dead, live, graph, serials=serials, stored=state.stored)
         return replace(v, distinct=state, layout=layout)
 
-    def new_graph(self, rows: Any, more: Any = None) -> tuple[Any, Layout]:
+    def new_graph(
+        self, rows: Floats | StoredRows, more: Floats | StoredRows | None = None
+    ) -> tuple[FaissIndex, Layout]:
         """An empty graph for ``rows`` (then ``more``), and its layout.
 
         An inverted file trains on a seeded sample of them.
@@ -153,13 +155,13 @@ class ApproximateRows:
             out.append(serials)
         return np.concatenate(out)
 
-    def stored(self, graph: Any, layout: Layout, serials: Ints) -> StoredRows:
+    def stored(self, graph: FaissIndex, layout: Layout, serials: Ints) -> StoredRows:
         """The rows ``serials`` of ``graph``, read in place, as the graph stores them."""
         storage = layout.storage(graph)
         dtype = stored_dtype(graph, self.dim, storage=storage)
         return StoredRows(graph, self.lock, serials, dtype, self.dim, storage=storage)
 
-    def reader(self, graph: Any, layout: Layout) -> Callable[[Ints], Floats]:
+    def reader(self, graph: FaissIndex, layout: Layout) -> Callable[[Ints], Floats]:
         """Reads a graph's stored rows as float32 (a copy of the rows asked for)."""
         return lambda serials: np.asarray(self.stored(graph, layout, serials), np.float32)
 
@@ -178,7 +180,13 @@ class ApproximateRows:
         return serials
 
     def loaded(
-        self, faiss_file: Path, serials_file: Path, ids: Ints, vectors: Floats, dead: Any, live: int
+        self,
+        faiss_file: Path,
+        serials_file: Path,
+        ids: Ints,
+        vectors: Floats,
+        dead: Dead,
+        live: int,
     ) -> DenseVersion:
         """The version a save wrote: its graph read back, checked against ``vectors``.
 
