@@ -147,31 +147,44 @@ async def acall(request: Call | Together) -> Any:
     return await request.twin(*request.args, **request.kwargs)
 
 
-def advance(gen: Generator[Any, Any, Any], reply: Any) -> Any:
-    """One step: the generator's next request, or :class:`Done` with its result."""
+def advance(gen: Generator[Any, Any, Any], reply: Any, error: Exception | None = None) -> Any:
+    """One step: the generator's next request, or :class:`Done` with its result.
+
+    ``error``: the last request failed; it is raised inside the generator (at its
+    ``yield``), which may catch it as it would catch a call's.
+    """
     try:
-        return gen.send(reply)
+        return gen.send(reply) if error is None else gen.throw(error)
     except StopIteration as stop:
         return Done(stop.value)
 
 
 def drive(gen: Generator[Ask, Any, Result], answer: Callable[[Ask], Any]) -> Result:
-    """Run ``gen`` to the end, answering each request with ``answer`` (blocking)."""
-    reply = None
+    """Run ``gen`` to the end, answering each request with ``answer`` (blocking).
+
+    A request that fails raises its error inside ``gen``.
+    """
+    reply, error = None, None
     while True:
-        step = advance(gen, reply)
+        step = advance(gen, reply, error)
         if isinstance(step, Done):
             return step.value
-        reply = answer(step)
+        try:
+            reply, error = answer(step), None
+        except Exception as exc:
+            reply, error = None, exc
 
 
 async def adrive(
     gen: Generator[Ask, Any, Result], answer: Callable[[Ask], Awaitable[Any]]
 ) -> Result:
     """Async twin of :func:`drive`: generator steps run in a worker thread."""
-    reply = None
+    reply, error = None, None
     while True:
-        step = await asyncio.to_thread(advance, gen, reply)
+        step = await asyncio.to_thread(advance, gen, reply, error)
         if isinstance(step, Done):
             return step.value
-        reply = await answer(step)
+        try:
+            reply, error = await answer(step), None
+        except Exception as exc:
+            reply, error = None, exc

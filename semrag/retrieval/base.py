@@ -60,7 +60,7 @@ class IndexRetriever(Params, metaclass=ABCMeta):
         ['a']
     """
 
-    follows_graph: ClassVar[bool] = False
+    follows_graph: bool = False
     """Read the index's followers (its knowledge graph) at the index's version too."""
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "index": [object],
@@ -79,30 +79,61 @@ class IndexRetriever(Params, metaclass=ABCMeta):
 
         Yield a :class:`~semrag._steps.Call` for each read that may be a round trip (or a
         :class:`~semrag._steps.Together` for reads that do not depend on each other) and
-        receive its reply; return the hits. Everything runs at one version of the index.
+        receive its reply (a read that fails raises its error at the ``yield``); return
+        the hits. Everything runs at one version of the index. A retriever that
+        :meth:`asks <ask>` first takes the reply as a fourth argument.
         """
         ...
+
+    def ask(self, query: str) -> Call | None:
+        """A request answered before the index is read (an LLM naming the query's entities).
+
+        ``None`` (the default): nothing. Otherwise its reply is passed to :meth:`steps`
+        after ``k``. It is answered outside the index's read, so a slow LLM never keeps a
+        writer (and the readers queued behind it) waiting.
+        """
+        return None
 
     def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """The ``k`` best hits for ``query`` (the retriever's own ``k`` when ``None``)."""
         name = type(self).__name__
         k, query = check_k(name, k, self.k), check_query(name, query)
-        q = query_vector(self.index, query)
-        with reading(self.index, followers=self.follows_graph):
-            return drive(self.steps(query, q, k), call)
+        request = self.ask(query)
+        asked = _NOTHING if request is None else call(request)
+        return self._read(query, query_vector(self.index, query), k, asked)
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`.
 
         Over a reader with async reads (:class:`~semrag.index.reader.AsyncReads`, e.g.
         :class:`~semrag.neo4j.Neo4jIndex`) each read is awaited and the steps' own work
-        runs between them; over an index in process (whose read lock one thread holds)
-        the whole query runs in a worker thread.
+        runs between them in worker threads; over an index in process (whose read lock
+        one thread holds) the steps run in one worker thread. The request :meth:`ask`
+        makes is awaited with the query's vector.
         """
         name, reader = type(self).__name__, self.index
         k, query = check_k(name, k, self.k), check_query(name, query)
-        if not offers(self.index, AsyncReads):
-            return await asyncio.to_thread(self.retrieve, query, k=k)
-        q = await aquery_vector(reader, query)
+        request = self.ask(query)
+        asked, q = await asyncio.gather(_aanswer(request), aquery_vector(reader, query))
+        if not offers(reader, AsyncReads):
+            return await asyncio.to_thread(self._read, query, q, k, asked)
+        with reading(reader, followers=self.follows_graph):
+            return await adrive(self._steps(query, q, k, asked), acall)
+
+    def _read(
+        self, query: str, q: npt.NDArray[np.float32], k: int, asked: object
+    ) -> list[ScoredChunk]:
         with reading(self.index, followers=self.follows_graph):
-            return await adrive(self.steps(query, q, k), acall)
+            return drive(self._steps(query, q, k, asked), call)
+
+    def _steps(self, query: str, q: npt.NDArray[np.float32], k: int, asked: object) -> Steps:
+        if asked is _NOTHING:
+            return self.steps(query, q, k)
+        return self.steps(query, q, k, asked)  # type: ignore[call-arg]
+
+
+_NOTHING = object()  # no request was asked
+
+
+async def _aanswer(request: Call | None) -> object:
+    return _NOTHING if request is None else await acall(request)

@@ -37,23 +37,19 @@ import math
 import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 import numpy as np
 
-from semrag._rwlock import ProvidesReader, as_reader, reading
-from semrag._steps import Call, Together, acall, adrive, call, drive, twin
+from semrag._rwlock import ProvidesReader, as_reader
+from semrag._steps import Call, Together, acall, call, twin
 from semrag._validation import (
     INT,
     REAL,
     HasMethods,
     Interval,
     Options,
-    Params,
     RenamedAttribute,
-    check_k,
-    check_query,
-    offers,
     renamed,
 )
 from semrag.errors import ConfigError
@@ -62,19 +58,16 @@ from semrag.index.derived import derived
 from semrag.index.parts.pieces import PieceIndex, check_split
 from semrag.index.reader import (
     AsyncDenseSearch,
-    AsyncReads,
     CorpusReader,
     DenseReads,
     HoldsRecords,
     KeptPieces,
     PieceReads,
-    aquery_vector,
     need,
     overlapping_read,
-    query_vector,
-    require,
 )
 from semrag.llm import LLM, LLMFailed, aask_json, ask_json
+from semrag.retrieval.base import IndexRetriever
 from semrag.retrieval.strategies import register
 from semrag.text.phrases import content_words, entities, key_phrases
 from semrag.types import Chunk, ScoredChunk
@@ -152,7 +145,7 @@ class _Same:
 
 
 @register("sketch", needs_graph=True)
-class SketchRetriever(Params):
+class SketchRetriever(IndexRetriever):
     """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
 
     Args:
@@ -181,6 +174,7 @@ class SketchRetriever(Params):
     """
 
     kg = RenamedAttribute("graph")
+    follows_graph = True  # the index and its graph at one version
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "index": [object],
@@ -234,18 +228,17 @@ class SketchRetriever(Params):
             raise ConfigError("SketchRetriever needs graph=: the KnowledgeGraph of its index")
         if split is not None:
             split = check_split("SketchRetriever", split)
-        self.index = index
+        super().__init__(index, k=p["k"])
         self.graph = p["graph"]
         self.llm = llm
         self.split = split
-        self.k, self.depth, self.n_vector = p["k"], p["depth"], p["n_vector"]
+        self.depth, self.n_vector = p["depth"], p["n_vector"]
         self.max_entities, self.max_graph_chunks = p["max_entities"], p["max_graph_chunks"]
         self.max_bridges, self.max_entity_chunks = p["max_bridges"], p["max_entity_chunks"]
         self.fuzzy_matches, self.hop_decay = p["fuzzy_matches"], p["hop_decay"]
         self.graph_weight, self.boost = p["graph_weight"], p["boost"]
         self.token_budget, self.max_facts = p["token_budget"], p["max_facts"]
         self.on_llm_error = on_llm_error
-        require(index, CorpusReader, by="SketchRetriever")
         self._piece_reads = need(index, PieceReads, by="SketchRetriever")
         if split is not None and self._kept_pieces() is None:
             need(index, HoldsRecords, by="SketchRetriever", why=self._no_pieces())  # say so now
@@ -292,38 +285,35 @@ class SketchRetriever(Params):
     # -- query entities --------------------------------------------------------------------------
     def query_entities(self, query: str) -> tuple[list[Entity], str]:
         """The store's entities the query names, and a note (LLM fallback) or ``""``."""
-        fuzzy, exact, note = self._names(query)
+        request = self.ask(query)
+        fuzzy, exact, note = self._names(query, None if request is None else call(request))
         return self._entities(fuzzy, exact), note
 
     async def aquery_entities(self, query: str) -> tuple[list[Entity], str]:
         """Async twin of :meth:`query_entities`."""
-        fuzzy, exact, note = await self._anames(query)
+        request = self.ask(query)
+        reply = None if request is None else await acall(request)
+        fuzzy, exact, note = self._names(query, reply)
         return await asyncio.to_thread(self._entities, fuzzy, exact), note
 
     def _entities(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[Entity]:
         return self.graph.store.get_entities(self._match(fuzzy, exact))
 
-    def _names(self, query: str) -> tuple[list[str], list[str], str]:
-        """The query's entity phrases: ``(fuzzy, exact, note)`` (LLM NER or the phrases)."""
+    def ask(self, query: str) -> Call | None:
+        """The LLM's naming of the query's entities (JSON); ``None`` without an LLM."""
         if self.llm is None:
-            return *query_phrases(query), ""
-        prompt = _NER_PROMPT.format(query=query)
-        return self._named(
-            query, ask_json(self.llm, prompt, _NER_SCHEMA, on_error=self.on_llm_error)
-        )
-
-    async def _anames(self, query: str) -> tuple[list[str], list[str], str]:
-        if self.llm is None:
-            return *query_phrases(query), ""
-        prompt = _NER_PROMPT.format(query=query)
-        reply = await aask_json(self.llm, prompt, _NER_SCHEMA, on_error=self.on_llm_error)
-        return self._named(query, reply)
+            return None
+        prompt, on_error = _NER_PROMPT.format(query=query), {"on_error": self.on_llm_error}
+        return Call(ask_json, (self.llm, prompt, _NER_SCHEMA), on_error, aask_json)
 
     @staticmethod
-    def _named(query: str, reply: Any) -> tuple[list[str], list[str], str]:
+    def _names(query: str, reply: object = None) -> tuple[list[str], list[str], str]:
+        """The query's entity phrases, ``(fuzzy, exact, note)``: the LLM's, else the rules'."""
+        if reply is None:
+            return *query_phrases(query), ""
         if isinstance(reply, LLMFailed):
             return *query_phrases(query), f"NER: {reply.reason}; phrases used"
-        return list(reply["entities"]), [], ""
+        return list(cast(Mapping[str, list[str]], reply)["entities"]), [], ""
 
     def _match(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[str]:
         """Each entity phrase's exact match (else its best fuzzy ones), then n-gram matches."""
@@ -345,42 +335,16 @@ class SketchRetriever(Params):
         return list(found)[: self.max_entities]
 
     # -- retrieval ---------------------------------------------------------------------------------
-    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """The top ``k`` merged items for ``query``."""
-        k = check_k("SketchRetriever", k, self.k)
-        check_query("SketchRetriever", query)
-        names = self._names(query)
-        q = query_vector(self.index, query)
-        return self._merge(query, q, names, k)
-
-    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve` (NER and the query embedding run concurrently).
-
-        On an index with async reads (:class:`~semrag.index.reader.AsyncReads`, e.g.
-        :class:`~semrag.neo4j.Neo4jIndex`) each lookup, search and expansion is awaited
-        (on a Neo4j store's async driver) and only the scoring runs in worker threads; on
-        the embedded index the merge runs in one.
-        """
-        k = check_k("SketchRetriever", k, self.k)
-        check_query("SketchRetriever", query)
-        names, q = await asyncio.gather(self._anames(query), aquery_vector(self.index, query))
-        if not offers(self.index, AsyncReads):  # a lock held by one thread
-            return await asyncio.to_thread(self._merge, query, q, names, k)
-        with reading(self.index, followers=True):
-            steps = self._merge_steps(query, q, names, k)
-            return await adrive(steps, acall)
-
-    def _merge(
-        self, query: str, q: np.ndarray, names: tuple[list[str], list[str], str], k: int
-    ) -> list[ScoredChunk]:
-        with reading(self.index, followers=True):  # index and graph at one version
-            return drive(self._merge_steps(query, q, names, k), call)
-
-    def _merge_steps(
-        self, query: str, q: np.ndarray, names: tuple[list[str], list[str], str], k: int
+    def steps(
+        self, query: str, q: np.ndarray, k: int, asked: object = None
     ) -> _Reads[list[ScoredChunk]]:
-        """The merge, asking for the reads that may be round trips (:class:`Call`)."""
-        fuzzy, exact, note = names
+        """The merge of the top ``k`` items, asking for the reads that may be round trips.
+
+        ``asked``: the LLM's reply to :meth:`ask`. On an index with async reads (e.g.
+        :class:`~semrag.neo4j.Neo4jIndex`) each lookup, search and expansion is awaited
+        by ``aretrieve`` and only the scoring runs in worker threads.
+        """
+        fuzzy, exact, note = self._names(query, asked)
         index = self.index
         pieces, parents, dense = self.pieces()
         # the lookup and the vector search at once (one round trip on one database)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import numbers
+import threading
 
 import pytest
 from langchain_core.documents import Document as LCDocument
@@ -121,3 +122,42 @@ def test_llama_index_builds_it_by_strategy_and_as_a_class_of_its_own(index):
     assert [n.node.get_content() for n in nodes] == want
     with pytest.raises(ConfigError, match="min_shared"):
         Shared(index=index, min_shared=-1)
+
+
+class FirstWordOnly(SharedWords):
+    """Asks for the query's first word before reading; keeps the hits that hold it."""
+
+    def ask(self, query):
+        return Call(self.answer, (query,))
+
+    def answer(self, query):  # an LLM's call in a real retriever: slow, and no index read
+        return query.split()[0]
+
+    def steps(self, query, q, k, asked=None):
+        hits = yield from super().steps(query, q, k)
+        return [h for h in hits if asked in h.chunk.text.lower()]
+
+
+def test_what_a_retriever_asks_is_answered_outside_the_index_read_and_reaches_its_steps():
+    index = SemanticIndex(embedder=FakeEmbedder())
+    index.add_documents([Document(d, t) for d, t in TEXTS.items()])
+    written = []  # whether each writer started while asking had finished when asked
+
+    class WritesWhileAsked(FirstWordOnly):
+        def answer(self, query):
+            # a writer waits for every reader: it finishes only if nothing reads now
+            writer = threading.Thread(
+                target=lambda: index.add_documents([Document(query, "Honey.")])
+            )
+            writer.start()
+            writer.join(timeout=10)
+            written.append(not writer.is_alive())
+            return super().answer(query)
+
+    retriever = WritesWhileAsked(index, k=5, min_shared=0)
+    hits = retriever.retrieve("honey bees")
+    assert written == [True], "the request was answered while the index was read"
+    assert hits and all("honey" in h.chunk.text.lower() for h in hits)
+    assert {h.chunk.doc_id for h in hits} >= {"bees", "honey bees"}  # the written one too
+    ahits = asyncio.run(retriever.aretrieve("honey rockets"))
+    assert written == [True, True] and all("honey" in h.chunk.text.lower() for h in ahits)

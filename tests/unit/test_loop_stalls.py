@@ -409,6 +409,8 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: _Nearest(e.index, k=2).aretrieve(e.query()),
         lambda e: lambda: CommunityRetriever(e.index, e.kg, strategy="local").aretrieve(e.query()),
         lambda e: lambda: CommunityRetriever(e.index, e.kg, strategy="global").aretrieve(e.query()),
+        lambda e: lambda: SketchRetriever(e.index, e.kg).aretrieve(e.query()),
+        lambda e: lambda: SketchRetriever(e.index, e.kg, llm=SlowLLM()).aretrieve(e.query()),
     ],
     "semrag.retrieval.graph:GraphRetriever.aretrieve": [
         lambda e: lambda: GraphRetriever(e.index, e.kg).aretrieve(e.query())
@@ -428,9 +430,6 @@ CASES: dict[str, list[Case]] = {
     ],
     "semrag.retrieval.sketch:SketchRetriever.aquery_entities": [
         lambda e: lambda: SketchRetriever(e.index, e.kg, llm=SlowLLM()).aquery_entities(e.query())
-    ],
-    "semrag.retrieval.sketch:SketchRetriever.aretrieve": [
-        lambda e: lambda: SketchRetriever(e.index, e.kg).aretrieve(e.query())
     ],
     "semrag.retrieval.ssg:SSGRetriever.aretrieve": [
         lambda e, a=a: (lambda big: lambda: SSGRetriever(big, strategy=a).aretrieve(e.query()))(

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from semrag._steps import Call, Together, acall, call, drive
+from semrag._steps import Call, Together, acall, adrive, call, drive
+from semrag.errors import NotIndexedError
 
 
 class Database:
@@ -95,3 +96,32 @@ async def test_async_calls_together_on_one_database_run_at_once():
     request = Together((Call(a.double, (2,)), Call(b.double, (3,))))
     assert await acall(request) == (4, 6)
     assert db.batches == [2]
+
+
+def test_a_failed_read_raises_inside_the_steps_which_may_catch_it_and_go_on():
+    def gone(n):
+        raise NotIndexedError(f"chunk {n} is gone")
+
+    def steps():
+        tries = []
+        for n in range(3):
+            try:
+                return (yield Call(gone if n < 2 else str, (n,))), tries
+            except NotIndexedError as exc:
+                tries.append(str(exc))
+        return None, tries
+
+    expected = ("2", ["chunk 0 is gone", "chunk 1 is gone"])
+    assert drive(steps(), call) == expected
+    assert asyncio.run(adrive(steps(), acall)) == expected
+
+
+def test_a_failed_read_the_steps_do_not_catch_is_raised_by_the_driver():
+    def steps():
+        yield Call(int, ("not a number",))
+        return "unreachable"
+
+    with pytest.raises(ValueError, match="invalid literal"):
+        drive(steps(), call)
+    with pytest.raises(ValueError, match="invalid literal"):
+        asyncio.run(adrive(steps(), acall))
