@@ -45,20 +45,17 @@ import asyncio
 import logging
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag._rwlock import ProvidesReader, as_reader, reading
-from semrag._steps import Call, acall, call, twin
+from semrag._rwlock import ProvidesReader, reading
+from semrag._steps import Call, twin
 from semrag._validation import (
     HasMethods,
     Interval,
     Options,
-    Params,
-    check_k,
-    check_query,
     offers,
 )
 from semrag._versioned import Versioned
@@ -86,14 +83,13 @@ from semrag.index.reader import (
     KeptParts,
     KeptPhrases,
     need,
-    require,
 )
 from semrag.llm import LLM, LLMFailed, aask_json, ask_json
 from semrag.retrieval._pagerank import local_pagerank, personalized_pagerank
 from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank, similarities
+from semrag.retrieval.base import IndexRetriever, Steps
 from semrag.retrieval.strategies import register
 from semrag.text.phrases import entities as find_entities
-from semrag.types import ScoredChunk
 
 if TYPE_CHECKING:
     from semrag.graph.knowledge import KnowledgeGraph
@@ -130,7 +126,7 @@ JSON:"""
 
 
 @register("ppr")
-class PPRRetriever(Params):
+class PPRRetriever(IndexRetriever):
     r"""Multi-hop retrieval: personalized PageRank over passages and entities (HippoRAG-style).
 
     See the module docstring for the method.
@@ -244,13 +240,11 @@ class PPRRetriever(Params):
         similarity_weight: float = 10.0,
         per_passage: int | None = None,
     ) -> None:
-        index = as_reader(index)
         p = self._check_params(locals())
-        require(index, CorpusReader, by="PPRRetriever")
-        self.index = index
-        self._search = need(index, CorpusSearch, by="PPRRetriever")
+        super().__init__(index, k=p["k"])
+        self._search = need(self.index, CorpusSearch, by="PPRRetriever")
         self.graph = graph
-        self.k = p["k"]
+        self.follows_graph = graph is not None  # its knowledge graph at the index's version
         self.damping = float(p["damping"])
         self.epsilon = None if epsilon is None else float(p["epsilon"])
         self.passage_weight = float(p["passage_weight"])
@@ -271,7 +265,7 @@ class PPRRetriever(Params):
         # The knowledge graph's names (graph=), kept across versions, so a change costs the
         # new names only: a name's vector never changes.
         self._registry = NameRegistry()
-        if not offers(index, HoldsRecords) and self._kept_phrases() is None:
+        if not offers(self.index, HoldsRecords) and self._kept_phrases() is None:
             self._records()  # the reader can give this retriever no phrases: say so now
 
     def _records(self) -> HoldsRecords:
@@ -404,37 +398,24 @@ class PPRRetriever(Params):
         return g
 
     # -- query ----------------------------------------------------------------------------
-    def _query_entities_by_rules(self, query: str) -> list[str]:
-        return [p.text for p in find_entities(query) if p.kind in ("entity", "quoted")]
+    def ask(self, query: str) -> Call | None:
+        """The LLM's naming of the query's entities (JSON); ``None`` without one or seeds."""
+        if self.llm is None or not self.entity_seeds:
+            return None
+        prompt, on_error = _NER_PROMPT.format(query=query), {"on_error": self.on_llm_error}
+        return Call(ask_json, (self.llm, prompt, _ENTITY_SCHEMA), on_error, aask_json)
 
-    def _llm_entities(self, reply: Any, query: str) -> tuple[list[str], str]:
-        if isinstance(reply, LLMFailed):
-            note = f"LLM entity extraction failed ({reply.reason}); used the rules"
-            return self._query_entities_by_rules(query), note
-        return [n for n in reply["entities"] if isinstance(n, str) and n.strip()], "llm"
-
-    def _entities_without_llm(self, query: str) -> tuple[list[str], str] | None:
-        """The query's entities when no LLM is asked (seeds off, or no LLM given)."""
+    def _entities(self, query: str, reply: object = None) -> tuple[list[str], str]:
+        """The query's entities and how they were found: the LLM's ``reply``, else the rules."""
         if not self.entity_seeds:
             return [], "off"
-        if self.llm is None:
-            return self._query_entities_by_rules(query), "rules"
-        return None
-
-    def _entities(self, query: str) -> tuple[list[str], str]:
-        if (found := self._entities_without_llm(query)) is not None or self.llm is None:
-            return found or ([], "off")
-        prompt, on_error = _NER_PROMPT.format(query=query), self.on_llm_error
-        return self._llm_entities(
-            ask_json(self.llm, prompt, _ENTITY_SCHEMA, on_error=on_error), query
-        )
-
-    async def _aentities(self, query: str) -> tuple[list[str], str]:
-        if (found := self._entities_without_llm(query)) is not None or self.llm is None:
-            return found or ([], "off")
-        prompt, on_error = _NER_PROMPT.format(query=query), self.on_llm_error
-        reply = await aask_json(self.llm, prompt, _ENTITY_SCHEMA, on_error=on_error)
-        return self._llm_entities(reply, query)
+        how = "rules" if reply is None else "llm"
+        if isinstance(reply, LLMFailed):
+            how = f"LLM entity extraction failed ({reply.reason}); used the rules"
+        if how != "llm":
+            return [p.text for p in find_entities(query) if p.kind in ("entity", "quoted")], how
+        names = cast(Mapping[str, list[object]], reply)["entities"]
+        return [n for n in names if isinstance(n, str) and n.strip()], how
 
     @staticmethod
     def _to_embed(g: PassageGraph, names: Sequence[str]) -> list[str]:
@@ -536,45 +517,24 @@ class PPRRetriever(Params):
             ranked, passage, scores[g.n_passages :], linked, dense, dense_chunks, similarity
         )
 
-    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """The ``k`` chunks with the most PageRank mass for ``query``.
+    def steps(self, query: str, q: Floats, k: int, asked: object = None) -> Steps:
+        """The ``k`` chunks with the most PageRank mass for ``query`` (``asked``: see :meth:`ask`).
 
         Over a database a writer changes (:class:`~semrag.neo4j.Neo4jIndex`), a walk whose
         chunks a newer version removed is walked again on that version.
         """
-        k = check_k("PPRRetriever", k, self.k)
-        query = check_query("PPRRetriever", query)
-        names, how = self._entities(query)
+        names, how = self._entities(query, asked)
         attempt = 0
         while True:  # _raced raises on the last attempt
-            g = self.passage_graph()
+            g = yield Call(self.passage_graph, twin=self._apassage_graph)
             try:
-                q = np.asarray(self.index.embedder.embed([query]), dtype=np.float32)[0]
                 texts = self._to_embed(g, names)
-                by_name = dict(zip(texts, NAMES.embed(texts), strict=True))
-                found = call(self._dense(g, q)) if g.n_passages else _NO_HITS
+                vectors = yield Call(NAMES.embed, (texts,), twin=NAMES.aembed)
+                found = (yield self._dense(g, q)) if g.n_passages else _NO_HITS
+                by_name = dict(zip(texts, vectors, strict=True))
                 walk = self._walk(g, q, by_name, names, found, k)
-                chunks = chunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
-                return as_hits(g, walk, chunks, names, how, k, follow=self.follow_titles)
-            except NotIndexedError as exc:
-                self._raced(g, attempt, exc)
-                attempt += 1
-
-    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve` (LLM awaited, CPU work in a worker thread)."""
-        k = check_k("PPRRetriever", k, self.k)
-        query = check_query("PPRRetriever", query)
-        names, how = await self._aentities(query)
-        attempt = 0
-        while True:  # _raced raises on the last attempt
-            g = await self._apassage_graph()
-            try:
-                q = np.asarray(await self.index.embedder.aembed([query]), dtype=np.float32)[0]
-                texts = self._to_embed(g, names)
-                by_name = dict(zip(texts, await NAMES.aembed(texts), strict=True))
-                found = await acall(self._dense(g, q)) if g.n_passages else _NO_HITS
-                walk = await asyncio.to_thread(self._walk, g, q, by_name, names, found, k)
-                chunks = await achunks_at(g, [pos for _, pos, _ in walk.ranked]) if walk else []
+                at = [pos for _, pos, _ in walk.ranked] if walk else []
+                chunks = (yield Call(chunks_at, (g, at), twin=achunks_at)) if at else []
                 return as_hits(g, walk, chunks, names, how, k, follow=self.follow_titles)
             except NotIndexedError as exc:
                 self._raced(g, attempt, exc)

@@ -411,13 +411,11 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: CommunityRetriever(e.index, e.kg, strategy="global").aretrieve(e.query()),
         lambda e: lambda: SketchRetriever(e.index, e.kg).aretrieve(e.query()),
         lambda e: lambda: SketchRetriever(e.index, e.kg, llm=SlowLLM()).aretrieve(e.query()),
+        lambda e: lambda: PPRRetriever(e.index).aretrieve(e.query()),
+        lambda e: lambda: PPRRetriever(e.index, e.kg, llm=SlowLLM()).aretrieve(e.query()),
     ],
     "semrag.retrieval.graph:GraphRetriever.aretrieve": [
         lambda e: lambda: GraphRetriever(e.index, e.kg).aretrieve(e.query())
-    ],
-    "semrag.retrieval.ppr:PPRRetriever.aretrieve": [
-        lambda e: lambda: PPRRetriever(e.index).aretrieve(e.query()),
-        lambda e: lambda: PPRRetriever(e.index, e.kg, llm=SlowLLM()).aretrieve(e.query()),
     ],
     "semrag.retrieval.intent:IntentAwareRetriever.aplan": [
         lambda e: lambda: IntentAwareRetriever(e.index, llm=SlowLLM()).aplan(e.query())

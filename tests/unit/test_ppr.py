@@ -600,7 +600,8 @@ def test_on_long_documents_the_default_is_not_below_dense_search_at_any_budget()
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_a_walk_whose_chunks_a_newer_version_removed_is_walked_again(monkeypatch, asynchronous):
     # What a serving process over a database meets when a writer commits between the walk
-    # and the chunk fetch (tests/graph/test_neo4j_processes.py does it with real processes).
+    # and the chunk fetch (an index in process cannot change under a query: it is read at
+    # one version). The reader's version is moved here as a database's would move.
     from semrag.errors import NotIndexedError, StoreError
     from semrag.retrieval import ppr
 
@@ -610,13 +611,14 @@ def test_a_walk_whose_chunks_a_newer_version_removed_is_walked_again(monkeypatch
     retriever = PPRRetriever(index, k=2)
     want = [h.chunk for h in retriever.retrieve("bees dance")]
     real, areal = ppr.chunks_at, ppr.achunks_at
-    misses = {"left": 1, "moves": True}
+    misses = {"left": 1, "moves": True, "newer": 0}
+    version = retriever.index.current_version
+    monkeypatch.setattr(retriever.index, "current_version", lambda: version() + misses["newer"])
 
     def missing(g, nodes):
         if misses["left"]:
             misses["left"] -= 1
-            if misses["moves"]:  # a writer committed: the next walk is on a new version
-                index.add_documents([Document(f"x{misses['left']}", "Ants march.")])
+            misses["newer"] += misses["moves"]  # a writer committed: walk a new version
             raise NotIndexedError("chunk ids not in the index: [0]")
         return real(g, nodes)
 
@@ -632,7 +634,7 @@ def test_a_walk_whose_chunks_a_newer_version_removed_is_walked_again(monkeypatch
         return asyncio.run(retriever.aretrieve(q)) if asynchronous else retriever.retrieve(q)
 
     assert [h.chunk for h in run()] == want  # walked again on the new version
-    misses.update(left=1, moves=False)  # the same version: the chunk is really not there
+    misses.update(left=1, moves=False, newer=0)  # one version: the chunk is really not there
     with pytest.raises(NotIndexedError, match="not in the index"):
         run()
     misses.update(left=10, moves=True)  # a new version under every walk
