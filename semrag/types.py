@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from semrag.errors import ConfigError
 
@@ -23,6 +26,11 @@ __all__ = [
     "Span",
     "as_filter",
 ]
+
+Floats: TypeAlias = npt.NDArray[np.float32]
+"""Vectors and scores: float32 arrays."""
+Ints: TypeAlias = npt.NDArray[np.int64]
+"""Ids and positions: int64 arrays."""
 
 
 def _check_text(text: object, what: str) -> str:

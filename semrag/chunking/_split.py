@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag.errors import ConfigError, SemragError
-from semrag.types import Span
+from semrag.types import Floats, Span
 
 __all__ = [
     "THRESHOLD_KINDS",
@@ -30,7 +30,6 @@ __all__ = [
     "window_bounds",
 ]
 
-Floats = npt.NDArray[np.float32]
 
 THRESHOLD_KINDS = ("absolute", "percentile", "std", "interquartile", "gradient", "target_chunks")
 # std and interquartile defaults were chosen on boundary quality (benchmarks/RESULTS.md);

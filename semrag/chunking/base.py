@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
 from semrag._gc import paused_collector
 from semrag._validation import Interval, validate_params
@@ -36,11 +35,10 @@ from semrag.errors import ConfigError
 from semrag.identity import as_documents, content_id
 from semrag.text.sentences import SentenceSplitter, normalize_sentence_spans, split_sentences
 from semrag.text.tokens import SPACE_RUN, Tokenizer, WhitespaceTokenizer, as_tokenizer
-from semrag.types import HEADINGS_KEY, Chunk, Document, Span
+from semrag.types import HEADINGS_KEY, Chunk, Document, Floats, Span
 
 __all__ = ["BoundaryChunker", "Break", "ChunkingResult", "ChunkingStats", "GapDecision"]
 
-Floats = npt.NDArray[np.float32]
 _EMBED_BLOCK = 2048  # texts per embedding call when a progress bar is shown
 
 

@@ -23,14 +23,14 @@ from semrag.chunking._split import (
     sized_breaks,
     window_bounds,
 )
-from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, Prepared
+from semrag.chunking.base import BoundaryChunker, GapDecision, Prepared
 from semrag.embeddings import BaseEmbedder, Embedder, as_embedder
 from semrag.errors import ConfigError
 from semrag.static_embedder import StaticEmbedder
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.structure import Layout, layout
 from semrag.text.tokens import Tokenizer
-from semrag.types import HEADINGS_KEY, Chunk
+from semrag.types import HEADINGS_KEY, Chunk, Floats
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

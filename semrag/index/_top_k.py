@@ -11,11 +11,10 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag.errors import ConfigError, EmbeddingError
+from semrag.types import Floats, Ints
 
 __all__ = ["query_matrix", "top_k"]
 
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float32]
 _Real = TypeVar("_Real", bound=np.floating[Any])
 
 _SAMPLED = 32  # top_k of one long row first looks at every 32nd value

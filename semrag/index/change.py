@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 
 from semrag.embeddings import Embedder
-from semrag.types import Chunk, Document, Span
+from semrag.types import Chunk, Document, Floats, Ints, Span
 
 __all__ = [
     "Change",
@@ -41,9 +40,6 @@ __all__ = [
     "StoresParts",
     "differences",
 ]
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 
 class RecordRows:

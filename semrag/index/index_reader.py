@@ -34,7 +34,7 @@ from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError
 from semrag.fingerprint import EmbedderFingerprint
-from semrag.index.change import Floats, Follower, IndexedDocument, StagedPart
+from semrag.index.change import Follower, IndexedDocument, StagedPart
 from semrag.index.corpus import Corpus
 from semrag.index.derived import DerivedParts
 from semrag.index.parts._ssg_view import SSGView
@@ -48,7 +48,7 @@ from semrag.index.reader import DocumentRecord, aquery_vector, query_vector
 from semrag.index.search import IndexSearch
 from semrag.llm import LLM
 from semrag.text.tokens import Tokenizer
-from semrag.types import Chunk, Span
+from semrag.types import Chunk, Floats, Span
 
 if TYPE_CHECKING:
     from semrag.index.ingest.ingestion import Ingestion

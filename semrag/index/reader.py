@@ -49,7 +49,7 @@ from semrag._validation import check_query, missing_members, offers
 from semrag.embeddings import Embedder
 from semrag.errors import ConfigError
 from semrag.text.tokens import Tokenizer
-from semrag.types import Chunk, Document, Span
+from semrag.types import Chunk, Document, Floats, Ints, Span
 
 if TYPE_CHECKING:
     from semrag.index.change import IndexedDocument
@@ -89,8 +89,6 @@ __all__ = [
     "require",
 ]
 
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 _T = TypeVar("_T")
 _D = TypeVar("_D", bound=np.generic, covariant=True)
 

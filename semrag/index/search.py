@@ -16,10 +16,9 @@ import numpy.typing as npt
 from semrag._validation import check_k
 from semrag.errors import ConfigError
 from semrag.index._top_k import top_k
-from semrag.index.change import Floats
 from semrag.index.corpus import Corpus
 from semrag.index.parts.part_set import PartSet
-from semrag.types import Chunk, MetadataFilter, ScoredChunk, as_filter
+from semrag.types import Chunk, Floats, MetadataFilter, ScoredChunk, as_filter
 
 
 class IndexSearch:

@@ -40,14 +40,7 @@ from semrag.errors import ConfigError, DocumentConflictError, StoreError
 from semrag.fingerprint import EmbedderFingerprint, stored_fingerprint
 from semrag.identity import OnConflict, check_on_conflict
 from semrag.index._reembed import shadow_options
-from semrag.index.change import (
-    Change,
-    Floats,
-    Follower,
-    IndexedDocument,
-    StagedPart,
-    StoresParts,
-)
+from semrag.index.change import Change, Follower, IndexedDocument, StagedPart, StoresParts
 from semrag.index.corpus import Corpus
 from semrag.index.index_reader import IndexReader
 from semrag.index.ingest.ingestion import WHOLE, Given, Ingestion, id_list
@@ -71,7 +64,7 @@ from semrag.index.storage.persist import ANY_BASE, Saved, current_generation, lo
 from semrag.index.storage.saved import FORMAT_VERSION, KIND, restore, save_index, saved_options
 from semrag.llm import LLM
 from semrag.static_embedder import StaticEmbedder
-from semrag.types import Chunk, Document, MetadataFilter, ScoredChunk, as_filter
+from semrag.types import Chunk, Document, Floats, MetadataFilter, ScoredChunk, as_filter
 
 __all__ = ["SSGView", "SemanticIndex"]
 

@@ -14,7 +14,8 @@ from semrag.index.change import IndexedDocument
 from semrag.index.parts.ssg import SemanticSimilarityGraph
 from semrag.neo4j._cypher import as_floats, to_bytes
 from semrag.neo4j._index_cypher import part_key
-from semrag.neo4j._index_state import Ints, entry_fingerprint, to_json
+from semrag.neo4j._index_state import entry_fingerprint, to_json
+from semrag.types import Ints
 
 
 class Edges:

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError, StoreError
@@ -18,9 +17,6 @@ from semrag.neo4j._index_cypher import READ_STATE
 
 if TYPE_CHECKING:
     from semrag.neo4j.graph_store import Neo4jGraphStore
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 
 def digest_of_pca(mean: Any, components: Any) -> str:

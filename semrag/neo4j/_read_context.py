@@ -28,9 +28,8 @@ from semrag.neo4j._index_cypher import (
     SPARSE,
     lucene_query,
 )
-from semrag.neo4j._index_state import Floats, Ints
 from semrag.neo4j._session import Ask, Steps
-from semrag.types import Chunk
+from semrag.types import Chunk, Floats, Ints
 
 if TYPE_CHECKING:
     from semrag.neo4j.graph_store import Neo4jGraphStore

@@ -18,10 +18,9 @@ from semrag.errors import (
 )
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import COUNT_CHUNKS, PIECES_COLUMNS, PIECES_SEARCH
-from semrag.neo4j._index_state import Floats, Ints
 from semrag.neo4j._read_context import ReadContext, chunk_from_row, ranked_rows
 from semrag.neo4j._session import Ask, Steps
-from semrag.types import Chunk
+from semrag.types import Chunk, Floats, Ints
 
 
 # -- serving --------------------------------------------------------------------------------------

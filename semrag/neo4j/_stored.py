@@ -21,10 +21,9 @@ from semrag.neo4j._index_cypher import (
     OVERLAPPING_COLUMNS,
     OVERLAPPING_MANY,
 )
-from semrag.neo4j._index_state import Floats
 from semrag.neo4j._read_context import ReadContext
 from semrag.neo4j._session import Ask, Steps, read_pair
-from semrag.types import Chunk, Document, Span
+from semrag.types import Chunk, Document, Floats, Span
 
 __all__ = ["StoredCorpus", "StoredDocument"]
 

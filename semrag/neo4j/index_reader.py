@@ -31,7 +31,7 @@ from semrag.neo4j._index_cypher import (
     id_token,
     lucene_query,
 )
-from semrag.neo4j._index_state import Floats, Ints, read_state, served_model
+from semrag.neo4j._index_state import read_state, served_model
 from semrag.neo4j._read_context import ReadContext
 from semrag.neo4j._remote import (
     ChunkDense,
@@ -44,7 +44,7 @@ from semrag.neo4j._stored import StoredCorpus
 from semrag.neo4j.graph_store import Neo4jGraphStore
 from semrag.neo4j.remote_passages import RemotePassages
 from semrag.neo4j.remote_ssg import RemoteView
-from semrag.types import ScoredChunk
+from semrag.types import Floats, Ints, ScoredChunk
 
 if TYPE_CHECKING:
     from semrag.index.reader import (

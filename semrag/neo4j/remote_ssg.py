@@ -16,10 +16,9 @@ from semrag.errors import (
 )
 from semrag.neo4j._cypher import as_floats, from_bytes
 from semrag.neo4j._index_cypher import ANCHORS, LOAD, LOAD_AHEAD, PCA, VIEW_STATE
-from semrag.neo4j._index_state import Floats, Ints
 from semrag.neo4j._read_context import ReadContext
 from semrag.neo4j._session import Ask, Steps
-from semrag.types import Chunk, Span
+from semrag.types import Chunk, Floats, Ints, Span
 
 
 class _Rows:

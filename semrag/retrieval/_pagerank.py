@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from semrag.types import Ints
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 
 def personalized_pagerank(

@@ -20,12 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag.index.parts._passage_graph import PassageGraph
-from semrag.types import Chunk, ScoredChunk
+from semrag.types import Chunk, Floats, Ints, ScoredChunk
 
 __all__ = ["Walk", "as_hits", "dense_passages", "follow_titles", "rank", "similarities"]
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 
 class Walk(NamedTuple):

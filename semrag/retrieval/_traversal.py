@@ -11,8 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag.index.reader import SimilarityGraphView
-
-Floats = npt.NDArray[np.float32]
+from semrag.types import Floats
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,7 @@ from semrag.retrieval._ppr_hits import Walk, as_hits, dense_passages, rank, simi
 from semrag.retrieval.base import IndexRetriever, Steps
 from semrag.retrieval.strategies import register
 from semrag.text.phrases import entities as find_entities
+from semrag.types import Floats, Ints
 
 if TYPE_CHECKING:
     from semrag.graph.knowledge import KnowledgeGraph
@@ -97,8 +98,6 @@ __all__ = ["PassageGraph", "PPRRetriever", "local_pagerank", "personalized_pager
 
 logger = logging.getLogger(__name__)
 
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 _NO_HITS: tuple[Floats, Ints] = (np.zeros(0, np.float32), np.zeros(0, np.int64))
 _RACES = 3

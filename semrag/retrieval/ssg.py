@@ -87,11 +87,10 @@ from semrag.retrieval._traversal import (
     sentence_entry,
 )
 from semrag.retrieval.strategies import register
-from semrag.types import ScoredChunk
+from semrag.types import Floats, ScoredChunk
 
 __all__ = ["ALGORITHMS", "SSGRetriever", "Step", "Traversal"]
 
-Floats = npt.NDArray[np.float32]
 _T = TypeVar("_T")
 _Reading = Generator[Any, Any, _T]
 """Steps that may yield a view's reads (answered with their rows)."""

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from semrag._validation import Interval, check_param
-from semrag.chunking.base import BoundaryChunker, Floats, GapDecision, Prepared
+from semrag.chunking.base import BoundaryChunker, GapDecision, Prepared
 from semrag.chunking.boundary.rules import check_rule, gap_breaks
 from semrag.embeddings import Embedder
 from semrag.errors import ConfigError
 from semrag.text.sentences import SentenceSplitter
 from semrag.text.tokens import Tokenizer
+from semrag.types import Floats
 
 if TYPE_CHECKING:
     from semrag.chunking.boundary.models import PairModel

@@ -23,13 +23,13 @@ from semrag.chunking.base import BoundaryChunker
 from semrag.embeddings import BaseEmbedder, PoolsSpans
 from semrag.errors import ConfigError, DocumentConflictError
 from semrag.identity import as_documents
-from semrag.index.change import Floats, IndexedDocument
+from semrag.index.change import IndexedDocument
 from semrag.index.ingest.prepared import PreparedDocument
 from semrag.index.ingest.presplit import place_chunks, whole_document_chunk
 from semrag.index.parts._ssg_view import mean_of, normalise
 from semrag.index.parts.ssg import SSGConfig, keyword_themes, window_ranges
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failed
-from semrag.types import Chunk, Document, Span
+from semrag.types import Chunk, Document, Floats, Span
 
 WHOLE = "whole"  # add_documents(split=False): each document is one chunk
 Given = dict[str, list[Chunk]] | str | None  # chunks not made by the chunker

@@ -21,8 +21,8 @@ import numpy as np
 
 from semrag.errors import ConfigError, EmbedderMismatchError
 from semrag.fingerprint import EmbedderFingerprint
-from semrag.index.change import Floats, IndexedDocument
-from semrag.types import Chunk, Document, Span
+from semrag.index.change import IndexedDocument
+from semrag.types import Chunk, Document, Floats, Span
 
 __all__ = [
     "PREPARED_FORMAT",

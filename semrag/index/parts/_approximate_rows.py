@@ -26,11 +26,10 @@ from semrag.errors import StoreError
 from semrag.index.parts._approximate import GraphLayout, Layout, ListsLayout, layout_of_saved
 from semrag.index.parts._dense_version import DenseVersion
 from semrag.index.parts._distinct import DistinctRows
+from semrag.types import Floats, Ints
 
 __all__ = ["ApproximateRows"]
 
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float32]
 Dead = npt.NDArray[np.bool_] | None  # rows removed since the last compaction
 
 _BLOCK = 1 << 16  # rows placed in a graph at a time

@@ -17,11 +17,9 @@ import numpy.typing as npt
 from semrag._buffers import StoredRows
 from semrag.errors import NotIndexedError
 from semrag.index.parts._distinct import DistinctRows
+from semrag.types import Floats, Ints
 
 __all__ = ["DenseVersion", "Placed", "StagedVersion", "live_bitmap", "same_start"]
-
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,10 +19,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from semrag.types import Floats, Ints
+
 __all__ = ["DistinctRows", "row_hashes"]
 
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float32]
 Hashes = npt.NDArray[np.uint64]
 
 _BLOCK = 1 << 13  # rows hashed (or compared) at a time: the 64-bit words stay small

@@ -13,12 +13,13 @@ import numpy as np
 
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError
-from semrag.index.change import Floats, IndexedDocument
+from semrag.index.change import IndexedDocument
 from semrag.index.parts._ssg_view import mean_of
 from semrag.index.parts.passages import PassagePhrases
 from semrag.index.parts.pieces import PieceIndex, check_split
 from semrag.index.parts.ssg import SSGConfig, window_ranges
 from semrag.text.tokens import Tokenizer
+from semrag.types import Floats
 
 ENABLED = ("passages", "pieces", "ssg")
 """The parts :meth:`~semrag.SemanticIndex.enable` builds."""

@@ -9,10 +9,7 @@ from semrag.index.parts.knn import (
     FLOAT32_TOLERANCE,
     exact_similarities,
 )
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
-
+from semrag.types import Floats, Ints
 
 ARRAYS = (
     "doc_nodes",

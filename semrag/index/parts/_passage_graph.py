@@ -23,15 +23,12 @@ import numpy.typing as npt
 
 from semrag.errors import NotIndexedError, StoreError
 from semrag.index._top_k import top_k
-from semrag.types import Chunk
+from semrag.types import Chunk, Floats, Ints
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
     from semrag.index.parts.passages import DocPhrases, NameRegistry
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 
 class Lookup(Mapping[Any, int]):

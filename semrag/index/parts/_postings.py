@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-Ints = npt.NDArray[np.int64]
+from semrag.types import Ints
+
 Codes = npt.NDArray[np.integer[Any]]  # term numbers, slots, counts: int32 or int64
 Floats64 = npt.NDArray[np.float64]
 

@@ -12,10 +12,10 @@ import numpy.typing as npt
 from semrag.chunking._split import mean_windows
 from semrag.errors import ConfigError
 from semrag.index._top_k import top_k
-from semrag.index.change import Floats, IndexedDocument
+from semrag.index.change import IndexedDocument
 from semrag.index.parts.ssg import SemanticSimilarityGraph
 from semrag.text.tokens import Tokenizer
-from semrag.types import Chunk, Span
+from semrag.types import Chunk, Floats, Span
 
 
 def mean_of(vectors: Floats, ranges: Sequence[Sequence[int]], dim: int) -> Floats:

@@ -64,11 +64,10 @@ from semrag.index.parts._dense_version import (
     live_bitmap,
     same_start,
 )
+from semrag.types import Floats, Ints
 
 __all__ = ["AUTO_APPROXIMATE_ROWS", "MIN_IVF_ROWS", "DenseIndex", "query_matrix", "top_k"]
 
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float32]
 
 _CELLS = 1 << 24  # float32 scores per block of an exact search (64 MB)
 _BLOCK = 1 << 16  # rows of a change staged at a time (a batch of whole documents)

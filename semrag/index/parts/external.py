@@ -27,11 +27,9 @@ import numpy.typing as npt
 from semrag.errors import ConfigError, StoreError
 from semrag.index.change import Change
 from semrag.index.parts.dense import DenseIndex, query_matrix
+from semrag.types import Floats, Ints
 
 __all__ = ["StoreBackedDense", "VectorClient"]
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 
 @runtime_checkable

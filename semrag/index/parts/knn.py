@@ -30,11 +30,10 @@ from semrag._buffers import StoredRows, hnsw_graph, insert_rows
 from semrag._deps import faiss as _faiss
 from semrag._rwlock import RWLock
 from semrag.errors import StoreError
+from semrag.types import Floats, Ints
 
 __all__ = ["NodeANN", "empty_lists", "hnsw_top", "merge_top", "top_neighbours"]
 
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 _CELLS = 1 << 23  # float32 similarity cells per block (32 MB)
 _ROWS = 1024  # most query rows per block

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import cast
 
 import numpy as np
-import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
 from semrag.errors import StoreError
@@ -61,11 +60,9 @@ from semrag.index.parts.ssg import (
     pca3_from_sums,
     theme_lists,
 )
+from semrag.types import Floats, Ints
 
 __all__ = ["LiveSSG"]
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 
 class LiveSSG:

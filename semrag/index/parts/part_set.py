@@ -10,7 +10,7 @@ import numpy as np
 
 from semrag._heap import give_back
 from semrag.errors import ConfigError
-from semrag.index.change import Change, Floats, IndexedDocument, StagedPart
+from semrag.index.change import Change, IndexedDocument, StagedPart
 from semrag.index.parts._dense_version import StagedVersion
 from semrag.index.parts._ssg_view import SSGView
 from semrag.index.parts.dense import DenseIndex
@@ -20,6 +20,7 @@ from semrag.index.parts.passages import PassagePhrases
 from semrag.index.parts.pieces import PieceIndex
 from semrag.index.parts.sparse import BM25Index
 from semrag.text.tokens import Tokenizer
+from semrag.types import Floats
 
 __all__ = ["PartSet"]
 

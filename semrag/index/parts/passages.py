@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from semrag._buffers import GrowingRows
 from semrag._progress import over
@@ -45,7 +44,7 @@ from semrag.index.parts._passage_graph import (
 )
 from semrag.static_embedder import StaticEmbedder
 from semrag.text.phrases import entities as find_entities
-from semrag.types import Chunk
+from semrag.types import Chunk, Ints
 
 __all__ = [
     "NAMES",
@@ -56,7 +55,6 @@ __all__ = [
     "phrase_key",
 ]
 
-Ints = npt.NDArray[np.int64]
 _EMBED_BLOCK = 1 << 13  # names embedded at a time
 
 NAMES = StaticEmbedder()

@@ -39,11 +39,10 @@ from semrag.errors import ConfigError, NotIndexedError, StoreError
 from semrag.index.change import Change, IndexedDocument, differences
 from semrag.index.parts.dense import DenseIndex
 from semrag.text.tokens import Tokenizer
-from semrag.types import Chunk, Span
+from semrag.types import Chunk, Ints, Span
 
 __all__ = ["PieceIndex", "check_split"]
 
-Ints = npt.NDArray[np.int64]
 
 _FIELDS = ("id", "parent", "start", "end", "token_count", "index", "whole")
 _BATCH = 1 << 14  # pieces split and embedded at a time

@@ -31,12 +31,12 @@ from semrag.index.parts._postings import (
     sum_by_slot,
     values_at,
 )
+from semrag.types import Ints
 
 __all__ = ["IDF_VARIANTS", "BM25Index", "bm25_tokenize"]
 
 IDF_VARIANTS = ("okapi", "lucene")
 _RECENT = 32  # query answers BM25Index.matches keeps until the next change
-Ints = npt.NDArray[np.int64]
 Floats64 = npt.NDArray[np.float64]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)

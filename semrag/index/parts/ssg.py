@@ -33,11 +33,9 @@ import numpy.typing as npt
 from semrag._validation import INT, REAL, Interval, Options, validate_params
 from semrag.errors import ConfigError
 from semrag.index.parts.knn import hnsw_top, top_neighbours
+from semrag.types import Floats, Ints
 
 __all__ = ["SSGConfig", "SemanticSimilarityGraph", "build_edges", "keyword_themes", "window_ranges"]
-
-Floats = npt.NDArray[np.float32]
-Ints = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import numpy as np
 from semrag.embeddings import BaseEmbedder
 from semrag.errors import ConfigError, StoreError
 from semrag.fingerprint import EmbedderFingerprint
-from semrag.index.change import Floats, IndexedDocument
+from semrag.index.change import IndexedDocument
 from semrag.index.corpus import Corpus
 from semrag.index.index_reader import IndexReader
 from semrag.index.parts.dense import DenseIndex
@@ -29,7 +29,7 @@ from semrag.index.parts.sparse import BM25Index
 from semrag.index.parts.ssg import SSGConfig
 from semrag.index.storage.persist import atomic_directory
 from semrag.text.tokens import Tokenizer
-from semrag.types import Chunk, Document, Span
+from semrag.types import Chunk, Document, Floats, Span
 
 FORMAT_VERSION = 3  # 3: the embedder's fingerprint; 2: the graph's neighbour lists (1 is rebuilt)
 KIND = "semrag.SemanticIndex"
