@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from typing import Any, ClassVar
 
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.llms import LLM as LIBaseLLM
 from llama_index.core.schema import (
     NodeRelationship,
     NodeWithScore,
@@ -21,6 +22,9 @@ from llama_index.core.schema import (
 )
 
 from llama_index_semrag.embeddings import to_llm
+from semrag import SemanticIndex
+from semrag.index.reader import CorpusReader
+from semrag.llm import LLM
 from semrag.postprocess import SPC
 from semrag.retrieval import CommunityRetriever as CoreCommunityRetriever
 from semrag.retrieval import GraphRetriever as CoreGraphRetriever
@@ -197,9 +201,9 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
     def __init__(
         self,
         *,
-        index: Any,
+        index: CorpusReader | SemanticIndex,
         k: int = 10,
-        llm: Any = None,
+        llm: LIBaseLLM | LLM | None = None,
         max_rounds: int = 3,
         follow_up_k: int = 3,
         retriever_options: dict[str, Any] | None = None,
