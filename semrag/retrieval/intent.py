@@ -24,24 +24,21 @@ second dense search).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import numbers
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from semrag._rwlock import ProvidesReader, as_reader, reading
-from semrag._steps import Call, Together, acall, adrive, call, drive, twin
+from semrag._rwlock import ProvidesReader
+from semrag._steps import Call, Together, acall, call, twin
 from semrag._validation import (
     HasMethods,
     Interval,
     Options,
-    Params,
-    check_k,
     check_query,
     offers,
 )
@@ -56,7 +53,6 @@ from semrag.index.reader import (
     SimilarityGraphReads,
     need,
     overlapping_read,
-    require,
 )
 from semrag.llm import LLM, LLMFailed, aask_json, ask_json
 from semrag.retrieval._query_plan import (
@@ -70,6 +66,7 @@ from semrag.retrieval._query_plan import (
     plan_query,
     relation_hops,
 )
+from semrag.retrieval.base import IndexRetriever
 from semrag.types import Retriever, ScoredChunk
 
 if TYPE_CHECKING:
@@ -112,7 +109,7 @@ class _Candidates:
     extended: dict[int, float] = field(default_factory=dict)
 
 
-class IntentAwareRetriever(Params):
+class IntentAwareRetriever(IndexRetriever):
     """Hybrid dense + BM25 + graph retrieval with per-query weights (InSemRAG IAR).
 
     Args:
@@ -203,17 +200,14 @@ class IntentAwareRetriever(Params):
         max_keywords: int = 8,
         on_llm_error: str = "fallback",
     ) -> None:
-        index = as_reader(index)
         p = self._check_params(locals())
         k, m, n_candidates, refine_weight = p["k"], p["m"], p["n_candidates"], p["refine_weight"]
         max_paraphrases, max_keywords = p["max_paraphrases"], p["max_keywords"]
         for intent in intent_weights or {}:
             if intent not in INTENTS:
                 raise ConfigError(f"unknown intent {intent!r}; intents are {INTENTS}")
-        require(index, CorpusReader, by="IntentAwareRetriever")
-        self.index = index
-        self._search = need(index, CorpusSearch, by="IntentAwareRetriever")
-        self.k = k
+        super().__init__(index, k=k)
+        self._search = need(self.index, CorpusSearch, by="IntentAwareRetriever")
         self.m = m
         self.llm = llm
         self.weights = (
@@ -228,6 +222,7 @@ class IntentAwareRetriever(Params):
         self.on_llm_error = on_llm_error
         self.graph = graph
         self.extended = self._extended_channel(extended, graph)
+        self.follows_graph = self.extended is not None  # the walk's graph at the index's version
 
     def _extended_channel(self, extended: Any, graph: Any) -> Any:
         if extended == "auto":  # an index that serves from a database may have no PPR
@@ -266,32 +261,32 @@ class IntentAwareRetriever(Params):
         an exception from the model) falls back to the rules, and the plan's ``note``
         says why; with ``"raise"`` it propagates.
         """
-        check_query("IntentAwareRetriever", query)
-        if self.llm is None:
-            return self._finish(
-                plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
-            )
-        reply = ask_json(self.llm, self._prompt(query), PLAN_SCHEMA, on_error=self.on_llm_error)
-        return self._planned(query, reply)
+        request = self.ask(check_query("IntentAwareRetriever", query))
+        return self._planned(query, None if request is None else call(request))
 
     async def aplan(self, query: str) -> QueryPlan:
         """Async twin of :meth:`plan`."""
-        check_query("IntentAwareRetriever", query)
+        request = self.ask(check_query("IntentAwareRetriever", query))
+        return self._planned(query, None if request is None else await acall(request))
+
+    def ask(self, query: str) -> Call | None:
+        """The LLM's plan of the query (JSON); ``None`` without an LLM (the rules plan)."""
         if self.llm is None:
-            return self._finish(
-                plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
-            )
-        prompt = self._prompt(query)
-        reply = await aask_json(self.llm, prompt, PLAN_SCHEMA, on_error=self.on_llm_error)
-        return self._planned(query, reply)
+            return None
+        on_error = {"on_error": self.on_llm_error}
+        return Call(ask_json, (self.llm, self._prompt(query), PLAN_SCHEMA), on_error, aask_json)
 
     def _prompt(self, query: str) -> str:
         return PLAN_PROMPT.format(query=query, n_para=self.max_paraphrases, n_kw=self.max_keywords)
 
-    def _planned(self, query: str, reply: Any) -> QueryPlan:
-        """The LLM's plan, or the rules' with a note of why the LLM step failed."""
+    def _planned(self, query: str, reply: object = None) -> QueryPlan:
+        """The LLM's plan (its ``reply``), else the rules' (noting why the LLM step failed)."""
+        if reply is None:
+            return self._finish(
+                plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
+            )
         if not isinstance(reply, LLMFailed):
-            return self._finish(self._from_llm(query, reply))
+            return self._finish(self._from_llm(query, cast(Mapping[str, Any], reply)))
         logger.warning("IAR: %s; using the rules instead", reply.reason)
         plan = plan_query(query, weights=self.intent_weights, max_sparse=self.max_keywords)
         return self._finish(replace(plan, note=f"{reply.reason}; rules used"))
@@ -329,66 +324,29 @@ class IntentAwareRetriever(Params):
         return replace(plan, weights=normalise_weights(w), source=source)
 
     # -- retrieval ------------------------------------------------------------------------------
-    def retrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """The top ``k`` chunks for ``query``, fused with the query's own weights.
+    def steps(
+        self, query: str, q: npt.NDArray[np.float32], k: int, asked: object = None
+    ) -> Generator[Call | Together, Any, list[ScoredChunk]]:
+        """The top ``k`` chunks for ``query``, fused with the weights of its plan.
 
-        Raises:
-            ConfigError: for an empty or whitespace query, or a ``k`` that is not an int >= 1.
+        ``asked``: the LLM's reply to :meth:`ask`. Over a database (an index with async
+        reads, e.g. :class:`~semrag.neo4j.Neo4jIndex`) the extended channel's walk runs
+        beside the embedding of the plan's queries; in process it runs after the dense
+        channel, whose search it reuses.
         """
-        k = check_k("IntentAwareRetriever", k, self.k)
-        plan = self.plan(query)
-        return self._read_and_fuse(plan, self.index.embedder.embed(list(plan.dense_queries)), k)
-
-    async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
-        """Async twin of :meth:`retrieve`.
-
-        On an index with async reads (:class:`~semrag.index.reader.AsyncReads`, e.g.
-        :class:`~semrag.neo4j.Neo4jIndex`) the channels run concurrently: the round trips
-        are awaited and only the scoring runs in worker threads. On the embedded index the
-        query is embedded, then every channel reads one version in one worker thread, as
-        :meth:`retrieve` does (the walk reuses the dense channel's search).
-        """
-        k = check_k("IntentAwareRetriever", k, self.k)
-        plan = await self.aplan(query)
-        index = self.index
-        if not offers(index, AsyncReads):  # a lock held by one thread: all in one
-            vectors = await index.embedder.aembed(list(plan.dense_queries))
-            return await asyncio.to_thread(self._read_and_fuse, plan, vectors, k)
-        ext_task = (
-            self.extended.aretrieve(query, k=self.m) if self._use_extended(plan) else _nothing()
-        )
-        with reading(index):  # what the walk reads, the channels may reuse
-            vectors, ext = await asyncio.gather(
-                index.embedder.aembed(list(plan.dense_queries)), ext_task
-            )
-            steps = self._fuse_steps(plan, vectors, ext, k)
-            return await adrive(steps, acall)
-
-    def _read_and_fuse(
-        self, plan: QueryPlan, vectors: npt.NDArray[np.float32], k: int
-    ) -> list[ScoredChunk]:
-        extended = self._use_extended(plan)
-        # every channel reads one version (and the extended channel's graph, if it has one);
-        # in process the extended channel runs after the dense one, whose answers it may
-        # reuse; over a database first, as in aretrieve (see _fuse_steps)
-        with reading(self.index, followers=extended):
-            ext: Sequence[ScoredChunk] | None = None if extended else []
-            if extended and offers(self.index, AsyncReads):
-                ext = self.extended.retrieve(plan.query, k=self.m)
-            return self._fuse(plan, vectors, ext, k)
+        plan, index = self._planned(query, asked), self.index
+        embedder = index.embedder
+        embed = Call(embedder.embed, (list(plan.dense_queries),), twin=embedder.aembed)
+        if self._use_extended(plan) and offers(index, AsyncReads):
+            walk = self.extended
+            ext_call = Call(walk.retrieve, (plan.query,), {"k": self.m}, walk.aretrieve)
+            vectors, ext = yield Together((embed, ext_call))
+        else:
+            vectors, ext = (yield embed), (None if self._use_extended(plan) else [])
+        return (yield from self._fuse_steps(plan, vectors, ext, k))
 
     def _use_extended(self, plan: QueryPlan) -> bool:
         return self.extended is not None and plan.weights.get("extended", 0.0) > 0
-
-    def _fuse(
-        self,
-        plan: QueryPlan,
-        vectors: npt.NDArray[np.float32],
-        ext: Sequence[ScoredChunk] | None,
-        k: int,
-    ) -> list[ScoredChunk]:
-        with reading(self.index):  # candidates, scores and chunks of one version
-            return drive(self._fuse_steps(plan, vectors, ext, k), call)
 
     def _fuse_steps(
         self,
@@ -505,7 +463,3 @@ class IntentAwareRetriever(Params):
 def _spans(hits: Sequence[ScoredChunk]) -> list[tuple[str, int, int]]:
     """Where each hit's chunk lies: ``(doc_id, start, end)``."""
     return [(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in hits]
-
-
-async def _nothing() -> list[ScoredChunk]:
-    return []

@@ -413,18 +413,16 @@ CASES: dict[str, list[Case]] = {
         lambda e: lambda: SketchRetriever(e.index, e.kg, llm=SlowLLM()).aretrieve(e.query()),
         lambda e: lambda: PPRRetriever(e.index).aretrieve(e.query()),
         lambda e: lambda: PPRRetriever(e.index, e.kg, llm=SlowLLM()).aretrieve(e.query()),
+        lambda e: lambda: IntentAwareRetriever(e.index).aretrieve(e.query()),
+        lambda e: (
+            lambda: IntentAwareRetriever(e.index, graph=e.kg, llm=SlowLLM()).aretrieve(e.query())
+        ),
     ],
     "semrag.retrieval.graph:GraphRetriever.aretrieve": [
         lambda e: lambda: GraphRetriever(e.index, e.kg).aretrieve(e.query())
     ],
     "semrag.retrieval.intent:IntentAwareRetriever.aplan": [
         lambda e: lambda: IntentAwareRetriever(e.index, llm=SlowLLM()).aplan(e.query())
-    ],
-    "semrag.retrieval.intent:IntentAwareRetriever.aretrieve": [
-        lambda e: lambda: IntentAwareRetriever(e.index).aretrieve(e.query()),
-        lambda e: (
-            lambda: IntentAwareRetriever(e.index, graph=e.kg, llm=SlowLLM()).aretrieve(e.query())
-        ),
     ],
     "semrag.retrieval.sketch:SketchRetriever.aquery_entities": [
         lambda e: lambda: SketchRetriever(e.index, e.kg, llm=SlowLLM()).aquery_entities(e.query())
