@@ -92,6 +92,7 @@ def main() -> None:
     never = SemanticChunker(
         ours, sentence_splitter=functools.partial(split_sentences, lines="never")
     )
+    paper_rule = SemanticChunker(ours, target_tokens=None)  # no chunk size aimed at
     lc = LCSemantic(Shared(model).langchain)
     li = SemanticSplitterNodeParser(embed_model=Shared(model).llama_index)
     ch = ChonkieSemantic(embedding_model=Shared(model).chonkie)
@@ -112,6 +113,10 @@ def main() -> None:
     contestants = [
         ("semrag SemanticChunker() as shipped", by_chunker(shipped)),
         ('semrag SemanticChunker(), lines="never" (before the line rule)', by_chunker(never)),
+        (
+            "semrag SemanticChunker(target_tokens=None) (SemRAG's rule alone)",
+            by_chunker(paper_rule),
+        ),
         (
             "LangChain SemanticChunker (defaults)",
             lambda docs: [locate(d.text, lc.split_text(d.text)) for d in docs],
