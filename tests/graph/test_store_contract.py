@@ -76,9 +76,9 @@ def test_upsert_is_idempotent(store):
 
 
 def test_relations_and_mentions_need_known_entities(store):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="unknown entit.*'nobody'|'nobody'.*unknown entit"):
         store.upsert(relations=[Relation("nobody", "nothing")])
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="unknown entit.*'nobody'"):
         store.upsert(mentions=[Mention("nobody", ChunkRef("d", 0, 1))])
     assert store.counts()["entities"] == 0
 

@@ -121,7 +121,7 @@ def test_negative_cache_size_is_config_error():
 def test_non_str_items_raise_type_error():
     with pytest.raises(TypeError, match="texts must be str, got int"):
         FakeEmbedder().embed(["a", 3])  # type: ignore[list-item]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="a sequence of strings, not a single str"):
         FakeEmbedder().embed("a single string")
 
 

@@ -298,7 +298,9 @@ def test_semantic_index_keeps_the_approximate_graph_through_changes_and_saves(tm
     assert graph.doc_ids == ["t1", "t2", "t3"]
     assert (graph.csr()[3] == 1).any()  # inter-document edges exist
     (saved_folder(tmp_path / "idx") / "ssg_ann_dead.npy").write_bytes(b"\x93NUMPY broken")
-    with pytest.raises(StoreError):
+    with pytest.raises(
+        StoreError, match=r"ssg_ann_dead.npy is missing or corrupt \(checksum mismatch\)"
+    ):
         SemanticIndex.load(tmp_path / "idx", embedder=FakeEmbedder(dim=32))
 
 

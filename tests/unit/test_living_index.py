@@ -837,7 +837,9 @@ def test_a_saved_graph_resumes_following_and_catches_up(tmp_path):
     loaded.delete("s2")  # and it follows from here on
     assert graph_table(resumed) == fresh_table()
     (saved_folder(tmp_path / "ledger") / "ledger.json").write_text("{}", encoding="utf-8")
-    with pytest.raises(StoreError):  # a damaged ledger is a typed error
+    with pytest.raises(
+        StoreError, match=r"ledger.json is missing or corrupt \(checksum mismatch\)"
+    ):  # a damaged ledger is a typed error
         KnowledgeGraph.resume(loaded, InMemoryGraphStore(), tmp_path / "ledger")
 
 
@@ -900,7 +902,7 @@ def test_entity_vectors_are_kept_per_change_and_saved_with_the_ledger(tmp_path):
     plain.detach()
 
     np.save(saved_folder(tmp_path / "ledger") / "names.npy", np.zeros((2, 5)))  # damaged
-    with pytest.raises(StoreError):
+    with pytest.raises(StoreError, match=r"names.npy is missing or corrupt \(checksum mismatch\)"):
         KnowledgeGraph.resume(index, InMemoryGraphStore(), tmp_path / "ledger")
 
 

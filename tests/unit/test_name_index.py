@@ -131,7 +131,9 @@ def test_the_name_search_is_saved_with_the_ledger_and_checked(tmp_path):
     (saved_folder(tmp_path / "ledger") / "ledger.json").write_text(
         json.dumps(data), encoding="utf-8"
     )
-    with pytest.raises(StoreError):
+    with pytest.raises(
+        StoreError, match=r"ledger.json is missing or corrupt \(checksum mismatch\)"
+    ):
         KnowledgeGraph.resume(index, kg.store, tmp_path / "ledger")
     with pytest.raises(ConfigError, match="name_search"):
         KnowledgeGraph.build(index, name_search="fuzzy")

@@ -115,7 +115,9 @@ def test_sketch_reads_the_index_pieces_and_embeds_none_at_query_time(tmp_path):
     (saved_folder(tmp_path / "index") / "pieces.json").write_text(
         '{"split": [12, 3], "rows": [[0]]}'
     )
-    with pytest.raises(StoreError):
+    with pytest.raises(
+        StoreError, match=r"pieces.json is missing or corrupt \(checksum mismatch\)"
+    ):
         SemanticIndex.load(tmp_path / "index", embedder=FakeEmbedder(dim=32))
 
 

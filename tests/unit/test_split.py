@@ -92,20 +92,20 @@ def test_empty_curve():
 
 
 @pytest.mark.parametrize(
-    ("threshold", "amount"),
+    ("threshold", "amount", "message"),
     [
-        ("median", None),
-        ("percentile", 120),
-        ("target_chunks", 0),
-        ("target_chunks", 2.5),
-        ("absolute", None),
-        (0.3, 5),
-        (True, None),
-        (float("nan"), None),
+        ("median", None, "threshold must be a number or one of"),
+        ("percentile", 120, r"percentile must be within \[0, 100\], got 120"),
+        ("target_chunks", 0, "target_chunks must be a positive integer, got 0"),
+        ("target_chunks", 2.5, "target_chunks must be a positive integer, got 2.5"),
+        ("absolute", None, "threshold='absolute' needs threshold_amount"),
+        (0.3, 5, "either a numeric threshold or threshold_amount, not both"),
+        (True, None, "a number or a name, not a bool"),
+        (float("nan"), None, "threshold amount must be finite, got nan"),
     ],
 )
-def test_threshold_validation(threshold, amount):
-    with pytest.raises(ConfigError):
+def test_threshold_validation(threshold, amount, message):
+    with pytest.raises(ConfigError, match=message):
         Threshold.of(threshold, amount)
 
 
