@@ -98,9 +98,7 @@ class IndexRetriever(Params, metaclass=ABCMeta):
         """The ``k`` best hits for ``query`` (the retriever's own ``k`` when ``None``)."""
         name = type(self).__name__
         k, query = check_k(name, k, self.k), check_query(name, query)
-        request = self.ask(query)
-        asked = _NOTHING if request is None else call(request)
-        return self._read(query, query_vector(self.index, query), k, asked)
+        return self._read(query, query_vector(self.index, query), k, self._asked(query))
 
     async def aretrieve(self, query: str, *, k: int | None = None) -> list[ScoredChunk]:
         """Async twin of :meth:`retrieve`.
@@ -113,8 +111,7 @@ class IndexRetriever(Params, metaclass=ABCMeta):
         """
         name, reader = type(self).__name__, self.index
         k, query = check_k(name, k, self.k), check_query(name, query)
-        request = self.ask(query)
-        asked, q = await asyncio.gather(_aanswer(request), aquery_vector(reader, query))
+        asked, q = await asyncio.gather(self._aasked(query), aquery_vector(reader, query))
         if not offers(reader, AsyncReads):
             return await asyncio.to_thread(self._read, query, q, k, asked)
         with reading(reader, followers=self.follows_graph):
@@ -127,13 +124,16 @@ class IndexRetriever(Params, metaclass=ABCMeta):
             return drive(self._steps(query, q, k, asked), call)
 
     def _steps(self, query: str, q: npt.NDArray[np.float32], k: int, asked: object) -> Steps:
-        if asked is _NOTHING:
+        if asked is None:  # nothing asked: the three-argument steps of any retriever
             return self.steps(query, q, k)
         return self.steps(query, q, k, asked)  # type: ignore[call-arg]
 
+    def _asked(self, query: str) -> object:
+        """The reply to the request :meth:`ask` makes (``None`` when it makes none)."""
+        request = self.ask(query)
+        return None if request is None else call(request)
 
-_NOTHING = object()  # no request was asked
-
-
-async def _aanswer(request: Call | None) -> object:
-    return _NOTHING if request is None else await acall(request)
+    async def _aasked(self, query: str) -> object:
+        """Async twin of :meth:`_asked` (the request's async twin awaited)."""
+        request = self.ask(query)
+        return None if request is None else await acall(request)

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from semrag._rwlock import ProvidesReader
-from semrag._steps import Call, Together, acall, call, twin
+from semrag._steps import Call, Together, twin
 from semrag._validation import (
     HasMethods,
     Interval,
@@ -261,13 +261,12 @@ class IntentAwareRetriever(IndexRetriever):
         an exception from the model) falls back to the rules, and the plan's ``note``
         says why; with ``"raise"`` it propagates.
         """
-        request = self.ask(check_query("IntentAwareRetriever", query))
-        return self._planned(query, None if request is None else call(request))
+        return self._planned(query, self._asked(check_query("IntentAwareRetriever", query)))
 
     async def aplan(self, query: str) -> QueryPlan:
         """Async twin of :meth:`plan`."""
-        request = self.ask(check_query("IntentAwareRetriever", query))
-        return self._planned(query, None if request is None else await acall(request))
+        query = check_query("IntentAwareRetriever", query)
+        return self._planned(query, await self._aasked(query))
 
     def ask(self, query: str) -> Call | None:
         """The LLM's plan of the query (JSON); ``None`` without an LLM (the rules plan)."""

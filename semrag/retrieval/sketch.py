@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 import numpy as np
 
 from semrag._rwlock import ProvidesReader, as_reader
-from semrag._steps import Call, Together, acall, call, twin
+from semrag._steps import Call, Together, call, twin
 from semrag._validation import (
     INT,
     REAL,
@@ -285,15 +285,12 @@ class SketchRetriever(IndexRetriever):
     # -- query entities --------------------------------------------------------------------------
     def query_entities(self, query: str) -> tuple[list[Entity], str]:
         """The store's entities the query names, and a note (LLM fallback) or ``""``."""
-        request = self.ask(query)
-        fuzzy, exact, note = self._names(query, None if request is None else call(request))
+        fuzzy, exact, note = self._names(query, self._asked(query))
         return self._entities(fuzzy, exact), note
 
     async def aquery_entities(self, query: str) -> tuple[list[Entity], str]:
         """Async twin of :meth:`query_entities`."""
-        request = self.ask(query)
-        reply = None if request is None else await acall(request)
-        fuzzy, exact, note = self._names(query, reply)
+        fuzzy, exact, note = self._names(query, await self._aasked(query))
         return await asyncio.to_thread(self._entities, fuzzy, exact), note
 
     def _entities(self, fuzzy: Sequence[str], exact: Sequence[str]) -> list[Entity]:
