@@ -1,8 +1,10 @@
 """Repair or expand? SPC against what a user would pick instead, at the same context budget.
 
 Real documents kept whole (development data only): SQuAD v1.1 dev's even articles (the
-reference is the sentence holding the answer) and PubMedQA abstracts (the reference is the
-conclusion). Two ways of chunking: chunks cut mid-thought (a 64-token cap, no semantic
+reference is the sentence holding the answer), PubMedQA abstracts (the reference is the
+conclusion) and sectioned Wikipedia articles (the question is a section's first sentence,
+the reference the rest of the section: answers longer than any budget).
+Two ways of chunking: chunks cut mid-thought (a 64-token cap, no semantic
 breaks: ``SemanticChunker(threshold=2.0, max_tokens=64)``) and the default splitter. Dense
 search (the packaged MiniLM) returns the top ``k`` = 10 chunks; then every system turns
 them into a context in its own order, and the context is cut to a budget of characters
@@ -36,7 +38,8 @@ paragraph inside the context), the share of the supporting paragraphs' character
 extra retrievals the loop made and ms per query.
 
     python benchmarks/context_repair.py [--squad N] [--per-article N] [--pubmed N]
-        [--chunks 64 default] [--only REGEX] [--audit] [--cache FILE] [--out FILE]
+        [--sections N] [--steps S ...] [--chunks 64 default] [--only REGEX] [--audit]
+        [--cache FILE] [--out FILE]
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from _common import (
     save_store,
     table,
 )
-from corpus_shapes import Question, Shape, abstracts, long_articles
+from corpus_shapes import Question, Shape, abstracts, long_articles, sectioned
 
 from semrag import SemanticChunker, SemanticIndex
 from semrag.eval.chunking import _covered
@@ -69,7 +72,7 @@ from semrag.postprocess import SPC
 BUDGETS = (1000, 2000, 4000)
 K = 10
 PLAIN = "plain hits"
-DECAYS: list[float] = []  # SPC variants to compare (--decays)
+STEPS: list[float | None] = []  # SPC variants to compare (--steps; 0: own relevance)
 Span = tuple[int, int, int]
 System = Callable[[Question, list[Any]], list[Span]]  # (question, dense hits) -> spans
 
@@ -117,16 +120,16 @@ def semrag_systems(index: SemanticIndex, pos: dict[str, int]) -> dict[str, Calla
     systems["SPC(context=budget) (the default at that budget)"] = lambda q, hits, budget: spans(
         by_budget[budget].process(q.text, hits).chunks
     )
-    for decay in DECAYS:
+    for step in STEPS:
 
-        def run(q, hits, budget, decay=decay):
-            saved, spc_module.DECAY = spc_module.DECAY, decay
+        def run(q, hits, budget, step=step):
+            saved, spc_module.STEP = spc_module.STEP, step
             try:
                 return spans(by_budget[budget].process(q.text, hits).chunks)
             finally:
-                spc_module.DECAY = saved
+                spc_module.STEP = saved
 
-        systems[f"  variant: decay {decay}"] = run
+        systems[f"  variant: step {step}"] = run
     unrefined = {b: SPC(index, k=K, audit=False, context=b, refine=False) for b in BUDGETS}
     systems["  variant: refine=False"] = lambda q, hits, budget: spans(
         unrefined[budget].process(q.text, hits).chunks
@@ -436,10 +439,11 @@ def main() -> None:
     ap.add_argument("--only", default=None)
     ap.add_argument("--cache", default=None)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--decays", type=float, nargs="*", default=[])
+    ap.add_argument("--sections", type=int, default=40)
+    ap.add_argument("--steps", type=float, nargs="*", default=[])
     ap.add_argument("--audit", action="store_true", help="RetrieveAndCheck on MuSiQue only")
     args = ap.parse_args()
-    DECAYS.extend(args.decays)
+    STEPS.extend(s or None for s in args.steps)
     load_store(args.cache)
     from semrag.embeddings import SentenceTransformerEmbedder
 
@@ -449,7 +453,11 @@ def main() -> None:
         title = "The coverage audit: RetrieveAndCheck against one retrieval at equal budgets"
         emit("\n".join([header(title, data), "", audit_table(model, 100)]), args.out)
         return
-    shapes = [long_articles(args.squad, args.per_article), abstracts(args.pubmed)]
+    shapes = [
+        long_articles(args.squad, args.per_article),
+        abstracts(args.pubmed),
+        sectioned(args.sections, 4),
+    ]
     reports = []
     for kind in args.chunks:
         for shape in shapes:
@@ -466,7 +474,8 @@ def main() -> None:
             save_store(args.cache)
     data = (
         "development data only: SQuAD v1.1 dev (even articles, whole), PubMedQA PQA-L (even "
-        "abstracts); all-MiniLM-L6-v2 (packaged) for every system"
+        "abstracts), sectioned Wikipedia (wiki300_badjatiya, even articles, 4 sections each); "
+        "all-MiniLM-L6-v2 (packaged) for every system"
     )
     report = "\n".join([header("Repair or expand? Context at equal budgets", data), ""] + reports)
     emit(report, args.out)

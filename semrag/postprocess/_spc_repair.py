@@ -248,7 +248,7 @@ def budgeted(
     budget: int,
     cost_of: Callable[[str], int],
     embedder: Embedder,
-    decay: float,
+    step: float | None,
 ) -> tuple[list[ScoredChunk], list[Repair], list[Repair]]:
     """The hits as one context of at most ``budget`` (:func:`~semrag.postprocess.budget.allocate`).
 
@@ -291,7 +291,7 @@ def budgeted(
 
     regions = [  # a hit cut at the budget ends on a character, not on whitespace
         replace(r, end=len(texts[r.doc_id][: r.end].rstrip()))
-        for r in allocate(spans, values, maps.get, asks, budget, cost, decay=decay)
+        for r in allocate(spans, values, maps.get, asks, budget, cost, step=step)
     ]
     chunks: list[ScoredChunk] = []
     actions: dict[int, Repair] = {}
@@ -395,7 +395,7 @@ def _sentence_maps(
 
     From the index's sentence vectors; a source without them (``sources=``) has only the
     sentences within :data:`NEAR` of its hits embedded, all documents in one call (the
-    others are unknown, ``-inf``: only a hit's decayed value can bring them in).
+    others are unknown, ``-inf``: only a hit's own value, less its distance, can bring them in).
     """
     maps: dict[str, SentenceMap] = {}
     todo: list[tuple[str, int]] = []

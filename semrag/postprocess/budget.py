@@ -7,7 +7,8 @@ query (the numbers dense search ranks by):
 * **take the next hit** (in the retriever's order): its own span, valued by its relevance,
   or by the best of the hits ranked below it when that is more (the retriever's order stands);
 * **extend a region** already in the context by the sentence just before or after it,
-  valued by that sentence's relevance; completing a sentence the region cuts, or the
+  valued by that sentence's relevance, or by the hit's less ``step`` for each sentence
+  between them; completing a sentence the region cuts, or the
   sentence a damaged side asks for (an opening pronoun, a dangling enumeration: what
   :func:`~semrag.postprocess.detect.assess` flags), is valued as the hit itself.
 
@@ -39,7 +40,7 @@ class SentenceMap:
     """A document's sentences and each one's relevance to the query.
 
     ``starts`` / ``ends`` are sorted; a relevance of ``-inf`` was not computed (such a
-    sentence joins only through a hit's decayed value).
+    sentence joins only through a hit's value, less its distance).
     """
 
     starts: npt.NDArray[np.int64]
@@ -76,7 +77,7 @@ def allocate(
     budget: int,
     cost: Cost,
     *,
-    decay: float = 0.0,
+    step: float | None = None,
 ) -> list[Region]:
     """The context for ``budget``: regions in the order of the hit that opened each.
 
@@ -89,9 +90,11 @@ def allocate(
         asks: per hit, whether a damage signal asks for the sentence before it, after it.
         budget: what the context may spend, in ``cost``'s unit.
         cost: what a span spends (characters or tokens).
-        decay: a sentence ``n`` sentences beyond a hit is worth at least the hit's value
-            times ``decay ** n`` (the context of a relevant hit holds what its question
-            needs more often than its own similarity says); 0: its own relevance only.
+        step: a sentence ``n`` sentences beyond a hit is worth at least the hit's value
+            less ``n * step`` (the context of a relevant hit holds what its question
+            needs more often than its own similarity says; a difference of cosines, so
+            it reads the same whatever the embedder's baseline similarity); ``None``:
+            its own relevance only.
 
     Returns:
         Regions whose costs sum to at most ``budget``; each contains the whole span of
@@ -116,8 +119,8 @@ def allocate(
     taken = 0
     blocked: set[tuple[str, int, int]] = set()
     while True:
-        step = _best_extension(regions, spans, values, sentences, asks, blocked, decay)
-        if taken < len(spans) and (step is None or values[taken] >= step[0]):
+        grow = _best_extension(regions, spans, values, sentences, asks, blocked, step)
+        if taken < len(spans) and (grow is None or values[taken] >= grow[0]):
             grown = _merged([*regions, Region(*spans[taken], (taken,))])
             if spent(grown) > budget:  # the last hit: cut to what is left, then stop
                 cut = _cut(spans[taken], budget - spent(regions), cost)
@@ -126,9 +129,9 @@ def allocate(
                 break
             regions, taken = grown, taken + 1
             continue
-        if step is None:
+        if grow is None:
             break
-        _, i, lo, hi = step
+        _, i, lo, hi = grow
         r = regions[i]
         trial = _merged(
             [
@@ -151,7 +154,7 @@ def _best_extension(
     sentences: Callable[[str], SentenceMap | None],
     asks: Sequence[tuple[bool, bool]],
     blocked: set[tuple[str, int, int]],
-    decay: float,
+    step: float | None,
 ) -> tuple[float, int, int, int] | None:
     """The most valuable one-sentence extension: ``(value, region, start, end)`` or ``None``."""
     best: tuple[float, int, int, int] | None = None
@@ -173,10 +176,10 @@ def _best_extension(
             value = float(doc.relevance[j])
             if cut or asked:
                 value = max(value, values[owner])  # the rest of the hit's own thought
-            elif decay > 0:  # the context of a relevant hit: worth less the farther it is
+            elif step is not None:  # the context of a relevant hit: worth less the farther
                 k = doc.after(own_start) if before else doc.before(own_end)
                 away = abs((k if k is not None else j) - j)
-                value = max(value, values[owner] * decay**away)
+                value = max(value, values[owner] - step * away)
             if not np.isfinite(value):  # a sentence whose relevance was not computed
                 continue
             if best is None or value > best[0]:
