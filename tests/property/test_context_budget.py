@@ -145,3 +145,26 @@ def test_a_hit_is_worth_what_the_hits_ranked_below_it_are():
     )
     # the second hop is worth the 0.7 of the hit below it: taken before a's 0.6 sentence
     assert [(r.doc_id, r.start, r.end) for r in regions] == [("a", 0, 9), ("b", 0, 9), ("c", 0, 9)]
+
+
+def test_a_sentence_n_away_from_a_hit_is_worth_its_value_less_n_steps():
+    # doc "a": a hit (0.8) and three sentences after it that do not resemble the query;
+    # doc "b": a second hit worth 0.65
+    a = SentenceMap(
+        np.array([0, 10, 20, 30]), np.array([9, 19, 29, 39]), np.array([0.8, 0.0, 0.0, 0.0])
+    )
+    spans = [("a", 0, 9), ("b", 0, 9)]
+
+    def context(step: float | None, budget: int) -> list[tuple[str, int, int]]:
+        regions = allocate(
+            spans, [0.8, 0.65], {"a": a}.get, [(False, False)] * 2, budget,
+            lambda d, s, e: e - s, step=step,
+        )  # fmt: skip
+        return [(r.doc_id, r.start, r.end) for r in regions]
+
+    # 0.8 - 0.07 and 0.8 - 0.14 are worth more than the second hit; 0.8 - 0.21 is not
+    assert context(0.07, 29) == [("a", 0, 29)]
+    assert context(0.07, 47) == [("a", 0, 29), ("b", 0, 9)]
+    assert context(0.07, 48) == [("a", 0, 39), ("b", 0, 9)]
+    # without a step, the sentences are worth their own 0.0: the second hit first
+    assert context(None, 18) == [("a", 0, 9), ("b", 0, 9)]
