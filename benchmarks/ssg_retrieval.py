@@ -37,6 +37,29 @@ from semrag.retrieval import ALGORITHMS
 KS = MULTIHOP_KS
 
 
+METHOD = """\
+Method: MuSiQue-Ans (100 questions; the corpus is every paragraph of every question, each
+paragraph a document: its title, a blank line, its text). Everything is indexed once by
+`SemanticIndex` with its defaults (SemanticChunker, packaged MiniLM, SSG with 3-sentence
+windows, top_k 15 / top_x 5). Every system's results become a ranked list of distinct
+paragraphs; SSG retrievers are asked for 3k window nodes (so that k distinct paragraphs
+can be reached) and keep the paper's stopping rules unless the row says "no early stop".
+The peers index whole paragraphs with the same MiniLM. `llm_guided_traversal` needs an LLM
+and was not run (no LLM is reachable offline); it is exercised in the tests with fake
+LLMs."""
+
+WHY = """\
+With the paper's stopping rules the traversals stop after a few nodes (the best extracted
+sentence beats the best remaining window almost at once), and even without early stopping,
+walking similarity edges reaches fewer of the supporting paragraphs than a plain dense
+ranking: the second hop of a MuSiQue question (an entity named in the first paragraph) is
+rarely the nearest MiniLM neighbour of the first paragraph's windows. We also tried,
+outside this table, a best-first frontier seeded with several anchors, relevance
+propagated along edges, and `triangulation_fulldim` searching the whole index around
+`2q - c`; none beat the dense ranking either. Entity links (the knowledge-graph issue) are the
+likelier route to multi-hop gains."""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -95,6 +118,8 @@ def main() -> None:
     ]
     best = max(traversals, key=lambda r: r["full@10"])
     dense_peer = next(r for r in rows if r["retriever"] == "LangChain FAISS (dense)")
+    gain = best["full@10"] - dense_peer["full@10"]
+    verdict = "met" if gain >= 0.05 else "**not met**"
     report = "\n".join(
         [
             header(
@@ -102,12 +127,17 @@ def main() -> None:
                 f"MuSiQue-Ans, 100 questions; corpus = {len(docs)} distinct paragraphs",
             ),
             "",
+            METHOD,
+            "",
             table(rows, cols),
             "",
             f"Best traversal (basic_retrieval is the paper's no-traversal control) on "
             f"full-support recall@10: {best['retriever']} "
             f"({best['full@10']:.3f}) vs LangChain FAISS dense {dense_peer['full@10']:.3f} "
-            f"({100 * (best['full@10'] - dense_peer['full@10']):+.1f} points).",
+            f"({100 * gain:+.1f} points).",
+            "",
+            "Result: the goal (best traversal 5 points of full-support recall@10 above the "
+            f"dense peer) is {verdict}." + ("" if gain >= 0.05 else " " + WHY),
             "",
         ]
     )
