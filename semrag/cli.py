@@ -128,20 +128,13 @@ def _collect(paths: Sequence[str]) -> list[Document]:
 
 def _cmd_index(args: argparse.Namespace) -> int:
     from semrag.chunking import SemanticChunker
-    from semrag.embeddings import SentenceTransformerEmbedder
     from semrag.index import SemanticIndex
 
     docs = _collect(args.paths)
-    embedder = SentenceTransformerEmbedder()
-    chunker = SemanticChunker(
-        embedder,
-        buffer_size=args.buffer_size,
-        max_tokens=args.max_tokens,
-        show_progress=args.progress,
+    chunker = SemanticChunker(  # the default index's: static boundaries, no torch
+        buffer_size=args.buffer_size, max_tokens=args.max_tokens, show_progress=args.progress
     )
-    index = SemanticIndex(
-        chunker, embedder, ssg=args.ssg, passages=True, show_progress=args.progress
-    )
+    index = SemanticIndex(chunker, ssg=args.ssg, passages=True, show_progress=args.progress)
     index.add_documents(docs)
     out = index.save(args.out, overwrite=True)  # a build from the sources replaces a save
     n_chunks = len(index.chunks())
