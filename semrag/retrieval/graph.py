@@ -81,7 +81,7 @@ class GraphRetriever:
         *,
         strategy: str = "ppr",
         k: int = 10,
-        **options: Any,
+        **options: object,
     ) -> None:
         chosen = strategy_named(strategy)
         check_keywords(f"GraphRetriever(strategy={strategy!r})", chosen.options(), options)

@@ -61,7 +61,7 @@ class Strategy:
             *self.fixed,
         }
 
-    def build(self, index: Any, graph: Any, k: int, options: Mapping[str, Any]) -> Any:
+    def build(self, index: Any, graph: Any, k: int, options: Mapping[str, object]) -> Any:
         """The retriever, over ``index`` (and ``graph`` where the class takes one).
 
         One graph can be handed to every strategy; those that read none leave it.
