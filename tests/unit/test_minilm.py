@@ -46,6 +46,9 @@ def test_the_default_embedder_is_the_torch_free_minilm():
 def test_vectors_are_unit_length_in_order_and_independent_of_the_batch(numpy_minilm):
     vecs = numpy_minilm.embed(TEXTS)
     assert vecs.shape == (len(TEXTS), 384) and vecs.dtype == np.float32
+    # batches of 2 texts, of four different lengths, through the products as one stack
+    stacked = MiniLMEmbedder(cache_size=0, batch_size=2, threads=1).embed(TEXTS)
+    np.testing.assert_allclose(stacked, vecs, atol=2e-5)
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     alone = np.stack([numpy_minilm.embed([t])[0] for t in TEXTS])  # no padding at all
     np.testing.assert_allclose(vecs, alone, atol=2e-5)
@@ -53,8 +56,8 @@ def test_vectors_are_unit_length_in_order_and_independent_of_the_batch(numpy_min
 
 def test_passes_side_by_side_give_the_vectors_of_one_pass_at_a_time(numpy_minilm):
     spans = [[(0, len(t) // 2), (len(t) // 2, len(t))] for t in TEXTS]
-    serial = MiniLMEmbedder(cache_size=0, batch_size=3, threads=1)
-    parallel = MiniLMEmbedder(cache_size=0, batch_size=3, threads=3)
+    serial = MiniLMEmbedder(cache_size=0, batch_size=1, threads=1)
+    parallel = MiniLMEmbedder(cache_size=0, batch_size=1, threads=3)  # 2 stacks of 4 at once
     assert (serial.threads, parallel.threads) == (1, 3)
     one, one_pooled = serial.embed_pooled(TEXTS, spans)
     many, many_pooled = parallel.embed_pooled(TEXTS, spans)
@@ -153,7 +156,8 @@ def _states_mean(model: MiniLMEmbedder, text: str, a: int, b: int) -> np.ndarray
     """A span's pooled vector computed the long way: every word piece's offsets checked."""
     bert, encoder = model._loaded()
     (enc,) = encoder.encode_batch([text])
-    states = bert.states(np.asarray([enc.ids]), np.asarray([enc.attention_mask], np.float32))[0]
+    batch = (np.asarray([enc.ids]), np.asarray([enc.attention_mask], np.float32))
+    states = bert.states([batch])[0][0]
     pieces = zip(enc.offsets, enc.special_tokens_mask, strict=True)
     inside = [i for i, ((s, e), special) in enumerate(pieces) if not special and a <= s < e <= b]
     v = states[inside].mean(axis=0)
