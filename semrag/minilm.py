@@ -24,7 +24,7 @@ attention runs batch by batch. Stacks run side by side, one per core, each on on
 thread: element-wise numpy work runs on one thread and a small
 batch's matrix products gain little from a second BLAS thread, so passes in parallel keep
 both cores busy where one pass over a threaded BLAS leaves a core idle part of the time
-(1.3x on 2 cores, RESULTS "Building the index").
+(1.4x on 2 cores, RESULTS "Building the index").
 """
 
 from __future__ import annotations
