@@ -18,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, create_model
 
 from langchain_semrag.embeddings import to_llm
-from semrag._validation import check_keywords, renamed
+from semrag._validation import check_keywords, named_arguments, renamed
 from semrag.errors import ConfigError
 from semrag.postprocess import SPC
 from semrag.retrieval import CommunityRetriever as CoreCommunityRetriever
@@ -72,8 +72,9 @@ class _CoreRetriever(BaseRetriever):
     _core_class: ClassVar[type | None] = None
     _renamed: ClassVar[dict[str, str]] = {}  # a field's old name -> its name (until 0.4)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, *args: Any, **data: Any) -> None:
         name = type(self).__name__
+        data = named_arguments(self._core_class or type(self), name, args, data)
         old = {n: data.pop(n) for n in self._renamed if n in data}
         if old:
             defaults = {n: type(self).model_fields[n].default for n in self._renamed.values()}
@@ -126,7 +127,8 @@ def retriever_for(core: type) -> type[BaseRetriever]:
 
     Its fields are every parameter of ``core``, same names, same defaults (declared once,
     in the core's signature: :func:`semrag.retrieval.parameters`); they are untyped for
-    pydantic, so the core checks every value. ``invoke`` / ``ainvoke`` return LangChain
+    pydantic, so the core checks every value; what the core takes by position (``index``)
+    is taken by position too. ``invoke`` / ``ainvoke`` return LangChain
     documents with exact offsets, scores and provenance (:func:`to_lc_documents`), and
     ``invoke(query, k=...)`` overrides ``k`` for one call. Every retriever class of this
     module is made this way.

@@ -23,6 +23,7 @@ from llama_index.core.schema import (
 
 from llama_index_semrag.embeddings import to_llm
 from semrag import SemanticIndex
+from semrag._validation import named_arguments
 from semrag.index.reader import CorpusReader
 from semrag.llm import LLM
 from semrag.postprocess import SPC
@@ -97,11 +98,17 @@ class _CoreRetriever(BaseRetriever):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "_core_class" in cls.__dict__:  # its signature is the core's, keyword-only
-            params = [p.replace(kind=p.KEYWORD_ONLY) for p in parameters(cls._core_class)]
+        if "_core_class" in cls.__dict__:  # its signature is the core's
+            core = inspect.signature(cls._core_class).parameters.values()
+            positional = {p.name for p in core if p.kind is p.POSITIONAL_OR_KEYWORD}
+            params = [
+                p if p.name in positional else p.replace(kind=p.KEYWORD_ONLY)
+                for p in parameters(cls._core_class)
+            ]
             cls.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, *args: Any, **params: Any) -> None:
+        params = named_arguments(self._core_class, type(self).__name__, args, params)
         if "llm" in params:
             params["llm"] = to_llm(params["llm"])
         self._core = construct(self._core_class, **params)
@@ -137,8 +144,8 @@ class _CoreRetriever(BaseRetriever):
 def retriever_for(core: type) -> type[BaseRetriever]:
     """A LlamaIndex retriever class over a semrag retriever class (yours, or one of ours).
 
-    It takes every parameter of ``core`` by keyword, same names and defaults (its
-    ``inspect.signature`` is the core's), and returns scored ``TextNode``s with exact
+    It takes every parameter of ``core``, same names and defaults, those the core takes by
+    position (``index``) by position too (its ``inspect.signature`` is the core's), and returns scored ``TextNode``s with exact
     offsets, scores and provenance (:func:`to_nodes`); ``retrieve(query, k=...)``
     overrides ``k`` for one call, and ``aretrieve`` is the core's async twin. It is what
     the built-in classes of this module are: a subclass naming its core class.
@@ -164,7 +171,7 @@ def retriever_for(core: type) -> type[BaseRetriever]:
 class SSGRetriever(_CoreRetriever):
     """Semantic-similarity-graph traversal (Lester) as a LlamaIndex retriever.
 
-    Takes every parameter of :class:`semrag.retrieval.SSGRetriever` by keyword, under the
+    Takes every parameter of :class:`semrag.retrieval.SSGRetriever` under the
     same name and default (``index``, ``strategy``, ``k``, ``max_sentences``, ``llm``,
     ...; ``llm`` may be a LlamaIndex LLM). Works inside a ``RetrieverQueryEngine``;
     ``aretrieve`` is truly asynchronous; ``retrieve(query, k=...)`` overrides ``k`` for one
@@ -177,8 +184,7 @@ class SSGRetriever(_CoreRetriever):
 class IntentAwareRetriever(_CoreRetriever):
     """Intent-aware hybrid retrieval (dense + BM25 + graph, per-query weights; InSemRAG).
 
-    Takes every parameter of :class:`semrag.retrieval.IntentAwareRetriever` by keyword,
-    under the same name and default (``index``, ``k``, ``m``, ``llm``, ``graph``, ...;
+    Takes every parameter of :class:`semrag.retrieval.IntentAwareRetriever` under the same name and default (``index``, ``k``, ``m``, ``llm``, ``graph``, ...;
     ``llm`` may be a LlamaIndex LLM).
     """
 
@@ -219,7 +225,7 @@ class RetrieveAndCheckRetriever(_CoreRetriever):
 class SketchRetriever(_CoreRetriever):
     """SKETCH: knowledge-graph facts and chunks merged with small-chunk vector search.
 
-    Takes every parameter of :class:`semrag.retrieval.SketchRetriever` by keyword, under
+    Takes every parameter of :class:`semrag.retrieval.SketchRetriever` under
     the same name and default (``index``, ``graph``, ``k``, ``depth``, ``llm``, ...).
     """
 
@@ -229,8 +235,7 @@ class SketchRetriever(_CoreRetriever):
 class CommunityRetriever(_CoreRetriever):
     """SemRAG community search, ``strategy="local"`` (eq. 4) or ``"global"`` (eq. 5).
 
-    Takes every parameter of :class:`semrag.retrieval.CommunityRetriever` by keyword,
-    under the same name and default (``index``, ``graph``, ``strategy``, ``k``, ``tau_e``,
+    Takes every parameter of :class:`semrag.retrieval.CommunityRetriever` under the same name and default (``index``, ``graph``, ``strategy``, ``k``, ``tau_e``,
     ...). ``mode=`` is the old name of ``strategy`` (until 0.4).
     """
 
@@ -243,7 +248,7 @@ class GraphRetriever(_CoreRetriever):
     Strategies: ``"ppr"`` (the default: personalized PageRank over passages and entities),
     ``"sketch"``, ``"local"``, ``"global"`` or ``"ssg:<algorithm>"``. Takes every
     parameter of :class:`semrag.retrieval.GraphRetriever` and of the default strategy's
-    :class:`semrag.retrieval.PPRRetriever` by keyword, under the same name and default
+    :class:`semrag.retrieval.PPRRetriever` under the same name and default
     (``index``, ``graph``, ``strategy``, ``k``, ``per_passage``, ``llm``, ...); another
     strategy's parameters too (``max_sentences=`` for ``"ssg:..."``), and one the strategy
     does not take is a ``ConfigError``.

@@ -319,6 +319,32 @@ def check_keywords(owner: str, accepted: Collection[str], given: Iterable[str]) 
             unknown_keyword(owner, accepted, name)
 
 
+def named_arguments(
+    cls: type, owner: str, args: tuple[object, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """``kwargs`` with ``args`` named as ``cls`` takes them by position (``index``, ...).
+
+    What lets the adapters take ``GraphRetriever(index, k=4)`` as the core class does.
+
+    Raises:
+        ConfigError: more positional arguments than ``cls`` takes, or one given twice
+            (Python's wording, a ``TypeError`` as Python's is).
+    """
+    names: list[str] = []
+    for p in inspect.signature(cls).parameters.values():
+        if p.kind is not p.POSITIONAL_OR_KEYWORD:
+            break
+        names.append(p.name)
+    if len(args) > len(names):
+        raise ConfigError(
+            f"{owner}() takes {len(names)} positional arguments ({', '.join(names)}) "
+            f"but {len(args)} were given"
+        )
+    if twice := [n for n in names[: len(args)] if n in kwargs]:
+        raise ConfigError(f"{owner}() got multiple values for argument {twice[0]!r}")
+    return {**dict(zip(names, args, strict=False)), **kwargs}
+
+
 def unknown_keyword(owner: str, accepted: Collection[str], name: str) -> NoReturn:
     """Raise the ``ConfigError`` of :func:`check_keywords` for ``name``."""
     close = difflib.get_close_matches(name, list(accepted), n=1)

@@ -72,7 +72,8 @@ def test_every_core_parameter_is_an_adapter_parameter_with_the_same_default(core
             inspect.Parameter.empty if default is inspect.Parameter.empty else default
         )
         assert li_params[p.name].default == default, f"LlamaIndex {li.__name__}: {p.name}"
-        assert li_params[p.name].kind is inspect.Parameter.KEYWORD_ONLY
+        by_position = p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD  # index, as the core
+        assert li_params[p.name].kind is (p.kind if by_position else inspect.Parameter.KEYWORD_ONLY)
 
 
 def test_the_graph_retriever_declares_the_default_strategys_parameters():

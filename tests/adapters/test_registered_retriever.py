@@ -124,6 +124,38 @@ def test_llama_index_builds_it_by_strategy_and_as_a_class_of_its_own(index):
         Shared(index=index, min_shared=-1)
 
 
+@pytest.mark.parametrize("framework", ["langchain", "llama_index"])
+def test_both_frameworks_take_the_index_by_position_as_the_core_does(index, framework):
+    mod = lcs if framework == "langchain" else lis
+
+    def texts(retriever, query="bees"):
+        got = retriever.invoke if framework == "langchain" else retriever.retrieve
+        return [getattr(d, "page_content", None) or d.node.get_content() for d in got(query)]
+
+    want = [h.chunk.text for h in GraphRetriever(index, k=2).retrieve("bees")]
+    assert want and texts(mod.GraphRetriever(index, k=2)) == want
+    assert texts(mod.GraphRetriever(index, None, k=2)) == want  # (index, graph), as the core
+    own = [h.chunk.text for h in core_hits(index, min_shared=2)]
+    shared = mod.retriever_for(SharedWords)(index, k=2, min_shared=2)
+    assert texts(shared, "honey bees hive") == own
+    with pytest.raises(ConfigError, match=r"takes 2 positional arguments \(index, graph\)"):
+        mod.GraphRetriever(index, None, "ppr")
+    with pytest.raises(ConfigError, match="multiple values for argument 'index'"):
+        mod.GraphRetriever(index, index=index)
+    with pytest.raises(TypeError, match="takes .* positional argument"):
+        mod.RetrieveAndCheckRetriever(index)  # its parameters are keywords
+
+
+def test_llama_index_signatures_keep_the_core_s_positional_parameters():
+    params = list(inspect.signature(lis.GraphRetriever).parameters.values())
+    assert [p.name for p in params[:3]] == ["index", "graph", "strategy"]
+    assert [p.kind for p in params[:3]] == [
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    ]
+
+
 class FirstWordOnly(SharedWords):
     """Asks for the query's first word before reading; keeps the hits that hold it."""
 
