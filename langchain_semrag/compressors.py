@@ -8,12 +8,14 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.documents import Document as LCDocument
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, PrivateAttr, create_model
 
 from langchain_semrag.embeddings import to_embedder, to_llm
 from langchain_semrag.retrievers import to_lc_documents
+from semrag._validation import check_keywords, named_arguments, with_options
 from semrag.identity import chunk_document_id
 from semrag.postprocess import SPC, SPCResult
+from semrag.retrieval import parameters
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SPCCompressor", "from_lc_document"]
@@ -40,7 +42,15 @@ def from_lc_document(doc: LCDocument) -> ScoredChunk:
     return ScoredChunk(chunk, score)
 
 
-class SPCCompressor(BaseDocumentCompressor):
+_SPC_FIELDS: dict[str, Any] = {
+    p.name: (Any, p.default) for p in parameters(SPC) if p.name not in ("index", "embedder", "llm")
+}
+"""SPC's parameters, each a field of the same name and default (the core checks them)."""
+
+
+class SPCCompressor(
+    create_model("_SPCFields", __base__=BaseDocumentCompressor, **_SPC_FIELDS)  # type: ignore[call-overload,misc]
+):
     """Repair damaged retrieved documents from their source and audit coverage (SPC).
 
     Works over any retriever whose documents carry ``doc_id``/``source`` and
@@ -51,43 +61,45 @@ class SPCCompressor(BaseDocumentCompressor):
     Every returned document carries ``semrag_spc`` (its damage score and repair) and
     ``semrag_coverage`` (the query's missing elements and follow-up queries).
 
+    Takes every parameter of :class:`semrag.postprocess.SPC` under its name and default
+    (``index`` by position too, as ``SPC(index, context=2000)``), LangChain objects where
+    SPC takes semrag's:
+
     Args:
         index: the semrag index the documents came from.
-        sources: ``doc_id -> source text`` (mapping or callable) for other documents.
         embeddings: LangChain ``Embeddings`` (or a semrag embedder) when no index;
-            default the packaged MiniLM.
+            default the packaged MiniLM (SPC's ``embedder``).
         llm: a LangChain model (or semrag LLM) for the LLM steps.
-        k: documents kept.
         context: the context budget the result fills (SPC's ``context``): the hits
             first, then the sentences around them that are worth the most, in ``unit``
             (``"chars"`` or ``"tokens"``). ``None``: each damaged hit repaired in place.
-        unit: what ``context`` counts.
-        options: more keyword arguments of :class:`semrag.postprocess.SPC`.
+        sources, k, unit, delta, epsilon, budget, neighbours, tokenizer, refine, audit,
+            max_concurrency, on_llm_error: as :class:`semrag.postprocess.SPC`'s.
+        options: more keyword arguments of SPC (the way to pass them before 0.3).
+
+    Raises:
+        ConfigError: an unknown keyword (with the closest name), an invalid value (SPC's
+            own check), or a parameter given both by name and in ``options``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     index: Any = None
-    sources: Any = None
     embeddings: Any = None
     llm: Any = None
-    k: Any = 10
-    context: Any = None
-    unit: Any = "chars"
     options: dict[str, Any] = {}
     _core: SPC = PrivateAttr()
 
-    def model_post_init(self, __context: Any) -> None:
-        """Build the core SPC (validates the arguments)."""
-        self._core = SPC(
+    def __init__(self, *args: Any, **data: Any) -> None:
+        data = named_arguments(SPC, "SPCCompressor", args, data)
+        check_keywords("SPCCompressor()", type(self).model_fields, data)
+        super().__init__(**data)
+        given = {n: getattr(self, n) for n in self.model_fields_set & _SPC_FIELDS.keys()}
+        self._core = SPC(  # SPC checks every value (a ConfigError, not pydantic's error)
             self.index,
-            k=self.k,
             llm=to_llm(self.llm),
-            sources=self.sources,
             embedder=to_embedder(self.embeddings),
-            context=self.context,
-            unit=self.unit,
-            **self.options,
+            **with_options("SPCCompressor", given, self.options),
         )
 
     def compress_documents(

@@ -18,8 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, create_model
 
 from langchain_semrag.embeddings import to_llm
-from semrag._validation import check_keywords, named_arguments, renamed
-from semrag.errors import ConfigError
+from semrag._validation import check_keywords, named_arguments, renamed, with_options
 from semrag.postprocess import SPC
 from semrag.retrieval import CommunityRetriever as CoreCommunityRetriever
 from semrag.retrieval import GraphRetriever as CoreGraphRetriever
@@ -84,8 +83,7 @@ class _CoreRetriever(BaseRetriever):
         if self._core_class is None:  # no core class of its own: nothing to pass extras to
             check_keywords(f"{name}()", [n for n in fields if n != "options"], [*extra, *data])
         data["options"] = {**data.get("options", {}), **extra}
-        if both := sorted(set(data["options"]) & set(data)):
-            raise ConfigError(f"{name}: {both[0]} is given twice (as a field and in options)")
+        with_options(name, {n: v for n, v in data.items() if n != "options"}, data["options"])
         super().__init__(**data)
         self._core = self._build()
 

@@ -6,13 +6,15 @@ from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, create_model
 
 from llama_index_semrag.embeddings import to_embedder, to_llm
 from llama_index_semrag.retrievers import to_nodes
+from semrag._validation import check_keywords, named_arguments, with_options
 from semrag.errors import ConfigError
 from semrag.identity import chunk_document_id
 from semrag.postprocess import SPC, SPCResult
+from semrag.retrieval import parameters
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SPCPostprocessor", "from_node"]
@@ -36,48 +38,59 @@ def from_node(item: NodeWithScore) -> ScoredChunk:
     return ScoredChunk(chunk, float(item.score or 0.0))
 
 
-class SPCPostprocessor(BaseNodePostprocessor):
+_SPC_FIELDS: dict[str, Any] = {
+    p.name: (Any, p.default) for p in parameters(SPC) if p.name not in ("index", "embedder", "llm")
+}
+"""SPC's parameters, each a field of the same name and default (the core checks them)."""
+
+
+class SPCPostprocessor(
+    create_model("_SPCFields", __base__=BaseNodePostprocessor, **_SPC_FIELDS)  # type: ignore[call-overload,misc]
+):
     """Repair damaged retrieved nodes from their source and audit coverage (SPC).
 
     Give the :class:`semrag.SemanticIndex` the nodes came from, or ``sources``
     (``doc_id -> text``, keyed by ``ref_doc_id``) and ``embed_model``. Nodes whose source
     is not available are kept as they are (``semrag_spc.action == "source_unavailable"``).
 
+    Takes every parameter of :class:`semrag.postprocess.SPC` under its name and default
+    (``index`` by position too, as ``SPC(index, context=2000)``), LlamaIndex objects where
+    SPC takes semrag's:
+
     Args:
         index: the semrag index the nodes came from.
-        sources: ``doc_id -> source text`` (mapping or callable) for other documents.
         embed_model: a LlamaIndex embedding model (or semrag embedder) when no index;
-            default the packaged MiniLM.
+            default the packaged MiniLM (SPC's ``embedder``).
         llm: a LlamaIndex LLM (or semrag LLM) for the LLM steps.
-        k: nodes kept.
         context: the context budget the result fills (SPC's ``context``): the hits
             first, then the sentences around them that are worth the most, in ``unit``
             (``"chars"`` or ``"tokens"``). ``None``: each damaged hit repaired in place.
-        unit: what ``context`` counts.
-        options: more keyword arguments of :class:`semrag.postprocess.SPC`.
+        sources, k, unit, delta, epsilon, budget, neighbours, tokenizer, refine, audit,
+            max_concurrency, on_llm_error: as :class:`semrag.postprocess.SPC`'s.
+        options: more keyword arguments of SPC (the way to pass them before 0.3).
+
+    Raises:
+        ConfigError: an unknown keyword (with the closest name; LlamaIndex's models
+            otherwise drop one silently), an invalid value (SPC's own check), or a
+            parameter given both by name and in ``options``.
     """
 
     index: Any = None
-    sources: Any = None
     embed_model: Any = None
     llm: Any = None
-    k: Any = 10
-    context: Any = None
-    unit: Any = "chars"
     options: dict[str, Any] = {}
     _core: SPC = PrivateAttr()
 
-    def model_post_init(self, __context: Any) -> None:
-        """Build the core SPC (validates the arguments)."""
-        self._core = SPC(
+    def __init__(self, *args: Any, **data: Any) -> None:
+        data = named_arguments(SPC, "SPCPostprocessor", args, data)
+        check_keywords("SPCPostprocessor()", type(self).model_fields, data)
+        super().__init__(**data)
+        given = {n: getattr(self, n) for n in self.model_fields_set & _SPC_FIELDS.keys()}
+        self._core = SPC(  # SPC checks every value (a ConfigError, not pydantic's error)
             self.index,
-            k=self.k,
             llm=to_llm(self.llm),
-            sources=self.sources,
             embedder=to_embedder(self.embed_model),
-            context=self.context,
-            unit=self.unit,
-            **self.options,
+            **with_options("SPCPostprocessor", given, self.options),
         )
 
     @classmethod

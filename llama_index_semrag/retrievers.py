@@ -145,8 +145,9 @@ def retriever_for(core: type) -> type[BaseRetriever]:
     """A LlamaIndex retriever class over a semrag retriever class (yours, or one of ours).
 
     It takes every parameter of ``core``, same names and defaults, those the core takes by
-    position (``index``) by position too (its ``inspect.signature`` is the core's), and returns scored ``TextNode``s with exact
-    offsets, scores and provenance (:func:`to_nodes`); ``retrieve(query, k=...)``
+    position (``index``) by position too (its ``inspect.signature`` is the core's), and
+    returns scored ``TextNode``s with exact offsets, scores and provenance
+    (:func:`to_nodes`); ``retrieve(query, k=...)``
     overrides ``k`` for one call, and ``aretrieve`` is the core's async twin. It is what
     the built-in classes of this module are: a subclass naming its core class.
 
@@ -184,8 +185,9 @@ class SSGRetriever(_CoreRetriever):
 class IntentAwareRetriever(_CoreRetriever):
     """Intent-aware hybrid retrieval (dense + BM25 + graph, per-query weights; InSemRAG).
 
-    Takes every parameter of :class:`semrag.retrieval.IntentAwareRetriever` under the same name and default (``index``, ``k``, ``m``, ``llm``, ``graph``, ...;
-    ``llm`` may be a LlamaIndex LLM).
+    Takes every parameter of :class:`semrag.retrieval.IntentAwareRetriever` under the same
+    name and default (``index``, ``k``, ``m``, ``llm``, ``graph``, ...; ``llm`` may be a
+    LlamaIndex LLM).
     """
 
     _core_class = CoreIntentAwareRetriever
@@ -235,8 +237,9 @@ class SketchRetriever(_CoreRetriever):
 class CommunityRetriever(_CoreRetriever):
     """SemRAG community search, ``strategy="local"`` (eq. 4) or ``"global"`` (eq. 5).
 
-    Takes every parameter of :class:`semrag.retrieval.CommunityRetriever` under the same name and default (``index``, ``graph``, ``strategy``, ``k``, ``tau_e``,
-    ...). ``mode=`` is the old name of ``strategy`` (until 0.4).
+    Takes every parameter of :class:`semrag.retrieval.CommunityRetriever` under the same
+    name and default (``index``, ``graph``, ``strategy``, ``k``, ``tau_e``, ...).
+    ``mode=`` is the old name of ``strategy`` (until 0.4).
     """
 
     _core_class = CoreCommunityRetriever

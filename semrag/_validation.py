@@ -345,6 +345,19 @@ def named_arguments(
     return {**dict(zip(names, args, strict=False)), **kwargs}
 
 
+def with_options(
+    owner: str, given: Mapping[str, Any], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """An adapter's arguments given by name, and those in its ``options`` dict (pre-0.3).
+
+    Raises:
+        ConfigError: a parameter given both ways.
+    """
+    if both := sorted(set(given) & set(options)):
+        raise ConfigError(f"{owner}: {both[0]} is given twice (as a field and in options)")
+    return {**given, **options}
+
+
 def unknown_keyword(owner: str, accepted: Collection[str], name: str) -> NoReturn:
     """Raise the ``ConfigError`` of :func:`check_keywords` for ``name``."""
     close = difflib.get_close_matches(name, list(accepted), n=1)

@@ -395,3 +395,40 @@ def test_spc_keeps_a_retrievers_own_order_in_both_frameworks():
         for n in nodes
     ]
     assert got == want
+
+
+@pytest.mark.parametrize("framework", ["langchain", "llama_index"])
+def test_spc_in_both_frameworks_takes_every_spc_parameter_and_the_index_by_position(framework):
+    """``SPC(index, context=..., refine=False)`` is written the same way in both frameworks."""
+    import inspect
+
+    from semrag.errors import ConfigError
+    from semrag.postprocess import SPC
+
+    cls = (
+        langchain_semrag.SPCCompressor
+        if framework == "langchain"
+        else llama_index_semrag.SPCPostprocessor
+    )
+    index = shared_index()
+    names = set(inspect.signature(SPC).parameters) - {"embedder"}
+    assert names <= set(cls.model_fields)
+    made = cls(index, context=300, refine=False, delta=0.4, audit=True)
+    core = made._core
+    assert (core.index is not None, core.context, core.refine, core.delta, core.audit) == (
+        True,
+        300,
+        False,
+        0.4,
+        True,
+    )
+    default = cls(index)._core  # what is not given keeps SPC's default
+    assert (default.refine, default.delta, default.context) == (True, 0.5, None)
+    with pytest.raises(ConfigError, match="did you mean 'context'"):
+        cls(index, contxt=300)  # LlamaIndex's model alone would drop it silently
+    with pytest.raises(ConfigError, match="refine is given twice"):
+        cls(index, refine=False, options={"refine": True})
+    with pytest.raises(ConfigError, match="delta"):
+        cls(index, delta=2.0)  # SPC's own check
+    with pytest.raises(ConfigError, match="multiple values for argument 'index'"):
+        cls(index, index=index)
