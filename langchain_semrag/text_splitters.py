@@ -9,6 +9,8 @@ a passage repeats in the document (LangChain's base class would search with
 from __future__ import annotations
 
 import copy
+import functools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -55,6 +57,7 @@ class _CoreTextSplitter(TextSplitter):
         add_start_index: bool,
         strip_whitespace: bool,
         keep_separator: bool | str,
+        min_chunk_size: int | None = None,
     ) -> None:
         if "embedder" in chunker_args:
             raise ConfigError(
@@ -77,6 +80,7 @@ class _CoreTextSplitter(TextSplitter):
             chunker_args,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
+            min_chunk_size=min_chunk_size,
             measure=length_function,
             default_measure=len,
         )
@@ -200,6 +204,10 @@ class SemanticTextSplitter(_CoreTextSplitter):
         breakpoint_threshold_type, breakpoint_threshold_amount, number_of_chunks: the
             break rule as LangChain's experimental ``SemanticChunker`` names it (with its
             default amounts), so that class swaps for this one too; or use ``threshold``.
+        min_chunk_size: its smallest chunk, measured like ``chunk_size`` (give that too): a
+            shorter segment merges into its more similar neighbour (``min_tokens``).
+        sentence_split_regex: its sentence boundary pattern (``re.split``); default
+            semrag's sentence splitter.
         **chunker_args: keyword arguments of :class:`semrag.SemanticChunker`
             (``buffer_size``, ``window``, ``pooling``, ``threshold``, ``threshold_amount``,
             ``max_tokens``, ``overlap_tokens``, ``min_tokens``, ...). Unknown names raise
@@ -227,8 +235,16 @@ class SemanticTextSplitter(_CoreTextSplitter):
         breakpoint_threshold_type: str | None = None,
         breakpoint_threshold_amount: float | None = None,
         number_of_chunks: int | None = None,
+        min_chunk_size: int | None = None,
+        sentence_split_regex: str | None = None,
         **chunker_args: Any,
     ) -> None:
+        if sentence_split_regex is not None:
+            if "sentence_splitter" in chunker_args:
+                raise ConfigError(
+                    "sentence_split_regex and sentence_splitter both split sentences; give one"
+                )
+            chunker_args["sentence_splitter"] = functools.partial(re.split, sentence_split_regex)
         chunker_args = framework_threshold_arguments(
             chunker_args,
             breakpoint_threshold_type=breakpoint_threshold_type,
@@ -244,6 +260,7 @@ class SemanticTextSplitter(_CoreTextSplitter):
             add_start_index=add_start_index,
             strip_whitespace=strip_whitespace,
             keep_separator=keep_separator,
+            min_chunk_size=min_chunk_size,
         )
 
 

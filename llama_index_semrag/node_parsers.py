@@ -76,6 +76,11 @@ class _CoreNodeParser(NodeParser):
         super().__init__(**{k: v for k, v in node_parser_args.items() if v is not None})
         self._chunker = build(args)
 
+    @classmethod
+    def from_defaults(cls, *args: Any, **kwargs: Any) -> Any:
+        """LlamaIndex's constructor spelling (``SemanticSplitterNodeParser.from_defaults``)."""
+        return cls(*args, **kwargs)
+
     @property
     def chunker(self) -> BoundaryChunker:
         """The core chunker doing the work."""

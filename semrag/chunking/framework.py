@@ -5,7 +5,9 @@ with ``chunk_size`` and ``chunk_overlap``. In semrag the semantic or trained bre
 where chunks end, and those two numbers become the **hard cap and overlap of the
 cap-splitting step**, measured the framework's way:
 
-* ``chunk_size`` -> ``max_tokens`` and ``chunk_overlap`` -> ``overlap_tokens``;
+* ``chunk_size`` -> ``max_tokens`` and ``chunk_overlap`` -> ``overlap_tokens`` (and
+  LangChain's semantic splitter's ``min_chunk_size`` -> ``min_tokens``: a shorter segment
+  merges into its more similar neighbour, where LangChain's joins the next one);
 * the unit is the framework's: LangChain measures with ``length_function`` (characters,
   ``len``, by default); LlamaIndex with its ``tokenizer`` callable when one is given,
   else with the chunker's own tokenizer (the embedder's word pieces);
@@ -41,6 +43,7 @@ def framework_cap_arguments(
     *,
     chunk_size: Any = None,
     chunk_overlap: Any = None,
+    min_chunk_size: Any = None,
     measure: Callable[[str], Any] | None = None,
     default_measure: Callable[[str], Any] | None = None,
     measure_name: str = "length_function",
@@ -51,17 +54,19 @@ def framework_cap_arguments(
         chunker_args: the core keyword arguments the user gave.
         chunk_size: the framework's chunk size, or ``None``.
         chunk_overlap: the framework's chunk overlap, or ``None``.
+        min_chunk_size: the framework's smallest chunk, or ``None``.
         measure: the user's length function or token-list function, or ``None``.
         default_measure: the framework's measure when ``chunk_size`` is given without
             one (LangChain: ``len``; LlamaIndex: ``None``, the chunker's tokenizer).
         measure_name: the framework's name for ``measure``, for error messages.
 
     Returns:
-        A new dict of core arguments (``max_tokens``, ``overlap_tokens``, ``tokenizer``).
+        A new dict of core arguments (``max_tokens``, ``overlap_tokens``, ``min_tokens``,
+        ``tokenizer``).
 
     Raises:
-        ConfigError: when a setting is given under both names, or a measure or overlap
-            comes without ``chunk_size``.
+        ConfigError: when a setting is given under both names, or a measure, an overlap
+            or a smallest size comes without ``chunk_size``.
 
     Examples:
         >>> framework_cap_arguments({}, chunk_size=1000, chunk_overlap=200, default_measure=len)
@@ -74,18 +79,31 @@ def framework_cap_arguments(
                 f"{measure_name} measures chunk_size; give chunk_size too "
                 "(or pass tokenizer= to measure the core max_tokens)"
             )
-        if chunk_overlap is not None:
-            raise ConfigError(
-                "chunk_overlap is measured like chunk_size; give chunk_size too, "
-                "or overlap_tokens for the default token cap"
-            )
+        for name, core, value in (
+            ("chunk_overlap", "overlap_tokens", chunk_overlap),
+            ("min_chunk_size", "min_tokens", min_chunk_size),
+        ):
+            if value is not None:
+                raise ConfigError(
+                    f"{name} is measured like chunk_size; give chunk_size too, "
+                    f"or {core} for the default token cap"
+                )
         return args
-    for framework, core in (("chunk_size", "max_tokens"), ("chunk_overlap", "overlap_tokens")):
-        if core in args and (framework == "chunk_size" or chunk_overlap is not None):
-            raise ConfigError(f"{framework} and {core} set the same cap; give one of them")
-    args["max_tokens"] = chunk_size
-    if chunk_overlap is not None:
-        args["overlap_tokens"] = chunk_overlap
+    given = {
+        "max_tokens": chunk_size,
+        "overlap_tokens": chunk_overlap,
+        "min_tokens": min_chunk_size,
+    }
+    names = {
+        "max_tokens": "chunk_size",
+        "overlap_tokens": "chunk_overlap",
+        "min_tokens": "min_chunk_size",
+    }
+    for core, value in given.items():
+        if value is not None:
+            if core in args:
+                raise ConfigError(f"{names[core]} and {core} set the same thing; give one of them")
+            args[core] = value
     if measure is not None and args.get("tokenizer") is not None:
         raise ConfigError(f"{measure_name} and tokenizer both measure the cap; give one of them")
     if measure is None and args.get("tokenizer") is None:

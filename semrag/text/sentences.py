@@ -47,8 +47,9 @@ __all__ = [
     "split_sentences",
 ]
 
-SentenceSplitter = Callable[[str], Sequence["Span | tuple[int, int]"]]
-"""Any callable that returns the sentence spans of a text."""
+SentenceSplitter = Callable[[str], Sequence["Span | tuple[int, int] | str"]]
+"""Any callable that returns the sentence spans of a text, or its sentences in order (as
+LlamaIndex's ``sentence_splitter`` and ``re.split`` do; each is found after the last)."""
 
 _CLOSERS = "\"'”’»)]}」』）〕】〉》›"
 _OPENERS = "\"'“‘«([{「『（〔【〈《‹"
@@ -302,7 +303,9 @@ def split_sentences(text: str, *, lines: str = "auto") -> list[Span]:
     return _spans_from_cuts(text, _cut_points(text, lines))
 
 
-def normalize_sentence_spans(text: str, spans: Sequence[Span | tuple[int, int]]) -> list[Span]:
+def normalize_sentence_spans(
+    text: str, spans: Sequence[Span | tuple[int, int] | str]
+) -> list[Span]:
     """Make the output of any sentence splitter safe to chunk.
 
     Only the start of each span is trusted: sentence ``i`` runs from the start of span
@@ -312,17 +315,33 @@ def normalize_sentence_spans(text: str, spans: Sequence[Span | tuple[int, int]])
 
     Args:
         text: the text that was split.
-        spans: what the splitter returned, as :class:`Span` or ``(start, end)`` pairs.
+        spans: what the splitter returned, as :class:`Span` or ``(start, end)`` pairs, or
+            the sentences' texts in order (blank ones skipped).
 
     Returns:
         Spans with the guarantees of :func:`split_sentences`.
 
     Raises:
-        ConfigError: if the spans are out of bounds or out of order.
+        ConfigError: if the spans are out of bounds or out of order, or a sentence's text
+            is not in ``text`` after the one before it.
+
+    Examples:
+        >>> [s.of("One. Two.") for s in normalize_sentence_spans("One. Two.", ["One.", "Two."])]
+        ['One.', 'Two.']
     """
     starts: list[int] = []
     prev_end = 0
     for item in spans:
+        if isinstance(item, str):
+            if not item.strip():
+                continue
+            at = text.find(item.strip(), prev_end)
+            if at < 0:
+                raise ConfigError(
+                    f"sentence splitter returned {item[:40]!r}, which is not in the text "
+                    "after the sentence before it"
+                )
+            item = (at, at + len(item.strip()))
         start, end = (item.start, item.end) if isinstance(item, Span) else item
         if not (0 <= start <= end <= len(text)):
             raise ConfigError(f"sentence splitter returned span [{start}, {end}) outside the text")

@@ -87,6 +87,9 @@ def test_langchain_from_huggingface_tokenizer_measures_in_word_pieces(minilm):
         ({"keep_separator": True}, "keep_separator=True does not apply"),
         ({"chunk_size": 100, "chunk_overlap": 100}, "overlap_tokens must be in"),
         ({"embedder": FakeEmbedder(dim=384)}, "takes its model as embeddings="),
+        ({"min_chunk_size": 50}, "min_chunk_size is measured like chunk_size"),
+        ({"chunk_size": 300, "min_chunk_size": 50, "min_tokens": 5}, "min_chunk_size and min_"),
+        ({"sentence_split_regex": "x", "sentence_splitter": str.split}, "both split sentences"),
     ],
 )
 def test_langchain_keywords_that_conflict_or_do_not_apply_raise(kwargs, message):
@@ -160,9 +163,18 @@ def test_langchain_semantic_chunker_keywords_swap_with_their_defaults():
 
     for cls in (LCSemanticChunker, SemanticTextSplitter):  # only the class name changes
         splitter = cls(
-            DeterministicFakeEmbedding(size=32), breakpoint_threshold_type="standard_deviation"
+            DeterministicFakeEmbedding(size=32),
+            breakpoint_threshold_type="standard_deviation",
+            sentence_split_regex=r"(?<=[.?!])\s+",
         )
         assert splitter.create_documents([TEXT])
+    by_regex = SemanticTextSplitter(FakeEmbedder(dim=384), sentence_split_regex=r"(?<=\d) ")
+    sentences = [s.of(TEXT) for s in by_regex.chunker.sentences(TEXT)]
+    assert sentences[:2] == ["Sentence number 0", "talks about bees and honey. Sentence number 1"]
+    assert len(sentences) == 25 and " ".join(sentences) == TEXT  # cut at each match only
+    sized = SemanticTextSplitter(FakeEmbedder(dim=384), chunk_size=400, min_chunk_size=150)
+    assert sized.chunker.min_tokens == 150  # characters, as chunk_size: length_function=len
+    assert all(len(d.page_content) >= 150 for d in sized.create_documents([TEXT]))
     ours = SemanticTextSplitter(FakeEmbedder(dim=384), breakpoint_threshold_type="interquartile")
     assert (ours.chunker.threshold, ours.chunker.threshold_amount) == ("interquartile", 1.5)
     ours = SemanticTextSplitter(FakeEmbedder(dim=384), number_of_chunks=3)
@@ -186,3 +198,12 @@ def test_llama_index_semantic_splitter_keywords_swap():
         assert parser.get_nodes_from_documents([LIDocument(text=TEXT)])
     ours = SemanticNodeParser(embed_model=FakeEmbedder(dim=384), breakpoint_percentile_threshold=90)
     assert (ours.chunker.threshold, ours.chunker.threshold_amount) == ("percentile", 90)
+    for cls in (SemanticSplitterNodeParser, SemanticNodeParser):  # its sentence_splitter: strings
+        parser = cls.from_defaults(
+            embed_model=MockEmbedding(embed_dim=8) if cls is SemanticSplitterNodeParser else None,
+            sentence_splitter=lambda text: text.split(". "),
+        )
+        assert parser.get_nodes_from_documents([LIDocument(text=TEXT)])
+    pieces = SemanticNodeParser(sentence_splitter=lambda text: text.split(". "))
+    got = [s.of(TEXT) for s in pieces.chunker.sentences(TEXT)]
+    assert got[0] == "Sentence number 0 talks about bees and honey." and len(got) == 24

@@ -198,3 +198,23 @@ def test_an_ambiguous_abbreviation_ends_a_sentence_before_a_word_also_used_in_lo
     text, expected
 ):
     assert texts(text) == expected
+
+
+def test_a_splitter_may_return_the_sentences_texts_in_order():
+    text = "Bees dance.  Bees dance. Honey."
+    spans = normalize_sentence_spans(text, ["Bees dance.", "", " Bees dance. ", "Honey."])
+    assert [(s.start, s.end) for s in spans] == [(0, 11), (13, 24), (25, 31)]  # a repeat: after
+    with pytest.raises(ConfigError, match="'Rockets.', which is not in the text"):
+        normalize_sentence_spans(text, ["Honey.", "Rockets."])
+    with pytest.raises(ConfigError, match="not in the text after the sentence before it"):
+        normalize_sentence_spans(text, ["Honey.", "Bees dance."])  # out of order
+
+
+@given(st.text(alphabet="ab .", max_size=60), st.lists(st.integers(0, 60), max_size=8))
+def test_sentences_given_as_texts_are_the_spans_given_as_offsets(text, cuts):
+    cuts = sorted({c for c in cuts if 0 < c < len(text)})
+    bounds = list(zip([0, *cuts], [*cuts, len(text)], strict=True))
+    pieces = [text[a:b] for a, b in bounds]
+    starts = [(a + len(p) - len(p.lstrip()), b) for (a, b), p in zip(bounds, pieces, strict=True)]
+    by_offsets = [span for span, p in zip(starts, pieces, strict=True) if p.strip()]
+    assert normalize_sentence_spans(text, pieces) == normalize_sentence_spans(text, by_offsets)
