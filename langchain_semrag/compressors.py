@@ -94,7 +94,8 @@ class SPCCompressor(
         data = named_arguments(SPC, "SPCCompressor", args, data)
         check_keywords("SPCCompressor()", type(self).model_fields, data)
         super().__init__(**data)
-        given = {n: getattr(self, n) for n in self.model_fields_set & _SPC_FIELDS.keys()}
+        fields = vars(self)  # pydantic keeps the field values here
+        given = {n: fields[n] for n in self.model_fields_set & _SPC_FIELDS.keys()}
         self._core = SPC(  # SPC checks every value (a ConfigError, not pydantic's error)
             self.index,
             llm=to_llm(self.llm),
