@@ -13,10 +13,12 @@ extra).
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import re
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -147,9 +149,14 @@ class TransformersLLM:
         if not isinstance(torch_dtype, torch.dtype):
             raise ConfigError(f"dtype must name a torch dtype, got {dtype!r}")
         kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
-        # transformers' objects: typed loosely by its own annotations
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(folder), **kwargs)
-        model: Any = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+        with warnings.catch_warnings():
+            # transformers' GGUF loader leaves its reader's file to the garbage collector:
+            # collected here, its ResourceWarning is not raised later in the caller's code
+            warnings.simplefilter("ignore", ResourceWarning)
+            # transformers' objects: typed loosely by its own annotations
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(str(folder), **kwargs)
+            model: Any = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+            gc.collect()
         self.model: Any = model.to(device=device, dtype=torch_dtype)
         self.model.eval()
         self.name = gguf_file or folder.name

@@ -205,10 +205,13 @@ DENSE = _dense_query("$n", "$keep")
 DENSE_COLUMNS = ("channel", "row", *CHUNK_KEYS, "score")
 # A long ranking by the vector index's own scores ((1 + cos) / 2): ids and scores only, as
 # two lists per query row (a row per candidate costs the driver more than the search).
+# A node a concurrent commit deleted can still come out of the vector index with no
+# properties: collect() would drop its null id and keep its score, so it is left out first.
 DENSE_IDS = (
     "UNWIND range(0, size($vectors) - 1) AS row "
     "CALL (row) { CALL db.index.vector.queryNodes('semrag_chunk_embedding', $n, $vectors[row]) "
-    "YIELD node, score RETURN collect(node.id) AS ids, collect(score) AS scores } "
+    "YIELD node, score WITH node.id AS id, score WHERE id IS NOT NULL "
+    "RETURN collect(id) AS ids, collect(score) AS scores } "
     "RETURN row, ids, scores"
 )
 DENSE_IDS_COLUMNS = ("row", "ids", "scores")

@@ -41,6 +41,19 @@ def _scores(reader, ids):
     return reader.sparse_scores_many(ASKED, ids)
 
 
+def _agree(first, second, tries=3):
+    """Two reads of the scores, back to back, equal to the bit.
+
+    Lucene merges segments in the background, and a merge that drops deleted documents
+    moves its statistics (every BM25 score) between two reads; so a mismatch is read again.
+    """
+    for _ in range(tries):
+        a, b = first(), second()
+        if a.shape == b.shape and (a == b).all():
+            return True
+    return False
+
+
 def test_scores_through_the_id_tokens_equal_the_scan_of_every_match(graph_store, monkeypatch):
     index, _, reader = _written(graph_store)
     ids = [int(i) for i in index.parts["dense"].ids]
@@ -48,17 +61,29 @@ def test_scores_through_the_id_tokens_equal_the_scan_of_every_match(graph_store,
     assert _keyed(session)
     keyed = _scores(reader, ids)
     assert (keyed > 0).any() and (keyed == 0).any()  # matches and chunks without a word
-    session.write_rows("MATCH (s:SemragIndexState) SET s.id_tokens = -1")  # an older writer's
-    scanned = _scores(reader, ids)  # read the old way: every match scanned
-    assert (keyed == scanned).all()  # to the bit
-    session.write_rows("MATCH (s:SemragIndexState) SET s.id_tokens = s.version")
+    state = "MATCH (s:SemragIndexState) SET s.id_tokens = "
+
+    def scanned():  # read the old way, as an older writer's index is: every match scanned
+        session.write_rows(state + "-1")
+        try:
+            return _scores(reader, ids)
+        finally:
+            session.write_rows(state + "s.version")
+
+    assert _agree(lambda: _scores(reader, ids), scanned)  # to the bit
     # many asked chunks go in several Lucene queries, each under its clause limit
     from semrag.neo4j import index_reader
 
-    monkeypatch.setattr(index_reader, "_CLAUSES", 3)  # 64 ids a query at the least
     many = list(range(max(ids) + 200))  # ids past the corpus score 0
-    wide = _scores(reader, many)
-    assert (wide[:, ids] == keyed).all() and not wide[:, max(ids) + 1 :].any()
+
+    def wide():
+        with monkeypatch.context() as m:
+            m.setattr(index_reader, "_CLAUSES", 3)  # 64 ids a query at the least
+            got = _scores(reader, many)
+        assert not got[:, max(ids) + 1 :].any()
+        return got[:, ids]
+
+    assert _agree(lambda: _scores(reader, ids), wide)
     # the tokens are what is read: a chunk without its token is not found, unless read the
     # old way (a write changes Lucene's statistics: the scores are compared before it)
     hit = ids[int(keyed.max(0).argmax())]
