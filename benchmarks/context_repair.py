@@ -282,7 +282,7 @@ def bigger_chunks(shape: Shape, model: Any, kind: str, pos: dict[str, int]) -> C
 
 
 def pooled_spc(shape: Shape, kind: str, pos: dict[str, int]) -> Callable:
-    """SPC over the index a user builds by default: the numpy MiniLM, whose sentence
+    """SPC over the index a user builds by default: the onnxruntime MiniLM, whose sentence
     vectors are pooled from the chunks' pass (the other SPC rows read sentences embedded
     apart); the same chunks, so the same hits."""
     index = SemanticIndex(embedder=MiniLMEmbedder(), chunker=chunker(kind, 64))

@@ -3,7 +3,7 @@
 Corpus: whole SQuAD dev articles (../shared/data/squad_dev) up to ``--chars`` characters.
 In one process, on the same text:
 
-* ``SemanticIndex()`` (the defaults: the numpy MiniLM, ``SemanticChunker()``) builds the
+* ``SemanticIndex()`` (the defaults: the onnxruntime MiniLM, ``SemanticChunker()``) builds the
   index; the stages are timed by wrapping the chunker's and the embedder's calls (the
   commit is what is left: the dense, BM25 and passage parts);
 * the same build with sentence-transformers' MiniLM (torch) as its embedder (no span
@@ -118,7 +118,7 @@ def build(
     """Build ``SemanticIndex(embedder=...)`` over ``docs``, timing its stages.
 
     Per block of documents the chunker places the boundaries (on its static encoder); an
-    embedder that pools spans (the numpy MiniLM) then reads the chunks and themes once and
+    embedder that pools spans (the onnxruntime MiniLM) then reads the chunks and themes once and
     the sentence vectors are pooled from that pass; any other embeds the sentences, then
     the chunks and themes (its calls alternate).
     """
@@ -213,15 +213,15 @@ def main() -> None:
     report = header(
         "Building the default index against one pass of its encoder",
         f"{len(docs)} SQuAD dev articles whole ({chars / 1e6:.2f} MB), {len(texts)} chunks of "
-        f"SemanticIndex()'s default chunker; encoders: the numpy MiniLM (semrag's default) "
+        f"SemanticIndex()'s default chunker; encoders: the onnxruntime MiniLM (semrag's default) "
         f"(batches of 8, {numpy_minilm.threads} side by side) and sentence-transformers' "
         f"MiniLM (torch, CPU, batches of {BATCH}; its own default of 32 in one row)",
     )
     rows = []
     runs = (
-        ("numpy MiniLM", stages, ours),
+        ("onnxruntime MiniLM", stages, ours),
         ("sentence-transformers", torch_stages, torch_build),
-        ("numpy MiniLM, MiniLM boundaries (0.3)", old_stages, old_build),
+        ("onnxruntime MiniLM, MiniLM boundaries (0.3)", old_stages, old_build),
     )
     for name, st, total in runs:
         accounted = sum(st.seconds.values())
@@ -263,13 +263,13 @@ def main() -> None:
         )
     report += "\n" + table(rows, ["encoder", "stage", "texts", "seconds", "share"]) + "\n"
     ratio = [
-        ("SemanticIndex() build (numpy MiniLM)", ours),
+        ("SemanticIndex() build (onnxruntime MiniLM)", ours),
         ("SemanticIndex(embedder=SentenceTransformerEmbedder()) build", torch_build),
         ("0.3's default: SemanticIndex(chunker=SemanticChunker(MiniLM)) build", old_build),
         ("one pass over the chunks: sentence-transformers MiniLM", st_pass),
         ("one pass over the chunks: sentence-transformers MiniLM, batches of 32", st_default),
-        ("one pass over the chunks: numpy MiniLM", np_pass),
-        ("one pass over the chunks: numpy MiniLM, one batch at a time (threads=1)", np_serial),
+        ("one pass over the chunks: onnxruntime MiniLM", np_pass),
+        ("one pass over the chunks: onnxruntime MiniLM, one batch at a time", np_serial),
         ("LangChain InMemoryVectorStore.from_documents (ST MiniLM)", lc),
         ("LlamaIndex VectorStoreIndex (ST MiniLM)", li),
     ]

@@ -4,7 +4,7 @@ InSemRAG Table 4 in spirit, at equal context. SQuAD v1.1 dev articles (paragraph
 by blank lines) are cut into fixed-size chunks of 64 and 256 MiniLM tokens: a
 ``SemanticChunker`` whose distance threshold never fires (2.0), so only its token cap cuts
 (no overlap; a cut prefers a sentence start in the second half of the window). The index
-is the default one (the packaged numpy MiniLM, sentence vectors pooled from the chunks).
+is the default one (the packaged MiniLM, sentence vectors pooled from the chunks).
 For every 10th question dense search returns ``k`` 256-token chunks; their tokens are the
 question's budget, and every 64-token system fills that same budget:
 
@@ -132,7 +132,7 @@ def main() -> None:
             header(
                 "Fragmentation: 64-token chunks + SPC against 256-token chunks, same tokens",
                 f"SQuAD v1.1 dev, {len(docs)} articles, {len(questions)} questions "
-                f"(every {EVERY}th); dense retrieval, the default index (packaged numpy MiniLM)",
+                f"(every {EVERY}th); dense retrieval, the default index (packaged MiniLM)",
             ),
             "",
             table(rows, columns),

@@ -46,9 +46,9 @@ def test_the_default_embedder_is_the_torch_free_minilm():
 def test_vectors_are_unit_length_in_order_and_independent_of_the_batch(numpy_minilm):
     vecs = numpy_minilm.embed(TEXTS)
     assert vecs.shape == (len(TEXTS), 384) and vecs.dtype == np.float32
-    # batches of 2 texts, of four different lengths, through the products as one stack
-    stacked = MiniLMEmbedder(cache_size=0, batch_size=2, threads=1).embed(TEXTS)
-    np.testing.assert_allclose(stacked, vecs, atol=2e-5)
+    # batches of 2 texts, of four different lengths, one at a time
+    pairs = MiniLMEmbedder(cache_size=0, batch_size=2, threads=1).embed(TEXTS)
+    np.testing.assert_allclose(pairs, vecs, atol=2e-5)
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     alone = np.stack([numpy_minilm.embed([t])[0] for t in TEXTS])  # no padding at all
     np.testing.assert_allclose(vecs, alone, atol=2e-5)
@@ -57,7 +57,7 @@ def test_vectors_are_unit_length_in_order_and_independent_of_the_batch(numpy_min
 def test_passes_side_by_side_give_the_vectors_of_one_pass_at_a_time(numpy_minilm):
     spans = [[(0, len(t) // 2), (len(t) // 2, len(t))] for t in TEXTS]
     serial = MiniLMEmbedder(cache_size=0, batch_size=1, threads=1)
-    parallel = MiniLMEmbedder(cache_size=0, batch_size=1, threads=3)  # 2 stacks of 4 at once
+    parallel = MiniLMEmbedder(cache_size=0, batch_size=1, threads=3)  # 3 batches at once
     assert (serial.threads, parallel.threads) == (1, 3)
     one, one_pooled = serial.embed_pooled(TEXTS, spans)
     many, many_pooled = parallel.embed_pooled(TEXTS, spans)
@@ -83,32 +83,35 @@ def test_a_batch_holds_texts_of_like_word_piece_counts_whatever_their_characters
         assert states.shape[:2] == mask.shape
 
 
-def test_blas_is_held_to_one_thread_while_passes_run_and_given_back_after():
-    from threadpoolctl import threadpool_info, threadpool_limits
+def test_passes_side_by_side_keep_their_order_and_raise_a_pass_failure():
+    from semrag.minilm import _side_by_side
 
-    from semrag.minilm import _ONE_BLAS_THREAD, _side_by_side
+    assert list(_side_by_side(abs, range(-7, 0), workers=2)) == [7, 6, 5, 4, 3, 2, 1]
 
-    def blas_threads() -> set[int]:
-        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    def fails(i: int) -> int:
+        if i == 3:
+            raise ValueError("pass 3 failed")
+        return i
 
-    if not blas_threads():
-        pytest.skip("numpy here reports no BLAS to threadpoolctl")
-    with threadpool_limits(3, user_api="blas"):
-        with _ONE_BLAS_THREAD.held():  # a second embedder enters while the first runs
-            # read in this thread: an OpenMP BLAS (FAISS's) counts threads per thread
-            seen = [(i, blas_threads()) for i in _side_by_side(abs, range(7), workers=2)]
-            assert blas_threads() == {1}  # the other still runs: not given back yet
-        assert seen == [(i, {1}) for i in range(7)]
-        assert blas_threads() == {3}
+    with pytest.raises(ValueError, match="pass 3 failed"):
+        list(_side_by_side(fails, range(7), workers=2))
 
-        def fails(i: int) -> int:
-            if i == 3:
-                raise ValueError("pass 3 failed")
-            return i
 
-        with pytest.raises(ValueError, match="pass 3 failed"):
-            list(_side_by_side(fails, range(7), workers=2))
-        assert blas_threads() == {3}
+def test_the_graph_reads_back_as_the_onnx_model_written():
+    onnx = pytest.importorskip("onnx", reason="reading the graph back needs the onnx package")
+    from semrag.minilm import _graph
+
+    emb = MiniLMEmbedder()
+    model = onnx.load_from_string(_graph(emb.path))
+    onnx.checker.check_model(model)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("Attention") == ops.count("BiasGelu") == 6
+    assert [i.name for i in model.graph.input] == ["ids", "positions", "mask"]
+    norm = next(n for n in model.graph.node if n.op_type == "LayerNormalization")
+    assert {a.name: onnx.helper.get_attribute_value(a) for a in norm.attribute} == {
+        "axis": -1,
+        "epsilon": pytest.approx(1e-12),
+    }
 
 
 def test_threads_below_one_is_a_config_error():
@@ -156,8 +159,7 @@ def _states_mean(model: MiniLMEmbedder, text: str, a: int, b: int) -> np.ndarray
     """A span's pooled vector computed the long way: every word piece's offsets checked."""
     bert, encoder = model._loaded()
     (enc,) = encoder.encode_batch([text])
-    batch = (np.asarray([enc.ids]), np.asarray([enc.attention_mask], np.float32))
-    states = bert.states([batch])[0][0]
+    states = bert.states(np.asarray([enc.ids]), np.asarray([enc.attention_mask], np.int32))[0]
     pieces = zip(enc.offsets, enc.special_tokens_mask, strict=True)
     inside = [i for i, ((s, e), special) in enumerate(pieces) if not special and a <= s < e <= b]
     v = states[inside].mean(axis=0)
