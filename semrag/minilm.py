@@ -16,8 +16,9 @@ sentence-transformers, which pulls torch)::
 
 The graph is written at load from the weights (nothing but the weights package is read;
 no ``.onnx`` file is shipped or exported): onnxruntime's fused BERT operations (attention,
-LayerNorm with its residual, GELU with its bias) over the same products, 1.8x the speed of
-the same pass in numpy on 2 cores (RESULTS "Building the index").
+LayerNorm with its residual, GELU with its bias) over the same products. On 2 cores a pass
+over the chunks of a 1 MB build takes 0.37 of sentence-transformers' time (RESULTS "Building
+the index"); the same pass written in numpy took 0.78.
 
 Texts are embedded in batches of similar word-piece counts, each padded to its longest
 text: sorted by characters, then, a window of texts at a time, tokenized once and sorted

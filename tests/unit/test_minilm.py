@@ -140,7 +140,7 @@ def test_an_index_built_with_sentence_transformers_loads_with_it(tmp_path, numpy
     built = SemanticIndex(embedder=SentenceTransformerEmbedder())
     built.add_documents([Document(str(i), TEXTS[i]) for i in (1, 2, 6, 7)])
     built.save(tmp_path / "ix")
-    loaded = SemanticIndex.load(tmp_path / "ix")  # the default: the numpy MiniLM
+    loaded = SemanticIndex.load(tmp_path / "ix")  # the default: the torch-free MiniLM
     for query in ("Normandy region", "a fox and a dog", "counting numbers"):
         want, got = built.search(query, k=4), loaded.search(query, k=4)
         assert [h.chunk for h in got] == [h.chunk for h in want]
