@@ -114,6 +114,19 @@ def test_the_graph_reads_back_as_the_onnx_model_written():
     }
 
 
+def test_without_onnxruntime_the_first_embed_names_the_extra(monkeypatch):
+    import sys
+
+    from semrag import minilm
+    from semrag.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # an import of it fails
+    monkeypatch.setattr(minilm, "_BERTS", {})
+    emb = MiniLMEmbedder(cache_size=0)  # the constructor reads nothing
+    with pytest.raises(MissingDependencyError, match=r"'onnxruntime'.*semrag\[index\]"):
+        emb.embed(["a cat"])
+
+
 def test_threads_below_one_is_a_config_error():
     with pytest.raises(ConfigError, match="threads must be >= 1"):
         MiniLMEmbedder(threads=0)
