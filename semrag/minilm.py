@@ -108,79 +108,39 @@ def _graph(path: Path) -> bytes:
         nodes.append(node_proto(op_type, inputs, out, "com.microsoft" if ms else "", **attrs))
         return out
 
-    emb = "embeddings."
-    x = op("Gather", [weight("words", w[emb + "word_embeddings.weight"]), "ids"], "e_words")
+    e = {k.removeprefix("embeddings."): v for k, v in w.items()}
+    words = op("Gather", [weight("words", e["word_embeddings.weight"]), "ids"], "e_words")
+    where = op("Gather", [weight("pos", e["position_embeddings.weight"]), "positions"], "e_pos")
     x = op(
         "Add",
-        [
-            x,
-            op(
-                "Gather",
-                [weight("pos", w[emb + "position_embeddings.weight"]), "positions"],
-                "e_pos",
-            ),
-        ],
-        "e_sum",
+        [op("Add", [words, where], "e_sum"), weight("type", e["token_type_embeddings.weight"][0])],
+        "e_type",
     )
-    x = op("Add", [x, weight("type", w[emb + "token_type_embeddings.weight"][0])], "e_type")
-    norm = [weight("ln_g", w[emb + "LayerNorm.weight"]), weight("ln_b", w[emb + "LayerNorm.bias"])]
+    norm = [weight("ln_g", e["LayerNorm.weight"]), weight("ln_b", e["LayerNorm.bias"])]
     x = op("LayerNormalization", [x, *norm], "x", axis=-1, epsilon=_EPS)
+
+    def output(x: str, residual: str, prefix: str, name: str) -> str:
+        """BERT's output block: a product with its bias, the residual added, LayerNorm."""
+        x = op("MatMul", [x, weight(name + ".w", w[prefix + "dense.weight"].T)], name + ".p")
+        parts = (("g", "LayerNorm.weight"), ("b", "LayerNorm.bias"), ("bias", "dense.bias"))
+        norm = [weight(f"{name}.{n}", w[prefix + k]) for n, k in parts]
+        return op("SkipLayerNormalization", [x, residual, *norm], name, epsilon=_EPS)
+
+    heads, parts_qkv = int(config["num_attention_heads"]), ("query", "key", "value")
     for i in range(int(config["num_hidden_layers"])):
         p = f"encoder.layer.{i}."
-        att = p + "attention."
-        qkv = [w[f"{att}self.{n}.weight"].T for n in ("query", "key", "value")]
-        qkv_b = [w[f"{att}self.{n}.bias"] for n in ("query", "key", "value")]
-        x_in = x
-        x = op(
-            "Attention",
-            [
-                x,
-                weight(f"{i}.qkv", np.concatenate(qkv, axis=1)),
-                weight(f"{i}.qkv_b", np.concatenate(qkv_b)),
-                "mask",
-            ],
-            f"{i}.att",
-            num_heads=int(config["num_attention_heads"]),
-        )
-        x = op("MatMul", [x, weight(f"{i}.out", w[att + "output.dense.weight"].T)], f"{i}.o")
-        x = op(
-            "SkipLayerNormalization",
-            [
-                x,
-                x_in,
-                *(
-                    weight(f"{i}.{n}", w[att + k])
-                    for n, k in (
-                        ("ln1_g", "output.LayerNorm.weight"),
-                        ("ln1_b", "output.LayerNorm.bias"),
-                        ("out_b", "output.dense.bias"),
-                    )
-                ),
-            ],
-            f"{i}.x1",
-            epsilon=_EPS,
-        )
-        x_in = x
-        x = op("MatMul", [x, weight(f"{i}.up", w[p + "intermediate.dense.weight"].T)], f"{i}.u")
-        x = op("BiasGelu", [x, weight(f"{i}.up_b", w[p + "intermediate.dense.bias"])], f"{i}.g")
-        x = op("MatMul", [x, weight(f"{i}.down", w[p + "output.dense.weight"].T)], f"{i}.d")
-        x = op(
-            "SkipLayerNormalization",
-            [
-                x,
-                x_in,
-                *(
-                    weight(f"{i}.{n}", w[p + k])
-                    for n, k in (
-                        ("ln2_g", "output.LayerNorm.weight"),
-                        ("ln2_b", "output.LayerNorm.bias"),
-                        ("down_b", "output.dense.bias"),
-                    )
-                ),
-            ],
-            f"{i}.x2",
-            epsilon=_EPS,
-        )
+        att = p + "attention.self."
+        qkv = [
+            weight(
+                f"{i}.qkv", np.concatenate([w[f"{att}{n}.weight"].T for n in parts_qkv], axis=1)
+            ),
+            weight(f"{i}.qkv_b", np.concatenate([w[f"{att}{n}.bias"] for n in parts_qkv])),
+        ]
+        a = op("Attention", [x, *qkv, "mask"], f"{i}.att", num_heads=heads)
+        x = output(a, x, p + "attention.output.", f"{i}.x1")
+        up = op("MatMul", [x, weight(f"{i}.up", w[p + "intermediate.dense.weight"].T)], f"{i}.u")
+        up = op("BiasGelu", [up, weight(f"{i}.up_b", w[p + "intermediate.dense.bias"])], f"{i}.g")
+        x = output(up, x, p + "output.", f"{i}.x2")
     dim = int(config["hidden_size"])
     return model_proto(
         nodes,
