@@ -12,10 +12,10 @@ from pydantic import ConfigDict, PrivateAttr, create_model
 
 from langchain_semrag.embeddings import to_embedder, to_llm
 from langchain_semrag.retrievers import to_lc_documents
-from semrag._validation import check_keywords, named_arguments, with_options
+from semrag._validation import check_keywords, named_arguments
 from semrag.identity import chunk_document_id
 from semrag.postprocess import SPC, SPCResult
-from semrag.retrieval import parameters
+from semrag.postprocess.spc import ADAPTER_FIELDS, from_fields
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SPCCompressor", "from_lc_document"]
@@ -42,9 +42,7 @@ def from_lc_document(doc: LCDocument) -> ScoredChunk:
     return ScoredChunk(chunk, score)
 
 
-_SPC_FIELDS: dict[str, Any] = {
-    p.name: (Any, p.default) for p in parameters(SPC) if p.name not in ("index", "embedder", "llm")
-}
+_SPC_FIELDS = {name: (Any, default) for name, default in ADAPTER_FIELDS.items()}
 """SPC's parameters, each a field of the same name and default (the core checks them)."""
 
 
@@ -94,13 +92,14 @@ class SPCCompressor(
         data = named_arguments(SPC, "SPCCompressor", args, data)
         check_keywords("SPCCompressor()", type(self).model_fields, data)
         super().__init__(**data)
-        fields = vars(self)  # pydantic keeps the field values here
-        given = {n: fields[n] for n in self.model_fields_set & _SPC_FIELDS.keys()}
-        self._core = SPC(  # SPC checks every value (a ConfigError, not pydantic's error)
+        self._core = from_fields(
+            "SPCCompressor",
             self.index,
             llm=to_llm(self.llm),
             embedder=to_embedder(self.embeddings),
-            **with_options("SPCCompressor", given, self.options),
+            fields=vars(self),  # pydantic keeps the field values here
+            given=self.model_fields_set,
+            options=self.options,
         )
 
     def compress_documents(

@@ -10,11 +10,11 @@ from pydantic import PrivateAttr, create_model
 
 from llama_index_semrag.embeddings import to_embedder, to_llm
 from llama_index_semrag.retrievers import to_nodes
-from semrag._validation import check_keywords, named_arguments, with_options
+from semrag._validation import check_keywords, named_arguments
 from semrag.errors import ConfigError
 from semrag.identity import chunk_document_id
 from semrag.postprocess import SPC, SPCResult
-from semrag.retrieval import parameters
+from semrag.postprocess.spc import ADAPTER_FIELDS, from_fields
 from semrag.types import Chunk, ScoredChunk
 
 __all__ = ["SPCPostprocessor", "from_node"]
@@ -38,9 +38,7 @@ def from_node(item: NodeWithScore) -> ScoredChunk:
     return ScoredChunk(chunk, float(item.score or 0.0))
 
 
-_SPC_FIELDS: dict[str, Any] = {
-    p.name: (Any, p.default) for p in parameters(SPC) if p.name not in ("index", "embedder", "llm")
-}
+_SPC_FIELDS = {name: (Any, default) for name, default in ADAPTER_FIELDS.items()}
 """SPC's parameters, each a field of the same name and default (the core checks them)."""
 
 
@@ -85,13 +83,14 @@ class SPCPostprocessor(
         data = named_arguments(SPC, "SPCPostprocessor", args, data)
         check_keywords("SPCPostprocessor()", type(self).model_fields, data)
         super().__init__(**data)
-        fields = vars(self)  # pydantic keeps the field values here
-        given = {n: fields[n] for n in self.model_fields_set & _SPC_FIELDS.keys()}
-        self._core = SPC(  # SPC checks every value (a ConfigError, not pydantic's error)
+        self._core = from_fields(
+            "SPCPostprocessor",
             self.index,
             llm=to_llm(self.llm),
             embedder=to_embedder(self.embed_model),
-            **with_options("SPCPostprocessor", given, self.options),
+            fields=vars(self),  # pydantic keeps the field values here
+            given=self.model_fields_set,
+            options=self.options,
         )
 
     @classmethod

@@ -36,9 +36,10 @@ retry), and the report notes it; ``on_llm_error="raise"`` raises instead.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import numbers
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -46,7 +47,7 @@ import numpy as np
 
 from semrag._rwlock import ProvidesReader, as_reader
 from semrag._steps import adrive, drive
-from semrag._validation import HasMethods, Interval, Options, Params, check_query
+from semrag._validation import HasMethods, Interval, Options, Params, check_query, with_options
 from semrag.embeddings import Embedder, as_embedder
 from semrag.errors import LLMOutputError
 from semrag.llm import LLM, acomplete_json, complete_json, llm_failure
@@ -85,7 +86,7 @@ from semrag.postprocess._spc_repair import (
 )
 from semrag.postprocess._spc_sources import SourceLookup
 
-__all__ = ["SPC", "Repair", "SPCResult"]
+__all__ = ["ADAPTER_FIELDS", "SPC", "Repair", "SPCResult", "from_fields"]
 
 logger = logging.getLogger(__name__)
 
@@ -548,3 +549,31 @@ class SPC(Params):
         )
         asked = [by_element.get(e) or follow_up_query(e, query, covered) for e in result.missing]
         result.follow_up_queries = distinct_queries(asked)
+
+
+ADAPTER_FIELDS: dict[str, Any] = {
+    p.name: p.default
+    for p in inspect.signature(SPC).parameters.values()
+    if p.kind is p.KEYWORD_ONLY and p.name not in ("embedder", "llm")
+}
+"""SPC's keyword parameters and their defaults, but the embedder and the LLM: each a field of
+the adapters' SPC post-processors, under the same name (SPC checks the values)."""
+
+
+def from_fields(
+    owner: str,
+    index: Any,
+    *,
+    llm: LLM | None,
+    embedder: Embedder | None,
+    fields: Mapping[str, Any],
+    given: Iterable[str],
+    options: Mapping[str, Any],
+) -> SPC:
+    """The SPC an adapter builds: its fields ``given`` by name, and its ``options`` dict.
+
+    Raises:
+        ConfigError: a parameter given both by name and in ``options``, or SPC's own check.
+    """
+    named = {n: fields[n] for n in set(given) & ADAPTER_FIELDS.keys()}
+    return SPC(index, llm=llm, embedder=embedder, **with_options(owner, named, options))
