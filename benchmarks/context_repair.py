@@ -11,8 +11,8 @@ them into a context in its own order, and the context is cut to a budget of char
 (1,000 / 2,000 / 4,000; a text already in the context is not counted twice). Systems:
 
 * **plain hits**: the chunks as retrieved.
-* **SPC**: ``SPC(index, context=budget)`` (no LLM), the default at that budget; and the
-  earlier default (``SPC(index)``, 0.2: repairs in place, no budget).
+* **SPC**: ``SPC(index, context=budget)`` (no LLM), the default at that budget; and
+  ``SPC(index)`` with no budget (its anytime order, cut at the budget like any system's).
 * **PrevNext** (LlamaIndex ``PrevNextNodePostprocessor(num_nodes=1, mode="both")`` over the
   same chunks as nodes with their prev/next relationships): each hit with its neighbours.
 * **sentence window (3)** (LlamaIndex ``SentenceWindowNodeParser`` +
@@ -107,11 +107,11 @@ def semrag_systems(index: SemanticIndex, pos: dict[str, int]) -> dict[str, Calla
     def spans(hits: list[Any]) -> list[Span]:
         return [(pos[h.chunk.doc_id], h.chunk.start, h.chunk.end) for h in hits]
 
-    earlier = SPC(index, k=K, audit=False)
+    anytime = SPC(index, k=K, audit=False)
     systems: dict[str, Callable] = {
         PLAIN: lambda q, hits, budget: spans(hits),
-        "SPC, the 0.2 default (repairs in place, no budget)": lambda q, hits, budget: spans(
-            earlier.process(q.text, hits).chunks
+        "SPC(index), no budget (its anytime order, cut at the budget)": lambda q, hits, budget: (
+            spans(anytime.process(q.text, hits).chunks)
         ),
     }
     import semrag.postprocess.spc as spc_module

@@ -11,8 +11,8 @@ question's budget, and every 64-token system fills that same budget:
 - **plain hits**: the 64-token top hits in rank order, whole, while they fit;
 - **SPC**: ``SPC(index, context=budget, unit="tokens")`` (no LLM, no audit) over the
   64-token top ``k`` (the hits first, then the sentences around them worth the most);
-- **SPC in place**: ``SPC(index)`` without a budget (each damaged hit repaired in place),
-  over the same ``k`` hits: fewer tokens than the budget.
+- **SPC, no budget**: ``SPC(index)`` (its anytime order) over the same ``k`` hits, its
+  chunks in order while they fit the budget, as a prompt that cuts it would take them.
 
 Columns: coverage (share of questions with a gold answer span inside one context span, by
 offsets), tokens (mean context tokens a question, MiniLM word pieces), the coverage as a
@@ -57,6 +57,18 @@ def build(docs: list[Any], tokens: int) -> SemanticIndex:
     return index
 
 
+def fitting(hits: list[Any], budget: int, count: Any) -> list[Any]:
+    """The chunks of ``hits`` in order, whole, while their tokens fit ``budget``."""
+    spent, out = 0, []
+    for h in hits:
+        cost = int(count([h.chunk.text])[0])
+        if spent + cost > budget:
+            break
+        spent += cost
+        out.append(h.chunk)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--k", type=int, nargs="+", default=[5, 10])
@@ -67,7 +79,7 @@ def main() -> None:
     big, small = build(docs, 256), build(docs, 64)
     count = small.reader().tokenizer.count
     qvecs = small.embedder.embed([q.question for q in questions])
-    in_place = SPC(small, audit=False)
+    anytime = SPC(small, audit=False)
     rows = []
     for k in args.k:
         cov: dict[str, list[float]] = {}
@@ -82,21 +94,12 @@ def main() -> None:
             note(BIG, q, reference)
             budget = int(sum(count([c.text for c in reference])))
             many = small.search_vector(v, 8 * k)
-            spent, fitting = 0, []
-            for h in many:
-                cost = int(count([h.chunk.text])[0])
-                if spent + cost > budget:
-                    break
-                spent += cost
-                fitting.append(h.chunk)
-            note("64-token chunks, plain hits to the budget", q, fitting)
+            note("64-token chunks, plain hits to the budget", q, fitting(many, budget, count))
             hits = many[:k]
             note("64-token chunks, top k", q, [h.chunk for h in hits])
-            note(
-                "64-token chunks, top k + SPC in place (no budget)",
-                q,
-                [h.chunk for h in in_place.process(q.question, hits).chunks],
-            )
+            ordered = anytime.process(q.question, hits).chunks
+            name = "64-token chunks, top k + SPC(index), no budget, cut"
+            note(name, q, fitting(ordered, budget, count))
             spc = SPC(small, k=k, audit=False, context=budget, unit="tokens")
             note(
                 "64-token chunks, top k + SPC(context=budget)",

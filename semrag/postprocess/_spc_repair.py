@@ -247,12 +247,20 @@ def budgeted(
     delta: float,
     budget: int,
     cost_of: Callable[[str], int],
+    tokens_of: Callable[[str], int],
     embedder: Embedder,
     step: float | None,
+    anytime: bool = False,
 ) -> tuple[list[ScoredChunk], list[Repair], list[Repair]]:
     """The hits as one context of at most ``budget`` (:func:`~semrag.postprocess.budget.allocate`).
 
-    ``cost_of(text)`` is what a text spends (characters or tokens). A hit whose source
+    ``anytime``: the context in the order it was chosen instead (``budget`` is where it
+    stops growing): each hit's own text and each extension a chunk of its own (one
+    touching the chunk before it joins it); an extension alone is a ``"context"`` chunk
+    of the hit it extends.
+
+    ``cost_of(text)`` is what a text spends (characters or tokens); ``tokens_of(text)`` its
+    tokens. A hit whose source
     cannot be read (or whose text is not at its offsets) is kept as it is and cannot grow.
     Each result is a region of its source: one or more hits (their spans whole) and the
     sentences chosen around them; ``action`` is ``"intact"`` (the hit alone),
@@ -289,15 +297,52 @@ def budgeted(
             costs[key] = cost_of(texts[doc_id][start:end])
         return costs[key]
 
-    regions = [  # a hit cut at the budget ends on a character, not on whitespace
-        replace(r, end=len(texts[r.doc_id][: r.end].rstrip()))
-        for r in allocate(spans, values, maps.get, asks, budget, cost, step=step)
-    ]
+    regions = []
+    for got in allocate(spans, values, maps.get, asks, budget, cost, step=step, anytime=anytime):
+        piece = texts[got.doc_id][got.start : got.end]
+        if any(got.start <= spans[h][1] and spans[h][2] <= got.end for h in got.hits):
+            regions.append(got)  # a hit whole is kept as it is
+        elif piece.strip():  # a hit cut at the budget, or an extension alone: no whitespace ends
+            lead = len(piece) - len(piece.lstrip())
+            regions.append(
+                replace(got, start=got.start + lead, end=got.start + len(piece.rstrip()))
+            )
     chunks: list[ScoredChunk] = []
     actions: dict[int, Repair] = {}
+    by_chunk: list[Repair] = []
     for region in regions:
-        owner = kept[region.hits[0]]
         source_text = texts[region.doc_id]
+        chunk = kept[region.hits[0]].chunk
+        if region.doc_id in maps and (region.start, region.end) != (chunk.start, chunk.end):
+            sentences = maps[region.doc_id]
+            chunk = replace(
+                chunk,
+                start=region.start,
+                end=region.end,
+                text=source_text[region.start : region.end],
+                token_count=tokens_of(source_text[region.start : region.end]),
+                sentence_start=int(np.searchsorted(sentences.ends, region.start, side="right")),
+                sentence_end=int(np.searchsorted(sentences.starts, region.end, side="left")),
+            )
+        own = [r for r in region.hits if region.start <= spans[r][1] and spans[r][2] <= region.end]
+        if anytime and not own:  # an extension alone: the context of the hit it extends
+            rank = region.hits[0]
+            by_chunk.append(
+                Repair(
+                    region.doc_id,
+                    spans[rank][1:],
+                    (region.start, region.end),
+                    found[rank].to_metadata(),
+                    "context",
+                    "extractive",
+                    None,
+                    f"context of hit {rank}",
+                )
+            )
+            chunks.append(_with_repair(kept[rank], chunk, by_chunk[-1], [], found[rank]))
+            continue
+        if anytime:
+            region = replace(region, hits=tuple(own))
         beyond = np.ones(region.end - region.start, dtype=bool)
         for r in region.hits:  # what the region holds beyond its hits' own text
             _, a, b = spans[r]
@@ -307,21 +352,7 @@ def budgeted(
         )
         grown = bool(extra.strip())
         cut = {r for r in region.hits if spans[r][2] > region.end}  # the last hit, at the budget
-        chunk = owner.chunk
-        if region.doc_id in maps:
-            sentences = maps[region.doc_id]
-            first = int(np.searchsorted(sentences.ends, region.start, side="right"))
-            last = int(np.searchsorted(sentences.starts, region.end, side="left"))
-            chunk = replace(
-                chunk,
-                start=region.start,
-                end=region.end,
-                text=source_text[region.start : region.end],
-                token_count=cost(region.doc_id, region.start, region.end),
-                sentence_start=first,
-                sentence_end=last,
-            )
-        elif region.end < len(chunk.text):  # a hit without a source, cut at the budget
+        if region.doc_id not in maps and region.end < len(chunk.text):  # no source: cut
             end = chunk.end - len(chunk.text) + region.end if chunk.has_offsets else chunk.end
             chunk = replace(chunk, text=chunk.text[: region.end], end=end)
             cut = {region.hits[0]}
@@ -346,22 +377,10 @@ def budgeted(
                 None,
                 f"inside the region of hit {region.hits[0]}" if n else "",
             )
-        prov = {
-            "step": "spc",
-            **actions[region.hits[0]].to_metadata(),
-            "hits": [[kept[r].chunk.start, kept[r].chunk.end] for r in region.hits],
-            "exact": True,
-        }
+        by_chunk.append(actions[region.hits[0]])
+        hits = [[kept[r].chunk.start, kept[r].chunk.end] for r in region.hits]
         chunks.append(
-            replace(
-                owner,
-                chunk=chunk,
-                channel_scores={
-                    **owner.channel_scores,
-                    "completeness": found[region.hits[0]].score,
-                },
-                provenance=(*owner.provenance, prov),
-            )
+            _with_repair(kept[region.hits[0]], chunk, by_chunk[-1], hits, found[region.hits[0]])
         )
     dropped = [
         Repair(
@@ -369,16 +388,29 @@ def budgeted(
             (kept[r].chunk.start, kept[r].chunk.end),
             (kept[r].chunk.start, kept[r].chunk.end),
             found[r].to_metadata(),
-            "over_budget",
+            "merged" if anytime else "over_budget",
             "",
             None,
-            "no room left in the context",
+            "its text is in the chunks around it" if anytime else "no room left in the context",
         )
         for r in range(len(kept))
         if r not in actions
     ]
-    ordered = [actions[r] for region in regions for r in region.hits]
-    return chunks, ordered + dropped, [actions[region.hits[0]] for region in regions]
+    ordered = dict.fromkeys(r for region in regions for r in region.hits if r in actions)
+    return chunks, [actions[r] for r in ordered] + dropped, by_chunk
+
+
+def _with_repair(
+    hit: ScoredChunk, chunk: Chunk, repair: Repair, hits: list[list[int]], found: Completeness
+) -> ScoredChunk:
+    """``hit`` as ``chunk``, its completeness and what SPC did in its provenance."""
+    prov = {"step": "spc", **repair.to_metadata(), "hits": hits, "exact": True}
+    return replace(
+        hit,
+        chunk=chunk,
+        channel_scores={**hit.channel_scores, "completeness": found.score},
+        provenance=(*hit.provenance, prov),
+    )
 
 
 NEAR = 8

@@ -78,6 +78,7 @@ def allocate(
     cost: Cost,
     *,
     step: float | None = None,
+    anytime: bool = False,
 ) -> list[Region]:
     """The context for ``budget``: regions in the order of the hit that opened each.
 
@@ -95,10 +96,17 @@ def allocate(
             needs more often than its own similarity says; a difference of cosines, so
             it reads the same whatever the embedder's baseline similarity); ``None``:
             its own relevance only.
+        anytime: return the steps instead, in the order they were taken: each the
+            characters it added (a hit's own span, or an extension; a step touching the
+            step before it in the text joins it). Every prefix of the list is then
+            the context of its size, whatever the budget a reader cuts it to. Growing
+            stops once the steps reach ``budget`` (the one that crosses it included);
+            every hit is in the list, whole.
 
     Returns:
         Regions whose costs sum to at most ``budget``; each contains the whole span of
         every hit it lists, except the last hit taken, which may be cut at the budget.
+        With ``anytime``: disjoint pieces, each listing the hit it holds or extends.
 
     Examples:
         >>> import numpy as np
@@ -116,35 +124,59 @@ def allocate(
 
     values = np.maximum.accumulate(np.asarray(values, dtype=np.float64)[::-1])[::-1].tolist()
     regions: list[Region] = []
+    pieces: list[Region] = []  # the anytime order
     taken = 0
     blocked: set[tuple[str, int, int]] = set()
     while True:
-        grow = _best_extension(regions, spans, values, sentences, asks, blocked, step)
+        grow = None
+        if not (anytime and spent(regions) >= budget):  # anytime: grown enough, hits only
+            grow = _best_extension(regions, spans, values, sentences, asks, blocked, step)
         if taken < len(spans) and (grow is None or values[taken] >= grow[0]):
             grown = _merged([*regions, Region(*spans[taken], (taken,))])
-            if spent(grown) > budget:  # the last hit: cut to what is left, then stop
+            if not anytime and spent(grown) > budget:  # the last hit: cut to what is left
                 cut = _cut(spans[taken], budget - spent(regions), cost)
                 if cut is not None:
                     regions = _merged([*regions, Region(*cut, (taken,))])
                 break
+            pieces = _pieces(pieces, regions, Region(*spans[taken], (taken,)))
             regions, taken = grown, taken + 1
             continue
         if grow is None:
             break
         _, i, lo, hi = grow
         r = regions[i]
-        trial = _merged(
-            [
-                *regions[:i],
-                Region(r.doc_id, min(r.start, lo), max(r.end, hi), r.hits),
-                *regions[i + 1 :],
-            ]
-        )
-        if spent(trial) > budget:
+        wider = Region(r.doc_id, min(r.start, lo), max(r.end, hi), r.hits)
+        trial = _merged([*regions[:i], wider, *regions[i + 1 :]])
+        if not anytime and spent(trial) > budget:
             blocked.add((r.doc_id, lo, hi))
             continue
+        pieces = _pieces(pieces, regions, wider)
         regions = trial
-    return regions
+    return pieces if anytime else regions
+
+
+def _pieces(pieces: list[Region], regions: list[Region], step: Region) -> list[Region]:
+    """``pieces`` and the characters of ``step`` that no region holds yet.
+
+    They join the last piece where they touch it in the text.
+    """
+    at, new = step.start, []
+    for r in sorted(regions, key=lambda r: r.start):
+        if r.doc_id == step.doc_id and r.start < step.end and step.start < r.end:
+            if r.start > at:
+                new.append((at, r.start))
+            at = max(at, r.end)
+    if at < step.end:
+        new.append((at, step.end))
+    out = list(pieces)
+    for lo, hi in new:
+        last = out[-1] if out else None
+        if last is not None and last.doc_id == step.doc_id and lo <= last.end and last.start <= hi:
+            hits = tuple(dict.fromkeys((*last.hits, *step.hits[:1])))
+            out[-1] = Region(step.doc_id, min(last.start, lo), max(last.end, hi), hits)
+        else:
+            out.append(Region(step.doc_id, lo, hi, step.hits[:1]))
+    return out
 
 
 def _best_extension(

@@ -18,11 +18,16 @@ report of what it did:
    hit; a sentence further away, its own relevance or the hit's times 0.8 per sentence),
    never pushing out a later hit worth more; regions of one document that touch merge, so
    no character is counted twice (:func:`~semrag.postprocess.budget.allocate`). Without a
-   budget each damaged hit is grown to whole sentences, and by a sentence on a side a cut
-   signal stays at (at most ``neighbours`` per side, within ``budget`` tokens). With an
-   LLM the stitched text may be rewritten (``exact: False`` in its provenance). A chunk
-   whose source is not available is kept as it is, and the report says so: SPC never
-   invents neighbours.
+   budget the same choice comes as an **anytime order**: each hit's own text and each
+   sentence added around it, in the order they were chosen (what touches the chunk before
+   it joins it; a sentence alone is a ``"context"`` chunk of its hit), so every prefix of
+   the list is the context of its size, whatever the budget a prompt, a response
+   synthesizer or a "stuff" chain cuts it to; it stops growing at :data:`ANYTIME` times
+   the hits' own size. With an LLM and no budget, the paper's repair: each damaged hit
+   grown in place to whole sentences, and by a sentence on a side a cut signal stays at
+   (at most ``neighbours`` per side, within ``budget`` tokens), the stitched text possibly
+   rewritten (``exact: False`` in its provenance). A chunk whose source is not available
+   is kept as it is, and the report says so: SPC never invents neighbours.
 4. **Coverage audit**: the query's key information elements
    (:func:`~semrag.postprocess.coverage.key_elements`, or the LLM's), each scored against
    the evidence sentences (:func:`~semrag.postprocess.coverage.support_scores`, or an LLM
@@ -100,6 +105,10 @@ from a hit is worth at least the hit's cosine less ``n * STEP`` (see
 abstracts and whole sections of long articles (steps 0.03 to 0.1 and the earlier
 ``0.8 ** n`` compared)."""
 
+ANYTIME = 3
+"""Without a context budget (and without an LLM), SPC's order stops growing at this many
+times the hits' own size (a hit and a neighbour each side, as a neighbour window gives)."""
+
 _TIE = 1e-3  # cosines this close are a tie (float16 vectors, another search's rounding)
 
 
@@ -113,10 +122,11 @@ class SPC(Params):
         k: chunks kept by refinement.
         delta: damage threshold on the completeness score.
         epsilon: coverage threshold on element support.
-        budget: most tokens a repair grows a chunk to without ``context`` (a chunk's own
-            whole sentences are kept whatever they hold); default twice the chunk's
-            tokens, at least 64.
-        neighbours: sentences on each side of a damaged chunk that may join it.
+        budget: with an LLM and no ``context``, the most tokens a repair in place grows a
+            chunk to (a chunk's own whole sentences are kept whatever they hold); default
+            twice the chunk's tokens, at least 64.
+        neighbours: with an LLM and no ``context``, sentences on each side of a damaged
+            chunk that may join it.
         llm: an :class:`~semrag.llm.LLM` for refinement, damage scoring, compression and
             the audit; without one every step is rule-based.
         sources: ``doc_id -> text`` (mapping or callable) for chunks whose documents are
@@ -140,10 +150,10 @@ class SPC(Params):
         on_llm_error: ``"fallback"`` (rule-based step, noted) or ``"raise"``.
         context: the context budget: the most the result holds, in ``unit``s (the
             prompt's share for evidence). The hits and the best sentences around them
-            fill it (see the module docs); ``None``: no shared budget, each damaged hit
-            repaired in place (the 0.2 behaviour, less its trims). On the development
-            sets the budget is what makes SPC beat a neighbour window
-            (``benchmarks/context_repair.py``, docs/spc.md).
+            fill it (see the module docs); ``None``: the anytime order, which a reader
+            cuts to its own budget (with an LLM: each damaged hit repaired in place, the
+            paper's). On the development sets either is what makes SPC beat a neighbour
+            window (``benchmarks/context_repair.py``, docs/spc.md).
         unit: ``"chars"`` or ``"tokens"`` (counted by ``tokenizer``). With a context budget
             an LLM still refines and rates damage; nothing is rewritten (every result is an
             exact span of its source).
@@ -155,9 +165,12 @@ class SPC(Params):
         >>> text = "Jane Smith led the inquiry. She resigned in May. Rain fell."
         >>> index.add_documents([Document("a", text)])
         >>> chunk = Chunk("a", 28, 48, text[28:48], 4, sentence_start=1, sentence_end=2)
-        >>> result = SPC(index).process("Why did Jane Smith resign?", [ScoredChunk(chunk, 1.0)])
+        >>> hits = [ScoredChunk(chunk, 1.0)]
+        >>> result = SPC(index, context=48).process("Why did Jane Smith resign?", hits)
         >>> result.actions[0].action, result.chunks[0].chunk.text
         ('repaired', 'Jane Smith led the inquiry. She resigned in May.')
+        >>> [h.chunk.text for h in SPC(index).process("Why did Jane Smith resign?", hits).chunks]
+        ['Jane Smith led the inquiry. She resigned in May. Rain fell.']
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
@@ -353,7 +366,8 @@ class SPC(Params):
                     found.append(c)
                 else:
                     found.append(Completeness(float(r["score"]), c.signals, "llm"))
-        if self.context is not None:  # one budget for the whole context
+        if self.context is not None or self.llm is None:  # one context for every hit
+            own = sum(self._cost_of(h.chunk.text) for h in kept)
             chunks, actions, by_chunk = budgeted(
                 kept,
                 found,
@@ -361,10 +375,12 @@ class SPC(Params):
                 q,
                 lookup,
                 delta=self.delta,
-                budget=self.context,
+                budget=self.context if self.context is not None else ANYTIME * own,
                 cost_of=self._cost_of,
+                tokens_of=lambda text: int(self.tokenizer.count([text])[0]),
                 embedder=self.embedder,
                 step=STEP,
+                anytime=self.context is None,
             )
             result = SPCResult(chunks, actions, [], llm_calls=calls, notes=notes, by_chunk=by_chunk)
             if audit:

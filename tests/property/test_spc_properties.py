@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from semrag import Document, SemanticIndex
 from semrag.errors import ConfigError
 from semrag.index.fusion import fuse_weighted, normalise_scores
-from semrag.postprocess import SPC, assess, best_window, covering_sentences
+from semrag.postprocess import SPC, assess, best_window
+from semrag.postprocess.spc import ANYTIME
 from semrag.retrieval import IntentAwareRetriever
 from semrag.testing import FakeEmbedder
 from semrag.text import WhitespaceTokenizer
@@ -104,17 +105,22 @@ def test_repair_returns_exact_source_spans_within_budget(sentences, data, budget
     assume(fragment.strip())
     tok = WhitespaceTokenizer()
     chunk = Chunk("d", start, end, fragment, tok.count([fragment])[0])
-    result = SPC(index, budget=budget, tokenizer=tok, audit=False).process(
-        "cat", [ScoredChunk(chunk, 1.0)]
-    )
-    (out,) = result.chunks
-    assert text[out.chunk.start : out.chunk.end] == out.chunk.text
-    assert out.chunk.start <= start and end <= out.chunk.end  # a repair never moves or trims
-    if result.actions[0].action == "repaired":  # grown within the budget, or to whole sentences
-        sentences = index.reader().documents(["d"])["d"].sentences
-        a, b = covering_sentences(sentences, start, end)
-        whole = text[sentences[a].start : sentences[b - 1].end]
-        assert tok.count([out.chunk.text])[0] <= max(budget, tok.count([whole])[0])
+    own = tok.count([fragment])[0]
+    for context in (None, budget):  # the default's order, and one context of ``budget``
+        result = SPC(index, tokenizer=tok, unit="tokens", context=context, audit=False).process(
+            "cat", [ScoredChunk(chunk, 1.0)]
+        )
+        (out,) = result.chunks  # one hit: what grows it joins it
+        assert text[out.chunk.start : out.chunk.end] == out.chunk.text
+        spent = tok.count([out.chunk.text])[0]
+        if context is None or own <= context:  # a repair never moves or trims the hit
+            assert out.chunk.start <= start and end <= out.chunk.end
+        if context is not None:
+            assert spent <= context
+        elif spent > ANYTIME * own:  # grown to at most the sentence that crosses the bound
+            sentences = index.reader().documents(["d"])["d"].sentences
+            longest = max(tok.count([sp.of(text) for sp in sentences]))
+            assert spent <= ANYTIME * own + longest
 
 
 @given(st.lists(sentence_like.filter(str.strip), min_size=1, max_size=5), sentence_like)

@@ -92,23 +92,25 @@ def test_repair_restores_the_exact_source_text(index):
             )
         ],
     )
-    (chunk,) = [h.chunk for h in result.chunks]
+    chunk = result.chunks[0].chunk  # one hit: its context joins it, in one chunk
     (action,) = result.actions
     assert action.action == "repaired" and action.method == "extractive"
     assert TEXT[chunk.start : chunk.end] == chunk.text
     assert chunk.text.startswith("Prime Minister John Smith")  # the antecedent is back
     assert "He then announced" in chunk.text
-    assert action.completeness_after == 1.0
     prov = result.chunks[0].provenance[-1]
     assert prov["step"] == "spc" and prov["exact"] is True
     assert prov["before"] != prov["after"]
 
 
 def test_cut_chunk_is_extended_to_whole_sentences(index):
-    result = SPC(index, audit=False, neighbours=0).process(
+    sentence = "The election was held in June."
+    result = SPC(index, audit=False, context=len(sentence)).process(
         "When was the election?", [hit_of(TEXT, "election was held")]
     )
-    assert result.chunks[0].chunk.text == "The election was held in June."
+    assert result.chunks[0].chunk.text == sentence  # the cut sentence before anything else
+    whole = SPC(index, audit=False).process("When was the election?", [hit_of(TEXT, "election")])
+    assert sentence in whole.chunks[0].chunk.text
 
 
 def test_a_length_function_is_a_tokenizer_for_a_token_budget(index):
@@ -125,20 +127,23 @@ def test_a_repair_grows_within_its_budget_and_never_trims_the_hit(index, budget)
     hit = hit_of(
         TEXT, "He then announced his resignation shortly after the investigation concluded."
     )
-    result = SPC(index, budget=budget, tokenizer=tok, audit=False).process(
+    result = SPC(index, context=budget, unit="tokens", tokenizer=tok, audit=False).process(
         "Why did he resign?", [hit]
     )
     chunk = result.chunks[0].chunk
-    assert chunk.start <= hit.chunk.start and hit.chunk.end <= chunk.end  # it only grows
+    own = tok.count([hit.chunk.text])[0]
+    if budget >= own:  # it only grows
+        assert chunk.start <= hit.chunk.start and hit.chunk.end <= chunk.end
     assert TEXT[chunk.start : chunk.end] == chunk.text
-    own = tok.count([hit.chunk.text])[0]  # a whole sentence: what a repair may not cut
-    assert tok.count([chunk.text])[0] <= max(budget, own)
+    assert tok.count([chunk.text])[0] <= budget
     assert (chunk.end - chunk.start > len(hit.chunk.text)) == (budget >= 20)
 
 
 def test_intact_chunks_are_left_alone(index):
     hit = hit_of(TEXT, "The election was held in June.")
-    result = SPC(index, audit=False).process("When was the election?", [hit])
+    result = SPC(index, audit=False, context=len(hit.chunk.text)).process(
+        "When was the election?", [hit]
+    )
     assert result.actions[0].action == "intact"
     assert result.chunks[0].chunk == hit.chunk
 
@@ -195,7 +200,11 @@ def test_contained_chunks_are_dropped(index):
         hit_of(TEXT, "Prime Minister John Smith faced an inquiry into party funding.", score=0.5),
     ]
     result = SPC(index, refine=False, audit=False).process("Why did John Smith resign?", hits)
-    assert len(result.chunks) == 1 and len(result.actions) == 1
+    texts = [h.chunk.text for h in result.chunks]
+    for hit in hits:  # each hit's text once, whole: no character twice
+        assert sum(hit.chunk.text in t for t in texts) == 1
+    spans = sorted((h.chunk.start, h.chunk.end) for h in result.chunks)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
 
 
 # -- coverage audit ----------------------------------------------------------------------
@@ -341,7 +350,9 @@ def test_containment_needs_both_chunks_verified_in_the_source(index):
     outer = ScoredChunk(
         Chunk("pm", inner.chunk.start, inner.chunk.start + len(outer_text), outer_text, 9), 2.0
     )
-    result = SPC(index, refine=False, audit=False).process("When was the election?", [outer, inner])
+    result = SPC(index, refine=False, audit=False, context=len(outer_text) + 30).process(
+        "When was the election?", [outer, inner]
+    )
     assert len(result.chunks) == 2
     assert [a.action for a in result.actions] == ["source_mismatch", "intact"]
 
