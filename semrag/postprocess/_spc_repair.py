@@ -12,7 +12,7 @@ from semrag.embeddings import Embedder
 from semrag.errors import LLMOutputError
 from semrag.postprocess._spc_records import Repair, Source
 from semrag.postprocess._spc_sources import SourceLookup
-from semrag.postprocess.budget import SentenceMap, allocate
+from semrag.postprocess.budget import Region, SentenceMap, allocate
 from semrag.postprocess.coverage import (
     unsupported_words,
 )
@@ -256,8 +256,8 @@ def budgeted(
 
     ``anytime``: the context in the order it was chosen instead (``budget`` is where it
     stops growing): each hit's own text and each extension a chunk of its own (one
-    touching the chunk before it joins it); an extension alone is a ``"context"`` chunk
-    of the hit it extends.
+    following on the chunk before it joins it); an extension alone is a ``"context"``
+    chunk of the hit it extends.
 
     ``cost_of(text)`` is what a text spends (characters or tokens); ``tokens_of(text)`` its
     tokens. A hit whose source
@@ -297,16 +297,21 @@ def budgeted(
             costs[key] = cost_of(texts[doc_id][start:end])
         return costs[key]
 
+    def holds(region: Region) -> list[int]:  # the hits whole inside ``region``
+        return [r for r in region.hits if region.start <= spans[r][1] and spans[r][2] <= region.end]
+
     regions = []
     for got in allocate(spans, values, maps.get, asks, budget, cost, step=step, anytime=anytime):
         piece = texts[got.doc_id][got.start : got.end]
-        if any(got.start <= spans[h][1] and spans[h][2] <= got.end for h in got.hits):
+        if holds(got):
             regions.append(got)  # a hit whole is kept as it is
         elif piece.strip():  # a hit cut at the budget, or an extension alone: no whitespace ends
             lead = len(piece) - len(piece.lstrip())
             regions.append(
                 replace(got, start=got.start + lead, end=got.start + len(piece.rstrip()))
             )
+
+    extended = {r.hits[0] for r in regions if anytime and not holds(r)}  # grown by a context
     chunks: list[ScoredChunk] = []
     actions: dict[int, Repair] = {}
     by_chunk: list[Repair] = []
@@ -324,7 +329,7 @@ def budgeted(
                 sentence_start=int(np.searchsorted(sentences.ends, region.start, side="right")),
                 sentence_end=int(np.searchsorted(sentences.starts, region.end, side="left")),
             )
-        own = [r for r in region.hits if region.start <= spans[r][1] and spans[r][2] <= region.end]
+        own = holds(region)
         if anytime and not own:  # an extension alone: the context of the hit it extends
             rank = region.hits[0]
             by_chunk.append(
@@ -350,7 +355,7 @@ def budgeted(
         extra = "".join(
             c for c, out in zip(source_text[region.start : region.end], beyond, strict=True) if out
         )
-        grown = bool(extra.strip())
+        grown = bool(extra.strip()) or region.hits[0] in extended
         cut = {r for r in region.hits if spans[r][2] > region.end}  # the last hit, at the budget
         if region.doc_id not in maps and region.end < len(chunk.text):  # no source: cut
             end = chunk.end - len(chunk.text) + region.end if chunk.has_offsets else chunk.end

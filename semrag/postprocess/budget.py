@@ -97,8 +97,8 @@ def allocate(
             it reads the same whatever the embedder's baseline similarity); ``None``:
             its own relevance only.
         anytime: return the steps instead, in the order they were taken: each the
-            characters it added (a hit's own span, or an extension; a step touching the
-            step before it in the text joins it). Every prefix of the list is then
+            characters it added (a hit's own span, or an extension; a step that follows
+            on the step before it in the text joins it). Every prefix of the list is then
             the context of its size, whatever the budget a reader cuts it to. Growing
             stops once the steps reach ``budget`` (the one that crosses it included);
             every hit is in the list, whole.
@@ -158,7 +158,8 @@ def allocate(
 def _pieces(pieces: list[Region], regions: list[Region], step: Region) -> list[Region]:
     """``pieces`` and the characters of ``step`` that no region holds yet.
 
-    They join the last piece where they touch it in the text.
+    They join the last piece where they follow on it in the text (never before it: a
+    reader that cuts the last piece keeps its start, which must stay the earlier step).
     """
     at, new = step.start, []
     for r in sorted(regions, key=lambda r: r.start):
@@ -169,11 +170,12 @@ def _pieces(pieces: list[Region], regions: list[Region], step: Region) -> list[R
     if at < step.end:
         new.append((at, step.end))
     out = list(pieces)
-    for lo, hi in new:
+    follows = out[-1].end if out and out[-1].doc_id == step.doc_id else None
+    for lo, hi in sorted(new, key=lambda seg: seg[0] != follows):  # what follows on, first
         last = out[-1] if out else None
-        if last is not None and last.doc_id == step.doc_id and lo <= last.end and last.start <= hi:
+        if last is not None and last.doc_id == step.doc_id and last.end == lo:
             hits = tuple(dict.fromkeys((*last.hits, *step.hits[:1])))
-            out[-1] = Region(step.doc_id, min(last.start, lo), max(last.end, hi), hits)
+            out[-1] = Region(step.doc_id, last.start, hi, hits)
         else:
             out.append(Region(step.doc_id, lo, hi, step.hits[:1]))
     return out
@@ -196,7 +198,8 @@ def _best_extension(
             continue
         owner = r.hits[0]
         _, own_start, own_end = spans[owner]
-        for j, before in ((doc.before(r.start), True), (doc.after(r.end), False)):
+        # on a tie the sentence after wins: it follows on the hit, so an anytime order joins it
+        for j, before in ((doc.after(r.end), False), (doc.before(r.start), True)):
             if j is None:
                 continue
             lo, hi = int(doc.starts[j]), int(doc.ends[j])

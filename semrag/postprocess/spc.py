@@ -19,8 +19,8 @@ report of what it did:
    never pushing out a later hit worth more; regions of one document that touch merge, so
    no character is counted twice (:func:`~semrag.postprocess.budget.allocate`). Without a
    budget the same choice comes as an **anytime order**: each hit's own text and each
-   sentence added around it, in the order they were chosen (what touches the chunk before
-   it joins it; a sentence alone is a ``"context"`` chunk of its hit), so every prefix of
+   sentence added around it, in the order they were chosen (what follows on the chunk
+   before it joins it; a sentence alone is a ``"context"`` chunk of its hit), so every prefix of
    the list is the context of its size, whatever the budget a prompt, a response
    synthesizer or a "stuff" chain cuts it to; it stops growing at :data:`ANYTIME` times
    the hits' own size. With an LLM and no budget, the paper's repair: each damaged hit
@@ -169,8 +169,9 @@ class SPC(Params):
         >>> result = SPC(index, context=48).process("Why did Jane Smith resign?", hits)
         >>> result.actions[0].action, result.chunks[0].chunk.text
         ('repaired', 'Jane Smith led the inquiry. She resigned in May.')
-        >>> [h.chunk.text for h in SPC(index).process("Why did Jane Smith resign?", hits).chunks]
-        ['Jane Smith led the inquiry. She resigned in May. Rain fell.']
+        >>> ordered = SPC(index).process("Why did Jane Smith resign?", hits)  # no budget
+        >>> [h.chunk.text for h in ordered.chunks]  # the hit, what it asks for, then the rest
+        ['She resigned in May.', 'Jane Smith led the inquiry.', 'Rain fell.']
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {

@@ -109,10 +109,14 @@ def test_langchain_spc_compressor_in_contextual_compression_retriever():
         ),
         base_retriever=Fixed(),
     )
-    (doc,) = retriever.invoke("Why did John Smith resign?")
-    assert doc.page_content.startswith("Prime Minister John Smith")
-    assert TEXT[doc.metadata["start_index"] : doc.metadata["end_index"]] == doc.page_content
+    doc, antecedent, *_ = retriever.invoke("Why did John Smith resign?")  # the anytime order
+    assert doc.page_content.startswith("He then")  # the hit first, whole
+    assert antecedent.page_content.startswith("Prime Minister John Smith")  # what it asks for
+    for d in (doc, antecedent):
+        assert TEXT[d.metadata["start_index"] : d.metadata["end_index"]] == d.page_content
     assert doc.metadata["semrag_spc"]["action"] == "repaired"
+    assert antecedent.metadata["semrag_spc"]["action"] == "context"
+    assert antecedent.metadata["semrag_spc"]["before"] == doc.metadata["semrag_spc"]["before"]
     assert "missing" in doc.metadata["semrag_coverage"]
 
 
@@ -123,8 +127,9 @@ async def test_langchain_spc_compressor_sources_async_and_unavailable():
     docs = [damaged_lc_doc(source="news.txt"), damaged_lc_doc(source="elsewhere.txt")]
     out = await compressor.acompress_documents(docs, "Why did John Smith resign?")
     actions = [(d.metadata["source"], d.metadata["semrag_spc"]["action"]) for d in out]
-    assert actions[:2] == [("news.txt", "repaired"), ("elsewhere.txt", "source_unavailable")]
-    assert {a for _, a in actions[2:]} <= {"context"}  # then the context, in its order
+    hits = [a for a in actions if a[1] != "context"]  # the context of a hit is its source's
+    assert hits == [("news.txt", "repaired"), ("elsewhere.txt", "source_unavailable")]
+    assert {source for source, a in actions if a == "context"} == {"news.txt"}
     kept = next(d for d in out if d.metadata["source"] == "elsewhere.txt")
     assert kept.page_content == docs[1].page_content  # no invented neighbours
     sync = compressor.compress_documents(docs, "Why did John Smith resign?")
@@ -179,16 +184,17 @@ async def test_llama_index_spc_postprocessor_on_foreign_nodes():
     nodes = SentenceSplitter(chunk_size=20, chunk_overlap=0).get_nodes_from_documents([doc])
     damaged = next(n for n in nodes if n.get_content().startswith("He then"))
     post = llama_index_semrag.SPCPostprocessor(sources={"news": TEXT}, embed_model=FakeEmbedder())
-    (out,) = post.postprocess_nodes(
+    out = post.postprocess_nodes(
         [NodeWithScore(node=damaged, score=0.5)], query_str="Why did John Smith resign?"
     )
-    assert out.node.metadata["semrag_spc"]["action"] == "repaired"
-    assert TEXT[out.node.start_char_idx : out.node.end_char_idx] == out.node.get_content()
-    assert "John Smith" in out.node.get_content()
-    (aout,) = await post.apostprocess_nodes(
+    assert [n.node.metadata["semrag_spc"]["action"] for n in out][:2] == ["repaired", "context"]
+    for n in out:
+        assert TEXT[n.node.start_char_idx : n.node.end_char_idx] == n.node.get_content()
+    assert "John Smith" in out[1].node.get_content()  # the antecedent the hit asks for
+    aout = await post.apostprocess_nodes(
         [NodeWithScore(node=damaged, score=0.5)], query_str="Why did John Smith resign?"
     )
-    assert aout.node.get_content() == out.node.get_content()
+    assert [n.node.get_content() for n in aout] == [n.node.get_content() for n in out]
     with pytest.raises(ValueError, match="SPCPostprocessor needs the query"):
         post.postprocess_nodes([NodeWithScore(node=damaged, score=0.5)])
 
@@ -279,9 +285,9 @@ def test_spc_compressor_repairs_semrag_splitter_output_by_its_document_id():
     compressor = langchain_semrag.SPCCompressor(
         sources={content_id(TEXT): TEXT}, embeddings=FakeEmbedder(), options={"audit": False}
     )
-    (out,) = compressor.compress_documents(damaged, "Why did John Smith resign?")
+    out, *context = compressor.compress_documents(damaged, "Why did John Smith resign?")
     assert out.metadata["semrag_spc"]["action"] == "repaired"
-    assert "John Smith" in out.page_content
+    assert "John Smith" in context[0].page_content
 
 
 def test_semantic_index_ingests_both_frameworks_documents_with_their_ids():
@@ -314,16 +320,16 @@ def test_semantic_index_ingests_both_frameworks_documents_with_their_ids():
 def test_spc_without_an_embedder_uses_the_packaged_model_in_both_frameworks():
     # the splitters default to the packaged MiniLM; so do SPCCompressor / SPCPostprocessor
     compressor = langchain_semrag.SPCCompressor(sources={"news.txt": TEXT})
-    (doc,) = compressor.compress_documents(
+    doc, *context = compressor.compress_documents(
         [damaged_lc_doc(source="news.txt")], "Why did John Smith resign?"
     )
     assert doc.metadata["semrag_spc"]["action"] == "repaired"
-    assert "John Smith" in doc.page_content
+    assert "John Smith" in context[0].page_content
     li_doc = LIDocument(text=TEXT, id_="news")
     nodes = SentenceSplitter(chunk_size=20, chunk_overlap=0).get_nodes_from_documents([li_doc])
     damaged = next(n for n in nodes if n.get_content().startswith("He then"))
     post = llama_index_semrag.SPCPostprocessor(sources={"news": TEXT})
-    (out,) = post.postprocess_nodes(
+    out, *_ = post.postprocess_nodes(
         [NodeWithScore(node=damaged, score=0.5)], query_str="Why did John Smith resign?"
     )
     assert out.node.metadata["semrag_spc"]["action"] == "repaired"

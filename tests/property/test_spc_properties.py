@@ -110,9 +110,12 @@ def test_repair_returns_exact_source_spans_within_budget(sentences, data, budget
         result = SPC(index, tokenizer=tok, unit="tokens", context=context, audit=False).process(
             "cat", [ScoredChunk(chunk, 1.0)]
         )
-        (out,) = result.chunks  # one hit: what grows it joins it
-        assert text[out.chunk.start : out.chunk.end] == out.chunk.text
-        spent = tok.count([out.chunk.text])[0]
+        out = result.chunks[0]  # the hit's own chunk first
+        spans = sorted((h.chunk.start, h.chunk.end) for h in result.chunks)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # disjoint
+        for h in result.chunks:
+            assert text[h.chunk.start : h.chunk.end] == h.chunk.text
+        spent = sum(tok.count([h.chunk.text for h in result.chunks]))
         if context is None or own <= context:  # a repair never moves or trims the hit
             assert out.chunk.start <= start and end <= out.chunk.end
         if context is not None:

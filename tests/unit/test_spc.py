@@ -92,15 +92,27 @@ def test_repair_restores_the_exact_source_text(index):
             )
         ],
     )
-    chunk = result.chunks[0].chunk  # one hit: its context joins it, in one chunk
+    hit, antecedent = (h.chunk for h in result.chunks[:2])  # the hit, then what it asks for
     (action,) = result.actions
     assert action.action == "repaired" and action.method == "extractive"
-    assert TEXT[chunk.start : chunk.end] == chunk.text
-    assert chunk.text.startswith("Prime Minister John Smith")  # the antecedent is back
-    assert "He then announced" in chunk.text
-    prov = result.chunks[0].provenance[-1]
+    assert hit.text.startswith("He then announced")
+    assert antecedent.text.startswith("Prime Minister John Smith")  # the antecedent is back
+    assert result.chunk_actions[1].action == "context" and antecedent.end <= hit.start
+    for chunk in (hit, antecedent):
+        assert TEXT[chunk.start : chunk.end] == chunk.text
+    budgeted = SPC(index, audit=False, context=200).process(
+        "Why did John Smith resign?", [hit_of(TEXT, hit.text)]
+    )
+    joined = budgeted.chunks[0].chunk.text  # with a budget: one region, in reading order
+    assert joined.startswith("Prime Minister John Smith") and "He then announced" in joined
+    prov = budgeted.chunks[0].provenance[-1]
     assert prov["step"] == "spc" and prov["exact"] is True
     assert prov["before"] != prov["after"]
+    prov = result.chunks[1].provenance[-1]  # a context chunk names the hit it extends
+    assert prov["before"] == [hit.start, hit.end] and prov["after"] == [
+        antecedent.start,
+        antecedent.end,
+    ]
 
 
 def test_cut_chunk_is_extended_to_whole_sentences(index):
@@ -110,7 +122,8 @@ def test_cut_chunk_is_extended_to_whole_sentences(index):
     )
     assert result.chunks[0].chunk.text == sentence  # the cut sentence before anything else
     whole = SPC(index, audit=False).process("When was the election?", [hit_of(TEXT, "election")])
-    assert sentence in whole.chunks[0].chunk.text
+    # no budget: the hit and the rest of its sentence, then "The" (a chunk of its own)
+    assert [h.chunk.text for h in whole.chunks[:2]] == ["election was held in June.", "The"]
 
 
 def test_a_length_function_is_a_tokenizer_for_a_token_budget(index):
