@@ -32,7 +32,6 @@ def repair_plan(
     neighbours: int,
     budget: int | None,
     tokenizer: Tokenizer,
-    keep_stitched: bool,
 ) -> RepairPlan:
     """What SPC does to one retrieved chunk: nothing, or its repair from its source.
 
@@ -52,7 +51,6 @@ def repair_plan(
         neighbours=neighbours,
         budget=budget if budget is not None else max(2 * chunk.token_count, 64),
         tokenizer=tokenizer,
-        keep_stitched=keep_stitched,
     )
 
 
@@ -175,7 +173,7 @@ class RepairPlan:
     is the chunk itself), ``"source_mismatch"`` or why no source could be read; ``span``:
     the source offsets of the result; ``budget``: its token cap; ``method``:
     ``"extractive"`` or, once an LLM compression is accepted, ``"llm"`` (with
-    ``llm_text``); ``stitched``: the window an LLM may compress (only when one is given).
+    ``llm_text``); ``stitched``: the window the LLM may compress.
     """
 
     action: str
@@ -196,7 +194,6 @@ def plan_repair(
     neighbours: int,
     budget: int,
     tokenizer: Tokenizer,
-    keep_stitched: bool = False,
 ) -> RepairPlan:
     """The repair of a damaged chunk from its source: it grows, it never moves or trims.
 
@@ -224,7 +221,7 @@ def plan_repair(
     start, end = min(spans[ra].start, chunk.start), max(spans[rb - 1].end, chunk.end)
     action = "repaired" if (start, end) != (chunk.start, chunk.end) else "unchanged"
     stitched = None
-    if keep_stitched and action == "repaired":
+    if action == "repaired":
         lo, hi = max(0, ra - neighbours), min(len(spans), rb + neighbours)
         stitched = source.text[spans[lo].start : spans[hi - 1].end]
     return RepairPlan(
@@ -303,13 +300,10 @@ def budgeted(
     regions = []
     for got in allocate(spans, values, maps.get, asks, budget, cost, step=step, anytime=anytime):
         piece = texts[got.doc_id][got.start : got.end]
-        if holds(got):
-            regions.append(got)  # a hit whole is kept as it is
-        elif piece.strip():  # a hit cut at the budget, or an extension alone: no whitespace ends
-            lead = len(piece) - len(piece.lstrip())
-            regions.append(
-                replace(got, start=got.start + lead, end=got.start + len(piece.rstrip()))
-            )
+        if anytime and piece.strip() and not holds(got):
+            regions.append(got)  # an extension alone, with the space that joins it
+        elif piece.strip():  # a region ends on a character
+            regions.append(replace(got, end=got.start + len(piece.rstrip())))
 
     extended = {r.hits[0] for r in regions if anytime and not holds(r)}  # grown by a context
     chunks: list[ScoredChunk] = []
@@ -356,7 +350,9 @@ def budgeted(
             c for c, out in zip(source_text[region.start : region.end], beyond, strict=True) if out
         )
         grown = bool(extra.strip()) or region.hits[0] in extended
-        cut = {r for r in region.hits if spans[r][2] > region.end}  # the last hit, at the budget
+        cut = {  # the last hit, at the budget (not a hit's own trailing space)
+            r for r in region.hits if source_text[region.end : spans[r][2]].strip()
+        }
         if region.doc_id not in maps and region.end < len(chunk.text):  # no source: cut
             end = chunk.end - len(chunk.text) + region.end if chunk.has_offsets else chunk.end
             chunk = replace(chunk, text=chunk.text[: region.end], end=end)

@@ -171,7 +171,7 @@ class SPC(Params):
         ('repaired', 'Jane Smith led the inquiry. She resigned in May.')
         >>> ordered = SPC(index).process("Why did Jane Smith resign?", hits)  # no budget
         >>> [h.chunk.text for h in ordered.chunks]  # the hit, what it asks for, then the rest
-        ['She resigned in May.', 'Jane Smith led the inquiry.', 'Rain fell.']
+        ['She resigned in May.', 'Jane Smith led the inquiry. ', ' Rain fell.']
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
@@ -396,7 +396,6 @@ class SPC(Params):
                 neighbours=self.neighbours,
                 budget=self.budget,
                 tokenizer=self.tokenizer,
-                keep_stitched=self.llm is not None,
             )
             for h, c in zip(kept, found, strict=True)
         ]

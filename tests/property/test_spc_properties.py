@@ -117,7 +117,7 @@ def test_repair_returns_exact_source_spans_within_budget(sentences, data, budget
             assert text[h.chunk.start : h.chunk.end] == h.chunk.text
         spent = sum(tok.count([h.chunk.text for h in result.chunks]))
         if context is None or own <= context:  # a repair never moves or trims the hit
-            assert out.chunk.start <= start and end <= out.chunk.end
+            assert out.chunk.start <= start and start + len(fragment.rstrip()) <= out.chunk.end
         if context is not None:
             assert spent <= context
         elif spent > ANYTIME * own:  # grown to at most the sentence that crosses the bound

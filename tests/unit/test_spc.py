@@ -123,7 +123,7 @@ def test_cut_chunk_is_extended_to_whole_sentences(index):
     assert result.chunks[0].chunk.text == sentence  # the cut sentence before anything else
     whole = SPC(index, audit=False).process("When was the election?", [hit_of(TEXT, "election")])
     # no budget: the hit and the rest of its sentence, then "The" (a chunk of its own)
-    assert [h.chunk.text for h in whole.chunks[:2]] == ["election was held in June.", "The"]
+    assert [h.chunk.text for h in whole.chunks[:2]] == ["election was held in June.", "The "]
 
 
 def test_a_length_function_is_a_tokenizer_for_a_token_budget(index):
@@ -411,7 +411,8 @@ def test_plan_repair_is_a_pure_step_from_a_damaged_chunk_to_whole_sentences():
         text[plan.span[0] : plan.span[1]]
         == "Bees find flowers by scent. They dance to tell the hive."
     )
-    assert plan.method == "extractive" and plan.stitched is None  # no LLM: nothing to compress
+    assert plan.method == "extractive"
+    assert plan.stitched == text  # the window an LLM may compress: the repair and a neighbour
     again = plan_repair(
         chunk,
         found,
@@ -419,7 +420,6 @@ def test_plan_repair_is_a_pure_step_from_a_damaged_chunk_to_whole_sentences():
         neighbours=1,
         budget=5,
         tokenizer=WhitespaceTokenizer(),
-        keep_stitched=True,
     )
     # a budget below the chunk's own sentences: they are kept whole, nothing more is added
     assert text[again.span[0] : again.span[1]] == text[plan.span[0] : plan.span[1]]
