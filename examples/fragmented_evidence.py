@@ -52,6 +52,7 @@ def main() -> None:
         print(f"  {h.chunk.doc_id}: {h.chunk.text[:60]!r} {channels}")
 
     # 2. SPC: a chunk that opens with "He" is repaired from its source, exact offsets kept.
+    #    No budget given: the hit, then what it asks for, in the order a budget takes them.
     text = DOCS[0].text
     start = text.index("He then")
     end = text.index("concluded.") + len("concluded.")
@@ -59,9 +60,9 @@ def main() -> None:
     result = SPC(index).process("Why did John Smith resign?", [cut])
     action = result.actions[0]
     print("\nSPC:", action.action, "signals:", [s["name"] for s in action.completeness["signals"]])
-    repaired = result.chunks[0].chunk
-    assert text[repaired.start : repaired.end] == repaired.text
-    print("  repaired:", repaired.text)
+    for hit, did in zip(result.chunks, result.chunk_actions, strict=True):
+        assert text[hit.chunk.start : hit.chunk.end] == hit.chunk.text
+        print(f"  {did.action}: {hit.chunk.text.strip()}")
     print("  coverage:", {e: round(s, 2) for e, s in result.coverage.items()})
 
     # 3. Retrieve and check: elements the evidence misses become follow-up queries.
