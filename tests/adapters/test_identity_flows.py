@@ -103,9 +103,11 @@ def test_llama_index_nodes_of_one_document_are_one_document_and_spc_repairs_them
     fragment = [NodeWithScore(node=n, score=1.0) for n in res.nodes if n.node_id == "n1"]
     assert fragment[0].node.get_content() == "in Oslo."
     spc = llama_index_semrag.SPCPostprocessor(index=store.index, options={"audit": False})
-    (out,) = spc.postprocess_nodes(fragment, query_str="Where was the climate summit held?")
+    out, *context = spc.postprocess_nodes(fragment, query_str="Where was the climate summit held?")
     assert out.node.metadata["semrag_spc"]["action"] == "repaired"
-    assert "climate summit" in out.node.get_content() and "in Oslo." in out.node.get_content()
+    assert out.node.get_content() == "in Oslo."  # the hit first, then the rest of its sentence
+    assert context[0].node.metadata["semrag_spc"]["action"] == "context"
+    assert "climate summit" in context[0].node.get_content()
 
 
 def test_llama_index_batches_join_their_document_and_node_deletes_keep_the_rest():
