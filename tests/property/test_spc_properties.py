@@ -115,7 +115,8 @@ def test_repair_returns_exact_source_spans_within_budget(sentences, data, budget
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # disjoint
         for h in result.chunks:
             assert text[h.chunk.start : h.chunk.end] == h.chunk.text
-        spent = sum(tok.count([h.chunk.text for h in result.chunks]))
+        # one hit grows into one span: what it spends is that span's tokens
+        spent = tok.count([text[spans[0][0] : spans[-1][1]]])[0]
         if context is None or own <= context:  # a repair never moves or trims the hit
             assert out.chunk.start <= start and start + len(fragment.rstrip()) <= out.chunk.end
         if context is not None:
