@@ -138,7 +138,8 @@ def allocate(
                 if cut is not None:
                     regions = _merged([*regions, Region(*cut, (taken,))])
                 break
-            pieces = _pieces(pieces, regions, Region(*spans[taken], (taken,)))
+            if anytime:
+                pieces = _pieces(pieces, regions, Region(*spans[taken], (taken,)))
             regions, taken = grown, taken + 1
             continue
         if grow is None:
@@ -150,7 +151,8 @@ def allocate(
         if not anytime and spent(trial) > budget:
             blocked.add((r.doc_id, lo, hi))
             continue
-        pieces = _pieces(pieces, regions, wider)
+        if anytime:
+            pieces = _pieces(pieces, regions, wider)
         regions = trial
     return pieces if anytime else regions
 
